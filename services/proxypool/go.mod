@@ -1,0 +1,5 @@
+module github.com/trawl-crawler/trawl/services/proxypool
+
+go 1.26.8
+
+replace github.com/trawl-crawler/trawl/libs => ../../libs
