@@ -52,6 +52,10 @@ type Topics struct {
 // <prefix>proxies, <prefix>proxies.feedback.
 func (c Config) Topics() Topics { panic("unimplemented") }
 
+// GroupFor returns the consumer group id of a service ("<prefix>scheduler",
+// "<prefix>fetcher", "<prefix>parser"), so the launcher can measure lag.
+func (c Config) GroupFor(service string) string { return c.TopicPrefix + service }
+
 // EnsureTopics creates every topic that is missing: the URL topics
 // (Discovered, Fetch, Fetched) with c.Partitions partitions, Proxies
 // compacted, ProxyFeedback. An existing URL topic with another partition
