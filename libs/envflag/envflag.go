@@ -4,17 +4,57 @@
 // wins over the environment, which wins over the default.
 package envflag
 
-import "flag"
+import (
+	"flag"
+	"fmt"
+	"strings"
+)
 
 // Prefix is prepended to every environment variable name.
 const Prefix = "CRAWLER_"
 
-// EnvName returns the environment variable name for a flag name.
-func EnvName(flagName string) string { panic("unimplemented") }
+// EnvName returns the environment variable name for a flag name: Prefix
+// followed by the name upper-cased, with '-' and '.' turned into '_'.
+func EnvName(flagName string) string {
+	var b strings.Builder
+	b.Grow(len(Prefix) + len(flagName))
+	b.WriteString(Prefix)
+	for i := 0; i < len(flagName); i++ {
+		c := flagName[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			c -= 'a' - 'A'
+		case c == '-' || c == '.':
+			c = '_'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
 
 // Parse parses args into fs, then sets every flag not given on the command
 // line from lookupEnv (pass os.LookupEnv from main; libraries never read the
 // environment). An invalid environment value is an error naming the variable.
+// A variable that is set but empty counts as set (it sets the flag to "").
 func Parse(fs *flag.FlagSet, args []string, lookupEnv func(string) (string, bool)) error {
-	panic("unimplemented")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("parse flags: %w", err) // errors.Is(err, flag.ErrHelp) still holds
+	}
+	set := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || set[f.Name] {
+			return
+		}
+		name := EnvName(f.Name)
+		v, ok := lookupEnv(name)
+		if !ok {
+			return
+		}
+		if serr := fs.Set(f.Name, v); serr != nil {
+			err = fmt.Errorf("parse environment variable %s=%q for flag -%s: %w", name, v, f.Name, serr)
+		}
+	})
+	return err
 }

@@ -6,11 +6,30 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Defaults of Config, also the flag defaults.
+const (
+	DefaultLogLevel  = "info"
+	DefaultLogFormat = "json"
+	DefaultAdminAddr = "127.0.0.1:0"
 )
 
 // Config is the observability configuration of a service.
@@ -21,23 +40,91 @@ type Config struct {
 }
 
 // RegisterFlags binds the fields to flags with defaults.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) { panic("unimplemented") }
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.LogLevel, "log-level", DefaultLogLevel, "log level: debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log format: json or console")
+	fs.StringVar(&c.AdminAddr, "admin-addr", DefaultAdminAddr, "listen address of the admin server (/metrics, /healthz, /readyz)")
+}
 
-// Validate reports a configuration error.
-func (c Config) Validate() error { panic("unimplemented") }
+// Validate reports a configuration error. Empty fields mean their defaults.
+func (c Config) Validate() error {
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	switch c.LogFormat {
+	case "", "json", "console":
+	default:
+		return fmt.Errorf("validate log-format %q: want json or console", c.LogFormat)
+	}
+	if c.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			return fmt.Errorf("validate admin-addr %q: %w", c.AdminAddr, err)
+		}
+	}
+	return nil
+}
+
+func parseLevel(s string) (zapcore.Level, error) {
+	switch s {
+	case "":
+		return zapcore.InfoLevel, nil
+	case "debug", "info", "warn", "error":
+		var l zapcore.Level
+		if err := l.UnmarshalText([]byte(s)); err != nil {
+			return 0, fmt.Errorf("validate log-level %q: %w", s, err)
+		}
+		return l, nil
+	}
+	return 0, fmt.Errorf("validate log-level %q: want debug, info, warn or error", s)
+}
 
 // NewLogger returns a logger for service with the configured level and format.
-func NewLogger(c Config, service string) (*zap.Logger, error) { panic("unimplemented") }
+// It writes to standard error, carries the field service=<service>, samples
+// like zap's production logger and adds stack traces to error logs.
+func NewLogger(c Config, service string) (*zap.Logger, error) {
+	return newLogger(c, service, zapcore.Lock(os.Stderr))
+}
+
+func newLogger(c Config, service string, w zapcore.WriteSyncer) (*zap.Logger, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("new logger: %w", err)
+	}
+	level, _ := parseLevel(c.LogLevel) // checked by Validate
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if c.LogFormat == "console" {
+		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(encCfg)
+	} else {
+		enc = zapcore.NewJSONEncoder(encCfg)
+	}
+	core := zapcore.NewCore(enc, w, zap.NewAtomicLevelAt(level))
+	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
+	return zap.New(core,
+		zap.AddCaller(),
+		zap.AddStacktrace(zapcore.ErrorLevel),
+		zap.ErrorOutput(w),
+	).With(zap.String("service", service)), nil
+}
 
 // NewRegistry returns a fresh registry with the Go and process collectors
 // registered. Never the default registry.
-func NewRegistry() *prometheus.Registry { panic("unimplemented") }
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
 
 // Registerer returns reg wrapped so every metric name gets the prefix
 // "crawler_<service>_"; components register metrics like
-// "pages_fetched_total" on it.
+// "pages_fetched_total" on it. A '-' in service becomes '_' so that the
+// names stay valid.
 func Registerer(reg prometheus.Registerer, service string) prometheus.Registerer {
-	panic("unimplemented")
+	return prometheus.WrapRegistererWithPrefix("crawler_"+strings.ReplaceAll(service, "-", "_")+"_", reg)
 }
 
 // Field constructors: the same key for the same thing in every service.
@@ -51,27 +138,195 @@ func ErrorKind(kind string) zap.Field { return zap.String("error_kind", kind) }
 func Status(code int) zap.Field       { return zap.Int("status", code) }
 
 // Check is a readiness check; a non-nil error makes /readyz answer 503.
+// It must return promptly once ctx is done: /readyz gives all checks
+// together CheckTimeout and waits for every one of them.
 type Check func(ctx context.Context) error
+
+// CheckTimeout bounds one /readyz evaluation; a check still running then
+// counts as failed.
+const CheckTimeout = 2 * time.Second
+
+// shutdownTimeout bounds the graceful shutdown of the admin server.
+const shutdownTimeout = 5 * time.Second
+
+type namedCheck struct {
+	name  string
+	check Check
+}
 
 // Admin is the admin HTTP server of a service. Create with NewAdmin, add
 // checks before Run. Safe for concurrent use.
-type Admin struct{}
+//
+// Routes: /metrics (the registry, OpenMetrics when asked), /healthz (200
+// "ok" while the server runs), /readyz (200 "ok" when the ready flag is set
+// and every check passes within CheckTimeout, else 503 naming the failing
+// checks).
+type Admin struct {
+	addr  string
+	log   *zap.Logger
+	srv   *http.Server
+	ready atomic.Bool
+
+	mu     sync.Mutex
+	checks []namedCheck
+	ln     net.Listener
+}
 
 // NewAdmin returns an admin server that will listen on addr and serve reg.
 func NewAdmin(addr string, reg *prometheus.Registry, log *zap.Logger) *Admin {
-	panic("unimplemented")
+	a := &Admin{addr: addr, log: log}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:          zap.NewStdLog(log),
+		ErrorHandling:     promhttp.ContinueOnError,
+		Registry:          reg,
+		EnableOpenMetrics: true,
+	}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", a.serveReady)
+	a.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          zap.NewStdLog(log),
+	}
+	return a
 }
 
 // AddCheck adds a named readiness check.
-func (a *Admin) AddCheck(name string, c Check) { panic("unimplemented") }
+func (a *Admin) AddCheck(name string, c Check) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.checks = append(a.checks, namedCheck{name: name, check: c})
+}
 
 // SetReady sets the readiness flag; /readyz is 503 until SetReady(true) and
 // again after SetReady(false) (shutdown begins).
-func (a *Admin) SetReady(ready bool) { panic("unimplemented") }
+func (a *Admin) SetReady(ready bool) { a.ready.Store(ready) }
 
-// Listen binds the listener; Addr is valid afterwards.
-func (a *Admin) Listen() (net.Addr, error) { panic("unimplemented") }
+// Listen binds the listener; Addr is valid afterwards. Calling it again
+// returns the address already bound.
+func (a *Admin) Listen() (net.Addr, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ln != nil {
+		return a.ln.Addr(), nil
+	}
+	ln, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen admin %s: %w", a.addr, err)
+	}
+	a.ln = ln
+	return ln.Addr(), nil
+}
 
 // Run serves until ctx is done, then shuts down gracefully. Calls Listen
-// if it was not called.
-func (a *Admin) Run(ctx context.Context) error { panic("unimplemented") }
+// if it was not called. It returns nil after a shutdown caused by ctx, and
+// the server's error if serving fails. Run must be called at most once.
+func (a *Admin) Run(ctx context.Context) error {
+	addr, err := a.Listen()
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	ln := a.ln
+	a.mu.Unlock()
+	a.log.Info("admin server listening", zap.String("addr", addr.String()))
+
+	served := make(chan error, 1)
+	go func() { served <- a.srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve admin: %w", err)
+	case <-ctx.Done():
+	}
+	a.ready.Store(false)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	shutErr := a.srv.Shutdown(sctx)
+	if shutErr != nil {
+		_ = a.srv.Close() // deadline passed: drop the remaining connections
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve admin: %w", err)
+	}
+	if shutErr != nil {
+		return fmt.Errorf("shut down admin: %w", shutErr)
+	}
+	return nil
+}
+
+func (a *Admin) serveReady(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if !a.ready.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready\n"))
+		return
+	}
+	failed := a.runChecks(r.Context())
+	if len(failed) == 0 {
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	for _, f := range failed {
+		_, _ = fmt.Fprintf(w, "check %s: %s\n", f.name, f.err)
+	}
+	a.log.Debug("readiness check failed", zap.String("check", failed[0].name), zap.Error(failed[0].err))
+}
+
+type failedCheck struct {
+	name string
+	err  error
+}
+
+// runChecks runs every check concurrently under CheckTimeout and returns the
+// failures sorted by name.
+func (a *Admin) runChecks(ctx context.Context) []failedCheck {
+	a.mu.Lock()
+	checks := append([]namedCheck(nil), a.checks...)
+	a.mu.Unlock()
+	if len(checks) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+	defer cancel()
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Go(func() {
+			err := runCheck(ctx, c.check)
+			if err == nil && ctx.Err() != nil {
+				err = fmt.Errorf("exceeded %s: %w", CheckTimeout, ctx.Err())
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	var failed []failedCheck
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, failedCheck{name: checks[i].name, err: err})
+		}
+	}
+	sort.Slice(failed, func(i, j int) bool { return failed[i].name < failed[j].name })
+	return failed
+}
+
+// runCheck runs c, turning a panic into an error so that one broken check
+// cannot take the admin server down.
+func runCheck(ctx context.Context, c Check) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("check panicked: %v", p)
+		}
+	}()
+	return c(ctx)
+}

@@ -3,9 +3,33 @@
 // politeness key that partitions every URL topic.
 //
 // Every service uses this one package; there is no second canonicalizer.
+//
+// The canonical form is the WHATWG serialization (which already lower-cases
+// the scheme and host, IDNA-encodes the host, normalizes IPv4 and IPv6
+// addresses, drops the scheme's default port, resolves dot segments, turns
+// an empty path into "/" and percent-encodes what must be encoded) with three
+// further steps:
+//
+//   - the fragment is removed;
+//   - percent-escapes are normalized (RFC 3986 §6.2.2): hex digits
+//     upper-cased, escapes of unreserved characters (ALPHA DIGIT - . _ ~)
+//     decoded;
+//   - a '%' that does not start a valid escape is encoded as "%25", so the
+//     decoding above can never create a new escape (this is what makes the
+//     form idempotent and unambiguous).
+//
+// The query is kept as written (not sorted, empty "?" kept): parameter order
+// is significant to some servers. User information is kept.
 package urlcanon
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	whatwgerrors "github.com/nlnwa/whatwg-url/errors"
+	"github.com/nlnwa/whatwg-url/url"
+)
 
 // Errors returned for URLs the crawler refuses.
 var (
@@ -20,19 +44,185 @@ var (
 // MaxLength is the longest canonical URL accepted.
 const MaxLength = 4096
 
+// maxInput bounds the work spent on one input: a longer raw string is
+// refused with ErrTooLong before parsing. Canonicalization can shrink a URL
+// (fragment, dot segments, decoded escapes), hence the slack over MaxLength.
+const maxInput = 8 * MaxLength
+
 // Canonicalize returns the canonical form of an absolute URL: scheme and host
 // lower-cased, host IDNA (punycode) encoded, default port removed, dot
 // segments resolved, percent-encoding normalized, fragment removed, empty path
 // becomes "/". Canonicalize(Canonicalize(x)) == Canonicalize(x).
 // Only http, https and ftp URLs are accepted.
-func Canonicalize(raw string) (string, error) { panic("unimplemented") }
+func Canonicalize(raw string) (string, error) {
+	if len(raw) > maxInput {
+		return "", fmt.Errorf("canonicalize url: %d bytes: %w", len(raw), ErrTooLong)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", invalid("canonicalize url", err)
+	}
+	return finish(u)
+}
 
 // Resolve resolves ref against base as a browser resolves an href (tabs and
 // newlines stripped, surrounding spaces trimmed, backslashes as slashes in
 // special schemes, "http:foo", "//host", …) and returns the canonical result.
-func Resolve(base, ref string) (string, error) { panic("unimplemented") }
+func Resolve(base, ref string) (string, error) {
+	if len(base) > maxInput || len(ref) > maxInput {
+		return "", fmt.Errorf("resolve url: %d+%d bytes: %w", len(base), len(ref), ErrTooLong)
+	}
+	b, err := url.Parse(base)
+	if err != nil {
+		return "", invalid("resolve url: parse base", err)
+	}
+	u, err := b.Parse(ref)
+	if err != nil {
+		return "", invalid("resolve url", err)
+	}
+	return finish(u)
+}
+
+// finish checks the scheme and serializes u canonically.
+func finish(u *url.Url) (string, error) {
+	if err := checkScheme(u.Scheme()); err != nil {
+		return "", fmt.Errorf("canonicalize url: %w", err)
+	}
+	if u.Hostname() == "" {
+		// Unreachable for special schemes under the WHATWG parser; kept so
+		// that a host-less URL can never reach a politeness key.
+		return "", fmt.Errorf("canonicalize url: empty host: %w", ErrInvalid)
+	}
+	s := NormalizePercent(u.Href(true))
+	if len(s) > MaxLength {
+		return "", fmt.Errorf("canonicalize url: %d bytes: %w", len(s), ErrTooLong)
+	}
+	return s, nil
+}
+
+func checkScheme(scheme string) error {
+	switch scheme {
+	case "http", "https", "ftp":
+		return nil
+	}
+	return fmt.Errorf("scheme %q: %w", scheme, ErrScheme)
+}
+
+// invalid wraps a parser failure in ErrInvalid. The parser's message quotes
+// the whole input, which may be kilobytes long; only its failure type is
+// kept (callers log the URL in its own field).
+func invalid(op string, err error) error {
+	reason := string(whatwgerrors.Type(err))
+	if reason == "" {
+		reason = err.Error()
+	}
+	return fmt.Errorf("%s: %w: %s", op, ErrInvalid, reason)
+}
 
 // PolitenessKey returns the partitioning key of a URL: its host, lower-cased
 // and IDNA-encoded, followed by ":port" when the port is not the scheme's
 // default. Two URLs with equal keys are fetched under the same politeness.
-func PolitenessKey(rawURL string) (string, error) { panic("unimplemented") }
+//
+// The URL need not be canonical; it is parsed the same way as by
+// Canonicalize. One trailing dot of a domain is dropped ("example.com." and
+// "example.com" are one server). IPv6 hosts keep their brackets
+// ("[::1]:8080").
+func PolitenessKey(rawURL string) (string, error) {
+	if len(rawURL) > maxInput {
+		return "", fmt.Errorf("politeness key: %d bytes: %w", len(rawURL), ErrTooLong)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", invalid("politeness key", err)
+	}
+	if err := checkScheme(u.Scheme()); err != nil {
+		return "", fmt.Errorf("politeness key: %w", err)
+	}
+	host := u.Hostname()
+	if len(host) > 1 && !u.IsIPv6() {
+		host = strings.TrimSuffix(host, ".") // but "." stays "."
+	}
+	if host == "" {
+		return "", fmt.Errorf("politeness key: empty host: %w", ErrInvalid)
+	}
+	if p := u.Port(); p != "" {
+		return host + ":" + p, nil
+	}
+	return host, nil
+}
+
+// NormalizePercent normalizes the percent-escapes of s: hex digits are
+// upper-cased, escapes of unreserved characters (ALPHA DIGIT - . _ ~) are
+// decoded, and a '%' not followed by two hex digits becomes "%25". Every
+// other byte is copied. It is idempotent, and returns s itself (no
+// allocation) when there is nothing to change.
+func NormalizePercent(s string) string {
+	i := strings.IndexByte(s, '%')
+	if i < 0 {
+		return s
+	}
+	var b []byte
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			if b != nil {
+				b = append(b, c)
+			}
+			continue
+		}
+		if i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			v := unhex(s[i+1])<<4 | unhex(s[i+2])
+			switch {
+			case isUnreserved(v):
+				b = grow(b, s, i)
+				b = append(b, v)
+			case isLowerHex(s[i+1]) || isLowerHex(s[i+2]):
+				b = grow(b, s, i)
+				b = append(b, '%', upperHex[v>>4], upperHex[v&15])
+			case b != nil:
+				b = append(b, s[i:i+3]...)
+			}
+			i += 2
+			continue
+		}
+		b = grow(b, s, i)
+		b = append(b, "%25"...)
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
+}
+
+// grow starts the output buffer with s[:i] the first time a change is made.
+func grow(b []byte, s string, i int) []byte {
+	if b != nil {
+		return b
+	}
+	b = make([]byte, 0, len(s)+8)
+	return append(b, s[:i]...)
+}
+
+const upperHex = "0123456789ABCDEF"
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isLowerHex(c byte) bool { return 'a' <= c && c <= 'f' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}

@@ -1,0 +1,168 @@
+package crawlmsg_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+)
+
+var at = timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))
+
+// messages has one fully populated value of every wire message, with the
+// schema name its records carry.
+var messages = []struct {
+	schema string
+	msg    proto.Message
+	empty  func() proto.Message
+}{
+	{
+		"crawler.v1.DiscoveredURL",
+		&crawlv1.DiscoveredURL{
+			CrawlId: "c1", Url: "http://example.com/a", Depth: 3, ParentUrl: "http://example.com/",
+			DiscoveredAt: at, Source: crawlv1.Source_SOURCE_LINK, AnchorText: "Ä link", Rel: "nofollow",
+		},
+		func() proto.Message { return &crawlv1.DiscoveredURL{} },
+	},
+	{
+		"crawler.v1.FetchRequest",
+		&crawlv1.FetchRequest{
+			CrawlId: "c1", Url: "http://example.com/a", UrlFp: 0xfedcba9876543210, Depth: 2,
+			ParentUrl: "http://example.com/", DiscoveredAt: at, ScheduledAt: at, Attempt: 1,
+			NotBefore: at, Etag: `"abc"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT", AnchorText: "a",
+		},
+		func() proto.Message { return &crawlv1.FetchRequest{} },
+	},
+	{
+		"crawler.v1.FetchedPage",
+		&crawlv1.FetchedPage{
+			CrawlId: "c1", Url: "http://example.com/a", UrlFp: 1, Depth: 2, ParentUrl: "p", FetchedAt: at,
+			StatusCode: 200, ErrorKind: "", ErrorMessage: "", ContentType: "text/html", Charset: "gbk",
+			Headers:         map[string]string{"etag": `"x"`, "content-length": "5"},
+			FetchDurationUs: 1234, TtfbUs: 56, Body: []byte("<p>\x00\xff</p>"), Truncated: true, BodyBytes: 11,
+			RedirectLocation: "http://example.com/b", AnchorText: "t", Partition: 7,
+		},
+		func() proto.Message { return &crawlv1.FetchedPage{} },
+	},
+	{
+		"crawler.v1.Proxy",
+		&crawlv1.Proxy{Id: "p1", Url: "http://u:p@127.0.0.2:3128", CheckedAt: at, LatencyUs: 99, Score: 0.75},
+		func() proto.Message { return &crawlv1.Proxy{} },
+	},
+	{
+		"crawler.v1.ProxyFeedback",
+		&crawlv1.ProxyFeedback{ProxyId: "p1", Host: "example.com", Outcome: "timeout", LatencyUs: 5, At: at},
+		func() proto.Message { return &crawlv1.ProxyFeedback{} },
+	},
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, tt := range messages {
+		t.Run(tt.schema, func(t *testing.T) {
+			value, schema, err := crawlmsg.Marshal(tt.msg)
+			if err != nil {
+				t.Fatalf("Marshal: %v", err)
+			}
+			if schema != tt.schema || crawlmsg.SchemaOf(tt.msg) != tt.schema {
+				t.Fatalf("schema = %q, SchemaOf = %q, want %q", schema, crawlmsg.SchemaOf(tt.msg), tt.schema)
+			}
+			got := tt.empty()
+			if err := crawlmsg.Unmarshal(value, schema, got); err != nil {
+				t.Fatalf("Unmarshal: %v", err)
+			}
+			if !proto.Equal(got, tt.msg) {
+				t.Fatalf("round trip = %v, want %v", got, tt.msg)
+			}
+			// Records from tools that set no schema header are accepted.
+			got = tt.empty()
+			if err := crawlmsg.Unmarshal(value, "", got); err != nil || !proto.Equal(got, tt.msg) {
+				t.Fatalf("Unmarshal without schema = %v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestSchemaMismatch(t *testing.T) {
+	value, schema, err := crawlmsg.Marshal(messages[0].msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range messages[1:] {
+		t.Run(tt.schema, func(t *testing.T) {
+			err := crawlmsg.Unmarshal(value, schema, tt.empty())
+			if !errors.Is(err, crawlmsg.ErrSchemaMismatch) {
+				t.Fatalf("Unmarshal %s as %s: error = %v, want ErrSchemaMismatch", schema, tt.schema, err)
+			}
+		})
+	}
+	if err := crawlmsg.Unmarshal(value, "crawler.v2.DiscoveredURL", &crawlv1.DiscoveredURL{}); !errors.Is(err, crawlmsg.ErrSchemaMismatch) {
+		t.Fatalf("future major version: error = %v, want ErrSchemaMismatch", err)
+	}
+}
+
+func TestGarbage(t *testing.T) {
+	tests := []struct {
+		name  string
+		value []byte
+	}{
+		{"truncated varint", []byte{0x08}},
+		{"bad wire type", []byte{0x0f}},
+		{"length past end", []byte{0x12, 0x7f, 'a'}},
+		{"invalid utf-8 in string", []byte{0x12, 0x02, 0xff, 0xfe}},
+		{"field number zero", []byte{0x00, 0x01}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := crawlmsg.Unmarshal(tt.value, "crawler.v1.FetchedPage", &crawlv1.FetchedPage{})
+			if err == nil {
+				t.Fatalf("Unmarshal(%x) succeeded", tt.value)
+			}
+			if errors.Is(err, crawlmsg.ErrSchemaMismatch) {
+				t.Fatalf("Unmarshal(%x) = %v: garbage is not a schema mismatch", tt.value, err)
+			}
+		})
+	}
+}
+
+// FuzzUnmarshalFetchedPage: Unmarshal never panics on any bytes and schema,
+// rejects every schema other than "" and the FetchedPage name with
+// ErrSchemaMismatch, and a value it accepts re-encodes to a message that
+// decodes to an equal message.
+func FuzzUnmarshalFetchedPage(f *testing.F) {
+	for _, m := range messages {
+		v, s, err := crawlmsg.Marshal(m.msg)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(v, s)
+	}
+	f.Add([]byte{}, "")
+	f.Add([]byte{0x12, 0x7f, 'a'}, "crawler.v1.FetchedPage")
+	f.Fuzz(func(t *testing.T, value []byte, schema string) {
+		var page crawlv1.FetchedPage
+		err := crawlmsg.Unmarshal(value, schema, &page)
+		want := crawlmsg.SchemaOf(&page)
+		if schema != "" && schema != want {
+			if !errors.Is(err, crawlmsg.ErrSchemaMismatch) {
+				t.Fatalf("schema %q: error = %v, want ErrSchemaMismatch", schema, err)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+		again, _, err := crawlmsg.Marshal(&page)
+		if err != nil {
+			t.Fatalf("re-marshal: %v", err)
+		}
+		var page2 crawlv1.FetchedPage
+		if err := crawlmsg.Unmarshal(again, want, &page2); err != nil || !proto.Equal(&page, &page2) {
+			t.Fatalf("re-decode = %v, %v", &page2, err)
+		}
+	})
+}
