@@ -1,0 +1,198 @@
+// Command scheduler turns discovered URLs into fetch requests: it
+// canonicalizes, deduplicates against the partition's seen set (persisted in
+// ClickHouse), applies the depth limit and the per-crawl page budget, and
+// produces the admitted URLs to the fetch topic. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/consume"
+)
+
+const service = "scheduler"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.LookupEnv)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the scheduler's whole configuration.
+type config struct {
+	Telemetry  telemetry.Config
+	Kafka      kafkaio.Config
+	ClickHouse chstore.Config
+
+	MaxDepth      uint  // deepest link depth admitted
+	MaxPages      int64 // page budget per crawl, 0 = unlimited
+	BudgetRefresh time.Duration
+	MaxBatch      int // records per batch
+	MaxInFlight   int // unacked records per partition before reading pauses
+	SeenFlush     time.Duration
+	SeenBatchRows int
+}
+
+func (c *config) registerFlags(fs *flag.FlagSet) {
+	c.Telemetry.RegisterFlags(fs)
+	c.Kafka.RegisterFlags(fs)
+	c.ClickHouse.RegisterFlags(fs)
+	fs.UintVar(&c.MaxDepth, "max-depth", 16, "deepest link depth admitted (seeds are depth 0)")
+	fs.Int64Var(&c.MaxPages, "max-pages", 0, "pages admitted per crawl, 0 = unlimited (approximate with several schedulers, see README)")
+	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the per-crawl admitted count is read from ClickHouse when --max-pages is set")
+	fs.IntVar(&c.MaxBatch, "max-batch", kafkaio.DefaultMaxBatch, "discovered URLs decided, produced and persisted together")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", kafkaio.DefaultMaxInFlight, "unacknowledged records per partition before reading pauses")
+	fs.DurationVar(&c.SeenFlush, "seen-flush-interval", 50*time.Millisecond, "longest wait before new fingerprints are inserted into url_seen")
+	fs.IntVar(&c.SeenBatchRows, "seen-batch-rows", 5000, "url_seen rows per insert")
+}
+
+// Validate reports a configuration error.
+func (c config) Validate() error {
+	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate(), c.ClickHouse.Validate()}
+	if c.MaxDepth > 65535 {
+		errs = append(errs, fmt.Errorf("max-depth: %d above 65535", c.MaxDepth))
+	}
+	if c.MaxPages < 0 {
+		errs = append(errs, fmt.Errorf("max-pages: %d must not be negative", c.MaxPages))
+	}
+	if c.BudgetRefresh <= 0 {
+		errs = append(errs, fmt.Errorf("budget-refresh: %v must be positive", c.BudgetRefresh))
+	}
+	if c.MaxBatch < 1 {
+		errs = append(errs, fmt.Errorf("max-batch: %d must be positive", c.MaxBatch))
+	}
+	if c.MaxInFlight < c.MaxBatch {
+		errs = append(errs, fmt.Errorf("max-in-flight: %d below max-batch %d", c.MaxInFlight, c.MaxBatch))
+	}
+	if c.SeenFlush <= 0 {
+		errs = append(errs, fmt.Errorf("seen-flush-interval: %v must be positive", c.SeenFlush))
+	}
+	if c.SeenBatchRows < 1 {
+		errs = append(errs, fmt.Errorf("seen-batch-rows: %d must be positive", c.SeenBatchRows))
+	}
+	return errors.Join(errs...)
+}
+
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool)) error {
+	var cfg config
+	fs := flag.NewFlagSet(service, flag.ContinueOnError)
+	cfg.registerFlags(fs)
+	if err := envflag.Parse(fs, args, lookupEnv); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("validate config: %w", err)
+	}
+
+	log, err := telemetry.NewLogger(cfg.Telemetry, service)
+	if err != nil {
+		return fmt.Errorf("create logger: %w", err)
+	}
+	defer func() { _ = log.Sync() }()
+	reg := telemetry.NewRegistry()
+	sreg := telemetry.Registerer(reg, service)
+
+	store, err := chstore.Open(ctx, cfg.ClickHouse, log)
+	if err != nil {
+		return fmt.Errorf("open clickhouse: %w", err)
+	}
+	defer func() { _ = store.Close() }()
+	if err := store.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate clickhouse: %w", err)
+	}
+	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
+		return fmt.Errorf("ensure topics: %w", err)
+	}
+
+	admin := telemetry.NewAdmin(cfg.Telemetry.AdminAddr, reg, log)
+	admin.AddCheck("clickhouse", store.Ping)
+	addr, err := admin.Listen()
+	if err != nil {
+		return fmt.Errorf("listen admin: %w", err)
+	}
+
+	producer := kafkaio.NewWriter(cfg.Kafka, log, sreg)
+	defer func() { _ = producer.Close() }()
+	seenW := chstore.NewBatchWriter(store, chstore.URLSeen, chstore.BatchOptions{
+		MaxRows:       cfg.SeenBatchRows,
+		FlushInterval: cfg.SeenFlush,
+	}, log, sreg)
+	tracker := budget.NewTracker(cfg.MaxPages)
+	topics := cfg.Kafka.Topics()
+	sched, err := consume.New(consume.Config{
+		Topics:     topics,
+		Partitions: cfg.Kafka.Partitions,
+		MaxDepth:   uint32(cfg.MaxDepth),
+	}, producer, seenW, store, tracker, time.Now, log, sreg)
+	if err != nil {
+		return err
+	}
+	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
+		GroupID:     cfg.Kafka.GroupFor(service),
+		Topic:       topics.Discovered,
+		MaxBatch:    cfg.MaxBatch,
+		MaxInFlight: cfg.MaxInFlight,
+	}, sched.Assign, log, sreg)
+	if err != nil {
+		return fmt.Errorf("create consumer group: %w", err)
+	}
+
+	log.Info("scheduler starting", zap.Stringer("admin", addr), telemetry.Topic(topics.Discovered),
+		zap.Uint("max_depth", cfg.MaxDepth), zap.Int64("max_pages", cfg.MaxPages))
+
+	// Shutdown order: readiness false → the group stops consuming, closes
+	// its handlers and commits what was acked → only then the url_seen
+	// writer flushes and stops (in-flight batches still need it) → the
+	// producer and the store close (deferred).
+	g, gctx := errgroup.WithContext(ctx)
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	g.Go(func() error { return admin.Run(gctx) })
+	g.Go(func() error {
+		if err := seenW.Run(writerCtx); err != nil {
+			return fmt.Errorf("run url_seen writer: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		return tracker.Run(gctx, cfg.BudgetRefresh, consume.CountSeen(store), func(err error) {
+			log.Warn("budget refresh failed, keeping previous counts", zap.Error(err))
+		})
+	})
+	g.Go(func() error {
+		defer stopWriter()
+		return group.Run(gctx)
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		admin.SetReady(false)
+		return nil
+	})
+	admin.SetReady(true)
+
+	err = g.Wait()
+	log.Info("scheduler stopped")
+	return err
+}

@@ -1,0 +1,153 @@
+// Package admit decides whether a discovered URL becomes a fetch request:
+// the scheduler's admission policy, as a plain type with its state
+// (seen set, page budget, partition function, clock) injected.
+//
+// The order of the checks is part of the policy, cheapest and most
+// fundamental first:
+//
+//  1. invalid_crawl: the crawl id is empty or contains a NUL byte (it would
+//     make fingerprints of two crawls collide).
+//  2. invalid_url, unsupported_scheme, url_too_long: urlcanon refuses the URL.
+//  3. wrong_partition: the URL's politeness key does not hash to the
+//     partition the record was read from; another scheduler owns its seen
+//     set, so the record is handed back to Discovered under its proper key.
+//  4. too_deep: depth above the maximum.
+//  5. duplicate: the fingerprint is already in the partition's seen set.
+//  6. budget_exhausted: the crawl reached its page budget (checked last,
+//     because it consumes budget on success).
+package admit
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Reason says why a URL was not admitted. The set is fixed, so it is safe as
+// a metric label.
+type Reason string
+
+// Drop reasons.
+const (
+	InvalidCrawl      Reason = "invalid_crawl"
+	InvalidURL        Reason = "invalid_url"
+	UnsupportedScheme Reason = "unsupported_scheme"
+	URLTooLong        Reason = "url_too_long"
+	WrongPartition    Reason = "wrong_partition"
+	TooDeep           Reason = "too_deep"
+	Duplicate         Reason = "duplicate"
+	BudgetExhausted   Reason = "budget_exhausted"
+)
+
+// Reasons lists every Reason, for pre-creating metric series.
+var Reasons = []Reason{InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong, WrongPartition, TooDeep, Duplicate, BudgetExhausted}
+
+// Seen reports whether a fingerprint was already admitted in this partition
+// (persisted or earlier in the same batch). Called from the deciding
+// goroutine only.
+type Seen interface {
+	Contains(fp uint64) bool
+}
+
+// Budget hands out the page budget of crawls. Reserve takes one page of the
+// crawl's budget and reports false, taking nothing, when none is left. It
+// must be safe for concurrent use when shared by several partitions.
+type Budget interface {
+	Reserve(partition int, crawlID string) bool
+}
+
+// Unlimited is a Budget that never runs out.
+type Unlimited struct{}
+
+// Reserve always succeeds.
+func (Unlimited) Reserve(int, string) bool { return true }
+
+// PartitionFunc returns the record key of a canonical URL and the partition
+// that key hashes to (the pipeline's one partition function).
+type PartitionFunc func(canonicalURL string) (key []byte, partition int, err error)
+
+// Policy holds the admission rules. The zero MaxDepth admits only seeds.
+type Policy struct {
+	MaxDepth  uint32
+	Partition PartitionFunc
+	Now       func() time.Time
+}
+
+// Decision is the outcome for one discovered URL.
+type Decision struct {
+	// Admit is true when Fetch should be produced; otherwise Reason is set.
+	Admit  bool
+	Reason Reason
+	// Canonical is the canonical URL, FP its fingerprint within the crawl
+	// and Key its record key; set unless the URL or crawl id was invalid.
+	Canonical string
+	FP        uint64
+	Key       []byte
+	// Partition is the partition Key hashes to: the owner of the URL.
+	Partition int
+	// Fetch is the request to produce when Admit is true.
+	Fetch *crawlv1.FetchRequest
+}
+
+// Decide applies the policy to u, read from partition. It reserves budget
+// only when it admits; the caller must then record FP as seen so that a
+// repeat in the same batch is a duplicate.
+func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budget Budget) Decision {
+	if u.GetCrawlId() == "" || strings.IndexByte(u.GetCrawlId(), 0) >= 0 {
+		return Decision{Reason: InvalidCrawl}
+	}
+	canonical, err := urlcanon.Canonicalize(u.GetUrl())
+	if err != nil {
+		return Decision{Reason: invalidReason(err)}
+	}
+	key, owner, err := p.Partition(canonical)
+	if err != nil {
+		return Decision{Reason: InvalidURL}
+	}
+	d := Decision{
+		Canonical: canonical,
+		FP:        fingerprint.URL(u.GetCrawlId(), canonical),
+		Key:       key,
+		Partition: owner,
+	}
+	switch {
+	case owner != partition:
+		d.Reason = WrongPartition
+	case u.GetDepth() > p.MaxDepth:
+		d.Reason = TooDeep
+	case seen.Contains(d.FP):
+		d.Reason = Duplicate
+	case !budget.Reserve(partition, u.GetCrawlId()):
+		d.Reason = BudgetExhausted
+	default:
+		d.Admit = true
+		d.Fetch = &crawlv1.FetchRequest{
+			CrawlId:      u.GetCrawlId(),
+			Url:          canonical,
+			UrlFp:        d.FP,
+			Depth:        u.GetDepth(),
+			ParentUrl:    u.GetParentUrl(),
+			DiscoveredAt: u.GetDiscoveredAt(),
+			ScheduledAt:  timestamppb.New(p.Now()),
+			AnchorText:   u.GetAnchorText(),
+		}
+	}
+	return d
+}
+
+// invalidReason classifies a urlcanon error.
+func invalidReason(err error) Reason {
+	switch {
+	case errors.Is(err, urlcanon.ErrScheme):
+		return UnsupportedScheme
+	case errors.Is(err, urlcanon.ErrTooLong):
+		return URLTooLong
+	default:
+		return InvalidURL
+	}
+}

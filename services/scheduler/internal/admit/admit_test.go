@@ -1,0 +1,150 @@
+package admit
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/dedup"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// hostPartitions assigns partitions by host for the test: "other.example"
+// lives on partition 1, every other host on partition 0.
+func hostPartitions(canonical string) ([]byte, int, error) {
+	host := strings.SplitN(strings.TrimPrefix(strings.TrimPrefix(canonical, "https://"), "http://"), "/", 2)[0]
+	if host == "other.example" {
+		return []byte(host), 1, nil
+	}
+	return []byte(host), 0, nil
+}
+
+// budget is a page budget of left pages for every crawl.
+type budget struct{ left int }
+
+func (b *budget) Reserve(int, string) bool {
+	if b.left <= 0 {
+		return false
+	}
+	b.left--
+	return true
+}
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	discovered := timestamppb.New(now.Add(-time.Minute))
+	seen := dedup.New(0)
+	seen.Add(fingerprint.URL("c1", "http://seen.example/"))
+
+	tests := []struct {
+		name          string
+		in            *crawlv1.DiscoveredURL
+		partition     int
+		budget        int
+		wantReason    Reason // "" = admitted
+		wantCanonical string
+	}{
+		{
+			name:          "admitted and canonicalized",
+			in:            &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "HTTP://Example.COM:80/a/../b#frag", Depth: 3, ParentUrl: "http://example.com/", AnchorText: "b", DiscoveredAt: discovered},
+			budget:        1,
+			wantCanonical: "http://example.com/b",
+		},
+		{name: "empty crawl", in: &crawlv1.DiscoveredURL{Url: "http://example.com/"}, budget: 1, wantReason: InvalidCrawl},
+		{name: "nul in crawl", in: &crawlv1.DiscoveredURL{CrawlId: "c\x001", Url: "http://example.com/"}, budget: 1, wantReason: InvalidCrawl},
+		{name: "not a url", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "::not a url"}, budget: 1, wantReason: InvalidURL},
+		{name: "relative url", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "/relative/path"}, budget: 1, wantReason: InvalidURL},
+		{name: "mailto", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "mailto:a@example.com"}, budget: 1, wantReason: UnsupportedScheme},
+		{name: "too long", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/" + strings.Repeat("a", 5000)}, budget: 1, wantReason: URLTooLong},
+		{name: "other partition", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://other.example/x"}, budget: 1, wantReason: WrongPartition, wantCanonical: "http://other.example/x"},
+		{name: "owned on its partition", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://other.example/x"}, partition: 1, budget: 1, wantCanonical: "http://other.example/x"},
+		{name: "at max depth", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/", Depth: 5}, budget: 1, wantCanonical: "http://example.com/"},
+		{name: "too deep", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/", Depth: 6}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
+		{name: "duplicate", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://SEEN.example#x"}, budget: 1, wantReason: Duplicate, wantCanonical: "http://seen.example/"},
+		{name: "same url other crawl", in: &crawlv1.DiscoveredURL{CrawlId: "c2", Url: "http://seen.example/"}, budget: 1, wantCanonical: "http://seen.example/"},
+		{name: "budget exhausted", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/"}, budget: 0, wantReason: BudgetExhausted, wantCanonical: "http://example.com/"},
+		{name: "duplicate wins over budget", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://seen.example/"}, budget: 0, wantReason: Duplicate, wantCanonical: "http://seen.example/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: func() time.Time { return now }}
+			b := &budget{left: tt.budget}
+			d := p.Decide(tt.in, tt.partition, seen, b)
+			if d.Reason != tt.wantReason {
+				t.Fatalf("Reason = %q, want %q", d.Reason, tt.wantReason)
+			}
+			if d.Admit != (tt.wantReason == "") {
+				t.Fatalf("Admit = %v with reason %q", d.Admit, d.Reason)
+			}
+			if d.Canonical != tt.wantCanonical {
+				t.Errorf("Canonical = %q, want %q", d.Canonical, tt.wantCanonical)
+			}
+			if d.Canonical != "" && d.FP != fingerprint.URL(tt.in.CrawlId, d.Canonical) {
+				t.Errorf("FP = %x, want fingerprint of crawl and canonical url", d.FP)
+			}
+			spent := tt.budget - b.left
+			if !d.Admit {
+				if d.Fetch != nil || spent != 0 {
+					t.Fatalf("dropped URL has Fetch=%v and spent %d pages", d.Fetch, spent)
+				}
+				return
+			}
+			if spent != 1 {
+				t.Errorf("admission spent %d pages, want 1", spent)
+			}
+			f := d.Fetch
+			if f.CrawlId != tt.in.CrawlId || f.Url != d.Canonical || f.UrlFp != d.FP || f.Depth != tt.in.Depth ||
+				f.ParentUrl != tt.in.ParentUrl || f.AnchorText != tt.in.AnchorText || f.Attempt != 0 {
+				t.Errorf("Fetch = %v, does not match input %v", f, tt.in)
+			}
+			if !f.ScheduledAt.AsTime().Equal(now) {
+				t.Errorf("ScheduledAt = %v, want %v", f.ScheduledAt.AsTime(), now)
+			}
+			if tt.in.DiscoveredAt != nil && !f.DiscoveredAt.AsTime().Equal(tt.in.DiscoveredAt.AsTime()) {
+				t.Errorf("DiscoveredAt = %v, want %v", f.DiscoveredAt.AsTime(), tt.in.DiscoveredAt.AsTime())
+			}
+		})
+	}
+}
+
+func TestUnlimited(t *testing.T) {
+	for i := range 1000 {
+		if !(Unlimited{}).Reserve(i%3, "c") {
+			t.Fatal("Unlimited.Reserve = false")
+		}
+	}
+}
+
+// FuzzDecide feeds arbitrary crawl ids, URLs and depths to the policy.
+// Invariants: never panics; an admitted URL's canonical form is stable
+// (deciding it again yields the same canonical URL and fingerprint) and
+// its fetch request carries exactly that URL and fingerprint; a URL is
+// never admitted twice once its fingerprint is recorded.
+func FuzzDecide(f *testing.F) {
+	f.Add("c1", "HTTP://Example.COM:80/a/../b#frag", uint32(1))
+	f.Add("c1", "http://other.example/x", uint32(0))
+	f.Add("", "::", uint32(99))
+	f.Add("c\x00", "https://xn--bcher-kva.example/ä?q=1", uint32(3))
+	f.Fuzz(func(t *testing.T, crawl, url string, depth uint32) {
+		p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: time.Now}
+		seen := dedup.New(0)
+		in := &crawlv1.DiscoveredURL{CrawlId: crawl, Url: url, Depth: depth}
+		d := p.Decide(in, 0, seen, Unlimited{})
+		if !d.Admit {
+			if d.Reason == "" || d.Fetch != nil {
+				t.Fatalf("dropped without a reason or with a fetch request: %+v", d)
+			}
+			return
+		}
+		if d.Fetch.Url != d.Canonical || d.Fetch.UrlFp != d.FP || d.FP != fingerprint.URL(crawl, d.Canonical) {
+			t.Fatalf("fetch request %v does not match decision %+v", d.Fetch, d)
+		}
+		seen.Add(d.FP)
+		again := p.Decide(&crawlv1.DiscoveredURL{CrawlId: crawl, Url: d.Canonical, Depth: depth}, 0, seen, Unlimited{})
+		if again.Reason != Duplicate || again.Canonical != d.Canonical {
+			t.Fatalf("canonical %q decided again: %+v, want duplicate of itself", d.Canonical, again)
+		}
+	})
+}

@@ -1,0 +1,214 @@
+// Package budget enforces the per-crawl page budget (--max-pages) across the
+// partitions of one scheduler instance, with a periodic global count from
+// the URL-seen store for the partitions other instances own.
+//
+// # Approximation
+//
+// The number of pages a crawl has admitted is estimated as
+//
+//	estimate = max(held, remote + since)
+//
+// where held is the exact count of the crawl's fingerprints in the seen sets
+// this instance holds (loaded at assignment, plus every admission, minus
+// revoked partitions), remote is the last global count (uniqExact over
+// url_seen, every partition) and since is what this instance admitted after
+// that count was started. A URL is admitted only while estimate < max.
+//
+// With one scheduler instance owning every partition, held is exact and the
+// budget is never exceeded. With several instances the estimate misses what
+// the other instances admitted since the last refresh, plus what any
+// instance had decided but not yet inserted when the count ran (at most one
+// batch per partition), so a crawl overshoots its budget by at most
+//
+//	(other instances' admissions during one refresh interval plus the
+//	 duration of the count query) + (partitions × max batch)
+//
+// and never undershoots by more than the in-flight batches counted twice.
+package budget
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// CountFunc returns, for each of the given crawls, the number of distinct
+// fingerprints stored in the URL-seen table over every partition. Crawls
+// without rows may be missing from the result.
+type CountFunc func(ctx context.Context, crawlIDs []string) (map[string]int64, error)
+
+// crawl is the bookkeeping of one crawl.
+type crawl struct {
+	held   int64 // fingerprints in the seen sets held here
+	remote int64 // last global count
+	since  int64 // admitted here since the last global count started
+}
+
+// Tracker is the page budget shared by every partition handler of an
+// instance. Safe for concurrent use. A Tracker with max 0 never refuses and
+// keeps no state.
+type Tracker struct {
+	max int64
+
+	mu     sync.Mutex
+	crawls map[string]*crawl
+	parts  map[int]map[string]int64 // partition → crawl → fingerprints held
+}
+
+// NewTracker returns a tracker allowing max pages per crawl (0 = unlimited).
+func NewTracker(max int64) *Tracker {
+	return &Tracker{
+		max:    max,
+		crawls: make(map[string]*crawl),
+		parts:  make(map[int]map[string]int64),
+	}
+}
+
+// Limited reports whether the tracker enforces a budget.
+func (t *Tracker) Limited() bool { return t.max > 0 }
+
+func (t *Tracker) crawl(id string) *crawl {
+	c := t.crawls[id]
+	if c == nil {
+		c = &crawl{}
+		t.crawls[id] = c
+	}
+	return c
+}
+
+// Hold records the fingerprints per crawl of a newly assigned partition,
+// loaded from the store (so already part of any global count). It replaces
+// what was held for the partition before.
+func (t *Tracker) Hold(partition int, counts map[string]int64) {
+	if !t.Limited() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.release(partition)
+	held := make(map[string]int64, len(counts))
+	for id, n := range counts {
+		held[id] = n
+		t.crawl(id).held += n
+	}
+	t.parts[partition] = held
+}
+
+// Release forgets a revoked partition's fingerprints.
+func (t *Tracker) Release(partition int) {
+	if !t.Limited() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.release(partition)
+}
+
+func (t *Tracker) release(partition int) {
+	for id, n := range t.parts[partition] {
+		t.crawls[id].held -= n
+	}
+	delete(t.parts, partition)
+}
+
+// Reserve takes one page of crawlID's budget for an admission in partition
+// and reports whether one was left.
+func (t *Tracker) Reserve(partition int, crawlID string) bool {
+	if !t.Limited() {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.crawl(crawlID)
+	if max(c.held, c.remote+c.since) >= t.max {
+		return false
+	}
+	c.held++
+	c.since++
+	held := t.parts[partition]
+	if held == nil {
+		held = make(map[string]int64)
+		t.parts[partition] = held
+	}
+	held[crawlID]++
+	return true
+}
+
+// Unreserve gives back pages reserved for admissions that were not
+// delivered (the batch failed before anything was produced).
+func (t *Tracker) Unreserve(partition int, crawlID string, n int64) {
+	if !t.Limited() || n == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.crawl(crawlID)
+	c.held -= n
+	c.since -= n
+	if held := t.parts[partition]; held != nil {
+		held[crawlID] -= n
+	}
+}
+
+// Estimate returns the admitted-page estimate of a crawl.
+func (t *Tracker) Estimate(crawlID string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.crawls[crawlID]
+	if c == nil {
+		return 0
+	}
+	return max(c.held, c.remote+c.since)
+}
+
+// Refresh runs one global count for every crawl the tracker knows.
+func (t *Tracker) Refresh(ctx context.Context, count CountFunc) error {
+	if !t.Limited() {
+		return nil
+	}
+	t.mu.Lock()
+	ids := make([]string, 0, len(t.crawls))
+	started := make(map[string]int64, len(t.crawls))
+	for id, c := range t.crawls {
+		ids = append(ids, id)
+		started[id] = c.since
+	}
+	t.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	counts, err := count(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("count admitted urls: %w", err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range ids {
+		c := t.crawls[id]
+		c.remote = counts[id]
+		c.since -= started[id]
+	}
+	return nil
+}
+
+// Run refreshes the global counts every interval until ctx is done. A
+// failed count keeps the previous one (the estimate only degrades to the
+// local view) and is reported through onError.
+func (t *Tracker) Run(ctx context.Context, interval time.Duration, count CountFunc, onError func(error)) error {
+	if !t.Limited() {
+		return nil
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := t.Refresh(ctx, count); err != nil && ctx.Err() == nil {
+				onError(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+)
+
+func TestTracker(t *testing.T) {
+	type step struct {
+		op        string // reserve, hold, release, refresh, unreserve
+		partition int
+		crawl     string
+		counts    map[string]int64 // hold: loaded counts; refresh: global counts
+		n         int64            // unreserve
+		want      bool             // reserve
+	}
+	tests := []struct {
+		name  string
+		max   int64
+		steps []step
+		// wantEstimate is checked for crawl "a" at the end.
+		wantEstimate int64
+	}{
+		{
+			name: "unlimited never refuses",
+			max:  0,
+			steps: []step{
+				{op: "reserve", crawl: "a", want: true},
+				{op: "reserve", crawl: "a", want: true},
+			},
+		},
+		{
+			name: "local admissions exhaust the budget",
+			max:  2,
+			steps: []step{
+				{op: "reserve", crawl: "a", want: true},
+				{op: "reserve", partition: 1, crawl: "a", want: true},
+				{op: "reserve", crawl: "a", want: false},
+				{op: "reserve", crawl: "b", want: true},
+			},
+			wantEstimate: 2,
+		},
+		{
+			name: "loaded partition counts",
+			max:  3,
+			steps: []step{
+				{op: "hold", partition: 0, counts: map[string]int64{"a": 2, "b": 5}},
+				{op: "reserve", crawl: "a", want: true},
+				{op: "reserve", crawl: "a", want: false},
+				{op: "reserve", crawl: "b", want: false},
+			},
+			wantEstimate: 3,
+		},
+		{
+			name: "revoked partition no longer counts locally",
+			max:  3,
+			steps: []step{
+				{op: "hold", partition: 0, counts: map[string]int64{"a": 3}},
+				{op: "reserve", partition: 1, crawl: "a", want: false},
+				{op: "release", partition: 0},
+				{op: "reserve", partition: 1, crawl: "a", want: true},
+			},
+			wantEstimate: 1,
+		},
+		{
+			name: "global count includes other instances",
+			max:  10,
+			steps: []step{
+				{op: "reserve", crawl: "a", want: true},
+				{op: "refresh", counts: map[string]int64{"a": 9}}, // 1 ours + 8 elsewhere
+				{op: "reserve", crawl: "a", want: true},
+				{op: "reserve", crawl: "a", want: false},
+			},
+			wantEstimate: 10,
+		},
+		{
+			name: "refresh resets since",
+			max:  100,
+			steps: []step{
+				{op: "reserve", crawl: "a", want: true},
+				{op: "reserve", crawl: "a", want: true},
+				{op: "refresh", counts: map[string]int64{"a": 5}},
+				{op: "reserve", crawl: "a", want: true},
+			},
+			wantEstimate: 6,
+		},
+		{
+			name: "unreserve gives pages back",
+			max:  2,
+			steps: []step{
+				{op: "reserve", crawl: "a", want: true},
+				{op: "reserve", crawl: "a", want: true},
+				{op: "unreserve", crawl: "a", n: 2},
+				{op: "reserve", crawl: "a", want: true},
+			},
+			wantEstimate: 1,
+		},
+		{
+			name: "hold replaces earlier state of the partition",
+			max:  10,
+			steps: []step{
+				{op: "reserve", crawl: "a", want: true},
+				{op: "hold", partition: 0, counts: map[string]int64{"a": 4}},
+			},
+			wantEstimate: 4,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker(tt.max)
+			for i, s := range tt.steps {
+				switch s.op {
+				case "reserve":
+					if got := tr.Reserve(s.partition, s.crawl); got != s.want {
+						t.Fatalf("step %d: Reserve(%d, %q) = %v, want %v", i, s.partition, s.crawl, got, s.want)
+					}
+				case "hold":
+					tr.Hold(s.partition, s.counts)
+				case "release":
+					tr.Release(s.partition)
+				case "unreserve":
+					tr.Unreserve(s.partition, s.crawl, s.n)
+				case "refresh":
+					counts := s.counts
+					err := tr.Refresh(context.Background(), func(_ context.Context, ids []string) (map[string]int64, error) {
+						return counts, nil
+					})
+					if err != nil {
+						t.Fatalf("step %d: Refresh: %v", i, err)
+					}
+				}
+			}
+			if got := tr.Estimate("a"); got != tt.wantEstimate {
+				t.Fatalf("Estimate(a) = %d, want %d", got, tt.wantEstimate)
+			}
+		})
+	}
+}
+
+func TestRefreshError(t *testing.T) {
+	tr := NewTracker(5)
+	tr.Reserve(0, "a")
+	boom := errors.New("boom")
+	err := tr.Refresh(context.Background(), func(context.Context, []string) (map[string]int64, error) { return nil, boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("Refresh error = %v, want wrapping %v", err, boom)
+	}
+	if got := tr.Estimate("a"); got != 1 {
+		t.Fatalf("Estimate after failed refresh = %d, want 1", got)
+	}
+}
+
+// TestConcurrentReserve checks that concurrent partitions never admit more
+// than the budget in total.
+func TestConcurrentReserve(t *testing.T) {
+	const budget, workers = 500, 8
+	tr := NewTracker(budget)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		granted int
+	)
+	for w := range workers {
+		wg.Go(func() {
+			n := 0
+			for range 200 {
+				if tr.Reserve(w, "a") {
+					n++
+				}
+			}
+			mu.Lock()
+			granted += n
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if granted != budget {
+		t.Fatalf("granted %d pages, want exactly %d", granted, budget)
+	}
+}

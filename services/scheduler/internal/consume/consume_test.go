@@ -1,0 +1,479 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
+)
+
+func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+
+const partitions = 4
+
+// env is one test's broker, database and shared writers.
+type env struct {
+	t        *testing.T
+	kafka    kafkaio.Config
+	store    *chstore.Store
+	producer *kafkaio.Writer
+	seenW    *chstore.BatchWriter[chstore.SeenRow]
+	log      *zap.Logger
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, kafka: kafkatest.Config(t, partitions), store: chtest.NewStore(t)}
+	e.log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	e.producer = kafkaio.NewWriter(e.kafka, e.log, prometheus.NewRegistry())
+	t.Cleanup(func() { _ = e.producer.Close() })
+	e.seenW = chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.seenW.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("url_seen writer: %v", err)
+		}
+	})
+	return e
+}
+
+// instance is one running scheduler (a process, for the test).
+type instance struct {
+	s    *Scheduler
+	stop func()
+}
+
+// start runs a scheduler instance in the group until stop or cleanup.
+func (e *env) start(maxDepth uint32, maxPages int64) *instance {
+	e.t.Helper()
+	reg := prometheus.NewRegistry()
+	s, err := New(Config{Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions, MaxDepth: maxDepth},
+		e.producer, e.seenW, e.store, budget.NewTracker(maxPages), time.Now, e.log, reg)
+	if err != nil {
+		e.t.Fatalf("New: %v", err)
+	}
+	g, err := kafkaio.NewGroup(e.kafka, kafkaio.GroupConfig{
+		GroupID:        e.kafka.GroupFor("scheduler"),
+		Topic:          e.kafka.Topics().Discovered,
+		CommitInterval: 50 * time.Millisecond,
+	}, s.Assign, e.log, reg)
+	if err != nil {
+		e.t.Fatalf("NewGroup: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.t.Errorf("group run: %v", err)
+			}
+		})
+	}
+	e.t.Cleanup(stop)
+	return &instance{s: s, stop: stop}
+}
+
+// rec is a DiscoveredURL to publish, with its record key (nil: the URL's key).
+type rec struct {
+	key []byte
+	u   *crawlv1.DiscoveredURL
+}
+
+func disc(crawl, url string, depth uint32) rec {
+	return rec{u: &crawlv1.DiscoveredURL{CrawlId: crawl, Url: url, Depth: depth, ParentUrl: "http://parent.example/", AnchorText: "anchor"}}
+}
+
+func (e *env) publish(recs ...rec) {
+	e.t.Helper()
+	msgs := make([]kafka.Message, 0, len(recs))
+	for _, r := range recs {
+		key := r.key
+		if key == nil {
+			k, err := kafkaio.Key(r.u.Url)
+			if err != nil {
+				k = []byte("unkeyable")
+			}
+			key = k
+		}
+		m, err := kafkaio.NewMessage(e.kafka.Topics().Discovered, key, r.u)
+		if err != nil {
+			e.t.Fatalf("NewMessage: %v", err)
+		}
+		msgs = append(msgs, m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.producer.Write(ctx, msgs...); err != nil {
+		e.t.Fatalf("publish: %v", err)
+	}
+}
+
+// drain waits until the scheduler group committed every Discovered record
+// (so everything they caused is produced and persisted).
+func (e *env) drain() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		lag, err := kafkaio.Lag(ctx, e.kafka, e.kafka.GroupFor("scheduler"), e.kafka.Topics().Discovered)
+		if err == nil && lag == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			e.t.Fatalf("discovered topic not drained: lag %d, err %v", lag, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// fetched is one record read back from the Fetch topic.
+type fetched struct {
+	partition int
+	key       string
+	req       *crawlv1.FetchRequest
+}
+
+// fetches reads every record of the Fetch topic.
+func (e *env) fetches() []fetched {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topic := e.kafka.Topics().Fetch
+	offs, err := kafkaio.GroupOffsets(ctx, e.kafka, "no-such-group", topic)
+	if err != nil {
+		e.t.Fatalf("offsets of %s: %v", topic, err)
+	}
+	var total int64
+	for _, p := range offs {
+		total += p.End - p.First
+	}
+	var out []fetched
+	if total == 0 {
+		return out
+	}
+	fctx, fcancel := context.WithCancel(ctx)
+	defer fcancel()
+	err = kafkaio.Follow(fctx, e.kafka, topic, func(m kafka.Message) {
+		var req crawlv1.FetchRequest
+		if err := kafkaio.Decode(m, &req); err != nil {
+			e.t.Errorf("decode fetch request: %v", err)
+		}
+		out = append(out, fetched{partition: m.Partition, key: string(m.Key), req: &req})
+		if int64(len(out)) == total {
+			fcancel()
+		}
+	})
+	if err != nil {
+		e.t.Fatalf("follow %s: %v", topic, err)
+	}
+	if int64(len(out)) != total {
+		e.t.Fatalf("read %d of %d fetch requests", len(out), total)
+	}
+	return out
+}
+
+type seenRow struct {
+	crawl     string
+	partition int
+	fp        uint64
+	url       string
+	depth     int
+}
+
+func (e *env) seenRows() []seenRow {
+	e.t.Helper()
+	rows, err := e.store.Conn().Query(context.Background(),
+		"SELECT crawl_id, partition, fp, url, depth FROM url_seen FINAL ORDER BY crawl_id, url")
+	if err != nil {
+		e.t.Fatalf("query url_seen: %v", err)
+	}
+	defer rows.Close()
+	var out []seenRow
+	for rows.Next() {
+		var (
+			r     seenRow
+			p, d  uint16
+			crawl string
+		)
+		if err := rows.Scan(&crawl, &p, &r.fp, &r.url, &d); err != nil {
+			e.t.Fatalf("scan url_seen: %v", err)
+		}
+		r.crawl, r.partition, r.depth = crawl, int(p), int(d)
+		out = append(out, r)
+	}
+	return out
+}
+
+// partitionOf is the pipeline's partition of a canonical URL.
+func partitionOf(t *testing.T, url string) (string, int) {
+	t.Helper()
+	k, err := kafkaio.Key(url)
+	if err != nil {
+		t.Fatalf("key %q: %v", url, err)
+	}
+	return string(k), kafkaio.PartitionFor(k, partitions)
+}
+
+// checkFetches asserts that the Fetch topic holds exactly one request per
+// wanted (crawl, canonical url), each on its host's partition and keyed by
+// its host, and that url_seen holds the same set.
+func checkFetches(t *testing.T, e *env, want map[[2]string]uint32) {
+	t.Helper()
+	got := make(map[[2]string]int)
+	for _, f := range e.fetches() {
+		id := [2]string{f.req.CrawlId, f.req.Url}
+		got[id]++
+		depth, ok := want[id]
+		if !ok {
+			t.Errorf("unexpected fetch request %v", f.req)
+			continue
+		}
+		key, p := partitionOf(t, f.req.Url)
+		if f.partition != p || f.key != key {
+			t.Errorf("%s on partition %d key %q, want partition %d key %q", f.req.Url, f.partition, f.key, p, key)
+		}
+		if f.req.UrlFp != fingerprint.URL(f.req.CrawlId, f.req.Url) || f.req.Depth != depth {
+			t.Errorf("%s: fp %x depth %d, want fp %x depth %d", f.req.Url, f.req.UrlFp, f.req.Depth,
+				fingerprint.URL(f.req.CrawlId, f.req.Url), depth)
+		}
+		if f.req.ScheduledAt == nil || f.req.ParentUrl != "http://parent.example/" || f.req.AnchorText != "anchor" {
+			t.Errorf("%s: metadata not carried: %v", f.req.Url, f.req)
+		}
+	}
+	for id := range want {
+		if got[id] != 1 {
+			t.Errorf("%v fetched %d times, want once", id, got[id])
+		}
+	}
+	seen := e.seenRows()
+	if len(seen) != len(want) {
+		t.Errorf("url_seen has %d rows, want %d: %v", len(seen), len(want), seen)
+	}
+	for _, r := range seen {
+		_, p := partitionOf(t, r.url)
+		depth, ok := want[[2]string{r.crawl, r.url}]
+		if !ok || r.partition != p || r.fp != fingerprint.URL(r.crawl, r.url) || r.depth != int(depth) {
+			t.Errorf("url_seen row %+v does not match a fetch request on partition %d", r, p)
+		}
+	}
+}
+
+// hostOnOtherPartition returns a key that hashes to a partition other than
+// url's, to simulate a producer that keyed a record wrongly.
+func hostOnOtherPartition(t *testing.T, url string) []byte {
+	t.Helper()
+	_, p := partitionOf(t, url)
+	for i := range 100 {
+		k := []byte(fmt.Sprintf("wrong%d.example", i))
+		if kafkaio.PartitionFor(k, partitions) != p {
+			return k
+		}
+	}
+	t.Fatal("no key on another partition")
+	return nil
+}
+
+func dropped(s *Scheduler, r admit.Reason) int {
+	return int(testutil.ToFloat64(s.metrics.dropped.WithLabelValues(string(r))))
+}
+
+func TestSchedulesEachCanonicalURLOnce(t *testing.T) {
+	e := newEnv(t)
+	inst := e.start(16, 0)
+	var recs []rec
+	want := make(map[[2]string]uint32)
+	// The same URL written five ways: one fetch.
+	for _, u := range []string{"http://a.example/x", "HTTP://A.EXAMPLE/x", "http://a.example:80/x#frag", "http://a.example/./x#other", "http://a.example/y/../x"} {
+		recs = append(recs, disc("c1", u, 1))
+	}
+	want[[2]string{"c1", "http://a.example/x"}] = 1
+	// Many hosts, so that every partition is used; https is another URL.
+	for i := range 12 {
+		u := fmt.Sprintf("http://h%d.example/page", i)
+		recs = append(recs, disc("c1", u, 2), disc("c1", u, 3))
+		want[[2]string{"c1", u}] = 2
+	}
+	recs = append(recs, disc("c1", "https://h1.example/page", 0))
+	want[[2]string{"c1", "https://h1.example/page"}] = 0
+	// At the depth limit and beyond it.
+	recs = append(recs, disc("c1", "http://deep.example/16", 16), disc("c1", "http://deep.example/17", 17))
+	want[[2]string{"c1", "http://deep.example/16"}] = 16
+	// Invalid.
+	recs = append(recs, disc("c1", "not a url", 0), disc("c1", "mailto:someone@example.com", 0), disc("", "http://nocrawl.example/", 0))
+	// Keyed for the wrong partition: re-keyed, then admitted once by its owner.
+	wrong := disc("c1", "http://rekeyed.example/p", 1)
+	wrong.key = hostOnOtherPartition(t, "http://rekeyed.example/p")
+	recs = append(recs, wrong)
+	want[[2]string{"c1", "http://rekeyed.example/p"}] = 1
+	// A record that is not a DiscoveredURL at all.
+	e.publish(recs...)
+	if err := e.producer.Write(context.Background(), kafka.Message{Topic: e.kafka.Topics().Discovered, Key: []byte("x"), Value: []byte{0xff, 0xff}}); err != nil {
+		t.Fatalf("publish garbage: %v", err)
+	}
+	e.drain()
+	checkFetches(t, e, want)
+
+	s := inst.s
+	for _, tt := range []struct {
+		reason admit.Reason
+		want   int
+	}{
+		{admit.Duplicate, 4 + 12},
+		{admit.TooDeep, 1},
+		{admit.InvalidURL, 1},
+		{admit.UnsupportedScheme, 1},
+		{admit.InvalidCrawl, 1},
+		{admit.WrongPartition, 1},
+		{Malformed, 1},
+	} {
+		if got := dropped(s, tt.reason); got != tt.want {
+			t.Errorf("dropped{%s} = %d, want %d", tt.reason, got, tt.want)
+		}
+	}
+	if got := int(testutil.ToFloat64(s.metrics.admitted)); got != len(want) {
+		t.Errorf("admitted = %d, want %d", got, len(want))
+	}
+	if got := int(testutil.ToFloat64(s.metrics.received)); got != len(recs)+2 { // + garbage + re-keyed copy
+		t.Errorf("received = %d, want %d", got, len(recs)+2)
+	}
+	if got := int(testutil.ToFloat64(s.metrics.seenSize)); got != len(want) {
+		t.Errorf("seen_set_size = %d, want %d", got, len(want))
+	}
+}
+
+func TestRestartReloadsSeenSet(t *testing.T) {
+	e := newEnv(t)
+	var recs []rec
+	want := make(map[[2]string]uint32)
+	for i := range 10 {
+		u := fmt.Sprintf("http://r%d.example/", i)
+		recs = append(recs, disc("c1", u, 1))
+		want[[2]string{"c1", u}] = 1
+	}
+	first := e.start(16, 0)
+	e.publish(recs...)
+	e.drain()
+	first.stop()
+	if got := testutil.ToFloat64(first.s.metrics.seenSize); got != 0 {
+		t.Errorf("seen_set_size after stop = %v, want 0 (sets dropped on revoke)", got)
+	}
+	checkFetches(t, e, want)
+
+	// A new process: nothing in memory, the same URLs again plus a new one.
+	e.publish(append(recs, disc("c1", "http://r0.example/new", 1))...)
+	want[[2]string{"c1", "http://r0.example/new"}] = 1
+	second := e.start(16, 0)
+	e.drain()
+	checkFetches(t, e, want)
+	if got := dropped(second.s, admit.Duplicate); got != len(recs) {
+		t.Errorf("second instance dropped %d duplicates, want %d", got, len(recs))
+	}
+	if got := testutil.CollectAndCount(second.s.metrics.seenLoad); got != 1 {
+		t.Errorf("seen_load_seconds collected %d series, want 1", got)
+	}
+	if got := int(testutil.ToFloat64(second.s.metrics.seenSize)); got != len(want) {
+		t.Errorf("seen_set_size = %d, want %d", got, len(want))
+	}
+}
+
+func TestCrawlsDeduplicateSeparately(t *testing.T) {
+	e := newEnv(t)
+	e.start(16, 0)
+	e.publish(disc("crawl-a", "http://same.example/p", 0), disc("crawl-b", "http://same.example/p", 0),
+		disc("crawl-a", "http://same.example/p#dup", 1))
+	e.drain()
+	checkFetches(t, e, map[[2]string]uint32{
+		{"crawl-a", "http://same.example/p"}: 0,
+		{"crawl-b", "http://same.example/p"}: 0,
+	})
+}
+
+func TestMaxPagesBudget(t *testing.T) {
+	e := newEnv(t)
+	const maxPages = 5
+	inst := e.start(16, maxPages)
+	var recs []rec
+	for i := range 12 {
+		recs = append(recs, disc("big", fmt.Sprintf("http://b%d.example/", i), 1))
+	}
+	for i := range 3 {
+		recs = append(recs, disc("small", fmt.Sprintf("http://s%d.example/", i), 1))
+	}
+	e.publish(recs...)
+	e.drain()
+	count := func() map[string]int {
+		n := make(map[string]int)
+		for _, f := range e.fetches() {
+			n[f.req.CrawlId]++
+		}
+		return n
+	}
+	if n := count(); n["big"] != maxPages || n["small"] != 3 {
+		t.Fatalf("fetch requests per crawl = %v, want big:%d small:3", n, maxPages)
+	}
+	if got := dropped(inst.s, admit.BudgetExhausted); got != 12-maxPages {
+		t.Errorf("dropped{budget_exhausted} = %d, want %d", got, 12-maxPages)
+	}
+
+	// After a restart the budget is rebuilt from url_seen.
+	inst.stop()
+	e.publish(disc("big", "http://b-after-restart.example/", 1), disc("small", "http://s-after-restart.example/", 1))
+	e.start(16, maxPages)
+	e.drain()
+	if n := count(); n["big"] != maxPages || n["small"] != 4 {
+		t.Fatalf("after restart fetch requests per crawl = %v, want big:%d small:4", n, maxPages)
+	}
+
+	counts, err := CountSeen(e.store)(context.Background(), []string{"big", "small", "none"})
+	if err != nil {
+		t.Fatalf("CountSeen: %v", err)
+	}
+	if counts["big"] != maxPages || counts["small"] != 4 || counts["none"] != 0 {
+		t.Fatalf("CountSeen = %v, want big:%d small:4", counts, maxPages)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	topics := kafkaio.Topics{Discovered: "d", Fetch: "f"}
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr bool
+	}{
+		{name: "valid", cfg: Config{Topics: topics, Partitions: 4, MaxDepth: 16}},
+		{name: "no topics", cfg: Config{Partitions: 4}, wantErr: true},
+		{name: "no partitions", cfg: Config{Topics: topics}, wantErr: true},
+		{name: "negative retry", cfg: Config{Topics: topics, Partitions: 1, LoadRetry: -time.Second}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.cfg.Validate(); (err != nil) != tt.wantErr {
+				t.Fatalf("Validate() = %v, wantErr %v", err, tt.wantErr)
+			}
+		})
+	}
+}

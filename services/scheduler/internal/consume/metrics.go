@@ -1,0 +1,63 @@
+package consume
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
+)
+
+// Malformed is the drop reason of a record whose value does not decode as a
+// DiscoveredURL.
+const Malformed admit.Reason = "malformed"
+
+// metrics is the scheduler's instrumentation. Names are relative to the
+// registerer's prefix (crawler_scheduler_ in production).
+type metrics struct {
+	received  prometheus.Counter
+	admitted  prometheus.Counter
+	dropped   *prometheus.CounterVec // reason
+	seenSize  prometheus.Gauge       // fingerprints held, over every owned partition
+	seenLoad  prometheus.Histogram
+	batchTime prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		received: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "urls_received_total", Help: "Discovered URL records read.",
+		}),
+		admitted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "urls_admitted_total", Help: "URLs admitted and produced as fetch requests.",
+		}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "urls_dropped_total", Help: "Discovered URLs not admitted, by reason (wrong_partition: re-published under the right key).",
+		}, []string{"reason"}),
+		seenSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seen_set_size", Help: "URL fingerprints held in memory, over every owned partition.",
+		}),
+		seenLoad: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seen_load_seconds", Help: "Time to load a partition's seen set from ClickHouse on assignment.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10), // 5ms .. ~22min
+		}),
+		batchTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "batch_duration_seconds", Help: "Time to decide, produce and persist one batch.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12), // 1ms .. ~60s
+		}),
+	}
+	for _, r := range admit.Reasons {
+		m.dropped.WithLabelValues(string(r))
+	}
+	m.dropped.WithLabelValues(string(Malformed))
+	var errs []error
+	for _, c := range []prometheus.Collector{m.received, m.admitted, m.dropped, m.seenSize, m.seenLoad, m.batchTime} {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("register scheduler metrics: %w", err)
+	}
+	return m, nil
+}
