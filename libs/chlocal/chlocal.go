@@ -4,38 +4,369 @@
 package chlocal
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/template"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
 // ErrNotInstalled means no ClickHouse server binary was found; the error
 // text says what to install.
 var ErrNotInstalled = errors.New("clickhouse server not installed (apt-get install clickhouse-server)")
 
+const (
+	startTimeout       = 30 * time.Second
+	defaultStopTimeout = 10 * time.Second
+)
+
 // FindBinary returns the command that starts a server: clickhouse-server,
 // or "clickhouse server" for the single-binary distribution.
-func FindBinary() ([]string, error) { panic("unimplemented") }
+func FindBinary() ([]string, error) {
+	if p, err := exec.LookPath("clickhouse-server"); err == nil {
+		return []string{p}, nil
+	}
+	if p, err := exec.LookPath("clickhouse"); err == nil {
+		return []string{p, "server"}, nil
+	}
+	return nil, ErrNotInstalled
+}
 
 // Install installs clickhouse-server with the OS package manager when
 // running as root on a system with apt-get; otherwise it returns
 // ErrNotInstalled.
-func Install(ctx context.Context) error { panic("unimplemented") }
+func Install(ctx context.Context) error {
+	if _, err := FindBinary(); err == nil {
+		return nil
+	}
+	apt, err := exec.LookPath("apt-get")
+	if err != nil || os.Geteuid() != 0 {
+		return ErrNotInstalled
+	}
+	for _, args := range [][]string{{"update"}, {"install", "-y", "clickhouse-server"}} {
+		cmd := exec.CommandContext(ctx, apt, args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get %s: %w: %s", args[0], err, tail(out, 2048))
+		}
+	}
+	if _, err := FindBinary(); err != nil {
+		return fmt.Errorf("install clickhouse-server: %w", err)
+	}
+	return nil
+}
 
-// Server is a running private ClickHouse server.
-type Server struct{}
+// Server is a running private ClickHouse server. Its methods are safe for
+// concurrent use.
+type Server struct {
+	dir         string
+	bin         []string
+	tcpPort     int
+	httpPort    int
+	stopTimeout time.Duration
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd exited
+}
 
 // Start starts a server with its data under dir, listening on free loopback
-// ports, and waits until it answers queries.
-func Start(ctx context.Context, dir string) (*Server, error) { panic("unimplemented") }
+// ports, and waits until it answers queries. A dir used before keeps its
+// data (the config is rewritten with the new ports).
+func Start(ctx context.Context, dir string) (*Server, error) {
+	return StartWith(ctx, dir, Options{})
+}
+
+// Options tunes a server; zero fields take defaults.
+type Options struct {
+	TCPPort     int           // native protocol port (default: a free port)
+	HTTPPort    int           // HTTP port (default: a free port)
+	StopTimeout time.Duration // Stop sends SIGKILL after this long (default 10s)
+}
+
+// StartWith is Start with options (e.g. fixed ports).
+func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
+	bin, err := FindBinary()
+	if err != nil {
+		return nil, err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve data dir: %w", err)
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = defaultStopTimeout
+	}
+	s := &Server{dir: dir, bin: bin, tcpPort: o.TCPPort, httpPort: o.HTTPPort, stopTimeout: o.StopTimeout}
+	if s.tcpPort == 0 || s.httpPort == 0 {
+		ports, err := freePorts(2)
+		if err != nil {
+			return nil, err
+		}
+		if s.tcpPort == 0 {
+			s.tcpPort = ports[0]
+		}
+		if s.httpPort == 0 {
+			s.httpPort = ports[1]
+		}
+	}
+	if err := s.writeConfig(); err != nil {
+		return nil, err
+	}
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Restart starts a stopped server again on the same data directory and
+// ports (Stop first if it runs).
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return s.start(ctx)
+}
+
+// Dir returns the server's data directory.
+func (s *Server) Dir() string { return s.dir }
 
 // Addr returns the native-protocol address (host:port).
-func (s *Server) Addr() string { panic("unimplemented") }
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tcpPort)) }
 
 // HTTPAddr returns the HTTP interface address (host:port).
-func (s *Server) HTTPAddr() string { panic("unimplemented") }
+func (s *Server) HTTPAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.httpPort)) }
 
-// Stop stops the server and waits for it to exit.
-func (s *Server) Stop() error { panic("unimplemented") }
+func (s *Server) configPath() string { return filepath.Join(s.dir, "config.xml") }
+
+var configTmpl = template.Must(template.New("config").Parse(`<?xml version="1.0"?>
+<!-- Written by chlocal; rewritten at every start. -->
+<yandex>
+  <logger>
+    <level>warning</level>
+    <log>{{.Dir}}/log/server.log</log>
+    <errorlog>{{.Dir}}/log/server.err.log</errorlog>
+    <size>10M</size>
+    <count>2</count>
+    <console>0</console>
+  </logger>
+  <listen_host>127.0.0.1</listen_host>
+  <tcp_port>{{.TCPPort}}</tcp_port>
+  <http_port>{{.HTTPPort}}</http_port>
+  <path>{{.Dir}}/data/</path>
+  <tmp_path>{{.Dir}}/tmp/</tmp_path>
+  <user_files_path>{{.Dir}}/user_files/</user_files_path>
+  <format_schema_path>{{.Dir}}/format_schemas/</format_schema_path>
+  <mark_cache_size>67108864</mark_cache_size>
+  <uncompressed_cache_size>67108864</uncompressed_cache_size>
+  <max_concurrent_queries>100</max_concurrent_queries>
+  <users>
+    <default>
+      <password></password>
+      <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+      <profile>default</profile>
+      <quota>default</quota>
+    </default>
+  </users>
+  <profiles>
+    <default>
+      <max_memory_usage>2000000000</max_memory_usage>
+    </default>
+  </profiles>
+  <quotas><default></default></quotas>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+</yandex>
+`))
+
+func (s *Server) writeConfig() error {
+	for _, sub := range []string{"data", "tmp", "user_files", "format_schemas", "log"} {
+		if err := os.MkdirAll(filepath.Join(s.dir, sub), 0o755); err != nil {
+			return fmt.Errorf("create server dir: %w", err)
+		}
+	}
+	var buf bytes.Buffer
+	err := configTmpl.Execute(&buf, struct {
+		Dir               string
+		TCPPort, HTTPPort int
+	}{s.dir, s.tcpPort, s.httpPort})
+	if err != nil {
+		return fmt.Errorf("render server config: %w", err)
+	}
+	if err := os.WriteFile(s.configPath(), buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write server config: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) start(ctx context.Context) error {
+	s.mu.Lock()
+	running := s.cmd != nil
+	s.mu.Unlock()
+	if running {
+		return errors.New("start clickhouse: already running")
+	}
+	// A server already answering on our port would pass the readiness
+	// check below while ours fails to bind.
+	for _, p := range []int{s.tcpPort, s.httpPort} {
+		if err := portFree(p); err != nil {
+			return fmt.Errorf("start clickhouse: %w", err)
+		}
+	}
+	out, err := os.OpenFile(filepath.Join(s.dir, "log", "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open server output log: %w", err)
+	}
+	args := append(append([]string{}, s.bin[1:]...), "--config-file="+s.configPath())
+	// Not CommandContext: ctx bounds the start-up wait, not the server's life.
+	cmd := exec.Command(s.bin[0], args...)
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("start %s: %w", s.bin[0], err)
+	}
+	done := make(chan struct{})
+	var werr error // written before done is closed
+	go func() {
+		werr = cmd.Wait()
+		out.Close()
+		close(done)
+	}()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+
+	wctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pctx, pcancel := context.WithTimeout(wctx, time.Second)
+		perr := Ping(pctx, s.Addr())
+		pcancel()
+		if perr == nil {
+			return nil // the port was free before, so the answer is ours
+		}
+		select {
+		case <-done:
+			s.mu.Lock()
+			s.cmd = nil
+			s.mu.Unlock()
+			return fmt.Errorf("start clickhouse: server exited (%v): %s", werr, s.logTail())
+		case <-wctx.Done():
+			_ = s.Stop()
+			return fmt.Errorf("start clickhouse: not answering on %s: %w (last ping: %v): %s", s.Addr(), wctx.Err(), perr, s.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+// logTail returns the end of the server's error log and output, for start
+// failures.
+func (s *Server) logTail() string {
+	var parts []string
+	for _, f := range []string{"server.err.log", "stdout.log"} {
+		b, err := os.ReadFile(filepath.Join(s.dir, "log", f))
+		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			parts = append(parts, f+": "+tail(b, 2048))
+		}
+	}
+	if len(parts) == 0 {
+		return "no server log output"
+	}
+	return strings.Join(parts, "\n")
+}
+
+func tail(b []byte, n int) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Stop stops the server and waits for it to exit: SIGTERM to its process
+// group, SIGKILL after Options.StopTimeout (10s; a server with open client
+// connections may wait that long). Stopping a stopped server is a no-op.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(s.stopTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
+	// Children left in the group (none expected) go too.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return nil
+}
 
 // Ping reports whether a ClickHouse server answers on the native address.
-func Ping(ctx context.Context, addr string) error { panic("unimplemented") }
+func Ping(ctx context.Context, addr string) error {
+	conn, err := clickhouse.Open(&clickhouse.Options{
+		Addr:        []string{addr},
+		Auth:        clickhouse.Auth{Database: "default", Username: "default"},
+		DialTimeout: time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("open clickhouse %s: %w", addr, err)
+	}
+	defer conn.Close()
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("ping clickhouse %s: %w", addr, err)
+	}
+	return nil
+}
+
+// freePorts returns n distinct free loopback TCP ports (bound and released;
+// another process could take one before the server binds it, which makes
+// Start fail with the server's error).
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("pick free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func portFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("port %d in use: %w", port, err)
+	}
+	return l.Close()
+}

@@ -11,11 +11,15 @@ package chstore
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -28,129 +32,146 @@ type Config struct {
 	DialTimeout time.Duration // flag clickhouse-dial-timeout (default 5s)
 }
 
+// Defaults of Config, applied by RegisterFlags.
+const (
+	DefaultAddr        = "127.0.0.1:9000"
+	DefaultDatabase    = "crawler"
+	DefaultUsername    = "default"
+	DefaultDialTimeout = 5 * time.Second
+)
+
 // RegisterFlags binds the fields to flags with defaults.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) { panic("unimplemented") }
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Addr = []string{DefaultAddr}
+	fs.Func("clickhouse-addr", "comma separated ClickHouse native-protocol host:port list (default "+DefaultAddr+")", func(s string) error {
+		c.Addr = splitAddrs(s)
+		return nil
+	})
+	fs.StringVar(&c.Database, "clickhouse-database", DefaultDatabase, "ClickHouse database (created if missing)")
+	fs.StringVar(&c.Username, "clickhouse-user", DefaultUsername, "ClickHouse user")
+	fs.StringVar(&c.Password, "clickhouse-password", "", "ClickHouse password")
+	fs.DurationVar(&c.DialTimeout, "clickhouse-dial-timeout", DefaultDialTimeout, "ClickHouse connect timeout")
+}
+
+func splitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate reports a configuration error.
-func (c Config) Validate() error { panic("unimplemented") }
+func (c Config) Validate() error {
+	if len(c.Addr) == 0 {
+		return errors.New("clickhouse-addr: at least one address required")
+	}
+	for _, a := range c.Addr {
+		if !strings.Contains(a, ":") {
+			return fmt.Errorf("clickhouse-addr: %q is not host:port", a)
+		}
+	}
+	if !identRE.MatchString(c.Database) {
+		return fmt.Errorf("clickhouse-database: %q is not a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", c.Database)
+	}
+	if c.Username == "" {
+		return errors.New("clickhouse-user: must not be empty")
+	}
+	if c.DialTimeout <= 0 {
+		return errors.New("clickhouse-dial-timeout: must be positive")
+	}
+	return nil
+}
 
 // Store is an open ClickHouse connection to the crawler's database. Safe
 // for concurrent use.
-type Store struct{}
+type Store struct {
+	conn driver.Conn
+	db   string
+	log  *zap.Logger
+}
+
+func options(c Config, db string) *clickhouse.Options {
+	return &clickhouse.Options{
+		Addr:             c.Addr,
+		Auth:             clickhouse.Auth{Database: db, Username: c.Username, Password: c.Password},
+		DialTimeout:      c.DialTimeout,
+		MaxOpenConns:     10,
+		MaxIdleConns:     5,
+		ConnMaxLifetime:  time.Hour,
+		ConnOpenStrategy: clickhouse.ConnOpenInOrder,
+	}
+}
 
 // Open connects, creating the database if it does not exist. It does not
 // migrate; call Migrate.
-func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) { panic("unimplemented") }
-
-// Migrate applies every schema migration not yet recorded in the
-// schema_migrations table, in version order. Safe to run concurrently from
-// several services (every statement is idempotent).
-func (s *Store) Migrate(ctx context.Context) error { panic("unimplemented") }
+func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("validate clickhouse config: %w", err)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	boot, err := clickhouse.Open(options(c, "default"))
+	if err != nil {
+		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	err = boot.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+c.Database+"`")
+	if err != nil && !isAlreadyExists(err) {
+		boot.Close()
+		return nil, fmt.Errorf("create database %s: %w", c.Database, err)
+	}
+	boot.Close()
+	conn, err := clickhouse.Open(options(c, c.Database))
+	if err != nil {
+		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ping clickhouse: %w", err)
+	}
+	return &Store{conn: conn, db: c.Database, log: log}, nil
+}
 
 // Conn exposes the driver connection for queries.
-func (s *Store) Conn() driver.Conn { panic("unimplemented") }
+func (s *Store) Conn() driver.Conn { return s.conn }
 
 // Database returns the database name.
-func (s *Store) Database() string { panic("unimplemented") }
+func (s *Store) Database() string { return s.db }
 
 // Ping checks the connection (for readiness).
-func (s *Store) Ping(ctx context.Context) error { panic("unimplemented") }
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("ping clickhouse: %w", err)
+	}
+	return nil
+}
 
 // Close closes the connection.
-func (s *Store) Close() error { panic("unimplemented") }
-
-// FetchLogRow is one fetch attempt (table fetch_log).
-type FetchLogRow struct {
-	CrawlID          string
-	URL              string
-	URLFP            uint64
-	Host             string
-	Partition        uint16
-	Attempt          uint16
-	FetchedAt        time.Time // second precision in ClickHouse
-	FetchedAtMs      uint16    // millisecond part of FetchedAt, kept for ordering
-	Status           uint16    // HTTP status, 0 when none
-	ErrorKind        string    // "" on success; e.g. timeout, connect, dns, body_too_large, robots_denied, not_html, refused_address, redirect
-	ErrorMessage     string
-	Bytes            uint64
-	ContentType      string
-	DurationMs       uint32
-	RedirectLocation string
-	Depth            uint16
-	Fetcher          string // instance id
+func (s *Store) Close() error {
+	if err := s.conn.Close(); err != nil {
+		return fmt.Errorf("close clickhouse: %w", err)
+	}
+	return nil
 }
 
-// SeenRow is one admitted URL fingerprint of a partition (table url_seen).
-type SeenRow struct {
-	CrawlID   string
-	Partition uint16
-	FP        uint64
-	URL       string
-	Depth     uint16
-	FirstSeen time.Time
-}
-
-// DocumentRow is one extracted document (table documents).
-type DocumentRow struct {
-	CrawlID     string
-	URL         string
-	URLFP       uint64
-	Host        string
-	FetchedAt   time.Time
-	Status      uint16
-	Title       string
-	Text        string
-	ContentFP   uint64
-	Outlinks    uint32
-	ContentType string
-	Language    string
-}
-
-// Table describes how rows of type T are inserted.
-type Table[T any] struct {
-	Name    string
-	Columns []string
-	Values  func(T) []any // in Columns order
-}
-
-// The crawler's tables.
-var (
-	FetchLog  Table[FetchLogRow]
-	URLSeen   Table[SeenRow]
-	Documents Table[DocumentRow]
+// ClickHouse error codes this package reacts to.
+const (
+	codeTableAlreadyExists    = 57
+	codeDatabaseAlreadyExists = 82
 )
 
-// BatchOptions tunes a BatchWriter.
-type BatchOptions struct {
-	MaxRows       int           // flush when this many rows are buffered (default 1000)
-	FlushInterval time.Duration // flush at least this often (default 200ms)
-	MaxBuffered   int           // Write blocks while this many rows wait (default 10 * MaxRows): bounded memory
-	RetryBackoff  time.Duration // first retry delay, doubled up to 5s (default 100ms)
-}
-
-// BatchWriter buffers rows of one table and inserts them in batches. A
-// failed insert is retried with back-off until it succeeds or the writer's
-// run context is done; rows are never dropped silently. Safe for concurrent
-// use.
-type BatchWriter[T any] struct{}
-
-// NewBatchWriter returns a writer for table t. reg receives
-// clickhouse_rows_written_total{table}, clickhouse_insert_errors_total{table},
-// clickhouse_flush_seconds{table}.
-func NewBatchWriter[T any](s *Store, t Table[T], o BatchOptions, log *zap.Logger, reg prometheus.Registerer) *BatchWriter[T] {
-	panic("unimplemented")
-}
-
-// Write adds rows and blocks until the batch containing them has been
-// inserted (durable), or ctx is done, or the writer stopped. Concurrent
-// callers share batches.
-func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error { panic("unimplemented") }
-
-// Run flushes batches until ctx is done, then flushes what is buffered
-// (bounded by a short deadline) and returns. Write fails after Run returns.
-func (w *BatchWriter[T]) Run(ctx context.Context) error { panic("unimplemented") }
-
-// LoadSeen streams every fingerprint stored for a partition (all crawls).
-func (s *Store) LoadSeen(ctx context.Context, partition int, fn func(crawlID string, fp uint64)) error {
-	panic("unimplemented")
+// isAlreadyExists reports an "already exists" error, which concurrent
+// "CREATE … IF NOT EXISTS" statements can still raise on older servers when
+// two of them race.
+func isAlreadyExists(err error) bool {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		return ex.Code == codeTableAlreadyExists || ex.Code == codeDatabaseAlreadyExists
+	}
+	return false
 }

@@ -1,0 +1,70 @@
+package chstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chtest"
+)
+
+// BenchmarkLoadSeen reloads a partition of one million fingerprints, as a
+// scheduler does when a rebalance hands it the partition.
+func BenchmarkLoadSeen(b *testing.B) {
+	const n = 1_000_000
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := chtest.NewStore(b)
+	// Fill with INSERT … SELECT on the server: the benchmark is the read.
+	err := s.Conn().Exec(ctx, `INSERT INTO url_seen (crawl_id, partition, fp, url, depth, first_seen)
+		SELECT 'bench', 7, cityHash64(number), concat('http://bench.test/', toString(number)), 1, now()
+		FROM system.numbers LIMIT 1000000`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		got := 0
+		if err := s.LoadSeen(ctx, 7, func(string, uint64) { got++ }); err != nil {
+			b.Fatal(err)
+		}
+		if got != n {
+			b.Fatalf("loaded %d fingerprints, want %d", got, n)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkBatchWriterInsert inserts fetch_log rows in batches of 100k
+// through a BatchWriter (one Write per batch).
+func BenchmarkBatchWriterInsert(b *testing.B) {
+	const batch = 100_000
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := chtest.NewStore(b)
+	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{MaxRows: batch, MaxBuffered: batch}, nil, nil)
+	runCtx, stop := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-errc; err != nil {
+			b.Error(err)
+		}
+	}()
+	rows := make([]chstore.FetchLogRow, batch)
+	for i := range rows {
+		rows[i] = fetchRow("bench", i)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		for j := range rows {
+			rows[j].Attempt = uint16(i) // distinct rows each round
+		}
+		if err := w.Write(ctx, rows...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

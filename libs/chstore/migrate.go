@@ -1,0 +1,221 @@
+package chstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Migration is one versioned schema change. Every statement is idempotent
+// (IF NOT EXISTS), so a migration that was applied but not yet recorded, or
+// that two services apply at the same moment, is harmless to repeat.
+// Statements run on the Store's database; names are unqualified.
+type Migration struct {
+	Version    uint32
+	Name       string
+	Statements []string
+}
+
+// createMigrationsTable records applied versions. ReplacingMergeTree
+// collapses the rows two concurrent Migrate calls may both insert.
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version UInt32,
+	name String,
+	applied_at DateTime
+) ENGINE = ReplacingMergeTree ORDER BY version`
+
+// Migrations returns the schema migrations in version order. Append new
+// versions at the end; never edit an applied one.
+func Migrations() []Migration {
+	return []Migration{
+		{
+			Version: 1,
+			Name:    "fetch_log, url_seen, documents",
+			Statements: []string{
+				// One row per fetch attempt. The key includes the attempt and
+				// its millisecond timestamp, so a redelivered attempt collapses
+				// while distinct attempts of one URL are all kept. The
+				// partition key is part of every row's identity (fetched_at),
+				// so duplicates always land in the same partition.
+				`CREATE TABLE IF NOT EXISTS fetch_log (
+	crawl_id String,
+	url String,
+	url_fp UInt64,
+	host String,
+	partition UInt16,
+	attempt UInt16,
+	fetched_at DateTime,
+	fetched_at_ms UInt16,
+	status UInt16,
+	error_kind String,
+	error_message String,
+	bytes UInt64,
+	content_type String,
+	duration_ms UInt32,
+	redirect_location String,
+	depth UInt16,
+	fetcher String
+) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(fetched_at) ORDER BY (crawl_id, host, url_fp, fetched_at, fetched_at_ms, attempt)`,
+				// The admitted URL fingerprints of each scheduler partition,
+				// reloaded by the partition's new owner (LoadSeen). Ordered by
+				// partition first so that reload reads one contiguous range.
+				// Not partitioned by time: a fingerprint re-admitted later
+				// must still collapse with its first row.
+				`CREATE TABLE IF NOT EXISTS url_seen (
+	crawl_id String,
+	partition UInt16,
+	fp UInt64,
+	url String,
+	depth UInt16,
+	first_seen DateTime
+) ENGINE = ReplacingMergeTree ORDER BY (partition, crawl_id, fp)`,
+				// Extracted documents; a re-crawl of the URL replaces the
+				// older version (version column fetched_at). Not partitioned
+				// by time so that versions of one URL always collapse.
+				`CREATE TABLE IF NOT EXISTS documents (
+	crawl_id String,
+	url String,
+	url_fp UInt64,
+	host String,
+	fetched_at DateTime,
+	status UInt16,
+	title String,
+	text String,
+	content_fp UInt64,
+	outlinks UInt32,
+	content_type String,
+	language String
+) ENGINE = ReplacingMergeTree(fetched_at) ORDER BY (crawl_id, url_fp)`,
+			},
+		},
+		{
+			Version: 2,
+			Name:    "per-minute rollups of fetch_log",
+			Statements: []string{
+				// Materialized views see every inserted block, before any
+				// ReplacingMergeTree merge: they count inserts, including
+				// redelivered duplicates. Exact figures come from
+				// fetch_log FINAL; the rollups are cheap dashboards.
+				`CREATE TABLE IF NOT EXISTS fetch_per_host_minute (
+	crawl_id String,
+	host String,
+	minute DateTime,
+	pages UInt64,
+	errors UInt64,
+	bytes UInt64,
+	duration_ms_sum UInt64
+) ENGINE = SummingMergeTree PARTITION BY toYYYYMM(minute) ORDER BY (crawl_id, host, minute)`,
+				`CREATE MATERIALIZED VIEW IF NOT EXISTS fetch_per_host_minute_mv TO fetch_per_host_minute AS
+SELECT
+	crawl_id,
+	host,
+	toStartOfMinute(fetched_at) AS minute,
+	count() AS pages,
+	countIf(error_kind != '') AS errors,
+	sum(bytes) AS bytes,
+	sum(toUInt64(duration_ms)) AS duration_ms_sum
+FROM fetch_log
+GROUP BY crawl_id, host, minute`,
+				`CREATE TABLE IF NOT EXISTS fetch_status_minute (
+	crawl_id String,
+	minute DateTime,
+	status UInt16,
+	error_kind String,
+	n UInt64
+) ENGINE = SummingMergeTree PARTITION BY toYYYYMM(minute) ORDER BY (crawl_id, minute, status, error_kind)`,
+				`CREATE MATERIALIZED VIEW IF NOT EXISTS fetch_status_minute_mv TO fetch_status_minute AS
+SELECT
+	crawl_id,
+	toStartOfMinute(fetched_at) AS minute,
+	status,
+	error_kind,
+	count() AS n
+FROM fetch_log
+GROUP BY crawl_id, minute, status, error_kind`,
+			},
+		},
+	}
+}
+
+// Migrate applies every schema migration not yet recorded in the
+// schema_migrations table, in version order. Safe to run concurrently from
+// several services (every statement is idempotent).
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrate(ctx, Migrations())
+}
+
+func (s *Store) migrate(ctx context.Context, ms []Migration) error {
+	if err := s.execIdempotent(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	applied, err := s.AppliedMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	done := make(map[uint32]bool, len(applied))
+	for _, v := range applied {
+		done[v] = true
+	}
+	for _, m := range ms {
+		if done[m.Version] {
+			continue
+		}
+		for i, stmt := range m.Statements {
+			if err := s.execIdempotent(ctx, stmt); err != nil {
+				return fmt.Errorf("apply migration %d (%s) statement %d: %w", m.Version, m.Name, i+1, err)
+			}
+		}
+		if err := s.recordMigration(ctx, m); err != nil {
+			return fmt.Errorf("record migration %d: %w", m.Version, err)
+		}
+		s.log.Info("applied schema migration", zap.Uint32("version", m.Version), zap.String("name", m.Name))
+	}
+	return nil
+}
+
+// AppliedMigrations returns the recorded migration versions in ascending
+// order.
+func (s *Store) AppliedMigrations(ctx context.Context) ([]uint32, error) {
+	rows, err := s.conn.Query(ctx, "SELECT DISTINCT version FROM schema_migrations ORDER BY version")
+	if err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	var out []uint32
+	for rows.Next() {
+		var v uint32
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("scan schema_migrations: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	return out, nil
+}
+
+// execIdempotent runs an IF NOT EXISTS statement, treating the "already
+// exists" error that racing creators can get as success.
+func (s *Store) execIdempotent(ctx context.Context, stmt string) error {
+	if err := s.conn.Exec(ctx, stmt); err != nil && !isAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// recordMigration inserts m into schema_migrations. (A batch, not
+// "INSERT … VALUES" through Exec, which 18.16 leaves waiting for data.)
+func (s *Store) recordMigration(ctx context.Context, m Migration) error {
+	b, err := s.conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
+	if err != nil {
+		return err
+	}
+	if err := b.Append(m.Version, m.Name, time.Now().Truncate(time.Second)); err != nil {
+		_ = b.Abort()
+		return err
+	}
+	return b.Send()
+}

@@ -1,0 +1,207 @@
+-- Analyst queries for the crawler's ClickHouse tables.
+-- Every query here is also in docs/analyst-queries.md and is run by
+-- TestAnalystQueries against a migrated database (ClickHouse 18.16 and
+-- current releases). Blocks start with "-- name:"; each query ends with ";".
+
+-- name: pages_per_host_per_minute
+-- Pages fetched per host per minute, last hour, exact (FINAL collapses redelivered rows).
+SELECT
+    crawl_id,
+    host,
+    toStartOfMinute(fetched_at) AS minute,
+    count() AS pages,
+    countIf(error_kind != '') AS errors,
+    sum(bytes) AS bytes
+FROM fetch_log FINAL
+WHERE fetched_at >= now() - INTERVAL 1 HOUR
+GROUP BY crawl_id, host, minute
+ORDER BY minute, pages DESC
+LIMIT 1000;
+
+-- name: pages_per_host_per_minute_rollup
+-- The same from the materialized rollup: cheap over long ranges, counts every insert (redelivered duplicates included).
+SELECT
+    crawl_id,
+    host,
+    minute,
+    sum(pages) AS page_count,
+    sum(errors) AS error_count,
+    sum(bytes) AS byte_count,
+    round(sum(duration_ms_sum) / page_count) AS avg_duration_ms
+FROM fetch_per_host_minute
+WHERE minute >= now() - INTERVAL 1 DAY
+GROUP BY crawl_id, host, minute
+ORDER BY minute, page_count DESC
+LIMIT 1000;
+
+-- name: status_codes_over_time
+-- Responses per minute by status class (0 = no response: see error_kind), from the rollup.
+SELECT
+    crawl_id,
+    minute,
+    intDiv(status, 100) * 100 AS status_class,
+    sum(n) AS responses
+FROM fetch_status_minute
+WHERE minute >= now() - INTERVAL 1 DAY
+GROUP BY crawl_id, minute, status_class
+ORDER BY minute, status_class;
+
+-- name: status_codes_exact
+-- Exact status code counts per crawl, last day.
+SELECT
+    crawl_id,
+    status,
+    count() AS responses
+FROM fetch_log FINAL
+WHERE fetched_at >= now() - INTERVAL 1 DAY
+GROUP BY crawl_id, status
+ORDER BY crawl_id, responses DESC;
+
+-- name: failure_reasons
+-- Why fetches fail: error kinds with how many hosts they hit and one example message.
+SELECT
+    crawl_id,
+    error_kind,
+    count() AS failures,
+    uniqExact(host) AS hosts,
+    any(error_message) AS example
+FROM fetch_log FINAL
+WHERE error_kind != '' AND fetched_at >= now() - INTERVAL 1 DAY
+GROUP BY crawl_id, error_kind
+ORDER BY failures DESC;
+
+-- name: failing_hosts
+-- Hosts with the most failures, with their failure rate.
+SELECT
+    crawl_id,
+    host,
+    countIf(error_kind != '') AS failures,
+    count() AS attempts,
+    round(failures / attempts, 3) AS failure_rate,
+    topK(3)(error_kind) AS top_kinds
+FROM fetch_log FINAL
+WHERE fetched_at >= now() - INTERVAL 1 DAY
+GROUP BY crawl_id, host
+HAVING failures > 0
+ORDER BY failures DESC
+LIMIT 50;
+
+-- name: bytes_per_host
+-- Bytes downloaded per host (top 20 per crawl by volume).
+SELECT
+    crawl_id,
+    host,
+    sum(bytes) AS total_bytes,
+    formatReadableSize(total_bytes) AS readable,
+    round(avg(bytes)) AS avg_page_bytes
+FROM fetch_log FINAL
+GROUP BY crawl_id, host
+ORDER BY crawl_id, total_bytes DESC
+LIMIT 20 BY crawl_id;
+
+-- name: latency_percentiles
+-- Fetch latency percentiles per host for fetches that got a response.
+SELECT
+    crawl_id,
+    host,
+    count() AS fetches,
+    quantiles(0.5, 0.9, 0.99)(duration_ms) AS p50_p90_p99_ms,
+    max(duration_ms) AS max_ms
+FROM fetch_log FINAL
+WHERE status != 0
+GROUP BY crawl_id, host
+ORDER BY fetches DESC
+LIMIT 100;
+
+-- name: duplicates
+-- Duplicates per crawl: fetch rows redelivered (raw minus FINAL), URLs fetched more than once, fingerprints persisted twice.
+SELECT
+    crawl_id,
+    attempts,
+    fetched_urls,
+    attempts - fetched_urls AS repeat_attempts,
+    raw_rows - attempts AS redelivered_fetch_rows,
+    seen_rows - admitted_urls AS redelivered_seen_rows
+FROM
+(
+    SELECT crawl_id, attempts, fetched_urls, raw_rows
+    FROM
+    (
+        SELECT crawl_id, count() AS attempts, uniqExact(url_fp) AS fetched_urls
+        FROM fetch_log FINAL
+        GROUP BY crawl_id
+    )
+    ANY LEFT JOIN
+    (
+        SELECT crawl_id, count() AS raw_rows
+        FROM fetch_log
+        GROUP BY crawl_id
+    ) USING crawl_id
+)
+ANY LEFT JOIN
+(
+    SELECT crawl_id, count() AS seen_rows, uniqExact(fp) AS admitted_urls
+    FROM url_seen
+    GROUP BY crawl_id
+) USING crawl_id
+ORDER BY crawl_id;
+
+-- name: duplicate_content
+-- Pages whose content is an exact duplicate of another page (same content fingerprint).
+SELECT
+    crawl_id,
+    count() AS documents,
+    uniqExact(content_fp) AS distinct_contents,
+    documents - distinct_contents AS duplicate_documents
+FROM documents FINAL
+GROUP BY crawl_id
+ORDER BY crawl_id;
+
+-- name: documents_found
+-- Documents extracted per crawl and host, with language mix and link counts.
+SELECT
+    crawl_id,
+    host,
+    count() AS documents,
+    sum(outlinks) AS outlinks,
+    topK(3)(language) AS top_languages,
+    max(fetched_at) AS last_fetched
+FROM documents FINAL
+GROUP BY crawl_id, host
+ORDER BY documents DESC
+LIMIT 100;
+
+-- name: crawl_progress
+-- Crawl progress: URLs admitted vs fetched, success rate, depth reached, pages in the last 10 minutes.
+SELECT
+    crawl_id,
+    admitted_urls,
+    fetched_urls,
+    toInt64(admitted_urls) - toInt64(fetched_urls) AS frontier_estimate,
+    ok_urls,
+    max_depth,
+    pages_last_10m,
+    first_fetch,
+    last_fetch
+FROM
+(
+    SELECT
+        crawl_id,
+        uniqExact(fp) AS admitted_urls,
+        max(depth) AS max_depth
+    FROM url_seen
+    GROUP BY crawl_id
+)
+ANY LEFT JOIN
+(
+    SELECT
+        crawl_id,
+        uniqExact(url_fp) AS fetched_urls,
+        uniqExactIf(url_fp, status >= 200 AND status < 300) AS ok_urls,
+        countIf(fetched_at >= now() - INTERVAL 10 MINUTE) AS pages_last_10m,
+        min(fetched_at) AS first_fetch,
+        max(fetched_at) AS last_fetch
+    FROM fetch_log FINAL
+    GROUP BY crawl_id
+) USING crawl_id
+ORDER BY crawl_id;

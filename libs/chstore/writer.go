@@ -1,0 +1,379 @@
+package chstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// ErrWriterStopped is returned by Write when the writer's Run has returned
+// (or returns) before the rows were inserted. The rows were not written.
+var ErrWriterStopped = errors.New("clickhouse writer stopped")
+
+// BatchOptions tunes a BatchWriter.
+type BatchOptions struct {
+	MaxRows       int           // flush when this many rows are buffered (default 1000)
+	FlushInterval time.Duration // flush at least this often (default 200ms)
+	MaxBuffered   int           // Write blocks while this many rows wait (default 10 * MaxRows): bounded memory
+	RetryBackoff  time.Duration // first retry delay, doubled up to 5s (default 100ms)
+	// ShutdownTimeout bounds the final flush Run makes once its ctx is
+	// done (default 5s).
+	ShutdownTimeout time.Duration
+}
+
+const (
+	maxRetryBackoff = 5 * time.Second
+)
+
+func (o BatchOptions) withDefaults() BatchOptions {
+	if o.MaxRows <= 0 {
+		o.MaxRows = 1000
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 200 * time.Millisecond
+	}
+	if o.MaxBuffered <= 0 {
+		o.MaxBuffered = 10 * o.MaxRows
+	}
+	if o.MaxBuffered < o.MaxRows {
+		o.MaxBuffered = o.MaxRows
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 5 * time.Second
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = 100 * time.Millisecond
+	}
+	return o
+}
+
+// batch is a set of rows inserted together; every Write whose rows are in
+// it waits on done and then reads err.
+type batch[T any] struct {
+	rows []T
+	done chan struct{}
+	err  error
+}
+
+func newBatch[T any]() *batch[T] { return &batch[T]{done: make(chan struct{})} }
+
+func (b *batch[T]) finish(err error) {
+	b.err = err
+	close(b.done)
+}
+
+// BatchWriter buffers rows of one table and inserts them in batches. A
+// failed insert is retried with back-off until it succeeds or the writer's
+// run context is done; rows are never dropped silently. Safe for concurrent
+// use.
+//
+// A row the driver cannot encode (a programming error: Values returned a
+// value of the wrong type) fails its whole batch at once: every Write of
+// that batch returns the error instead of retrying forever.
+type BatchWriter[T any] struct {
+	store  *Store
+	table  Table[T]
+	opts   BatchOptions
+	log    *zap.Logger
+	m      writerMetrics
+	insert string
+
+	kick chan struct{} // cap 1: the current batch reached MaxRows
+
+	mu       sync.Mutex
+	cur      *batch[T]     // accumulating, never nil
+	buffered int           // rows accepted and not yet inserted or failed
+	space    chan struct{} // closed and replaced when buffered shrinks
+	running  bool
+	stopped  chan struct{} // closed when Run stops accepting rows
+	stopOnce sync.Once
+}
+
+type writerMetrics struct {
+	written  prometheus.Counter
+	errors   prometheus.Counter
+	flush    prometheus.Observer
+	buffered prometheus.Gauge
+}
+
+// NewBatchWriter returns a writer for table t. reg receives
+// clickhouse_rows_written_total{table}, clickhouse_insert_errors_total{table},
+// clickhouse_flush_seconds{table}, and clickhouse_rows_buffered{table} (rows
+// accepted by Write and not yet inserted). Several writers may share reg.
+// A nil log or reg disables logging or metrics.
+func NewBatchWriter[T any](s *Store, t Table[T], o BatchOptions, log *zap.Logger, reg prometheus.Registerer) *BatchWriter[T] {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	w := &BatchWriter[T]{
+		store:   s,
+		table:   t,
+		opts:    o.withDefaults(),
+		log:     log.With(zap.String("table", t.Name)),
+		insert:  "INSERT INTO " + t.Name + " (" + strings.Join(t.Columns, ", ") + ")",
+		kick:    make(chan struct{}, 1),
+		cur:     newBatch[T](),
+		space:   make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	w.m = newWriterMetrics(reg, t.Name)
+	return w
+}
+
+func newWriterMetrics(reg prometheus.Registerer, table string) writerMetrics {
+	written := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "clickhouse_rows_written_total",
+		Help: "Rows inserted into ClickHouse.",
+	}, []string{"table"})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "clickhouse_insert_errors_total",
+		Help: "Failed ClickHouse insert attempts (each retry counts).",
+	}, []string{"table"})
+	flush := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "clickhouse_flush_seconds",
+		Help:    "Duration of successful ClickHouse batch inserts, retries included.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+	}, []string{"table"})
+	buffered := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "clickhouse_rows_buffered",
+		Help: "Rows accepted by a writer and not yet inserted.",
+	}, []string{"table"})
+	if reg != nil {
+		written = register(reg, written)
+		errs = register(reg, errs)
+		flush = register(reg, flush)
+		buffered = register(reg, buffered)
+	}
+	return writerMetrics{
+		written:  written.WithLabelValues(table),
+		errors:   errs.WithLabelValues(table),
+		flush:    flush.WithLabelValues(table),
+		buffered: buffered.WithLabelValues(table),
+	}
+}
+
+// register registers c, or returns the identical collector another writer
+// already registered on reg. A conflicting registration (same name,
+// different shape) is a programming error; the unregistered c is returned
+// so the writer still works.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}
+
+// Write adds rows and blocks until the batch containing them has been
+// inserted (durable), or ctx is done, or the writer stopped. Concurrent
+// callers share batches.
+//
+// When ctx is done first, Write returns ctx.Err() but the rows stay queued
+// and may still be inserted: the caller must treat them as not confirmed.
+// Write blocks while MaxBuffered rows wait (a single call larger than
+// MaxBuffered is accepted when nothing else waits).
+func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var b *batch[T]
+	for b == nil {
+		w.mu.Lock()
+		select {
+		case <-w.stopped:
+			w.mu.Unlock()
+			return ErrWriterStopped
+		default:
+		}
+		if w.buffered > 0 && w.buffered+len(rows) > w.opts.MaxBuffered {
+			space := w.space
+			w.mu.Unlock()
+			select {
+			case <-space:
+				continue
+			case <-w.stopped:
+				return ErrWriterStopped
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		b = w.cur
+		b.rows = append(b.rows, rows...)
+		w.buffered += len(rows)
+		w.m.buffered.Set(float64(w.buffered))
+		if len(b.rows) >= w.opts.MaxRows {
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
+		w.mu.Unlock()
+	}
+	select {
+	case <-b.done:
+		return b.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run flushes batches until ctx is done, then flushes what is buffered
+// (bounded by a short deadline) and returns. Write fails after Run returns.
+// Run returns nil after a clean shutdown, or an error saying how many rows
+// could not be written (their Write calls got ErrWriterStopped). Call Run
+// once.
+func (w *BatchWriter[T]) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.running {
+		w.mu.Unlock()
+		return errors.New("clickhouse writer: Run called twice")
+	}
+	w.running = true
+	w.mu.Unlock()
+
+	ticker := time.NewTicker(w.opts.FlushInterval)
+	defer ticker.Stop()
+	var failed *batch[T] // a batch whose insert was cut short by ctx
+	for failed == nil {
+		select {
+		case <-ctx.Done():
+			return w.shutdown(ctx, nil)
+		case <-w.kick:
+		case <-ticker.C:
+		}
+		b := w.take()
+		if b == nil {
+			continue
+		}
+		if err := w.insertRetrying(ctx, b); err != nil {
+			if ctx.Err() == nil {
+				w.release(b, err) // permanent: Writes get the error
+				continue
+			}
+			failed = b
+		} else {
+			w.release(b, nil)
+		}
+	}
+	return w.shutdown(ctx, failed)
+}
+
+// take detaches the current batch, or returns nil when it is empty.
+func (w *BatchWriter[T]) take() *batch[T] {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.cur.rows) == 0 {
+		return nil
+	}
+	b := w.cur
+	w.cur = newBatch[T]()
+	return b
+}
+
+// release completes b with err and frees its buffer space.
+func (w *BatchWriter[T]) release(b *batch[T], err error) {
+	w.mu.Lock()
+	w.buffered -= len(b.rows)
+	w.m.buffered.Set(float64(w.buffered))
+	close(w.space)
+	w.space = make(chan struct{})
+	w.mu.Unlock()
+	b.finish(err)
+}
+
+// shutdown stops accepting rows and makes one bounded attempt to insert
+// the rows still buffered (failed first, then the current batch).
+func (w *BatchWriter[T]) shutdown(ctx context.Context, failed *batch[T]) error {
+	w.mu.Lock()
+	w.stopOnce.Do(func() { close(w.stopped) })
+	rest := w.cur
+	w.cur = newBatch[T]()
+	w.mu.Unlock()
+
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opts.ShutdownTimeout)
+	defer cancel()
+	lost := 0
+	for _, b := range []*batch[T]{failed, rest} {
+		if b == nil || len(b.rows) == 0 {
+			continue
+		}
+		if err := w.insertRetrying(fctx, b); err != nil {
+			lost += len(b.rows)
+			w.log.Error("dropped batch at shutdown, writers notified", zap.Int("rows", len(b.rows)), zap.Error(err))
+			w.release(b, fmt.Errorf("%w: insert into %s: %w", ErrWriterStopped, w.table.Name, err))
+			continue
+		}
+		w.release(b, nil)
+	}
+	if lost > 0 {
+		return fmt.Errorf("flush %s at shutdown: %d rows not written", w.table.Name, lost)
+	}
+	return nil
+}
+
+// permanentError marks an error retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// insertRetrying inserts b, retrying with exponential back-off until it
+// succeeds, the error is permanent, or ctx is done.
+func (w *BatchWriter[T]) insertRetrying(ctx context.Context, b *batch[T]) error {
+	start := time.Now()
+	backoff := w.opts.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		err := w.insertOnce(ctx, b.rows)
+		if err == nil {
+			w.m.written.Add(float64(len(b.rows)))
+			w.m.flush.Observe(time.Since(start).Seconds())
+			return nil
+		}
+		w.m.errors.Inc()
+		var perm permanentError
+		if errors.As(err, &perm) {
+			w.log.Error("rejected batch, writers notified", zap.Int("rows", len(b.rows)), zap.Error(err))
+			return perm.err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		w.log.Warn("retrying insert", zap.Int("rows", len(b.rows)), zap.Int("attempt", attempt),
+			zap.Duration("backoff", backoff), zap.Error(err))
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxRetryBackoff)
+	}
+}
+
+func (w *BatchWriter[T]) insertOnce(ctx context.Context, rows []T) error {
+	pb, err := w.store.conn.PrepareBatch(ctx, w.insert)
+	if err != nil {
+		return fmt.Errorf("prepare insert into %s: %w", w.table.Name, err)
+	}
+	for _, r := range rows {
+		if err := pb.Append(w.table.Values(r)...); err != nil {
+			_ = pb.Abort()
+			return permanentError{fmt.Errorf("append row to %s: %w", w.table.Name, err)}
+		}
+	}
+	if err := pb.Send(); err != nil {
+		return fmt.Errorf("insert into %s: %w", w.table.Name, err)
+	}
+	return nil
+}

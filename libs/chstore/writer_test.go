@@ -1,0 +1,160 @@
+package chstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chtest"
+)
+
+// base is a fixed second-aligned time so that rows round-trip exactly.
+var base = time.Date(2024, 5, 17, 10, 30, 0, 0, time.UTC)
+
+func fetchRow(crawl string, i int) chstore.FetchLogRow {
+	at := base.Add(time.Duration(i) * 1500 * time.Millisecond)
+	return chstore.FetchLogRow{
+		CrawlID:     crawl,
+		URL:         fmt.Sprintf("http://h%d.test/p/%d", i%7, i),
+		URLFP:       uint64(i)*0x9e3779b97f4a7c15 + 1,
+		Host:        fmt.Sprintf("h%d.test", i%7),
+		Partition:   uint16(i % 7),
+		Attempt:     1,
+		FetchedAt:   at.Truncate(time.Second),
+		FetchedAtMs: chstore.Millis(at),
+		Status:      []uint16{200, 200, 404, 0, 301}[i%5],
+		ErrorKind:   []string{"", "", "", "timeout", ""}[i%5],
+		Bytes:       uint64(1000 + i),
+		ContentType: "text/html",
+		DurationMs:  uint32(10 + i%90),
+		Depth:       uint16(i % 3),
+		Fetcher:     "f1",
+	}
+}
+
+// runWriter starts w.Run and returns a function that stops it and returns
+// Run's error.
+func runWriter[T any](t *testing.T, w *chstore.BatchWriter[T]) func() error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop := func() error {
+		once.Do(func() { cancel(); err = <-errc })
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func count(t *testing.T, s *chstore.Store, query string, args ...any) uint64 {
+	t.Helper()
+	var n uint64
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Conn().QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func TestBatchWriterConcurrent(t *testing.T) {
+	tests := []struct {
+		name    string
+		writers int
+		perCall int
+		calls   int
+		opts    chstore.BatchOptions
+	}{
+		{name: "many small writes", writers: 16, perCall: 1, calls: 20, opts: chstore.BatchOptions{MaxRows: 100, FlushInterval: 20 * time.Millisecond}},
+		{name: "bounded buffer", writers: 8, perCall: 10, calls: 8, opts: chstore.BatchOptions{MaxRows: 25, MaxBuffered: 30, FlushInterval: 10 * time.Millisecond}},
+		{name: "interval flush only", writers: 4, perCall: 3, calls: 5, opts: chstore.BatchOptions{MaxRows: 100000, FlushInterval: 30 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := chtest.NewStore(t)
+			reg := prometheus.NewRegistry()
+			w := chstore.NewBatchWriter(s, chstore.FetchLog, tt.opts, zaptest.NewLogger(t), reg)
+			stop := runWriter(t, w)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+
+			var wg sync.WaitGroup
+			errs := make(chan error, tt.writers*tt.calls)
+			for g := range tt.writers {
+				wg.Go(func() {
+					for c := range tt.calls {
+						first := (g*tt.calls + c) * tt.perCall
+						rows := make([]chstore.FetchLogRow, tt.perCall)
+						for i := range rows {
+							rows[i] = fetchRow("c1", first+i)
+						}
+						if err := w.Write(ctx, rows...); err != nil {
+							errs <- err
+							return
+						}
+						// Write returned: the rows must be queryable now.
+						n := count(t, s, "SELECT count() FROM fetch_log WHERE url_fp = ?", rows[len(rows)-1].URLFP)
+						if n == 0 {
+							errs <- fmt.Errorf("row %d not queryable after Write returned", first+len(rows)-1)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if err := stop(); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			want := uint64(tt.writers * tt.calls * tt.perCall)
+			if got := count(t, s, "SELECT count() FROM fetch_log"); got != want {
+				t.Errorf("rows = %d, want %d", got, want)
+			}
+			if got := metricValue(t, reg, "clickhouse_rows_written_total", "fetch_log"); got != float64(want) {
+				t.Errorf("rows written metric = %v, want %d", got, want)
+			}
+			if err := w.Write(ctx, fetchRow("c1", 0)); !errors.Is(err, chstore.ErrWriterStopped) {
+				t.Errorf("write after stop: %v, want ErrWriterStopped", err)
+			}
+		})
+	}
+}
+
+// metricValue returns the counter or gauge value of name{table=table}.
+func metricValue(t *testing.T, reg *prometheus.Registry, name, table string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "table" && l.GetValue() == table {
+					if c := m.GetCounter(); c != nil {
+						return c.GetValue()
+					}
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("metric %s{table=%q} not found", name, table)
+	return 0
+}
