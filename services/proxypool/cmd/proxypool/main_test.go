@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/libs/proxytest"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/api"
+)
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T, ip string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+// start runs the service with args until the test ends.
+func start(t *testing.T, kcfg kafkaio.Config, args ...string) (admin, apiAddr string) {
+	t.Helper()
+	admin, apiAddr = freeAddr(t, "127.0.0.50"), freeAddr(t, "127.0.0.51")
+	args = append([]string{
+		"--kafka-brokers", strings.Join(kcfg.Brokers, ","),
+		"--kafka-topic-prefix", kcfg.TopicPrefix,
+		"--kafka-partitions", fmt.Sprint(kcfg.Partitions),
+		"--admin-addr", admin, "--api-addr", apiAddr, "--log-level", "warn",
+	}, args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, noEnv) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("run did not stop within 15s")
+		}
+	})
+	return admin, apiAddr
+}
+
+func httpGet(addr, path string) (int, string, error) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// eventually polls cond for up to 15s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func proxies(t *testing.T, apiAddr string) []api.Proxy {
+	t.Helper()
+	status, body, err := httpGet(apiAddr, "/proxies")
+	if err != nil || status != 200 {
+		return nil
+	}
+	var out []api.Proxy
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatalf("decode /proxies %q: %v", body, err)
+	}
+	return out
+}
+
+func TestRunIdle(t *testing.T) {
+	kcfg := kafkatest.Config(t, 4)
+	admin, apiAddr := start(t, kcfg)
+	eventually(t, "ready", func() bool {
+		status, _, _ := httpGet(admin, "/readyz")
+		return status == 200
+	})
+	if status, _, _ := httpGet(admin, "/healthz"); status != 200 {
+		t.Errorf("/healthz = %d", status)
+	}
+	if status, body, err := httpGet(apiAddr, "/proxies"); err != nil || status != 200 || strings.TrimSpace(body) != "[]" {
+		t.Errorf("/proxies = %d %q %v, want 200 []", status, body, err)
+	}
+}
+
+func TestRunChecksAndPublishes(t *testing.T) {
+	kcfg := kafkatest.Config(t, 4)
+	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "known page")
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.52:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Listener.Close()
+	page.Listener = ln
+	page.Start()
+	defer page.Close()
+
+	const password = "pa55-Word-xyz"
+	healthy := proxytest.Start(t, "127.0.0.53", proxytest.Options{Username: "u", Password: password})
+	wrong := proxytest.Start(t, "127.0.0.54", proxytest.Options{Mode: proxytest.WrongContent})
+	file := filepath.Join(t.TempDir(), "proxies.txt")
+	list := fmt.Sprintf("# test list\n%s\n\n%s # wrong\n", healthy.URL(), wrong.Addr())
+	if err := os.WriteFile(file, []byte(list), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	latest := map[string]kafka.Message{}
+	fctx, fcancel := context.WithCancel(context.Background())
+	fdone := make(chan error, 1)
+	go func() {
+		fdone <- kafkaio.Follow(fctx, kcfg, kcfg.Topics().Proxies, func(m kafka.Message) {
+			mu.Lock()
+			latest[string(m.Key)] = m
+			mu.Unlock()
+		})
+	}()
+	defer func() {
+		fcancel()
+		if err := <-fdone; err != nil {
+			t.Errorf("follow: %v", err)
+		}
+	}()
+
+	admin, apiAddr := start(t, kcfg,
+		"--proxies-file", file, "--check-url", page.URL, "--check-expect", "known page",
+		"--check-timeout", "2s", "--check-interval", "200ms")
+
+	var list2 []api.Proxy
+	eventually(t, "both proxies checked", func() bool {
+		list2 = proxies(t, apiAddr)
+		return len(list2) == 2 && list2[0].Checked && list2[1].Checked
+	})
+	alive := map[string]bool{}
+	for _, p := range list2 {
+		alive[p.Addr] = p.Alive
+		if p.Alive && p.CheckedAt == nil {
+			t.Errorf("%s: no checked_at", p.Addr)
+		}
+	}
+	if !alive[healthy.Addr()] || alive[wrong.Addr()] {
+		t.Errorf("alive = %v, want only %s", alive, healthy.Addr())
+	}
+	eventually(t, "topic state", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		live, tomb := 0, 0
+		for _, m := range latest {
+			if m.Value == nil {
+				tomb++
+			} else {
+				live++
+			}
+		}
+		return live == 1 && tomb == 1
+	})
+	_, body, _ := httpGet(apiAddr, "/proxies")
+	_, metrics, _ := httpGet(admin, "/metrics")
+	for name, text := range map[string]string{"api": body, "metrics": metrics} {
+		if strings.Contains(text, password) {
+			t.Errorf("%s leaks the password", name)
+		}
+	}
+	if !strings.Contains(metrics, `crawler_proxypool_proxies{state="live"} 1`) {
+		t.Errorf("metrics lack the live gauge:\n%s", metrics)
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.txt")
+	if err := os.WriteFile(bad, []byte("127.0.0.1:8080\nhttp://u:topsecret@127.0.0.1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{name: "proxies without check url", args: []string{"--proxies-file", bad}, want: "check url"},
+		{name: "invalid line", args: []string{"--proxies-file", bad, "--check-url", "http://127.0.0.1/"}, want: "line 2"},
+		{name: "concurrency from env", env: map[string]string{"CRAWLER_CHECK_CONCURRENCY": "0"}, want: "concurrency"},
+		{name: "missing file", args: []string{"--proxies-file", filepath.Join(dir, "nope"), "--check-url", "http://127.0.0.1/"}, want: "open proxies file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"--admin-addr", "127.0.0.1:0", "--log-level", "error"}, tt.args...)
+			err := run(context.Background(), args, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("run() = %v, want an error containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "topsecret") {
+				t.Errorf("error leaks the password: %v", err)
+			}
+		})
+	}
+}

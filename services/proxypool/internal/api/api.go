@@ -1,0 +1,136 @@
+// Package api serves the pool's state over HTTP: GET /proxies lists every
+// tracked proxy as JSON, without credentials. It runs its own small server
+// because telemetry.Admin takes no extra handlers.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
+)
+
+// Source provides the pool's state; *pool.Pool implements it. Safe for
+// concurrent use.
+type Source interface {
+	Snapshot() []pool.Status
+}
+
+// Proxy is one element of GET /proxies.
+type Proxy struct {
+	ID        string     `json:"id"`
+	Scheme    string     `json:"scheme"`
+	Addr      string     `json:"addr"` // host:port, never credentials
+	Alive     bool       `json:"alive"`
+	Checked   bool       `json:"checked"`
+	Outcome   string     `json:"outcome,omitempty"`
+	Error     string     `json:"error,omitempty"`
+	LatencyMS float64    `json:"latency_ms"`
+	Score     float64    `json:"score"`
+	CheckedAt *time.Time `json:"checked_at,omitempty"`
+}
+
+// Handler returns the API handler.
+func Handler(src Source) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /proxies", func(w http.ResponseWriter, _ *http.Request) {
+		statuses := src.Snapshot()
+		out := make([]Proxy, 0, len(statuses))
+		for _, st := range statuses {
+			p := Proxy{
+				ID:        st.Entry.ID(),
+				Scheme:    st.Entry.Scheme,
+				Addr:      st.Entry.Addr(),
+				Alive:     st.Alive,
+				Checked:   st.Checked,
+				Outcome:   st.Outcome,
+				Error:     st.Error,
+				LatencyMS: math.Round(float64(st.Latency.Microseconds())) / 1000,
+				Score:     st.Score,
+			}
+			if st.Checked {
+				at := st.CheckedAt.UTC()
+				p.CheckedAt = &at
+			}
+			out = append(out, p)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out) // a client that went away is not our error
+	})
+	return mux
+}
+
+// shutdownTimeout bounds how long in-flight API requests may finish.
+const shutdownTimeout = 5 * time.Second
+
+// Server is the API server.
+type Server struct {
+	addr string
+	srv  *http.Server
+	log  *zap.Logger
+
+	mu sync.Mutex
+	ln net.Listener
+}
+
+// New returns a server that will listen on addr.
+func New(addr string, src Source, log *zap.Logger) *Server {
+	return &Server{
+		addr: addr,
+		log:  log,
+		srv: &http.Server{
+			Handler:           Handler(src),
+			ReadHeaderTimeout: 5 * time.Second,
+		},
+	}
+}
+
+// Listen binds the listener; idempotent.
+func (s *Server) Listen() (net.Addr, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return s.ln.Addr(), nil
+	}
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen api %s: %w", s.addr, err)
+	}
+	s.ln = ln
+	return ln.Addr(), nil
+}
+
+// Run serves until ctx is done, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	addr, err := s.Listen()
+	if err != nil {
+		return err
+	}
+	s.log.Info("api listening", zap.String("addr", addr.String()))
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve api: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err = s.srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("shut down api: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+// Package refresh runs the pool's check rounds: every interval it checks
+// every proxy through a bounded number of concurrent checks, records the
+// verdicts in the pool and publishes what changed.
+package refresh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/check"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
+)
+
+// Checker checks one proxy; it blocks for at most its timeout and is safe
+// for concurrent use (*check.Checker).
+type Checker interface {
+	Check(ctx context.Context, e proxylist.Entry) check.Result
+}
+
+// Publisher writes changes durably; it blocks until they are acknowledged
+// (*publish.Publisher).
+type Publisher interface {
+	Publish(ctx context.Context, changes []pool.Change) error
+}
+
+// Config configures the rounds.
+type Config struct {
+	Interval    time.Duration // between the starts of two rounds
+	Concurrency int           // checks in flight at once
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	if c.Interval <= 0 {
+		return errors.New("check interval must be positive")
+	}
+	if c.Concurrency < 1 {
+		return errors.New("check concurrency must be at least 1")
+	}
+	return nil
+}
+
+// Metrics are the pool's metrics.
+type Metrics struct {
+	proxies  *prometheus.GaugeVec   // proxies{state=live|dead}
+	checks   *prometheus.CounterVec // checks_total{outcome}
+	duration prometheus.Histogram   // check_duration_seconds
+}
+
+// NewMetrics registers the metrics on reg (already prefixed
+// crawler_proxypool_ by the caller).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		proxies: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "proxies",
+			Help: "Checked proxies by state after the last round.",
+		}, []string{"state"}),
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "checks_total",
+			Help: "Proxy checks by outcome.",
+		}, []string{"outcome"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "check_duration_seconds",
+			Help:    "Duration of one proxy check, failures included.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12), // 10ms .. ~20s
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.proxies, m.checks, m.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register proxypool metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Log fields of a proxy: its id and address, never its credentials.
+func proxyID(id string) zap.Field { return zap.String("proxy_id", id) }
+func proxyAddr(e proxylist.Entry) zap.Field {
+	return zap.String("proxy_addr", e.String())
+}
+
+// Loop runs check rounds over a pool.
+type Loop struct {
+	cfg     Config
+	pool    *pool.Pool
+	checker Checker
+	pub     Publisher
+	log     *zap.Logger
+	m       *Metrics
+}
+
+// New returns a loop; cfg must be valid.
+func New(cfg Config, p *pool.Pool, c Checker, pub Publisher, log *zap.Logger, m *Metrics) *Loop {
+	return &Loop{cfg: cfg, pool: p, checker: c, pub: pub, log: log, m: m}
+}
+
+// Run runs a round at once and then every interval, until ctx is done (nil)
+// or publishing fails (the error).
+func (l *Loop) Run(ctx context.Context) error {
+	t := time.NewTicker(l.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := l.Round(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Round checks every proxy of the pool once and publishes the changes. When
+// ctx ends mid-round, verdicts are discarded and nothing is published; the
+// next start republishes everything anyway.
+func (l *Loop) Round(ctx context.Context) error {
+	start := time.Now()
+	statuses := l.pool.Snapshot()
+	sem := make(chan struct{}, l.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, st := range statuses {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func(e proxylist.Entry) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			l.checkOne(ctx, e)
+		}(st.Entry)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	changes := l.pool.Changes()
+	if err := l.pub.Publish(ctx, changes); err != nil {
+		return err // kept pending: the next round retries them
+	}
+	l.pool.MarkPublished(changes)
+	for _, c := range changes {
+		if c.Delete {
+			l.log.Info("proxy removed",
+				proxyID(c.ID), proxyAddr(c.Status.Entry),
+				zap.String("outcome", c.Status.Outcome), zap.String("reason", c.Status.Error))
+		} else {
+			l.log.Info("proxy live",
+				proxyID(c.ID), proxyAddr(c.Status.Entry),
+				zap.Duration("latency", c.Status.Latency), zap.Float64("score", c.Status.Score))
+		}
+	}
+	live, dead := l.pool.Counts()
+	l.m.proxies.WithLabelValues("live").Set(float64(live))
+	l.m.proxies.WithLabelValues("dead").Set(float64(dead))
+	l.log.Info("check round done",
+		zap.Int("live", live), zap.Int("dead", dead), zap.Int("published", len(changes)),
+		zap.Duration("took", time.Since(start)))
+	return nil
+}
+
+func (l *Loop) checkOne(ctx context.Context, e proxylist.Entry) {
+	r := l.checker.Check(ctx, e)
+	if r.Outcome == check.Canceled {
+		return
+	}
+	l.m.checks.WithLabelValues(r.Outcome).Inc()
+	l.m.duration.Observe(r.Latency.Seconds())
+	fields := []zap.Field{proxyID(e.ID()), proxyAddr(e), zap.String("outcome", r.Outcome), zap.Duration("latency", r.Latency)}
+	if r.Err != nil {
+		fields = append(fields, zap.Error(r.Err), telemetry.ErrorKind(r.Outcome))
+	}
+	l.log.Debug("proxy checked", fields...)
+	l.pool.Record(r)
+}
