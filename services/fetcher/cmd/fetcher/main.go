@@ -1,0 +1,153 @@
+// Command fetcher consumes fetch requests, fetches them politely and
+// publishes the fetched pages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.LookupEnv)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fetcher:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool)) error {
+	host, _ := os.Hostname()
+	cfg, err := config.Load(args, lookupEnv, fmt.Sprintf("%s-%d", host, os.Getpid()))
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log, err := telemetry.NewLogger(cfg.Telemetry, "fetcher")
+	if err != nil {
+		return fmt.Errorf("create logger: %w", err)
+	}
+	defer func() { _ = log.Sync() }()
+	reg := telemetry.NewRegistry()
+	freg := telemetry.Registerer(reg, "fetcher")
+
+	store, err := chstore.Open(ctx, cfg.ClickHouse, log)
+	if err != nil {
+		return fmt.Errorf("open clickhouse: %w", err)
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate clickhouse: %w", err)
+	}
+	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
+		return fmt.Errorf("ensure topics: %w", err)
+	}
+	topics := cfg.Kafka.Topics()
+
+	fo := httpfetch.Options{
+		UserAgent:             cfg.UserAgent,
+		ConnectTimeout:        cfg.ConnectTimeout,
+		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
+		FetchTimeout:          cfg.FetchTimeout,
+		MaxBodyBytes:          cfg.MaxBodyBytes,
+		AllowPrivate:          cfg.AllowPrivate,
+	}
+	var pool *proxies.Pool
+	if cfg.UseProxies {
+		pool = proxies.NewPool()
+		fo.Proxies = pool
+	}
+	fetcher := httpfetch.New(fo)
+	defer fetcher.Close()
+	robotsCache := robots.NewCache(fetcher, time.Now, robots.Options{UserAgent: cfg.UserAgent})
+
+	producer := kafkaio.NewWriter(cfg.Kafka, log, freg)
+	defer func() {
+		if err := producer.Close(); err != nil {
+			log.Warn("close kafka writer failed, ignored", zap.Error(err))
+		}
+	}()
+	fetchLog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{}, log, freg)
+
+	svc, err := consume.New(consume.Options{
+		Topics:     topics,
+		Workers:    cfg.Workers,
+		Politeness: politeness.Options{Delay: cfg.Delay, MaxCrawlDelay: cfg.MaxCrawlDelay},
+		InstanceID: cfg.InstanceID,
+	}, fetcher, robotsCache, producer, fetchLog, log, freg)
+	if err != nil {
+		return fmt.Errorf("create consumer: %w", err)
+	}
+	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
+		GroupID:      cfg.Kafka.GroupFor("fetcher"),
+		Topic:        topics.Fetch,
+		MaxInFlight:  cfg.MaxInflightPerPartition,
+		CloseTimeout: cfg.DrainTimeout,
+	}, svc.Assign, log, freg)
+	if err != nil {
+		return fmt.Errorf("create consumer group: %w", err)
+	}
+
+	admin := telemetry.NewAdmin(cfg.Telemetry.AdminAddr, reg, log)
+	admin.AddCheck("clickhouse", store.Ping)
+	if _, err := admin.Listen(); err != nil {
+		return fmt.Errorf("listen admin: %w", err)
+	}
+
+	// Shutdown order: readiness false → stop consuming (handlers finish or
+	// hand back in-flight work, offsets committed) → flush the fetch log →
+	// stop the admin server → close clients (deferred).
+	g, gctx := errgroup.WithContext(ctx)
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	defer stopAdmin()
+	unready := context.AfterFunc(gctx, func() { admin.SetReady(false) })
+	defer unready()
+
+	g.Go(func() error { return admin.Run(adminCtx) })
+	g.Go(func() error {
+		if err := fetchLog.Run(writerCtx); err != nil {
+			return fmt.Errorf("run fetch log writer: %w", err)
+		}
+		return nil
+	})
+	if pool != nil {
+		g.Go(func() error { return proxies.Follow(gctx, cfg.Kafka, topics.Proxies, pool, log) })
+	}
+	g.Go(func() error {
+		defer stopAdmin()
+		defer stopWriter()
+		admin.SetReady(true)
+		log.Info("fetcher started", zap.String("instance", cfg.InstanceID), zap.Int("workers", cfg.Workers))
+		if err := group.Run(gctx); err != nil {
+			return fmt.Errorf("run consumer group: %w", err)
+		}
+		return nil
+	})
+	err = g.Wait()
+	log.Info("fetcher stopped")
+	return err
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+)
+
+func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+
+// TestRunStartsAndStops wires the whole service against a real broker and
+// ClickHouse, lets it join the group, then stops it like SIGTERM would and
+// expects a clean exit.
+func TestRunStartsAndStops(t *testing.T) {
+	kcfg := kafkatest.Config(t, 2)
+	ch := chtest.Config(t)
+	args := []string{
+		"-kafka-brokers", strings.Join(kcfg.Brokers, ","),
+		"-kafka-partitions", strconv.Itoa(kcfg.Partitions),
+		"-kafka-topic-prefix", kcfg.TopicPrefix,
+		"-kafka-session-timeout", kcfg.SessionTimeout.String(),
+		"-kafka-rebalance-timeout", kcfg.RebalanceTimeout.String(),
+		"-clickhouse-addr", strings.Join(ch.Addr, ","),
+		"-clickhouse-database", ch.Database,
+		"-admin-addr", "127.0.0.1:0",
+		"-log-level", "warn",
+		"-workers", "4",
+		"-use-proxies",
+	}
+	env := func(string) (string, bool) { return "", false }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, env) }()
+	select {
+	case err := <-done:
+		t.Fatalf("run returned early: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run did not stop within 30s of cancellation")
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	env := func(k string) (string, bool) {
+		if k == "CRAWLER_WORKERS" {
+			return "0", true
+		}
+		return "", false
+	}
+	err := run(context.Background(), nil, env)
+	if err == nil || !strings.Contains(err.Error(), "workers") {
+		t.Fatalf("run = %v, want a workers validation error", err)
+	}
+}

@@ -1,0 +1,114 @@
+// Package config is the fetcher's configuration: the shared telemetry,
+// Kafka and ClickHouse settings plus the fetch, politeness and proxy
+// settings, from flags and CRAWLER_* environment variables.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+)
+
+// Config is the whole fetcher configuration.
+type Config struct {
+	Telemetry  telemetry.Config
+	Kafka      kafkaio.Config
+	ClickHouse chstore.Config
+
+	InstanceID              string        // --instance-id (default hostname-pid)
+	Workers                 int           // --workers: concurrent requests (default 32)
+	MaxInflightPerPartition int           // --max-inflight-per-partition: unacked records per partition (default 1000)
+	Delay                   time.Duration // --delay: minimum end-to-start gap per host (default 1s)
+	MaxCrawlDelay           time.Duration // --max-crawl-delay: cap of robots.txt Crawl-delay (default 30s)
+	ConnectTimeout          time.Duration // --connect-timeout (default 10s)
+	ResponseHeaderTimeout   time.Duration // --response-header-timeout (default 15s)
+	FetchTimeout            time.Duration // --fetch-timeout: whole request (default 30s)
+	MaxBodyBytes            int64         // --max-body-bytes (default 2 MiB)
+	UserAgent               string        // --user-agent
+	AllowPrivate            bool          // --allow-private: allow loopback/private targets (local crawls, tests)
+	UseProxies              bool          // --use-proxies: fetch through the proxy pool
+	DrainTimeout            time.Duration // --drain-timeout: how long a closing partition waits for in-flight fetches (default 5s)
+}
+
+// RegisterFlags binds every field to a flag with its default.
+// defaultInstance is the default of --instance-id.
+func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
+	c.Telemetry.RegisterFlags(fs)
+	c.Kafka.RegisterFlags(fs)
+	c.ClickHouse.RegisterFlags(fs)
+	fs.StringVar(&c.InstanceID, "instance-id", defaultInstance, "instance id written to fetch_log.fetcher")
+	fs.IntVar(&c.Workers, "workers", 32, "concurrent requests across all partitions")
+	fs.IntVar(&c.MaxInflightPerPartition, "max-inflight-per-partition", 1000, "unacked fetch requests per partition before reading pauses")
+	fs.DurationVar(&c.Delay, "delay", politeness.DefaultDelay, "minimum delay from the end of a request to a host to the start of the next")
+	fs.DurationVar(&c.MaxCrawlDelay, "max-crawl-delay", politeness.DefaultMaxCrawlDelay, "cap of a robots.txt Crawl-delay")
+	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", httpfetch.DefaultConnectTimeout, "TCP connect and TLS handshake timeout")
+	fs.DurationVar(&c.ResponseHeaderTimeout, "response-header-timeout", httpfetch.DefaultResponseHeaderTimeout, "timeout waiting for response headers")
+	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", httpfetch.DefaultFetchTimeout, "total timeout of one request including the body")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", httpfetch.DefaultMaxBodyBytes, "body size cap; longer bodies are truncated")
+	fs.StringVar(&c.UserAgent, "user-agent", httpfetch.DefaultUserAgent, "User-Agent header; its product token is matched in robots.txt")
+	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "allow loopback, private and link-local targets (local crawls and tests)")
+	fs.BoolVar(&c.UseProxies, "use-proxies", false, "fetch through the proxies of the proxy pool topic")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 5*time.Second, "how long a revoked or stopping partition waits for in-flight fetches")
+}
+
+// Validate reports every configuration error.
+func (c Config) Validate() error {
+	var errs []error
+	for _, v := range []interface{ Validate() error }{c.Telemetry, c.Kafka, c.ClickHouse} {
+		if err := v.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.InstanceID == "" {
+		errs = append(errs, errors.New("instance-id: must not be empty"))
+	}
+	if c.Workers < 1 || c.Workers > 10000 {
+		errs = append(errs, fmt.Errorf("workers: %d not in [1, 10000]", c.Workers))
+	}
+	if c.MaxInflightPerPartition < 1 {
+		errs = append(errs, fmt.Errorf("max-inflight-per-partition: %d must be positive", c.MaxInflightPerPartition))
+	}
+	positive := map[string]time.Duration{
+		"delay": c.Delay, "connect-timeout": c.ConnectTimeout, "response-header-timeout": c.ResponseHeaderTimeout,
+		"fetch-timeout": c.FetchTimeout, "drain-timeout": c.DrainTimeout,
+	}
+	for _, name := range []string{"delay", "connect-timeout", "response-header-timeout", "fetch-timeout", "drain-timeout"} {
+		if positive[name] <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %v must be positive", name, positive[name]))
+		}
+	}
+	if c.MaxCrawlDelay < c.Delay {
+		errs = append(errs, fmt.Errorf("max-crawl-delay: %v is below delay %v", c.MaxCrawlDelay, c.Delay))
+	}
+	if c.MaxBodyBytes < 1 {
+		errs = append(errs, fmt.Errorf("max-body-bytes: %d must be positive", c.MaxBodyBytes))
+	}
+	if robots.ProductToken(c.UserAgent) == "" {
+		errs = append(errs, fmt.Errorf("user-agent: %q does not start with a product token", c.UserAgent))
+	}
+	return errors.Join(errs...)
+}
+
+// Load parses args and the environment into a validated Config.
+// flag.ErrHelp is returned (wrapped) for -h.
+func Load(args []string, lookupEnv func(string) (string, bool), defaultInstance string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("fetcher", flag.ContinueOnError)
+	c.RegisterFlags(fs, defaultInstance)
+	if err := envflag.Parse(fs, args, lookupEnv); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("validate config: %w", err)
+	}
+	return c, nil
+}

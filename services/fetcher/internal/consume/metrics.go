@@ -1,0 +1,95 @@
+package consume
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+)
+
+// metrics of the fetch path. Labels are bounded: status class, error kind,
+// robots outcome.
+type metrics struct {
+	fetches         *prometheus.CounterVec   // status_class, error_kind
+	fetchDuration   *prometheus.HistogramVec // status_class
+	bytes           prometheus.Counter
+	robots          *prometheus.CounterVec // outcome
+	politenessWait  prometheus.Histogram
+	hostsActive     prometheus.Gauge
+	queueDepth      prometheus.Gauge
+	crawlDelayCaped prometheus.Counter
+	poison          prometheus.Counter
+	abandoned       prometheus.Counter
+}
+
+var statusClasses = []string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fetches_total",
+			Help: "Fetch attempts by HTTP status class and error kind (robots refusals included).",
+		}, []string{"status_class", "error_kind"}),
+		fetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fetch_duration_seconds",
+			Help:    "Duration of page requests by status class.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"status_class"}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bytes_fetched_total",
+			Help: "Body bytes received (after content decoding).",
+		}),
+		robots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "robots_total",
+			Help: "robots.txt fetches by outcome (parsed, allow_all, unavailable).",
+		}, []string{"outcome"}),
+		politenessWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "politeness_wait_seconds",
+			Help:    "Time from a request's arrival in its host queue to its dispatch.",
+			Buckets: []float64{.01, .1, .5, 1, 2, 5, 10, 30, 60, 120, 300},
+		}),
+		hostsActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hosts_active",
+			Help: "Hosts with queued requests or a request in flight.",
+		}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "queue_depth",
+			Help: "Requests waiting in host queues.",
+		}),
+		crawlDelayCaped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crawl_delay_capped_total",
+			Help: "robots.txt Crawl-delay values above --max-crawl-delay (capped).",
+		}),
+		poison: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "undecodable_requests_total",
+			Help: "Fetch request records that could not be decoded (logged, acked, skipped).",
+		}),
+		abandoned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "abandoned_total",
+			Help: "Requests abandoned unacked at partition close (redelivered to the next owner).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
+		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range robots.Outcomes {
+		m.robots.WithLabelValues(string(o))
+	}
+	for _, k := range failure.Kinds {
+		m.fetches.WithLabelValues("none", string(k))
+	}
+	for _, c := range statusClasses {
+		m.fetchDuration.WithLabelValues(c)
+	}
+	return m, nil
+}
+
+func statusClass(code int) string {
+	if code < 100 || code > 599 {
+		return "none"
+	}
+	return statusClasses[code/100]
+}

@@ -1,0 +1,91 @@
+package httpfetch
+
+import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/saintfish/chardet"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/htmlindex"
+	"golang.org/x/text/encoding/ianaindex"
+	"golang.org/x/text/encoding/simplifiedchinese"
+)
+
+// ToUTF8 converts a text body to UTF-8 and returns the name of the charset
+// it was decoded from. The charset comes, in order, from a byte-order mark,
+// the Content-Type header, a <meta> declaration (HTML prescan), and for
+// undeclared pages: valid UTF-8, then statistical detection (chardet),
+// then windows-1252 (the HTML default). Invalid sequences become U+FFFD.
+func ToUTF8(body []byte, contentTypeHeader, mediaType string) ([]byte, string) {
+	enc, name := detect(body, contentTypeHeader, mediaType)
+	if name == "utf-8" {
+		return bytes.ToValidUTF8(body, []byte("\uFFFD")), name
+	}
+	out, err := enc.NewDecoder().Bytes(body)
+	if err != nil {
+		return bytes.ToValidUTF8(body, []byte("\uFFFD")), "utf-8"
+	}
+	return out, name
+}
+
+func detect(body []byte, contentTypeHeader, mediaType string) (encoding.Encoding, string) {
+	// DetermineEncoding: certain for a BOM or a header charset; for a
+	// <meta> declaration it returns the declared name uncertain; without
+	// any it falls back to windows-1252.
+	enc, name, certain := charset.DetermineEncoding(body, contentTypeHeader)
+	if certain || (name != "windows-1252" && name != "") {
+		return enc, name
+	}
+	if utf8.Valid(trimIncompleteRune(body)) {
+		return encoding.Nop, "utf-8"
+	}
+	det := chardet.NewTextDetector()
+	if mediaType == "text/html" || mediaType == "application/xhtml+xml" {
+		det = chardet.NewHtmlDetector()
+	}
+	if r, err := det.DetectBest(body); err == nil && r.Confidence >= 30 {
+		if e, n := lookup(r.Charset); e != nil {
+			return e, n
+		}
+	}
+	return enc, name
+}
+
+// lookup maps a chardet label to an encoding and its canonical name.
+func lookup(label string) (encoding.Encoding, string) {
+	switch strings.ToLower(label) {
+	case "gb-18030", "gb18030":
+		return simplifiedchinese.GB18030, "gb18030"
+	case "gb2312", "gbk":
+		return simplifiedchinese.GBK, "gbk"
+	}
+	if e, err := htmlindex.Get(label); err == nil {
+		n, _ := htmlindex.Name(e)
+		return e, n
+	}
+	if e, err := ianaindex.IANA.Encoding(label); err == nil && e != nil {
+		n, _ := ianaindex.IANA.Name(e)
+		return e, strings.ToLower(n)
+	}
+	return nil, ""
+}
+
+// trimIncompleteRune drops a multi-byte sequence cut at the end of b (a
+// truncated body), so that it does not make valid UTF-8 look invalid.
+func trimIncompleteRune(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax-1 && i <= len(b); i++ {
+		c := b[len(b)-i]
+		if c < 0x80 {
+			return b
+		}
+		if utf8.RuneStart(c) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			return b
+		}
+	}
+	return b
+}

@@ -1,0 +1,398 @@
+// Package httpfetch performs one HTTP GET the way the crawler needs it:
+// bounded in time (connect, TLS, response header, total), bounded in size,
+// never to private or loopback addresses unless allowed, without following
+// redirects, optionally through a forward proxy, and with text bodies
+// converted to UTF-8.
+//
+// Fetch never returns a Go error: every outcome, success or failure, is a
+// Response whose Kind classifies the failure (package failure).
+package httpfetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+)
+
+// Defaults of Options.
+const (
+	DefaultUserAgent             = "trawl/0.1 (+https://github.com/trawl-crawler/trawl)"
+	DefaultConnectTimeout        = 10 * time.Second
+	DefaultResponseHeaderTimeout = 15 * time.Second
+	DefaultFetchTimeout          = 30 * time.Second
+	DefaultMaxBodyBytes          = 2 << 20
+)
+
+// ProxyPicker chooses the forward proxy for a host. Implementations must be
+// safe for concurrent use and must not block.
+type ProxyPicker interface {
+	// Pick returns the proxy for host (a politeness key); ok is false
+	// when the request should go direct.
+	Pick(host string) (id string, proxyURL *url.URL, ok bool)
+	// IsProxyAddr reports whether host:port is the address of a known
+	// proxy; the dialer lets such dials through the private-address check
+	// (proxies are operator-chosen infrastructure).
+	IsProxyAddr(addr string) bool
+}
+
+// Options configures a Fetcher.
+type Options struct {
+	UserAgent             string
+	ConnectTimeout        time.Duration // TCP connect and TLS handshake, each
+	ResponseHeaderTimeout time.Duration // from request written to response headers
+	FetchTimeout          time.Duration // whole request including the body
+	MaxBodyBytes          int64         // body cap; the rest is not read
+	AllowPrivate          bool          // allow loopback, private, link-local, ... targets
+	Proxies               ProxyPicker   // nil: always direct
+}
+
+func (o Options) withDefaults() Options {
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.ResponseHeaderTimeout <= 0 {
+		o.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = DefaultFetchTimeout
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return o
+}
+
+// Fetcher is an HTTP client for crawling. Safe for concurrent use; Close
+// releases idle connections.
+type Fetcher struct {
+	opts   Options
+	client *http.Client
+}
+
+type proxyCtxKey struct{}
+
+// New returns a Fetcher.
+func New(o Options) *Fetcher {
+	o = o.withDefaults()
+	checked := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	if !o.AllowPrivate {
+		checked.Control = refusePrivate
+	}
+	direct := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if o.Proxies != nil && o.Proxies.IsProxyAddr(addr) {
+			return direct.DialContext(ctx, network, addr)
+		}
+		return checked.DialContext(ctx, network, addr)
+	}
+	tr := &http.Transport{
+		// The proxy was chosen by Fetch (sticky per host) and travels in
+		// the request context.
+		Proxy: func(r *http.Request) (*url.URL, error) {
+			if u, ok := r.Context().Value(proxyCtxKey{}).(*url.URL); ok {
+				return u, nil
+			}
+			return nil, nil
+		},
+		DialContext:            dial,
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    o.ConnectTimeout,
+		ResponseHeaderTimeout:  o.ResponseHeaderTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 256 << 10,
+	}
+	return &Fetcher{
+		opts: o,
+		client: &http.Client{
+			Transport: tr,
+			// Redirects are not followed inline: the target goes back
+			// through the frontier so its own politeness applies.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+// Close closes idle connections.
+func (f *Fetcher) Close() { f.client.CloseIdleConnections() }
+
+// UserAgent returns the User-Agent header sent.
+func (f *Fetcher) UserAgent() string { return f.opts.UserAgent }
+
+// Request is one fetch.
+type Request struct {
+	URL          string
+	Host         string // politeness key, for the proxy choice
+	ETag         string // sent as If-None-Match
+	LastModified string // sent as If-Modified-Since
+	// MaxBodyBytes overrides Options.MaxBodyBytes when > 0.
+	MaxBodyBytes int64
+	// Raw keeps any body as received (no content-type filter, no charset
+	// conversion); used for robots.txt.
+	Raw bool
+}
+
+// Response is the outcome of one fetch. Kind is failure.None on an HTTP
+// answer that was fully read; Err carries the failure or, for 429/5xx, a
+// *failure.StatusError.
+type Response struct {
+	Status           int
+	Header           map[string]string // the headers that matter, lower-case keys
+	ContentType      string            // media type, lower-case, without parameters
+	Charset          string            // source charset of a text body (the Body is UTF-8)
+	Body             []byte
+	BodyBytes        int64 // bytes received (after content-encoding)
+	Truncated        bool
+	RedirectLocation string // absolute Location of a 3xx answer
+	RetryAfter       time.Duration
+	Kind             failure.Kind
+	Err              error
+	Start            time.Time
+	TTFB             time.Duration
+	Duration         time.Duration
+	ProxyID          string
+}
+
+// keptHeaders are copied into Response.Header.
+var keptHeaders = []string{"Date", "Last-Modified", "Etag", "Content-Length", "Content-Language", "X-Robots-Tag", "Location", "Retry-After"}
+
+// Fetch performs a GET of r.URL. It blocks for at most the fetch timeout.
+func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
+	resp := &Response{Start: time.Now()}
+	defer func() {
+		resp.Duration = time.Since(resp.Start)
+		if resp.Err != nil && resp.Kind == failure.None {
+			resp.Kind = failure.KindOf(resp.Err) // None for a *StatusError
+		}
+	}()
+	u, err := url.Parse(r.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		resp.Err = fmt.Errorf("parse %q: %w", r.URL, failure.ErrInvalidURL)
+		return resp
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.opts.FetchTimeout)
+	defer cancel()
+
+	if f.opts.Proxies != nil {
+		if id, pu, ok := f.opts.Proxies.Pick(r.Host); ok {
+			if !f.opts.AllowPrivate {
+				// The proxy resolves the target, so our dialer cannot
+				// check it: check it here.
+				if err := checkTarget(ctx, u.Hostname()); err != nil {
+					resp.Err = err
+					return resp
+				}
+			}
+			ctx = context.WithValue(ctx, proxyCtxKey{}, pu)
+			resp.ProxyID = id
+		}
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		resp.Err = fmt.Errorf("build request: %w", failure.ErrInvalidURL)
+		return resp
+	}
+	req.Header.Set("User-Agent", f.opts.UserAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5")
+	if r.ETag != "" {
+		req.Header.Set("If-None-Match", r.ETag)
+	}
+	if r.LastModified != "" {
+		req.Header.Set("If-Modified-Since", r.LastModified)
+	}
+	hr, err := f.client.Do(req)
+	resp.TTFB = time.Since(resp.Start)
+	if err != nil {
+		resp.Err = fmt.Errorf("get: %w", err)
+		return resp
+	}
+	defer hr.Body.Close()
+
+	resp.Status = hr.StatusCode
+	resp.Header = make(map[string]string)
+	for _, k := range keptHeaders {
+		if v := hr.Header.Get(k); v != "" {
+			resp.Header[strings.ToLower(k)] = v
+		}
+	}
+	ctHeader := hr.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ctHeader); err == nil {
+		resp.ContentType = strings.ToLower(mt)
+	}
+	if hr.StatusCode == http.StatusTooManyRequests || hr.StatusCode >= 500 {
+		resp.RetryAfter = parseRetryAfter(hr.Header.Get("Retry-After"), time.Now())
+		resp.Err = &failure.StatusError{Code: hr.StatusCode, RetryAfter: resp.RetryAfter}
+	}
+	if hr.StatusCode >= 300 && hr.StatusCode < 400 {
+		if loc := hr.Header.Get("Location"); loc != "" {
+			if lu, err := u.Parse(loc); err == nil {
+				resp.RedirectLocation = lu.String()
+				resp.Kind = failure.Redirect
+			}
+		}
+		return resp // the body of a redirect is not worth reading
+	}
+
+	limit := f.opts.MaxBodyBytes
+	if r.MaxBodyBytes > 0 {
+		limit = r.MaxBodyBytes
+	}
+	if !r.Raw && resp.ContentType != "" && !IsText(resp.ContentType) {
+		// Fetched and published, but the body of binary content is of no
+		// use to the parser: do not download it.
+		return resp
+	}
+	body, err := io.ReadAll(io.LimitReader(hr.Body, limit+1))
+	resp.BodyBytes = int64(len(body))
+	if err != nil {
+		resp.Err = fmt.Errorf("read body: %w", err)
+		if resp.Kind == failure.None {
+			resp.Kind = failure.KindOf(err)
+			if ctx.Err() != nil {
+				resp.Kind = failure.Timeout
+			}
+		}
+		return resp
+	}
+	if int64(len(body)) > limit {
+		body = body[:limit]
+		resp.BodyBytes = limit
+		resp.Truncated = true
+		resp.Kind = failure.BodyTooLarge
+		if resp.Err == nil {
+			resp.Err = fmt.Errorf("read body: over %d bytes: %w", limit, failure.ErrBodyTooLarge)
+		}
+	}
+	if len(body) == 0 {
+		return resp
+	}
+	if resp.ContentType == "" {
+		sniffed, _, _ := mime.ParseMediaType(http.DetectContentType(body))
+		resp.ContentType = sniffed
+		if !r.Raw && !IsText(sniffed) {
+			return resp
+		}
+	}
+	if r.Raw {
+		resp.Body = body
+		return resp
+	}
+	resp.Body, resp.Charset = ToUTF8(body, ctHeader, resp.ContentType)
+	return resp
+}
+
+// IsText reports whether a body of media type mt is kept for the parser:
+// HTML, XHTML, plain text and XML types.
+func IsText(mt string) bool {
+	switch mt {
+	case "text/html", "application/xhtml+xml", "text/plain", "text/xml", "application/xml":
+		return true
+	}
+	return strings.HasSuffix(mt, "+xml")
+}
+
+// parseRetryAfter parses delta-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// refusePrivate is the dialer's Control: it runs on the resolved address
+// of every connection, so neither DNS nor a redirect can reach a refused
+// address.
+func refusePrivate(network, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("split %q: %w", address, failure.ErrRefusedAddress)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("parse %q: %w", host, failure.ErrRefusedAddress)
+	}
+	if Refused(ip) {
+		return fmt.Errorf("dial %s: %w", ip, failure.ErrRefusedAddress)
+	}
+	return nil
+}
+
+var (
+	sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10") // carrier-grade NAT
+	thisNetwork        = netip.MustParsePrefix("0.0.0.0/8")
+	benchmarking       = netip.MustParsePrefix("198.18.0.0/15")
+	reserved           = netip.MustParsePrefix("240.0.0.0/4") // includes broadcast
+)
+
+// Refused reports whether the crawler refuses to connect to ip by default:
+// loopback, private, link-local, multicast, unspecified and other
+// non-public ranges.
+func Refused(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	switch {
+	case !ip.IsValid(),
+		ip.IsLoopback(), ip.IsPrivate(), ip.IsUnspecified(),
+		ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(),
+		ip.IsInterfaceLocalMulticast(), ip.IsMulticast():
+		return true
+	}
+	if ip.Is4() {
+		for _, p := range []netip.Prefix{sharedAddressSpace, thisNetwork, benchmarking, reserved} {
+			if p.Contains(ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkTarget resolves host and refuses it if any address is refused.
+func checkTarget(ctx context.Context, host string) error {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if Refused(ip) {
+			return fmt.Errorf("check target %s: %w", ip, failure.ErrRefusedAddress)
+		}
+		return nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", host, err)
+	}
+	for _, ip := range ips {
+		if Refused(ip) {
+			return fmt.Errorf("check target %s (%s): %w", host, ip, failure.ErrRefusedAddress)
+		}
+	}
+	if len(ips) == 0 {
+		return fmt.Errorf("resolve %s: %w", host, errors.New("no addresses"))
+	}
+	return nil
+}

@@ -1,0 +1,321 @@
+// Package politeness schedules the requests of one Kafka partition so that
+// every host is treated politely: a FIFO queue per host, at most one request
+// in flight per host, and a minimum delay between the end of one request to a
+// host and the start of the next (what the site sees).
+//
+// An Engine is a plain data structure with an injected clock: it starts no
+// goroutines and never sleeps. The dispatcher asks it for the next eligible
+// item (Next) and when to look again (NextWakeup); workers report the end of
+// a request with Done. Hosts that are waiting for their delay occupy no
+// worker, and one slow host never holds back the other hosts.
+package politeness
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+)
+
+// DefaultDelay is the minimum delay between two requests to one host.
+const DefaultDelay = time.Second
+
+// DefaultMaxCrawlDelay caps the Crawl-delay a robots.txt may ask for.
+const DefaultMaxCrawlDelay = 30 * time.Second
+
+// Options configures an Engine.
+type Options struct {
+	// Delay is the minimum time from the end of a request to a host to the
+	// start of the next one (default DefaultDelay).
+	Delay time.Duration
+	// MaxCrawlDelay caps per-host delays raised by SetCrawlDelay and
+	// back-offs (default DefaultMaxCrawlDelay).
+	MaxCrawlDelay time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Delay <= 0 {
+		o.Delay = DefaultDelay
+	}
+	if o.MaxCrawlDelay <= 0 {
+		o.MaxCrawlDelay = DefaultMaxCrawlDelay
+	}
+	if o.MaxCrawlDelay < o.Delay {
+		o.MaxCrawlDelay = o.Delay
+	}
+	return o
+}
+
+type entry[T any] struct {
+	item      T
+	notBefore time.Time
+}
+
+type hostState[T any] struct {
+	name      string
+	queue     []entry[T] // FIFO; queue[0] is the head
+	active    bool       // a request is in flight
+	next      time.Time  // earliest start of the next request
+	delay     time.Duration
+	heapIndex int  // index in Engine.waiting, -1 when absent
+	busy      bool // active or has queued items (counted in Engine.busy)
+}
+
+// eligibleAt is when the host's head item may start.
+func (h *hostState[T]) eligibleAt() time.Time {
+	t := h.next
+	if len(h.queue) > 0 && h.queue[0].notBefore.After(t) {
+		t = h.queue[0].notBefore
+	}
+	return t
+}
+
+// Engine is the politeness state of one partition. It is safe for
+// concurrent use (the dispatcher and the workers share it).
+type Engine[T any] struct {
+	mu         sync.Mutex
+	now        func() time.Time
+	opts       Options
+	assignedAt time.Time
+	hosts      map[string]*hostState[T]
+	waiting    hostHeap[T] // hosts with queued items and no request in flight, by eligibleAt
+	queued     int
+	busy       int // hosts with queued items or a request in flight
+	sweepAt    int // sweep idle hosts when the map reaches this size
+}
+
+// New returns the engine of a partition assigned now. No host's first
+// request may start before now + Delay, so that a rebalance or a restart
+// never makes two fetchers hit a host closer than the delay.
+func New[T any](now func() time.Time, o Options) *Engine[T] {
+	return &Engine[T]{
+		now:        now,
+		opts:       o.withDefaults(),
+		assignedAt: now(),
+		hosts:      make(map[string]*hostState[T]),
+		sweepAt:    minSweep,
+	}
+}
+
+// Push appends item to host's queue. The item will not start before
+// notBefore (zero for no constraint); a later item of the host waits behind
+// it (FIFO per host).
+func (e *Engine[T]) Push(host string, item T, notBefore time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.host(host)
+	h.queue = append(h.queue, entry[T]{item: item, notBefore: notBefore})
+	e.queued++
+	e.fix(h)
+}
+
+// PushFront puts item back at the head of host's queue, for example after
+// the host's slot was spent on robots.txt.
+func (e *Engine[T]) PushFront(host string, item T) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.host(host)
+	h.queue = append([]entry[T]{{item: item}}, h.queue...)
+	e.queued++
+	e.fix(h)
+}
+
+// Next returns the head item of a host that is eligible at now, marking
+// the host active (one request at a time). ok is false when no host is
+// eligible; NextWakeup tells when to ask again.
+func (e *Engine[T]) Next(now time.Time) (host string, item T, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.waiting) == 0 || e.waiting[0].eligibleAt().After(now) {
+		var zero T
+		return "", zero, false
+	}
+	h := heap.Pop(&e.waiting).(*hostState[T])
+	it := h.queue[0]
+	var zero entry[T]
+	h.queue[0] = zero
+	h.queue = h.queue[1:]
+	if len(h.queue) == 0 {
+		h.queue = nil
+	}
+	e.queued--
+	h.active = true
+	return h.name, it.item, true
+}
+
+// NextWakeup returns the earliest time a queued host becomes eligible; ok
+// is false when no host is waiting (the engine is empty or every host with
+// items has a request in flight).
+func (e *Engine[T]) NextWakeup() (at time.Time, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.waiting) == 0 {
+		return time.Time{}, false
+	}
+	return e.waiting[0].eligibleAt(), true
+}
+
+// Done ends the in-flight request of host at end: its next request may
+// start at end + the host's delay.
+func (e *Engine[T]) Done(host string, end time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.hosts[host]
+	if !ok {
+		return
+	}
+	h.active = false
+	if t := end.Add(h.delay); t.After(h.next) {
+		h.next = t
+	}
+	e.fix(h)
+}
+
+// Release ends the turn of host without a request having been made (for
+// example a URL refused by robots.txt): the next-allowed time is unchanged.
+func (e *Engine[T]) Release(host string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.hosts[host]
+	if !ok {
+		return
+	}
+	h.active = false
+	e.fix(h)
+}
+
+// SetCrawlDelay raises host's delay to d (a robots.txt Crawl-delay), capped
+// at MaxCrawlDelay; capped reports that the cap applied. A d below the
+// engine's Delay leaves the default.
+func (e *Engine[T]) SetCrawlDelay(host string, d time.Duration) (capped bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.host(host)
+	if d > e.opts.MaxCrawlDelay {
+		d, capped = e.opts.MaxCrawlDelay, true
+	}
+	if d < e.opts.Delay {
+		d = e.opts.Delay
+	}
+	h.delay = d
+	return capped
+}
+
+// Backoff keeps host idle until until (a 429/503 answer's Retry-After),
+// capped at now + MaxCrawlDelay.
+func (e *Engine[T]) Backoff(host string, until time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.host(host)
+	if limit := e.now().Add(e.opts.MaxCrawlDelay); until.After(limit) {
+		until = limit
+	}
+	if until.After(h.next) {
+		h.next = until
+	}
+	e.fix(h)
+}
+
+// Len returns the number of queued items (in-flight ones excluded).
+func (e *Engine[T]) Len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.queued
+}
+
+// Hosts returns the number of hosts with queued items or a request in
+// flight.
+func (e *Engine[T]) Hosts() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.busy
+}
+
+// host returns the state of name, creating it. A new host may start no
+// earlier than the assignment time + Delay.
+func (e *Engine[T]) host(name string) *hostState[T] {
+	h, ok := e.hosts[name]
+	if !ok {
+		h = &hostState[T]{
+			name:      name,
+			next:      e.assignedAt.Add(e.opts.Delay),
+			delay:     e.opts.Delay,
+			heapIndex: -1,
+		}
+		e.hosts[name] = h
+	}
+	return h
+}
+
+// fix restores the waiting heap and the busy count after h changed, and
+// forgets idle hosts whose delay has passed (bounded memory).
+func (e *Engine[T]) fix(h *hostState[T]) {
+	busy := h.active || len(h.queue) > 0
+	if busy != h.busy {
+		h.busy = busy
+		if busy {
+			e.busy++
+		} else {
+			e.busy--
+		}
+	}
+	wantWaiting := !h.active && len(h.queue) > 0
+	switch {
+	case wantWaiting && h.heapIndex >= 0:
+		heap.Fix(&e.waiting, h.heapIndex)
+	case wantWaiting:
+		heap.Push(&e.waiting, h)
+	case h.heapIndex >= 0:
+		heap.Remove(&e.waiting, h.heapIndex)
+	}
+	if len(e.hosts) >= e.sweepAt {
+		e.sweep()
+	}
+}
+
+// sweep drops hosts that are idle and past their next-allowed time. A host
+// re-created later starts at assignedAt + Delay, already in the past then,
+// and gets its crawl delay again from robots.txt before its next Done, so
+// forgetting it loses nothing. Sweeping only when the map doubled keeps
+// the cost amortized O(1) per call and the map within twice the hosts that
+// matter.
+func (e *Engine[T]) sweep() {
+	now := e.now()
+	for name, h := range e.hosts {
+		if !h.busy && !h.next.After(now) {
+			delete(e.hosts, name)
+		}
+	}
+	e.sweepAt = max(minSweep, 2*len(e.hosts))
+}
+
+const minSweep = 64
+
+type hostHeap[T any] []*hostState[T]
+
+func (q hostHeap[T]) Len() int { return len(q) }
+func (q hostHeap[T]) Less(i, j int) bool {
+	a, b := q[i].eligibleAt(), q[j].eligibleAt()
+	if a.Equal(b) {
+		return q[i].name < q[j].name
+	}
+	return a.Before(b)
+}
+func (q hostHeap[T]) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].heapIndex = i
+	q[j].heapIndex = j
+}
+func (q *hostHeap[T]) Push(x any) {
+	h := x.(*hostState[T])
+	h.heapIndex = len(*q)
+	*q = append(*q, h)
+}
+func (q *hostHeap[T]) Pop() any {
+	old := *q
+	n := len(old)
+	h := old[n-1]
+	old[n-1] = nil
+	h.heapIndex = -1
+	*q = old[:n-1]
+	return h
+}

@@ -1,0 +1,374 @@
+package politeness
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// step is one operation of a scripted scenario against a fake clock.
+type step struct {
+	clock int // ms since t0; the fake clock is set here before the op
+
+	push      string // host to push item onto
+	item      string
+	notBefore int // ms, 0 for none
+	front     bool
+
+	next     bool   // call Next(clock)
+	wantHost string // "" means want ok == false
+	wantItem string
+
+	done     string // host whose request ended at clock
+	release  string
+	crawl    string // host for SetCrawlDelay
+	crawlD   time.Duration
+	capped   bool
+	backoff  string // host for Backoff until clock+backoffMs
+	backoffD time.Duration
+
+	wakeup   bool // check NextWakeup
+	wantWake int  // ms; -1 for none
+}
+
+func TestEngine(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		steps []step
+	}{
+		{
+			name: "first request waits assignment plus delay",
+			opts: Options{Delay: time.Second},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, next: true},
+				{clock: 999, next: true},
+				{clock: 999, wakeup: true, wantWake: 1000},
+				{clock: 1000, next: true, wantHost: "a", wantItem: "a1"},
+			},
+		},
+		{
+			name: "delay counts from the end of the previous request",
+			opts: Options{Delay: time.Second},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 1000, next: true, wantHost: "a", wantItem: "a1"},
+				{clock: 1500, done: "a"},
+				{clock: 2499, next: true},
+				{clock: 2499, wakeup: true, wantWake: 2500},
+				{clock: 2500, next: true, wantHost: "a", wantItem: "a2"},
+			},
+		},
+		{
+			name: "one request per host at a time",
+			opts: Options{Delay: 100 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 100, next: true, wantHost: "a", wantItem: "a1"},
+				{clock: 5000, next: true},
+				{clock: 5000, wakeup: true, wantWake: -1},
+				{clock: 5000, done: "a"},
+				{clock: 5099, next: true},
+				{clock: 5100, next: true, wantHost: "a", wantItem: "a2"},
+			},
+		},
+		{
+			name: "slow host does not stall others",
+			opts: Options{Delay: 100 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "slow", item: "s1"},
+				{clock: 0, push: "slow", item: "s2"},
+				{clock: 0, push: "b", item: "b1"},
+				{clock: 0, push: "b", item: "b2"},
+				{clock: 100, next: true, wantHost: "b", wantItem: "b1"},
+				{clock: 100, next: true, wantHost: "slow", wantItem: "s1"},
+				{clock: 110, done: "b"},
+				{clock: 210, next: true, wantHost: "b", wantItem: "b2"},
+				{clock: 9000, next: true},
+			},
+		},
+		{
+			name: "fifo per host and earliest host first",
+			opts: Options{Delay: 10 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 0, push: "b", item: "b1"},
+				{clock: 10, next: true, wantHost: "a", wantItem: "a1"},
+				{clock: 10, done: "a"},
+				{clock: 30, next: true, wantHost: "b", wantItem: "b1"},
+				{clock: 30, next: true, wantHost: "a", wantItem: "a2"},
+			},
+		},
+		{
+			name: "crawl delay raises the host delay",
+			opts: Options{Delay: time.Second, MaxCrawlDelay: 30 * time.Second},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 1000, next: true, wantHost: "a", wantItem: "a1"},
+				{clock: 1000, crawl: "a", crawlD: 5 * time.Second},
+				{clock: 1200, done: "a"},
+				{clock: 6199, next: true},
+				{clock: 6200, next: true, wantHost: "a", wantItem: "a2"},
+			},
+		},
+		{
+			name: "crawl delay is capped",
+			opts: Options{Delay: time.Second, MaxCrawlDelay: 3 * time.Second},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 1000, next: true, wantHost: "a", wantItem: "a1"},
+				{clock: 1000, crawl: "a", crawlD: time.Hour, capped: true},
+				{clock: 1000, done: "a"},
+				{clock: 3999, next: true},
+				{clock: 4000, next: true, wantHost: "a", wantItem: "a2"},
+			},
+		},
+		{
+			name: "crawl delay below default keeps default",
+			opts: Options{Delay: time.Second},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 1000, next: true, wantHost: "a", wantItem: "a1"},
+				{clock: 1000, crawl: "a", crawlD: time.Millisecond},
+				{clock: 1000, done: "a"},
+				{clock: 1999, next: true},
+				{clock: 2000, next: true, wantHost: "a", wantItem: "a2"},
+			},
+		},
+		{
+			name: "robots slot then page waits the delay again",
+			opts: Options{Delay: 200 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "a", item: "page"},
+				{clock: 200, next: true, wantHost: "a", wantItem: "page"},
+				// the worker spent the slot on robots.txt and hands the page back
+				{clock: 250, done: "a"},
+				{clock: 250, push: "a", item: "page", front: true},
+				{clock: 250, push: "a", item: "later"},
+				{clock: 449, next: true},
+				{clock: 450, next: true, wantHost: "a", wantItem: "page"},
+			},
+		},
+		{
+			name: "release keeps the next-allowed time",
+			opts: Options{Delay: 100 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "a", item: "denied"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 100, next: true, wantHost: "a", wantItem: "denied"},
+				{clock: 100, release: "a"},
+				{clock: 100, next: true, wantHost: "a", wantItem: "a2"},
+			},
+		},
+		{
+			name: "not before holds the host",
+			opts: Options{Delay: 100 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1", notBefore: 700},
+				{clock: 0, push: "b", item: "b1"},
+				{clock: 0, wakeup: true, wantWake: 100},
+				{clock: 100, next: true, wantHost: "b", wantItem: "b1"},
+				{clock: 100, wakeup: true, wantWake: 700},
+				{clock: 699, next: true},
+				{clock: 700, next: true, wantHost: "a", wantItem: "a1"},
+			},
+		},
+		{
+			name: "backoff after 429 is capped",
+			opts: Options{Delay: 100 * time.Millisecond, MaxCrawlDelay: 2 * time.Second},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 100, next: true, wantHost: "a", wantItem: "a1"},
+				{clock: 150, done: "a"},
+				{clock: 150, backoff: "a", backoffD: time.Hour},
+				{clock: 2149, next: true},
+				{clock: 2150, next: true, wantHost: "a", wantItem: "a2"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := t0
+			e := New[string](func() time.Time { return clock }, tt.opts)
+			for i, s := range tt.steps {
+				clock = at(s.clock)
+				where := fmt.Sprintf("step %d (t=%dms)", i, s.clock)
+				switch {
+				case s.push != "" && s.front:
+					e.PushFront(s.push, s.item)
+				case s.push != "":
+					var nb time.Time
+					if s.notBefore > 0 {
+						nb = at(s.notBefore)
+					}
+					e.Push(s.push, s.item, nb)
+				case s.next:
+					host, item, ok := e.Next(clock)
+					if s.wantHost == "" {
+						if ok {
+							t.Fatalf("%s: Next = %q %q, want nothing eligible", where, host, item)
+						}
+						continue
+					}
+					if !ok || host != s.wantHost || item != s.wantItem {
+						t.Fatalf("%s: Next = %q %q %v, want %q %q", where, host, item, ok, s.wantHost, s.wantItem)
+					}
+				case s.done != "":
+					e.Done(s.done, clock)
+				case s.release != "":
+					e.Release(s.release)
+				case s.crawl != "":
+					if got := e.SetCrawlDelay(s.crawl, s.crawlD); got != s.capped {
+						t.Fatalf("%s: SetCrawlDelay capped = %v, want %v", where, got, s.capped)
+					}
+				case s.backoff != "":
+					e.Backoff(s.backoff, clock.Add(s.backoffD))
+				case s.wakeup:
+					w, ok := e.NextWakeup()
+					if s.wantWake < 0 {
+						if ok {
+							t.Fatalf("%s: NextWakeup = %v, want none", where, w)
+						}
+						continue
+					}
+					if !ok || !w.Equal(at(s.wantWake)) {
+						t.Fatalf("%s: NextWakeup = %v %v, want %v", where, w.Sub(t0), ok, time.Duration(s.wantWake)*time.Millisecond)
+					}
+				default:
+					t.Fatalf("%s: empty step", where)
+				}
+			}
+		})
+	}
+}
+
+// TestEngineNeverViolatesDelay drives many hosts through a simulated
+// dispatcher with random-ish request durations and checks the invariant on
+// every request: start >= previous end + delay, and one in flight per host.
+func TestEngineNeverViolatesDelay(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	clock := t0
+	e := New[int](func() time.Time { return clock }, Options{Delay: delay})
+	hosts := []string{"a", "b", "c", "d", "e"}
+	total := 0
+	for i := range 200 {
+		e.Push(hosts[i%len(hosts)], i, time.Time{})
+		total++
+	}
+	type flight struct {
+		host string
+		end  time.Time
+	}
+	var inflight []flight
+	lastEnd := map[string]time.Time{}
+	active := map[string]bool{}
+	seen := 0
+	for steps := 0; seen < total && steps < 100000; steps++ {
+		// start everything eligible (3 workers)
+		for len(inflight) < 3 {
+			host, _, ok := e.Next(clock)
+			if !ok {
+				break
+			}
+			if active[host] {
+				t.Fatalf("host %s dispatched twice concurrently", host)
+			}
+			if le, ok := lastEnd[host]; ok && clock.Sub(le) < delay {
+				t.Fatalf("host %s started %v after previous end, want >= %v", host, clock.Sub(le), delay)
+			}
+			if clock.Before(t0.Add(delay)) {
+				t.Fatalf("host %s started before assignment + delay", host)
+			}
+			active[host] = true
+			seen++
+			inflight = append(inflight, flight{host: host, end: clock.Add(time.Duration(seen%7) * 13 * time.Millisecond)})
+		}
+		// advance the clock to the next event
+		next := clock.Add(time.Hour)
+		if w, ok := e.NextWakeup(); ok && len(inflight) < 3 && w.Before(next) {
+			next = w
+		}
+		for _, f := range inflight {
+			if f.end.Before(next) {
+				next = f.end
+			}
+		}
+		if next.Before(clock) {
+			next = clock
+		}
+		clock = next
+		kept := inflight[:0]
+		for _, f := range inflight {
+			if !f.end.After(clock) {
+				e.Done(f.host, f.end)
+				lastEnd[f.host] = f.end
+				active[f.host] = false
+				continue
+			}
+			kept = append(kept, f)
+		}
+		inflight = kept
+	}
+	if seen != total {
+		t.Fatalf("dispatched %d of %d items", seen, total)
+	}
+	if e.Len() != 0 {
+		t.Fatalf("Len = %d after draining", e.Len())
+	}
+}
+
+func TestEngineForgetsIdleHosts(t *testing.T) {
+	clock := t0
+	e := New[int](func() time.Time { return clock }, Options{Delay: 10 * time.Millisecond})
+	for i := range 10000 {
+		host := fmt.Sprintf("h%d", i)
+		e.Push(host, i, time.Time{})
+		clock = clock.Add(20 * time.Millisecond)
+		h, _, ok := e.Next(clock)
+		if !ok || h != host {
+			t.Fatalf("Next = %q %v, want %q", h, ok, host)
+		}
+		if got := e.Hosts(); got != 1 {
+			t.Fatalf("Hosts = %d while one is in flight", got)
+		}
+		e.Done(host, clock)
+	}
+	if got := e.Hosts(); got != 0 {
+		t.Fatalf("Hosts = %d after all done", got)
+	}
+	if n := len(e.hosts); n > 2*minSweep {
+		t.Fatalf("engine remembers %d hosts, want bounded", n)
+	}
+}
+
+// BenchmarkEngine measures one push, dispatch and completion across 1000
+// hosts.
+func BenchmarkEngine(b *testing.B) {
+	clock := t0
+	e := New[int](func() time.Time { return clock }, Options{Delay: time.Nanosecond})
+	hosts := make([]string, 1000)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("host%d", i)
+	}
+	clock = clock.Add(time.Second)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		e.Push(hosts[i%len(hosts)], i, time.Time{})
+		clock = clock.Add(time.Microsecond)
+		if h, _, ok := e.Next(clock); ok {
+			e.Done(h, clock)
+		}
+	}
+}

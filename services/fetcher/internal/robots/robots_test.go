@@ -1,0 +1,233 @@
+package robots
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+)
+
+const ua = "trawl/0.1 (+https://github.com/trawl-crawler/trawl)"
+
+func serve(t *testing.T, ip string, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+const rulesBody = `# test
+User-agent: *
+Disallow: /private
+Crawl-delay: 5
+
+User-agent: trawl
+Disallow: /secret
+Allow: /secret/open
+Crawl-delay: 2.5
+
+Sitemap: http://example.com/sitemap.xml
+`
+
+func TestCacheFetch(t *testing.T) {
+	var requests atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(rulesBody))
+	})
+	// each "origin" below is emulated by a path prefix: the test calls
+	// Fetch with origin = base + prefix.
+	mux.HandleFunc("/missing/robots.txt", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	mux.HandleFunc("/forbidden/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) })
+	mux.HandleFunc("/broken/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
+	mux.HandleFunc("/limited/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) })
+	mux.HandleFunc("/moved/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/moved2/robots.txt", http.StatusFound)
+	})
+	mux.HandleFunc("/moved2/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ok/robots.txt", http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/loop/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/loop/robots.txt", http.StatusFound)
+	})
+	mux.HandleFunc("/huge/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("User-agent: *\nDisallow: /x\n"))
+		_, _ = w.Write([]byte(strings.Repeat("# padding padding padding padding\n", 20000)))
+		_, _ = w.Write([]byte("Disallow: /beyond-the-cap\n"))
+	})
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		mux.ServeHTTP(w, r)
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+
+	tests := []struct {
+		name         string
+		origin       string
+		wantOutcome  Outcome
+		wantKind     failure.Kind
+		wantRequests int
+		wantDelay    time.Duration
+		wantSitemaps int
+		verdicts     map[string]Verdict // path → verdict
+	}{
+		{
+			name: "parsed rules", origin: base + "/ok", wantOutcome: Parsed, wantRequests: 1,
+			wantDelay: 2500 * time.Millisecond, wantSitemaps: 1,
+			verdicts: map[string]Verdict{"/": Allowed, "/private": Allowed, "/secret/x": Denied, "/secret/open/x": Allowed},
+		},
+		{name: "404 allows all", origin: base + "/missing", wantOutcome: AllowAll, wantRequests: 1, verdicts: map[string]Verdict{"/anything": Allowed}},
+		{name: "403 allows all", origin: base + "/forbidden", wantOutcome: AllowAll, wantRequests: 1, verdicts: map[string]Verdict{"/anything": Allowed}},
+		{name: "503 disallows for now", origin: base + "/broken", wantOutcome: Unavailable, wantKind: failure.RobotsUnavailable, wantRequests: 1, verdicts: map[string]Verdict{"/": TryLater}},
+		{name: "429 disallows for now", origin: base + "/limited", wantOutcome: Unavailable, wantKind: failure.RobotsUnavailable, wantRequests: 1, verdicts: map[string]Verdict{"/": TryLater}},
+		{
+			name: "redirects followed", origin: base + "/moved", wantOutcome: Parsed, wantRequests: 3, wantDelay: 2500 * time.Millisecond, wantSitemaps: 1,
+			verdicts: map[string]Verdict{"/secret/x": Denied},
+		},
+		{name: "too many redirects allow all", origin: base + "/loop", wantOutcome: AllowAll, wantRequests: MaxRedirects + 1, verdicts: map[string]Verdict{"/": Allowed}},
+		{
+			name: "oversize body parsed up to the cap", origin: base + "/huge", wantOutcome: Parsed, wantRequests: 1,
+			verdicts: map[string]Verdict{"/x/y": Denied, "/beyond-the-cap": Allowed, "/y": Allowed},
+		},
+		{name: "network failure disallows for now", origin: dead, wantOutcome: Unavailable, wantKind: failure.Connect, wantRequests: 1, verdicts: map[string]Verdict{"/": TryLater}},
+	}
+	f := httpfetch.New(httpfetch.Options{AllowPrivate: true, UserAgent: ua, FetchTimeout: 2 * time.Second})
+	defer f.Close()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := time.Now()
+			c := NewCache(f, func() time.Time { return clock }, Options{UserAgent: ua})
+			r := c.Fetch(context.Background(), tt.origin, "h")
+			if r.Outcome != tt.wantOutcome || r.Kind != tt.wantKind || r.Requests != tt.wantRequests {
+				t.Fatalf("outcome, kind, requests = %q %q %d (err %v), want %q %q %d", r.Outcome, r.Kind, r.Requests, r.Err, tt.wantOutcome, tt.wantKind, tt.wantRequests)
+			}
+			if r.CrawlDelay != tt.wantDelay || len(r.Sitemaps) != tt.wantSitemaps {
+				t.Errorf("crawl delay, sitemaps = %v %v, want %v %d", r.CrawlDelay, r.Sitemaps, tt.wantDelay, tt.wantSitemaps)
+			}
+			for path, want := range tt.verdicts {
+				if got := r.Check(c.Agent(), "http://example.com"+path); got != want {
+					t.Errorf("Check(%s) = %v, want %v", path, got, want)
+				}
+			}
+			// cached until it expires
+			before := requests.Load()
+			if _, ok := c.Lookup(tt.origin); !ok {
+				t.Fatalf("Lookup after Fetch missed")
+			}
+			ttl := DefaultTTL
+			if tt.wantOutcome == Unavailable {
+				ttl = DefaultErrorTTL
+			}
+			clock = clock.Add(ttl - time.Second)
+			if _, ok := c.Lookup(tt.origin); !ok {
+				t.Fatalf("Lookup before expiry missed")
+			}
+			clock = clock.Add(time.Second)
+			if _, ok := c.Lookup(tt.origin); ok {
+				t.Fatalf("Lookup after expiry hit")
+			}
+			if requests.Load() != before {
+				t.Fatalf("Lookup made requests")
+			}
+		})
+	}
+}
+
+func TestCacheBounded(t *testing.T) {
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("User-agent: *\nDisallow: /x\n"))
+	}))
+	f := httpfetch.New(httpfetch.Options{AllowPrivate: true})
+	defer f.Close()
+	c := NewCache(f, time.Now, Options{UserAgent: ua, MaxEntries: 3})
+	for i := range 10 {
+		c.Fetch(context.Background(), fmt.Sprintf("%s/o%d", base, i), "h")
+		if _, ok := c.Lookup(base + "/o0"); !ok && i < 3 {
+			t.Fatalf("origin 0 evicted after %d fetches although recently used", i+1)
+		}
+	}
+	if c.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", c.Len())
+	}
+	if _, ok := c.Lookup(base + "/o9"); !ok {
+		t.Fatalf("most recent origin missing")
+	}
+}
+
+func TestCrawlDelay(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want time.Duration
+	}{
+		{name: "none", body: "User-agent: *\nDisallow: /\n", want: 0},
+		{name: "global", body: "User-agent: *\nCrawl-delay: 3\n", want: 3 * time.Second},
+		{name: "specific wins", body: "User-agent: *\nCrawl-delay: 3\n\nUser-agent: Trawl\nCrawl-delay: 1\n", want: time.Second},
+		{name: "specific before global", body: "User-agent: trawl\nCrawl-delay: 0.5\nUser-agent: *\nCrawl-delay: 9\n", want: 500 * time.Millisecond},
+		{name: "multi agent group", body: "User-agent: other\nUser-agent: trawl\nCrawl-delay: 4\n", want: 4 * time.Second},
+		{name: "other agent only", body: "User-agent: other\nCrawl-delay: 4\n", want: 0},
+		{name: "invalid ignored", body: "User-agent: *\nCrawl-delay: soon\n", want: 0},
+		{name: "negative ignored", body: "User-agent: *\nCrawl-delay: -1\n", want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CrawlDelay(tt.body, "trawl"); got != tt.want {
+				t.Fatalf("CrawlDelay = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestProductToken(t *testing.T) {
+	tests := map[string]string{
+		"trawl/0.1 (+https://x)": "trawl",
+		"Googlebot":              "Googlebot",
+		"my_bot-2":               "my_bot-",
+		"":                       "",
+	}
+	for in, want := range tests {
+		if got := ProductToken(in); got != want {
+			t.Errorf("ProductToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzRules checks, for any robots.txt body and URL path, that parsing and
+// matching never panic, that the crawl delay is never negative, and that a
+// body disallowing everything for * denies every path.
+func FuzzRules(f *testing.F) {
+	f.Add(rulesBody, "/secret/x")
+	f.Add("User-agent: *\nDisallow: /\n", "/")
+	f.Add("\xff\xfeUser-agent: *\x00Crawl-delay: 1e308", "/%zz?a#b")
+	f.Fuzz(func(t *testing.T, body, path string) {
+		if d := CrawlDelay(body, "trawl"); d < 0 {
+			t.Fatalf("negative crawl delay %v", d)
+		}
+		r := &Rules{Outcome: Parsed, body: body}
+		_ = r.Check("trawl", "http://example.com/"+strings.TrimPrefix(path, "/"))
+		all := &Rules{Outcome: Parsed, body: "User-agent: *\nDisallow: /\n"}
+		if v := all.Check("trawl", "http://example.com/"+strings.TrimPrefix(path, "/")); v != Denied {
+			t.Fatalf("disallow-all allowed %q", path)
+		}
+	})
+}
