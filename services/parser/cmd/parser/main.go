@@ -1,0 +1,134 @@
+// Command parser consumes fetched pages, publishes their outlinks to the
+// discovered topic and stores their documents in ClickHouse.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+)
+
+const service = "parser"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.LookupEnv)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(os.Stderr, "parser: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// config is everything the parser is configured with.
+type config struct {
+	Telemetry  telemetry.Config
+	Kafka      kafkaio.Config
+	ClickHouse chstore.Config
+	Parser     pages.Config
+}
+
+func (c config) validate() error {
+	return errors.Join(c.Telemetry.Validate(), c.Kafka.Validate(), c.ClickHouse.Validate(), c.Parser.Validate())
+}
+
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool)) error {
+	var cfg config
+	fs := flag.NewFlagSet(service, flag.ContinueOnError)
+	cfg.Telemetry.RegisterFlags(fs)
+	cfg.Kafka.RegisterFlags(fs)
+	cfg.ClickHouse.RegisterFlags(fs)
+	cfg.Parser.RegisterFlags(fs)
+	if err := envflag.Parse(fs, args, lookupEnv); err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("validate config: %w", err)
+	}
+
+	log, err := telemetry.NewLogger(cfg.Telemetry, service)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	reg := telemetry.NewRegistry()
+	sreg := telemetry.Registerer(reg, service)
+
+	store, err := chstore.Open(ctx, cfg.ClickHouse, log)
+	if err != nil {
+		return fmt.Errorf("open clickhouse: %w", err)
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate clickhouse: %w", err)
+	}
+	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
+		return fmt.Errorf("ensure topics: %w", err)
+	}
+	topics := cfg.Kafka.Topics()
+
+	writer := kafkaio.NewWriter(cfg.Kafka, log, sreg)
+	defer writer.Close()
+	docs := chstore.NewBatchWriter(store, chstore.Documents, chstore.BatchOptions{}, log, sreg)
+	metrics, err := pages.NewMetrics(sreg)
+	if err != nil {
+		return err
+	}
+	proc := pages.NewProcessor(cfg.Parser, topics.Discovered, writer, docs, log, metrics, time.Now)
+	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
+		GroupID:  cfg.Kafka.GroupFor(service),
+		Topic:    topics.Fetched,
+		MaxBatch: cfg.Parser.BatchSize,
+	}, proc.Assign, log, sreg)
+	if err != nil {
+		return fmt.Errorf("create consumer group: %w", err)
+	}
+
+	admin := telemetry.NewAdmin(cfg.Telemetry.AdminAddr, reg, log)
+	admin.AddCheck("clickhouse", store.Ping)
+	addr, err := admin.Listen()
+	if err != nil {
+		return fmt.Errorf("listen admin: %w", err)
+	}
+	log.Info("parser starting", zap.Stringer("admin_addr", addr), telemetry.Topic(topics.Fetched),
+		zap.String("group", cfg.Kafka.GroupFor(service)))
+
+	// Shutdown order: readiness false, stop consuming (handlers finish
+	// their batch or abandon it unacked), then flush and stop the document
+	// writer, then the admin server.
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	defer stopAdmin()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return admin.Run(adminCtx) })
+	g.Go(func() error { return docs.Run(writerCtx) })
+	g.Go(func() error {
+		defer stopAdmin()
+		defer stopWriter()
+		admin.SetReady(true)
+		err := group.Run(gctx)
+		admin.SetReady(false)
+		if err != nil {
+			return fmt.Errorf("consume fetched pages: %w", err)
+		}
+		return nil
+	})
+	err = g.Wait()
+	log.Info("parser stopped", zap.Error(err))
+	return err
+}

@@ -1,0 +1,482 @@
+// Package extract turns an HTML page into what the crawler keeps of it: its
+// outlinks (resolved and canonical), its title, its visible text and its
+// language. It is a pure function of the page URL and body: no I/O, no
+// clock, no shared state, safe for concurrent use.
+//
+// Parsing is lenient (golang.org/x/net/html through goquery implements the
+// HTML5 tree construction algorithm): malformed markup yields a best-effort
+// result, never a panic; an empty body yields an empty result.
+package extract
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxOutlinks  = 1000
+	DefaultMaxTextBytes = 1 << 20
+)
+
+// Caps on metadata, so one page cannot blow up a record.
+const (
+	maxTitleBytes    = 1024
+	maxAnchorBytes   = 512
+	maxLanguageBytes = 35 // longest practical BCP 47 tag
+)
+
+// Reasons a link is dropped, the label values of the parser's
+// links_dropped_total metric (a fixed, bounded set).
+const (
+	DropInvalid   = "invalid"   // not resolvable to a URL
+	DropScheme    = "scheme"    // javascript:, mailto:, data:, … (not http, https or ftp)
+	DropTooLong   = "too_long"  // longer than urlcanon.MaxLength
+	DropNoFollow  = "nofollow"  // rel="nofollow" on the link
+	DropSelf      = "self"      // resolves to the page itself (fragment-only, empty href)
+	DropDuplicate = "duplicate" // already linked from this page
+	DropOverCap   = "over_cap"  // beyond Options.MaxOutlinks
+)
+
+// Options tunes Extract. Zero fields take their defaults.
+type Options struct {
+	MaxOutlinks  int // links kept per page (default DefaultMaxOutlinks)
+	MaxTextBytes int // visible text kept, cut on a UTF-8 boundary (default DefaultMaxTextBytes)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxOutlinks <= 0 {
+		o.MaxOutlinks = DefaultMaxOutlinks
+	}
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = DefaultMaxTextBytes
+	}
+	return o
+}
+
+// Link is one outlink of a page.
+type Link struct {
+	URL    string `json:"url"`              // absolute and canonical (urlcanon)
+	Anchor string `json:"anchor,omitempty"` // link text (or alt text), whitespace collapsed
+	Rel    string `json:"rel,omitempty"`    // rel attribute, lower-cased, whitespace collapsed
+}
+
+// Result is what Extract keeps of a page.
+type Result struct {
+	Title    string `json:"title"`
+	Text     string `json:"text"`     // visible text: words separated by single spaces, blocks by single newlines
+	Language string `json:"language"` // <html lang>, lower-cased
+	Links    []Link `json:"links"`    // in document order, deduplicated, at most MaxOutlinks
+
+	NoFollow      bool `json:"nofollow"`       // meta robots nofollow/none: Links is empty
+	NoIndex       bool `json:"noindex"`        // meta robots noindex/none: store no document
+	TextTruncated bool `json:"text_truncated"` // Text was cut at MaxTextBytes
+
+	// Dropped counts the links not kept, by reason (Drop* constants).
+	Dropped map[string]int `json:"dropped,omitempty"`
+}
+
+// ErrPageURL is returned when the page URL itself is not a crawlable URL:
+// links could not be resolved against it.
+var ErrPageURL = errors.New("invalid page url")
+
+// Extract parses body (UTF-8 HTML) fetched from pageURL. The only error is
+// an invalid pageURL (ErrPageURL); malformed HTML is never an error.
+func Extract(pageURL string, body []byte, opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	page, err := urlcanon.Canonicalize(pageURL)
+	if err != nil {
+		return Result{}, fmt.Errorf("canonicalize %w: %w", ErrPageURL, err)
+	}
+	var res Result
+	if len(bytes.TrimSpace(body)) == 0 {
+		return res, nil
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil {
+		// x/net/html only fails on reader errors, which a bytes.Reader
+		// never returns; keep the empty result rather than fail the page.
+		return res, nil
+	}
+	root := doc.Selection
+
+	res.Language = language(root)
+	res.Title = title(root)
+	res.NoFollow, res.NoIndex = metaRobots(root)
+	res.Text, res.TextTruncated = visibleText(doc.Nodes, opts.MaxTextBytes)
+	if !res.NoFollow {
+		res.Links, res.Dropped = links(root, page, opts.MaxOutlinks)
+	}
+	return res, nil
+}
+
+// ParseRobotsDirectives reads a robots meta content or X-Robots-Tag value
+// ("noindex, nofollow", "none", "all"). Unknown tokens are ignored.
+func ParseRobotsDirectives(content string) (nofollow, noindex bool) {
+	for _, tok := range strings.FieldsFunc(strings.ToLower(content), func(r rune) bool {
+		return r == ',' || unicode.IsSpace(r)
+	}) {
+		switch tok {
+		case "nofollow":
+			nofollow = true
+		case "noindex":
+			noindex = true
+		case "none":
+			nofollow, noindex = true, true
+		}
+	}
+	return nofollow, noindex
+}
+
+func language(root *goquery.Selection) string {
+	h := root.Find("html").First()
+	lang, ok := h.Attr("lang")
+	if !ok || strings.TrimSpace(lang) == "" {
+		lang, _ = h.Attr("xml:lang")
+	}
+	lang = strings.ToLower(strings.TrimSpace(lang))
+	if len(lang) > maxLanguageBytes || strings.IndexFunc(lang, func(r rune) bool {
+		return !(r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) >= 0 {
+		return ""
+	}
+	return lang
+}
+
+// title is the text of the first HTML <title> (not an SVG one).
+func title(root *goquery.Selection) string {
+	var t string
+	root.Find("title").EachWithBreak(func(_ int, s *goquery.Selection) bool {
+		if n := s.Get(0); n.Namespace != "" {
+			return true
+		}
+		t = collapse(s.Nodes, maxTitleBytes)
+		return false
+	})
+	return t
+}
+
+func metaRobots(root *goquery.Selection) (nofollow, noindex bool) {
+	root.Find("meta[name][content]").Each(func(_ int, s *goquery.Selection) {
+		name, _ := s.Attr("name")
+		if !strings.EqualFold(strings.TrimSpace(name), "robots") {
+			return
+		}
+		content, _ := s.Attr("content")
+		f, i := ParseRobotsDirectives(content)
+		nofollow, noindex = nofollow || f, noindex || i
+	})
+	return nofollow, noindex
+}
+
+// baseURL is the document's base URL: the first <base href>, resolved
+// against the page URL, or the page URL.
+func baseURL(root *goquery.Selection, page string) string {
+	href, ok := root.Find("base[href]").First().Attr("href")
+	if !ok {
+		return page
+	}
+	b, err := urlcanon.Resolve(page, href)
+	if err != nil {
+		return page
+	}
+	return b
+}
+
+func links(root *goquery.Selection, page string, maxLinks int) ([]Link, map[string]int) {
+	base := baseURL(root, page)
+	var (
+		out     []Link
+		dropped map[string]int
+		seen    = make(map[string]struct{})
+	)
+	drop := func(reason string) {
+		if dropped == nil {
+			dropped = make(map[string]int)
+		}
+		dropped[reason]++
+	}
+	// One selector group: cascadia matches in document order.
+	root.Find("a[href], area[href], frame[src], iframe[src]").Each(func(_ int, s *goquery.Selection) {
+		n := s.Get(0)
+		if n.Namespace != "" || inert(n) { // inside SVG/MathML or <template>
+			return
+		}
+		var ref, rel string
+		switch n.DataAtom {
+		case atom.A, atom.Area:
+			ref, _ = s.Attr("href")
+			rel, _ = s.Attr("rel")
+			rel = strings.Join(strings.Fields(strings.ToLower(rel)), " ")
+			if hasToken(rel, "nofollow") {
+				drop(DropNoFollow)
+				return
+			}
+		default: // frame, iframe
+			ref, _ = s.Attr("src")
+		}
+		u, err := urlcanon.Resolve(base, ref)
+		switch {
+		case errors.Is(err, urlcanon.ErrScheme):
+			drop(DropScheme)
+			return
+		case errors.Is(err, urlcanon.ErrTooLong):
+			drop(DropTooLong)
+			return
+		case err != nil:
+			drop(DropInvalid)
+			return
+		case u == page:
+			drop(DropSelf)
+			return
+		}
+		if _, dup := seen[u]; dup {
+			drop(DropDuplicate)
+			return
+		}
+		seen[u] = struct{}{}
+		if len(out) >= maxLinks {
+			drop(DropOverCap)
+			return
+		}
+		out = append(out, Link{URL: u, Anchor: anchorText(s, n), Rel: rel})
+	})
+	return out, dropped
+}
+
+// inert reports whether n is inside content that is not part of the
+// rendered document (<template> contents).
+func inert(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.DataAtom == atom.Template {
+			return true
+		}
+	}
+	return false
+}
+
+// anchorText is the text a link is known by: the text of an <a> (or the alt
+// text of its first image), the alt of an <area>, the title of a frame.
+func anchorText(s *goquery.Selection, n *html.Node) string {
+	switch n.DataAtom {
+	case atom.A:
+		if a := collapse(s.Nodes, maxAnchorBytes); a != "" {
+			return a
+		}
+		return imageAlt(s)
+	case atom.Area:
+		alt, _ := s.Attr("alt")
+		return collapseString(alt, maxAnchorBytes)
+	default:
+		t, _ := s.Attr("title")
+		return collapseString(t, maxAnchorBytes)
+	}
+}
+
+func hasToken(list, tok string) bool {
+	for _, t := range strings.Fields(list) {
+		if t == tok {
+			return true
+		}
+	}
+	return false
+}
+
+func imageAlt(s *goquery.Selection) string {
+	var alt string
+	s.Find("img[alt]").EachWithBreak(func(_ int, img *goquery.Selection) bool {
+		a, _ := img.Attr("alt")
+		alt = collapseString(a, maxAnchorBytes)
+		return alt == ""
+	})
+	return alt
+}
+
+// skipped are the elements whose content is not visible text.
+var skipped = map[atom.Atom]bool{
+	atom.Head:     true,
+	atom.Script:   true,
+	atom.Style:    true,
+	atom.Noscript: true,
+	atom.Noframes: true,
+	atom.Template: true,
+	atom.Iframe:   true, // its content is raw fallback text
+	atom.Object:   true,
+	atom.Title:    true,
+}
+
+// blocks are the elements that start a new line of text.
+var blocks = map[atom.Atom]bool{
+	atom.Address: true, atom.Article: true, atom.Aside: true, atom.Blockquote: true,
+	atom.Body: true, atom.Br: true, atom.Caption: true, atom.Center: true,
+	atom.Dd: true, atom.Details: true, atom.Dialog: true, atom.Dir: true,
+	atom.Div: true, atom.Dl: true, atom.Dt: true, atom.Fieldset: true,
+	atom.Figcaption: true, atom.Figure: true, atom.Footer: true, atom.Form: true,
+	atom.Frameset: true, atom.H1: true, atom.H2: true, atom.H3: true,
+	atom.H4: true, atom.H5: true, atom.H6: true, atom.Header: true,
+	atom.Hgroup: true, atom.Hr: true, atom.Html: true, atom.Legend: true,
+	atom.Li: true, atom.Main: true, atom.Menu: true, atom.Nav: true,
+	atom.Ol: true, atom.Option: true, atom.P: true, atom.Pre: true,
+	atom.Section: true, atom.Summary: true, atom.Table: true, atom.Tbody: true,
+	atom.Tfoot: true, atom.Thead: true, atom.Tr: true, atom.Ul: true,
+	atom.Textarea: true, atom.Select: true,
+}
+
+// cells are the elements separated from their neighbours by a space.
+var cells = map[atom.Atom]bool{atom.Td: true, atom.Th: true, atom.Img: true, atom.Input: true, atom.Button: true}
+
+// separator is what goes between two words.
+type separator uint8
+
+const (
+	sepNone separator = iota
+	sepSpace
+	sepLine
+)
+
+// textWriter collapses whitespace while text is appended, up to a byte cap.
+type textWriter struct {
+	b         strings.Builder
+	max       int
+	pending   separator
+	newlines  bool // block separators become newlines (else spaces)
+	truncated bool
+}
+
+func (w *textWriter) sep(s separator) {
+	if s > w.pending {
+		w.pending = s
+	}
+}
+
+// word appends one whitespace-free word, preceded by the pending separator.
+func (w *textWriter) word(s string) {
+	if w.truncated {
+		return
+	}
+	if w.b.Len() > 0 && w.pending != sepNone {
+		c := byte(' ')
+		if w.pending == sepLine && w.newlines {
+			c = '\n'
+		}
+		if w.b.Len()+1 >= w.max {
+			w.truncated = true
+			return
+		}
+		w.b.WriteByte(c)
+	}
+	w.pending = sepNone
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if room := w.max - w.b.Len(); len(s) > room {
+		w.b.WriteString(cutUTF8(s, room))
+		w.truncated = true
+		return
+	}
+	w.b.WriteString(s)
+}
+
+// text appends s with its whitespace runs collapsed.
+func (w *textWriter) text(s string) {
+	start := -1
+	for i, r := range s {
+		if unicode.IsSpace(r) {
+			if start >= 0 {
+				w.word(s[start:i])
+				start = -1
+			}
+			w.sep(sepSpace)
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		w.word(s[start:])
+	}
+}
+
+// walk appends the visible text under n.
+func (w *textWriter) walk(n *html.Node) {
+	for ; n != nil && !w.truncated; n = n.NextSibling {
+		switch n.Type {
+		case html.TextNode:
+			w.text(n.Data)
+		case html.ElementNode:
+			if n.Namespace != "" || skipped[n.DataAtom] { // SVG, MathML and invisible elements
+				continue
+			}
+			s := sepNone
+			if blocks[n.DataAtom] {
+				s = sepLine
+			} else if cells[n.DataAtom] {
+				s = sepSpace
+			}
+			w.sep(s)
+			w.walk(n.FirstChild)
+			w.sep(s)
+		case html.DocumentNode:
+			w.walk(n.FirstChild)
+		}
+	}
+}
+
+func visibleText(nodes []*html.Node, max int) (string, bool) {
+	w := textWriter{max: max, newlines: true}
+	for _, n := range nodes {
+		w.walk(n)
+	}
+	return w.b.String(), w.truncated
+}
+
+// collapse is the text content of nodes on one line (script and style
+// excluded), whitespace collapsed, at most max bytes.
+func collapse(nodes []*html.Node, max int) string {
+	w := textWriter{max: max}
+	for _, n := range nodes {
+		if n.Type == html.ElementNode && n.DataAtom == atom.Title {
+			// title is skipped by walk; its content is plain text.
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.TextNode {
+					w.text(c.Data)
+				}
+			}
+			continue
+		}
+		w.walk(n.FirstChild)
+	}
+	return w.b.String()
+}
+
+func collapseString(s string, max int) string {
+	w := textWriter{max: max}
+	w.text(s)
+	return w.b.String()
+}
+
+// cutUTF8 returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,76 @@
+package pages
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
+)
+
+// Outcomes of one fetched page, the label values of pages_parsed_total.
+const (
+	OutcomeDocument    = "document"    // HTML page: links published, document stored
+	OutcomeNoIndex     = "noindex"     // HTML page: links published, no document (robots noindex)
+	OutcomeNotHTML     = "not_html"    // 2xx answer of another content type
+	OutcomeHTTPStatus  = "http_status" // non-2xx answer
+	OutcomeFetchError  = "fetch_error" // no usable answer (error_kind set)
+	OutcomeInvalidURL  = "invalid_url" // the page URL itself is not crawlable
+	OutcomeUndecodable = "undecodable" // the record is not a FetchedPage
+)
+
+// DropKey is the links_dropped_total reason of a link whose record key
+// could not be derived.
+const DropKey = "key"
+
+// Metrics of the page processor. Built once per process from the service's
+// registerer (names get the crawler_parser_ prefix there).
+type Metrics struct {
+	pages     *prometheus.CounterVec
+	links     prometheus.Counter
+	dropped   *prometheus.CounterVec
+	duration  prometheus.Histogram
+	documents prometheus.Counter
+}
+
+// NewMetrics registers the processor's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		pages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pages_parsed_total",
+			Help: "Fetched pages consumed, by outcome.",
+		}, []string{"outcome"}),
+		links: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "links_extracted_total",
+			Help: "Outlinks published to the discovered topic.",
+		}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "links_dropped_total",
+			Help: "Links found in pages but not published, by reason.",
+		}, []string{"reason"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parse_duration_seconds",
+			Help:    "Time to extract links and text from one HTML page.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 100µs … 3.3s
+		}),
+		documents: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "documents_written_total",
+			Help: "Document rows written to ClickHouse.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register parser metrics: %w", err)
+		}
+	}
+	// Expose every bounded label value from the start, at zero.
+	for _, o := range []string{OutcomeDocument, OutcomeNoIndex, OutcomeNotHTML, OutcomeHTTPStatus,
+		OutcomeFetchError, OutcomeInvalidURL, OutcomeUndecodable} {
+		m.pages.WithLabelValues(o)
+	}
+	for _, r := range []string{extract.DropInvalid, extract.DropScheme, extract.DropTooLong, extract.DropNoFollow,
+		extract.DropSelf, extract.DropDuplicate, extract.DropOverCap, DropKey} {
+		m.dropped.WithLabelValues(r)
+	}
+	return m, nil
+}

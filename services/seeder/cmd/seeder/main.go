@@ -1,0 +1,117 @@
+// Command seeder publishes the seed URLs of a crawl to the discovered topic
+// and exits: seeder --crawl-id ID [--seed URL]... [--seeds-file FILE|-].
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+)
+
+const service = "seeder"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.LookupEnv)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(os.Stderr, "seeder: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// config is everything the seeder is configured with.
+type config struct {
+	Telemetry telemetry.Config
+	Kafka     kafkaio.Config
+	CrawlID   string     // flag crawl-id (required)
+	Seeds     stringList // flag seed, repeatable
+	SeedsFile string     // flag seeds-file: path, or "-" for standard input
+}
+
+func (c *config) registerFlags(fs *flag.FlagSet) {
+	c.Telemetry.RegisterFlags(fs)
+	c.Kafka.RegisterFlags(fs)
+	fs.StringVar(&c.CrawlID, "crawl-id", "", "id of the crawl the seeds start (required; letters, digits, '.', '_', '-'; at most 64)")
+	fs.Var(&c.Seeds, "seed", "seed URL (repeatable)")
+	fs.StringVar(&c.SeedsFile, "seeds-file", "", `file of seed URLs, one per line, # comments; "-" reads standard input`)
+}
+
+// maxCrawlID is the longest crawl id accepted.
+const maxCrawlID = 64
+
+func (c config) validate() error {
+	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate()}
+	switch {
+	case c.CrawlID == "":
+		errs = append(errs, errors.New("validate crawl-id: required"))
+	case len(c.CrawlID) > maxCrawlID:
+		errs = append(errs, fmt.Errorf("validate crawl-id: %d bytes, want at most %d", len(c.CrawlID), maxCrawlID))
+	case strings.IndexFunc(c.CrawlID, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) >= 0:
+		errs = append(errs, fmt.Errorf("validate crawl-id %q: want only letters, digits, '.', '_' and '-'", c.CrawlID))
+	}
+	if len(c.Seeds) == 0 && c.SeedsFile == "" {
+		errs = append(errs, errors.New("validate seeds: give --seed or --seeds-file"))
+	}
+	return errors.Join(errs...)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(string) (string, bool)) error {
+	var cfg config
+	fs := flag.NewFlagSet(service, flag.ContinueOnError)
+	cfg.registerFlags(fs)
+	if err := envflag.Parse(fs, args, lookupEnv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("parse arguments: unexpected %q (seeds go in --seed or --seeds-file)", fs.Args())
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("validate config: %w", err)
+	}
+	log, err := telemetry.NewLogger(cfg.Telemetry, service)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	reg := telemetry.NewRegistry()
+
+	// The admin server lives as long as the command, so that a run on a
+	// large seed list can be watched.
+	admin := telemetry.NewAdmin(cfg.Telemetry.AdminAddr, reg, log)
+	adminCtx, stopAdmin := context.WithCancel(ctx)
+	defer stopAdmin()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return admin.Run(adminCtx) })
+	g.Go(func() error {
+		defer stopAdmin()
+		admin.SetReady(true)
+		_, err := seed(gctx, cfg, stdin, log, telemetry.Registerer(reg, service))
+		return err
+	})
+	return g.Wait()
+}

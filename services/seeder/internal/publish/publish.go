@@ -1,0 +1,61 @@
+// Package publish is the seeder's Kafka adapter: it turns seeds into
+// DiscoveredURL records on the discovered topic, keyed by politeness key so
+// that each lands on its host's partition.
+package publish
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+)
+
+// Writer produces records and returns once every one is acknowledged by all
+// in-sync replicas (kafkaio.Writer). Safe for concurrent use.
+type Writer interface {
+	Write(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// BatchSize is how many seeds go into one Write call, bounding the memory
+// of encoded records for very large seed lists.
+const BatchSize = 1000
+
+// Seeds publishes every url (canonical) as a depth-0 SOURCE_SEED
+// DiscoveredURL of crawl crawlID, discovered at now. It returns how many
+// were published; on error the first published records stay published
+// (the scheduler deduplicates a re-run).
+func Seeds(ctx context.Context, w Writer, topic, crawlID string, urls []string, now time.Time) (int, error) {
+	at := timestamppb.New(now)
+	published := 0
+	batch := make([]kafka.Message, 0, min(len(urls), BatchSize))
+	for i, u := range urls {
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			return published, fmt.Errorf("key seed %q: %w", u, err)
+		}
+		msg, err := kafkaio.NewMessage(topic, key, &crawlv1.DiscoveredURL{
+			CrawlId:      crawlID,
+			Url:          u,
+			Depth:        0,
+			DiscoveredAt: at,
+			Source:       crawlv1.Source_SOURCE_SEED,
+		})
+		if err != nil {
+			return published, fmt.Errorf("encode seed %q: %w", u, err)
+		}
+		batch = append(batch, msg)
+		if len(batch) == BatchSize || i == len(urls)-1 {
+			if err := w.Write(ctx, batch...); err != nil {
+				return published, fmt.Errorf("publish %d seeds: %w", len(batch), err)
+			}
+			published += len(batch)
+			batch = batch[:0]
+		}
+	}
+	return published, nil
+}
