@@ -4,23 +4,37 @@
 // hands each assigned partition to a handler and commits the lowest
 // unfinished offset.
 //
-// It is the only package that imports kafka-go.
+// Delivery is at-least-once. A Group hands each assigned partition to its
+// own Handler, tracks every record from read to ack, and commits the lowest
+// unacked offset every CommitInterval and once more when the partition is
+// revoked (after Handler.Close) or the group stops. Records never acked are
+// read again by the partition's next owner; the duplicates this causes are
+// bounded by MaxInFlight per partition. Reading a partition pauses while
+// MaxInFlight of its records are unacked.
+//
+// Errors are crash-only: a handler, assign or read error stops Run, which
+// still closes the handlers, commits what was acked and leaves the group,
+// and returns the error so that the process exits and restarts.
+//
+// It is the only package that imports kafka-go (tests aside).
 package kafkaio
 
 import (
-	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
-	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 )
 
 // DefaultPartitions is the partition count of every URL topic.
 const DefaultPartitions = 32
+
+// ProxiesPartitions is the partition count of the compacted Proxies topic.
+// One partition keeps the proxy state in one totally ordered log that every
+// fetcher follows from the start; the topic is small (one record per proxy
+// after compaction), so it needs no parallelism.
+const ProxiesPartitions = 1
 
 // Config is the broker configuration shared by every service.
 type Config struct {
@@ -32,11 +46,107 @@ type Config struct {
 	MaxMessageBytes  int           // flag kafka-max-message-bytes (default 16 MiB): topic max.message.bytes and writer batch bytes
 }
 
+// Defaults of Config, as registered by RegisterFlags.
+const (
+	DefaultBrokers          = "127.0.0.1:9092"
+	DefaultTopicPrefix      = "crawler."
+	DefaultSessionTimeout   = 10 * time.Second
+	DefaultRebalanceTimeout = 10 * time.Second
+	DefaultMaxMessageBytes  = 16 << 20
+)
+
+// DefaultConfig returns the configuration RegisterFlags installs as defaults.
+func DefaultConfig() Config {
+	return Config{
+		Brokers:          []string{DefaultBrokers},
+		Partitions:       DefaultPartitions,
+		TopicPrefix:      DefaultTopicPrefix,
+		SessionTimeout:   DefaultSessionTimeout,
+		RebalanceTimeout: DefaultRebalanceTimeout,
+		MaxMessageBytes:  DefaultMaxMessageBytes,
+	}
+}
+
 // RegisterFlags binds the fields to flags with defaults.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) { panic("unimplemented") }
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	d := DefaultConfig()
+	c.Brokers = d.Brokers
+	fs.Var((*brokerList)(&c.Brokers), "kafka-brokers", "comma-separated Kafka bootstrap brokers (host:port)")
+	fs.IntVar(&c.Partitions, "kafka-partitions", d.Partitions, "partition count of every URL topic")
+	fs.StringVar(&c.TopicPrefix, "kafka-topic-prefix", d.TopicPrefix, "prefix of every topic and consumer group name")
+	fs.DurationVar(&c.SessionTimeout, "kafka-session-timeout", d.SessionTimeout, "consumer group session timeout")
+	fs.DurationVar(&c.RebalanceTimeout, "kafka-rebalance-timeout", d.RebalanceTimeout, "consumer group rebalance timeout")
+	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", d.MaxMessageBytes, "largest record batch in bytes (topic max.message.bytes, writer batch bytes)")
+}
+
+// brokerList is a flag.Value for a comma-separated broker list.
+type brokerList []string
+
+func (b *brokerList) String() string {
+	if b == nil {
+		return ""
+	}
+	return strings.Join(*b, ",")
+}
+
+func (b *brokerList) Set(s string) error {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	*b = out
+	return nil
+}
+
+// MaxPartitions is the largest accepted partition count.
+const MaxPartitions = 10000
+
+// maxMessageBytesLimit keeps max.message.bytes inside Kafka's int32 configs
+// with room for the record batch overhead.
+const maxMessageBytesLimit = 1 << 30
 
 // Validate reports a configuration error.
-func (c Config) Validate() error { panic("unimplemented") }
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("kafka-brokers: empty"))
+	}
+	for _, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			errs = append(errs, errors.New("kafka-brokers: empty broker address"))
+			break
+		}
+	}
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		errs = append(errs, fmt.Errorf("kafka-partitions: %d not in [1, %d]", c.Partitions, MaxPartitions))
+	}
+	if !validTopicChars(c.TopicPrefix) {
+		errs = append(errs, fmt.Errorf("kafka-topic-prefix: %q has characters outside [a-zA-Z0-9._-]", c.TopicPrefix))
+	}
+	if c.SessionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("kafka-session-timeout: %v must be positive", c.SessionTimeout))
+	}
+	if c.RebalanceTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("kafka-rebalance-timeout: %v must be positive", c.RebalanceTimeout))
+	}
+	if c.MaxMessageBytes < 1<<20 || c.MaxMessageBytes > maxMessageBytesLimit {
+		errs = append(errs, fmt.Errorf("kafka-max-message-bytes: %d not in [1 MiB, 1 GiB]", c.MaxMessageBytes))
+	}
+	return errors.Join(errs...)
+}
+
+func validTopicChars(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Topics names every topic of the pipeline; the only place topic names live.
 type Topics struct {
@@ -50,115 +160,21 @@ type Topics struct {
 // Topics returns the topic names under c.TopicPrefix:
 // <prefix>urls.discovered, <prefix>urls.fetch, <prefix>pages.fetched,
 // <prefix>proxies, <prefix>proxies.feedback.
-func (c Config) Topics() Topics { panic("unimplemented") }
+func (c Config) Topics() Topics {
+	p := c.TopicPrefix
+	return Topics{
+		Discovered:    p + "urls.discovered",
+		Fetch:         p + "urls.fetch",
+		Fetched:       p + "pages.fetched",
+		Proxies:       p + "proxies",
+		ProxyFeedback: p + "proxies.feedback",
+	}
+}
+
+// URLTopics returns the topics keyed by politeness key, which must all have
+// c.Partitions partitions.
+func (t Topics) URLTopics() []string { return []string{t.Discovered, t.Fetch, t.Fetched} }
 
 // GroupFor returns the consumer group id of a service ("<prefix>scheduler",
 // "<prefix>fetcher", "<prefix>parser"), so the launcher can measure lag.
 func (c Config) GroupFor(service string) string { return c.TopicPrefix + service }
-
-// EnsureTopics creates every topic that is missing: the URL topics
-// (Discovered, Fetch, Fetched) with c.Partitions partitions, Proxies
-// compacted, ProxyFeedback. An existing URL topic with another partition
-// count is an error (it would break the one-partition-function invariant).
-func EnsureTopics(ctx context.Context, c Config) error { panic("unimplemented") }
-
-// Key returns the record key of a URL: its politeness key (urlcanon).
-func Key(rawURL string) ([]byte, error) { panic("unimplemented") }
-
-// PartitionFor returns the partition a key lands on among n partitions:
-// Kafka's default murmur2 partitioner (kafka-go's Murmur2Balancer), the same
-// that the Java client and librdkafka's murmur2 use.
-func PartitionFor(key []byte, n int) int { panic("unimplemented") }
-
-// NewMessage encodes m into a record for topic with the given key and the
-// crawlmsg schema header.
-func NewMessage(topic string, key []byte, m proto.Message) (kafka.Message, error) {
-	panic("unimplemented")
-}
-
-// Decode decodes the record value into m, checking the schema header.
-func Decode(msg kafka.Message, m proto.Message) error { panic("unimplemented") }
-
-// Writer produces records to any topic (the record's Topic field). Records
-// are batched across concurrent callers, compressed, partitioned with
-// murmur2 on their key, and acknowledged by all in-sync replicas
-// (RequireAll). Safe for concurrent use.
-type Writer struct{}
-
-// NewWriter returns a writer. reg receives the writer's metrics
-// (kafka_produced_total{topic}, kafka_produce_errors_total{topic}).
-func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer { panic("unimplemented") }
-
-// Write blocks until every record is acknowledged, or returns an error.
-// Transient broker errors are retried until ctx is done.
-func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error { panic("unimplemented") }
-
-// Close flushes and closes the writer.
-func (w *Writer) Close() error { panic("unimplemented") }
-
-// Handler processes the records of one assigned partition. One Handler is
-// created per assignment and is called from one goroutine at a time.
-type Handler interface {
-	// Handle receives a batch of consecutive records of the partition. It
-	// may return before the work is done, but must eventually call ack
-	// exactly once per record, when everything the record caused is durable
-	// (produced with acks=all, inserted into ClickHouse). ack is safe for
-	// concurrent use. A returned error stops the partition without
-	// committing past the record; the group run then fails.
-	Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error
-	// Close is called once when the partition is revoked or the group
-	// stops. It must finish or abandon in-flight work before returning;
-	// records never acked are redelivered to the next owner.
-	Close(ctx context.Context) error
-}
-
-// AssignFunc creates the handler of a newly assigned partition (for
-// example after loading the partition's state). An error fails the run.
-type AssignFunc func(ctx context.Context, topic string, partition int) (Handler, error)
-
-// GroupConfig configures one consumer group runner.
-type GroupConfig struct {
-	GroupID        string
-	Topic          string
-	MaxBatch       int           // records per Handle call (default 100)
-	BatchWait      time.Duration // how long to wait to fill a batch (default 20ms)
-	MaxInFlight    int           // unacked records per partition before reading pauses (default 1000)
-	CommitInterval time.Duration // how often acked offsets are committed (default 500ms)
-}
-
-// ErrClosed is returned by a Group after Run has returned.
-var ErrClosed = errors.New("group closed")
-
-// Group consumes one topic in a consumer group: for every assigned partition
-// it reads records from the committed offset, hands them to that partition's
-// Handler and commits the lowest unacked offset as acks arrive. Reading a
-// partition pauses while MaxInFlight records are unacked (bounded memory).
-type Group struct{}
-
-// NewGroup returns a runner; reg receives the group's metrics
-// (kafka_consumed_total, kafka_commits_total, kafka_inflight,
-// kafka_assigned_partitions, kafka_rebalances_total).
-func NewGroup(c Config, gc GroupConfig, assign AssignFunc, log *zap.Logger, reg prometheus.Registerer) (*Group, error) {
-	panic("unimplemented")
-}
-
-// Run consumes until ctx is done, then closes every handler, commits what
-// was acked and leaves the group. It returns nil after a clean stop.
-func (g *Group) Run(ctx context.Context) error { panic("unimplemented") }
-
-// Assigned reports the partitions currently assigned (for readiness and
-// tests).
-func (g *Group) Assigned() []int { panic("unimplemented") }
-
-// Lag returns, for group groupID, the sum over the topic's partitions of
-// (high watermark - committed offset); a partition without a commit counts
-// from its first offset. Used by the launcher to detect a drained crawl.
-func Lag(ctx context.Context, c Config, groupID, topic string) (int64, error) { panic("unimplemented") }
-
-// Follow reads every partition of topic from the first offset and keeps
-// following it without a consumer group (for compacted state topics such as
-// Proxies): fn is called for every record in partition order, tombstones
-// (nil Value) included. It returns when ctx is done.
-func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message)) error {
-	panic("unimplemented")
-}

@@ -1,0 +1,596 @@
+package kafkaio_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+)
+
+func nopLogger(t *testing.T) *zap.Logger { return zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)) }
+
+// recordID names a record by partition and offset.
+type recordID struct {
+	partition int
+	offset    int64
+}
+
+// recorder is a test handler factory: it remembers every record handed out,
+// and acks according to hold (records for which hold returns true are kept
+// unacked in held).
+type recorder struct {
+	hold func(kafka.Message) bool
+
+	mu      sync.Mutex
+	seen    []recordID
+	values  map[string]int
+	held    []kafka.Message
+	acks    map[int]func(kafka.Message)
+	closed  int
+	handled chan struct{} // signalled after each Handle
+}
+
+func newRecorder(hold func(kafka.Message) bool) *recorder {
+	return &recorder{hold: hold, values: map[string]int{}, acks: map[int]func(kafka.Message){}, handled: make(chan struct{}, 1)}
+}
+
+func (r *recorder) assign(_ context.Context, _ string, partition int) (kafkaio.Handler, error) {
+	return &recorderHandler{r: r, partition: partition}, nil
+}
+
+type recorderHandler struct {
+	r         *recorder
+	partition int
+}
+
+func (h *recorderHandler) Handle(_ context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+	r := h.r
+	r.mu.Lock()
+	r.acks[h.partition] = ack
+	var toAck []kafka.Message
+	for _, m := range batch {
+		r.seen = append(r.seen, recordID{m.Partition, m.Offset})
+		r.values[string(m.Value)]++
+		if r.hold != nil && r.hold(m) {
+			r.held = append(r.held, m)
+		} else {
+			toAck = append(toAck, m)
+		}
+	}
+	r.mu.Unlock()
+	for _, m := range toAck {
+		ack(m)
+	}
+	select {
+	case r.handled <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (h *recorderHandler) Close(context.Context) error {
+	h.r.mu.Lock()
+	h.r.closed++
+	h.r.mu.Unlock()
+	return nil
+}
+
+// distinct returns how many distinct values were handled.
+func (r *recorder) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.values)
+}
+
+func (r *recorder) seenIDs() []recordID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
+}
+
+// produce writes n records with values "<prefix>-<i>" and keys spread over
+// hosts, and returns the values.
+func produce(t *testing.T, c kafkaio.Config, topic, prefix string, n int) []string {
+	t.Helper()
+	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), prometheus.NewRegistry())
+	defer w.Close()
+	var msgs []kafka.Message
+	var values []string
+	for i := range n {
+		v := fmt.Sprintf("%s-%d", prefix, i)
+		values = append(values, v)
+		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(fmt.Sprintf("host%d.example", i%13)), Value: []byte(v)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.Write(ctx, msgs...); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return values
+}
+
+// runGroup starts g.Run and returns a stop func that cancels it and
+// returns Run's error (failing the test if Run does not return in time).
+func runGroup(t *testing.T, g *kafkaio.Group) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- g.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-errc:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("group run did not stop")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// eventually polls cond every 20ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func groupConfig(c kafkaio.Config, topic string) kafkaio.GroupConfig {
+	return kafkaio.GroupConfig{
+		GroupID:        c.GroupFor("test"),
+		Topic:          topic,
+		MaxBatch:       16,
+		BatchWait:      10 * time.Millisecond,
+		CommitInterval: 50 * time.Millisecond,
+	}
+}
+
+func lagOf(t *testing.T, c kafkaio.Config, group, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lag, err := kafkaio.Lag(ctx, c, group, topic)
+	if err != nil {
+		t.Fatalf("lag: %v", err)
+	}
+	return lag
+}
+
+func committed(t *testing.T, c kafkaio.Config, group, topic string) map[int]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	parts, err := kafkaio.GroupOffsets(ctx, c, group, topic)
+	if err != nil {
+		t.Fatalf("group offsets: %v", err)
+	}
+	out := make(map[int]int64, len(parts))
+	for _, p := range parts {
+		out[p.Partition] = p.Committed
+	}
+	return out
+}
+
+func TestGroupConsumesAndCommitsEverything(t *testing.T) {
+	c := kafkatest.Config(t, 4)
+	topic := c.Topics().Discovered
+	gc := groupConfig(c, topic)
+	const n = 500
+	produce(t, c, topic, "a", n)
+	if lag := lagOf(t, c, gc.GroupID, topic); lag != n {
+		t.Fatalf("lag before consuming = %d, want %d", lag, n)
+	}
+
+	rec := newRecorder(nil)
+	reg := prometheus.NewRegistry()
+	g, err := kafkaio.NewGroup(c, gc, rec.assign, zaptest.NewLogger(t), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	eventually(t, 20*time.Second, "all records handled", func() bool { return rec.distinct() == n })
+	if got := g.Assigned(); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("Assigned() = %v, want all 4 partitions", got)
+	}
+	eventually(t, 10*time.Second, "lag 0", func() bool { return lagOf(t, c, gc.GroupID, topic) == 0 })
+	// More records after the first commit are consumed too.
+	produce(t, c, topic, "b", 50)
+	eventually(t, 20*time.Second, "late records handled", func() bool { return rec.distinct() == n+50 })
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if lag := lagOf(t, c, gc.GroupID, topic); lag != 0 {
+		t.Errorf("lag after stop = %d, want 0", lag)
+	}
+	if got := g.Assigned(); len(got) != 0 {
+		t.Errorf("Assigned() after stop = %v, want none", got)
+	}
+	if rec.closed != 4 {
+		t.Errorf("handlers closed = %d, want 4", rec.closed)
+	}
+	if err := g.Run(context.Background()); !errors.Is(err, kafkaio.ErrClosed) {
+		t.Errorf("second Run = %v, want ErrClosed", err)
+	}
+	if got := testutilValue(t, reg, "kafka_consumed_total", topic); got < n+50 {
+		t.Errorf("kafka_consumed_total = %v, want >= %d", got, n+50)
+	}
+	if got := testutilValue(t, reg, "kafka_inflight", topic); got != 0 {
+		t.Errorf("kafka_inflight = %v, want 0", got)
+	}
+}
+
+// TestGroupCommitsLowestUnacked holds the ack of one record while acking
+// later ones: the committed offset stops at the held record, and a new
+// member of the group resumes exactly there.
+func TestGroupCommitsLowestUnacked(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Fetch
+	gc := groupConfig(c, topic)
+	const n, heldOffset = 20, 7
+	produce(t, c, topic, "r", n)
+
+	rec := newRecorder(func(m kafka.Message) bool { return m.Offset == heldOffset })
+	g, err := kafkaio.NewGroup(c, gc, rec.assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	eventually(t, 20*time.Second, "all records handled", func() bool { return rec.distinct() == n })
+	eventually(t, 10*time.Second, "commit at the held record", func() bool {
+		return committed(t, c, gc.GroupID, topic)[0] == heldOffset
+	})
+	// It must not move past the held record, even after more intervals.
+	time.Sleep(5 * gc.CommitInterval)
+	if got := committed(t, c, gc.GroupID, topic)[0]; got != heldOffset {
+		t.Fatalf("committed = %d with offset %d unacked, want %d", got, heldOffset, heldOffset)
+	}
+	if lag := lagOf(t, c, gc.GroupID, topic); lag != n-heldOffset {
+		t.Errorf("lag = %d, want %d", lag, n-heldOffset)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+
+	// A new member starts at the held record: it and everything after it
+	// is redelivered, nothing before it.
+	rec2 := newRecorder(nil)
+	g2, err := kafkaio.NewGroup(c, gc, rec2.assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2 := runGroup(t, g2)
+	eventually(t, 20*time.Second, "redelivery", func() bool { return rec2.distinct() == n-heldOffset })
+	eventually(t, 10*time.Second, "lag 0", func() bool { return lagOf(t, c, gc.GroupID, topic) == 0 })
+	if err := stop2(); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	ids := rec2.seenIDs()
+	if len(ids) != n-heldOffset || ids[0].offset != heldOffset || ids[len(ids)-1].offset != n-1 {
+		t.Errorf("redelivered %v, want offsets %d..%d once", ids, heldOffset, n-1)
+	}
+}
+
+// TestGroupOutOfOrderAcks acks a batch in reverse: the commit only moves
+// once the lowest record is acked.
+func TestGroupOutOfOrderAcks(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Fetched
+	gc := groupConfig(c, topic)
+	gc.MaxBatch = 100
+	gc.BatchWait = 500 * time.Millisecond
+	const n = 10
+	produce(t, c, topic, "o", n)
+
+	rec := newRecorder(func(kafka.Message) bool { return true }) // hold everything
+	g, err := kafkaio.NewGroup(c, gc, rec.assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	eventually(t, 20*time.Second, "all records handled", func() bool { return rec.distinct() == n })
+
+	rec.mu.Lock()
+	held := slices.Clone(rec.held)
+	ack := rec.acks[0]
+	rec.mu.Unlock()
+	slices.Reverse(held)
+	// Ack n-1 .. 1: offset 0 is still unacked, nothing may be committed.
+	for _, m := range held[:n-1] {
+		ack(m)
+	}
+	time.Sleep(5 * gc.CommitInterval)
+	if got := committed(t, c, gc.GroupID, topic)[0]; got > 0 {
+		t.Fatalf("committed = %d with offset 0 unacked, want 0 or none", got)
+	}
+	ack(held[n-1]) // offset 0
+	eventually(t, 10*time.Second, "commit of all", func() bool { return committed(t, c, gc.GroupID, topic)[0] == n })
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+// TestGroupMaxInFlight checks that a handler never holds more than
+// MaxInFlight unacked records of its partition, and that reading resumes
+// as acks arrive.
+func TestGroupMaxInFlight(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Discovered
+	gc := groupConfig(c, topic)
+	gc.MaxInFlight = 5
+	gc.MaxBatch = 4
+	const n = 60
+	produce(t, c, topic, "m", n)
+
+	var (
+		mu          sync.Mutex
+		outstanding []kafka.Message
+		maxSeen     int
+		handled     int
+		ack         func(kafka.Message)
+	)
+	assign := func(context.Context, string, int) (kafkaio.Handler, error) {
+		return handlerFunc(func(_ context.Context, batch []kafka.Message, a func(kafka.Message)) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ack = a
+			outstanding = append(outstanding, batch...)
+			handled += len(batch)
+			maxSeen = max(maxSeen, len(outstanding))
+			return nil
+		}), nil
+	}
+	g, err := kafkaio.NewGroup(c, gc, assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		done := handled == n && len(outstanding) == 0
+		stalled := len(outstanding) == gc.MaxInFlight
+		var m kafka.Message
+		if len(outstanding) > 0 && (stalled || handled == n) {
+			// Ack the oldest only when reading has paused: proves the
+			// pause and the resume.
+			m = outstanding[0]
+			outstanding = outstanding[1:]
+		}
+		a := ack
+		mu.Unlock()
+		if done {
+			break
+		}
+		if m.Value != nil {
+			a(m)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: handled %d of %d", handled, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if maxSeen > gc.MaxInFlight {
+		t.Errorf("handler saw %d unacked records, MaxInFlight %d", maxSeen, gc.MaxInFlight)
+	}
+	if maxSeen < gc.MaxInFlight {
+		t.Errorf("handler saw at most %d unacked records; the test never reached the limit %d", maxSeen, gc.MaxInFlight)
+	}
+}
+
+type handlerFunc func(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error
+
+func (f handlerFunc) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+	return f(ctx, batch, ack)
+}
+func (handlerFunc) Close(context.Context) error { return nil }
+
+// TestGroupTwoMembers runs two members of one group: they split the
+// partitions, and when one leaves the other takes its partitions over with
+// no record lost. A never acks some records: B must get them again.
+func TestGroupTwoMembers(t *testing.T) {
+	c := kafkatest.Config(t, 4)
+	topic := c.Topics().Fetch
+	gc := groupConfig(c, topic)
+
+	neverAcked := func(m kafka.Message) bool { return strings.HasSuffix(string(m.Value), "7") }
+	recA, recB := newRecorder(neverAcked), newRecorder(nil)
+	gA, err := kafkaio.NewGroup(c, gc, recA.assign, zaptest.NewLogger(t).Named("a"), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gB, err := kafkaio.NewGroup(c, gc, recB.assign, zaptest.NewLogger(t).Named("b"), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopA := runGroup(t, gA)
+	eventually(t, 20*time.Second, "A owns all partitions", func() bool { return len(gA.Assigned()) == 4 })
+	stopB := runGroup(t, gB)
+	eventually(t, 30*time.Second, "A and B share the partitions", func() bool {
+		a, b := gA.Assigned(), gB.Assigned()
+		return len(a) > 0 && len(b) > 0 && len(a)+len(b) == 4
+	})
+	first := produce(t, c, topic, "first", 200)
+	union := func() map[string]bool {
+		u := map[string]bool{}
+		for _, r := range []*recorder{recA, recB} {
+			r.mu.Lock()
+			for v := range r.values {
+				u[v] = true
+			}
+			r.mu.Unlock()
+		}
+		return u
+	}
+	eventually(t, 20*time.Second, "first records handled", func() bool { return len(union()) == len(first) })
+	if recA.distinct() == 0 || recB.distinct() == 0 {
+		t.Errorf("records handled by A: %d, by B: %d; want both > 0", recA.distinct(), recB.distinct())
+	}
+
+	// A leaves; its partitions go to B; records produced meanwhile are
+	// not lost.
+	second := produce(t, c, topic, "second", 200)
+	if err := stopA(); err != nil {
+		t.Fatalf("run A: %v", err)
+	}
+	eventually(t, 30*time.Second, "B owns all partitions", func() bool { return len(gB.Assigned()) == 4 })
+	third := produce(t, c, topic, "third", 200)
+	all := append(append(append([]string{}, first...), second...), third...)
+	eventually(t, 30*time.Second, "every record handled", func() bool { return len(union()) == len(all) })
+	u := union()
+	for _, v := range all {
+		if !u[v] {
+			t.Fatalf("record %s lost", v)
+		}
+	}
+	eventually(t, 10*time.Second, "lag 0", func() bool { return lagOf(t, c, gc.GroupID, topic) == 0 })
+	if err := stopB(); err != nil {
+		t.Fatalf("run B: %v", err)
+	}
+	recA.mu.Lock()
+	held := slices.Clone(recA.held)
+	recA.mu.Unlock()
+	if len(held) == 0 {
+		t.Fatal("A held no record; the test proves nothing")
+	}
+	recB.mu.Lock()
+	defer recB.mu.Unlock()
+	for _, m := range held {
+		if recB.values[string(m.Value)] == 0 {
+			t.Errorf("record %s, never acked by A, was not redelivered to B", m.Value)
+		}
+	}
+}
+
+func TestGroupHandlerErrorFailsRun(t *testing.T) {
+	c := kafkatest.Config(t, 2)
+	topic := c.Topics().Fetch
+	produce(t, c, topic, "e", 10)
+	boom := errors.New("boom")
+	assign := func(context.Context, string, int) (kafkaio.Handler, error) {
+		return handlerFunc(func(context.Context, []kafka.Message, func(kafka.Message)) error { return boom }), nil
+	}
+	g, err := kafkaio.NewGroup(c, groupConfig(c, topic), assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.Run(ctx); !errors.Is(err, boom) {
+		t.Fatalf("run = %v, want %v", err, boom)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("run returned only at the deadline")
+	}
+	if lag := lagOf(t, c, c.GroupFor("test"), topic); lag != 10 {
+		t.Errorf("lag = %d after failed handling, want 10 (nothing committed)", lag)
+	}
+}
+
+func TestGroupAssignErrorFailsRun(t *testing.T) {
+	c := kafkatest.Config(t, 2)
+	boom := errors.New("load state")
+	assign := func(context.Context, string, int) (kafkaio.Handler, error) { return nil, boom }
+	g, err := kafkaio.NewGroup(c, groupConfig(c, c.Topics().Fetch), assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.Run(ctx); !errors.Is(err, boom) {
+		t.Fatalf("run = %v, want %v", err, boom)
+	}
+}
+
+func TestNewGroupValidates(t *testing.T) {
+	c := kafkaio.DefaultConfig()
+	assign := func(context.Context, string, int) (kafkaio.Handler, error) { return nil, nil }
+	tests := []struct {
+		name   string
+		gc     kafkaio.GroupConfig
+		assign kafkaio.AssignFunc
+		ok     bool
+	}{
+		{"defaults", kafkaio.GroupConfig{GroupID: "g", Topic: "t"}, assign, true},
+		{"no group id", kafkaio.GroupConfig{Topic: "t"}, assign, false},
+		{"no topic", kafkaio.GroupConfig{GroupID: "g"}, assign, false},
+		{"negative in flight", kafkaio.GroupConfig{GroupID: "g", Topic: "t", MaxInFlight: -1}, assign, false},
+		{"negative batch", kafkaio.GroupConfig{GroupID: "g", Topic: "t", MaxBatch: -1}, assign, false},
+		{"nil assign", kafkaio.GroupConfig{GroupID: "g", Topic: "t"}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := kafkaio.NewGroup(c, tt.gc, tt.assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+			if (err == nil) != tt.ok {
+				t.Errorf("NewGroup err = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+// TestGroupCommittedOffsetOutOfRange starts a group whose committed offset
+// lies past the end of the partition (the topic was recreated): it resets
+// to the first offset instead of stalling.
+func TestGroupCommittedOffsetOutOfRange(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Fetch
+	gc := groupConfig(c, topic)
+	produce(t, c, topic, "x", 10)
+
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: tr}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
+		GroupID:      gc.GroupID,
+		GenerationID: -1,
+		Topics:       map[string][]kafka.OffsetCommit{topic: {{Partition: 0, Offset: 1000}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			t.Fatalf("commit: %v", p.Error)
+		}
+	}
+
+	rec := newRecorder(nil)
+	g, err := kafkaio.NewGroup(c, gc, rec.assign, zaptest.NewLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	eventually(t, 20*time.Second, "records read from the first offset", func() bool { return rec.distinct() == 10 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, c, gc.GroupID, topic)[0]; got != 10 {
+		t.Errorf("committed = %d, want 10", got)
+	}
+}

@@ -1,0 +1,191 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// partitionsOf returns the partition ids of topic.
+func partitionsOf(ctx context.Context, client *kafka.Client, topic string) ([]int, error) {
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("read metadata of %s: %w", topic, err)
+	}
+	for _, t := range meta.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return nil, fmt.Errorf("read metadata of %s: %w", topic, t.Error)
+		}
+		ids := make([]int, len(t.Partitions))
+		for i, p := range t.Partitions {
+			ids[i] = p.ID
+		}
+		return ids, nil
+	}
+	return nil, fmt.Errorf("read metadata of %s: %w", topic, kafka.UnknownTopicOrPartition)
+}
+
+// PartitionOffsets is the position of a consumer group in one partition.
+type PartitionOffsets struct {
+	Partition int
+	First     int64 // log start offset
+	End       int64 // high watermark: offset of the next record produced
+	Committed int64 // the group's committed offset, -1 when none
+}
+
+// Lag is the records the group still has to consume: End minus the
+// committed offset, or minus First when nothing was committed.
+func (p PartitionOffsets) Lag() int64 {
+	from := p.Committed
+	if from < p.First {
+		from = p.First
+	}
+	return max(p.End-from, 0)
+}
+
+// GroupOffsets returns, for every partition of topic, its first and end
+// offsets and the committed offset of group groupID.
+func GroupOffsets(ctx context.Context, c Config, groupID, topic string) ([]PartitionOffsets, error) {
+	client, closeClient := newClient(c)
+	defer closeClient()
+	ids, err := partitionsOf(ctx, client, topic)
+	if err != nil {
+		return nil, err
+	}
+	fetched, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: groupID, Topics: map[string][]int{topic: ids}})
+	if err != nil {
+		return nil, fmt.Errorf("fetch offsets of group %s: %w", groupID, err)
+	}
+	committed := make(map[int]int64, len(ids))
+	switch {
+	case errors.Is(fetched.Error, kafka.GroupIdNotFound):
+		// Some brokers (kfake) answer so for a group that never
+		// committed; Kafka answers -1 offsets. Both mean no commits.
+		fetched.Topics = nil
+	case fetched.Error != nil:
+		return nil, fmt.Errorf("fetch offsets of group %s: %w", groupID, fetched.Error)
+	}
+	for _, p := range fetched.Topics[topic] {
+		if errors.Is(p.Error, kafka.GroupIdNotFound) {
+			continue
+		}
+		if p.Error != nil {
+			return nil, fmt.Errorf("fetch offset of group %s partition %d: %w", groupID, p.Partition, p.Error)
+		}
+		committed[p.Partition] = p.CommittedOffset
+	}
+
+	reqs := make([]kafka.OffsetRequest, 0, 2*len(ids))
+	for _, id := range ids {
+		reqs = append(reqs, kafka.FirstOffsetOf(id), kafka.LastOffsetOf(id))
+	}
+	listed, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+	}
+	bounds := make(map[int]kafka.PartitionOffsets, len(ids))
+	for _, p := range listed.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("list offsets of %s partition %d: %w", topic, p.Partition, p.Error)
+		}
+		bounds[p.Partition] = p
+	}
+
+	out := make([]PartitionOffsets, 0, len(ids))
+	for _, id := range ids {
+		b, ok := bounds[id]
+		if !ok {
+			return nil, fmt.Errorf("list offsets of %s: partition %d missing", topic, id)
+		}
+		com, ok := committed[id]
+		if !ok {
+			com = -1
+		}
+		out = append(out, PartitionOffsets{Partition: id, First: b.FirstOffset, End: b.LastOffset, Committed: com})
+	}
+	return out, nil
+}
+
+// Lag returns, for group groupID, the sum over the topic's partitions of
+// (high watermark - committed offset); a partition without a commit counts
+// from its first offset. Used by the launcher to detect a drained crawl.
+func Lag(ctx context.Context, c Config, groupID, topic string) (int64, error) {
+	parts, err := GroupOffsets(ctx, c, groupID, topic)
+	if err != nil {
+		return 0, fmt.Errorf("measure lag: %w", err)
+	}
+	var lag int64
+	for _, p := range parts {
+		lag += p.Lag()
+	}
+	return lag, nil
+}
+
+// Follow reads every partition of topic from the first offset and keeps
+// following it without a consumer group (for compacted state topics such as
+// Proxies): fn is called for every record in partition order, tombstones
+// (nil Value) included. Calls of fn are serialized (one at a time, across
+// partitions), so fn needs no locking of its own. It returns nil when ctx is
+// done, or the first read error.
+func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message)) error {
+	client, closeClient := newClient(c)
+	ids, err := partitionsOf(ctx, client, topic)
+	closeClient()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("follow %s: %w", topic, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		fnMu    sync.Mutex
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		readErr error
+	)
+	for _, id := range ids {
+		reader := kafka.NewReader(kafka.ReaderConfig{
+			Brokers:   c.Brokers,
+			Topic:     topic,
+			Partition: id,
+			MinBytes:  1,
+			MaxBytes:  c.MaxMessageBytes,
+			MaxWait:   200 * time.Millisecond,
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer reader.Close()
+			if err := reader.SetOffset(kafka.FirstOffset); err != nil {
+				errOnce.Do(func() { readErr = fmt.Errorf("follow %s partition %d: %w", topic, id, err) })
+				cancel()
+				return
+			}
+			for {
+				msg, err := reader.FetchMessage(ctx)
+				if err != nil {
+					if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+						errOnce.Do(func() { readErr = fmt.Errorf("follow %s partition %d: %w", topic, id, err) })
+						cancel()
+					}
+					return
+				}
+				fnMu.Lock()
+				fn(msg)
+				fnMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return readErr
+}

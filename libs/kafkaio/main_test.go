@@ -1,0 +1,14 @@
+package kafkaio_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain checks that no test leaves a goroutine behind: every reader,
+// writer, consumer group and kfake cluster a test starts is closed by then.
+// goleak retries for a while, which covers goroutines that are exiting.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}

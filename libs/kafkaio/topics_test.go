@@ -1,0 +1,236 @@
+package kafkaio_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+)
+
+func topicPartitions(t *testing.T, brokers []string, topics ...string) map[string]int {
+	t.Helper()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	out := map[string]int{}
+	for _, tp := range meta.Topics {
+		if tp.Error == nil {
+			out[tp.Name] = len(tp.Partitions)
+		}
+	}
+	return out
+}
+
+func topicConfigs(t *testing.T, brokers []string, topic string) map[string]string {
+	t.Helper()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic},
+	}})
+	if err != nil {
+		t.Fatalf("describe configs: %v", err)
+	}
+	out := map[string]string{}
+	for _, r := range resp.Resources {
+		for _, e := range r.ConfigEntries {
+			out[e.ConfigName] = e.ConfigValue
+		}
+	}
+	return out
+}
+
+func TestEnsureTopicsCreatesAndIsIdempotent(t *testing.T) {
+	_, brokers := kafkatest.Cluster(t)
+	c := kafkaio.DefaultConfig()
+	c.Brokers = brokers
+	c.Partitions = 6
+	c.TopicPrefix = "idem."
+	c.MaxMessageBytes = 4 << 20
+
+	// Several services start at once: concurrent callers all succeed.
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			errs[i] = kafkaio.EnsureTopics(ctx, c)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent EnsureTopics #%d: %v", i, err)
+		}
+	}
+	// And again, sequentially.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := kafkaio.EnsureTopics(ctx, c); err != nil {
+		t.Fatalf("second EnsureTopics: %v", err)
+	}
+
+	tp := c.Topics()
+	got := topicPartitions(t, brokers, tp.Discovered, tp.Fetch, tp.Fetched, tp.Proxies, tp.ProxyFeedback)
+	want := map[string]int{
+		tp.Discovered: 6, tp.Fetch: 6, tp.Fetched: 6,
+		tp.Proxies: kafkaio.ProxiesPartitions, tp.ProxyFeedback: 6,
+	}
+	for name, n := range want {
+		if got[name] != n {
+			t.Errorf("topic %s has %d partitions, want %d", name, got[name], n)
+		}
+	}
+	tests := []struct {
+		topic, config, want string
+	}{
+		{tp.Proxies, "cleanup.policy", "compact"},
+		{tp.Proxies, "max.message.bytes", strconv.Itoa(4 << 20)},
+		{tp.Fetched, "max.message.bytes", strconv.Itoa(4 << 20)},
+		{tp.Discovered, "cleanup.policy", "delete"},
+	}
+	for _, tt := range tests {
+		if v := topicConfigs(t, brokers, tt.topic)[tt.config]; v != tt.want {
+			t.Errorf("topic %s %s = %q, want %q", tt.topic, tt.config, v, tt.want)
+		}
+	}
+}
+
+func TestEnsureTopicsPartitionMismatch(t *testing.T) {
+	c := kafkatest.Config(t, 4)
+	c.Partitions = 8
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := kafkaio.EnsureTopics(ctx, c)
+	if !errors.Is(err, kafkaio.ErrPartitionMismatch) {
+		t.Fatalf("EnsureTopics with 8 partitions over 4: err = %v, want ErrPartitionMismatch", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, c.Topics().Discovered) || !strings.Contains(msg, "4") || !strings.Contains(msg, "8") {
+		t.Errorf("error %q does not name the topic and both counts", msg)
+	}
+	if ctx.Err() != nil {
+		t.Error("mismatch was retried until the deadline")
+	}
+}
+
+func TestEnsureTopicsReplicationFactor(t *testing.T) {
+	cluster, brokers := kafkatest.Cluster(t, kfake.NumBrokers(2))
+	_ = cluster
+	c := kafkatest.ConfigFor(t, brokers, 2)
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{c.Topics().Fetch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range meta.Topics[0].Partitions {
+		if len(p.Replicas) != 2 {
+			t.Errorf("partition %d has %d replicas, want min(3, 2 brokers) = 2", p.ID, len(p.Replicas))
+		}
+	}
+}
+
+func TestEnsureTopicsUnreachable(t *testing.T) {
+	c := kafkaio.DefaultConfig()
+	c.Brokers = []string{"127.0.0.1:1"} // nothing listens on port 1
+	ctx, cancel := context.WithTimeout(context.Background(), 1*time.Second)
+	defer cancel()
+	if err := kafkaio.EnsureTopics(ctx, c); err == nil {
+		t.Fatal("EnsureTopics against no broker succeeded")
+	}
+}
+
+func TestLag(t *testing.T) {
+	c := kafkatest.Config(t, 3)
+	topic := c.Topics().Fetched
+	group := c.GroupFor("lag")
+	lag := func() int64 { return lagOf(t, c, group, topic) }
+	if got := lag(); got != 0 {
+		t.Fatalf("lag of empty topic = %d", got)
+	}
+	produce(t, c, topic, "l", 90)
+	if got := lag(); got != 90 {
+		t.Fatalf("lag without commits = %d, want 90", got)
+	}
+	// Consume everything, then stop: lag 0.
+	rec := newRecorder(nil)
+	g, err := kafkaio.NewGroup(c, kafkaio.GroupConfig{GroupID: group, Topic: topic, CommitInterval: 50 * time.Millisecond}, rec.assign, nopLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	eventually(t, 20*time.Second, "consumed", func() bool { return rec.distinct() == 90 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := lag(); got != 0 {
+		t.Fatalf("lag after consuming = %d, want 0", got)
+	}
+	produce(t, c, topic, "m", 10)
+	if got := lag(); got != 10 {
+		t.Fatalf("lag after 10 more = %d, want 10", got)
+	}
+}
+
+func TestFollow(t *testing.T) {
+	c := kafkatest.Config(t, 2)
+	topic := c.Topics().Proxies
+	w := kafkaio.NewWriter(c, nopLogger(t), nil)
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	msgs := []kafka.Message{
+		{Topic: topic, Key: []byte("p1"), Value: []byte("v1")},
+		{Topic: topic, Key: []byte("p2"), Value: []byte("v2")},
+		{Topic: topic, Key: []byte("p1"), Value: nil}, // tombstone
+	}
+	if err := w.Write(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]string{}
+	var n int
+	fctx, fcancel := context.WithCancel(ctx)
+	defer fcancel()
+	err := kafkaio.Follow(fctx, c, topic, func(m kafka.Message) {
+		n++
+		if m.Value == nil {
+			delete(state, string(m.Key))
+		} else {
+			state[string(m.Key)] = string(m.Value)
+		}
+		if n == len(msgs) {
+			fcancel()
+		}
+	})
+	if err != nil {
+		t.Fatalf("follow: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("follow saw %d of %d records before the deadline", n, len(msgs))
+	}
+	if len(state) != 1 || state["p2"] != "v2" {
+		t.Errorf("state after follow = %v, want only p2=v2", state)
+	}
+}

@@ -1,0 +1,226 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+)
+
+// Writer produces records to any topic (the record's Topic field). Records
+// are batched across concurrent callers, compressed, partitioned with
+// murmur2 on their key, and acknowledged by all in-sync replicas
+// (RequireAll). Safe for concurrent use.
+type Writer struct {
+	w       *kafka.Writer
+	tr      *kafka.Transport
+	log     *zap.Logger
+	metrics *writerMetrics
+}
+
+type writerMetrics struct {
+	produced *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+}
+
+func newWriterMetrics(reg prometheus.Registerer) *writerMetrics {
+	return &writerMetrics{
+		produced: registerCounterVec(reg, prometheus.CounterOpts{
+			Name: "kafka_produced_total",
+			Help: "Records acknowledged by all in-sync replicas, by topic.",
+		}, "topic"),
+		errors: registerCounterVec(reg, prometheus.CounterOpts{
+			Name: "kafka_produce_errors_total",
+			Help: "Records whose produce attempt failed (retried or returned), by topic.",
+		}, "topic"),
+	}
+}
+
+// Writer tuning. BatchTimeout is short because Write is synchronous: a
+// caller waits for the batch to fill or time out.
+const (
+	writerBatchTimeout = 5 * time.Millisecond
+	writerBatchSize    = 500
+)
+
+// NewWriter returns a writer. reg receives the writer's metrics
+// (kafka_produced_total{topic}, kafka_produce_errors_total{topic}); nil
+// leaves them unexported.
+func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
+	tr := &kafka.Transport{}
+	return &Writer{
+		tr: tr,
+		w: &kafka.Writer{
+			Transport:              tr,
+			Addr:                   kafka.TCP(c.Brokers...),
+			Balancer:               &kafka.Murmur2Balancer{Consistent: true},
+			RequiredAcks:           kafka.RequireAll,
+			BatchTimeout:           writerBatchTimeout,
+			BatchSize:              writerBatchSize,
+			BatchBytes:             int64(c.MaxMessageBytes),
+			Compression:            kafka.Zstd,
+			AllowAutoTopicCreation: false,
+			Async:                  false,
+		},
+		log:     log,
+		metrics: newWriterMetrics(reg),
+	}
+}
+
+// Write blocks until every record is acknowledged, or returns an error.
+// Transient broker errors (see isRetryable) are retried with back-off until
+// ctx is done; only the records that failed are sent again, so a retry may
+// duplicate nothing that was acknowledged. A permanent error (record too
+// large, unknown error) is returned at once, wrapping kafka.WriteErrors when
+// the broker reported per-record errors.
+func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
+	pending := msgs
+	backoff := newBackoff(50*time.Millisecond, 2*time.Second)
+	for attempt := 1; ; attempt++ {
+		err := w.w.WriteMessages(ctx, pending...)
+		if err == nil {
+			w.countProduced(pending)
+			return nil
+		}
+		if ctx.Err() != nil {
+			w.countErrors(pending)
+			return fmt.Errorf("write %d records: %w", len(pending), ctx.Err())
+		}
+		var werrs kafka.WriteErrors
+		var retry []kafka.Message
+		var permanent error
+		if errors.As(err, &werrs) && len(werrs) == len(pending) {
+			var ok []kafka.Message
+			for i, e := range werrs {
+				switch {
+				case e == nil:
+					ok = append(ok, pending[i])
+				case isRetryable(e):
+					retry = append(retry, pending[i])
+				default:
+					permanent = err
+				}
+			}
+			w.countProduced(ok)
+		} else if isRetryable(err) {
+			retry = pending
+		} else {
+			permanent = err
+		}
+		if permanent != nil {
+			w.countErrors(pending)
+			return fmt.Errorf("write %d records: %w", len(pending), permanent)
+		}
+		w.countErrors(retry)
+		w.log.Warn("kafka write failed, retrying",
+			zap.Int("records", len(retry)), zap.Int("attempt", attempt), zap.Error(err))
+		pending = retry
+		if werr := backoff.wait(ctx); werr != nil {
+			return fmt.Errorf("write %d records: %w", len(pending), errors.Join(werr, err))
+		}
+	}
+}
+
+func (w *Writer) countProduced(msgs []kafka.Message) {
+	for _, m := range msgs {
+		w.metrics.produced.WithLabelValues(m.Topic).Inc()
+	}
+}
+
+func (w *Writer) countErrors(msgs []kafka.Message) {
+	for _, m := range msgs {
+		w.metrics.errors.WithLabelValues(m.Topic).Inc()
+	}
+}
+
+// Close flushes and closes the writer.
+func (w *Writer) Close() error {
+	err := w.w.Close()
+	w.tr.CloseIdleConnections()
+	if err != nil {
+		return fmt.Errorf("close kafka writer: %w", err)
+	}
+	return nil
+}
+
+// IsRetryable reports whether a Kafka error is transient: retrying the same
+// request later can succeed.
+func IsRetryable(err error) bool { return isRetryable(err) }
+
+func isRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var kerr kafka.Error
+	var nerr net.Error
+	var tooLarge kafka.MessageTooLargeError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The caller gave up; retrying would outlive its context.
+		return false
+	case errors.As(err, &tooLarge):
+		// The record will never fit.
+		return false
+	case errors.As(err, &kerr):
+		// Broker error codes: kafka-go classifies leader elections,
+		// timeouts, not-enough-replicas, coordinator moves as temporary.
+		return kerr.Temporary()
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
+		// The broker connection dropped or the broker is restarting.
+		return true
+	case errors.As(err, &nerr):
+		// Other network failures (dial errors, I/O timeouts).
+		return true
+	default:
+		return false
+	}
+}
+
+// registerCounterVec registers a counter vector on reg, or returns the one
+// already registered under the same name (several writers or groups in one
+// process share their metrics). A nil reg keeps the metrics unexported.
+func registerCounterVec(reg prometheus.Registerer, opts prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(opts, labels)
+	if reg == nil {
+		return v
+	}
+	if err := reg.Register(v); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing
+			}
+		}
+		// An incompatible collector under our name: keep counting on an
+		// unregistered vector rather than failing the caller.
+		return v
+	}
+	return v
+}
+
+// registerGaugeVec is registerCounterVec for gauges.
+func registerGaugeVec(reg prometheus.Registerer, opts prometheus.GaugeOpts, labels ...string) *prometheus.GaugeVec {
+	v := prometheus.NewGaugeVec(opts, labels)
+	if reg == nil {
+		return v
+	}
+	if err := reg.Register(v); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.GaugeVec); ok {
+				return existing
+			}
+		}
+		return v
+	}
+	return v
+}

@@ -1,0 +1,178 @@
+package kafkaio_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+)
+
+// readAll reads every partition of topic from the start until n records
+// were read or the deadline passes.
+func readAll(t *testing.T, c kafkaio.Config, topic string, n int) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan kafka.Message, n)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- kafkaio.Follow(ctx, c, topic, func(m kafka.Message) {
+			got <- m
+			if len(got) == n {
+				cancel()
+			}
+		})
+	}()
+	if err := <-errc; err != nil {
+		t.Fatalf("follow %s: %v", topic, err)
+	}
+	close(got)
+	var out []kafka.Message
+	for m := range got {
+		out = append(out, m)
+	}
+	if len(out) != n {
+		t.Fatalf("read %d records from %s, want %d", len(out), topic, n)
+	}
+	return out
+}
+
+func TestWriterRoundTrip(t *testing.T) {
+	c := kafkatest.Config(t, 4)
+	topic := c.Topics().Fetch
+	reg := prometheus.NewRegistry()
+	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), reg)
+	defer w.Close()
+
+	const n = 300
+	want := make(map[string]*crawlv1.FetchRequest, n)
+	var msgs []kafka.Message
+	for i := range n {
+		u := fmt.Sprintf("http://host%d.example/page/%d", i%17, i)
+		req := &crawlv1.FetchRequest{CrawlId: "c1", Url: u, Depth: uint32(i % 5)}
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			t.Fatalf("key %s: %v", u, err)
+		}
+		m, err := kafkaio.NewMessage(topic, key, req)
+		if err != nil {
+			t.Fatalf("new message: %v", err)
+		}
+		want[u] = req
+		msgs = append(msgs, m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Two concurrent callers share batches.
+	errc := make(chan error, 2)
+	go func() { errc <- w.Write(ctx, msgs[:n/2]...) }()
+	go func() { errc <- w.Write(ctx, msgs[n/2:]...) }()
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+	if got := testutilValue(t, reg, "kafka_produced_total", topic); got != n {
+		t.Errorf("kafka_produced_total = %v, want %d", got, n)
+	}
+
+	for _, m := range readAll(t, c, topic, n) {
+		var got crawlv1.FetchRequest
+		if err := kafkaio.Decode(m, &got); err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		w, ok := want[got.Url]
+		if !ok {
+			t.Fatalf("unexpected record %s", got.Url)
+		}
+		if !proto.Equal(w, &got) {
+			t.Errorf("record %s = %v, want %v", got.Url, &got, w)
+		}
+		// Key -> partition agreement: the writer put the record where
+		// PartitionFor says.
+		if p := kafkaio.PartitionFor(m.Key, c.Partitions); p != m.Partition {
+			t.Errorf("record %s key %q in partition %d, PartitionFor says %d", got.Url, m.Key, m.Partition, p)
+		}
+		delete(want, got.Url)
+	}
+	if len(want) != 0 {
+		t.Errorf("%d records missing", len(want))
+	}
+}
+
+func TestDecodeSchemaMismatch(t *testing.T) {
+	m, err := kafkaio.NewMessage("t", []byte("k"), &crawlv1.FetchRequest{Url: "http://a/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page crawlv1.FetchedPage
+	if err := kafkaio.Decode(m, &page); !errors.Is(err, crawlmsg.ErrSchemaMismatch) {
+		t.Fatalf("decode into other type: err = %v, want ErrSchemaMismatch", err)
+	}
+}
+
+func TestWriterRecordTooLarge(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), prometheus.NewRegistry())
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	big := kafka.Message{Topic: c.Topics().Fetch, Key: []byte("k"), Value: make([]byte, c.MaxMessageBytes+1)}
+	err := w.Write(ctx, big)
+	var tooLarge kafka.MessageTooLargeError
+	if !errors.As(err, &tooLarge) {
+		t.Fatalf("write oversized record: err = %v, want MessageTooLargeError", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("oversized record was retried until the deadline")
+	}
+}
+
+func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), prometheus.NewRegistry())
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	err := w.Write(ctx, kafka.Message{Topic: c.TopicPrefix + "missing", Key: []byte("k"), Value: []byte("v")})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write to missing topic: err = %v, want deadline exceeded", err)
+	}
+}
+
+// testutilValue returns the value of the counter or gauge name{topic}.
+func testutilValue(t *testing.T, reg *prometheus.Registry, name, topic string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "topic" && l.GetValue() == topic {
+					if m.Counter != nil {
+						return m.GetCounter().GetValue()
+					}
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("metric %s{topic=%q} not found", name, topic)
+	return 0
+}
