@@ -1,0 +1,270 @@
+// Package launcher runs a whole crawl on one machine from one command:
+// it builds the services, starts the embedded broker and a ClickHouse
+// server, serves the demo site when asked, runs the pipeline until the crawl
+// drains (or the user interrupts it), and prints a summary.
+package launcher
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/trawl-crawler/trawl/deployments/local/internal/chboot"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
+)
+
+// Config is the launcher's configuration.
+type Config struct {
+	Seeds          []string      // flag seed (repeatable)
+	SeedsFile      string        // flag seeds-file ("-" for stdin)
+	CrawlID        string        // flag crawl-id (default generated from the time)
+	Demo           bool          // flag demo
+	DemoHosts      int           // flag demo-hosts
+	DemoPages      int           // flag demo-pages (total over all hosts)
+	Delay          time.Duration // flag delay
+	AllowPrivate   bool          // flag allow-private
+	Partitions     int           // flag partitions
+	MaxDepth       int           // flag max-depth
+	MaxPages       int           // flag max-pages
+	Fetchers       int           // flag fetchers
+	DataDir        string        // flag data-dir
+	Timeout        time.Duration // flag timeout (0: none)
+	Bench          bool          // flag bench
+	ClickHouseAddr string        // flag clickhouse-addr (empty: start a private server)
+	Database       string        // flag clickhouse-database
+	Verbose        bool          // flag verbose: copy service logs to stderr
+}
+
+// RegisterFlags binds the fields to flags with defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.Func("seed", "seed URL (repeatable)", func(s string) error {
+		c.Seeds = append(c.Seeds, s)
+		return nil
+	})
+	fs.StringVar(&c.SeedsFile, "seeds-file", "", "file with one seed URL per line (- for stdin)")
+	fs.StringVar(&c.CrawlID, "crawl-id", "", "crawl id (default crawl-<UTC time>)")
+	fs.BoolVar(&c.Demo, "demo", false, "serve the built-in demo site on 127.0.0.x and crawl it (implies -allow-private)")
+	fs.IntVar(&c.DemoHosts, "demo-hosts", 5, "demo site hosts")
+	fs.IntVar(&c.DemoPages, "demo-pages", 300, "demo site pages over all hosts")
+	fs.DurationVar(&c.Delay, "delay", time.Second, "minimum delay between two requests to one host")
+	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "allow fetching private, loopback and link-local addresses")
+	fs.IntVar(&c.Partitions, "partitions", 32, "partitions of every URL topic")
+	fs.IntVar(&c.MaxDepth, "max-depth", 0, "maximum link depth from the seeds (0: unlimited)")
+	fs.IntVar(&c.MaxPages, "max-pages", 0, "maximum pages admitted (0: unlimited)")
+	fs.IntVar(&c.Fetchers, "fetchers", 1, "fetcher processes")
+	fs.StringVar(&c.DataDir, "data-dir", ".crawl", "directory for binaries, logs, the broker log and a private ClickHouse")
+	fs.DurationVar(&c.Timeout, "timeout", 0, "give up when the crawl has not drained after this long (0: never)")
+	fs.BoolVar(&c.Bench, "bench", false, "print pages/s, CPU seconds and peak memory per service at the end")
+	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", "", "ClickHouse native host:port (default: start a private server)")
+	fs.StringVar(&c.Database, "clickhouse-database", "crawler", "ClickHouse database")
+	fs.BoolVar(&c.Verbose, "verbose", false, "copy the services' logs to stderr")
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	switch {
+	case !c.Demo && len(c.Seeds) == 0 && c.SeedsFile == "":
+		return errors.New("nothing to crawl: give -seed, -seeds-file or -demo")
+	case c.Demo && (c.DemoHosts < 1 || c.DemoPages < c.DemoHosts):
+		return errors.New("demo-hosts must be at least 1 and demo-pages at least demo-hosts")
+	case c.Delay < 0:
+		return errors.New("delay must not be negative")
+	case c.Partitions < 1:
+		return errors.New("partitions must be at least 1")
+	case c.Fetchers < 1:
+		return errors.New("fetchers must be at least 1")
+	case c.MaxDepth < 0 || c.MaxPages < 0:
+		return errors.New("max-depth and max-pages must not be negative")
+	case c.DataDir == "":
+		return errors.New("data-dir must not be empty")
+	case c.Timeout < 0:
+		return errors.New("timeout must not be negative")
+	}
+	return nil
+}
+
+// Run runs the crawl, writing progress and the summary to out. stdin is
+// read for -seeds-file -.
+func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.CrawlID == "" {
+		cfg.CrawlID = "crawl-" + time.Now().UTC().Format("20060102-150405")
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("resolve data dir: %w", err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("get working directory: %w", err)
+	}
+	root, err := supervise.FindRepoRoot(wd)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "building services")
+	bins, err := supervise.Build(ctx, root, filepath.Join(dataDir, "bin"), pipeline.Services)
+	if err != nil {
+		return err
+	}
+	ch, err := chboot.Ensure(ctx, cfg.ClickHouseAddr, dataDir, out)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := ch.Stop(); err != nil {
+			fmt.Fprintln(out, err)
+		}
+	}()
+	fmt.Fprintf(out, "clickhouse at %s (database %s)\n", ch.Addr, cfg.Database)
+
+	seeds := cfg.Seeds
+	seedsFile := cfg.SeedsFile
+	if seedsFile == "-" {
+		seedsFile, err = copyStdin(stdin, dataDir)
+		if err != nil {
+			return err
+		}
+	}
+	allowPrivate := cfg.AllowPrivate
+	if cfg.Demo {
+		site, err := demosite.Start(demosite.Config{Hosts: cfg.DemoHosts, PagesPerHost: cfg.DemoPages / cfg.DemoHosts})
+		if err != nil {
+			return err
+		}
+		defer site.Close()
+		seeds = append(seeds, site.Seeds()...)
+		allowPrivate = true // the demo lives on loopback addresses
+		fmt.Fprintf(out, "demo site: %d hosts %v, %d pages a crawler must fetch\n",
+			cfg.DemoHosts, site.Hosts(), len(site.ReachableAllowed()))
+	}
+
+	var echo io.Writer
+	if cfg.Verbose {
+		echo = os.Stderr
+	}
+	p, err := pipeline.Start(ctx, pipeline.Config{
+		DataDir: dataDir, Bins: bins, ClickHouseAddr: ch.Addr, Database: cfg.Database,
+		Partitions: cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
+		AllowPrivate: allowPrivate, MaxDepth: cfg.MaxDepth, MaxPages: cfg.MaxPages, Echo: echo,
+	})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	fmt.Fprintf(out, "services ready (logs in %s); crawl %s\n", filepath.Join(dataDir, "logs"), cfg.CrawlID)
+
+	start := time.Now()
+	runErr := crawl(ctx, cfg, p, seeds, seedsFile, out)
+	duration := time.Since(start)
+	if runErr != nil && ctx.Err() != nil {
+		fmt.Fprintln(out, "interrupted; stopping services")
+		runErr = nil
+	}
+	stopErr := p.Stop()
+	// The summary is read after the services flushed their writers.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	sum, err := progress.ReadSummary(sctx, p.Store.Conn(), cfg.CrawlID, duration)
+	if err != nil {
+		return errors.Join(runErr, stopErr, err)
+	}
+	sum.Print(out)
+	if cfg.Bench {
+		printBench(out, sum, p.Usage())
+	}
+	chHost, chPort := splitAddr(ch.Addr)
+	fmt.Fprintf(out, "\nquery it:\n  clickhouse-client --host %s --port %s --database %s --query \"SELECT host, status, error_kind, count() FROM fetch_log FINAL WHERE crawl_id = '%s' GROUP BY host, status, error_kind ORDER BY host, status\"\n",
+		chHost, chPort, cfg.Database, cfg.CrawlID)
+	if ch.Private {
+		fmt.Fprintf(out, "  (the private server stops now; `go run ./deployments/local/cmd/chserver -dir %s` serves that data again on a new port)\n",
+			dataDir)
+	}
+	return errors.Join(runErr, stopErr)
+}
+
+// crawl seeds the crawl and waits until it drains.
+func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, seeds []string, seedsFile string, out *os.File) error {
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	mon := p.Monitor(cfg.CrawlID)
+	seeder, err := p.Seed(ctx, cfg.CrawlID, seeds, seedsFile)
+	if err != nil {
+		return err
+	}
+	if err := seeder.Err(); err != nil {
+		return fmt.Errorf("seeder: %w", err)
+	}
+	disp := &progress.Display{Out: out, TTY: isTTY(out)}
+	_, err = mon.WaitDrained(ctx, progress.DrainConfig{Check: p.Check, Display: disp})
+	disp.Done()
+	return err
+}
+
+func printBench(out io.Writer, sum progress.Summary, usage map[string]supervise.Usage) {
+	fmt.Fprintf(out, "\nbench: %d fetches, %.1f pages/s between first and last fetch (%.1fs); %.1fs seeding to drained\n",
+		sum.Fetched, sum.Rate(), sum.Active.Seconds(), sum.Duration.Seconds())
+	names := make([]string, 0, len(usage))
+	for n := range usage {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(out, "  %-12s %10s %12s\n", "process", "cpu s", "peak rss MiB")
+	var total time.Duration
+	for _, n := range names {
+		u := usage[n]
+		total += u.CPU
+		fmt.Fprintf(out, "  %-12s %10.2f %12.1f\n", n, u.CPU.Seconds(), float64(u.MaxRSS)/(1<<20))
+	}
+	var self syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err == nil {
+		cpu := time.Duration(self.Utime.Nano() + self.Stime.Nano())
+		total += cpu
+		fmt.Fprintf(out, "  %-12s %10.2f %12.1f\n", "launcher", cpu.Seconds(), float64(self.Maxrss*1024)/(1<<20))
+	}
+	fmt.Fprintf(out, "  %-12s %10.2f   (launcher includes the embedded broker and demo site)\n", "total", total.Seconds())
+}
+
+func copyStdin(stdin io.Reader, dataDir string) (string, error) {
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return "", fmt.Errorf("create data dir: %w", err)
+	}
+	f, err := os.CreateTemp(dataDir, "seeds-*.txt")
+	if err != nil {
+		return "", fmt.Errorf("create seeds file: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, stdin); err != nil {
+		return "", fmt.Errorf("copy seeds from stdin: %w", err)
+	}
+	return f.Name(), nil
+}
+
+func isTTY(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func splitAddr(addr string) (host, port string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, "9000"
+	}
+	return host, port
+}

@@ -1,0 +1,404 @@
+// Package pipeline runs a whole crawl pipeline on one machine: an embedded
+// broker (unless one is given), the ClickHouse schema, and the five
+// services as separate processes with their admin servers on known loopback
+// ports. The launcher (cmd/crawl) and the end-to-end tests both drive it.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/kafkaembed"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+)
+
+// Services are the service binaries, in start order of the long-running
+// ones (the seeder is run last, once).
+var Services = []string{"scheduler", "fetcher", "parser", "proxypool", "seeder"}
+
+// Config configures a pipeline.
+type Config struct {
+	DataDir        string            // logs in DataDir/logs, broker log in DataDir/kafka
+	Bins           map[string]string // service -> binary (see supervise.Build)
+	BrokerAddr     string            // "" starts an embedded broker
+	ClickHouseAddr string            // native host:port
+	Database       string            // ClickHouse database (default "crawler")
+	Partitions     int               // default 32
+	TopicPrefix    string            // default "crawler."
+	SessionTimeout time.Duration     // consumer session timeout (default 6s)
+	Fetchers       int               // fetcher processes (default 1)
+	Delay          time.Duration     // per-host delay (always passed; 0 means 1ms, the fetcher's smallest)
+	AllowPrivate   bool
+	MaxDepth       int
+	MaxPages       int
+	LogLevel       string              // default "info"
+	Args           map[string][]string // extra arguments per service
+	Echo           io.Writer           // optional: service output is copied here
+	StopGrace      time.Duration       // SIGTERM to SIGKILL (default 30s)
+}
+
+func (c *Config) setDefaults() {
+	if c.Database == "" {
+		c.Database = chstore.DefaultDatabase
+	}
+	if c.Partitions == 0 {
+		c.Partitions = kafkaio.DefaultPartitions
+	}
+	if c.TopicPrefix == "" {
+		c.TopicPrefix = "crawler."
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 6 * time.Second
+	}
+	if c.Fetchers == 0 {
+		c.Fetchers = 1
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.StopGrace == 0 {
+		c.StopGrace = 30 * time.Second
+	}
+}
+
+// Pipeline is a running pipeline.
+type Pipeline struct {
+	cfg      Config
+	broker   *kafkaembed.Broker
+	Kafka    kafkaio.Config
+	Store    *chstore.Store
+	procs    []*supervise.Process // long-running services, start order
+	seeder   *supervise.Process   // the last seeder run
+	admin    map[*supervise.Process]string
+	stopping map[*supervise.Process]bool
+}
+
+// Start starts the broker (when needed), creates the topics, migrates the
+// ClickHouse schema and starts scheduler, fetchers, parser and proxypool,
+// waiting until each reports ready. On error everything started is stopped.
+func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
+	cfg.setDefaults()
+	for _, s := range Services {
+		if cfg.Bins[s] == "" {
+			return nil, fmt.Errorf("start pipeline: no binary for %s", s)
+		}
+	}
+	p := &Pipeline{cfg: cfg, admin: map[*supervise.Process]string{}, stopping: map[*supervise.Process]bool{}}
+	defer func() {
+		if err != nil {
+			p.Kill()
+		}
+	}()
+	addr := cfg.BrokerAddr
+	if addr == "" {
+		b, err := kafkaembed.Start(ctx, filepath.Join(cfg.DataDir, "kafka"), "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		p.broker = b
+		addr = b.Addr()
+	}
+	p.Kafka = kafkaio.Config{
+		Brokers:          []string{addr},
+		Partitions:       cfg.Partitions,
+		TopicPrefix:      cfg.TopicPrefix,
+		SessionTimeout:   cfg.SessionTimeout,
+		RebalanceTimeout: cfg.SessionTimeout,
+		MaxMessageBytes:  16 << 20,
+	}
+	if err := kafkaio.EnsureTopics(ctx, p.Kafka); err != nil {
+		return nil, fmt.Errorf("create topics: %w", err)
+	}
+	p.Store, err = chstore.Open(ctx, chstore.Config{
+		Addr: []string{cfg.ClickHouseAddr}, Database: cfg.Database,
+		Username: chstore.DefaultUsername, DialTimeout: chstore.DefaultDialTimeout,
+	}, zap.NewNop())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Store.Migrate(ctx); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse: %w", err)
+	}
+	if _, err := p.StartService(ctx, "scheduler", "scheduler", p.schedulerArgs()); err != nil {
+		return nil, err
+	}
+	for i := range cfg.Fetchers {
+		if _, err := p.StartService(ctx, "fetcher", fmt.Sprintf("fetcher-%d", i), p.fetcherArgs(i)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := p.StartService(ctx, "parser", "parser", nil); err != nil {
+		return nil, err
+	}
+	if _, err := p.StartService(ctx, "proxypool", "proxypool", nil); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Pipeline) schedulerArgs() []string {
+	var a []string
+	if p.cfg.MaxDepth > 0 {
+		a = append(a, "--max-depth", strconv.Itoa(p.cfg.MaxDepth))
+	}
+	if p.cfg.MaxPages > 0 {
+		a = append(a, "--max-pages", strconv.Itoa(p.cfg.MaxPages))
+	}
+	return a
+}
+
+func (p *Pipeline) fetcherArgs(i int) []string {
+	a := []string{"--instance-id", fmt.Sprintf("fetcher-%d", i), "--allow-private=" + strconv.FormatBool(p.cfg.AllowPrivate)}
+	// The fetcher requires a positive delay; "no delay" (benchmarks) becomes
+	// the smallest one that still keeps requests to a host sequential.
+	return append(a, "--delay", max(p.cfg.Delay, time.Millisecond).String())
+}
+
+// CommonEnv returns the environment of a service: this process's
+// environment without its CRAWLER_* variables, plus the settings every
+// service shares (broker, ClickHouse, logging, admin address) as CRAWLER_*
+// variables. A service ignores the variables of flags it does not define
+// (the proxypool has no ClickHouse flags, for one), which command-line flags
+// would not allow.
+func (p *Pipeline) CommonEnv(adminAddr string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CRAWLER_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"CRAWLER_KAFKA_BROKERS="+strings.Join(p.Kafka.Brokers, ","),
+		"CRAWLER_KAFKA_PARTITIONS="+strconv.Itoa(p.Kafka.Partitions),
+		"CRAWLER_KAFKA_TOPIC_PREFIX="+p.Kafka.TopicPrefix,
+		"CRAWLER_KAFKA_SESSION_TIMEOUT="+p.Kafka.SessionTimeout.String(),
+		"CRAWLER_KAFKA_REBALANCE_TIMEOUT="+p.Kafka.RebalanceTimeout.String(),
+		"CRAWLER_CLICKHOUSE_ADDR="+p.cfg.ClickHouseAddr,
+		"CRAWLER_CLICKHOUSE_DATABASE="+p.cfg.Database,
+		"CRAWLER_ADMIN_ADDR="+adminAddr,
+		"CRAWLER_LOG_LEVEL="+p.cfg.LogLevel,
+		"CRAWLER_LOG_FORMAT=json",
+	)
+}
+
+// LogFile returns the log path of a process name.
+func (p *Pipeline) LogFile(name string) string {
+	return filepath.Join(p.cfg.DataDir, "logs", name+".log")
+}
+
+// StartService starts one long-running service process (as name) and waits
+// until its /readyz answers 200.
+func (p *Pipeline) StartService(ctx context.Context, service, name string, extra []string) (*supervise.Process, error) {
+	admin, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := append(extra, p.cfg.Args[service]...)
+	proc, err := supervise.Start(supervise.Spec{
+		Name: name, Path: p.cfg.Bins[service], Args: args, Env: p.CommonEnv(admin),
+		LogFile: p.LogFile(name), Echo: p.cfg.Echo,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.procs = append(p.procs, proc)
+	p.admin[proc] = admin
+	if err := p.WaitReady(ctx, proc); err != nil {
+		return nil, err
+	}
+	return proc, nil
+}
+
+// WaitReady polls the process's /readyz until it answers 200 (bounded by
+// ctx and 90s), failing early if the process exits.
+func (p *Pipeline) WaitReady(ctx context.Context, proc *supervise.Process) error {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	url := "http://" + p.admin[proc] + "/readyz"
+	client := &http.Client{Timeout: 2 * time.Second}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("build readyz request: %w", err)
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-proc.Done():
+			return fmt.Errorf("%s exited before it was ready (%v); log tail:\n%s", proc.Name(), proc.Err(), proc.LogTail(30))
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to be ready: %w; log tail:\n%s", proc.Name(), ctx.Err(), proc.LogTail(30))
+		case <-t.C:
+		}
+	}
+}
+
+// Restart restarts a process that exited (for example after Kill) with the
+// same arguments and waits until it is ready.
+func (p *Pipeline) Restart(ctx context.Context, proc *supervise.Process) error {
+	if err := proc.Restart(); err != nil {
+		return err
+	}
+	return p.WaitReady(ctx, proc)
+}
+
+// Process returns the long-running process with the given name
+// ("scheduler", "fetcher-0", "parser", "proxypool"), or nil.
+func (p *Pipeline) Process(name string) *supervise.Process {
+	for _, proc := range p.procs {
+		if proc.Name() == name {
+			return proc
+		}
+	}
+	return nil
+}
+
+// Processes returns the long-running processes in start order.
+func (p *Pipeline) Processes() []*supervise.Process {
+	return append([]*supervise.Process(nil), p.procs...)
+}
+
+// Seed runs the seeder once for crawlID with the given seeds (and seeds
+// file when not empty) and waits for it to exit. The returned process
+// holds the exit status and log.
+func (p *Pipeline) Seed(ctx context.Context, crawlID string, seeds []string, seedsFile string) (*supervise.Process, error) {
+	admin, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--crawl-id", crawlID}
+	for _, s := range seeds {
+		args = append(args, "--seed", s)
+	}
+	if seedsFile != "" {
+		args = append(args, "--seeds-file", seedsFile)
+	}
+	args = append(args, p.cfg.Args["seeder"]...)
+	proc, err := supervise.Start(supervise.Spec{
+		Name: "seeder", Path: p.cfg.Bins["seeder"], Args: args, Env: p.CommonEnv(admin),
+		LogFile: p.LogFile("seeder"), Echo: p.cfg.Echo,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.seeder = proc
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := proc.Wait(wctx); err != nil {
+		_ = proc.Kill()
+		return proc, fmt.Errorf("run seeder: %w; log tail:\n%s", err, proc.LogTail(30))
+	}
+	return proc, nil
+}
+
+// Check reports a long-running process that exited without being asked to.
+func (p *Pipeline) Check() error {
+	for _, proc := range p.procs {
+		if !p.stopping[proc] && !proc.Running() {
+			return fmt.Errorf("%s exited unexpectedly (%v); log tail:\n%s", proc.Name(), proc.Err(), proc.LogTail(30))
+		}
+	}
+	return nil
+}
+
+// Monitor returns a progress monitor of crawlID.
+func (p *Pipeline) Monitor(crawlID string) *progress.Monitor {
+	return progress.NewMonitor(p.Kafka, p.Store.Conn(), crawlID)
+}
+
+// Stop stops the services in pipeline order (scheduler, fetchers, parser,
+// proxypool) with SIGTERM, each within StopGrace. It returns every process
+// that did not exit cleanly with code 0. The store and broker stay open
+// until Close.
+func (p *Pipeline) Stop() error {
+	var errs []error
+	for _, proc := range p.procs {
+		p.stopping[proc] = true
+		if err := proc.Stop(p.cfg.StopGrace); err != nil {
+			errs = append(errs, fmt.Errorf("%w; log tail:\n%s", err, proc.LogTail(20)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes the ClickHouse connection and the embedded broker; call it
+// after Stop.
+func (p *Pipeline) Close() { p.closeInfra() }
+
+// Kill kills every service at once and closes the broker (cleanup after a
+// failure).
+func (p *Pipeline) Kill() {
+	for _, proc := range p.procs {
+		p.stopping[proc] = true
+		_ = proc.Kill()
+	}
+	p.closeInfra()
+}
+
+func (p *Pipeline) closeInfra() {
+	if p.Store != nil {
+		_ = p.Store.Close()
+		p.Store = nil
+	}
+	if p.broker != nil {
+		p.broker.Close()
+		p.broker = nil
+	}
+}
+
+// Usage returns per process name the CPU time and peak memory used (after
+// the processes exited).
+func (p *Pipeline) Usage() map[string]supervise.Usage {
+	out := make(map[string]supervise.Usage, len(p.procs)+1)
+	for _, proc := range p.procs {
+		out[proc.Name()] = proc.Usage()
+	}
+	if p.seeder != nil {
+		out[p.seeder.Name()] = p.seeder.Usage()
+	}
+	return out
+}
+
+// LogTails returns the last n lines of every process log, for test
+// failures.
+func (p *Pipeline) LogTails(n int) string {
+	var b strings.Builder
+	names := []string{"seeder"}
+	for _, proc := range p.procs {
+		names = append(names, proc.Name())
+	}
+	for _, name := range names {
+		fmt.Fprintf(&b, "==== %s (%s)\n%s\n", name, p.LogFile(name), supervise.Tail(p.LogFile(name), n))
+	}
+	return b.String()
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}

@@ -1,0 +1,204 @@
+// Package progress watches a running crawl: pages fetched and errors from
+// ClickHouse, records still queued from the consumer-group lags, a one-line
+// live display, drain detection, and the end-of-crawl summary.
+package progress
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+)
+
+// Groups are the services whose consumer-group lag counts as queued work.
+var Groups = []string{"scheduler", "fetcher", "parser"}
+
+// Snapshot is one poll of a crawl.
+type Snapshot struct {
+	Fetched int64            // fetch_log rows of the crawl
+	Errors  int64            // of which failed (error kind other than redirect and robots_denied)
+	Lags    map[string]int64 // per service group; -1 when unknown
+	LagErr  error            // last error reading a lag
+	Elapsed time.Duration    // since the monitor started
+}
+
+// Queued returns the summed lag, or -1 when a lag is unknown.
+func (s Snapshot) Queued() int64 {
+	var n int64
+	for _, g := range Groups {
+		l, ok := s.Lags[g]
+		if !ok || l < 0 {
+			return -1
+		}
+		n += l
+	}
+	return n
+}
+
+// Rate returns pages fetched per second since the start.
+func (s Snapshot) Rate() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Fetched) / s.Elapsed.Seconds()
+}
+
+// Monitor polls one crawl.
+type Monitor struct {
+	kafka   kafkaio.Config
+	conn    driver.Conn
+	crawlID string
+	start   time.Time
+}
+
+// NewMonitor returns a monitor of crawlID; elapsed time counts from now.
+func NewMonitor(kc kafkaio.Config, conn driver.Conn, crawlID string) *Monitor {
+	return &Monitor{kafka: kc, conn: conn, crawlID: crawlID, start: time.Now()}
+}
+
+// Poll reads the current state. Lag errors are reported in the snapshot
+// (a group that has not joined yet is normal early on); a ClickHouse error
+// is returned.
+func (m *Monitor) Poll(ctx context.Context) (Snapshot, error) {
+	s := Snapshot{Lags: make(map[string]int64, len(Groups)), Elapsed: time.Since(m.start)}
+	topics := m.kafka.Topics()
+	topicOf := map[string]string{"scheduler": topics.Discovered, "fetcher": topics.Fetch, "parser": topics.Fetched}
+	for _, g := range Groups {
+		lag, err := kafkaio.Lag(ctx, m.kafka, m.kafka.GroupFor(g), topicOf[g])
+		if err != nil {
+			s.LagErr = fmt.Errorf("read %s lag: %w", g, err)
+			lag = -1
+		}
+		s.Lags[g] = lag
+	}
+	var fetched, errs uint64
+	err := m.conn.QueryRow(ctx,
+		"SELECT count(), countIf(error_kind NOT IN ('', 'redirect', 'robots_denied')) FROM fetch_log FINAL WHERE crawl_id = ?", m.crawlID).
+		Scan(&fetched, &errs)
+	if err != nil {
+		return s, fmt.Errorf("count fetches: %w", err)
+	}
+	s.Fetched, s.Errors = int64(fetched), int64(errs)
+	return s, nil
+}
+
+// Line formats a snapshot as the one-line progress display.
+func (s Snapshot) Line() string {
+	q := "?"
+	if n := s.Queued(); n >= 0 {
+		q = fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%6.0fs  fetched %d  errors %d  queued %s  %.1f pages/s",
+		s.Elapsed.Seconds(), s.Fetched, s.Errors, q, s.Rate())
+}
+
+// Display writes progress lines: rewritten in place on a terminal, one
+// line per update otherwise.
+type Display struct {
+	Out io.Writer
+	TTY bool
+	n   int
+}
+
+// Show writes a snapshot.
+func (d *Display) Show(s Snapshot) {
+	if d.Out == nil {
+		return
+	}
+	line := s.Line()
+	if d.TTY {
+		pad := ""
+		if len(line) < d.n {
+			pad = strings.Repeat(" ", d.n-len(line))
+		}
+		fmt.Fprint(d.Out, "\r"+line+pad)
+		d.n = len(line)
+		return
+	}
+	fmt.Fprintln(d.Out, line)
+}
+
+// Done ends the in-place line.
+func (d *Display) Done() {
+	if d.Out != nil && d.TTY && d.n > 0 {
+		fmt.Fprintln(d.Out)
+		d.n = 0
+	}
+}
+
+// DrainConfig says when a crawl counts as drained.
+type DrainConfig struct {
+	Interval    time.Duration   // between polls (default 1s)
+	StablePolls int             // consecutive polls with every lag 0 (default 3)
+	SeederDone  <-chan struct{} // drain is only checked after it is closed; nil means already done
+	IdleTimeout time.Duration   // drained without any fetch after this long past SeederDone (default 30s)
+	Check       func() error    // called every poll; an error aborts (a crashed service)
+	Display     *Display        // optional
+}
+
+// WaitDrained polls until the crawl is drained: the seeder finished and
+// every group lag was 0 for StablePolls consecutive polls, with at least
+// one fetch recorded (or IdleTimeout passed since the seeder finished).
+func (m *Monitor) WaitDrained(ctx context.Context, dc DrainConfig) (Snapshot, error) {
+	if dc.Interval <= 0 {
+		dc.Interval = time.Second
+	}
+	if dc.StablePolls <= 0 {
+		dc.StablePolls = 3
+	}
+	if dc.IdleTimeout <= 0 {
+		dc.IdleTimeout = 30 * time.Second
+	}
+	seederDone := dc.SeederDone
+	if seederDone == nil {
+		c := make(chan struct{})
+		close(c)
+		seederDone = c
+	}
+	var seededAt time.Time
+	stable := 0
+	t := time.NewTicker(dc.Interval)
+	defer t.Stop()
+	var last Snapshot
+	for {
+		if dc.Check != nil {
+			if err := dc.Check(); err != nil {
+				return last, err
+			}
+		}
+		s, err := m.Poll(ctx)
+		if err != nil && ctx.Err() != nil {
+			return last, fmt.Errorf("wait for drain: %w", ctx.Err())
+		}
+		if err == nil {
+			last = s
+			if dc.Display != nil {
+				dc.Display.Show(s)
+			}
+			select {
+			case <-seederDone:
+				if seededAt.IsZero() {
+					seededAt = time.Now()
+				}
+				if s.Queued() == 0 {
+					stable++
+				} else {
+					stable = 0
+				}
+				if stable >= dc.StablePolls && (s.Fetched > 0 || time.Since(seededAt) > dc.IdleTimeout) {
+					return s, nil
+				}
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("wait for drain: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package progress
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Summary is the end-of-crawl report, read from ClickHouse.
+type Summary struct {
+	CrawlID   string
+	Fetched   int64            // fetch_log rows
+	ByStatus  map[uint16]int64 // HTTP status (0 when no response) -> rows
+	ByError   map[string]int64 // error kind -> rows
+	Documents int64
+	Bytes     int64
+	Duration  time.Duration // wall time measured by the caller (seeding to drain)
+	Active    time.Duration // first to last fetch_log row (millisecond resolution)
+}
+
+// ReadSummary reads the summary of crawlID; duration is the crawl's wall
+// time as measured by the caller.
+func ReadSummary(ctx context.Context, conn driver.Conn, crawlID string, duration time.Duration) (Summary, error) {
+	s := Summary{CrawlID: crawlID, ByStatus: map[uint16]int64{}, ByError: map[string]int64{}, Duration: duration}
+	rows, err := conn.Query(ctx,
+		"SELECT status, error_kind, count(), sum(bytes) FROM fetch_log FINAL WHERE crawl_id = ? GROUP BY status, error_kind", crawlID)
+	if err != nil {
+		return s, fmt.Errorf("read fetch summary: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			status uint16
+			kind   string
+			n, b   uint64
+		)
+		if err := rows.Scan(&status, &kind, &n, &b); err != nil {
+			return s, fmt.Errorf("scan fetch summary: %w", err)
+		}
+		s.Fetched += int64(n)
+		s.Bytes += int64(b)
+		s.ByStatus[status] += int64(n)
+		if kind != "" {
+			s.ByError[kind] += int64(n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("read fetch summary: %w", err)
+	}
+	var firstMs, lastMs uint64
+	err = conn.QueryRow(ctx,
+		"SELECT min(toUInt64(fetched_at) * 1000 + fetched_at_ms), max(toUInt64(fetched_at) * 1000 + fetched_at_ms) FROM fetch_log WHERE crawl_id = ?", crawlID).
+		Scan(&firstMs, &lastMs)
+	if err != nil {
+		return s, fmt.Errorf("read fetch span: %w", err)
+	}
+	if s.Fetched > 0 && lastMs >= firstMs {
+		s.Active = time.Duration(lastMs-firstMs) * time.Millisecond
+	}
+	var docs uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM documents FINAL WHERE crawl_id = ?", crawlID).Scan(&docs); err != nil {
+		return s, fmt.Errorf("count documents: %w", err)
+	}
+	s.Documents = int64(docs)
+	return s, nil
+}
+
+// Print writes the summary in a human-readable form.
+func (s Summary) Print(w io.Writer) {
+	fmt.Fprintf(w, "crawl %s\n", s.CrawlID)
+	fmt.Fprintf(w, "  fetches     %d (%.1f MiB) in %s, %.1f pages/s\n",
+		s.Fetched, float64(s.Bytes)/(1<<20), s.Duration.Round(100*time.Millisecond), rate(s.Fetched, s.Duration))
+	fmt.Fprintf(w, "  active      %s from first to last fetch, %.1f pages/s\n", s.Active.Round(10*time.Millisecond), rate(s.Fetched, s.Active))
+	fmt.Fprintf(w, "  documents   %d\n", s.Documents)
+	statuses := make([]int, 0, len(s.ByStatus))
+	for st := range s.ByStatus {
+		statuses = append(statuses, int(st))
+	}
+	sort.Ints(statuses)
+	fmt.Fprint(w, "  by status  ")
+	for _, st := range statuses {
+		label := fmt.Sprint(st)
+		if st == 0 {
+			label = "none"
+		}
+		fmt.Fprintf(w, " %s:%d", label, s.ByStatus[uint16(st)])
+	}
+	fmt.Fprintln(w)
+	if len(s.ByError) > 0 {
+		kinds := make([]string, 0, len(s.ByError))
+		for k := range s.ByError {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		fmt.Fprint(w, "  errors     ")
+		for _, k := range kinds {
+			fmt.Fprintf(w, " %s:%d", k, s.ByError[k])
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// Rate returns fetches per second over the active span (first to last
+// fetch), falling back to the wall time.
+func (s Summary) Rate() float64 {
+	if s.Active > 0 {
+		return rate(s.Fetched, s.Active)
+	}
+	return rate(s.Fetched, s.Duration)
+}
+
+func rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}

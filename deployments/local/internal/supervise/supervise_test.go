@@ -1,0 +1,82 @@
+package supervise
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func shSpec(t *testing.T, name, script string) Spec {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	return Spec{Name: name, Path: sh, Args: []string{"-c", script}, LogFile: filepath.Join(t.TempDir(), name+".log")}
+}
+
+func TestStop(t *testing.T) {
+	tests := []struct {
+		name    string
+		script  string
+		wantErr string
+	}{
+		{"clean exit on term", `trap 'echo bye; exit 0' TERM; echo hello; while :; do sleep 0.05; done`, ""},
+		{"exit code on term", `trap 'exit 3' TERM; while :; do sleep 0.05; done`, "exit status 3"},
+		{"ignores term", `trap '' TERM; while :; do sleep 0.05; done`, "killed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Start(shSpec(t, "svc", tt.script))
+			if err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond) // let the shell install its trap
+			err = p.Stop(500 * time.Millisecond)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("stop: %v, want error containing %q", err, tt.wantErr)
+			}
+			if p.Running() {
+				t.Fatal("still running after Stop")
+			}
+		})
+	}
+}
+
+func TestKillRestartUsage(t *testing.T) {
+	// Burns some CPU, then waits.
+	p, err := Start(shSpec(t, "busy", `i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo started; while :; do sleep 0.05; done`))
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := p.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	if p.Err() == nil {
+		t.Fatal("killed process reports a clean exit")
+	}
+	u1 := p.Usage()
+	if u1.Starts != 1 || u1.MaxRSS <= 0 {
+		t.Fatalf("usage after one run: %+v", u1)
+	}
+	if err := p.Restart(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if err := p.Restart(); err == nil {
+		t.Fatal("restart of a running process succeeded")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := p.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	u2 := p.Usage()
+	if u2.Starts != 2 || u2.CPU < u1.CPU || u2.MaxRSS < u1.MaxRSS {
+		t.Fatalf("usage did not accumulate: %+v then %+v", u1, u2)
+	}
+	if got := p.LogTail(10); strings.Count(got, "started") != 2 {
+		t.Fatalf("log tail %q, want two runs", got)
+	}
+}
