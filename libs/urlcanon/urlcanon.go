@@ -68,15 +68,40 @@ func Canonicalize(raw string) (string, error) {
 // Resolve resolves ref against base as a browser resolves an href (tabs and
 // newlines stripped, surrounding spaces trimmed, backslashes as slashes in
 // special schemes, "http:foo", "//host", …) and returns the canonical result.
+// To resolve many references against one base, use NewResolver.
 func Resolve(base, ref string) (string, error) {
-	if len(base) > maxInput || len(ref) > maxInput {
-		return "", fmt.Errorf("resolve url: %d+%d bytes: %w", len(base), len(ref), ErrTooLong)
+	r, err := NewResolver(base)
+	if err != nil {
+		return "", err
+	}
+	return r.Resolve(ref)
+}
+
+// Resolver resolves references against one base URL, parsed once (the
+// parser uses one per page). It is not safe for concurrent use: the
+// underlying parser initializes parts of the base lazily.
+type Resolver struct {
+	base *url.Url
+}
+
+// NewResolver parses base for Resolve calls.
+func NewResolver(base string) (*Resolver, error) {
+	if len(base) > maxInput {
+		return nil, fmt.Errorf("resolve url: base of %d bytes: %w", len(base), ErrTooLong)
 	}
 	b, err := url.Parse(base)
 	if err != nil {
-		return "", invalid("resolve url: parse base", err)
+		return nil, invalid("resolve url: parse base", err)
 	}
-	u, err := b.Parse(ref)
+	return &Resolver{base: b}, nil
+}
+
+// Resolve is the package-level Resolve against r's base.
+func (r *Resolver) Resolve(ref string) (string, error) {
+	if len(ref) > maxInput {
+		return "", fmt.Errorf("resolve url: %d bytes: %w", len(ref), ErrTooLong)
+	}
+	u, err := r.base.Parse(ref)
 	if err != nil {
 		return "", invalid("resolve url", err)
 	}

@@ -501,3 +501,30 @@ func BenchmarkPolitenessKey(b *testing.B) {
 		}
 	}
 }
+
+// TestResolverReuse checks that one Resolver gives, for every reference and
+// in any order, what the package-level Resolve gives: the parsed base must
+// not be changed by resolving against it.
+func TestResolverReuse(t *testing.T) {
+	const base = "http://example.com/a/b/c/d.html?q=1"
+	refs := []string{"../x", "../../../../y", "z?k", "?only", "#frag", "/abs", "//other.org/p", "./", "..", "e/f/../g", " \t../h\n"}
+	want := make([]string, len(refs))
+	for i, ref := range refs {
+		var err error
+		if want[i], err = Resolve(base, ref); err != nil {
+			t.Fatalf("Resolve(%q): %v", ref, err)
+		}
+	}
+	r, err := NewResolver(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3*len(refs); round++ {
+		for j := range refs {
+			i := (j*7 + round) % len(refs) // vary the order
+			if got, err := r.Resolve(refs[i]); err != nil || got != want[i] {
+				t.Fatalf("round %d: Resolver.Resolve(%q) = %q, %v; want %q", round, refs[i], got, err, want[i])
+			}
+		}
+	}
+}

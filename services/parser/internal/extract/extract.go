@@ -194,7 +194,11 @@ func baseURL(root *goquery.Selection, page string) string {
 }
 
 func links(root *goquery.Selection, page string, maxLinks int) ([]Link, map[string]int) {
-	base := baseURL(root, page)
+	resolver, err := urlcanon.NewResolver(baseURL(root, page))
+	if err != nil {
+		// the base is the canonical page URL or a canonical <base href>
+		return nil, map[string]int{DropInvalid: 1}
+	}
 	var (
 		out     []Link
 		dropped map[string]int
@@ -225,7 +229,7 @@ func links(root *goquery.Selection, page string, maxLinks int) ([]Link, map[stri
 		default: // frame, iframe
 			ref, _ = s.Attr("src")
 		}
-		u, err := urlcanon.Resolve(base, ref)
+		u, err := resolver.Resolve(ref)
 		switch {
 		case errors.Is(err, urlcanon.ErrScheme):
 			drop(DropScheme)
