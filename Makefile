@@ -29,7 +29,7 @@ bench:
 proto:
 	protoc --proto_path=libs/crawlmsg/crawlv1 \
 		--go_out=libs/crawlmsg/crawlv1 --go_opt=paths=source_relative \
-		libs/crawlmsg/crawlv1/crawl.proto
+		libs/crawlmsg/crawlv1/*.proto
 
 vet:
 	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./...); done

@@ -1,8 +1,10 @@
 package chstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,9 +28,19 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	applied_at DateTime
 ) ENGINE = ReplacingMergeTree ORDER BY version`
 
-// Migrations returns the schema migrations in version order. Append new
-// versions at the end; never edit an applied one.
+// Migrations returns the schema migrations in version order; never edit an
+// applied one. The core tables are versions 1-99; each area keeps its own
+// range in its own file so areas evolve without renumbering each other:
+// fetcher 100-199 (schema_fetcher.go), parser 200-299 (schema_parser.go),
+// scheduler 300-399 (schema_scheduler.go), crawl jobs and proxies 400-499
+// (schema_jobs.go). Versions are applied in ascending order, each once.
 func Migrations() []Migration {
+	ms := slices.Concat(coreMigrations(), fetcherMigrations, parserMigrations, schedulerMigrations, jobsMigrations)
+	slices.SortStableFunc(ms, func(a, b Migration) int { return cmp.Compare(a.Version, b.Version) })
+	return ms
+}
+
+func coreMigrations() []Migration {
 	return []Migration{
 		{
 			Version: 1,

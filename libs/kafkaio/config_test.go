@@ -95,6 +95,9 @@ func TestTopics(t *testing.T) {
 		Fetched:       "crawler.pages.fetched",
 		Proxies:       "crawler.proxies",
 		ProxyFeedback: "crawler.proxies.feedback",
+		Control:       "crawler.control",
+		HostState:     "crawler.fetcher.hoststate",
+		Documents:     "crawler.documents",
 	}
 	if got != want {
 		t.Errorf("Topics() = %+v, want %+v", got, want)

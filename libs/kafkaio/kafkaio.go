@@ -30,6 +30,10 @@ import (
 // DefaultPartitions is the partition count of every URL topic.
 const DefaultPartitions = 32
 
+// ControlPartitions is the partition count of the compacted Control topic:
+// one ordered log of crawl specifications, small after compaction.
+const ControlPartitions = 1
+
 // ProxiesPartitions is the partition count of the compacted Proxies topic.
 // One partition keeps the proxy state in one totally ordered log that every
 // fetcher follows from the start; the topic is small (one record per proxy
@@ -155,11 +159,15 @@ type Topics struct {
 	Fetched       string // FetchedPage, keyed by politeness key
 	Proxies       string // Proxy, compacted, keyed by proxy id
 	ProxyFeedback string // ProxyFeedback, keyed by proxy id
+	Control       string // CrawlSpec, compacted, keyed by crawl id
+	HostState     string // fetcher per-host politeness state, compacted, keyed by politeness key
+	Documents     string // extracted documents for downstream consumers, keyed by politeness key
 }
 
 // Topics returns the topic names under c.TopicPrefix:
 // <prefix>urls.discovered, <prefix>urls.fetch, <prefix>pages.fetched,
-// <prefix>proxies, <prefix>proxies.feedback.
+// <prefix>proxies, <prefix>proxies.feedback, <prefix>control,
+// <prefix>fetcher.hoststate, <prefix>documents.
 func (c Config) Topics() Topics {
 	p := c.TopicPrefix
 	return Topics{
@@ -168,12 +176,17 @@ func (c Config) Topics() Topics {
 		Fetched:       p + "pages.fetched",
 		Proxies:       p + "proxies",
 		ProxyFeedback: p + "proxies.feedback",
+		Control:       p + "control",
+		HostState:     p + "fetcher.hoststate",
+		Documents:     p + "documents",
 	}
 }
 
 // URLTopics returns the topics keyed by politeness key, which must all have
-// c.Partitions partitions.
-func (t Topics) URLTopics() []string { return []string{t.Discovered, t.Fetch, t.Fetched} }
+// c.Partitions partitions so that partition p of each holds the same hosts.
+func (t Topics) URLTopics() []string {
+	return []string{t.Discovered, t.Fetch, t.Fetched, t.HostState, t.Documents}
+}
 
 // GroupFor returns the consumer group id of a service ("<prefix>scheduler",
 // "<prefix>fetcher", "<prefix>parser"), so the launcher can measure lag.

@@ -37,21 +37,26 @@ func topicSpecs(c Config) []topicSpec {
 	t := c.Topics()
 	maxBytes := kafka.ConfigEntry{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(c.MaxMessageBytes)}
 	specs := make([]topicSpec, 0, 5)
+	compact := kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "compact"}
 	for _, name := range t.URLTopics() {
-		specs = append(specs, topicSpec{name: name, partitions: c.Partitions, exact: true, configs: []kafka.ConfigEntry{maxBytes}})
+		configs := []kafka.ConfigEntry{maxBytes}
+		if name == t.HostState {
+			configs = append(configs, compact)
+		}
+		specs = append(specs, topicSpec{name: name, partitions: c.Partitions, exact: true, configs: configs})
 	}
 	specs = append(specs,
-		topicSpec{name: t.Proxies, partitions: ProxiesPartitions, configs: []kafka.ConfigEntry{
-			maxBytes, {ConfigName: "cleanup.policy", ConfigValue: "compact"},
-		}},
+		topicSpec{name: t.Proxies, partitions: ProxiesPartitions, configs: []kafka.ConfigEntry{maxBytes, compact}},
+		topicSpec{name: t.Control, partitions: ControlPartitions, configs: []kafka.ConfigEntry{maxBytes, compact}},
 		topicSpec{name: t.ProxyFeedback, partitions: c.Partitions, configs: []kafka.ConfigEntry{maxBytes}},
 	)
 	return specs
 }
 
-// EnsureTopics creates every topic that is missing: the URL topics
-// (Discovered, Fetch, Fetched) with c.Partitions partitions, Proxies
-// compacted (ProxiesPartitions partitions), ProxyFeedback with c.Partitions
+// EnsureTopics creates every topic that is missing: the topics keyed by
+// politeness key (Discovered, Fetch, Fetched, HostState compacted,
+// Documents) with c.Partitions partitions, Proxies and Control compacted
+// (ProxiesPartitions, ControlPartitions), ProxyFeedback with c.Partitions
 // partitions, all with max.message.bytes = c.MaxMessageBytes and a
 // replication factor of min(3, brokers). An existing URL topic with another
 // partition count is an error (it would break the one-partition-function

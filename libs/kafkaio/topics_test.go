@@ -90,10 +90,11 @@ func TestEnsureTopicsCreatesAndIsIdempotent(t *testing.T) {
 	}
 
 	tp := c.Topics()
-	got := topicPartitions(t, brokers, tp.Discovered, tp.Fetch, tp.Fetched, tp.Proxies, tp.ProxyFeedback)
+	got := topicPartitions(t, brokers, tp.Discovered, tp.Fetch, tp.Fetched, tp.HostState, tp.Documents,
+		tp.Proxies, tp.ProxyFeedback, tp.Control)
 	want := map[string]int{
-		tp.Discovered: 6, tp.Fetch: 6, tp.Fetched: 6,
-		tp.Proxies: kafkaio.ProxiesPartitions, tp.ProxyFeedback: 6,
+		tp.Discovered: 6, tp.Fetch: 6, tp.Fetched: 6, tp.HostState: 6, tp.Documents: 6,
+		tp.Proxies: kafkaio.ProxiesPartitions, tp.ProxyFeedback: 6, tp.Control: kafkaio.ControlPartitions,
 	}
 	for name, n := range want {
 		if got[name] != n {
@@ -104,6 +105,8 @@ func TestEnsureTopicsCreatesAndIsIdempotent(t *testing.T) {
 		topic, config, want string
 	}{
 		{tp.Proxies, "cleanup.policy", "compact"},
+		{tp.Control, "cleanup.policy", "compact"},
+		{tp.HostState, "cleanup.policy", "compact"},
 		{tp.Proxies, "max.message.bytes", strconv.Itoa(4 << 20)},
 		{tp.Fetched, "max.message.bytes", strconv.Itoa(4 << 20)},
 		{tp.Discovered, "cleanup.policy", "delete"},
