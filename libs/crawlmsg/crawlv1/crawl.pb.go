@@ -94,15 +94,18 @@ func (Source) EnumDescriptor() ([]byte, []int) {
 // topic by the seeder, the parser and the fetcher. It is not yet canonical or
 // deduplicated; the scheduler owning its partition decides.
 type DiscoveredURL struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CrawlId       string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
-	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
-	Depth         uint32                 `protobuf:"varint,3,opt,name=depth,proto3" json:"depth,omitempty"`                         // 0 for seeds
-	ParentUrl     string                 `protobuf:"bytes,4,opt,name=parent_url,json=parentUrl,proto3" json:"parent_url,omitempty"` // the page that linked here; empty for seeds
-	DiscoveredAt  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=discovered_at,json=discoveredAt,proto3" json:"discovered_at,omitempty"`
-	Source        Source                 `protobuf:"varint,6,opt,name=source,proto3,enum=crawler.v1.Source" json:"source,omitempty"`
-	AnchorText    string                 `protobuf:"bytes,7,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"` // link text, kept as metadata (seed 003)
-	Rel           string                 `protobuf:"bytes,8,opt,name=rel,proto3" json:"rel,omitempty"`                                 // rel attribute of the link, if any
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CrawlId      string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
+	Url          string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Depth        uint32                 `protobuf:"varint,3,opt,name=depth,proto3" json:"depth,omitempty"`                         // 0 for seeds
+	ParentUrl    string                 `protobuf:"bytes,4,opt,name=parent_url,json=parentUrl,proto3" json:"parent_url,omitempty"` // the page that linked here; empty for seeds
+	DiscoveredAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=discovered_at,json=discoveredAt,proto3" json:"discovered_at,omitempty"`
+	Source       Source                 `protobuf:"varint,6,opt,name=source,proto3,enum=crawler.v1.Source" json:"source,omitempty"`
+	AnchorText   string                 `protobuf:"bytes,7,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"` // link text, kept as metadata (seed 003)
+	Rel          string                 `protobuf:"bytes,8,opt,name=rel,proto3" json:"rel,omitempty"`                                 // rel attribute of the link, if any
+	// Parser fields (150-199).
+	SerpEngine    string                 `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // non-empty: the URL is a search engine result page of this engine (parser preset or --serp-config name)
+	Lastmod       *timestamppb.Timestamp `protobuf:"bytes,151,opt,name=lastmod,proto3" json:"lastmod,omitempty"`                         // <lastmod> of a sitemap entry (source SITEMAP)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -193,22 +196,38 @@ func (x *DiscoveredURL) GetRel() string {
 	return ""
 }
 
+func (x *DiscoveredURL) GetSerpEngine() string {
+	if x != nil {
+		return x.SerpEngine
+	}
+	return ""
+}
+
+func (x *DiscoveredURL) GetLastmod() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Lastmod
+	}
+	return nil
+}
+
 // FetchRequest is a deduplicated, admitted URL that the fetcher owning its
 // partition must fetch, published by the scheduler.
 type FetchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CrawlId       string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
-	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`                   // canonical
-	UrlFp         uint64                 `protobuf:"varint,3,opt,name=url_fp,json=urlFp,proto3" json:"url_fp,omitempty"` // 64-bit Rabin fingerprint of url
-	Depth         uint32                 `protobuf:"varint,4,opt,name=depth,proto3" json:"depth,omitempty"`
-	ParentUrl     string                 `protobuf:"bytes,5,opt,name=parent_url,json=parentUrl,proto3" json:"parent_url,omitempty"`
-	DiscoveredAt  *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=discovered_at,json=discoveredAt,proto3" json:"discovered_at,omitempty"`
-	ScheduledAt   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,8,opt,name=attempt,proto3" json:"attempt,omitempty"`                     // 0 for the first try
-	NotBefore     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"` // do not fetch before this time
-	Etag          string                 `protobuf:"bytes,10,opt,name=etag,proto3" json:"etag,omitempty"`                           // validators of a previous fetch
-	LastModified  string                 `protobuf:"bytes,11,opt,name=last_modified,json=lastModified,proto3" json:"last_modified,omitempty"`
-	AnchorText    string                 `protobuf:"bytes,12,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CrawlId      string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
+	Url          string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`                   // canonical
+	UrlFp        uint64                 `protobuf:"varint,3,opt,name=url_fp,json=urlFp,proto3" json:"url_fp,omitempty"` // 64-bit Rabin fingerprint of url
+	Depth        uint32                 `protobuf:"varint,4,opt,name=depth,proto3" json:"depth,omitempty"`
+	ParentUrl    string                 `protobuf:"bytes,5,opt,name=parent_url,json=parentUrl,proto3" json:"parent_url,omitempty"`
+	DiscoveredAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=discovered_at,json=discoveredAt,proto3" json:"discovered_at,omitempty"`
+	ScheduledAt  *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
+	Attempt      uint32                 `protobuf:"varint,8,opt,name=attempt,proto3" json:"attempt,omitempty"`                     // 0 for the first try
+	NotBefore    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"` // do not fetch before this time
+	Etag         string                 `protobuf:"bytes,10,opt,name=etag,proto3" json:"etag,omitempty"`                           // validators of a previous fetch
+	LastModified string                 `protobuf:"bytes,11,opt,name=last_modified,json=lastModified,proto3" json:"last_modified,omitempty"`
+	AnchorText   string                 `protobuf:"bytes,12,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"`
+	// Parser fields (150-199).
+	SerpEngine    string `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // copied from DiscoveredURL.serp_engine
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -327,6 +346,13 @@ func (x *FetchRequest) GetAnchorText() string {
 	return ""
 }
 
+func (x *FetchRequest) GetSerpEngine() string {
+	if x != nil {
+		return x.SerpEngine
+	}
+	return ""
+}
+
 // FetchedPage is the outcome of one fetch attempt, success or failure,
 // published by the fetcher for the parser.
 type FetchedPage struct {
@@ -351,8 +377,15 @@ type FetchedPage struct {
 	RedirectLocation string                 `protobuf:"bytes,18,opt,name=redirect_location,json=redirectLocation,proto3" json:"redirect_location,omitempty"` // absolute Location of a 3xx answer
 	AnchorText       string                 `protobuf:"bytes,19,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"`
 	Partition        uint32                 `protobuf:"varint,20,opt,name=partition,proto3" json:"partition,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Parser fields (150-199).
+	SerpEngine string `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // copied from FetchRequest.serp_engine: the parser extracts only result links
+	// Fetcher fields (100-149).
+	Attempt        uint32 `protobuf:"varint,100,opt,name=attempt,proto3" json:"attempt,omitempty"`                                    // FetchRequest.attempt of this try, 0 for the first
+	WillRetry      bool   `protobuf:"varint,101,opt,name=will_retry,json=willRetry,proto3" json:"will_retry,omitempty"`               // a transient failure: attempt+1 was queued durably
+	Unchanged      bool   `protobuf:"varint,102,opt,name=unchanged,proto3" json:"unchanged,omitempty"`                                // 304 Not Modified to a conditional GET
+	RedirectedFrom string `protobuf:"bytes,103,opt,name=redirected_from,json=redirectedFrom,proto3" json:"redirected_from,omitempty"` // the URL first requested, when this page was reached through same-host redirects followed inline
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *FetchedPage) Reset() {
@@ -525,6 +558,41 @@ func (x *FetchedPage) GetPartition() uint32 {
 	return 0
 }
 
+func (x *FetchedPage) GetSerpEngine() string {
+	if x != nil {
+		return x.SerpEngine
+	}
+	return ""
+}
+
+func (x *FetchedPage) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *FetchedPage) GetWillRetry() bool {
+	if x != nil {
+		return x.WillRetry
+	}
+	return false
+}
+
+func (x *FetchedPage) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
+}
+
+func (x *FetchedPage) GetRedirectedFrom() string {
+	if x != nil {
+		return x.RedirectedFrom
+	}
+	return ""
+}
+
 // Proxy is one live proxy of the pool, published to the compacted proxies
 // topic keyed by id. A record with an empty value (tombstone) removes it.
 type Proxy struct {
@@ -685,7 +753,7 @@ var File_crawl_proto protoreflect.FileDescriptor
 const file_crawl_proto_rawDesc = "" +
 	"\n" +
 	"\vcrawl.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\x02\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xea\x02\n" +
 	"\rDiscoveredURL\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -696,7 +764,10 @@ const file_crawl_proto_rawDesc = "" +
 	"\x06source\x18\x06 \x01(\x0e2\x12.crawler.v1.SourceR\x06source\x12\x1f\n" +
 	"\vanchor_text\x18\a \x01(\tR\n" +
 	"anchorText\x12\x10\n" +
-	"\x03rel\x18\b \x01(\tR\x03rel\"\xb6\x03\n" +
+	"\x03rel\x18\b \x01(\tR\x03rel\x12 \n" +
+	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
+	"serpEngine\x125\n" +
+	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\"\xd8\x03\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -713,7 +784,9 @@ const file_crawl_proto_rawDesc = "" +
 	" \x01(\tR\x04etag\x12#\n" +
 	"\rlast_modified\x18\v \x01(\tR\flastModified\x12\x1f\n" +
 	"\vanchor_text\x18\f \x01(\tR\n" +
-	"anchorText\"\xe1\x05\n" +
+	"anchorText\x12 \n" +
+	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
+	"serpEngine\"\x83\a\n" +
 	"\vFetchedPage\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -741,7 +814,14 @@ const file_crawl_proto_rawDesc = "" +
 	"\x11redirect_location\x18\x12 \x01(\tR\x10redirectLocation\x12\x1f\n" +
 	"\vanchor_text\x18\x13 \x01(\tR\n" +
 	"anchorText\x12\x1c\n" +
-	"\tpartition\x18\x14 \x01(\rR\tpartition\x1a:\n" +
+	"\tpartition\x18\x14 \x01(\rR\tpartition\x12 \n" +
+	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
+	"serpEngine\x12\x18\n" +
+	"\aattempt\x18d \x01(\rR\aattempt\x12\x1d\n" +
+	"\n" +
+	"will_retry\x18e \x01(\bR\twillRetry\x12\x1c\n" +
+	"\tunchanged\x18f \x01(\bR\tunchanged\x12'\n" +
+	"\x0fredirected_from\x18g \x01(\tR\x0eredirectedFrom\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
@@ -792,20 +872,21 @@ var file_crawl_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
 }
 var file_crawl_proto_depIdxs = []int32{
-	7, // 0: crawler.v1.DiscoveredURL.discovered_at:type_name -> google.protobuf.Timestamp
-	0, // 1: crawler.v1.DiscoveredURL.source:type_name -> crawler.v1.Source
-	7, // 2: crawler.v1.FetchRequest.discovered_at:type_name -> google.protobuf.Timestamp
-	7, // 3: crawler.v1.FetchRequest.scheduled_at:type_name -> google.protobuf.Timestamp
-	7, // 4: crawler.v1.FetchRequest.not_before:type_name -> google.protobuf.Timestamp
-	7, // 5: crawler.v1.FetchedPage.fetched_at:type_name -> google.protobuf.Timestamp
-	6, // 6: crawler.v1.FetchedPage.headers:type_name -> crawler.v1.FetchedPage.HeadersEntry
-	7, // 7: crawler.v1.Proxy.checked_at:type_name -> google.protobuf.Timestamp
-	7, // 8: crawler.v1.ProxyFeedback.at:type_name -> google.protobuf.Timestamp
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	7,  // 0: crawler.v1.DiscoveredURL.discovered_at:type_name -> google.protobuf.Timestamp
+	0,  // 1: crawler.v1.DiscoveredURL.source:type_name -> crawler.v1.Source
+	7,  // 2: crawler.v1.DiscoveredURL.lastmod:type_name -> google.protobuf.Timestamp
+	7,  // 3: crawler.v1.FetchRequest.discovered_at:type_name -> google.protobuf.Timestamp
+	7,  // 4: crawler.v1.FetchRequest.scheduled_at:type_name -> google.protobuf.Timestamp
+	7,  // 5: crawler.v1.FetchRequest.not_before:type_name -> google.protobuf.Timestamp
+	7,  // 6: crawler.v1.FetchedPage.fetched_at:type_name -> google.protobuf.Timestamp
+	6,  // 7: crawler.v1.FetchedPage.headers:type_name -> crawler.v1.FetchedPage.HeadersEntry
+	7,  // 8: crawler.v1.Proxy.checked_at:type_name -> google.protobuf.Timestamp
+	7,  // 9: crawler.v1.ProxyFeedback.at:type_name -> google.protobuf.Timestamp
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_crawl_proto_init() }

@@ -16,10 +16,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/services/parser/internal/serp"
 )
 
 const service = "parser"
@@ -60,6 +62,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("validate config: %w", err)
 	}
 
+	engines, err := serp.Load(cfg.Parser.SERPConfig)
+	if err != nil {
+		return err
+	}
 	log, err := telemetry.NewLogger(cfg.Telemetry, service)
 	if err != nil {
 		return err
@@ -84,11 +90,17 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	writer := kafkaio.NewWriter(cfg.Kafka, log, sreg)
 	defer writer.Close()
 	docs := chstore.NewBatchWriter(store, chstore.Documents, chstore.BatchOptions{}, log, sreg)
+	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, chstore.BatchOptions{}, log, sreg)
+	contentSeen := chstore.NewBatchWriter(store, chstore.ContentSeen, chstore.BatchOptions{}, log, sreg)
+	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, chstore.BatchOptions{}, log, sreg)
 	metrics, err := pages.NewMetrics(sreg)
 	if err != nil {
 		return err
 	}
-	proc := pages.NewProcessor(cfg.Parser, topics.Discovered, writer, docs, log, metrics, time.Now)
+	specs := crawlcontrol.NewSpecs()
+	proc := pages.NewProcessor(cfg.Parser, topics, pages.Sinks{
+		Publisher: writer, Documents: docs, Meta: meta, ContentSeen: contentSeen, Dropped: dropped, Seen: store,
+	}, specs, engines, log, metrics, time.Now)
 	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:  cfg.Kafka.GroupFor(service),
 		Topic:    topics.Fetched,
@@ -109,7 +121,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	// Shutdown order: readiness false, stop consuming (handlers finish
 	// their batch or abandon it unacked), then flush and stop the document
-	// writer, then the admin server.
+	// writers and the control-topic follower, then the admin server.
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWriter()
@@ -117,6 +129,15 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return admin.Run(adminCtx) })
 	g.Go(func() error { return docs.Run(writerCtx) })
+	g.Go(func() error { return meta.Run(writerCtx) })
+	g.Go(func() error { return contentSeen.Run(writerCtx) })
+	g.Go(func() error { return dropped.Run(writerCtx) })
+	g.Go(func() error {
+		// Crawl specifications: scope rules per crawl, until shutdown.
+		return crawlcontrol.Follow(writerCtx, cfg.Kafka, specs, func(err error) {
+			log.Warn("crawl spec skipped", zap.Error(err))
+		})
+	})
 	g.Go(func() error {
 		defer stopAdmin()
 		defer stopWriter()

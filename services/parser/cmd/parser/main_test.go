@@ -112,6 +112,9 @@ func TestRunRejectsConfig(t *testing.T) {
 		{name: "batch size from env", env: map[string]string{"CRAWLER_BATCH_SIZE": "0"}, wantMsg: "batch-size"},
 		{name: "bad env value", env: map[string]string{"CRAWLER_MAX_OUTLINKS": "many"}, wantMsg: "CRAWLER_MAX_OUTLINKS"},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantMsg: "no-such-flag"},
+		{name: "max url length", args: []string{"--max-url-length", "8"}, wantMsg: "max-url-length"},
+		{name: "repeated segments", args: []string{"--max-repeated-segments", "-1"}, wantMsg: "max-repeated-segments"},
+		{name: "serp config missing", args: []string{"--serp-config", "/nonexistent/serp.json"}, wantMsg: "serp config"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -34,6 +35,7 @@ const (
 	maxTitleBytes    = 1024
 	maxAnchorBytes   = 512
 	maxLanguageBytes = 35 // longest practical BCP 47 tag
+	maxDescBytes     = 2048
 )
 
 // Reasons a link is dropped, the label values of the parser's
@@ -52,6 +54,18 @@ const (
 type Options struct {
 	MaxOutlinks  int // links kept per page (default DefaultMaxOutlinks)
 	MaxTextBytes int // visible text kept, cut on a UTF-8 boundary (default DefaultMaxTextBytes)
+
+	// Results, when set, marks the page as a search engine result page:
+	// only the links of the elements it matches (an <a href> itself or the
+	// first one inside) are extracted, and <link>, frames, refresh and
+	// other link sources are ignored. Compile with cascadia.Compile.
+	Results goquery.Matcher
+	// NoFollow is set when the response said nofollow (X-Robots-Tag): no
+	// link is kept, every one is counted as DropNoFollow.
+	NoFollow bool
+	// Detail, when set, is matched against the page: Result.Detail reports
+	// whether any element matches (a detail page of the crawl).
+	Detail goquery.Matcher
 }
 
 func (o Options) withDefaults() Options {
@@ -68,19 +82,23 @@ func (o Options) withDefaults() Options {
 type Link struct {
 	URL    string `json:"url"`              // absolute and canonical (urlcanon)
 	Anchor string `json:"anchor,omitempty"` // link text (or alt text), whitespace collapsed
-	Rel    string `json:"rel,omitempty"`    // rel attribute, lower-cased, whitespace collapsed
+	Rel    string `json:"rel,omitempty"`    // rel attribute, lower-cased, whitespace collapsed ("refresh" for a meta refresh)
+	Tag    string `json:"tag"`              // element the link came from: a, area, frame, iframe, link, body, applet, meta
 }
 
 // Result is what Extract keeps of a page.
 type Result struct {
-	Title    string `json:"title"`
-	Text     string `json:"text"`     // visible text: words separated by single spaces, blocks by single newlines
-	Language string `json:"language"` // <html lang>, lower-cased
-	Links    []Link `json:"links"`    // in document order, deduplicated, at most MaxOutlinks
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"` // <meta name=description>, whitespace collapsed
+	Canonical   string `json:"canonical,omitempty"`   // <link rel=canonical href>, resolved and canonical
+	Text        string `json:"text"`                  // visible text: words separated by single spaces, blocks by single newlines
+	Language    string `json:"language"`              // <html lang>, lower-cased
+	Links       []Link `json:"links"`                 // in document order, deduplicated, at most MaxOutlinks
 
-	NoFollow      bool `json:"nofollow"`       // meta robots nofollow/none: Links is empty
-	NoIndex       bool `json:"noindex"`        // meta robots noindex/none: store no document
-	TextTruncated bool `json:"text_truncated"` // Text was cut at MaxTextBytes
+	NoFollow      bool `json:"nofollow"`         // meta robots nofollow/none or Options.NoFollow: Links is empty
+	NoIndex       bool `json:"noindex"`          // meta robots noindex/none: store no document
+	TextTruncated bool `json:"text_truncated"`   // Text was cut at MaxTextBytes
+	Detail        bool `json:"detail,omitempty"` // Options.Detail matched the page
 
 	// Dropped counts the links not kept, by reason (Drop* constants).
 	Dropped map[string]int `json:"dropped,omitempty"`
@@ -112,11 +130,16 @@ func Extract(pageURL string, body []byte, opts Options) (Result, error) {
 
 	res.Language = language(root)
 	res.Title = title(root)
+	res.Description = metaContent(root, "description", maxDescBytes)
 	res.NoFollow, res.NoIndex = metaRobots(root)
-	res.Text, res.TextTruncated = visibleText(doc.Nodes, opts.MaxTextBytes)
-	if !res.NoFollow {
-		res.Links, res.Dropped = links(root, page, opts.MaxOutlinks)
+	res.NoFollow = res.NoFollow || opts.NoFollow
+	res.Text, res.TextTruncated = visibleText(doc.Nodes, opts.MaxTextBytes, len(body)/2)
+	if opts.Detail != nil {
+		res.Detail = root.FindMatcher(opts.Detail).Length() > 0
 	}
+	var canonical string
+	res.Links, res.Dropped, canonical = links(root, page, opts, res.NoFollow)
+	res.Canonical = canonical
 	return res, nil
 }
 
@@ -166,6 +189,54 @@ func title(root *goquery.Selection) string {
 	return t
 }
 
+// metaContent is the collapsed content of the first <meta name=name>.
+func metaContent(root *goquery.Selection, name string, max int) string {
+	var out string
+	root.Find("meta[name][content]").EachWithBreak(func(_ int, s *goquery.Selection) bool {
+		n, _ := s.Attr("name")
+		if !strings.EqualFold(strings.TrimSpace(n), name) {
+			return true
+		}
+		c, _ := s.Attr("content")
+		out = collapseString(c, max)
+		return false
+	})
+	return out
+}
+
+// RefreshURL returns the URL of a meta refresh content ("5; url=next.html",
+// "0;URL='x'"), parsed as browsers do; ok is false when there is none.
+func RefreshURL(content string) (string, bool) {
+	s := strings.TrimLeft(content, " \t\n\f\r")
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	if i == 0 {
+		return "", false
+	}
+	s = strings.TrimLeft(s[i:], " \t\n\f\r")
+	if s == "" || (s[0] != ';' && s[0] != ',') {
+		return "", false
+	}
+	s = strings.TrimLeft(s[1:], " \t\n\f\r")
+	if len(s) >= 3 && strings.EqualFold(s[:3], "url") {
+		rest := strings.TrimLeft(s[3:], " \t\n\f\r")
+		if strings.HasPrefix(rest, "=") {
+			s = strings.TrimLeft(rest[1:], " \t\n\f\r")
+		}
+	}
+	if s != "" && (s[0] == '"' || s[0] == '\'') {
+		q := s[0]
+		s = s[1:]
+		if j := strings.IndexByte(s, q); j >= 0 {
+			s = s[:j]
+		}
+	}
+	s = strings.TrimSpace(s)
+	return s, s != ""
+}
+
 func metaRobots(root *goquery.Selection) (nofollow, noindex bool) {
 	root.Find("meta[name][content]").Each(func(_ int, s *goquery.Selection) {
 		name, _ := s.Attr("name")
@@ -193,16 +264,27 @@ func baseURL(root *goquery.Selection, page string) string {
 	return b
 }
 
-func links(root *goquery.Selection, page string, maxLinks int) ([]Link, map[string]int) {
-	resolver, err := urlcanon.NewResolver(baseURL(root, page))
+// linkSources are the elements that carry links, in one selector group so
+// that cascadia matches them in document order.
+const linkSources = "a[href], area[href], frame[src], iframe[src], link[href], body[background], applet[code], meta[http-equiv][content]"
+
+// followedRels are the <link rel> values whose target is a page to crawl.
+var followedRels = []string{"next", "prev", "previous", "alternate", "canonical"}
+
+// links extracts the page's outlinks (none under nofollow, but the
+// canonical link is still returned).
+func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([]Link, map[string]int, string) {
+	base := baseURL(root, page)
+	resolver, err := urlcanon.NewResolver(base)
 	if err != nil {
 		// the base is the canonical page URL or a canonical <base href>
-		return nil, map[string]int{DropInvalid: 1}
+		return nil, map[string]int{DropInvalid: 1}, ""
 	}
 	var (
-		out     []Link
-		dropped map[string]int
-		seen    = make(map[string]struct{})
+		out       []Link
+		dropped   map[string]int
+		canonical string
+		seen      = make(map[string]struct{})
 	)
 	drop := func(reason string) {
 		if dropped == nil {
@@ -210,26 +292,8 @@ func links(root *goquery.Selection, page string, maxLinks int) ([]Link, map[stri
 		}
 		dropped[reason]++
 	}
-	// One selector group: cascadia matches in document order.
-	root.Find("a[href], area[href], frame[src], iframe[src]").Each(func(_ int, s *goquery.Selection) {
-		n := s.Get(0)
-		if n.Namespace != "" || inert(n) { // inside SVG/MathML or <template>
-			return
-		}
-		var ref, rel string
-		switch n.DataAtom {
-		case atom.A, atom.Area:
-			ref, _ = s.Attr("href")
-			rel, _ = s.Attr("rel")
-			rel = strings.Join(strings.Fields(strings.ToLower(rel)), " ")
-			if hasToken(rel, "nofollow") {
-				drop(DropNoFollow)
-				return
-			}
-		default: // frame, iframe
-			ref, _ = s.Attr("src")
-		}
-		u, err := resolver.Resolve(ref)
+	add := func(r *urlcanon.Resolver, ref string, l Link, s *goquery.Selection, n *html.Node) {
+		u, err := r.Resolve(ref)
 		switch {
 		case errors.Is(err, urlcanon.ErrScheme):
 			drop(DropScheme)
@@ -249,13 +313,134 @@ func links(root *goquery.Selection, page string, maxLinks int) ([]Link, map[stri
 			return
 		}
 		seen[u] = struct{}{}
-		if len(out) >= maxLinks {
+		if len(out) >= opts.MaxOutlinks {
 			drop(DropOverCap)
 			return
 		}
-		out = append(out, Link{URL: u, Anchor: anchorText(s, n), Rel: rel})
+		l.URL = u
+		if n != nil {
+			l.Anchor = anchorText(s, n)
+		}
+		out = append(out, l)
+	}
+
+	if opts.Results != nil {
+		root.FindMatcher(opts.Results).Each(func(_ int, s *goquery.Selection) {
+			if goquery.NodeName(s) != "a" {
+				s = s.Find("a[href]").First()
+			}
+			n := s.Get(0)
+			if n == nil || n.Namespace != "" {
+				return
+			}
+			ref, ok := s.Attr("href")
+			if !ok {
+				return
+			}
+			rel, _ := s.Attr("rel")
+			if nofollow {
+				drop(DropNoFollow)
+				return
+			}
+			add(resolver, ref, Link{Rel: normRel(rel), Tag: "a"}, s, n)
+		})
+		return out, dropped, ""
+	}
+
+	root.Find(linkSources).Each(func(_ int, s *goquery.Selection) {
+		n := s.Get(0)
+		if n.Namespace != "" || inert(n) { // inside SVG/MathML or <template>
+			return
+		}
+		switch n.DataAtom {
+		case atom.A, atom.Area:
+			ref, _ := s.Attr("href")
+			rel, _ := s.Attr("rel")
+			rel = normRel(rel)
+			if nofollow {
+				drop(DropNoFollow)
+				return
+			}
+			if hasToken(rel, "nofollow") {
+				drop(DropNoFollow)
+				return
+			}
+			add(resolver, ref, Link{Rel: rel, Tag: n.Data}, s, n)
+		case atom.Frame, atom.Iframe:
+			if nofollow {
+				drop(DropNoFollow)
+				return
+			}
+			ref, _ := s.Attr("src")
+			add(resolver, ref, Link{Tag: n.Data}, s, n)
+		case atom.Link:
+			ref, _ := s.Attr("href")
+			rel, _ := s.Attr("rel")
+			rel = normRel(rel)
+			if hasToken(rel, "canonical") && canonical == "" {
+				if u, err := resolver.Resolve(ref); err == nil {
+					canonical = u
+				}
+			}
+			if hasToken(rel, "stylesheet") || !slices.ContainsFunc(followedRels, func(r string) bool { return hasToken(rel, r) }) {
+				return
+			}
+			if nofollow || hasToken(rel, "nofollow") {
+				drop(DropNoFollow)
+				return
+			}
+			add(resolver, ref, Link{Rel: rel, Tag: "link"}, s, nil)
+		case atom.Body:
+			if nofollow {
+				drop(DropNoFollow)
+				return
+			}
+			ref, _ := s.Attr("background")
+			add(resolver, ref, Link{Tag: "body"}, s, nil)
+		case atom.Applet:
+			if nofollow {
+				drop(DropNoFollow)
+				return
+			}
+			code, _ := s.Attr("code")
+			r := resolver
+			if cb, ok := s.Attr("codebase"); ok {
+				// The codebase is a directory: resolve code against it.
+				abs, err := resolver.Resolve(cb)
+				if err == nil && !strings.HasSuffix(abs, "/") {
+					abs += "/"
+				}
+				if err == nil {
+					r, err = urlcanon.NewResolver(abs)
+				}
+				if err != nil {
+					drop(DropInvalid)
+					return
+				}
+			}
+			add(r, code, Link{Tag: "applet"}, s, nil)
+		case atom.Meta:
+			equiv, _ := s.Attr("http-equiv")
+			if !strings.EqualFold(strings.TrimSpace(equiv), "refresh") {
+				return
+			}
+			content, _ := s.Attr("content")
+			ref, ok := RefreshURL(content)
+			if !ok {
+				return
+			}
+			if nofollow {
+				drop(DropNoFollow)
+				return
+			}
+			add(resolver, ref, Link{Rel: "refresh", Tag: "meta"}, s, nil)
+		}
 	})
-	return out, dropped
+	return out, dropped, canonical
+}
+
+func normRel(rel string) string {
+	return strings.Join(strings.Fields(strings.ToLower(rel)), " ")
 }
 
 // inert reports whether n is inside content that is not part of the
@@ -437,8 +622,11 @@ func (w *textWriter) walk(n *html.Node) {
 	}
 }
 
-func visibleText(nodes []*html.Node, max int) (string, bool) {
+// visibleText is the text under nodes; hint sizes the buffer (half the
+// body is typical of text-heavy pages and saves the builder's regrowth).
+func visibleText(nodes []*html.Node, max, hint int) (string, bool) {
 	w := textWriter{max: max, newlines: true}
+	w.b.Grow(min(max, hint))
 	for _, n := range nodes {
 		w.walk(n)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"golang.org/x/text/encoding/simplifiedchinese"
+
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
 )
@@ -27,6 +29,8 @@ const pageURL = "https://Example.com/dir/sub/page.html?q=1#ignored"
 // files small.
 type golden struct {
 	Title         string         `json:"title"`
+	Description   string         `json:"description,omitempty"`
+	Canonical     string         `json:"canonical,omitempty"`
 	Language      string         `json:"language"`
 	NoFollow      bool           `json:"nofollow"`
 	NoIndex       bool           `json:"noindex"`
@@ -43,7 +47,7 @@ const maxGoldenText = 16 << 10
 
 func toGolden(r extract.Result) golden {
 	g := golden{
-		Title: r.Title, Language: r.Language, NoFollow: r.NoFollow, NoIndex: r.NoIndex,
+		Title: r.Title, Description: r.Description, Canonical: r.Canonical, Language: r.Language, NoFollow: r.NoFollow, NoIndex: r.NoIndex,
 		TextTruncated: r.TextTruncated, TextBytes: len(r.Text), Links: r.Links, Dropped: r.Dropped,
 	}
 	if len(r.Text) <= maxGoldenText {
@@ -72,6 +76,23 @@ func TestExtractGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		tests = append(tests, testCase{strings.TrimSuffix(filepath.Base(f), ".html"), body})
+	}
+	// GBK pages are stored as served and transcoded to UTF-8 as the
+	// fetcher does before publishing them.
+	gbkFiles, err := filepath.Glob(filepath.Join("testdata", "*.html.gbk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range gbkFiles {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := simplifiedchinese.GBK.NewDecoder().Bytes(raw)
+		if err != nil {
+			t.Fatalf("transcode %s: %v", f, err)
+		}
+		tests = append(tests, testCase{strings.TrimSuffix(filepath.Base(f), ".html.gbk"), body})
 	}
 	// The large page is generated rather than stored (about 1.2 MB).
 	tests = append(tests, testCase{"large", largePage(1200<<10, 1500)})
@@ -228,6 +249,33 @@ func TestExtractPageURL(t *testing.T) {
 	}
 }
 
+func TestRefreshURL(t *testing.T) {
+	tests := []struct {
+		content string
+		want    string
+		ok      bool
+	}{
+		{"5; url=next.html", "next.html", true},
+		{"0;URL='quoted page.html'", "quoted page.html", true},
+		{`3 , Url = "dq.html" trailing`, "dq.html", true},
+		{"0.5;http://example.com/x", "http://example.com/x", true},
+		{"10; urlfoo.html", "urlfoo.html", true},
+		{"5", "", false},
+		{"; url=x", "", false},
+		{"abc; url=x", "", false},
+		{"", "", false},
+		{"7; url=", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.content, func(t *testing.T) {
+			got, ok := extract.RefreshURL(tt.content)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("RefreshURL(%q) = %q, %v; want %q, %v", tt.content, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
 func TestParseRobotsDirectives(t *testing.T) {
 	tests := []struct {
 		content           string
@@ -267,6 +315,8 @@ func FuzzExtract(f *testing.F) {
 	}
 	f.Add([]byte(`<base href="javascript:x"><a href="\\\\h\\p">x</a><frame src="%zz">`))
 	f.Add([]byte(`<a href="http://[::1">x</a><a href="https://xn--/">y</a>`))
+	f.Add([]byte(`<link rel="next canonical" href=" ../x\\y "><body background="//h/p"><applet code="C.class" codebase="../cb">`))
+	f.Add([]byte(`<meta http-equiv="refresh" content="0; url='  \\\\h\\p  '"><meta http-equiv=refresh content="1;url=">`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		opts := extract.Options{MaxOutlinks: 50, MaxTextBytes: 4096}
 		res, err := extract.Extract(pageURL, body, opts)

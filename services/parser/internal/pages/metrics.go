@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
+	"github.com/trawl-crawler/trawl/services/parser/internal/scope"
 )
 
 // Outcomes of one fetched page, the label values of pages_parsed_total.
@@ -17,11 +18,21 @@ const (
 	OutcomeFetchError  = "fetch_error" // no usable answer (error_kind set)
 	OutcomeInvalidURL  = "invalid_url" // the page URL itself is not crawlable
 	OutcomeUndecodable = "undecodable" // the record is not a FetchedPage
+	OutcomeDuplicate   = "duplicate"   // HTML page: document stored, marked a duplicate of an earlier page
+	OutcomeList        = "list"        // HTML page: not a detail page of the crawl, links published only
+	OutcomeSERP        = "serp"        // search engine result page: result links published only
+	OutcomeSitemap     = "sitemap"     // sitemap: listed URLs published
+	OutcomeBadSitemap  = "bad_sitemap" // sitemap that could not be parsed (broken gzip, …)
 )
 
 // DropKey is the links_dropped_total reason of a link whose record key
 // could not be derived.
 const DropKey = "key"
+
+// DropDuplicatePage is the links_dropped_total reason of the links of a
+// page whose content duplicates an earlier page, when the crawl does not
+// follow duplicates.
+const DropDuplicatePage = "duplicate_page"
 
 // Metrics of the page processor. Built once per process from the service's
 // registerer (names get the crawler_parser_ prefix there).
@@ -31,6 +42,7 @@ type Metrics struct {
 	dropped   *prometheus.CounterVec
 	duration  prometheus.Histogram
 	documents prometheus.Counter
+	serp      *prometheus.CounterVec
 }
 
 // NewMetrics registers the processor's metrics on reg.
@@ -55,21 +67,27 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		documents: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "documents_written_total",
-			Help: "Document rows written to ClickHouse.",
+			Help: "Document rows written to ClickHouse (and published to the documents topic).",
 		}),
+		serp: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "serp_pages_total",
+			Help: "Search engine result pages parsed, by engine (presets and --serp-config names).",
+		}, []string{"engine"}),
 	}
-	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents} {
+	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register parser metrics: %w", err)
 		}
 	}
 	// Expose every bounded label value from the start, at zero.
 	for _, o := range []string{OutcomeDocument, OutcomeNoIndex, OutcomeNotHTML, OutcomeHTTPStatus,
-		OutcomeFetchError, OutcomeInvalidURL, OutcomeUndecodable} {
+		OutcomeFetchError, OutcomeInvalidURL, OutcomeUndecodable, OutcomeDuplicate, OutcomeList, OutcomeSERP,
+		OutcomeSitemap, OutcomeBadSitemap} {
 		m.pages.WithLabelValues(o)
 	}
 	for _, r := range []string{extract.DropInvalid, extract.DropScheme, extract.DropTooLong, extract.DropNoFollow,
-		extract.DropSelf, extract.DropDuplicate, extract.DropOverCap, DropKey} {
+		extract.DropSelf, extract.DropDuplicate, extract.DropOverCap, DropKey, DropDuplicatePage,
+		scope.DropOutOfScope, scope.DropFiltered, scope.DropTrapGuard} {
 		m.dropped.WithLabelValues(r)
 	}
 	return m, nil

@@ -1,14 +1,18 @@
 // Package pages is the parser's transport adapter: it consumes fetched pages
-// from Kafka, runs the pure extractor on the HTML ones, publishes their
-// outlinks to the discovered topic, stores their documents in ClickHouse,
-// and acknowledges each record only once all of that is durable.
+// from Kafka, runs the pure extractor on the HTML ones (and the sitemap
+// parser on sitemaps), applies the crawl's scope rules, publishes outlinks
+// to the discovered topic and documents to the documents topic, stores
+// documents, duplicates and dropped-link counts in ClickHouse, and
+// acknowledges each record only once all of that is durable.
 package pages
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"mime"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,28 +24,42 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
+	"github.com/trawl-crawler/trawl/services/parser/internal/scope"
+	"github.com/trawl-crawler/trawl/services/parser/internal/serp"
+	"github.com/trawl-crawler/trawl/services/parser/internal/sitemap"
 )
 
 // Config tunes the processor.
 type Config struct {
-	MaxOutlinks  int // flag max-outlinks: links published per page (default 1000)
-	MaxTextBytes int // flag max-text-bytes: visible text stored per page (default 1 MiB)
-	BatchSize    int // flag batch-size: fetched pages handled together per partition (default 100)
+	MaxOutlinks         int    // flag max-outlinks: links published per page (default 1000)
+	MaxTextBytes        int    // flag max-text-bytes: visible text stored per page (default 1 MiB)
+	BatchSize           int    // flag batch-size: fetched pages handled together per partition (default 100)
+	MaxURLLength        int    // flag max-url-length: longest outlink published (default 2048)
+	MaxRepeatedSegments int    // flag max-repeated-segments: trap guard (default 3, 0 = off)
+	FollowDuplicates    bool   // flag follow-duplicates: for crawls without a spec (default true)
+	SERPConfig          string // flag serp-config: JSON file of search engines added to the presets
 }
 
 // Defaults of Config.
 const (
-	DefaultBatchSize = 100
+	DefaultBatchSize           = 100
+	DefaultMaxURLLength        = 2048
+	DefaultMaxRepeatedSegments = 3
 )
 
 // RegisterFlags binds the fields to flags with defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&c.MaxOutlinks, "max-outlinks", extract.DefaultMaxOutlinks, "outlinks published per page; the rest are dropped and counted")
+	fs.IntVar(&c.MaxOutlinks, "max-outlinks", extract.DefaultMaxOutlinks, "outlinks published per page; the rest are dropped and counted (a crawl's scope can lower it)")
 	fs.IntVar(&c.MaxTextBytes, "max-text-bytes", extract.DefaultMaxTextBytes, "visible text stored per page, in bytes (cut on a UTF-8 boundary)")
 	fs.IntVar(&c.BatchSize, "batch-size", DefaultBatchSize, "fetched pages handled together per partition (bounds memory: batch-size × body size)")
+	fs.IntVar(&c.MaxURLLength, "max-url-length", DefaultMaxURLLength, "longest outlink published, in bytes (a crawl's scope can override it)")
+	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", DefaultMaxRepeatedSegments, "trap guard: drop outlinks whose path repeats one segment more often than this (0 = off)")
+	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
+	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
 }
 
 // Validate reports a configuration error.
@@ -53,6 +71,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("validate max-text-bytes %d: want at least 1", c.MaxTextBytes)
 	case c.BatchSize < 1:
 		return fmt.Errorf("validate batch-size %d: want at least 1", c.BatchSize)
+	case c.MaxURLLength < 16 || c.MaxURLLength > urlcanon.MaxLength:
+		return fmt.Errorf("validate max-url-length %d: want 16 to %d", c.MaxURLLength, urlcanon.MaxLength)
+	case c.MaxRepeatedSegments < 0:
+		return fmt.Errorf("validate max-repeated-segments %d: want at least 0", c.MaxRepeatedSegments)
 	}
 	return nil
 }
@@ -63,29 +85,64 @@ type Publisher interface {
 	Write(ctx context.Context, msgs ...kafka.Message) error
 }
 
-// DocumentWriter stores rows and returns once they are inserted
+// Writer stores rows and returns once they are inserted
 // (chstore.BatchWriter). Safe for concurrent use.
-type DocumentWriter interface {
-	Write(ctx context.Context, rows ...chstore.DocumentRow) error
+type Writer[T any] interface {
+	Write(ctx context.Context, rows ...T) error
+}
+
+// ContentIndex answers which content fingerprints a crawl has already
+// seen, and at which URL first (chstore.Store.SeenContent).
+type ContentIndex interface {
+	SeenContent(ctx context.Context, crawlID string, fps []uint64) (map[uint64]string, error)
+}
+
+// SpecSource returns a crawl's specification or nil (crawlcontrol.Specs).
+type SpecSource interface {
+	Get(crawlID string) *crawlv1.CrawlSpec
+}
+
+// Sinks are where the processor's output goes.
+type Sinks struct {
+	Publisher   Publisher // outlinks and documents
+	Documents   Writer[chstore.DocumentRow]
+	Meta        Writer[chstore.DocumentMetaRow]
+	ContentSeen Writer[chstore.ContentSeenRow]
+	Dropped     Writer[chstore.LinksDroppedRow]
+	Seen        ContentIndex
 }
 
 // Processor turns fetched pages into outlinks and documents. It is stateless
-// between records and safe for concurrent use: the group runs one handler
-// per partition, all sharing it.
+// between records (beyond compiled rules) and safe for concurrent use: the
+// group runs one handler per partition, all sharing it.
 type Processor struct {
-	cfg        Config
-	discovered string // topic of the outlinks
-	pub        Publisher
-	docs       DocumentWriter
-	log        *zap.Logger
-	metrics    *Metrics
-	now        func() time.Time
+	cfg     Config
+	topics  kafkaio.Topics
+	sinks   Sinks
+	specs   SpecSource
+	rules   *scope.Cache
+	engines *serp.Engines
+	log     *zap.Logger
+	metrics *Metrics
+	now     func() time.Time
 }
 
-// NewProcessor returns a processor publishing outlinks to topic discovered.
-// now stamps discovered_at (time.Now in production).
-func NewProcessor(cfg Config, discovered string, pub Publisher, docs DocumentWriter, log *zap.Logger, m *Metrics, now func() time.Time) *Processor {
-	return &Processor{cfg: cfg, discovered: discovered, pub: pub, docs: docs, log: log, metrics: m, now: now}
+// NewProcessor returns a processor publishing to topics.Discovered and
+// topics.Documents. specs may be nil (every crawl runs with the flags'
+// defaults), engines may be nil (no result-page handling). now stamps
+// discovered_at (time.Now in production).
+func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSource, engines *serp.Engines,
+	log *zap.Logger, m *Metrics, now func() time.Time) *Processor {
+	rules := scope.NewCache(scope.Defaults{
+		MaxOutlinks:         cfg.MaxOutlinks,
+		MaxURLLength:        cfg.MaxURLLength,
+		MaxRepeatedSegments: cfg.MaxRepeatedSegments,
+		FollowDuplicates:    cfg.FollowDuplicates,
+	}, func(crawlID string, err error) {
+		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
+	})
+	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
+		log: log, metrics: m, now: now}
 }
 
 // Assign is the kafkaio.AssignFunc of the parser's consumer group.
@@ -100,44 +157,122 @@ type handler struct {
 	log *zap.Logger
 }
 
-// Handle processes a batch: extract every HTML page, publish all outlinks
-// in one Write, store all documents in one Write, then ack every record.
-// On a publish or store error nothing is acked: the records are redelivered
-// (at least once), and the error stops the partition.
+// result is what one fetched page yields.
+type result struct {
+	outcome   string
+	links     []kafka.Message
+	doc       *document
+	crawlID   string
+	host      string // politeness key of the page
+	dropped   map[string]int
+	followDup bool
+}
+
+// document is a page to store, before duplicate detection.
+type document struct {
+	row  chstore.DocumentRow
+	meta chstore.DocumentMetaRow
+	msg  *crawlv1.Document
+}
+
+func (r *result) drop(reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	if r.dropped == nil {
+		r.dropped = make(map[string]int)
+	}
+	r.dropped[reason] += n
+}
+
+// Handle processes a batch: extract every page, mark duplicates, publish
+// all outlinks and documents in one Write, store documents, metadata,
+// first-seen content and dropped-link counts, then ack every record. On a
+// publish or store error nothing is acked: the records are redelivered (at
+// least once), and the error stops the partition.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
-	var (
-		msgs []kafka.Message
-		docs []chstore.DocumentRow
-	)
+	p := h.p
+	results := make([]*result, 0, len(batch))
 	for _, rec := range batch {
 		var page crawlv1.FetchedPage
 		if err := kafkaio.Decode(rec, &page); err != nil {
 			h.log.Warn("undecodable record skipped", telemetry.Offset(rec.Offset), zap.Error(err))
-			h.p.metrics.pages.WithLabelValues(OutcomeUndecodable).Inc()
+			p.metrics.pages.WithLabelValues(OutcomeUndecodable).Inc()
 			continue
 		}
-		out, doc, outcome := h.p.process(&page)
-		if outcome == OutcomeInvalidURL {
+		res := p.process(&page)
+		if res.outcome == OutcomeInvalidURL {
 			h.log.Warn("page with invalid url skipped", telemetry.URL(page.GetUrl()), telemetry.Offset(rec.Offset))
 		}
-		h.p.metrics.pages.WithLabelValues(outcome).Inc()
-		msgs = append(msgs, out...)
-		if doc != nil {
-			docs = append(docs, *doc)
+		results = append(results, res)
+	}
+	if err := p.markDuplicates(ctx, results); err != nil {
+		return err
+	}
+
+	var (
+		msgs    []kafka.Message
+		docs    []chstore.DocumentRow
+		metas   []chstore.DocumentMetaRow
+		firsts  []chstore.ContentSeenRow
+		outlink int
+	)
+	dropped := make(map[chstore.LinksDroppedRow]uint64)
+	minute := p.now().UTC().Truncate(time.Minute)
+	for _, r := range results {
+		p.metrics.pages.WithLabelValues(r.outcome).Inc()
+		msgs = append(msgs, r.links...)
+		outlink += len(r.links)
+		for reason, n := range r.dropped {
+			p.metrics.dropped.WithLabelValues(reason).Add(float64(n))
+			dropped[chstore.LinksDroppedRow{CrawlID: r.crawlID, Host: r.host, Reason: reason, Minute: minute}] += uint64(n)
+		}
+		if r.doc == nil {
+			continue
+		}
+		d := r.doc
+		d.row.Outlinks = uint32(len(r.links))
+		d.msg.Outlinks = uint32(len(r.links))
+		docs = append(docs, d.row)
+		metas = append(metas, d.meta)
+		if !d.meta.IsDuplicate && d.row.Text != "" {
+			firsts = append(firsts, chstore.ContentSeenRow{CrawlID: d.row.CrawlID, ContentFP: d.row.ContentFP, URL: d.row.URL, FirstSeen: d.row.FetchedAt})
+		}
+		key, err := kafkaio.Key(d.row.URL)
+		if err == nil {
+			var m kafka.Message
+			if m, err = kafkaio.NewMessage(p.topics.Documents, key, d.msg); err == nil {
+				msgs = append(msgs, m)
+			}
+		}
+		if err != nil { // the URL is canonical and its key was derived before
+			return fmt.Errorf("encode document %s: %w", d.row.URL, err)
 		}
 	}
 	if len(msgs) > 0 {
-		if err := h.p.pub.Write(ctx, msgs...); err != nil {
-			return fmt.Errorf("publish %d outlinks: %w", len(msgs), err)
+		if err := p.sinks.Publisher.Write(ctx, msgs...); err != nil {
+			return fmt.Errorf("publish %d outlinks and documents: %w", len(msgs), err)
 		}
-		h.p.metrics.links.Add(float64(len(msgs)))
+		p.metrics.links.Add(float64(outlink))
 	}
-	if len(docs) > 0 {
-		if err := h.p.docs.Write(ctx, docs...); err != nil {
-			return fmt.Errorf("store %d documents: %w", len(docs), err)
-		}
-		h.p.metrics.documents.Add(float64(len(docs)))
+	if err := write(ctx, p.sinks.Documents, docs, "documents"); err != nil {
+		return err
 	}
+	if err := write(ctx, p.sinks.Meta, metas, "document metadata"); err != nil {
+		return err
+	}
+	if err := write(ctx, p.sinks.ContentSeen, firsts, "content fingerprints"); err != nil {
+		return err
+	}
+	rows := make([]chstore.LinksDroppedRow, 0, len(dropped))
+	for k, n := range dropped {
+		k.N = n
+		rows = append(rows, k)
+	}
+	if err := write(ctx, p.sinks.Dropped, rows, "dropped link counts"); err != nil {
+		return err
+	}
+	p.metrics.documents.Add(float64(len(docs)))
 	for _, rec := range batch {
 		ack(rec)
 	}
@@ -147,51 +282,141 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 // Close has nothing to finish: Handle is synchronous.
 func (h *handler) Close(context.Context) error { return nil }
 
-// process classifies one page and, for an HTML page, extracts it into
-// outlink records and a document row (nil under noindex).
-func (p *Processor) process(page *crawlv1.FetchedPage) ([]kafka.Message, *chstore.DocumentRow, string) {
+func write[T any](ctx context.Context, w Writer[T], rows []T, what string) error {
+	if len(rows) == 0 || w == nil {
+		return nil
+	}
+	if err := w.Write(ctx, rows...); err != nil {
+		return fmt.Errorf("store %d %s: %w", len(rows), what, err)
+	}
+	return nil
+}
+
+// markDuplicates flags the documents whose content fingerprint the crawl
+// has seen before (in ClickHouse or earlier in the batch) at another URL,
+// and drops the links of duplicates when the crawl does not follow them.
+// Pages with no text are never duplicates.
+func (p *Processor) markDuplicates(ctx context.Context, results []*result) error {
+	byCrawl := make(map[string][]uint64)
+	for _, r := range results {
+		if r.doc != nil && r.doc.row.Text != "" {
+			byCrawl[r.crawlID] = append(byCrawl[r.crawlID], r.doc.row.ContentFP)
+		}
+	}
+	if len(byCrawl) == 0 || p.sinks.Seen == nil {
+		return nil
+	}
+	first := make(map[string]map[uint64]string, len(byCrawl))
+	for crawlID, fps := range byCrawl {
+		seen, err := p.sinks.Seen.SeenContent(ctx, crawlID, fps)
+		if err != nil {
+			return fmt.Errorf("look up content fingerprints: %w", err)
+		}
+		first[crawlID] = seen
+	}
+	for _, r := range results {
+		if r.doc == nil || r.doc.row.Text == "" {
+			continue
+		}
+		seen := first[r.crawlID]
+		fp, u := r.doc.row.ContentFP, r.doc.row.URL
+		orig, ok := seen[fp]
+		if !ok {
+			seen[fp] = u // later pages of this batch duplicate this one
+			continue
+		}
+		if orig == u { // a redelivery or re-crawl of the first page
+			continue
+		}
+		r.doc.meta.IsDuplicate, r.doc.meta.DuplicateOf = true, orig
+		r.doc.msg.IsDuplicate, r.doc.msg.DuplicateOf = true, orig
+		r.outcome = OutcomeDuplicate
+		if !r.followDup {
+			r.drop(DropDuplicatePage, len(r.links))
+			r.links = nil
+		}
+	}
+	return nil
+}
+
+// process classifies one page and extracts it into outlink records and a
+// document (nil under noindex and for list, result and sitemap pages).
+func (p *Processor) process(page *crawlv1.FetchedPage) *result {
+	res := &result{crawlID: page.GetCrawlId()}
+	mt := mediaType(page.GetContentType())
 	switch {
 	case page.GetErrorKind() != "":
-		return nil, nil, OutcomeFetchError
+		res.outcome = OutcomeFetchError
+		return res
 	case page.GetStatusCode() < 200 || page.GetStatusCode() > 299:
-		return nil, nil, OutcomeHTTPStatus
-	case !IsHTML(page.GetContentType()):
-		return nil, nil, OutcomeNotHTML
+		res.outcome = OutcomeHTTPStatus
+		return res
 	}
 	pageURL, err := urlcanon.Canonicalize(page.GetUrl())
 	if err != nil {
-		return nil, nil, OutcomeInvalidURL
+		res.outcome = OutcomeInvalidURL
+		return res
 	}
-	start := time.Now()
-	res, err := extract.Extract(pageURL, page.GetBody(), extract.Options{
-		MaxOutlinks:  p.cfg.MaxOutlinks,
-		MaxTextBytes: p.cfg.MaxTextBytes,
-	})
-	p.metrics.duration.Observe(time.Since(start).Seconds())
-	if err != nil {
-		return nil, nil, OutcomeInvalidURL
+	res.host, _ = urlcanon.PolitenessKey(pageURL) // pageURL is canonical: cannot fail
+	var spec *crawlv1.CrawlSpec
+	if p.specs != nil {
+		spec = p.specs.Get(page.GetCrawlId())
 	}
-	for reason, n := range res.Dropped {
-		p.metrics.dropped.WithLabelValues(reason).Add(float64(n))
-	}
-	// The X-Robots-Tag header carries the same directives as the meta tag.
-	if tag, ok := page.GetHeaders()["x-robots-tag"]; ok {
-		nofollow, noindex := extract.ParseRobotsDirectives(tag)
-		if nofollow {
-			res.Links = nil
+	rules := p.rules.Rules(page.GetCrawlId(), spec)
+	res.followDup = rules.FollowDuplicates()
+
+	if !isHTMLType(mt) {
+		if u, err := url.Parse(pageURL); err == nil && sitemap.Is(mt, u.Path) {
+			p.sitemap(page, pageURL, rules, res)
+			return res
 		}
-		res.NoIndex = res.NoIndex || noindex
+		res.outcome = OutcomeNotHTML
+		return res
 	}
 
+	engine, results, isSERP := p.engines.Match(page.GetSerpEngine(), pageURL)
+	opts := extract.Options{
+		MaxOutlinks:  p.cfg.MaxOutlinks,
+		MaxTextBytes: p.cfg.MaxTextBytes,
+		Results:      results,
+		Detail:       rules.DetailSelector(),
+	}
+	// The X-Robots-Tag header carries the same directives as the meta tag.
+	tag, hasTag := page.GetHeaders()["x-robots-tag"]
+	headerNoIndex := false
+	if hasTag {
+		opts.NoFollow, headerNoIndex = extract.ParseRobotsDirectives(tag)
+	}
+	start := time.Now()
+	ext, err := extract.Extract(pageURL, page.GetBody(), opts)
+	p.metrics.duration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		res.outcome = OutcomeInvalidURL
+		return res
+	}
+	for reason, n := range ext.Dropped {
+		res.drop(reason, n)
+	}
+	ext.NoIndex = ext.NoIndex || headerNoIndex
+
 	now := timestamppb.New(p.now())
-	msgs := make([]kafka.Message, 0, len(res.Links))
-	for _, l := range res.Links {
-		key, err := kafkaio.Key(l.URL)
+	maxLinks := rules.MaxOutlinks()
+	res.links = make([]kafka.Message, 0, min(len(ext.Links), maxLinks))
+	for _, l := range ext.Links {
+		host, err := urlcanon.PolitenessKey(l.URL)
 		if err != nil {
-			p.metrics.dropped.WithLabelValues(DropKey).Inc()
+			res.drop(DropKey, 1)
 			continue
 		}
-		msg, err := kafkaio.NewMessage(p.discovered, key, &crawlv1.DiscoveredURL{
+		if reason := rules.Check(res.host, l.URL, host, !isSERP); reason != "" {
+			res.drop(reason, 1)
+			continue
+		}
+		if len(res.links) >= maxLinks {
+			res.drop(scope.DropOverCap, 1)
+			continue
+		}
+		msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), &crawlv1.DiscoveredURL{
 			CrawlId:      page.GetCrawlId(),
 			Url:          l.URL,
 			Depth:        page.GetDepth() + 1,
@@ -202,49 +427,168 @@ func (p *Processor) process(page *crawlv1.FetchedPage) ([]kafka.Message, *chstor
 			Rel:          l.Rel,
 		})
 		if err != nil {
-			p.metrics.dropped.WithLabelValues(DropKey).Inc()
+			res.drop(DropKey, 1)
 			continue
 		}
-		msgs = append(msgs, msg)
+		res.links = append(res.links, msg)
 	}
-	if res.NoIndex {
-		return msgs, nil, OutcomeNoIndex
+	switch {
+	case isSERP:
+		p.metrics.serp.WithLabelValues(engine).Inc()
+		res.outcome = OutcomeSERP
+		return res
+	case ext.NoIndex:
+		res.outcome = OutcomeNoIndex
+		return res
 	}
+	detail := true
+	if rules.HasDetailRules() {
+		detail = ext.Detail || rules.DetailURL(pageURL)
+	}
+	if !detail {
+		res.outcome = OutcomeList
+		return res
+	}
+	res.outcome = OutcomeDocument
+	res.doc = p.document(page, pageURL, res.host, ext, mt)
+	return res
+}
 
+func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ext extract.Result, mt string) *document {
 	urlFP := page.GetUrlFp()
 	if urlFP == 0 {
 		urlFP = fingerprint.URL(page.GetCrawlId(), pageURL)
 	}
-	host, _ := urlcanon.PolitenessKey(pageURL) // pageURL is canonical: cannot fail
-	lang := res.Language
+	lang := ext.Language
 	if lang == "" {
 		lang = headerLanguage(page.GetHeaders()["content-language"])
 	}
-	return msgs, &chstore.DocumentRow{
-		CrawlID:     page.GetCrawlId(),
-		URL:         pageURL,
-		URLFP:       urlFP,
-		Host:        host,
-		FetchedAt:   page.GetFetchedAt().AsTime(),
-		Status:      uint16(page.GetStatusCode()),
-		Title:       res.Title,
-		Text:        res.Text,
-		ContentFP:   fingerprint.String(res.Text),
-		Outlinks:    uint32(len(msgs)),
-		ContentType: mediaType(page.GetContentType()),
-		Language:    lang,
-	}, OutcomeDocument
+	contentFP := fingerprint.String(ext.Text)
+	sim := simhash.Sum64(ext.Text)
+	fetchedAt := page.GetFetchedAt().AsTime()
+	return &document{
+		row: chstore.DocumentRow{
+			CrawlID:     page.GetCrawlId(),
+			URL:         pageURL,
+			URLFP:       urlFP,
+			Host:        host,
+			FetchedAt:   fetchedAt,
+			Status:      uint16(page.GetStatusCode()),
+			Title:       ext.Title,
+			Text:        ext.Text,
+			ContentFP:   contentFP,
+			ContentType: mt,
+			Language:    lang,
+		},
+		meta: chstore.DocumentMetaRow{
+			CrawlID:       page.GetCrawlId(),
+			URL:           pageURL,
+			URLFP:         urlFP,
+			Host:          host,
+			FetchedAt:     fetchedAt,
+			Description:   ext.Description,
+			CanonicalURL:  ext.Canonical,
+			Simhash:       sim,
+			ContentFP:     contentFP,
+			IsDetail:      true,
+			TextTruncated: ext.TextTruncated,
+			Depth:         uint16(min(page.GetDepth(), 65535)),
+		},
+		msg: &crawlv1.Document{
+			CrawlId:       page.GetCrawlId(),
+			Url:           pageURL,
+			UrlFp:         urlFP,
+			Host:          host,
+			FetchedAt:     page.GetFetchedAt(),
+			StatusCode:    page.GetStatusCode(),
+			ContentType:   mt,
+			Title:         ext.Title,
+			Description:   ext.Description,
+			Language:      lang,
+			Text:          ext.Text,
+			ContentFp:     contentFP,
+			Simhash:       sim,
+			Depth:         page.GetDepth(),
+			CanonicalUrl:  ext.Canonical,
+			TextTruncated: ext.TextTruncated,
+		},
+	}
+}
+
+// sitemap publishes the URLs a sitemap lists as SOURCE_SITEMAP discovered
+// URLs (the entries of a sitemap index are sitemaps, parsed when fetched).
+func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *scope.Rules, res *result) {
+	_, entries, truncated, err := sitemap.Parse(page.GetBody())
+	if err != nil {
+		if errors.Is(err, sitemap.ErrNotSitemap) {
+			res.outcome = OutcomeNotHTML
+			return
+		}
+		res.outcome = OutcomeBadSitemap
+		return
+	}
+	if truncated {
+		res.drop(scope.DropOverCap, 1)
+	}
+	resolver, err := urlcanon.NewResolver(pageURL)
+	if err != nil {
+		res.outcome = OutcomeInvalidURL
+		return
+	}
+	now := timestamppb.New(p.now())
+	res.outcome = OutcomeSitemap
+	seen := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		u, err := resolver.Resolve(e.URL)
+		switch {
+		case errors.Is(err, urlcanon.ErrScheme):
+			res.drop(extract.DropScheme, 1)
+			continue
+		case errors.Is(err, urlcanon.ErrTooLong):
+			res.drop(extract.DropTooLong, 1)
+			continue
+		case err != nil:
+			res.drop(extract.DropInvalid, 1)
+			continue
+		case seen[u]:
+			res.drop(extract.DropDuplicate, 1)
+			continue
+		}
+		seen[u] = true
+		host, err := urlcanon.PolitenessKey(u)
+		if err != nil {
+			res.drop(DropKey, 1)
+			continue
+		}
+		if reason := rules.Check(res.host, u, host, true); reason != "" {
+			res.drop(reason, 1)
+			continue
+		}
+		d := &crawlv1.DiscoveredURL{
+			CrawlId:      page.GetCrawlId(),
+			Url:          u,
+			Depth:        page.GetDepth() + 1,
+			ParentUrl:    pageURL,
+			DiscoveredAt: now,
+			Source:       crawlv1.Source_SOURCE_SITEMAP,
+		}
+		if !e.LastMod.IsZero() {
+			d.Lastmod = timestamppb.New(e.LastMod)
+		}
+		msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), d)
+		if err != nil {
+			res.drop(DropKey, 1)
+			continue
+		}
+		res.links = append(res.links, msg)
+	}
 }
 
 // IsHTML reports whether a Content-Type (with or without parameters) is
 // an HTML media type the parser extracts.
-func IsHTML(contentType string) bool {
-	switch mediaType(contentType) {
-	case "text/html", "application/xhtml+xml":
-		return true
-	}
-	return false
-}
+func IsHTML(contentType string) bool { return isHTMLType(mediaType(contentType)) }
+
+func isHTMLType(mt string) bool { return mt == "text/html" || mt == "application/xhtml+xml" }
 
 func mediaType(contentType string) string {
 	mt, _, err := mime.ParseMediaType(contentType)

@@ -101,8 +101,8 @@ func TestConsumeFetchedPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := pages.NewProcessor(pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10},
-		topics.Discovered, w, docs, log, metrics, func() time.Time { return now })
+	proc := pages.NewProcessor(pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048},
+		topics, pages.Sinks{Publisher: w, Documents: docs, Seen: store}, nil, nil, log, metrics, func() time.Time { return now })
 	group, err := kafkaio.NewGroup(kc, kafkaio.GroupConfig{
 		GroupID: kc.GroupFor("parser"), Topic: topics.Fetched, MaxBatch: 10, CommitInterval: 50 * time.Millisecond,
 	}, proc.Assign, log, reg)

@@ -1,0 +1,292 @@
+// Package scope decides, per crawl, which extracted links the crawl keeps
+// and which pages are documents. It is pure: rules are compiled once per
+// crawl specification revision (crawlv1.CrawlSpec.scope) and then consulted
+// per link without I/O or shared mutable state.
+//
+// Max depth is the scheduler's rule and is not checked here.
+package scope
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
+)
+
+// Reasons a link is dropped by the rules, label values of the parser's
+// links_dropped_total metric.
+const (
+	DropOutOfScope = "out_of_scope" // host or domain not allowed, or other host under same_host_only
+	DropFiltered   = "filtered"     // no allow pattern matched, or a deny pattern matched
+	DropTrapGuard  = "trap_guard"   // a path segment repeats more than the limit
+	DropTooLong    = "too_long"     // longer than the URL length cap
+	DropOverCap    = "over_cap"     // beyond the crawl's max outlinks per page
+)
+
+// Defaults are the service's rules for what a spec leaves unset (and for
+// crawls without a spec).
+type Defaults struct {
+	MaxOutlinks         int  // outlinks kept per page
+	MaxURLLength        int  // bytes of a canonical URL; 0 = urlcanon.MaxLength
+	MaxRepeatedSegments int  // occurrences of one path segment; 0 = no trap guard
+	FollowDuplicates    bool // for crawls without a spec
+}
+
+// Rules are the compiled scope of one crawl. The zero value is not usable;
+// build with Compile. Safe for concurrent use.
+type Rules struct {
+	allowHosts, denyHosts     map[string]bool
+	allowDomains, denyDomains []string
+	sameHostOnly              bool
+	allow, deny               []*regexp.Regexp
+	maxOutlinks               int
+	maxURLLength              int
+	maxRepeated               int
+	detail                    []*regexp.Regexp
+	detailSelector            goquery.Matcher
+	followDuplicates          bool
+}
+
+// Compile builds the rules of a scope (nil: the defaults only). Invalid
+// patterns or an invalid selector are reported in the error and left out;
+// the returned rules are always usable.
+func Compile(s *crawlv1.Scope, d Defaults, hasSpec bool) (*Rules, error) {
+	r := &Rules{
+		allowHosts:       set(s.GetAllowHosts()),
+		denyHosts:        set(s.GetDenyHosts()),
+		allowDomains:     domains(s.GetAllowDomains()),
+		denyDomains:      domains(s.GetDenyDomains()),
+		sameHostOnly:     s.GetSameHostOnly(),
+		maxOutlinks:      d.MaxOutlinks,
+		maxURLLength:     d.MaxURLLength,
+		maxRepeated:      d.MaxRepeatedSegments,
+		followDuplicates: d.FollowDuplicates,
+	}
+	if hasSpec {
+		r.followDuplicates = s.GetFollowDuplicates()
+	}
+	if v := int(s.GetMaxOutlinksPerPage()); v > 0 {
+		r.maxOutlinks = v
+	}
+	if v := int(s.GetMaxUrlLength()); v > 0 {
+		r.maxURLLength = v
+	}
+	if r.maxURLLength <= 0 || r.maxURLLength > urlcanon.MaxLength {
+		r.maxURLLength = urlcanon.MaxLength
+	}
+	if v := int(s.GetMaxRepeatedSegments()); v > 0 {
+		r.maxRepeated = v
+	}
+	var errs []error
+	r.allow, errs = compileAll(s.GetAllowPatterns(), errs)
+	r.deny, errs = compileAll(s.GetDenyPatterns(), errs)
+	r.detail, errs = compileAll(s.GetDetailPatterns(), errs)
+	if sel := strings.TrimSpace(s.GetDetailSelector()); sel != "" {
+		m, err := cascadia.Compile(sel)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("compile detail selector %q: %w", sel, err))
+		} else {
+			r.detailSelector = m
+		}
+	}
+	return r, errors.Join(errs...)
+}
+
+func compileAll(patterns []string, errs []error) ([]*regexp.Regexp, []error) {
+	var out []*regexp.Regexp
+	for _, p := range patterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("compile pattern %q: %w", p, err))
+			continue
+		}
+		out = append(out, re)
+	}
+	return out, errs
+}
+
+func set(hosts []string) map[string]bool {
+	if len(hosts) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		m[strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")] = true
+	}
+	return m
+}
+
+func domains(ds []string) []string {
+	var out []string
+	for _, d := range ds {
+		d = strings.Trim(strings.ToLower(strings.TrimSpace(d)), ".")
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// MaxOutlinks is the number of outlinks a page keeps.
+func (r *Rules) MaxOutlinks() int { return r.maxOutlinks }
+
+// FollowDuplicates reports whether the links of a page whose content
+// duplicates an earlier page are followed.
+func (r *Rules) FollowDuplicates() bool { return r.followDuplicates }
+
+// DetailSelector is the compiled detail selector, or nil.
+func (r *Rules) DetailSelector() goquery.Matcher { return r.detailSelector }
+
+// HasDetailRules reports whether the crawl distinguishes detail pages from
+// list pages; without rules every page is a document.
+func (r *Rules) HasDetailRules() bool { return len(r.detail) > 0 || r.detailSelector != nil }
+
+// DetailURL reports whether a URL matches a detail pattern.
+func (r *Rules) DetailURL(u string) bool {
+	for _, re := range r.detail {
+		if re.MatchString(u) {
+			return true
+		}
+	}
+	return false
+}
+
+// Check returns the reason a link (canonical, with politeness key host)
+// found on a page of pageHost is dropped, or "" when it is kept.
+// sameHost applies same_host_only (false on search result pages).
+func (r *Rules) Check(pageHost, link, host string, sameHost bool) string {
+	if len(link) > r.maxURLLength {
+		return DropTooLong
+	}
+	name := hostname(host)
+	switch {
+	case r.denyHosts[host] || r.denyHosts[name] || matchDomain(name, r.denyDomains):
+		return DropOutOfScope
+	case (r.allowHosts != nil || r.allowDomains != nil) &&
+		!(r.allowHosts[host] || r.allowHosts[name] || matchDomain(name, r.allowDomains)):
+		return DropOutOfScope
+	case sameHost && r.sameHostOnly && host != pageHost:
+		return DropOutOfScope
+	}
+	for _, re := range r.deny {
+		if re.MatchString(link) {
+			return DropFiltered
+		}
+	}
+	if len(r.allow) > 0 {
+		ok := false
+		for _, re := range r.allow {
+			if re.MatchString(link) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return DropFiltered
+		}
+	}
+	if r.maxRepeated > 0 && RepeatedSegments(link) > r.maxRepeated {
+		return DropTrapGuard
+	}
+	return ""
+}
+
+// hostname is a politeness key without its port.
+func hostname(key string) string {
+	if h, _, err := net.SplitHostPort(key); err == nil {
+		return h
+	}
+	return key
+}
+
+func matchDomain(host string, ds []string) bool {
+	for _, d := range ds {
+		if host == d || strings.HasSuffix(host, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// RepeatedSegments is the highest number of times one non-empty path
+// segment occurs in a URL's path ("/a/b/a/b/a" → 3).
+func RepeatedSegments(u string) int {
+	p := u
+	if i := strings.Index(p, "://"); i >= 0 {
+		p = p[i+3:]
+		if j := strings.IndexByte(p, '/'); j >= 0 {
+			p = p[j:]
+		} else {
+			return 0
+		}
+	}
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	segs := strings.Split(p, "/")
+	maxN := 0
+	for i, s := range segs {
+		if s == "" {
+			continue
+		}
+		n := 0
+		for _, t := range segs[i:] {
+			if t == s {
+				n++
+			}
+		}
+		maxN = max(maxN, n)
+	}
+	return maxN
+}
+
+// Cache holds the compiled rules of each crawl, recompiled when the spec's
+// revision changes. Safe for concurrent use.
+type Cache struct {
+	defaults Defaults
+	onError  func(crawlID string, err error)
+
+	mu    sync.Mutex
+	rules map[string]cached
+	none  *Rules
+}
+
+type cached struct {
+	revision uint64
+	spec     *crawlv1.CrawlSpec
+	rules    *Rules
+}
+
+// NewCache returns a cache compiling with d; onError (may be nil) is called
+// once per revision whose patterns do not all compile.
+func NewCache(d Defaults, onError func(crawlID string, err error)) *Cache {
+	none, _ := Compile(nil, d, false)
+	return &Cache{defaults: d, onError: onError, rules: make(map[string]cached), none: none}
+}
+
+// Rules returns the rules of a crawl whose current spec is spec (nil: the
+// defaults).
+func (c *Cache) Rules(crawlID string, spec *crawlv1.CrawlSpec) *Rules {
+	if spec == nil {
+		return c.none
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.rules[crawlID]; ok && e.spec == spec && e.revision == spec.GetRevision() {
+		return e.rules
+	}
+	r, err := Compile(spec.GetScope(), c.defaults, true)
+	if err != nil && c.onError != nil {
+		c.onError(crawlID, err)
+	}
+	c.rules[crawlID] = cached{revision: spec.GetRevision(), spec: spec, rules: r}
+	return r
+}

@@ -1,0 +1,147 @@
+package scope_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/parser/internal/scope"
+)
+
+func TestCheck(t *testing.T) {
+	defaults := scope.Defaults{MaxOutlinks: 100, MaxURLLength: 60, MaxRepeatedSegments: 2}
+	tests := []struct {
+		name     string
+		scope    *crawlv1.Scope
+		page     string
+		link     string
+		sameHost bool
+		want     string
+	}{
+		{name: "no rules", page: "a.example.com", link: "http://b.example.org/x", want: ""},
+		{name: "default length cap", page: "a.example.com", link: "http://b.example.org/" + strings.Repeat("x", 60), want: scope.DropTooLong},
+		{name: "spec length cap", scope: &crawlv1.Scope{MaxUrlLength: 20}, link: "http://b.example.org/abcdef", want: scope.DropTooLong},
+		{name: "allow host", scope: &crawlv1.Scope{AllowHosts: []string{"b.example.org"}}, link: "http://b.example.org/x", want: ""},
+		{name: "allow host miss", scope: &crawlv1.Scope{AllowHosts: []string{"b.example.org"}}, link: "http://c.example.org/x", want: scope.DropOutOfScope},
+		{name: "allow host with port key", scope: &crawlv1.Scope{AllowHosts: []string{"127.0.0.2:8080"}}, link: "http://127.0.0.2:8080/x", want: ""},
+		{name: "allow host without port matches any port", scope: &crawlv1.Scope{AllowHosts: []string{"127.0.0.2"}}, link: "http://127.0.0.2:8080/x", want: ""},
+		{name: "deny host", scope: &crawlv1.Scope{DenyHosts: []string{"B.Example.org"}}, link: "http://b.example.org/x", want: scope.DropOutOfScope},
+		{name: "allow domain subdomain", scope: &crawlv1.Scope{AllowDomains: []string{"example.org"}}, link: "http://deep.b.example.org/x", want: ""},
+		{name: "allow domain itself", scope: &crawlv1.Scope{AllowDomains: []string{".example.org"}}, link: "http://example.org/x", want: ""},
+		{name: "allow domain suffix is not a domain", scope: &crawlv1.Scope{AllowDomains: []string{"example.org"}}, link: "http://badexample.org/x", want: scope.DropOutOfScope},
+		{name: "deny domain wins over allow", scope: &crawlv1.Scope{AllowDomains: []string{"example.org"}, DenyDomains: []string{"ads.example.org"}}, link: "http://x.ads.example.org/", want: scope.DropOutOfScope},
+		{name: "allow host or domain", scope: &crawlv1.Scope{AllowHosts: []string{"h.test"}, AllowDomains: []string{"example.org"}}, link: "http://h.test/", want: ""},
+		{name: "same host only keeps same host", scope: &crawlv1.Scope{SameHostOnly: true}, page: "a.example.com", link: "http://a.example.com/x", sameHost: true, want: ""},
+		{name: "same host only drops other host", scope: &crawlv1.Scope{SameHostOnly: true}, page: "a.example.com", link: "http://b.example.com/x", sameHost: true, want: scope.DropOutOfScope},
+		{name: "same host only off on result pages", scope: &crawlv1.Scope{SameHostOnly: true}, page: "a.example.com", link: "http://b.example.com/x", sameHost: false, want: ""},
+		{name: "same host only other port", scope: &crawlv1.Scope{SameHostOnly: true}, page: "a.example.com", link: "http://a.example.com:81/x", sameHost: true, want: scope.DropOutOfScope},
+		{name: "deny pattern", scope: &crawlv1.Scope{DenyPatterns: []string{`\.(jpg|png)$`}}, link: "http://a.test/i.png", want: scope.DropFiltered},
+		{name: "allow pattern match", scope: &crawlv1.Scope{AllowPatterns: []string{`/news/`, `/blog/`}}, link: "http://a.test/blog/1", want: ""},
+		{name: "allow pattern miss", scope: &crawlv1.Scope{AllowPatterns: []string{`/news/`}}, link: "http://a.test/shop/1", want: scope.DropFiltered},
+		{name: "deny beats allow", scope: &crawlv1.Scope{AllowPatterns: []string{`/news/`}, DenyPatterns: []string{`print=1`}}, link: "http://a.test/news/1?print=1", want: scope.DropFiltered},
+		{name: "trap guard default", link: "http://a.test/a/b/a/b/a/", want: scope.DropTrapGuard},
+		{name: "trap guard at limit", link: "http://a.test/a/b/a/b", want: ""},
+		{name: "trap guard from spec", scope: &crawlv1.Scope{MaxRepeatedSegments: 5}, link: "http://a.test/a/b/a/b/a/", want: ""},
+		{name: "trap guard ignores query", link: "http://a.test/a?x=/a/a/a", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := scope.Compile(tt.scope, defaults, tt.scope != nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			link, err := urlcanon.Canonicalize(tt.link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, err := urlcanon.PolitenessKey(link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Check(tt.page, link, host, tt.sameHost); got != tt.want {
+				t.Errorf("Check(%q) = %q, want %q", link, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCompile(t *testing.T) {
+	d := scope.Defaults{MaxOutlinks: 1000, FollowDuplicates: true}
+	tests := []struct {
+		name          string
+		scope         *crawlv1.Scope
+		hasSpec       bool
+		wantErr       bool
+		maxOutlinks   int
+		followDup     bool
+		detail        bool
+		detailURL     string
+		detailMatches bool
+	}{
+		{name: "no spec", maxOutlinks: 1000, followDup: true},
+		{name: "spec without follow_duplicates", scope: &crawlv1.Scope{}, hasSpec: true, maxOutlinks: 1000, followDup: false},
+		{name: "spec options", scope: &crawlv1.Scope{MaxOutlinksPerPage: 7, FollowDuplicates: true}, hasSpec: true, maxOutlinks: 7, followDup: true},
+		{name: "bad pattern reported, rest kept", scope: &crawlv1.Scope{DetailPatterns: []string{`(`, `/item/\d+$`}}, hasSpec: true, wantErr: true,
+			maxOutlinks: 1000, detail: true, detailURL: "http://a.test/item/12", detailMatches: true},
+		{name: "detail miss", scope: &crawlv1.Scope{DetailPatterns: []string{`/item/\d+$`}}, hasSpec: true,
+			maxOutlinks: 1000, detail: true, detailURL: "http://a.test/list?page=2", detailMatches: false},
+		{name: "bad selector", scope: &crawlv1.Scope{DetailSelector: "div[[["}, hasSpec: true, wantErr: true, maxOutlinks: 1000},
+		{name: "selector", scope: &crawlv1.Scope{DetailSelector: "article.product"}, hasSpec: true, maxOutlinks: 1000, detail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := scope.Compile(tt.scope, d, tt.hasSpec)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if r.MaxOutlinks() != tt.maxOutlinks || r.FollowDuplicates() != tt.followDup || r.HasDetailRules() != tt.detail {
+				t.Errorf("maxOutlinks %d followDup %v detail %v, want %d %v %v",
+					r.MaxOutlinks(), r.FollowDuplicates(), r.HasDetailRules(), tt.maxOutlinks, tt.followDup, tt.detail)
+			}
+			if tt.detailURL != "" && r.DetailURL(tt.detailURL) != tt.detailMatches {
+				t.Errorf("DetailURL(%q) = %v", tt.detailURL, !tt.detailMatches)
+			}
+		})
+	}
+}
+
+func TestRepeatedSegments(t *testing.T) {
+	tests := map[string]int{
+		"http://a.test/":                    0,
+		"http://a.test":                     0,
+		"http://a.test/a":                   1,
+		"http://a.test/a/b/a/b/a":           3,
+		"http://a.test/x/y/z/?q=/x/x/x/x/x": 1,
+		"http://a.test/cal/2026/cal/2026/":  2,
+	}
+	for u, want := range tests {
+		if got := scope.RepeatedSegments(u); got != want {
+			t.Errorf("RepeatedSegments(%q) = %d, want %d", u, got, want)
+		}
+	}
+}
+
+func TestCacheRecompilesPerRevision(t *testing.T) {
+	var errs []error
+	c := scope.NewCache(scope.Defaults{MaxOutlinks: 10}, func(_ string, err error) { errs = append(errs, err) })
+	if r := c.Rules("c", nil); r.MaxOutlinks() != 10 {
+		t.Fatalf("defaults: max outlinks %d", r.MaxOutlinks())
+	}
+	spec := &crawlv1.CrawlSpec{CrawlId: "c", Revision: 1, Scope: &crawlv1.Scope{MaxOutlinksPerPage: 3, DenyPatterns: []string{"("}}}
+	r1 := c.Rules("c", spec)
+	if r2 := c.Rules("c", spec); r2 != r1 {
+		t.Error("same revision recompiled")
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "compile pattern") {
+		t.Errorf("errors reported %v, want one compile error", errs)
+	}
+	spec2 := &crawlv1.CrawlSpec{CrawlId: "c", Revision: 2, Scope: &crawlv1.Scope{MaxOutlinksPerPage: 4}}
+	if r := c.Rules("c", spec2); r.MaxOutlinks() != 4 {
+		t.Errorf("revision 2: max outlinks %d, want 4", r.MaxOutlinks())
+	}
+	if len(errs) != 1 {
+		t.Errorf("errors %v", errors.Join(errs...))
+	}
+}
