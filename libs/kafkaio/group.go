@@ -50,6 +50,13 @@ type GroupConfig struct {
 	// (default half of Config.RebalanceTimeout, so the final commit lands
 	// before the coordinator gives the partition to another member).
 	CloseTimeout time.Duration
+	// Balancers are the member's group protocols in priority order
+	// (default: a new StickyBalancer, then kafka.RangeGroupBalancer for
+	// members that only speak range). A balancer with a
+	// SetOwned(generation int32, topic string, partitions []int) method,
+	// like StickyBalancer, is told the partitions of every generation. Give
+	// every Group its own StickyBalancer: it holds that member's claims.
+	Balancers []kafka.GroupBalancer
 }
 
 // GroupConfig defaults.
@@ -75,6 +82,9 @@ func (gc GroupConfig) withDefaults(c Config) GroupConfig {
 	}
 	if gc.CloseTimeout == 0 {
 		gc.CloseTimeout = c.RebalanceTimeout / 2
+	}
+	if len(gc.Balancers) == 0 {
+		gc.Balancers = []kafka.GroupBalancer{NewStickyBalancer(), kafka.RangeGroupBalancer{}}
 	}
 	return gc
 }
@@ -207,6 +217,7 @@ func (g *Group) Run(ctx context.Context) error {
 		HeartbeatInterval: heartbeatInterval(g.cfg.SessionTimeout),
 		JoinGroupBackoff:  time.Second,
 		StartOffset:       kafka.FirstOffset,
+		GroupBalancers:    g.gc.Balancers,
 		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
 			kgLog.Debug("kafka-go consumer group", zap.String("detail", fmt.Sprintf(format, args...)))
 		}),
@@ -292,6 +303,11 @@ func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sy
 		g.assigned[id] = gen.ID
 	}
 	g.mu.Unlock()
+	for _, b := range g.gc.Balancers {
+		if o, ok := b.(ownershipRecorder); ok {
+			o.SetOwned(gen.ID, g.gc.Topic, ids)
+		}
+	}
 	g.metrics.assigned.Set(float64(len(ids)))
 	g.log.Info("partitions assigned", zap.Int32("generation", gen.ID), zap.Ints("partitions", ids))
 
@@ -311,6 +327,12 @@ func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sy
 		defer wg.Done()
 		g.commitLoop(runCtx, genCtx, gen, parts, &partsWG)
 	})
+}
+
+// ownershipRecorder is a balancer that reports the member's partitions in
+// its JoinGroup user data (StickyBalancer).
+type ownershipRecorder interface {
+	SetOwned(generation int32, topic string, partitions []int)
 }
 
 func (g *Group) unassign(partition int, genID int32) {

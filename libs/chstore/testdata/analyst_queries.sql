@@ -205,3 +205,61 @@ ANY LEFT JOIN
     GROUP BY crawl_id
 ) USING crawl_id
 ORDER BY crawl_id;
+
+-- name: crawl_status
+SELECT
+    crawl_id,
+    admitted,
+    fetched,
+    toInt64(admitted) - toInt64(fetched) AS pending,
+    dropped,
+    greatest(last_seen_activity, last_event) AS last_activity,
+    multiIf(fetched < admitted, 'running', last_activity < now() - INTERVAL 1 MINUTE, 'finished', 'drained') AS status
+FROM
+(
+    SELECT
+        crawl_id,
+        admitted,
+        fetched,
+        greatest(last_admit, last_fetch) AS last_seen_activity
+    FROM
+    (
+        SELECT crawl_id, uniqExact(fp) AS admitted, max(first_seen) AS last_admit
+        FROM url_seen
+        GROUP BY crawl_id
+    )
+    ANY LEFT JOIN
+    (
+        SELECT crawl_id, uniqExact(url_fp) AS fetched, max(fetched_at) AS last_fetch
+        FROM fetch_log
+        GROUP BY crawl_id
+    ) USING crawl_id
+)
+ANY LEFT JOIN
+(
+    SELECT crawl_id, uniqExact(url_fp, state) AS dropped, max(event_time) AS last_event
+    FROM url_events
+    GROUP BY crawl_id
+) USING crawl_id
+ORDER BY crawl_id;
+
+-- name: url_journey
+SELECT *
+FROM
+(
+    SELECT 'admitted' AS state, toString(depth) AS detail, first_seen AS time
+    FROM url_seen
+    WHERE crawl_id = 'crawl-1' AND url = 'http://h0.test/p/0'
+    UNION ALL
+    SELECT state, reason AS detail, event_time AS time
+    FROM url_events
+    WHERE crawl_id = 'crawl-1' AND url = 'http://h0.test/p/0'
+    UNION ALL
+    SELECT
+        multiIf(error_kind = '', 'fetched', error_kind = 'robots_denied', 'robots_denied', 'failed') AS state,
+        if(error_kind = '', toString(status), concat(error_kind, ': ', error_message)) AS detail,
+        fetched_at AS time
+    FROM fetch_log
+    WHERE crawl_id = 'crawl-1' AND url = 'http://h0.test/p/0'
+)
+ORDER BY time, state;

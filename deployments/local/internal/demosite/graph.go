@@ -105,8 +105,14 @@ func relHref(from, target string) string {
 func newGraph(cfg Config) *graph {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7261776c))
 	g := &graph{hosts: cfg.Hosts, nodes: make([]map[string]*node, cfg.Hosts)}
-	n := cfg.PagesPerHost
+	pagesOf := func(h int) int {
+		if h == 0 && cfg.FirstHostPages > 0 {
+			return cfg.FirstHostPages
+		}
+		return cfg.PagesPerHost
+	}
 	for h := 0; h < cfg.Hosts; h++ {
+		n := pagesOf(h)
 		nodes := make(map[string]*node)
 		add := func(p string, k kind, title string) *node {
 			nd := &node{host: h, path: p, kind: k, title: title}
@@ -174,7 +180,7 @@ func newGraph(cfg Config) *graph {
 			if cfg.Hosts > 1 && rng.IntN(3) == 0 {
 				oh := rng.IntN(cfg.Hosts)
 				if oh != h && n > 0 {
-					p.links = append(p.links, link{host: oh, path: pagePath(rng.IntN(n)), abs: true})
+					p.links = append(p.links, link{host: oh, path: pagePath(rng.IntN(pagesOf(oh))), abs: true})
 				}
 			}
 			switch i {

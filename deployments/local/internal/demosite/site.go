@@ -18,6 +18,7 @@ import (
 type Config struct {
 	Hosts          int           // number of hosts (default 5)
 	PagesPerHost   int           // generated pages per host (default 50)
+	FirstHostPages int           // generated pages of host 0 when > 0 (a skewed site); 0 = PagesPerHost
 	FirstHostOctet int           // hosts are 127.0.0.<FirstHostOctet+i> (default 10)
 	Seed           uint64        // link graph seed
 	LinkBig        bool          // link /big.html from the pages
@@ -62,7 +63,7 @@ func (c Config) Validate() error {
 		return errors.New("demo site: at least one page per host required")
 	case c.FirstHostOctet < 1 || c.FirstHostOctet+c.Hosts > 255:
 		return fmt.Errorf("demo site: hosts 127.0.0.%d..%d out of range", c.FirstHostOctet, c.FirstHostOctet+c.Hosts-1)
-	case c.BigBytes < 0 || c.SlowDelay < 0:
+	case c.BigBytes < 0 || c.SlowDelay < 0 || c.FirstHostPages < 0:
 		return errors.New("demo site: negative size or delay")
 	}
 	return nil

@@ -91,6 +91,7 @@ func TestReferenceCrawlMatchesGraph(t *testing.T) {
 	}{
 		{"default", Config{Hosts: 3, PagesPerHost: 40, FirstHostOctet: 200}},
 		{"one host few pages", Config{Hosts: 1, PagesPerHost: 3, FirstHostOctet: 210}},
+		{"skewed", Config{Hosts: 3, PagesPerHost: 6, FirstHostPages: 30, FirstHostOctet: 214}},
 		{"big and slow linked", Config{Hosts: 2, PagesPerHost: 8, FirstHostOctet: 220, LinkBig: true, BigBytes: 1 << 16, LinkSlow: true, SlowDelay: 10 * time.Millisecond}},
 	}
 	for _, tt := range tests {
@@ -202,4 +203,27 @@ func minus(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+func TestSkewedSite(t *testing.T) {
+	s, err := Start(Config{Hosts: 4, PagesPerHost: 10, FirstHostPages: 60, FirstHostOctet: 240})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := "http://" + s.Hosts()[0] + "/"
+	onFirst, total := 0, 0
+	for _, u := range s.ReachableAllowed() {
+		total++
+		if strings.HasPrefix(u, first) {
+			onFirst++
+		}
+	}
+	// 60 of 90 generated pages, plus a handful of special pages per host.
+	if onFirst*2 < total {
+		t.Errorf("host 0 holds %d of %d reachable URLs, want at least half", onFirst, total)
+	}
+	if !slices.Contains(s.ReachableAllowed(), first+"sec3/page59.html") {
+		t.Errorf("host 0's last page is not reachable")
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -53,6 +54,8 @@ type config struct {
 	MaxInFlight   int // unacked records per partition before reading pauses
 	SeenFlush     time.Duration
 	SeenBatchRows int
+	HostQuota     int
+	QuotaWindow   time.Duration
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -66,6 +69,8 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", kafkaio.DefaultMaxInFlight, "unacknowledged records per partition before reading pauses")
 	fs.DurationVar(&c.SeenFlush, "seen-flush-interval", 50*time.Millisecond, "longest wait before new fingerprints are inserted into url_seen")
 	fs.IntVar(&c.SeenBatchRows, "seen-batch-rows", 5000, "url_seen rows per insert")
+	fs.IntVar(&c.HostQuota, "host-quota", 0, "fetch requests released per host per --host-quota-window, the rest waits in the frontier table (0 = unlimited)")
+	fs.DurationVar(&c.QuotaWindow, "host-quota-window", 10*time.Second, "window of --host-quota")
 }
 
 // Validate reports a configuration error.
@@ -88,6 +93,12 @@ func (c config) Validate() error {
 	}
 	if c.SeenFlush <= 0 {
 		errs = append(errs, fmt.Errorf("seen-flush-interval: %v must be positive", c.SeenFlush))
+	}
+	if c.HostQuota < 0 {
+		errs = append(errs, fmt.Errorf("host-quota: %d must not be negative", c.HostQuota))
+	}
+	if c.QuotaWindow <= 0 {
+		errs = append(errs, fmt.Errorf("host-quota-window: %v must be positive", c.QuotaWindow))
 	}
 	if c.SeenBatchRows < 1 {
 		errs = append(errs, fmt.Errorf("seen-batch-rows: %d must be positive", c.SeenBatchRows))
@@ -139,13 +150,25 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		MaxRows:       cfg.SeenBatchRows,
 		FlushInterval: cfg.SeenFlush,
 	}, log, sreg)
+	eventsW := chstore.NewBatchWriter(store, chstore.URLEvents, chstore.BatchOptions{
+		MaxRows:       cfg.SeenBatchRows,
+		FlushInterval: cfg.SeenFlush,
+	}, log, sreg)
+	frontW := chstore.NewBatchWriter(store, chstore.Frontier, chstore.BatchOptions{
+		MaxRows:       cfg.SeenBatchRows,
+		FlushInterval: cfg.SeenFlush,
+	}, log, sreg)
 	tracker := budget.NewTracker(cfg.MaxPages)
+	specs := crawlcontrol.NewSpecs()
 	topics := cfg.Kafka.Topics()
 	sched, err := consume.New(consume.Config{
-		Topics:     topics,
-		Partitions: cfg.Kafka.Partitions,
-		MaxDepth:   uint32(cfg.MaxDepth),
-	}, producer, seenW, store, tracker, time.Now, log, sreg)
+		Topics:      topics,
+		Partitions:  cfg.Kafka.Partitions,
+		MaxDepth:    uint32(cfg.MaxDepth),
+		DepthLimit:  specDepth(specs),
+		HostQuota:   cfg.HostQuota,
+		QuotaWindow: cfg.QuotaWindow,
+	}, producer, seenW, eventsW, consume.StoreFrontier{W: frontW, Store: store}, store, tracker, time.Now, log, sreg)
 	if err != nil {
 		return err
 	}
@@ -177,6 +200,23 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return nil
 	})
 	g.Go(func() error {
+		if err := frontW.Run(writerCtx); err != nil {
+			return fmt.Errorf("run frontier writer: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if err := eventsW.Run(writerCtx); err != nil {
+			return fmt.Errorf("run url_events writer: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		return crawlcontrol.Follow(gctx, cfg.Kafka, specs, func(err error) {
+			log.Warn("crawl spec skipped", zap.Error(err))
+		})
+	})
+	g.Go(func() error {
 		return tracker.Run(gctx, cfg.BudgetRefresh, consume.CountSeen(store), func(err error) {
 			log.Warn("budget refresh failed, keeping previous counts", zap.Error(err))
 		})
@@ -195,4 +235,15 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	err = g.Wait()
 	log.Info("scheduler stopped")
 	return err
+}
+
+// specDepth returns a crawl's max depth from its specification, when it has
+// one that sets it; other crawls use --max-depth.
+func specDepth(specs *crawlcontrol.Specs) func(crawlID string) (uint32, bool) {
+	return func(crawlID string) (uint32, bool) {
+		if d := specs.Get(crawlID).GetLimits().GetMaxDepth(); d > 0 {
+			return d, true
+		}
+		return 0, false
+	}
 }

@@ -73,9 +73,12 @@ type PartitionFunc func(canonicalURL string) (key []byte, partition int, err err
 
 // Policy holds the admission rules. The zero MaxDepth admits only seeds.
 type Policy struct {
-	MaxDepth  uint32
-	Partition PartitionFunc
-	Now       func() time.Time
+	MaxDepth uint32
+	// DepthLimit, when set, returns a crawl's own maximum depth (its
+	// CrawlSpec limit) and true, or false to use MaxDepth.
+	DepthLimit func(crawlID string) (uint32, bool)
+	Partition  PartitionFunc
+	Now        func() time.Time
 }
 
 // Decision is the outcome for one discovered URL.
@@ -118,7 +121,7 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 	switch {
 	case owner != partition:
 		d.Reason = WrongPartition
-	case u.GetDepth() > p.MaxDepth:
+	case u.GetDepth() > p.maxDepth(u.GetCrawlId()):
 		d.Reason = TooDeep
 	case seen.Contains(d.FP):
 		d.Reason = Duplicate
@@ -138,6 +141,16 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 		}
 	}
 	return d
+}
+
+// maxDepth is the crawl's depth limit.
+func (p Policy) maxDepth(crawlID string) uint32 {
+	if p.DepthLimit != nil {
+		if d, ok := p.DepthLimit(crawlID); ok {
+			return d
+		}
+	}
+	return p.MaxDepth
 }
 
 // invalidReason classifies a urlcanon error.

@@ -21,6 +21,18 @@ func hostPartitions(canonical string) ([]byte, int, error) {
 	return []byte(host), 0, nil
 }
 
+// specDepths is the depth limit of the crawls "deep" (8) and "shallow"
+// (1), which have a specification; other crawls have none.
+func specDepths(crawlID string) (uint32, bool) {
+	switch crawlID {
+	case "deep":
+		return 8, true
+	case "shallow":
+		return 1, true
+	}
+	return 0, false
+}
+
 // budget is a page budget of left pages for every crawl.
 type budget struct{ left int }
 
@@ -65,11 +77,14 @@ func TestDecide(t *testing.T) {
 		{name: "duplicate", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://SEEN.example#x"}, budget: 1, wantReason: Duplicate, wantCanonical: "http://seen.example/"},
 		{name: "same url other crawl", in: &crawlv1.DiscoveredURL{CrawlId: "c2", Url: "http://seen.example/"}, budget: 1, wantCanonical: "http://seen.example/"},
 		{name: "budget exhausted", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/"}, budget: 0, wantReason: BudgetExhausted, wantCanonical: "http://example.com/"},
+		{name: "spec allows deeper", in: &crawlv1.DiscoveredURL{CrawlId: "deep", Url: "http://example.com/", Depth: 8}, budget: 1, wantCanonical: "http://example.com/"},
+		{name: "beyond the spec's depth", in: &crawlv1.DiscoveredURL{CrawlId: "deep", Url: "http://example.com/", Depth: 9}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
+		{name: "spec limits shallower", in: &crawlv1.DiscoveredURL{CrawlId: "shallow", Url: "http://example.com/", Depth: 2}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
 		{name: "duplicate wins over budget", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://seen.example/"}, budget: 0, wantReason: Duplicate, wantCanonical: "http://seen.example/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: func() time.Time { return now }}
+			p := Policy{MaxDepth: 5, DepthLimit: specDepths, Partition: hostPartitions, Now: func() time.Time { return now }}
 			b := &budget{left: tt.budget}
 			d := p.Decide(tt.in, tt.partition, seen, b)
 			if d.Reason != tt.wantReason {

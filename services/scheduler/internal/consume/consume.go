@@ -22,12 +22,15 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/dedup"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/frontier"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 )
 
 // Producer writes records durably (acks=all); *kafkaio.Writer. Write blocks
@@ -44,6 +47,13 @@ type SeenWriter interface {
 	Write(ctx context.Context, rows ...chstore.SeenRow) error
 }
 
+// EventWriter inserts url_events rows; *chstore.BatchWriter[chstore.URLEventRow].
+// Write blocks until the rows are inserted or returns an error. Safe for
+// concurrent use.
+type EventWriter interface {
+	Write(ctx context.Context, rows ...chstore.URLEventRow) error
+}
+
 // SeenLoader streams a partition's stored fingerprints; *chstore.Store.
 // Safe for concurrent use.
 type SeenLoader interface {
@@ -55,10 +65,20 @@ type Config struct {
 	Topics     kafkaio.Topics
 	Partitions int    // partition count of every URL topic
 	MaxDepth   uint32 // deepest link depth admitted (seeds are 0)
+	// DepthLimit, optional, overrides MaxDepth for a crawl whose
+	// specification sets one (CrawlSpec.limits.max_depth); see
+	// admit.Policy.DepthLimit.
+	DepthLimit func(crawlID string) (uint32, bool)
 	// LoadRetry is the first delay before retrying a failed seen-set load,
 	// doubled up to 5s (default 200ms). A partition whose set cannot be
 	// loaded stalls; it is never served without its set.
 	LoadRetry time.Duration
+	// HostQuota is the number of fetch requests a partition releases per
+	// host per QuotaWindow (0 = unlimited). Admitted URLs over quota wait
+	// in the frontier table and the partition's pump releases them,
+	// shallowest first, as the quota allows.
+	HostQuota   int
+	QuotaWindow time.Duration // default 10s
 }
 
 // Validate reports a configuration error.
@@ -69,6 +89,12 @@ func (c Config) Validate() error {
 	}
 	if c.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("partitions: %d must be positive", c.Partitions))
+	}
+	if c.HostQuota < 0 {
+		errs = append(errs, fmt.Errorf("host quota: %d must not be negative", c.HostQuota))
+	}
+	if c.QuotaWindow < 0 {
+		errs = append(errs, fmt.Errorf("quota window: %v must not be negative", c.QuotaWindow))
 	}
 	if c.LoadRetry < 0 {
 		errs = append(errs, fmt.Errorf("load retry: %v must not be negative", c.LoadRetry))
@@ -83,6 +109,8 @@ type Scheduler struct {
 	cfg      Config
 	producer Producer
 	seenW    SeenWriter
+	events   EventWriter
+	frontier Frontier
 	loader   SeenLoader
 	budget   *budget.Tracker
 	policy   admit.Policy
@@ -92,8 +120,11 @@ type Scheduler struct {
 }
 
 // New returns a scheduler. b is shared by every partition (per-crawl page
-// budget); now is the clock stamped on fetch requests and seen rows.
-func New(cfg Config, p Producer, w SeenWriter, l SeenLoader, b *budget.Tracker, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+// budget); now is the clock stamped on fetch requests and seen rows; ev
+// receives the terminal state of every URL not admitted (see dropState); fr
+// holds the URLs deferred by the host quota (nil only when
+// cfg.HostQuota is 0).
+func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr Frontier, l SeenLoader, b *budget.Tracker, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Scheduler, error) {
 	if cfg.LoadRetry == 0 {
 		cfg.LoadRetry = 200 * time.Millisecond
 	}
@@ -104,8 +135,17 @@ func New(cfg Config, p Producer, w SeenWriter, l SeenLoader, b *budget.Tracker, 
 	if err != nil {
 		return nil, fmt.Errorf("new scheduler: %w", err)
 	}
-	s := &Scheduler{cfg: cfg, producer: p, seenW: w, loader: l, budget: b, now: now, log: log, metrics: m}
-	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, Partition: s.partitionOf, Now: now}
+	if cfg.QuotaWindow == 0 {
+		cfg.QuotaWindow = 10 * time.Second
+	}
+	if ev == nil {
+		return nil, errors.New("new scheduler: nil event writer")
+	}
+	if fr == nil && cfg.HostQuota > 0 {
+		return nil, errors.New("new scheduler: host quota without a frontier")
+	}
+	s := &Scheduler{cfg: cfg, producer: p, seenW: w, events: ev, frontier: fr, loader: l, budget: b, now: now, log: log, metrics: m}
+	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, Partition: s.partitionOf, Now: now}
 	return s, nil
 }
 
@@ -141,7 +181,12 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 			s.budget.Hold(partition, counts)
 			log.Info("loaded seen set", zap.Int("urls", set.Len()), zap.Int("crawls", len(counts)),
 				zap.Int("bytes", set.Bytes()), zap.Duration("took", took))
-			return &handler{s: s, partition: partition, seen: set, batch: dedup.New(0), log: log}, nil
+			h := &handler{s: s, partition: partition, seen: set, batch: dedup.New(0), log: log,
+				quota: frontier.NewQuota(s.cfg.HostQuota, s.cfg.QuotaWindow, s.now)}
+			if h.quota.Limited() {
+				h.pump = s.startPump(partition, h.quota, log)
+			}
+			return h, nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("load seen set: %w", ctx.Err())
@@ -165,6 +210,8 @@ type handler struct {
 	partition int
 	seen      *dedup.Set // persisted fingerprints of the partition
 	batch     *dedup.Set // fingerprints admitted in the current batch
+	quota     *frontier.Quota
+	pump      *pump // nil without a host quota
 	log       *zap.Logger
 }
 
@@ -183,6 +230,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	var (
 		out      []kafka.Message // fetch requests and re-keyed discoveries
 		rows     []chstore.SeenRow
+		events   []chstore.URLEventRow
+		deferred []chstore.FrontierRow
 		reserved = make(map[string]int64)
 		dropped  = make(map[admit.Reason]int)
 	)
@@ -199,12 +248,16 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		case d.Admit:
 			h.batch.Add(d.FP)
 			reserved[u.GetCrawlId()]++
-			m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, d.Key, d.Fetch)
-			if err != nil {
-				h.unreserve(reserved)
-				return fmt.Errorf("encode fetch request: %w", err)
+			if h.quota.Take(string(d.Key)) {
+				m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, d.Key, d.Fetch)
+				if err != nil {
+					h.unreserve(reserved)
+					return fmt.Errorf("encode fetch request: %w", err)
+				}
+				out = append(out, m)
+			} else {
+				deferred = append(deferred, deferredRow(h.partition, string(d.Key), d.Fetch, now))
 			}
-			out = append(out, m)
 			rows = append(rows, chstore.SeenRow{
 				CrawlID:   u.GetCrawlId(),
 				Partition: uint16(h.partition),
@@ -227,6 +280,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				telemetry.Offset(msg.Offset), zap.Int("owner", d.Partition))
 		default:
 			dropped[d.Reason]++
+			if ev, ok := dropEvent(&u, d, h.partition, now); ok {
+				events = append(events, ev)
+			}
 		}
 	}
 	if len(out) > 0 {
@@ -235,27 +291,102 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			return fmt.Errorf("produce fetch requests: %w", err)
 		}
 	}
+	// The requests are out: from here on a failure redelivers the batch
+	// and its URLs are fetched twice, never lost. The fingerprints and the
+	// drop events are inserted concurrently; both before the ack.
+	var persist errgroup.Group
 	if len(rows) > 0 {
-		// The requests are out: from here on a failure redelivers the
-		// batch and its URLs are fetched twice, never lost.
-		if err := s.seenW.Write(ctx, rows...); err != nil {
-			return fmt.Errorf("persist seen urls: %w", err)
-		}
-		for _, r := range rows {
-			h.seen.Add(r.FP)
-		}
+		persist.Go(func() error {
+			if err := s.seenW.Write(ctx, rows...); err != nil {
+				return fmt.Errorf("persist seen urls: %w", err)
+			}
+			return nil
+		})
+	}
+	if len(deferred) > 0 {
+		persist.Go(func() error {
+			if err := s.frontier.Write(ctx, deferred...); err != nil {
+				return fmt.Errorf("persist deferred urls: %w", err)
+			}
+			return nil
+		})
+	}
+	if len(events) > 0 {
+		persist.Go(func() error {
+			if err := s.events.Write(ctx, events...); err != nil {
+				return fmt.Errorf("persist url events: %w", err)
+			}
+			return nil
+		})
+	}
+	if err := persist.Wait(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		h.seen.Add(r.FP)
 	}
 	for _, msg := range batch {
 		ack(msg)
 	}
 	s.metrics.received.Add(float64(len(batch)))
 	s.metrics.admitted.Add(float64(len(rows)))
+	s.metrics.deferred.Add(float64(len(deferred)))
 	for r, n := range dropped {
 		s.metrics.dropped.WithLabelValues(string(r)).Add(float64(n))
 	}
 	s.metrics.seenSize.Add(float64(len(rows)))
 	s.metrics.batchTime.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// Terminal states of URLs the scheduler does not admit (url_events.state).
+const (
+	StateDuplicate       = "duplicate"
+	StateOutOfScope      = "out_of_scope"
+	StateBudgetExhausted = "budget_exhausted"
+	StateInvalid         = "invalid"
+)
+
+// dropState maps a drop reason to the terminal state it records; false for
+// a reason that is not terminal (wrong_partition: re-keyed to its owner).
+func dropState(r admit.Reason) (string, bool) {
+	switch r {
+	case admit.Duplicate:
+		return StateDuplicate, true
+	case admit.TooDeep:
+		return StateOutOfScope, true
+	case admit.BudgetExhausted:
+		return StateBudgetExhausted, true
+	case admit.InvalidCrawl, admit.InvalidURL, admit.UnsupportedScheme, admit.URLTooLong:
+		return StateInvalid, true
+	default:
+		return "", false
+	}
+}
+
+// dropEvent is the url_events row of a URL decided but not admitted. A URL
+// that does not canonicalize is recorded as received, fingerprinted raw.
+func dropEvent(u *crawlv1.DiscoveredURL, d admit.Decision, partition int, now time.Time) (chstore.URLEventRow, bool) {
+	state, ok := dropState(d.Reason)
+	if !ok {
+		return chstore.URLEventRow{}, false
+	}
+	ev := chstore.URLEventRow{
+		CrawlID:   u.GetCrawlId(),
+		URL:       d.Canonical,
+		URLFP:     d.FP,
+		Host:      string(d.Key),
+		Partition: uint16(partition),
+		State:     state,
+		Reason:    string(d.Reason),
+		Depth:     uint16(min(u.GetDepth(), 65535)),
+		EventTime: now,
+	}
+	if ev.URL == "" {
+		ev.URL = u.GetUrl()
+		ev.URLFP = fingerprint.URL(u.GetCrawlId(), u.GetUrl())
+	}
+	return ev, true
 }
 
 // unreserve gives back the budget of a batch that produced nothing.
@@ -268,6 +399,9 @@ func (h *handler) unreserve(reserved map[string]int64) {
 // Close drops the partition's seen set and its share of the budget; the
 // next owner reloads it from ClickHouse.
 func (h *handler) Close(context.Context) error {
+	if h.pump != nil {
+		h.pump.stop()
+	}
 	h.s.metrics.seenSize.Sub(float64(h.seen.Len()))
 	h.s.budget.Release(h.partition)
 	h.log.Info("released seen set", zap.Int("urls", h.seen.Len()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,8 @@ type env struct {
 	store    *chstore.Store
 	producer *kafkaio.Writer
 	seenW    *chstore.BatchWriter[chstore.SeenRow]
+	eventsW  *chstore.BatchWriter[chstore.URLEventRow]
+	frontW   *chstore.BatchWriter[chstore.FrontierRow]
 	log      *zap.Logger
 }
 
@@ -45,13 +48,19 @@ func newEnv(t *testing.T) *env {
 	e.producer = kafkaio.NewWriter(e.kafka, e.log, prometheus.NewRegistry())
 	t.Cleanup(func() { _ = e.producer.Close() })
 	e.seenW = chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
+	e.eventsW = chstore.NewBatchWriter(e.store, chstore.URLEvents, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
+	e.frontW = chstore.NewBatchWriter(e.store, chstore.Frontier, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 3)
 	go func() { done <- e.seenW.Run(ctx) }()
+	go func() { done <- e.eventsW.Run(ctx) }()
+	go func() { done <- e.frontW.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("url_seen writer: %v", err)
+		for range 3 {
+			if err := <-done; err != nil {
+				t.Errorf("writer: %v", err)
+			}
 		}
 	})
 	return e
@@ -66,9 +75,17 @@ type instance struct {
 // start runs a scheduler instance in the group until stop or cleanup.
 func (e *env) start(maxDepth uint32, maxPages int64) *instance {
 	e.t.Helper()
+	return e.startWith(Config{MaxDepth: maxDepth}, maxPages)
+}
+
+// startWith is start with more of the Config (topics and partitions are
+// the env's).
+func (e *env) startWith(cfg Config, maxPages int64) *instance {
+	e.t.Helper()
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions, MaxDepth: maxDepth},
-		e.producer, e.seenW, e.store, budget.NewTracker(maxPages), time.Now, e.log, reg)
+	cfg.Topics, cfg.Partitions = e.kafka.Topics(), e.kafka.Partitions
+	s, err := New(cfg,
+		e.producer, e.seenW, e.eventsW, StoreFrontier{W: e.frontW, Store: e.store}, e.store, budget.NewTracker(maxPages), time.Now, e.log, reg)
 	if err != nil {
 		e.t.Fatalf("New: %v", err)
 	}
@@ -363,6 +380,36 @@ func TestSchedulesEachCanonicalURLOnce(t *testing.T) {
 	if got := int(testutil.ToFloat64(s.metrics.seenSize)); got != len(want) {
 		t.Errorf("seen_set_size = %d, want %d", got, len(want))
 	}
+
+	// Every URL not admitted has its terminal state in url_events (a
+	// duplicate URL once, however often it was rediscovered).
+	events := map[string]uint64{}
+	rows, err := e.store.Conn().Query(context.Background(),
+		"SELECT concat(state, '/', reason), count() FROM url_events FINAL GROUP BY state, reason")
+	if err != nil {
+		t.Fatalf("query url_events: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			k string
+			n uint64
+		)
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatalf("scan url_events: %v", err)
+		}
+		events[k] = n
+	}
+	wantEvents := map[string]uint64{
+		"duplicate/duplicate":        1 + 12,
+		"out_of_scope/too_deep":      1,
+		"invalid/invalid_url":        1,
+		"invalid/unsupported_scheme": 1,
+		"invalid/invalid_crawl":      1,
+	}
+	if fmt.Sprint(events) != fmt.Sprint(wantEvents) {
+		t.Errorf("url_events = %v, want %v", events, wantEvents)
+	}
 }
 
 func TestRestartReloadsSeenSet(t *testing.T) {
@@ -476,4 +523,87 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHostQuotaDefersAndReleases: a host over its quota gets at most the
+// quota of fetch requests at once; the rest waits in the frontier table and
+// the pump releases it, shallowest first, each URL exactly once, while the
+// other host of the crawl is not held back.
+func TestHostQuotaDefersAndReleases(t *testing.T) {
+	e := newEnv(t)
+	inst := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 200 * time.Millisecond}, 0)
+	var recs []rec
+	want := make(map[[2]string]uint32)
+	for i := range 10 {
+		depth := uint32(3)
+		if i >= 5 {
+			depth = 1 // discovered later, but shallower: released first
+		}
+		u := fmt.Sprintf("http://big.example/p%d", i)
+		recs = append(recs, disc("c1", u, depth))
+		want[[2]string{"c1", u}] = depth
+	}
+	for i := range 2 {
+		u := fmt.Sprintf("http://small.example/p%d", i)
+		recs = append(recs, disc("c1", u, 2))
+		want[[2]string{"c1", u}] = 2
+	}
+	e.publish(recs...)
+	e.drain()
+	deadline := time.Now().Add(20 * time.Second)
+	for testutil.ToFloat64(inst.s.metrics.released) < 8 {
+		if time.Now().After(deadline) {
+			t.Fatalf("released %v of 8 deferred URLs", testutil.ToFloat64(inst.s.metrics.released))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // a wrong second release would show
+	checkFetches(t, e, want)
+	if got := testutil.ToFloat64(inst.s.metrics.deferred); got != 8 {
+		t.Errorf("deferred = %v, want 8", got)
+	}
+	var depths []uint32
+	for _, f := range e.fetches() {
+		if strings.HasPrefix(f.req.Url, "http://big.example/") {
+			depths = append(depths, f.req.Depth)
+		}
+	}
+	// Two admitted at once (the first two read, depth 3), then the
+	// frontier shallowest first.
+	if fmt.Sprint(depths) != "[3 3 1 1 1 1 1 3 3 3]" {
+		t.Errorf("big.example fetch requests by depth in topic order = %v, want [3 3 1 1 1 1 1 3 3 3]", depths)
+	}
+}
+
+// TestFrontierSurvivesRestart: URLs deferred by one instance are released
+// by the next owner of the partition, each exactly once.
+func TestFrontierSurvivesRestart(t *testing.T) {
+	e := newEnv(t)
+	first := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: time.Hour}, 0)
+	var recs []rec
+	want := make(map[[2]string]uint32)
+	for i := range 6 {
+		u := fmt.Sprintf("http://flood.example/p%d", i)
+		recs = append(recs, disc("c1", u, 1))
+		want[[2]string{"c1", u}] = 1
+	}
+	e.publish(recs...)
+	e.drain()
+	first.stop()
+	if got := testutil.ToFloat64(first.s.metrics.deferred); got != 4 {
+		t.Fatalf("first instance deferred %v URLs, want 4", got)
+	}
+	if got := len(e.fetches()); got != 2 {
+		t.Fatalf("%d fetch requests before the restart, want 2 (the quota)", got)
+	}
+	second := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 100 * time.Millisecond}, 0)
+	deadline := time.Now().Add(20 * time.Second)
+	for testutil.ToFloat64(second.s.metrics.released) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("second instance released %v of 4 deferred URLs", testutil.ToFloat64(second.s.metrics.released))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(400 * time.Millisecond) // a wrong second release would show
+	checkFetches(t, e, want)
 }

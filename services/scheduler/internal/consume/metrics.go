@@ -21,6 +21,8 @@ type metrics struct {
 	seenSize  prometheus.Gauge       // fingerprints held, over every owned partition
 	seenLoad  prometheus.Histogram
 	batchTime prometheus.Histogram
+	deferred  prometheus.Counter // admitted URLs put in the frontier table by the host quota
+	released  prometheus.Counter // frontier URLs released as fetch requests
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,13 +47,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "batch_duration_seconds", Help: "Time to decide, produce and persist one batch.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12), // 1ms .. ~60s
 		}),
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "urls_deferred_total", Help: "Admitted URLs over their host's quota, stored in the frontier table.",
+		}),
+		released: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "urls_released_total", Help: "Frontier URLs released as fetch requests by the partition pumps.",
+		}),
 	}
 	for _, r := range admit.Reasons {
 		m.dropped.WithLabelValues(string(r))
 	}
 	m.dropped.WithLabelValues(string(Malformed))
 	var errs []error
-	for _, c := range []prometheus.Collector{m.received, m.admitted, m.dropped, m.seenSize, m.seenLoad, m.batchTime} {
+	for _, c := range []prometheus.Collector{m.received, m.admitted, m.dropped, m.seenSize, m.seenLoad, m.batchTime, m.deferred, m.released} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -1,0 +1,187 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/frontier"
+)
+
+// Frontier stores the admitted URLs deferred by the host quota. Safe for
+// concurrent use.
+type Frontier interface {
+	// Write inserts rows (pending or released), blocking until they are
+	// durable or returning an error.
+	Write(ctx context.Context, rows ...chstore.FrontierRow) error
+	// Pending returns up to perHost still-pending rows of every host of
+	// the partition, shallowest first.
+	Pending(ctx context.Context, partition, perHost int) ([]chstore.FrontierRow, error)
+}
+
+// StoreFrontier is the ClickHouse frontier: rows go through a batching
+// writer, Pending queries the table.
+type StoreFrontier struct {
+	W     *chstore.BatchWriter[chstore.FrontierRow]
+	Store *chstore.Store
+}
+
+// Write implements Frontier.
+func (f StoreFrontier) Write(ctx context.Context, rows ...chstore.FrontierRow) error {
+	return f.W.Write(ctx, rows...)
+}
+
+// Pending implements Frontier. A URL is pending while its key has no
+// released row; the per-host limit keeps the answer bounded however large
+// the frontier is.
+func (f StoreFrontier) Pending(ctx context.Context, partition, perHost int) ([]chstore.FrontierRow, error) {
+	rows, err := f.Store.Conn().Query(ctx, `SELECT crawl_id, host, fp, d, u, p, a, t FROM (
+	SELECT crawl_id, host, fp, any(depth) AS d, any(url) AS u, any(parent_url) AS p,
+		any(anchor_text) AS a, any(discovered_at) AS t
+	FROM frontier
+	WHERE partition = ?
+	GROUP BY crawl_id, host, fp
+	HAVING max(state) = 0
+) ORDER BY host, d, fp LIMIT ? BY host`, uint16(partition), uint64(perHost))
+	if err != nil {
+		return nil, fmt.Errorf("query frontier: %w", err)
+	}
+	defer rows.Close()
+	var out []chstore.FrontierRow
+	for rows.Next() {
+		r := chstore.FrontierRow{Partition: uint16(partition)}
+		if err := rows.Scan(&r.CrawlID, &r.Host, &r.FP, &r.Depth, &r.URL, &r.ParentURL, &r.AnchorText, &r.DiscoveredAt); err != nil {
+			return nil, fmt.Errorf("scan frontier: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read frontier: %w", err)
+	}
+	return out, nil
+}
+
+// deferredRow is the pending frontier row of an admitted fetch request.
+func deferredRow(partition int, host string, fr *crawlv1.FetchRequest, now time.Time) chstore.FrontierRow {
+	r := chstore.FrontierRow{
+		Partition:  uint16(partition),
+		CrawlID:    fr.GetCrawlId(),
+		Host:       host,
+		FP:         fr.GetUrlFp(),
+		Depth:      uint16(min(fr.GetDepth(), 65535)),
+		URL:        fr.GetUrl(),
+		ParentURL:  fr.GetParentUrl(),
+		AnchorText: fr.GetAnchorText(),
+		State:      chstore.FrontierPending,
+		UpdatedAt:  now,
+	}
+	if fr.GetDiscoveredAt() != nil {
+		r.DiscoveredAt = fr.GetDiscoveredAt().AsTime()
+	}
+	return r
+}
+
+// pump releases a partition's deferred URLs as their hosts' quota allows:
+// every window it reads up to one quota of pending URLs per host
+// (shallowest first), produces the fetch requests that fit, then records
+// them released. A crash between the two re-releases them (fetched twice,
+// at most one window's quota per host). Errors are logged and retried at
+// the next tick; the partition keeps running.
+type pump struct {
+	s         *Scheduler
+	partition int
+	quota     *frontier.Quota
+	log       *zap.Logger
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+func (s *Scheduler) startPump(partition int, quota *frontier.Quota, log *zap.Logger) *pump {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pump{s: s, partition: partition, quota: quota, log: log, cancel: cancel}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.run(ctx)
+	}()
+	return p
+}
+
+// stop ends the pump and waits for it.
+func (p *pump) stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+func (p *pump) run(ctx context.Context) {
+	t := time.NewTicker(p.s.cfg.QuotaWindow)
+	defer t.Stop()
+	for {
+		if err := p.releaseOnce(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("release frontier failed, retrying next window", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (p *pump) releaseOnce(ctx context.Context) error {
+	s := p.s
+	pending, err := s.frontier.Pending(ctx, p.partition, s.cfg.HostQuota)
+	if err != nil {
+		return err
+	}
+	var (
+		msgs     []kafka.Message
+		released []chstore.FrontierRow
+	)
+	now := s.now()
+	for _, r := range pending {
+		if !p.quota.Take(r.Host) {
+			continue
+		}
+		key, _, err := s.partitionOf(r.URL)
+		if err != nil {
+			return fmt.Errorf("key frontier url: %w", err)
+		}
+		fr := &crawlv1.FetchRequest{
+			CrawlId:      r.CrawlID,
+			Url:          r.URL,
+			UrlFp:        r.FP,
+			Depth:        uint32(r.Depth),
+			ParentUrl:    r.ParentURL,
+			AnchorText:   r.AnchorText,
+			DiscoveredAt: timestamppb.New(r.DiscoveredAt),
+			ScheduledAt:  timestamppb.New(now),
+		}
+		m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, key, fr)
+		if err != nil {
+			return fmt.Errorf("encode fetch request: %w", err)
+		}
+		msgs = append(msgs, m)
+		r.State, r.UpdatedAt = chstore.FrontierReleased, now
+		released = append(released, r)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := s.producer.Write(ctx, msgs...); err != nil {
+		return fmt.Errorf("produce released fetch requests: %w", err)
+	}
+	if err := s.frontier.Write(ctx, released...); err != nil {
+		return fmt.Errorf("record released urls: %w", err)
+	}
+	s.metrics.released.Add(float64(len(released)))
+	return nil
+}
