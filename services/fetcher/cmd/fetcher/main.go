@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
@@ -73,6 +74,19 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		FetchTimeout:          cfg.FetchTimeout,
 		MaxBodyBytes:          cfg.MaxBodyBytes,
 		AllowPrivate:          cfg.AllowPrivate,
+		MinTransferRate:       cfg.MinTransferRate,
+		TransferRateWindow:    cfg.TransferRateWindow,
+		Cookies:               cfg.Cookies,
+	}
+	if cfg.CredentialsFile != "" {
+		creds, err := readCredentials(cfg.CredentialsFile)
+		if err != nil {
+			return err
+		}
+		fo.Credentials = creds
+	}
+	if cfg.MinTransferRate == 0 {
+		fo.MinTransferRate = -1 // disabled
 	}
 	var pool *proxies.Pool
 	if cfg.UseProxies {
@@ -91,11 +105,27 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}()
 	fetchLog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{}, log, freg)
 
+	maxRedirects := cfg.MaxRedirects
+	if maxRedirects == 0 {
+		maxRedirects = -1 // none inline
+	}
+	var hostStates consume.HostStateLoader
+	if cfg.PersistHostState {
+		hostStates = hoststate.NewLoader(cfg.Kafka, topics.HostState)
+	}
 	svc, err := consume.New(consume.Options{
 		Topics:     topics,
 		Workers:    cfg.Workers,
 		Politeness: politeness.Options{Delay: cfg.Delay, MaxCrawlDelay: cfg.MaxCrawlDelay},
 		InstanceID: cfg.InstanceID,
+
+		MaxAttempts:     cfg.MaxAttempts,
+		RetryBackoff:    cfg.RetryBackoff,
+		MaxRetryBackoff: cfg.MaxRetryBackoff,
+		MaxRedirects:    maxRedirects,
+		MaxHostQueue:    cfg.MaxHostQueue,
+		HoldHorizon:     cfg.HoldHorizon,
+		HostStates:      hostStates,
 	}, fetcher, robotsCache, producer, fetchLog, log, freg)
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
@@ -150,4 +180,18 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	err = g.Wait()
 	log.Info("fetcher stopped")
 	return err
+}
+
+// readCredentials reads the --credentials-file.
+func readCredentials(path string) (map[string]httpfetch.Credential, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open credentials file: %w", err)
+	}
+	defer f.Close()
+	creds, err := httpfetch.ReadCredentials(f)
+	if err != nil {
+		return nil, fmt.Errorf("read credentials file %s: %w", path, err)
+	}
+	return creds, nil
 }

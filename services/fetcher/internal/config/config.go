@@ -13,6 +13,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
@@ -37,6 +38,17 @@ type Config struct {
 	AllowPrivate            bool          // --allow-private: allow loopback/private targets (local crawls, tests)
 	UseProxies              bool          // --use-proxies: fetch through the proxy pool
 	DrainTimeout            time.Duration // --drain-timeout: how long a closing partition waits for in-flight fetches (default 5s)
+	MinTransferRate         int64         // --min-transfer-rate: bytes/s over each --transfer-rate-window (default 1024; 0 disables)
+	TransferRateWindow      time.Duration // --transfer-rate-window (default 10s)
+	MaxAttempts             int           // --max-attempts: attempts per URL for transient failures (default 3)
+	RetryBackoff            time.Duration // --retry-backoff: back-off before the second attempt, doubled per attempt (default 5s)
+	MaxRetryBackoff         time.Duration // --max-retry-backoff (default 10m)
+	MaxRedirects            int           // --max-redirects: same-host redirects followed inline (default 5; 0 sends every redirect to the frontier)
+	MaxHostQueue            int           // --max-host-queue: requests buffered per host before the surplus is deferred (default 100)
+	HoldHorizon             time.Duration // --hold-horizon: requests due later than this are deferred, not held (default 2m)
+	PersistHostState        bool          // --persist-host-state: publish and load per-host politeness state (default true)
+	CredentialsFile         string        // --credentials-file: JSON of per-site basic-auth credentials (empty: none)
+	Cookies                 bool          // --cookies: keep and send back each site's cookies
 }
 
 // RegisterFlags binds every field to a flag with its default.
@@ -58,6 +70,17 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "allow loopback, private and link-local targets (local crawls and tests)")
 	fs.BoolVar(&c.UseProxies, "use-proxies", false, "fetch through the proxies of the proxy pool topic")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 5*time.Second, "how long a revoked or stopping partition waits for in-flight fetches")
+	fs.Int64Var(&c.MinTransferRate, "min-transfer-rate", httpfetch.DefaultMinTransferRate, "minimum body transfer rate in bytes/s over each --transfer-rate-window; 0 disables")
+	fs.DurationVar(&c.TransferRateWindow, "transfer-rate-window", httpfetch.DefaultTransferRateWindow, "window of the minimum transfer rate")
+	fs.IntVar(&c.MaxAttempts, "max-attempts", consume.DefaultMaxAttempts, "attempts per URL for transient failures (1 disables retries)")
+	fs.DurationVar(&c.RetryBackoff, "retry-backoff", consume.DefaultRetryBackoff, "back-off before the second attempt, doubled per attempt, with jitter")
+	fs.DurationVar(&c.MaxRetryBackoff, "max-retry-backoff", consume.DefaultMaxRetryBackoff, "cap of the retry back-off")
+	fs.IntVar(&c.MaxRedirects, "max-redirects", consume.DefaultMaxRedirects, "same-host redirects followed inline (0: every redirect goes through the frontier)")
+	fs.IntVar(&c.MaxHostQueue, "max-host-queue", consume.DefaultMaxHostQueue, "requests buffered per host; the surplus is deferred to the fetch topic")
+	fs.StringVar(&c.CredentialsFile, "credentials-file", "", `JSON file of per-site basic-auth credentials: {"host[:port]": {"username": "...", "password": "...", "allow_http": false}}`)
+	fs.BoolVar(&c.Cookies, "cookies", false, "keep the cookies each site sets and send them back to it")
+	fs.BoolVar(&c.PersistHostState, "persist-host-state", true, "publish per-host politeness state to the host-state topic and load it when a partition is assigned")
+	fs.DurationVar(&c.HoldHorizon, "hold-horizon", consume.DefaultHoldHorizon, "requests due later than this are deferred to the fetch topic instead of held in memory")
 }
 
 // Validate reports every configuration error.
@@ -88,6 +111,25 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCrawlDelay < c.Delay {
 		errs = append(errs, fmt.Errorf("max-crawl-delay: %v is below delay %v", c.MaxCrawlDelay, c.Delay))
+	}
+	if c.MinTransferRate < 0 {
+		errs = append(errs, fmt.Errorf("min-transfer-rate: %d must not be negative", c.MinTransferRate))
+	}
+	if c.TransferRateWindow <= 0 || c.RetryBackoff <= 0 || c.HoldHorizon <= 0 {
+		errs = append(errs, fmt.Errorf("transfer-rate-window, retry-backoff, hold-horizon: %v, %v, %v must be positive",
+			c.TransferRateWindow, c.RetryBackoff, c.HoldHorizon))
+	}
+	if c.MaxRetryBackoff < c.RetryBackoff {
+		errs = append(errs, fmt.Errorf("max-retry-backoff: %v is below retry-backoff %v", c.MaxRetryBackoff, c.RetryBackoff))
+	}
+	if c.MaxAttempts < 1 || c.MaxAttempts > 100 {
+		errs = append(errs, fmt.Errorf("max-attempts: %d not in [1, 100]", c.MaxAttempts))
+	}
+	if c.MaxRedirects < 0 || c.MaxRedirects > 20 {
+		errs = append(errs, fmt.Errorf("max-redirects: %d not in [0, 20]", c.MaxRedirects))
+	}
+	if c.MaxHostQueue < 1 {
+		errs = append(errs, fmt.Errorf("max-host-queue: %d must be positive", c.MaxHostQueue))
 	}
 	if c.MaxBodyBytes < 1 {
 		errs = append(errs, fmt.Errorf("max-body-bytes: %d must be positive", c.MaxBodyBytes))

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -16,13 +18,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
@@ -46,6 +52,18 @@ type Fetcher interface {
 	Fetch(ctx context.Context, r httpfetch.Request) *httpfetch.Response
 }
 
+// Defaults of Options.
+const (
+	DefaultMaxAttempts     = 3
+	DefaultRetryBackoff    = 5 * time.Second
+	DefaultMaxRetryBackoff = 10 * time.Minute
+	DefaultMaxRedirects    = 5
+	DefaultMaxHostQueue    = 100
+	DefaultHoldHorizon     = 2 * time.Minute
+	DefaultMaxHostWait     = time.Minute
+	DefaultDeferPause      = time.Second
+)
+
 // Options configures the consumer.
 type Options struct {
 	Topics     kafkaio.Topics
@@ -53,6 +71,84 @@ type Options struct {
 	Politeness politeness.Options
 	InstanceID string           // written to fetch_log.fetcher
 	Now        func() time.Time // default time.Now
+
+	// MaxAttempts bounds the attempts of one URL: a transient failure
+	// (failure.IsRetryable) of attempt n < MaxAttempts-1 queues attempt
+	// n+1 durably on the fetch topic (default 3; 1 disables retries).
+	MaxAttempts int
+	// RetryBackoff is the back-off before the second attempt; it doubles
+	// per attempt up to MaxRetryBackoff, with jitter (between half and
+	// all of it). A server's Retry-After, when longer, wins.
+	RetryBackoff    time.Duration
+	MaxRetryBackoff time.Duration
+	// MaxRedirects is the number of same-host redirects followed inline
+	// (default 5; negative: none, every redirect goes to the frontier).
+	MaxRedirects int
+	// MaxHostQueue bounds the requests buffered per host; the surplus is
+	// deferred durably to the fetch topic (default 100).
+	MaxHostQueue int
+	// MaxHostWait: a request of a backed-off host (next-allowed time more
+	// than a delay away) that would wait longer than this behind the
+	// host's queue and back-off is deferred, so slowed-down hosts do not
+	// fill the partition's in-flight window (default 1m).
+	MaxHostWait time.Duration
+	// HoldHorizon: a request whose not_before is further away is deferred
+	// durably rather than held in memory (default 2m).
+	HoldHorizon time.Duration
+	// DeferPause is how long Handle waits after a batch it deferred
+	// entirely, so that a partition of far-future work does not spin
+	// through the topic (default 1s).
+	DeferPause time.Duration
+	// Jitter returns a uniform value in [0, n); default math/rand/v2.
+	Jitter func(n int64) int64
+	// HostStates loads the persisted politeness state of a partition's
+	// hosts at assignment; with it set, the state of every host is also
+	// published to Topics.HostState after each request and at close.
+	// Nil: no persistence, a host's first request waits one delay.
+	HostStates HostStateLoader
+}
+
+// HostStateLoader reads the persisted host states of a partition
+// (hoststate.Loader).
+type HostStateLoader interface {
+	Load(ctx context.Context, partition int) (map[string]politeness.HostState, error)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = 32
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = DefaultRetryBackoff
+	}
+	if o.MaxRetryBackoff < o.RetryBackoff {
+		o.MaxRetryBackoff = max(DefaultMaxRetryBackoff, o.RetryBackoff)
+	}
+	if o.MaxRedirects == 0 {
+		o.MaxRedirects = DefaultMaxRedirects
+	}
+	if o.MaxHostQueue <= 0 {
+		o.MaxHostQueue = DefaultMaxHostQueue
+	}
+	if o.MaxHostWait <= 0 {
+		o.MaxHostWait = DefaultMaxHostWait
+	}
+	if o.HoldHorizon <= 0 {
+		o.HoldHorizon = DefaultHoldHorizon
+	}
+	if o.DeferPause <= 0 {
+		o.DeferPause = DefaultDeferPause
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Int64N
+	}
+	return o
 }
 
 // Service creates the partition handlers. Safe for concurrent use.
@@ -69,12 +165,7 @@ type Service struct {
 
 // New returns a Service. reg receives the fetcher's metrics.
 func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, flog FetchLog, log *zap.Logger, reg prometheus.Registerer) (*Service, error) {
-	if o.Workers <= 0 {
-		o.Workers = 32
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o = o.withDefaults()
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
@@ -100,6 +191,18 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 		stopped:   make(chan struct{}),
 		cancel:    cancel,
 	}
+	if s.opts.HostStates != nil {
+		// The previous owner's state replaces the one-delay wait. Without
+		// it (load failed) the one-delay wait still keeps the host safe.
+		states, err := s.opts.HostStates.Load(ctx, partition)
+		if err != nil {
+			h.log.Warn("started without host states, first requests wait one delay", zap.Error(err))
+		}
+		for host, st := range states {
+			h.engine.Restore(host, st)
+		}
+		s.m.hostStatesLoaded.Add(float64(len(states)))
+	}
 	go h.dispatch(runCtx)
 	return h, nil
 }
@@ -110,9 +213,14 @@ type task struct {
 	ack      func(kafka.Message)
 	req      *crawlv1.FetchRequest
 	host     string // politeness key
-	origin   string // robots.txt key
+	origin   string // robots.txt key of url
 	enqueued time.Time
 	waited   bool // politeness wait observed (a robots turn re-queues it)
+
+	url        string          // URL of this turn: the request's, or a same-host redirect target
+	state      []kafka.Message // host-state record of the last request, published with its outcome
+	chain      []string        // URLs fetched so far through inline redirects
+	retryAfter time.Time       // earliest useful retry (robots.txt expiry, Retry-After)
 }
 
 // handler is the kafkaio.Handler of one partition.
@@ -134,9 +242,15 @@ type handler struct {
 
 // Handle queues the batch; records are acked later, when their outcome is
 // durable. Undecodable records are logged, counted and acked (poison never
-// blocks the partition).
+// blocks the partition). A record of a host whose queue is full, or whose
+// not_before lies beyond the hold horizon, is deferred: produced again to
+// the fetch topic and acked, so memory stays bounded and one giant or
+// backed-off host does not stop the partition from reading the others.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
 	now := h.s.opts.Now()
+	var deferred []*task
+	var deferMsgs []kafka.Message
+	redeferred := 0 // records deferred before and again now
 	for _, msg := range batch {
 		req := &crawlv1.FetchRequest{}
 		if err := kafkaio.Decode(msg, req); err != nil {
@@ -145,7 +259,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			ack(msg)
 			continue
 		}
-		t := &task{msg: msg, ack: ack, req: req, enqueued: now}
+		t := &task{msg: msg, ack: ack, req: req, enqueued: now, url: req.GetUrl()}
 		hostKey, kerr := kafkaio.Key(req.GetUrl())
 		origin, oerr := robots.Origin(req.GetUrl())
 		if kerr != nil || oerr != nil {
@@ -158,15 +272,93 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			}
 			continue
 		}
-		t.host, t.origin = string(hostKey), origin
+		t.host, t.origin, t.url = string(hostKey), origin, req.GetUrl()
 		var notBefore time.Time
 		if nb := req.GetNotBefore(); nb != nil {
 			notBefore = nb.AsTime()
 		}
+		if m, ok := h.deferral(t, notBefore, now); ok {
+			deferred = append(deferred, t)
+			deferMsgs = append(deferMsgs, m)
+			if wasDeferred(msg) {
+				redeferred++
+			}
+			continue
+		}
 		h.engine.Push(t.host, t, notBefore)
 	}
+	if len(deferred) > 0 {
+		if err := h.s.prod.Write(ctx, deferMsgs...); err != nil {
+			// Could not defer: hold them instead (bounded by the group's
+			// in-flight limit); nothing is lost.
+			h.log.Warn("held requests that could not be deferred", zap.Int("count", len(deferred)), zap.Error(err))
+			for _, t := range deferred {
+				var nb time.Time
+				if t.req.GetNotBefore() != nil {
+					nb = t.req.GetNotBefore().AsTime()
+				}
+				h.engine.Push(t.host, t, nb)
+			}
+		} else {
+			for _, t := range deferred {
+				t.ack(t.msg)
+			}
+			h.s.m.deferred.Add(float64(len(deferred)))
+		}
+	}
 	h.notify()
+	if redeferred == len(batch) && len(batch) > 0 {
+		// Everything read was our own deferred work, deferred again: the
+		// partition holds nothing else; do not spin through the topic.
+		t := time.NewTimer(h.s.opts.DeferPause)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-h.stop:
+		case <-t.C:
+		}
+	}
 	return nil
+}
+
+// deferral returns the record that defers t, when t is not to be held:
+// its host's queue is full, or the host is backed off and t would wait
+// longer than MaxHostWait
+// (the new not_before is when the queue ahead of it and the host's
+// back-off can have passed), or its not_before is beyond the hold horizon.
+func (h *handler) deferral(t *task, notBefore, now time.Time) (kafka.Message, bool) {
+	o := h.s.opts
+	queued, delay, next := h.engine.HostQueue(t.host)
+	wait := max(next.Sub(now), 0) + time.Duration(queued)*delay
+	switch {
+	case queued >= o.MaxHostQueue || (queued > 0 && next.Sub(now) > delay && wait > o.MaxHostWait):
+		if at := now.Add(wait); at.After(notBefore) {
+			notBefore = at
+		}
+	case notBefore.After(now.Add(o.HoldHorizon)):
+	default:
+		return kafka.Message{}, false
+	}
+	req := proto.CloneOf(t.req)
+	req.NotBefore = timestamppb.New(notBefore)
+	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.host), req)
+	if err != nil {
+		return kafka.Message{}, false
+	}
+	m.Headers = append(m.Headers, kafka.Header{Key: deferredHeader, Value: []byte("1")})
+	return m, true
+}
+
+// deferredHeader marks a fetch request produced again by a deferral.
+const deferredHeader = "trawl-deferred"
+
+func wasDeferred(msg kafka.Message) bool {
+	for _, hd := range msg.Headers {
+		if hd.Key == deferredHeader {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops dispatching, waits for in-flight requests until ctx is done,
@@ -187,6 +379,7 @@ func (h *handler) Close(ctx context.Context) error {
 		<-done
 	}
 	h.cancel()
+	h.publishStates()
 	queued := h.engine.Len()
 	h.s.m.abandoned.Add(float64(queued))
 	h.gaugeMu.Lock()
@@ -195,6 +388,45 @@ func (h *handler) Close(ctx context.Context) error {
 	h.reportedQueue, h.reportedActive = 0, 0
 	h.gaugeMu.Unlock()
 	return nil
+}
+
+// publishStates hands every known host's state to the next owner.
+func (h *handler) publishStates() {
+	if h.s.opts.HostStates == nil {
+		return
+	}
+	now := h.s.opts.Now()
+	var msgs []kafka.Message
+	for host, st := range h.engine.States() {
+		m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, now)
+		if err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.s.prod.Write(ctx, msgs...); err != nil {
+		h.log.Warn("lost host states at close, the next owner waits one delay", zap.Error(err))
+	}
+}
+
+// stateMsg returns the host-state record of host, if states are kept.
+func (h *handler) stateMsg(host string) []kafka.Message {
+	if h.s.opts.HostStates == nil {
+		return nil
+	}
+	st, ok := h.engine.State(host)
+	if !ok {
+		return nil
+	}
+	m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, h.s.opts.Now())
+	if err != nil {
+		return nil
+	}
+	return []kafka.Message{m}
 }
 
 func (h *handler) notify() {
@@ -273,10 +505,18 @@ func (h *handler) dispatch(ctx context.Context) {
 	}
 }
 
-// process runs one turn of host: robots.txt if needed, else the page.
+// process runs one turn of host: robots.txt if needed, else the page (or
+// the next hop of a same-host redirect chain).
 func (h *handler) process(ctx context.Context, host string, t *task) {
 	s := h.s
 	rules, fresh := s.robots.Lookup(t.origin)
+	if fresh && rules.Outcome == robots.Unavailable && t.req.GetAttempt() > 0 && t.req.GetNotBefore() != nil &&
+		rules.FetchedAt.Before(t.req.GetNotBefore().AsTime()) {
+		// A retry of a URL refused because robots.txt was unavailable:
+		// it is the "later" of "retry later", so robots.txt is asked
+		// again unless someone asked since this retry became due.
+		fresh = false
+	}
 	if !fresh {
 		// robots.txt is a request to the host: it takes this turn, and
 		// the page waits the delay after it.
@@ -286,12 +526,13 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 			return // abandoned at close: unacked
 		}
 		s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
+		h.publishSitemaps(ctx, t, rules)
 		if h.engine.SetCrawlDelay(host, rules.CrawlDelay) {
 			s.m.crawlDelayCaped.Inc()
 			h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
 		}
 		h.engine.Done(host, s.opts.Now())
-		if rules.Check(s.robots.Agent(), t.req.GetUrl()) == robots.Allowed {
+		if rules.Check(s.robots.Agent(), t.url) == robots.Allowed {
 			h.engine.PushFront(host, t)
 			return
 		}
@@ -299,30 +540,139 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		return
 	}
 	h.engine.SetCrawlDelay(host, rules.CrawlDelay)
-	if rules.Check(s.robots.Agent(), t.req.GetUrl()) != robots.Allowed {
+	if rules.Check(s.robots.Agent(), t.url) != robots.Allowed {
 		h.engine.Release(host) // no request made: the delay clock is unchanged
 		h.refuse(ctx, t, rules)
 		return
 	}
-	res := s.fetch.Fetch(ctx, httpfetch.Request{
-		URL: t.req.GetUrl(), Host: host, ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified(),
-	})
+	r := httpfetch.Request{URL: t.url, Host: host}
+	if len(t.chain) == 0 {
+		r.ETag, r.LastModified = t.req.GetEtag(), t.req.GetLastModified()
+	}
+	res := s.fetch.Fetch(ctx, r)
 	end := s.opts.Now()
-	h.engine.Done(host, end)
 	if ctx.Err() != nil {
+		h.engine.Done(host, end)
 		return // abandoned at close: unacked
 	}
-	if res.Status == 429 || res.Status == 503 {
-		// back off this host: Retry-After, at least a few delays
-		wait := max(res.RetryAfter, 5*h.s.opts.Politeness.Delay)
+	switch {
+	case res.Status == 429 || res.Status == 503 || res.Kind == failure.Timeout || res.Kind == failure.Connect || res.Kind == failure.TooSlow:
+		// back off this host: Retry-After, at least a few delays,
+		// doubling with every consecutive slow-down (capped by the engine)
+		level := min(h.engine.BackoffLevel(host), 10)
+		wait := max(res.RetryAfter, (5*h.s.opts.Politeness.Delay)<<level)
 		h.engine.Backoff(host, end.Add(wait))
+		t.retryAfter = end.Add(res.RetryAfter)
+	case res.Status > 0:
+		h.engine.Recovered(host)
 	}
 	class := statusClass(res.Status)
 	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
 	s.m.bytes.Add(float64(res.BodyBytes))
-	if err := h.finish(ctx, t, res); err != nil && ctx.Err() == nil {
-		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+	if next, ok := h.sameHostHop(t, res); ok {
+		// Record this hop, then queue the next one at the head of the
+		// host's queue: it waits the host's delay like any request.
+		// The host stays active until the hop is queued, so nothing of
+		// the host slips in between.
+		if err := h.record(ctx, t, res, false); err != nil {
+			h.engine.Done(host, end)
+			if ctx.Err() == nil {
+				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+			}
+			return
+		}
+		s.m.redirectsFollowed.Inc()
+		t.chain = append(t.chain, t.url)
+		t.url, t.origin = next, mustOrigin(next, t.origin)
+		h.engine.PushFront(host, t)
+		h.engine.Done(host, end)
+		return
 	}
+	h.engine.Done(host, end)
+	t.state = h.stateMsg(host)
+	if err := h.finish(ctx, t, res); err != nil && ctx.Err() == nil {
+		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+	}
+}
+
+// maxSitemaps bounds the Sitemap lines of one robots.txt published.
+const maxSitemaps = 50
+
+// publishSitemaps reports the Sitemap lines of a freshly fetched robots.txt
+// as DiscoveredURLs (source SITEMAP) of the crawl whose request fetched it,
+// at that request's depth (so a sitemap never widens a depth-limited
+// crawl), to be deduplicated and scheduled like any URL. Best effort: a
+// failure is logged; the lines come back with the next robots.txt fetch.
+func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Rules) {
+	if len(rules.Sitemaps) == 0 {
+		return
+	}
+	now := timestamppb.New(h.s.opts.Now())
+	var msgs []kafka.Message
+	for _, sm := range rules.Sitemaps[:min(len(rules.Sitemaps), maxSitemaps)] {
+		u, err := urlcanon.Canonicalize(sm)
+		if err != nil {
+			continue
+		}
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			continue
+		}
+		m, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, &crawlv1.DiscoveredURL{
+			CrawlId:      t.req.GetCrawlId(),
+			Url:          u,
+			Depth:        t.req.GetDepth(),
+			ParentUrl:    rules.Origin + "/robots.txt",
+			DiscoveredAt: now,
+			Source:       crawlv1.Source_SOURCE_SITEMAP,
+		})
+		if err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	if err := h.s.prod.Write(ctx, msgs...); err != nil {
+		h.log.Warn("lost robots.txt sitemaps", telemetry.URL(rules.Origin), zap.Error(err))
+		return
+	}
+	h.s.m.sitemaps.Add(float64(len(msgs)))
+}
+
+// sameHostHop reports whether the redirect answer res is followed inline:
+// its target is on the same host (so this partition owns it) and the
+// chain is not too long. A target already in the chain turns res into a
+// redirect_loop failure.
+func (h *handler) sameHostHop(t *task, res *httpfetch.Response) (string, bool) {
+	if res.RedirectLocation == "" || len(t.chain) >= h.s.opts.MaxRedirects {
+		return "", false
+	}
+	target, err := urlcanon.Canonicalize(res.RedirectLocation)
+	if err != nil {
+		return "", false
+	}
+	if key, err := kafkaio.Key(target); err != nil || string(key) != t.host {
+		return "", false
+	}
+	if _, err := robots.Origin(target); err != nil {
+		return "", false
+	}
+	if target == t.url || slices.Contains(t.chain, target) {
+		res.Kind = failure.RedirectLoop
+		res.Err = fmt.Errorf("redirect from %s back to %s after %d hops", t.url, target, len(t.chain)+1)
+		res.RedirectLocation = "" // not published: it was fetched already
+		h.s.m.redirectLoops.Inc()
+		return "", false
+	}
+	return target, true
+}
+
+func mustOrigin(u, fallback string) string {
+	if o, err := robots.Origin(u); err == nil {
+		return o
+	}
+	return fallback
 }
 
 // refuse records a URL that robots.txt denies or that cannot be fetched
@@ -334,27 +684,57 @@ func (h *handler) refuse(ctx context.Context, t *task, rules *robots.Rules) {
 		if res.Kind == failure.None || res.Kind == failure.Redirect {
 			res.Kind = failure.RobotsUnavailable
 		}
+		if res.Err == nil {
+			res.Err = fmt.Errorf("robots.txt unavailable (status %d)", rules.Status)
+		}
 		res.Status = 0
 	}
+	h.s.m.robotsVerdicts.WithLabelValues(robotsVerdict(res.Kind)).Inc()
 	if err := h.finish(ctx, t, res); err != nil && ctx.Err() == nil {
-		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 	}
 }
 
-// finish publishes the outcome, writes the fetch-log row and acks.
+func robotsVerdict(k failure.Kind) string {
+	if k == failure.RobotsDenied {
+		return "disallowed"
+	}
+	return "unavailable"
+}
+
+// finish publishes the final outcome of the request (and the next attempt
+// of a transient failure, or the target of a redirect), writes the
+// fetch-log row and acks.
 func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) error {
+	if err := h.record(ctx, t, res, true); err != nil {
+		return err
+	}
+	t.ack(t.msg)
+	return nil
+}
+
+// record publishes the FetchedPage of one attempt of t.url and writes its
+// fetch-log row. final is false for a redirect hop followed inline.
+func (h *handler) record(ctx context.Context, t *task, res *httpfetch.Response, final bool) error {
 	s := h.s
 	req := t.req
 	errMsg := ""
 	if res.Err != nil {
 		errMsg = truncate(res.Err.Error(), 1000)
 	}
+	urlFP, parent := req.GetUrlFp(), req.GetParentUrl()
+	redirectedFrom := ""
+	if len(t.chain) > 0 {
+		urlFP = fingerprint.URL(req.GetCrawlId(), t.url)
+		parent = t.chain[len(t.chain)-1]
+		redirectedFrom = req.GetUrl()
+	}
 	page := &crawlv1.FetchedPage{
 		CrawlId:          req.GetCrawlId(),
-		Url:              req.GetUrl(),
-		UrlFp:            req.GetUrlFp(),
+		Url:              t.url,
+		UrlFp:            urlFP,
 		Depth:            req.GetDepth(),
-		ParentUrl:        req.GetParentUrl(),
+		ParentUrl:        parent,
 		FetchedAt:        timestamppb.New(res.Start),
 		StatusCode:       uint32(res.Status),
 		ErrorKind:        string(res.Kind),
@@ -370,28 +750,44 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		RedirectLocation: res.RedirectLocation,
 		AnchorText:       req.GetAnchorText(),
 		Partition:        uint32(h.partition),
+		SerpEngine:       req.GetSerpEngine(),
+		Attempt:          req.GetAttempt(),
+		Unchanged:        res.Status == 304,
+		RedirectedFrom:   redirectedFrom,
 	}
 	key := []byte(t.host)
 	if len(key) == 0 {
 		key = []byte(req.GetUrl()) // invalid URL: any stable key
 	}
+	var msgs []kafka.Message
+	if final {
+		if m, ok := h.retry(t, res); ok {
+			page.WillRetry = true
+			msgs = append(msgs, m)
+		}
+		if res.RedirectLocation != "" {
+			if m, ok := h.redirect(t, res.RedirectLocation); ok {
+				msgs = append(msgs, m)
+			}
+		}
+	}
 	msg, err := kafkaio.NewMessage(s.opts.Topics.Fetched, key, page)
 	if err != nil {
 		return fmt.Errorf("encode fetched page: %w", err)
 	}
-	msgs := []kafka.Message{msg}
-	if res.RedirectLocation != "" {
-		if m, ok := h.redirect(t, res.RedirectLocation); ok {
-			msgs = append(msgs, m)
-		}
+	msgs = append(msgs, msg)
+	msgs = append(msgs, t.state...)
+	t.state = nil
+	if fb, ok := h.proxyFeedback(res); ok {
+		msgs = append(msgs, fb)
 	}
 	if err := s.prod.Write(ctx, msgs...); err != nil {
 		return fmt.Errorf("publish fetched page: %w", err)
 	}
 	row := chstore.FetchLogRow{
 		CrawlID:          req.GetCrawlId(),
-		URL:              req.GetUrl(),
-		URLFP:            req.GetUrlFp(),
+		URL:              t.url,
+		URLFP:            urlFP,
 		Host:             t.host,
 		Partition:        uint16(h.partition),
 		Attempt:          uint16(min(req.GetAttempt(), 65535)),
@@ -411,8 +807,96 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		return fmt.Errorf("write fetch log: %w", err)
 	}
 	s.m.fetches.WithLabelValues(statusClass(res.Status), string(res.Kind)).Inc()
-	t.ack(t.msg)
+	if res.Status == 304 {
+		s.m.unchanged.Inc()
+	}
 	return nil
+}
+
+// Proxy outcomes of ProxyFeedback.
+const (
+	ProxySuccess = "success" // an answer came back (the origin's, whatever its status)
+	ProxyTimeout = "timeout" // no answer in time, or too slow
+	ProxyBlocked = "blocked" // 403, 407 or 429 through the proxy
+	ProxyError   = "error"   // any other failure through the proxy
+)
+
+// ProxyOutcome classifies a fetch made through a proxy.
+func ProxyOutcome(res *httpfetch.Response) string {
+	switch {
+	case res.Status == 403 || res.Status == 407 || res.Status == 429:
+		return ProxyBlocked
+	case res.Kind == failure.Timeout || res.Kind == failure.TooSlow:
+		return ProxyTimeout
+	case res.Status > 0:
+		return ProxySuccess
+	default:
+		return ProxyError
+	}
+}
+
+// proxyFeedback returns the ProxyFeedback record of a fetch made through
+// a proxy (keyed by proxy id; ids never carry credentials).
+func (h *handler) proxyFeedback(res *httpfetch.Response) (kafka.Message, bool) {
+	if res.ProxyID == "" {
+		return kafka.Message{}, false
+	}
+	outcome := ProxyOutcome(res)
+	h.s.m.proxyOutcomes.WithLabelValues(outcome).Inc()
+	m, err := kafkaio.NewMessage(h.s.opts.Topics.ProxyFeedback, []byte(res.ProxyID), &crawlv1.ProxyFeedback{
+		ProxyId:   res.ProxyID,
+		Host:      res.Host,
+		Outcome:   outcome,
+		LatencyUs: res.Duration.Microseconds(),
+		At:        timestamppb.New(res.Start),
+	})
+	if err != nil {
+		return kafka.Message{}, false
+	}
+	return m, true
+}
+
+// retry returns the next attempt of t's request when res is a transient
+// failure and attempts remain: the same request with attempt+1 and a
+// not_before after an exponential back-off with jitter (or the server's
+// Retry-After, or robots.txt's next check, when later).
+func (h *handler) retry(t *task, res *httpfetch.Response) (kafka.Message, bool) {
+	o := h.s.opts
+	if res.Kind != failure.RobotsUnavailable && !failure.IsRetryable(&failure.Error{Kind: res.Kind, Err: res.Err}) {
+		return kafka.Message{}, false
+	}
+	attempt := t.req.GetAttempt()
+	if int(attempt)+1 >= o.MaxAttempts {
+		h.s.m.retries.WithLabelValues("exhausted").Inc()
+		return kafka.Message{}, false
+	}
+	now := o.Now()
+	notBefore := now.Add(backoff(o, attempt))
+	if t.retryAfter.After(notBefore) {
+		notBefore = t.retryAfter
+	}
+	next := proto.CloneOf(t.req)
+	next.Attempt = attempt + 1
+	next.NotBefore = timestamppb.New(notBefore)
+	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.host), next)
+	if err != nil {
+		h.log.Warn("skipped retry", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+		return kafka.Message{}, false
+	}
+	h.s.m.retries.WithLabelValues("queued").Inc()
+	return m, true
+}
+
+// backoff is RetryBackoff * 2^attempt capped at MaxRetryBackoff, then
+// jittered uniformly into [half, all] of it.
+func backoff(o Options, attempt uint32) time.Duration {
+	d := o.RetryBackoff
+	for i := uint32(0); i < attempt && d < o.MaxRetryBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, o.MaxRetryBackoff)
+	half := d / 2
+	return half + time.Duration(o.Jitter(int64(d-half)+1))
 }
 
 // redirect builds the DiscoveredURL of a redirect target: it goes back
@@ -420,14 +904,14 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 func (h *handler) redirect(t *task, target string) (kafka.Message, bool) {
 	key, err := kafkaio.Key(target)
 	if err != nil {
-		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.url), zap.Error(err))
 		return kafka.Message{}, false
 	}
 	d := &crawlv1.DiscoveredURL{
 		CrawlId:      t.req.GetCrawlId(),
 		Url:          target,
 		Depth:        t.req.GetDepth(),
-		ParentUrl:    t.req.GetUrl(),
+		ParentUrl:    t.url,
 		DiscoveredAt: timestamppb.New(h.s.opts.Now()),
 		Source:       crawlv1.Source_SOURCE_REDIRECT,
 		AnchorText:   t.req.GetAnchorText(),

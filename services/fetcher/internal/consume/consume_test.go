@@ -47,7 +47,7 @@ type span struct {
 	start, end time.Time
 }
 
-func startSite(t *testing.T, ip string, h http.Handler) *site {
+func startSite(t testing.TB, ip string, h http.Handler) *site {
 	t.Helper()
 	s := &site{hits: map[string]int{}}
 	ln, err := net.Listen("tcp", ip+":0")
@@ -196,7 +196,8 @@ func TestConsumeIntegration(t *testing.T) {
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 50 * time.Millisecond}, log, reg)
 	svc, err := New(Options{
 		Topics: topics, Workers: 4, InstanceID: "test-fetcher",
-		Politeness: politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
+		Politeness:  politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
+		MaxAttempts: 1, // one attempt per URL here; retries are TestRetriesRedirects'
 	}, f, rc, w, flog, log, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +372,7 @@ func TestConsumeIntegration(t *testing.T) {
 }
 
 // waitFor polls cond until it holds or ctx ends.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+func waitFor(ctx context.Context, t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

@@ -20,6 +20,16 @@ type metrics struct {
 	crawlDelayCaped prometheus.Counter
 	poison          prometheus.Counter
 	abandoned       prometheus.Counter
+
+	retries           *prometheus.CounterVec // outcome: queued, exhausted
+	deferred          prometheus.Counter
+	redirectsFollowed prometheus.Counter
+	redirectLoops     prometheus.Counter
+	unchanged         prometheus.Counter
+	robotsVerdicts    *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
+	hostStatesLoaded  prometheus.Counter
+	sitemaps          prometheus.Counter
+	proxyOutcomes     *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
 }
 
 var statusClasses = []string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
@@ -68,12 +78,55 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "abandoned_total",
 			Help: "Requests abandoned unacked at partition close (redelivered to the next owner).",
 		}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "retries_total",
+			Help: "Transient failures by outcome: queued (next attempt produced) or exhausted (attempts used up).",
+		}, []string{"outcome"}),
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "deferred_total",
+			Help: "Requests produced again to the fetch topic because their host queue was full or their not-before was far.",
+		}),
+		redirectsFollowed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "redirects_followed_total",
+			Help: "Same-host redirect hops followed inline.",
+		}),
+		redirectLoops: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "redirect_loops_total",
+			Help: "Same-host redirect chains that came back to a visited URL.",
+		}),
+		unchanged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "unchanged_total",
+			Help: "Conditional GETs answered 304 Not Modified.",
+		}),
+		proxyOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "proxy_outcomes_total",
+			Help: "Fetches through a proxy by outcome (success, timeout, blocked, error), reported to the pool.",
+		}, []string{"outcome"}),
+		sitemaps: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "robots_sitemaps_total",
+			Help: "Sitemap URLs from robots.txt published as discovered URLs (source SITEMAP).",
+		}),
+		hostStatesLoaded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "host_states_loaded_total",
+			Help: "Host politeness states loaded from the host-state topic at partition assignment.",
+		}),
+		robotsVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "robots_refusals_total",
+			Help: "URLs not requested because of robots.txt, by verdict (disallowed, unavailable).",
+		}, []string{"verdict"}),
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
-		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned} {
+		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
+		m.retries, m.deferred, m.redirectsFollowed, m.redirectLoops, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	for _, o := range []string{"queued", "exhausted"} {
+		m.retries.WithLabelValues(o)
+	}
+	for _, v := range []string{"disallowed", "unavailable"} {
+		m.robotsVerdicts.WithLabelValues(v)
 	}
 	for _, o := range robots.Outcomes {
 		m.robots.WithLabelValues(string(o))

@@ -32,11 +32,16 @@ const (
 	RobotsUnavailable Kind = "robots_unavailable" // robots.txt answered 5xx/429 or failed: no request made, retry later
 	Redirect          Kind = "redirect"           // 3xx with a Location (informational; target published)
 	InvalidURL        Kind = "invalid_url"        // unparseable URL or unsupported scheme
+	TooSlow           Kind = "too_slow"           // body arrived below the minimum transfer rate: cut off
+	DecompressionBomb Kind = "decompression_bomb" // decoded body over the cap at an implausible compression ratio
+	RedirectLoop      Kind = "redirect_loop"      // a same-host redirect chain came back to a URL it had visited
+	Unsupported       Kind = "unsupported"        // an answer we cannot decode (unknown Content-Encoding)
 	Other             Kind = "other"              // anything else
 )
 
 // Kinds lists every kind, for pre-initializing metrics.
-var Kinds = []Kind{None, DNS, Connect, Timeout, TLS, RefusedAddress, BodyTooLarge, RobotsDenied, RobotsUnavailable, Redirect, InvalidURL, Other}
+var Kinds = []Kind{None, DNS, Connect, Timeout, TLS, RefusedAddress, BodyTooLarge, RobotsDenied, RobotsUnavailable, Redirect, InvalidURL,
+	TooSlow, DecompressionBomb, RedirectLoop, Unsupported, Other}
 
 // ErrRefusedAddress is returned when the dialer refuses a target address.
 var ErrRefusedAddress = errors.New("refused address")
@@ -46,6 +51,13 @@ var ErrInvalidURL = errors.New("invalid url")
 
 // ErrBodyTooLarge is returned when the body exceeded the size cap.
 var ErrBodyTooLarge = errors.New("body too large")
+
+// ErrTooSlow is returned when a body arrives below the minimum transfer rate.
+var ErrTooSlow = errors.New("transfer too slow")
+
+// ErrDecompressionBomb is returned when a compressed body decodes past the
+// size cap at an implausible ratio.
+var ErrDecompressionBomb = errors.New("decompression bomb")
 
 // Error is a fetch failure with its kind.
 type Error struct {
@@ -106,6 +118,10 @@ func Classify(err error) Kind {
 		return InvalidURL
 	case errors.Is(err, ErrBodyTooLarge):
 		return BodyTooLarge
+	case errors.Is(err, ErrTooSlow):
+		return TooSlow
+	case errors.Is(err, ErrDecompressionBomb):
+		return DecompressionBomb
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsTimeout {
 			return Timeout
@@ -176,6 +192,15 @@ func IsRetryable(err error) bool {
 		return false
 	case InvalidURL:
 		// the URL will stay invalid.
+		return false
+	case TooSlow:
+		// like a timeout: the server may be faster later.
+		return true
+	case DecompressionBomb, Unsupported:
+		// the same bytes will come back.
+		return false
+	case RedirectLoop:
+		// the site's configuration loops; it will not fix itself soon.
 		return false
 	default:
 		// unknown failures (protocol errors, resets mid-body): one more

@@ -28,6 +28,9 @@ func TestClassify(t *testing.T) {
 		{name: "status 501 retryable by class", err: &StatusError{Code: 501}, want: None, retryable: true},
 		{name: "body too large", err: fmt.Errorf("read: %w", ErrBodyTooLarge), want: BodyTooLarge},
 		{name: "invalid url", err: ErrInvalidURL, want: InvalidURL},
+		{name: "too slow", err: fmt.Errorf("read body: %w", ErrTooSlow), want: TooSlow, retryable: true},
+		{name: "bomb", err: fmt.Errorf("read body: %w", ErrDecompressionBomb), want: DecompressionBomb},
+		{name: "redirect loop", err: &Error{Kind: RedirectLoop, Err: errors.New("loop")}, want: RedirectLoop},
 		{name: "unknown", err: errors.New("unexpected EOF"), want: Other, retryable: true},
 	}
 	for _, tt := range tests {

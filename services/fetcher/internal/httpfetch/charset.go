@@ -2,6 +2,7 @@ package httpfetch
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -38,6 +39,15 @@ func detect(body []byte, contentTypeHeader, mediaType string) (encoding.Encoding
 	if certain || (name != "windows-1252" && name != "") {
 		return enc, name
 	}
+	// The standard prescan stops at 1 KiB; pages with long heads declare
+	// later. Look further for a <meta> declaration before guessing.
+	if mediaType == "text/html" || mediaType == "application/xhtml+xml" {
+		if m := lateMeta.FindSubmatch(body[:min(len(body), metaScanBytes)]); m != nil {
+			if e, n := lookup(string(m[1])); e != nil {
+				return e, n
+			}
+		}
+	}
 	if utf8.Valid(trimIncompleteRune(body)) {
 		return encoding.Nop, "utf-8"
 	}
@@ -52,6 +62,12 @@ func detect(body []byte, contentTypeHeader, mediaType string) (encoding.Encoding
 	}
 	return enc, name
 }
+
+// metaScanBytes is how far into an HTML body a <meta> charset is looked for.
+const metaScanBytes = 64 << 10
+
+// lateMeta finds <meta charset=x> and <meta http-equiv content="...; charset=x">.
+var lateMeta = regexp.MustCompile(`(?i)<meta\s[^>]*charset\s*=\s*["']?\s*([a-z0-9_:.\-]+)`)
 
 // lookup maps a chardet label to an encoding and its canonical name.
 func lookup(label string) (encoding.Encoding, string) {

@@ -10,18 +10,22 @@ package httpfetch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 )
@@ -33,6 +37,8 @@ const (
 	DefaultResponseHeaderTimeout = 15 * time.Second
 	DefaultFetchTimeout          = 30 * time.Second
 	DefaultMaxBodyBytes          = 2 << 20
+	DefaultMinTransferRate       = 1024 // bytes/s
+	DefaultTransferRateWindow    = 10 * time.Second
 )
 
 // ProxyPicker chooses the forward proxy for a host. Implementations must be
@@ -53,9 +59,28 @@ type Options struct {
 	ConnectTimeout        time.Duration // TCP connect and TLS handshake, each
 	ResponseHeaderTimeout time.Duration // from request written to response headers
 	FetchTimeout          time.Duration // whole request including the body
-	MaxBodyBytes          int64         // body cap; the rest is not read
-	AllowPrivate          bool          // allow loopback, private, link-local, ... targets
-	Proxies               ProxyPicker   // nil: always direct
+	MaxBodyBytes          int64         // body cap on the decoded body; the rest is not read
+	// MinTransferRate (bytes/s, on the wire) over each TransferRateWindow
+	// of a body download; a slower body is cut off (failure.TooSlow).
+	// Negative disables the check; zero means the default.
+	MinTransferRate    int64
+	TransferRateWindow time.Duration
+	AllowPrivate       bool        // allow loopback, private, link-local, ... targets
+	Proxies            ProxyPicker // nil: always direct
+	// Credentials are basic-auth credentials per site, keyed by host[:port]
+	// as in the URL (lower case); sent only to that host, only over https
+	// unless the entry allows http. Never logged.
+	Credentials map[string]Credential
+	// Cookies keeps the cookies each site sets and sends them back to it
+	// (a cookie jar scoped by the public suffix list).
+	Cookies bool
+}
+
+// Credential is a site's basic-auth login.
+type Credential struct {
+	Username  string `json:"username"`
+	Password  string `json:"password"`
+	AllowHTTP bool   `json:"allow_http"` // also send it over plain http
 }
 
 func (o Options) withDefaults() Options {
@@ -74,6 +99,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.MinTransferRate == 0 {
+		o.MinTransferRate = DefaultMinTransferRate
+	}
+	if o.TransferRateWindow <= 0 {
+		o.TransferRateWindow = DefaultTransferRateWindow
+	}
 	return o
 }
 
@@ -82,6 +113,7 @@ func (o Options) withDefaults() Options {
 type Fetcher struct {
 	opts   Options
 	client *http.Client
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error) // checked: refuses private targets unless allowed
 }
 
 type proxyCtxKey struct{}
@@ -109,8 +141,11 @@ func New(o Options) *Fetcher {
 			}
 			return nil, nil
 		},
-		DialContext:            dial,
-		ForceAttemptHTTP2:      true,
+		DialContext:       dial,
+		ForceAttemptHTTP2: true,
+		// We send Accept-Encoding and decode ourselves, so that the body
+		// cap counts decoded bytes and every coding is handled alike.
+		DisableCompression:     true,
 		TLSHandshakeTimeout:    o.ConnectTimeout,
 		ResponseHeaderTimeout:  o.ResponseHeaderTimeout,
 		ExpectContinueTimeout:  time.Second,
@@ -119,9 +154,16 @@ func New(o Options) *Fetcher {
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 256 << 10,
 	}
+	var jar http.CookieJar
+	if o.Cookies {
+		// cookiejar.New never fails (its error is reserved).
+		jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	}
 	return &Fetcher{
 		opts: o,
+		dial: checked.DialContext,
 		client: &http.Client{
+			Jar:       jar,
 			Transport: tr,
 			// Redirects are not followed inline: the target goes back
 			// through the frontier so its own politeness applies.
@@ -158,7 +200,8 @@ type Response struct {
 	ContentType      string            // media type, lower-case, without parameters
 	Charset          string            // source charset of a text body (the Body is UTF-8)
 	Body             []byte
-	BodyBytes        int64 // bytes received (after content-encoding)
+	BodyBytes        int64 // bytes of the body (after content decoding)
+	WireBytes        int64 // bytes of the body as received (before content decoding)
 	Truncated        bool
 	RedirectLocation string // absolute Location of a 3xx answer
 	RetryAfter       time.Duration
@@ -168,6 +211,7 @@ type Response struct {
 	TTFB             time.Duration
 	Duration         time.Duration
 	ProxyID          string
+	Host             string // Request.Host (politeness key)
 }
 
 // keptHeaders are copied into Response.Header.
@@ -175,7 +219,7 @@ var keptHeaders = []string{"Date", "Last-Modified", "Etag", "Content-Length", "C
 
 // Fetch performs a GET of r.URL. It blocks for at most the fetch timeout.
 func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
-	resp := &Response{Start: time.Now()}
+	resp := &Response{Start: time.Now(), Host: r.Host}
 	defer func() {
 		resp.Duration = time.Since(resp.Start)
 		if resp.Err != nil && resp.Kind == failure.None {
@@ -183,10 +227,17 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		}
 	}()
 	u, err := url.Parse(r.URL)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp") {
 		resp.Err = fmt.Errorf("parse %q: %w", r.URL, failure.ErrInvalidURL)
 		return resp
 	}
+	if u.Scheme == "ftp" {
+		// direct: forward proxies carry HTTP, not FTP sessions
+		f.fetchFTP(ctx, u, r, resp)
+		return resp
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancelCause(nil)
 	ctx, cancel := context.WithTimeout(ctx, f.opts.FetchTimeout)
 	defer cancel()
 
@@ -212,6 +263,10 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	}
 	req.Header.Set("User-Agent", f.opts.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5")
+	req.Header.Set("Accept-Encoding", AcceptEncoding)
+	if c, ok := f.opts.Credentials[strings.ToLower(u.Host)]; ok && (u.Scheme == "https" || c.AllowHTTP) {
+		req.SetBasicAuth(c.Username, c.Password)
+	}
 	if r.ETag != "" {
 		req.Header.Set("If-None-Match", r.ETag)
 	}
@@ -260,11 +315,26 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		// use to the parser: do not download it.
 		return resp
 	}
-	body, err := io.ReadAll(io.LimitReader(hr.Body, limit+1))
+	wire := &countingReader{r: hr.Body}
+	watch := watchRate(wire, f.opts.MinTransferRate, f.opts.TransferRateWindow, cancelCause)
+	coding := hr.Header.Get("Content-Encoding")
+	dec, release, err := decodeBody(coding, wire)
+	var body []byte
+	if err == nil {
+		body, err = io.ReadAll(io.LimitReader(dec, limit+1))
+		release()
+	}
+	watch.Stop()
 	resp.BodyBytes = int64(len(body))
+	resp.WireBytes = wire.n.Load()
 	if err != nil {
 		resp.Err = fmt.Errorf("read body: %w", err)
-		if resp.Kind == failure.None {
+		resp.Body = nil
+		if cause := context.Cause(ctx); errors.Is(cause, failure.ErrTooSlow) {
+			resp.Kind, resp.Err = failure.TooSlow, fmt.Errorf("read body: %w", cause)
+		} else if errors.Is(err, errUnsupportedEncoding) {
+			resp.Kind = failure.Unsupported
+		} else if resp.Kind == failure.None {
 			resp.Kind = failure.KindOf(err)
 			if ctx.Err() != nil {
 				resp.Kind = failure.Timeout
@@ -277,6 +347,14 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		resp.BodyBytes = limit
 		resp.Truncated = true
 		resp.Kind = failure.BodyTooLarge
+		encoded := coding != "" && !strings.EqualFold(strings.TrimSpace(coding), "identity")
+		if encoded && limit > bombRatio*resp.WireBytes {
+			// The cap was reached from a tiny download: a bomb, not a
+			// page. Nothing of it is worth keeping.
+			resp.Kind = failure.DecompressionBomb
+			resp.Err = fmt.Errorf("read body: %d bytes decoded from %d: %w", limit, resp.WireBytes, failure.ErrDecompressionBomb)
+			return resp
+		}
 		if resp.Err == nil {
 			resp.Err = fmt.Errorf("read body: over %d bytes: %w", limit, failure.ErrBodyTooLarge)
 		}
@@ -395,4 +473,28 @@ func checkTarget(ctx context.Context, host string) error {
 		return fmt.Errorf("resolve %s: %w", host, errors.New("no addresses"))
 	}
 	return nil
+}
+
+// ReadCredentials parses a credentials file: a JSON object mapping a site's
+// host[:port] to {"username", "password", "allow_http"}. Errors never
+// quote the content.
+func ReadCredentials(r io.Reader) (map[string]Credential, error) {
+	var m map[string]Credential
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("parse credentials: syntax error at byte %d", se.Offset)
+		}
+		return nil, errors.New("parse credentials: not an object of host to {username, password, allow_http}")
+	}
+	out := make(map[string]Credential, len(m))
+	for host, c := range m {
+		if host == "" || c.Username == "" {
+			return nil, fmt.Errorf("parse credentials: entry %q needs a host and a username", host)
+		}
+		out[strings.ToLower(host)] = c
+	}
+	return out, nil
 }

@@ -151,7 +151,7 @@ func TestFetch(t *testing.T) {
 		{name: "trickling body hits total timeout", url: base + "/trickle", wantStatus: 200, wantKind: failure.Timeout, wantType: "text/html", retryable: true, wantBody: "-"},
 		{name: "connection refused", url: "http://" + closedAddr + "/", wantKind: failure.Connect, retryable: true, wantBody: "-"},
 		{name: "private address refused", opts: &Options{}, url: base + "/ok", wantKind: failure.RefusedAddress, wantBody: "-"},
-		{name: "unsupported scheme", url: "ftp://127.0.0.2/file", wantKind: failure.InvalidURL, wantBody: "-"},
+		{name: "unsupported scheme", url: "gopher://127.0.0.2/file", wantKind: failure.InvalidURL, wantBody: "-"},
 		{name: "dns failure", url: "http://does-not-exist.invalid/", wantKind: failure.DNS, retryable: true, wantBody: "-"},
 	}
 	for _, tt := range tests {

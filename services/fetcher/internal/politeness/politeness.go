@@ -58,6 +58,8 @@ type hostState[T any] struct {
 	delay     time.Duration
 	heapIndex int  // index in Engine.waiting, -1 when absent
 	busy      bool // active or has queued items (counted in Engine.busy)
+
+	backoffLevel int // consecutive Backoff calls without Recovered
 }
 
 // eligibleAt is when the host's head item may start.
@@ -201,11 +203,12 @@ func (e *Engine[T]) SetCrawlDelay(host string, d time.Duration) (capped bool) {
 }
 
 // Backoff keeps host idle until until (a 429/503 answer's Retry-After),
-// capped at now + MaxCrawlDelay.
+// capped at now + MaxCrawlDelay, and raises its back-off level.
 func (e *Engine[T]) Backoff(host string, until time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
+	h.backoffLevel++
 	if limit := e.now().Add(e.opts.MaxCrawlDelay); until.After(limit) {
 		until = limit
 	}
@@ -318,4 +321,92 @@ func (q *hostHeap[T]) Pop() any {
 	h.heapIndex = -1
 	*q = old[:n-1]
 	return h
+}
+
+// HostQueue returns the number of items queued for host, the host's
+// current delay and its next-allowed time (for an unknown host: the
+// engine's Delay and the assignment time plus Delay).
+func (e *Engine[T]) HostQueue(host string) (queued int, delay time.Duration, next time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.hosts[host]; ok {
+		return len(h.queue), h.delay, h.next
+	}
+	return 0, e.opts.Delay, e.assignedAt.Add(e.opts.Delay)
+}
+
+// HostState is the politeness state of a host that outlives its owner: it
+// is persisted so that the next owner of the host's partition continues
+// where this one stopped.
+type HostState struct {
+	Next         time.Time     // no request may start before
+	Delay        time.Duration // the host's delay (Crawl-delay, capped, or the default)
+	BackoffLevel int           // consecutive server slow-downs
+}
+
+// State returns host's state; ok is false for a host the engine does not
+// know. A host with a request in flight cannot start again before now plus
+// its delay.
+func (e *Engine[T]) State(host string) (st HostState, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.hosts[host]
+	if !ok {
+		return HostState{}, false
+	}
+	return e.stateOf(h), true
+}
+
+// States returns the state of every host the engine knows (hosts idle past
+// their next-allowed time may have been forgotten: they carry nothing).
+func (e *Engine[T]) States() map[string]HostState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]HostState, len(e.hosts))
+	for name, h := range e.hosts {
+		out[name] = e.stateOf(h)
+	}
+	return out
+}
+
+func (e *Engine[T]) stateOf(h *hostState[T]) HostState {
+	st := HostState{Next: h.next, Delay: h.delay, BackoffLevel: h.backoffLevel}
+	if h.active {
+		if t := e.now().Add(h.delay); t.After(st.Next) {
+			st.Next = t
+		}
+	}
+	return st
+}
+
+// Restore installs the state a previous owner persisted for host, in place
+// of the one-delay wait of a host first seen after the assignment. Call it
+// before the host's first request.
+func (e *Engine[T]) Restore(host string, st HostState) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.host(host)
+	h.next = st.Next
+	h.delay = min(max(st.Delay, e.opts.Delay), e.opts.MaxCrawlDelay)
+	h.backoffLevel = max(st.BackoffLevel, 0)
+	e.fix(h)
+}
+
+// BackoffLevel returns the number of consecutive slow-downs of host.
+func (e *Engine[T]) BackoffLevel(host string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.hosts[host]; ok {
+		return h.backoffLevel
+	}
+	return 0
+}
+
+// Recovered resets host's back-off level after a normal answer.
+func (e *Engine[T]) Recovered(host string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.hosts[host]; ok {
+		h.backoffLevel = 0
+	}
 }

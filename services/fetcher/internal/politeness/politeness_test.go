@@ -372,3 +372,52 @@ func BenchmarkEngine(b *testing.B) {
 		}
 	}
 }
+
+// TestEngineRestoreAndState: a restored host starts at its persisted
+// next-allowed time (earlier or later than the one-delay wait of an
+// unknown host) with its persisted delay; State reports what to persist,
+// pushing an in-flight host's next time past now + delay.
+func TestEngineRestoreAndState(t *testing.T) {
+	tests := []struct {
+		name      string
+		restore   *HostState
+		wantStart int // ms: first Next that succeeds
+		wantDelay time.Duration
+	}{
+		{name: "unknown host waits one delay", wantStart: 100, wantDelay: 100 * time.Millisecond},
+		{name: "persisted time in the past", restore: &HostState{Next: at(-50), Delay: 100 * time.Millisecond}, wantStart: 0, wantDelay: 100 * time.Millisecond},
+		{name: "persisted crawl delay and time ahead", restore: &HostState{Next: at(700), Delay: time.Second, BackoffLevel: 2}, wantStart: 700, wantDelay: time.Second},
+		{name: "persisted delay above the cap", restore: &HostState{Next: at(0), Delay: time.Hour}, wantStart: 0, wantDelay: 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := at(0)
+			e := New[string](func() time.Time { return clock }, Options{Delay: 100 * time.Millisecond, MaxCrawlDelay: 5 * time.Second})
+			if tt.restore != nil {
+				e.Restore("h", *tt.restore)
+			}
+			e.Push("h", "x", time.Time{})
+			if tt.wantStart > 0 {
+				if _, _, ok := e.Next(at(tt.wantStart - 1)); ok {
+					t.Fatalf("started before %dms", tt.wantStart)
+				}
+			}
+			clock = at(tt.wantStart)
+			if _, _, ok := e.Next(clock); !ok {
+				t.Fatalf("not started at %dms", tt.wantStart)
+			}
+			st, ok := e.State("h")
+			if !ok || st.Delay != tt.wantDelay || !st.Next.Equal(clock.Add(tt.wantDelay)) {
+				t.Fatalf("in-flight state = %+v %v, want delay %v and next %v", st, ok, tt.wantDelay, clock.Add(tt.wantDelay))
+			}
+			clock = clock.Add(30 * time.Millisecond)
+			e.Done("h", clock)
+			if st := e.States()["h"]; !st.Next.Equal(clock.Add(tt.wantDelay)) {
+				t.Fatalf("state after done: next %v, want %v", st.Next, clock.Add(tt.wantDelay))
+			}
+			if tt.restore != nil && e.BackoffLevel("h") != tt.restore.BackoffLevel {
+				t.Fatalf("backoff level %d, want %d", e.BackoffLevel("h"), tt.restore.BackoffLevel)
+			}
+		})
+	}
+}

@@ -167,10 +167,11 @@ func ProductToken(ua string) string {
 	return ua[:i]
 }
 
-// Origin returns scheme://host[:port] of rawURL, the key of its robots.txt.
+// Origin returns scheme://host[:port] of rawURL, the key of its robots.txt
+// (RFC 9309 applies to http, https and ftp).
 func Origin(rawURL string) (string, error) {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp") {
 		return "", fmt.Errorf("origin of %q: %w", rawURL, failure.ErrInvalidURL)
 	}
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), nil

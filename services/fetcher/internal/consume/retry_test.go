@@ -1,0 +1,367 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/ftptest"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+)
+
+// logRow is one fetch_log row as the tests read it.
+type logRow struct {
+	url, kind string
+	status    uint16
+	attempt   uint16
+	at        time.Time
+}
+
+// TestRetriesRedirects runs the consumer against the real broker and
+// ClickHouse with hosts that fail transiently, fail permanently, redirect
+// on the same host (chains and loops), answer 304, have robots.txt
+// unavailable at first, hold more URLs than a host queue may buffer, and
+// a request due beyond the hold horizon. Every attempt and every hop must
+// have its fetch_log row and FetchedPage, retries must stop at the
+// attempt limit, and the delay must hold between all requests to a host.
+func TestRetriesRedirects(t *testing.T) {
+	const (
+		delay       = 100 * time.Millisecond
+		maxAttempts = 3
+		hostQueue   = 3
+		giantPages  = 10
+	)
+	kcfg := kafkatest.Config(t, 2)
+	store := chtest.NewStore(t)
+	topics := kcfg.Topics()
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+
+	var flaky atomic.Int32
+	mux := pageHandler("")
+	mux.HandleFunc("/flaky", func(w http.ResponseWriter, r *http.Request) {
+		if flaky.Add(1) <= 2 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<p>finally</p>")
+	})
+	mux.HandleFunc("/always500", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "broken", http.StatusInternalServerError)
+	})
+	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	mux.HandleFunc("/r1", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/r2", http.StatusMovedPermanently) })
+	mux.HandleFunc("/r2", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/final", http.StatusFound) })
+	mux.HandleFunc("/final", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<p>arrived</p>")
+	})
+	mux.HandleFunc("/loop-a", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop-b", http.StatusFound) })
+	mux.HandleFunc("/loop-b", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop-a", http.StatusFound) })
+	mux.HandleFunc("/cond", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fmt.Fprint(w, "<p>changed</p>")
+	})
+	hostR := startSite(t, "127.0.0.8", mux)
+
+	// robots.txt answers 503 once, then allows everything
+	var robotsHits atomic.Int32
+	muxU := http.NewServeMux()
+	muxU.Handle("/", pageHandler(""))
+	muxU.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		if robotsHits.Add(1) == 1 {
+			http.Error(w, "later", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "User-agent: *\nAllow: /\nSitemap: /relative-is-ignored.xml\nSitemap: http://sitemaps.example/site.xml\n")
+	})
+	hostU := startSite(t, "127.0.0.9", muxU)
+	hostG := startSite(t, "127.0.0.11", pageHandler("")) // more URLs than a host queue holds
+	hostF := startSite(t, "127.0.0.12", pageHandler("")) // one request due far ahead
+	ftpSrv := ftptest.Start(t, "127.0.0.41", ftptest.Options{Files: map[string]string{"/pub/a.txt": "file a", "/pub/b/c.txt": "file c"}})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	farAt := time.Now().Add(2 * time.Second)
+	type reqSpec struct {
+		url       string
+		etag      string
+		notBefore time.Time
+	}
+	reqs := []reqSpec{
+		{url: hostR.base + "/flaky"}, {url: hostR.base + "/always500"}, {url: hostR.base + "/gone"},
+		{url: hostR.base + "/r1"}, {url: hostR.base + "/loop-a"}, {url: hostR.base + "/cond", etag: `"v1"`},
+		{url: hostU.base + "/p"}, {url: hostF.base + "/later", notBefore: farAt}, {url: ftpSrv.URL() + "/pub/"},
+	}
+	for i := range giantPages {
+		reqs = append(reqs, reqSpec{url: fmt.Sprintf("%s/g%d", hostG.base, i)})
+	}
+	w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
+	defer w.Close()
+	var msgs []kafka.Message
+	for i, r := range reqs {
+		key, err := kafkaio.Key(r.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr := &crawlv1.FetchRequest{CrawlId: "c2", Url: r.url, UrlFp: uint64(i + 1), Depth: 1, Etag: r.etag}
+		if !r.notBefore.IsZero() {
+			fr.NotBefore = timestamppb.New(r.notBefore)
+		}
+		m, err := kafkaio.NewMessage(topics.Fetch, key, fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := w.Write(ctx, msgs...); err != nil {
+		t.Fatalf("publish requests: %v", err)
+	}
+
+	f := httpfetch.New(httpfetch.Options{AllowPrivate: true, FetchTimeout: 2 * time.Second})
+	defer f.Close()
+	reg := prometheus.NewRegistry()
+	// default ErrorTTL (10m): the retry itself must ask robots.txt again
+	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
+	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
+	svc, err := New(Options{
+		Topics: topics, Workers: 4, InstanceID: "retry-test",
+		Politeness:   politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
+		MaxAttempts:  maxAttempts,
+		RetryBackoff: 150 * time.Millisecond, MaxRetryBackoff: time.Second,
+		MaxHostQueue: hostQueue, HoldHorizon: time.Second, DeferPause: 100 * time.Millisecond,
+	}, f, rc, w, flog, log, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group, err := kafkaio.NewGroup(kcfg, kafkaio.GroupConfig{GroupID: kcfg.GroupFor("fetcher"), Topic: topics.Fetch, MaxInFlight: 100}, svc.Assign, log, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	writerCtx, stopWriter := context.WithCancel(ctx)
+	var g errgroup.Group
+	g.Go(func() error { return flog.Run(writerCtx) })
+	g.Go(func() error { defer stopWriter(); return group.Run(runCtx) })
+
+	var (
+		outMu      sync.Mutex
+		pages      []*crawlv1.FetchedPage
+		discovered []*crawlv1.DiscoveredURL
+	)
+	followCtx, stopFollow := context.WithCancel(ctx)
+	var fg errgroup.Group
+	fg.Go(func() error {
+		return kafkaio.Follow(followCtx, kcfg, topics.Fetched, func(m kafka.Message) {
+			p := &crawlv1.FetchedPage{}
+			if err := kafkaio.Decode(m, p); err != nil {
+				t.Errorf("decode fetched page: %v", err)
+				return
+			}
+			outMu.Lock()
+			pages = append(pages, p)
+			outMu.Unlock()
+		})
+	})
+	fg.Go(func() error {
+		return kafkaio.Follow(followCtx, kcfg, topics.Discovered, func(m kafka.Message) {
+			d := &crawlv1.DiscoveredURL{}
+			if err := kafkaio.Decode(m, d); err != nil {
+				t.Errorf("decode discovered: %v", err)
+				return
+			}
+			outMu.Lock()
+			discovered = append(discovered, d)
+			outMu.Unlock()
+		})
+	})
+
+	// flaky 3, always500 3, gone 1, r1+r2+final 3, loop-a+loop-b 2, cond 1,
+	// robots-unavailable then fetched 2, far 1, ftp listing 1, giant host 10
+	const wantPages = 3 + maxAttempts + 1 + 3 + 2 + 1 + 2 + 1 + 1 + giantPages
+	waitFor(ctx, t, "every attempt published and committed", func() bool {
+		lag, err := kafkaio.Lag(ctx, kcfg, kcfg.GroupFor("fetcher"), topics.Fetch)
+		outMu.Lock()
+		n := len(pages)
+		outMu.Unlock()
+		return err == nil && lag == 0 && n >= wantPages
+	})
+	time.Sleep(3 * delay) // nothing more may come
+	stopRun()
+	if err := g.Wait(); err != nil {
+		t.Fatalf("consumer: %v", err)
+	}
+	stopFollow()
+	if err := fg.Wait(); err != nil {
+		t.Fatalf("follow: %v", err)
+	}
+	outMu.Lock()
+	defer outMu.Unlock()
+	if len(pages) != wantPages {
+		t.Errorf("published %d fetched pages, want %d", len(pages), wantPages)
+	}
+
+	// pages by URL, in attempt order
+	byURL := map[string][]*crawlv1.FetchedPage{}
+	for _, p := range pages {
+		byURL[p.GetUrl()] = append(byURL[p.GetUrl()], p)
+	}
+	for _, ps := range byURL {
+		sort.Slice(ps, func(i, j int) bool { return ps[i].GetAttempt() < ps[j].GetAttempt() })
+	}
+	type attempt struct {
+		status    uint32
+		kind      failure.Kind
+		willRetry bool
+	}
+	wantAttempts := map[string][]attempt{
+		hostR.base + "/flaky":     {{503, failure.None, true}, {503, failure.None, true}, {200, failure.None, false}},
+		hostR.base + "/always500": {{500, failure.None, true}, {500, failure.None, true}, {500, failure.None, false}},
+		hostR.base + "/gone":      {{404, failure.None, false}},
+		hostR.base + "/r1":        {{301, failure.Redirect, false}},
+		hostR.base + "/r2":        {{302, failure.Redirect, false}},
+		hostR.base + "/final":     {{200, failure.None, false}},
+		hostR.base + "/loop-a":    {{302, failure.Redirect, false}},
+		hostR.base + "/loop-b":    {{302, failure.RedirectLoop, false}},
+		hostR.base + "/cond":      {{304, failure.None, false}},
+		hostU.base + "/p":         {{0, failure.RobotsUnavailable, true}, {200, failure.None, false}},
+		hostF.base + "/later":     {{200, failure.None, false}},
+		ftpSrv.URL() + "/pub/":    {{200, failure.None, false}},
+	}
+	for i := range giantPages {
+		wantAttempts[fmt.Sprintf("%s/g%d", hostG.base, i)] = []attempt{{200, failure.None, false}}
+	}
+	for u, want := range wantAttempts {
+		got := byURL[u]
+		if len(got) != len(want) {
+			t.Errorf("%s: %d pages, want %d", u, len(got), len(want))
+			continue
+		}
+		for i, p := range got {
+			if p.GetAttempt() != uint32(i) || p.GetStatusCode() != want[i].status ||
+				failure.Kind(p.GetErrorKind()) != want[i].kind || p.GetWillRetry() != want[i].willRetry {
+				t.Errorf("%s page %d: attempt %d status %d kind %q will_retry %v, want attempt %d %+v",
+					u, i, p.GetAttempt(), p.GetStatusCode(), p.GetErrorKind(), p.GetWillRetry(), i, want[i])
+			}
+		}
+	}
+	if ps := byURL[hostR.base+"/final"]; len(ps) == 1 {
+		if ps[0].GetRedirectedFrom() != hostR.base+"/r1" || ps[0].GetParentUrl() != hostR.base+"/r2" ||
+			!strings.Contains(string(ps[0].GetBody()), "arrived") {
+			t.Errorf("final page: redirected_from %q parent %q body %q", ps[0].GetRedirectedFrom(), ps[0].GetParentUrl(), ps[0].GetBody())
+		}
+	}
+	if ps := byURL[ftpSrv.URL()+"/pub/"]; len(ps) == 1 && (ps[0].GetContentType() != "text/html" ||
+		!strings.Contains(string(ps[0].GetBody()), ftpSrv.URL()+"/pub/b/")) {
+		t.Errorf("ftp listing: %q %q, want an HTML page linking %s/pub/b/", ps[0].GetContentType(), ps[0].GetBody(), ftpSrv.URL())
+	}
+	if ps := byURL[hostR.base+"/cond"]; len(ps) == 1 && !ps[0].GetUnchanged() {
+		t.Errorf("304 page not marked unchanged")
+	}
+	var sitemaps []string
+	for _, d := range discovered {
+		if d.GetSource() != crawlv1.Source_SOURCE_SITEMAP {
+			t.Errorf("discovered %v: same-host redirects must be followed inline, not sent to the frontier", d)
+			continue
+		}
+		sitemaps = append(sitemaps, d.GetUrl())
+		if d.GetCrawlId() != "c2" || d.GetDepth() != 1 || d.GetParentUrl() != hostU.base+"/robots.txt" {
+			t.Errorf("sitemap %v: want crawl c2, depth 1, parent the robots.txt", d)
+		}
+	}
+	if len(sitemaps) != 1 || sitemaps[0] != "http://sitemaps.example/site.xml" {
+		t.Errorf("sitemaps discovered = %v, want the absolute Sitemap line", sitemaps)
+	}
+
+	// the site saw exactly those requests, the delay between any two of a host
+	for _, s := range []*site{hostR, hostU, hostG, hostF} {
+		spans, hits := s.snapshot()
+		sort.Slice(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
+		for i := 1; i < len(spans); i++ {
+			if gap := spans[i].start.Sub(spans[i-1].end); gap < delay {
+				t.Errorf("%s: %s started %v after %s ended, want >= %v", s.base, spans[i].path, gap, spans[i-1].path, delay)
+			}
+		}
+		for path, n := range hits {
+			u := s.base + path
+			if path == "/robots.txt" {
+				continue
+			}
+			want := len(wantAttempts[u])
+			if u == hostU.base+"/p" {
+				want = 1 // the first attempt made no request: robots.txt was unavailable
+			}
+			if n != want {
+				t.Errorf("%s requested %d times, want %d", u, n, want)
+			}
+		}
+		if s == hostF {
+			for _, sp := range spans {
+				if sp.path == "/later" && sp.start.Before(farAt) {
+					t.Errorf("/later fetched at %v, before its not_before %v", sp.start, farAt)
+				}
+			}
+		}
+	}
+	if robotsHits.Load() != 2 {
+		t.Errorf("robots.txt of the unavailable host requested %d times, want 2", robotsHits.Load())
+	}
+
+	// one fetch_log row per attempt and hop
+	rows, err := store.Conn().Query(ctx, "SELECT url, error_kind, status, attempt FROM fetch_log FINAL WHERE crawl_id = 'c2'")
+	if err != nil {
+		t.Fatalf("query fetch_log: %v", err)
+	}
+	defer rows.Close()
+	logged := map[string][]logRow{}
+	for rows.Next() {
+		var r logRow
+		if err := rows.Scan(&r.url, &r.kind, &r.status, &r.attempt); err != nil {
+			t.Fatal(err)
+		}
+		logged[r.url] = append(logged[r.url], r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range wantAttempts {
+		if len(logged[u]) != len(want) {
+			t.Errorf("%s: %d fetch_log rows, want %d", u, len(logged[u]), len(want))
+		}
+	}
+	if got := testutil.ToFloat64(svc.m.retries.WithLabelValues("exhausted")); got != 1 {
+		t.Errorf("retries exhausted = %v, want 1 (always500)", got)
+	}
+	if got := testutil.ToFloat64(svc.m.deferred); got < 1 {
+		t.Errorf("deferred = %v, want the giant host's surplus and the far request deferred", got)
+	}
+	if got := testutil.ToFloat64(svc.m.redirectLoops); got != 1 {
+		t.Errorf("redirect loops = %v, want 1", got)
+	}
+	t.Logf("deferred %v records, followed %v redirect hops", testutil.ToFloat64(svc.m.deferred), testutil.ToFloat64(svc.m.redirectsFollowed))
+}
