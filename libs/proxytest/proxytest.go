@@ -41,7 +41,21 @@ type Options struct {
 	Delay    time.Duration // for Slow
 	Username string        // when set, requires Proxy-Authorization basic credentials
 	Password string
+	// Leak adds headers to forwarded plain-HTTP requests (not tunnels):
+	// LeakVia adds "Via: 1.1 proxytest" (an anonymous proxy), LeakClient
+	// also adds X-Forwarded-For with the client's address (a transparent
+	// proxy). The zero value forwards without them (an elite proxy).
+	Leak Leak
 }
+
+// Leak is what a proxy reveals in forwarded requests.
+type Leak int
+
+const (
+	LeakNone   Leak = iota // elite: nothing added
+	LeakVia                // anonymous: Via
+	LeakClient             // transparent: Via and X-Forwarded-For
+)
 
 // wrongResponse is what a WrongContent tunnel answers with: a well-formed
 // HTTP response for a plain-HTTP client, garbage for a TLS handshake.
@@ -245,6 +259,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	out.RequestURI = ""
 	out.Close = false
 	stripHopHeaders(out.Header)
+	if p.opts.Leak >= LeakVia {
+		out.Header.Add("Via", "1.1 proxytest")
+	}
+	if p.opts.Leak >= LeakClient {
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			out.Header.Add("X-Forwarded-For", host)
+		}
+	}
 	if r.ContentLength == 0 {
 		out.Body = nil
 	}

@@ -1,5 +1,7 @@
-// Command proxypool checks the operator's proxies and publishes the live
-// ones to the compacted proxies topic, where the fetchers follow them.
+// Command proxypool checks the operator's proxies and proxies harvested from
+// configured sources, keeps the pool at its target size, applies the
+// fetchers' feedback, and publishes the live ones to the compacted proxies
+// topic, where the fetchers follow them.
 package main
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +23,8 @@ import (
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/api"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/check"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/feedback"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/harvest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/publish"
@@ -45,7 +50,21 @@ type config struct {
 	ProxiesFile string // flag proxies-file: empty runs the service idle
 	Check       check.Config
 	Refresh     refresh.Config
-	APIAddr     string // flag api-addr: listen address of GET /proxies
+	APIAddr     string        // flag api-addr: listen address of GET /proxies
+	Sources     stringList    // flag source, repeatable: proxy-list URLs or files to harvest
+	SourceTO    time.Duration // flag source-timeout
+	Pool        pool.Config   // max-size, evict-after, ban-hosts, ban-below
+	Feedback    bool          // flag feedback: consume the fetchers' proxy feedback
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -58,17 +77,38 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Refresh.Interval, "check-interval", 5*time.Minute, "time between two check rounds")
 	fs.IntVar(&c.Refresh.Concurrency, "check-concurrency", 16, "checks in flight at once")
 	fs.StringVar(&c.APIAddr, "api-addr", "127.0.0.1:0", "listen address of the API (GET /proxies)")
+	fs.BoolVar(&c.Check.LeakCheck, "check-leaks", false, "the check page echoes request headers: reject proxies that reveal the client (X-Forwarded-For…)")
+	fs.Var(&c.Sources, "source", "proxy source to harvest: URL or file of host:port lines, a JSON list, or an HTML page with proxy tables (repeatable)")
+	fs.DurationVar(&c.SourceTO, "source-timeout", 30*time.Second, "timeout of one source fetch")
+	fs.IntVar(&c.Pool.MaxSize, "max-size", 200, "most proxies tracked (harvested ones stop being added beyond)")
+	fs.IntVar(&c.Refresh.TargetSize, "target-size", 20, "harvest again when fewer proxies are live or unchecked")
+	fs.IntVar(&c.Pool.EvictAfter, "evict-after", 2, "consecutive failed checks that evict a harvested proxy (0: never)")
+	fs.IntVar(&c.Pool.BanHosts, "ban-hosts", 3, "distinct hosts blocking a proxy (fetcher feedback) that ban it (0: never)")
+	fs.Float64Var(&c.Pool.BanBelow, "ban-below", 0.2, "success rate (EWMA of checks and feedback) below which feedback bans a proxy (0: never)")
+	fs.BoolVar(&c.Feedback, "feedback", true, "consume the fetchers' proxy feedback topic")
 }
 
 func (c config) validate() error {
 	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate(), c.Refresh.Validate()}
-	if c.ProxiesFile != "" {
+	if c.ProxiesFile != "" || len(c.Sources) > 0 {
 		errs = append(errs, c.Check.Validate())
 	} else if c.Check.URL != "" {
 		errs = append(errs, c.Check.Validate())
 	}
 	if c.APIAddr == "" {
 		errs = append(errs, errors.New("api-addr must not be empty"))
+	}
+	if c.Pool.MaxSize < 0 || c.Pool.EvictAfter < 0 || c.Pool.BanHosts < 0 {
+		errs = append(errs, errors.New("max-size, evict-after and ban-hosts must not be negative"))
+	}
+	if c.Pool.MaxSize > 0 && c.Refresh.TargetSize > c.Pool.MaxSize {
+		errs = append(errs, fmt.Errorf("target-size %d exceeds max-size %d", c.Refresh.TargetSize, c.Pool.MaxSize))
+	}
+	if c.Pool.BanBelow < 0 || c.Pool.BanBelow >= 1 {
+		errs = append(errs, fmt.Errorf("ban-below %v: want 0 <= x < 1", c.Pool.BanBelow))
+	}
+	if len(c.Sources) > 0 && c.SourceTO <= 0 {
+		errs = append(errs, errors.New("source-timeout must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -97,7 +137,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 
-	p := pool.New(cfg.Check.Timeout)
+	cfg.Pool.CheckTimeout = cfg.Check.Timeout
+	p := pool.NewWithConfig(cfg.Pool)
 	p.Set(entries)
 	metrics, err := refresh.NewMetrics(preg)
 	if err != nil {
@@ -110,9 +151,22 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 	}()
 	var loop *refresh.Loop
-	if len(entries) > 0 {
+	if len(entries) > 0 || len(cfg.Sources) > 0 {
 		checker := check.New(cfg.Check, check.ProxyClient, time.Now)
 		loop = refresh.New(cfg.Refresh, p, checker, publish.New(writer, cfg.Kafka.Topics().Proxies), log, metrics)
+		if len(cfg.Sources) > 0 {
+			loop.WithHarvester(harvest.New(cfg.Sources, cfg.SourceTO))
+		}
+	}
+	var fbGroup *kafkaio.Group
+	if cfg.Feedback {
+		fbMetrics, err := feedback.NewMetrics(preg)
+		if err != nil {
+			return err
+		}
+		if fbGroup, err = feedback.NewGroup(cfg.Kafka, p, fbMetrics, log, preg); err != nil {
+			return err
+		}
 	}
 
 	admin := telemetry.NewAdmin(cfg.Telemetry.AdminAddr, reg, log)
@@ -136,13 +190,16 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		admin.SetReady(true)
 		defer admin.SetReady(false)
+		if fbGroup != nil {
+			g.Go(func() error { return fbGroup.Run(gctx) })
+		}
 		if loop == nil {
 			log.Info("no proxies configured, running idle")
 			<-gctx.Done()
 			return nil
 		}
 		log.Info("checking proxies",
-			zap.Int("proxies", len(entries)), zap.Duration("interval", cfg.Refresh.Interval),
+			zap.Int("proxies", len(entries)), zap.Int("sources", len(cfg.Sources)), zap.Duration("interval", cfg.Refresh.Interval),
 			telemetry.Topic(cfg.Kafka.Topics().Proxies))
 		return loop.Run(gctx)
 	})

@@ -226,3 +226,51 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestRunHarvestsSources runs the service on a harvested source only (a
+// JSON list with a credentialed proxy and a dead one) and checks the API,
+// the metrics and the topic, none of which may show the password.
+func TestRunHarvestsSources(t *testing.T) {
+	kcfg := kafkatest.Config(t, 2)
+	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "known page")
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.55:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Listener.Close()
+	page.Listener = ln
+	page.Start()
+	defer page.Close()
+
+	const password = "harvest-Pa55-zz"
+	healthy := proxytest.Start(t, "127.0.0.56", proxytest.Options{Username: "u", Password: password})
+	dead := proxytest.Start(t, "127.0.0.57", proxytest.Options{})
+	dead.Close()
+	src := filepath.Join(t.TempDir(), "list.json")
+	list := fmt.Sprintf(`{"proxies": [%q, %q, "junk"]}`, healthy.URL(), dead.Addr())
+	if err := os.WriteFile(src, []byte(list), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admin, apiAddr := start(t, kcfg,
+		"--source", src, "--check-url", page.URL, "--check-expect", "known page",
+		"--check-timeout", "2s", "--check-interval", "200ms", "--target-size", "1", "--evict-after", "1")
+
+	eventually(t, "healthy live, dead evicted", func() bool {
+		ps := proxies(t, apiAddr)
+		return len(ps) == 1 && ps[0].Alive && ps[0].Addr == healthy.Addr() && ps[0].Success > 0
+	})
+	_, body, _ := httpGet(apiAddr, "/proxies")
+	_, metrics, _ := httpGet(admin, "/metrics")
+	for name, text := range map[string]string{"api": body, "metrics": metrics} {
+		if strings.Contains(text, password) {
+			t.Errorf("%s leaks the password", name)
+		}
+	}
+	for _, want := range []string{"crawler_proxypool_harvested_proxies_total 2", `crawler_proxypool_harvests_total{result="ok"}`, "crawler_proxypool_evicted_proxies_total 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}

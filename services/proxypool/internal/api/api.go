@@ -37,6 +37,13 @@ type Proxy struct {
 	LatencyMS float64    `json:"latency_ms"`
 	Score     float64    `json:"score"`
 	CheckedAt *time.Time `json:"checked_at,omitempty"`
+
+	Success      float64 `json:"success"`             // EWMA of checks and fetcher feedback, 0..1
+	Failures     int     `json:"failures"`            // consecutive failed checks
+	Banned       bool    `json:"banned"`              // by fetcher feedback
+	BlockedHosts int     `json:"blocked_hosts"`       // distinct hosts that blocked it
+	Feedback     int     `json:"feedback"`            // fetcher reports received
+	Anonymity    string  `json:"anonymity,omitempty"` // elite or anonymous, with --check-leaks
 }
 
 // Handler returns the API handler.
@@ -56,6 +63,13 @@ func Handler(src Source) http.Handler {
 				Error:     st.Error,
 				LatencyMS: math.Round(float64(st.Latency.Microseconds())) / 1000,
 				Score:     st.Score,
+
+				Success:      math.Round(st.Success*1000) / 1000,
+				Failures:     st.Failures,
+				Banned:       st.Banned,
+				BlockedHosts: st.BlockedHosts,
+				Feedback:     st.Feedback,
+				Anonymity:    st.Anonymity,
 			}
 			if st.Checked {
 				at := st.CheckedAt.UTC()

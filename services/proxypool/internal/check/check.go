@@ -26,6 +26,7 @@ const (
 	ProxyAuth    = "proxy_auth"    // the proxy answered 407
 	BadStatus    = "status"        // an answer other than 200
 	WrongContent = "wrong_content" // 200 without the expected string, or not the origin's TLS
+	Transparent  = "transparent"   // the proxy revealed the client's address to the origin (LeakCheck)
 	Error        = "error"         // anything else
 	Canceled     = "canceled"      // the caller's context ended: no verdict
 )
@@ -39,6 +40,42 @@ type Config struct {
 	Expect  string        // when set, the body must contain it
 	Timeout time.Duration // whole check: connect, answer and body
 	MaxBody int64         // bytes of the body searched for Expect (default DefaultMaxBody)
+	// LeakCheck treats the check page as an echo of the request headers
+	// (lines "Name: value", or JSON like httpbin's /headers): a proxy that
+	// added X-Forwarded-For, X-Real-IP, Client-IP or Forwarded reveals the
+	// client and is not alive (outcome transparent); one that added only
+	// Via is anonymous, one that added neither is elite.
+	LeakCheck bool
+}
+
+// Anonymity levels of a live proxy (Result.Anonymity, with LeakCheck).
+const (
+	Elite     = "elite"
+	Anonymous = "anonymous"
+)
+
+// clientLeaks are headers that carry the client's address.
+var clientLeaks = []string{"x-forwarded-for", "x-real-ip", "client-ip", "forwarded"}
+
+// anonymity classifies an echo of the request headers.
+func anonymity(body []byte) string {
+	lower := strings.ToLower(string(body))
+	for _, h := range clientLeaks {
+		if echoes(lower, h) {
+			return Transparent
+		}
+	}
+	if echoes(lower, "via") {
+		return Anonymous
+	}
+	return Elite
+}
+
+// echoes reports whether the lower-cased echo holds header h, as a line
+// "h:" or a JSON key "h".
+func echoes(lower, h string) bool {
+	return strings.HasPrefix(lower, h+":") || strings.Contains(lower, "\n"+h+":") ||
+		strings.Contains(lower, `"`+h+`"`)
 }
 
 // Validate reports a configuration error.
@@ -91,7 +128,8 @@ type Result struct {
 	Status    int           // HTTP status, when an answer came
 	Latency   time.Duration // until the body was read (also for failures)
 	CheckedAt time.Time
-	Err       error // why it is not alive; never contains the proxy's credentials
+	Err       error  // why it is not alive; never contains the proxy's credentials
+	Anonymity string // Elite or Anonymous for a live proxy with LeakCheck
 }
 
 // Checker checks proxies. Safe for concurrent use.
@@ -114,7 +152,8 @@ func New(cfg Config, newClient ClientFunc, now func() time.Time) *Checker {
 func (c *Checker) Check(ctx context.Context, e proxylist.Entry) Result {
 	start := c.now()
 	r := Result{Entry: e, CheckedAt: start}
-	outcome, status, err := c.fetch(ctx, e)
+	outcome, status, anon, err := c.fetch(ctx, e)
+	r.Anonymity = anon
 	r.Latency = c.now().Sub(start)
 	r.Status = status
 	r.Outcome = outcome
@@ -128,37 +167,48 @@ func (c *Checker) Check(ctx context.Context, e proxylist.Entry) Result {
 	return r
 }
 
-func (c *Checker) fetch(ctx context.Context, e proxylist.Entry) (outcome string, status int, err error) {
+func (c *Checker) fetch(ctx context.Context, e proxylist.Entry) (outcome string, status int, anon string, err error) {
+	outcome, status, body, err := c.get(ctx, e)
+	if outcome != OK || !c.cfg.LeakCheck {
+		return outcome, status, "", err
+	}
+	if anon = anonymity(body); anon == Transparent {
+		return Transparent, status, "", errors.New("proxy reveals the client address")
+	}
+	return OK, status, anon, nil
+}
+
+func (c *Checker) get(ctx context.Context, e proxylist.Entry) (outcome string, status int, body []byte, err error) {
 	client, err := c.newClient(e)
 	if err != nil {
-		return Error, 0, err
+		return Error, 0, nil, err
 	}
 	defer client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.URL, nil)
 	if err != nil {
-		return Error, 0, fmt.Errorf("build check request: %w", err)
+		return Error, 0, nil, fmt.Errorf("build check request: %w", err)
 	}
 	req.Header.Set("User-Agent", "trawl-proxypool/1")
 	resp, err := client.Do(req)
 	if err != nil {
-		return classify(err), 0, fmt.Errorf("fetch through proxy: %w", err)
+		return classify(err), 0, nil, fmt.Errorf("fetch through proxy: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBody))
+	body, err = io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBody))
 	if err != nil {
-		return classify(err), resp.StatusCode, fmt.Errorf("read check body: %w", err)
+		return classify(err), resp.StatusCode, nil, fmt.Errorf("read check body: %w", err)
 	}
 	switch {
 	case resp.StatusCode == http.StatusProxyAuthRequired:
-		return ProxyAuth, resp.StatusCode, errors.New("proxy requires other credentials")
+		return ProxyAuth, resp.StatusCode, nil, errors.New("proxy requires other credentials")
 	case resp.StatusCode != http.StatusOK:
-		return BadStatus, resp.StatusCode, fmt.Errorf("check page answered %d", resp.StatusCode)
+		return BadStatus, resp.StatusCode, nil, fmt.Errorf("check page answered %d", resp.StatusCode)
 	case c.cfg.Expect != "" && !strings.Contains(string(body), c.cfg.Expect):
-		return WrongContent, resp.StatusCode, errors.New("check page lacks the expected content")
+		return WrongContent, resp.StatusCode, nil, errors.New("check page lacks the expected content")
 	}
-	return OK, resp.StatusCode, nil
+	return OK, resp.StatusCode, body, nil
 }
 
 // classify maps a transport error to an outcome.

@@ -184,3 +184,61 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestLeakCheck checks through real proxies that forward faithfully (elite),
+// add Via (anonymous) or add X-Forwarded-For (transparent) to an origin
+// that echoes the request headers.
+func TestLeakCheck(t *testing.T) {
+	echo := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, checkBody)
+		for k, vs := range r.Header {
+			fmt.Fprintf(w, "%s: %s\n", k, strings.Join(vs, ", "))
+		}
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.60:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo.Listener.Close()
+	echo.Listener = ln
+	echo.Start()
+	defer echo.Close()
+
+	tests := []struct {
+		name        string
+		leak        proxytest.Leak
+		leakCheck   bool
+		wantOutcome string
+		wantAnon    string
+	}{
+		{"elite", proxytest.LeakNone, true, OK, Elite},
+		{"anonymous", proxytest.LeakVia, true, OK, Anonymous},
+		{"transparent", proxytest.LeakClient, true, Transparent, ""},
+		{"transparent unchecked", proxytest.LeakClient, false, OK, ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			px := proxytest.Start(t, fmt.Sprintf("127.0.0.%d", 61+i), proxytest.Options{Leak: tt.leak})
+			c := New(Config{URL: echo.URL + "/", Expect: checkBody, Timeout: 5 * time.Second, LeakCheck: tt.leakCheck}, ProxyClient, time.Now)
+			r := c.Check(context.Background(), entry(t, px.Addr()))
+			if r.Outcome != tt.wantOutcome || r.Anonymity != tt.wantAnon || r.Alive != (tt.wantOutcome == OK) {
+				t.Errorf("outcome %s anonymity %q alive %v (%v), want %s %q", r.Outcome, r.Anonymity, r.Alive, r.Err, tt.wantOutcome, tt.wantAnon)
+			}
+		})
+	}
+}
+
+func TestAnonymityOfJSONEcho(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`{"headers": {"Accept": "*/*", "Host": "h"}}`, Elite},
+		{`{"headers": {"Via": "1.1 squid", "Host": "h"}}`, Anonymous},
+		{`{"headers": {"X-Forwarded-For": "10.1.2.3", "Via": "1.1 squid"}}`, Transparent},
+		{"Host: h\nForwarded: for=10.1.2.3\n", Transparent},
+		{"Host: h\nX-Viable: 1\n", Elite},
+	}
+	for _, tt := range tests {
+		if got := anonymity([]byte(tt.body)); got != tt.want {
+			t.Errorf("anonymity(%q) = %s, want %s", tt.body, got, tt.want)
+		}
+	}
+}

@@ -161,3 +161,99 @@ func TestScoreAndCounts(t *testing.T) {
 		}
 	}
 }
+
+func TestEWMAScore(t *testing.T) {
+	a := entry(t, "127.0.0.1:1")
+	p := New(4 * time.Second)
+	p.Set([]proxylist.Entry{a})
+	steps := []struct {
+		alive   bool
+		latency time.Duration
+		want    float64 // score
+		success float64
+	}{
+		{true, 0, 1, 1},
+		{true, 2 * time.Second, 0.75, 1},    // latency EWMA 1s
+		{false, 0, 0, 0.5},                  // dead scores 0; success halves
+		{true, 1 * time.Second, 0.56, 0.75}, // 0.75 * (1 - 1s/4s)
+	}
+	for i, s := range steps {
+		p.Record(result(a, s.alive, s.latency))
+		st := p.Snapshot()[0]
+		if st.Score != s.want || st.Success != s.success {
+			t.Errorf("step %d: score %v success %v, want %v %v", i, st.Score, st.Success, s.want, s.success)
+		}
+	}
+}
+
+func TestFeedbackBansAndEvicts(t *testing.T) {
+	a := entry(t, "127.0.0.1:1")
+	b := entry(t, "127.0.0.2:2")
+	c := entry(t, "127.0.0.3:3")
+	own := entry(t, "127.0.0.4:4")
+	p := NewWithConfig(Config{CheckTimeout: 4 * time.Second, MaxSize: 4, EvictAfter: 2, BanHosts: 2, BanBelow: 0.3})
+	p.Set([]proxylist.Entry{own})
+	if n := p.Add([]proxylist.Entry{a, b, c, entry(t, "127.0.0.5:5")}); n != 3 {
+		t.Errorf("Add = %d, want 3 (max size 4)", n)
+	}
+	for _, e := range []proxylist.Entry{a, b, c, own} {
+		p.Record(result(e, true, time.Second))
+	}
+	p.MarkPublished(p.Changes())
+
+	// a: blocked by two hosts → banned. b: times out until its success rate
+	// falls under 0.3 → banned. c: fails two checks → evicted. own: from
+	// the operator's list, never evicted.
+	p.Feedback(a.ID(), "h1", "blocked")
+	p.Feedback(a.ID(), "h1", "blocked")
+	if p.Snapshot()[0].Banned {
+		t.Error("banned after one blocking host")
+	}
+	p.Feedback(a.ID(), "h2", "blocked")
+	for range 12 { // 0.9^12 = 0.28
+		p.Feedback(b.ID(), "h", "timeout")
+	}
+	p.Feedback(b.ID(), "h", "success") // too late
+	if p.Feedback("unknown", "h", "success") {
+		t.Error("feedback on an unknown proxy applied")
+	}
+	p.Record(result(c, false, 0))
+	p.Record(result(c, false, 0))
+	p.Record(result(own, false, 0))
+	p.Record(result(own, false, 0))
+	p.Record(result(a, true, time.Second)) // a ban survives a good check
+
+	if got := describe(p.Changes()); got != "-127.0.0.1:1 -127.0.0.2:2 -127.0.0.3:3 -127.0.0.4:4" && !sameSet(got, "-127.0.0.1:1 -127.0.0.2:2 -127.0.0.3:3 -127.0.0.4:4") {
+		t.Errorf("changes %q, want tombstones for all four", got)
+	}
+	p.MarkPublished(p.Changes())
+	removed, evicted := p.Evict()
+	if len(removed) != 0 || evicted != 3 {
+		t.Errorf("Evict = %q, %d; want no further tombstones and 3 evicted", describe(removed), evicted)
+	}
+	snap := p.Snapshot()
+	if len(snap) != 1 || snap[0].Entry.Addr() != own.Addr() || p.Usable() != 0 {
+		t.Errorf("after eviction: %+v usable %d", snap, p.Usable())
+	}
+	// A banned proxy is not harvested again; a dead one may come back.
+	if n := p.Add([]proxylist.Entry{a, b, c}); n != 1 || p.Usable() != 1 {
+		t.Errorf("re-add after eviction = %d usable %d, want only c back", n, p.Usable())
+	}
+}
+
+func sameSet(a, b string) bool {
+	fa, fb := strings.Fields(a), strings.Fields(b)
+	if len(fa) != len(fb) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, x := range fa {
+		m[x] = true
+	}
+	for _, x := range fb {
+		if !m[x] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,12 +1,15 @@
 // Package refresh runs the pool's check rounds: every interval it checks
 // every proxy through a bounded number of concurrent checks, records the
-// verdicts in the pool and publishes what changed.
+// verdicts in the pool, publishes what changed, evicts dead harvested
+// proxies, and harvests again (checking the newcomers at once) whenever
+// fewer than the target size are usable.
 package refresh
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/check"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/harvest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
 )
@@ -31,10 +35,17 @@ type Publisher interface {
 	Publish(ctx context.Context, changes []pool.Change) error
 }
 
+// Harvester collects candidate proxies (*harvest.Harvester); a failing
+// source is reported in its Result.
+type Harvester interface {
+	Harvest(ctx context.Context) []harvest.Result
+}
+
 // Config configures the rounds.
 type Config struct {
 	Interval    time.Duration // between the starts of two rounds
 	Concurrency int           // checks in flight at once
+	TargetSize  int           // harvest when fewer proxies are live or unchecked
 }
 
 // Validate reports a configuration error.
@@ -45,6 +56,9 @@ func (c Config) Validate() error {
 	if c.Concurrency < 1 {
 		return errors.New("check concurrency must be at least 1")
 	}
+	if c.TargetSize < 0 {
+		return errors.New("target size must not be negative")
+	}
 	return nil
 }
 
@@ -53,6 +67,9 @@ type Metrics struct {
 	proxies  *prometheus.GaugeVec   // proxies{state=live|dead}
 	checks   *prometheus.CounterVec // checks_total{outcome}
 	duration prometheus.Histogram   // check_duration_seconds
+	harvests *prometheus.CounterVec // harvests_total{result=ok|error}
+	added    prometheus.Counter     // harvested_proxies_total
+	evicted  prometheus.Counter     // evicted_proxies_total
 }
 
 // NewMetrics registers the metrics on reg (already prefixed
@@ -72,8 +89,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Duration of one proxy check, failures included.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12), // 10ms .. ~20s
 		}),
+		harvests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "harvests_total",
+			Help: "Source reads by result.",
+		}, []string{"result"}),
+		added: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "harvested_proxies_total",
+			Help: "Harvested proxies added to the pool.",
+		}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "evicted_proxies_total",
+			Help: "Harvested proxies evicted (dead or banned).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.proxies, m.checks, m.duration} {
+	for _, c := range []prometheus.Collector{m.proxies, m.checks, m.duration, m.harvests, m.added, m.evicted} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register proxypool metrics: %w", err)
 		}
@@ -95,11 +124,20 @@ type Loop struct {
 	pub     Publisher
 	log     *zap.Logger
 	m       *Metrics
+	harvest Harvester // nil: no sources
 }
 
 // New returns a loop; cfg must be valid.
 func New(cfg Config, p *pool.Pool, c Checker, pub Publisher, log *zap.Logger, m *Metrics) *Loop {
 	return &Loop{cfg: cfg, pool: p, checker: c, pub: pub, log: log, m: m}
+}
+
+// WithHarvester makes the loop harvest from h whenever fewer than
+// TargetSize proxies are usable (and at the first round when the pool is
+// empty). It returns l.
+func (l *Loop) WithHarvester(h Harvester) *Loop {
+	l.harvest = h
+	return l
 }
 
 // Run runs a round at once and then every interval, until ctx is done (nil)
@@ -122,10 +160,59 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-// Round checks every proxy of the pool once and publishes the changes. When
-// ctx ends mid-round, verdicts are discarded and nothing is published; the
-// next start republishes everything anyway.
+// Round checks every proxy of the pool once, publishes the changes and
+// evicts dead harvested proxies; then, with a harvester, when fewer than
+// TargetSize proxies are usable it harvests and checks the newcomers at
+// once (one refill per round). When ctx ends mid-round, verdicts are
+// discarded and nothing is published; the next start republishes
+// everything anyway.
 func (l *Loop) Round(ctx context.Context) error {
+	if l.harvest != nil && l.pool.Usable() < l.cfg.TargetSize && len(l.pool.Snapshot()) == 0 {
+		l.refill(ctx) // the first round has nothing to check yet
+	}
+	if err := l.round(ctx); err != nil {
+		return err
+	}
+	if l.harvest == nil || l.pool.Usable() >= l.cfg.TargetSize {
+		return nil
+	}
+	if l.refill(ctx) == 0 {
+		return nil
+	}
+	return l.round(ctx)
+}
+
+// refill harvests every source and adds the new proxies; it returns how
+// many were added.
+func (l *Loop) refill(ctx context.Context) int {
+	added := 0
+	for _, r := range l.harvest.Harvest(ctx) {
+		if r.Err != nil {
+			l.m.harvests.WithLabelValues("error").Inc()
+			l.log.Warn("proxy source skipped", zap.String("source", redactSource(r.Source)), zap.Error(r.Err))
+			continue
+		}
+		l.m.harvests.WithLabelValues("ok").Inc()
+		n := l.pool.Add(r.Entries)
+		added += n
+		l.log.Info("proxies harvested", zap.String("source", redactSource(r.Source)),
+			zap.Int("found", len(r.Entries)), zap.Int("added", n), zap.Int("skipped", r.Skipped))
+	}
+	l.m.added.Add(float64(added))
+	return added
+}
+
+// redactSource keeps a source's scheme, host and path: its query may hold
+// an API key.
+func redactSource(src string) string {
+	u, err := url.Parse(src)
+	if err != nil || u.Host == "" {
+		return src // a file path
+	}
+	return u.Scheme + "://" + u.Host + u.Path
+}
+
+func (l *Loop) round(ctx context.Context) error {
 	start := time.Now()
 	statuses := l.pool.Snapshot()
 	sem := make(chan struct{}, l.cfg.Concurrency)
@@ -165,6 +252,19 @@ func (l *Loop) Round(ctx context.Context) error {
 				proxyID(c.ID), proxyAddr(c.Status.Entry),
 				zap.Duration("latency", c.Status.Latency), zap.Float64("score", c.Status.Score))
 		}
+	}
+	removed, evicted := l.pool.Evict()
+	if len(removed) > 0 {
+		if err := l.pub.Publish(ctx, removed); err != nil {
+			return err // evicted already: the next start republishes everything anyway
+		}
+		for _, c := range removed {
+			l.log.Info("proxy removed", proxyID(c.ID), proxyAddr(c.Status.Entry), zap.String("outcome", c.Status.Outcome))
+		}
+	}
+	if evicted > 0 {
+		l.m.evicted.Add(float64(evicted))
+		l.log.Info("proxies evicted", zap.Int("evicted", evicted))
 	}
 	live, dead := l.pool.Counts()
 	l.m.proxies.WithLabelValues("live").Set(float64(live))

@@ -1,5 +1,6 @@
 // Command seeder publishes the seed URLs of a crawl to the discovered topic
 // and exits: seeder --crawl-id ID [--seed URL]... [--seeds-file FILE|-].
+// `seeder serve` runs the crawl-jobs HTTP API instead.
 package main
 
 import (
@@ -81,6 +82,9 @@ func (c config) validate() error {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(string) (string, bool)) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return serve(ctx, args[1:], lookupEnv, nil)
+	}
 	var cfg config
 	fs := flag.NewFlagSet(service, flag.ContinueOnError)
 	cfg.registerFlags(fs)

@@ -30,10 +30,27 @@ const BatchSize = 1000
 // were published; on error the first published records stay published
 // (the scheduler deduplicates a re-run).
 func Seeds(ctx context.Context, w Writer, topic, crawlID string, urls []string, now time.Time) (int, error) {
+	seeds := make([]Seed, len(urls))
+	for i, u := range urls {
+		seeds[i] = Seed{URL: u}
+	}
+	return Marked(ctx, w, topic, crawlID, seeds, now)
+}
+
+// Seed is a seed URL (canonical) and, for a search-engine result page, the
+// engine whose result links the parser keeps (DiscoveredURL.serp_engine).
+type Seed struct {
+	URL        string
+	SERPEngine string
+}
+
+// Marked is Seeds for seeds that may be marked as result pages.
+func Marked(ctx context.Context, w Writer, topic, crawlID string, seeds []Seed, now time.Time) (int, error) {
 	at := timestamppb.New(now)
 	published := 0
-	batch := make([]kafka.Message, 0, min(len(urls), BatchSize))
-	for i, u := range urls {
+	batch := make([]kafka.Message, 0, min(len(seeds), BatchSize))
+	for i, s := range seeds {
+		u := s.URL
 		key, err := kafkaio.Key(u)
 		if err != nil {
 			return published, fmt.Errorf("key seed %q: %w", u, err)
@@ -44,12 +61,13 @@ func Seeds(ctx context.Context, w Writer, topic, crawlID string, urls []string, 
 			Depth:        0,
 			DiscoveredAt: at,
 			Source:       crawlv1.Source_SOURCE_SEED,
+			SerpEngine:   s.SERPEngine,
 		})
 		if err != nil {
 			return published, fmt.Errorf("encode seed %q: %w", u, err)
 		}
 		batch = append(batch, msg)
-		if len(batch) == BatchSize || i == len(urls)-1 {
+		if len(batch) == BatchSize || i == len(seeds)-1 {
 			if err := w.Write(ctx, batch...); err != nil {
 				return published, fmt.Errorf("publish %d seeds: %w", len(batch), err)
 			}

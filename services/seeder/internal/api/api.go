@@ -1,0 +1,458 @@
+// Package api is the seeder's crawl-jobs HTTP API: submit a crawl, list
+// crawls, read a crawl's specification, status and counts, pause, resume
+// or cancel it, and export its documents as JSON lines. Every route but the
+// OpenAPI description needs the bearer token.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+)
+
+// Control publishes and knows crawl specifications (the control topic).
+type Control interface {
+	// Publish writes spec durably; Get sees it when Publish returns.
+	Publish(ctx context.Context, spec *crawlv1.CrawlSpec) error
+	// Get returns the latest specification of a crawl, or nil.
+	Get(crawlID string) *crawlv1.CrawlSpec
+	// All returns every known specification.
+	All() []*crawlv1.CrawlSpec
+	// PublishSeeds publishes seeds of a crawl, returning how many were acknowledged.
+	PublishSeeds(ctx context.Context, crawlID string, seeds []jobs.Seed) (int, error)
+	// InFlight returns the records the pipeline has not finished (all crawls).
+	InFlight(ctx context.Context) (int64, error)
+}
+
+// Stats reads a crawl's progress and documents (ClickHouse).
+type Stats interface {
+	Counts(ctx context.Context, crawlID string) (jobs.Counts, error)
+	// Documents calls fn per document in URL order until fn fails.
+	Documents(ctx context.Context, crawlID string, fn func(jobs.Document) error) error
+}
+
+// Config configures the API.
+type Config struct {
+	Token        string // bearer token (required)
+	MaxBodyBytes int64  // largest accepted request body
+}
+
+// DefaultMaxBodyBytes is the default request body limit.
+const DefaultMaxBodyBytes = 8 << 20
+
+//go:embed openapi.json
+var openAPI []byte
+
+// Route is one endpoint.
+type Route struct {
+	Method, Path string // Path in OpenAPI form: /v1/crawls/{id}
+	public       bool
+	handler      func(*Server, http.ResponseWriter, *http.Request)
+}
+
+// Routes returns every endpoint the server serves.
+func Routes() []Route {
+	return []Route{
+		{Method: http.MethodPost, Path: "/v1/crawls", handler: (*Server).create},
+		{Method: http.MethodGet, Path: "/v1/crawls", handler: (*Server).list},
+		{Method: http.MethodGet, Path: "/v1/crawls/{id}", handler: (*Server).get},
+		{Method: http.MethodPost, Path: "/v1/crawls/{id}/pause", handler: transition(crawlv1.CrawlState_CRAWL_STATE_PAUSED)},
+		{Method: http.MethodPost, Path: "/v1/crawls/{id}/resume", handler: transition(crawlv1.CrawlState_CRAWL_STATE_RUNNING)},
+		{Method: http.MethodPost, Path: "/v1/crawls/{id}/cancel", handler: transition(crawlv1.CrawlState_CRAWL_STATE_CANCELLED)},
+		{Method: http.MethodGet, Path: "/v1/crawls/{id}/documents", handler: (*Server).documents},
+		{Method: http.MethodGet, Path: "/v1/openapi.json", public: true, handler: (*Server).openapi},
+	}
+}
+
+// Metrics are the API's metrics.
+type Metrics struct {
+	requests *prometheus.CounterVec   // api_requests_total{route,code}
+	duration *prometheus.HistogramVec // api_request_duration_seconds{route}
+}
+
+// NewMetrics registers the API's metrics on reg (prefixed crawler_seeder_
+// by the caller).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "api_requests_total", Help: "Crawl-jobs API requests by route and status code."}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "api_request_duration_seconds", Help: "Crawl-jobs API request duration by route.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}, []string{"route"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register api metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Server serves the API.
+type Server struct {
+	cfg     Config
+	control Control
+	stats   Stats
+	m       *Metrics
+	log     *zap.Logger
+	now     func() time.Time
+	newID   func() string
+	// mu serializes spec changes so that revisions increase one by one.
+	mu sync.Mutex
+}
+
+// New returns a server.
+func New(cfg Config, control Control, stats Stats, m *Metrics, log *zap.Logger) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return &Server{cfg: cfg, control: control, stats: stats, m: m, log: log, now: time.Now, newID: randomID}
+}
+
+// statusRecorder remembers the status code of a response.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush lets the document export stream.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// instrument counts requests of route (a bounded label: the route
+// pattern, never the crawl id).
+func (s *Server) instrument(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.code == 0 {
+			rec.code = http.StatusOK
+		}
+		s.m.requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
+		s.m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range Routes() {
+		h := r.handler
+		var hf http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { h(s, w, req) })
+		if !r.public {
+			hf = s.auth(hf)
+		}
+		pattern := r.Method + " " + r.Path
+		mux.Handle(pattern, s.instrument(pattern, hf))
+	}
+	mux.Handle("/", s.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such route", nil)
+	})))
+	return mux
+}
+
+func randomID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "crawl-" + hex.EncodeToString(b[:])
+}
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	want := []byte("Bearer " + s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if s.cfg.Token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="trawl"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token", nil)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// errorBody is every error response.
+type errorBody struct {
+	Error  string           `json:"error"`
+	Fields jobs.FieldErrors `json:"fields,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg string, fields jobs.FieldErrors) {
+	writeJSON(w, code, errorBody{Error: msg, Fields: fields})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v) // the client went away: nothing to do
+}
+
+// CrawlView is a crawl as the API shows it.
+type CrawlView struct {
+	CrawlID     string          `json:"crawl_id"`
+	Name        string          `json:"name,omitempty"`
+	State       string          `json:"state"`  // running, paused, cancelled
+	Status      string          `json:"status"` // state, or drained
+	Revision    uint64          `json:"revision"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	Spec        json.RawMessage `json:"spec,omitempty"`
+	Counts      *jobs.Counts    `json:"counts,omitempty"`
+	CountsError string          `json:"counts_error,omitempty"`
+}
+
+// CreateResponse answers POST /v1/crawls.
+type CreateResponse struct {
+	CrawlView
+	SeedsPublished int              `json:"seeds_published"`
+	InvalidSeeds   jobs.FieldErrors `json:"invalid_seeds,omitempty"`
+}
+
+func stateName(s crawlv1.CrawlState) string {
+	switch s {
+	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+		return "paused"
+	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+		return "cancelled"
+	}
+	return "running"
+}
+
+var specJSON = protojson.MarshalOptions{UseProtoNames: true}
+
+func view(spec *crawlv1.CrawlSpec, withSpec bool) CrawlView {
+	v := CrawlView{
+		CrawlID: spec.GetCrawlId(), Name: spec.GetName(),
+		State: stateName(spec.GetState()), Status: stateName(spec.GetState()),
+		Revision:  spec.GetRevision(),
+		CreatedAt: spec.GetCreatedAt().AsTime().UTC(), UpdatedAt: spec.GetUpdatedAt().AsTime().UTC(),
+	}
+	if withSpec {
+		if b, err := specJSON.Marshal(spec); err == nil {
+			v.Spec = b
+		}
+	}
+	return v
+}
+
+// withCounts adds the live counts and status.
+func (s *Server) withCounts(ctx context.Context, v *CrawlView, spec *crawlv1.CrawlSpec) {
+	c, err := s.stats.Counts(ctx, spec.GetCrawlId())
+	if err != nil {
+		s.log.Warn("crawl counts unavailable", telemetry.Crawl(spec.GetCrawlId()), zap.Error(err))
+		v.CountsError = "counts unavailable: " + err.Error()
+		return
+	}
+	if c.InFlight, err = s.control.InFlight(ctx); err != nil {
+		s.log.Warn("pipeline lag unavailable", telemetry.Crawl(spec.GetCrawlId()), zap.Error(err))
+		c.InFlight = -1
+	}
+	v.Counts = &c
+	v.Status = jobs.Status(spec.GetState(), c, true)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var req jobs.Request
+	if !s.decode(w, r, &req) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	job, err := jobs.Build(req, s.newID, s.now())
+	var fe jobs.FieldErrors
+	switch {
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, "invalid request", fe)
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error(), nil)
+		return
+	}
+	id := job.Spec.GetCrawlId()
+	if s.control.Get(id) != nil {
+		writeError(w, http.StatusConflict, fmt.Sprintf("crawl %q exists", id),
+			jobs.FieldErrors{{Field: "crawl_id", Message: "already used"}})
+		return
+	}
+	if err := s.control.Publish(r.Context(), job.Spec); err != nil {
+		s.log.Error("publish crawl spec failed", telemetry.Crawl(id), zap.Error(err))
+		writeError(w, http.StatusServiceUnavailable, "publish crawl spec: "+err.Error(), nil)
+		return
+	}
+	n, err := s.control.PublishSeeds(r.Context(), id, job.Seeds)
+	if err != nil {
+		s.log.Error("publish seeds failed", telemetry.Crawl(id), zap.Int("published", n), zap.Error(err))
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("crawl created; %d of %d seeds published: %v", n, len(job.Seeds), err), nil)
+		return
+	}
+	s.log.Info("crawl created", telemetry.Crawl(id), zap.Int("seeds", n), zap.Int("invalid", len(job.Invalid)))
+	writeJSON(w, http.StatusCreated, CreateResponse{CrawlView: view(job.Spec, true), SeedsPublished: n, InvalidSeeds: job.Invalid})
+}
+
+// decode reads a JSON body of at most MaxBodyBytes with no unknown fields.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, "want Content-Type application/json", nil)
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON object")
+	}
+	var (
+		tooBig  *http.MaxBytesError
+		typeErr *json.UnmarshalTypeError
+	)
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", tooBig.Limit), nil)
+	case errors.As(err, &typeErr):
+		writeError(w, http.StatusBadRequest, "invalid request",
+			jobs.FieldErrors{{Field: typeErr.Field, Message: fmt.Sprintf("want %v, got JSON %s", typeErr.Type, typeErr.Value)}})
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		writeError(w, http.StatusBadRequest, "invalid request", jobs.FieldErrors{{Field: field, Message: "unknown field"}})
+	default:
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error(), nil)
+	}
+	return false
+}
+
+// ListResponse answers GET /v1/crawls.
+type ListResponse struct {
+	Crawls []CrawlView `json:"crawls"`
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	all := s.control.All()
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i].GetCreatedAt().AsTime(), all[j].GetCreatedAt().AsTime()
+		if !a.Equal(b) {
+			return a.After(b)
+		}
+		return all[i].GetCrawlId() < all[j].GetCrawlId()
+	})
+	out := ListResponse{Crawls: make([]CrawlView, 0, len(all))}
+	for _, spec := range all {
+		out.Crawls = append(out.Crawls, view(spec, false))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// lookup returns the crawl of the {id} path value or answers 404.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *crawlv1.CrawlSpec {
+	id := r.PathValue("id")
+	spec := s.control.Get(id)
+	if spec == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no crawl %q", id), nil)
+	}
+	return spec
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	spec := s.lookup(w, r)
+	if spec == nil {
+		return
+	}
+	v := view(spec, true)
+	s.withCounts(r.Context(), &v, spec)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func transition(state crawlv1.CrawlState) func(*Server, http.ResponseWriter, *http.Request) {
+	return func(s *Server, w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		spec := s.lookup(w, r)
+		if spec == nil {
+			return
+		}
+		if spec.GetState() == state {
+			writeJSON(w, http.StatusOK, view(spec, true)) // idempotent
+			return
+		}
+		next, err := jobs.Transition(spec, state, s.now())
+		if err != nil {
+			writeError(w, http.StatusConflict, err.Error(), nil)
+			return
+		}
+		if err := s.control.Publish(r.Context(), next); err != nil {
+			s.log.Error("publish crawl spec failed", telemetry.Crawl(spec.GetCrawlId()), zap.Error(err))
+			writeError(w, http.StatusServiceUnavailable, "publish crawl spec: "+err.Error(), nil)
+			return
+		}
+		s.log.Info("crawl state changed", telemetry.Crawl(spec.GetCrawlId()), zap.String("state", stateName(state)), zap.Uint64("revision", next.GetRevision()))
+		writeJSON(w, http.StatusOK, view(next, true))
+	}
+}
+
+func (s *Server) documents(w http.ResponseWriter, r *http.Request) {
+	spec := s.lookup(w, r)
+	if spec == nil {
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	n := 0
+	err := s.stats.Documents(r.Context(), spec.GetCrawlId(), func(d jobs.Document) error {
+		if err := enc.Encode(d); err != nil {
+			return fmt.Errorf("write document: %w", err)
+		}
+		if n++; n%100 == 0 && flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("document export aborted", telemetry.Crawl(spec.GetCrawlId()), zap.Int("documents", n), zap.Error(err))
+		if n == 0 { // nothing written yet: a proper error response
+			writeError(w, http.StatusInternalServerError, "export documents: "+err.Error(), nil)
+		}
+		// Otherwise the headers are sent and the client sees a truncated
+		// stream.
+	}
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPI)
+}

@@ -1,0 +1,171 @@
+// Package client is a Go client of the seeder's crawl-jobs API, used by
+// trawlctl: submit, get, list, pause/resume/cancel, export, and the
+// progress line of a watched crawl.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+)
+
+// Client talks to one API server. Safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// New returns a client of the API at base (http://host:port).
+func New(base, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimRight(base, "/"), token: token, http: hc}
+}
+
+// APIError is a non-2xx answer.
+type APIError struct {
+	Status int
+	Msg    string
+	Fields []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	}
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "api status %d: %s", e.Status, e.Msg)
+	for _, f := range e.Fields {
+		fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Message)
+	}
+	return b.String()
+}
+
+// do sends a request; a 2xx body is returned open for the caller to close.
+func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("call api: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		e := &APIError{Status: resp.StatusCode}
+		var eb struct {
+			Error string `json:"error"`
+		}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		_ = json.Unmarshal(raw, &eb)
+		_ = json.Unmarshal(raw, e)
+		e.Msg = eb.Error
+		if e.Msg == "" {
+			e.Msg = strings.TrimSpace(string(raw))
+		}
+		return nil, e
+	}
+	return resp, nil
+}
+
+func (c *Client) doJSON(ctx context.Context, method, path string, body []byte, out any) error {
+	resp, err := c.do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode api answer: %w", err)
+	}
+	return nil
+}
+
+// Submit posts a crawl request (the JSON body of POST /v1/crawls).
+func (c *Client) Submit(ctx context.Context, request []byte) (api.CreateResponse, error) {
+	var out api.CreateResponse
+	err := c.doJSON(ctx, http.MethodPost, "/v1/crawls", request, &out)
+	return out, err
+}
+
+// Get returns a crawl with its status and counts.
+func (c *Client) Get(ctx context.Context, id string) (api.CrawlView, error) {
+	var out api.CrawlView
+	err := c.doJSON(ctx, http.MethodGet, "/v1/crawls/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// List returns every crawl.
+func (c *Client) List(ctx context.Context) ([]api.CrawlView, error) {
+	var out api.ListResponse
+	err := c.doJSON(ctx, http.MethodGet, "/v1/crawls", nil, &out)
+	return out.Crawls, err
+}
+
+// Action pauses, resumes or cancels a crawl.
+func (c *Client) Action(ctx context.Context, id, action string) (api.CrawlView, error) {
+	switch action {
+	case "pause", "resume", "cancel":
+	default:
+		return api.CrawlView{}, fmt.Errorf("unknown action %q", action)
+	}
+	var out api.CrawlView
+	err := c.doJSON(ctx, http.MethodPost, "/v1/crawls/"+url.PathEscape(id)+"/"+action, nil, &out)
+	return out, err
+}
+
+// Export copies a crawl's documents (JSON lines) to w and returns the
+// bytes copied.
+func (c *Client) Export(ctx context.Context, id string, w io.Writer) (int64, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/crawls/"+url.PathEscape(id)+"/documents", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("copy documents: %w", err)
+	}
+	return n, nil
+}
+
+// Finished reports whether a watched crawl is over.
+func Finished(v api.CrawlView) bool { return v.Status == "drained" || v.Status == "cancelled" }
+
+// Progress renders one progress line of width bar cells: a bar of
+// attempted over admitted URLs and the counts.
+func Progress(v api.CrawlView, width int) string {
+	if width < 1 {
+		width = 1
+	}
+	if v.Counts == nil {
+		return fmt.Sprintf("%s [%s] %s (counts unavailable)", v.CrawlID, strings.Repeat(" ", width), v.Status)
+	}
+	c := *v.Counts
+	done := c.Admitted - c.Queued
+	frac := 0.0
+	if c.Admitted > 0 {
+		frac = float64(done) / float64(c.Admitted)
+	}
+	filled := int(frac*float64(width) + 0.5)
+	return fmt.Sprintf("%s [%s%s] %3.0f%% %d/%d urls, %d fetched, %d errors, %d documents, %s",
+		v.CrawlID, strings.Repeat("#", filled), strings.Repeat(".", width-filled), 100*frac,
+		done, c.Admitted, c.Fetched, c.Errors, c.Documents, v.Status)
+}

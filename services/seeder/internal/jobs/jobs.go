@@ -1,0 +1,417 @@
+// Package jobs validates crawl-job requests of the seeder's API and builds
+// their crawl specifications (crawlv1.CrawlSpec) and seeds. It is pure: no
+// I/O, time and ids are passed in.
+package jobs
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/seeds"
+)
+
+// Bounds of a request.
+const (
+	MaxCrawlID   = 64
+	MaxName      = 200
+	MaxSeeds     = 100000
+	MaxListItems = 1000 // entries of one scope list
+	MaxPattern   = 1000 // bytes of one regexp
+)
+
+// Request is the JSON body of POST /v1/crawls.
+type Request struct {
+	CrawlID    string      `json:"crawl_id,omitempty"` // generated when empty
+	Name       string      `json:"name,omitempty"`
+	Seeds      []string    `json:"seeds,omitempty"`      // errors name seeds[i]
+	SeedsText  string      `json:"seeds_text,omitempty"` // a seeds file: errors name seeds_text line N
+	SkipBad    bool        `json:"skip_invalid_seeds,omitempty"`
+	Keywords   *Keywords   `json:"keywords,omitempty"`
+	Scope      *Scope      `json:"scope,omitempty"`
+	Limits     *Limits     `json:"limits,omitempty"`
+	Politeness *Politeness `json:"politeness,omitempty"`
+	Revisit    *Revisit    `json:"revisit,omitempty"`
+}
+
+// Keywords asks for result-page seeds.
+type Keywords struct {
+	Terms          []string            `json:"terms,omitempty"`
+	Groups         [][]string          `json:"groups,omitempty"`
+	Combine        string              `json:"combine,omitempty"` // each (default), combinations, product
+	MaxCombination int                 `json:"max_combination,omitempty"`
+	Engines        []string            `json:"engines,omitempty"` // preset names
+	Templates      []keywords.Template `json:"templates,omitempty"`
+	Pages          int                 `json:"pages,omitempty"` // result pages per query and engine; default 1
+}
+
+// Scope mirrors crawlv1.Scope.
+type Scope struct {
+	AllowHosts          []string `json:"allow_hosts,omitempty"`
+	DenyHosts           []string `json:"deny_hosts,omitempty"`
+	AllowDomains        []string `json:"allow_domains,omitempty"`
+	DenyDomains         []string `json:"deny_domains,omitempty"`
+	SameHostOnly        bool     `json:"same_host_only,omitempty"`
+	AllowPatterns       []string `json:"allow_patterns,omitempty"`
+	DenyPatterns        []string `json:"deny_patterns,omitempty"`
+	MaxOutlinksPerPage  uint32   `json:"max_outlinks_per_page,omitempty"`
+	MaxURLLength        uint32   `json:"max_url_length,omitempty"`
+	MaxRepeatedSegments uint32   `json:"max_repeated_segments,omitempty"`
+	DetailPatterns      []string `json:"detail_patterns,omitempty"`
+	DetailSelector      string   `json:"detail_selector,omitempty"`
+	FollowDuplicates    bool     `json:"follow_duplicates,omitempty"`
+}
+
+// Limits mirrors crawlv1.Limits.
+type Limits struct {
+	MaxDepth        uint32 `json:"max_depth,omitempty"`
+	MaxPages        uint64 `json:"max_pages,omitempty"`
+	MaxPagesPerHost uint64 `json:"max_pages_per_host,omitempty"`
+}
+
+// Politeness mirrors crawlv1.Politeness; durations are Go durations ("1.5s").
+type Politeness struct {
+	Delay         string `json:"delay,omitempty"`
+	MaxCrawlDelay string `json:"max_crawl_delay,omitempty"`
+}
+
+// Revisit mirrors crawlv1.Revisit; durations are Go durations ("6h").
+type Revisit struct {
+	Enabled         bool   `json:"enabled"`
+	MinInterval     string `json:"min_interval,omitempty"`
+	MaxInterval     string `json:"max_interval,omitempty"`
+	InitialInterval string `json:"initial_interval,omitempty"`
+}
+
+// FieldError is one problem of a request, naming the JSON field
+// ("seeds[3]", "seeds_text line 7", "scope.allow_patterns[0]").
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// FieldErrors is every problem of a request.
+type FieldErrors []FieldError
+
+func (e FieldErrors) Error() string {
+	parts := make([]string, len(e))
+	for i, f := range e {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid request: " + strings.Join(parts, "; ")
+}
+
+func (e *FieldErrors) add(field, format string, args ...any) {
+	*e = append(*e, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Seed is one seed to publish; Engine marks a search-engine result page.
+type Seed struct {
+	URL    string
+	Engine string
+}
+
+// Job is a validated request.
+type Job struct {
+	Spec    *crawlv1.CrawlSpec // revision 1, RUNNING
+	Seeds   []Seed
+	Invalid FieldErrors // seeds skipped under skip_invalid_seeds
+}
+
+// ValidCrawlID reports whether id is a usable crawl id: 1-64 letters,
+// digits, '.', '_' and '-'.
+func ValidCrawlID(id string) bool {
+	if id == "" || len(id) > MaxCrawlID {
+		return false
+	}
+	return strings.IndexFunc(id, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) < 0
+}
+
+// Build validates req and returns the job: the crawl spec (id from the
+// request or newID, created now) and its seeds (explicit seeds first, then
+// result pages). All problems are returned together as FieldErrors.
+func Build(req Request, newID func() string, now time.Time) (Job, error) {
+	var errs, badSeeds FieldErrors
+	id := req.CrawlID
+	if id == "" {
+		id = newID()
+	} else if !ValidCrawlID(id) {
+		errs.add("crawl_id", "want 1-%d letters, digits, '.', '_' or '-'", MaxCrawlID)
+	}
+	if len(req.Name) > MaxName {
+		errs.add("name", "%d bytes, want at most %d", len(req.Name), MaxName)
+	}
+
+	var out []Seed
+	seen := make(map[string]bool)
+	addSeed := func(s Seed) {
+		if !seen[s.URL] {
+			seen[s.URL] = true
+			out = append(out, s)
+		}
+	}
+	if len(req.Seeds) > MaxSeeds {
+		errs.add("seeds", "%d seeds, want at most %d", len(req.Seeds), MaxSeeds)
+	} else {
+		for i, raw := range req.Seeds {
+			u, err := seeds.Parse(raw)
+			if err != nil {
+				badSeeds.add(fmt.Sprintf("seeds[%d]", i), "%v", err)
+				continue
+			}
+			addSeed(Seed{URL: u})
+		}
+	}
+	if req.SeedsText != "" {
+		fromText, bad, err := seeds.Read(strings.NewReader(req.SeedsText))
+		if err != nil { // a strings.Reader does not fail
+			errs.add("seeds_text", "%v", err)
+		}
+		for _, b := range bad {
+			badSeeds.add(fmt.Sprintf("seeds_text line %d", b.Line), "%v", b.Err)
+		}
+		for _, s := range fromText {
+			addSeed(Seed{URL: s.URL})
+		}
+	}
+	if req.Keywords != nil {
+		for _, p := range buildKeywords(*req.Keywords, &errs) {
+			u, err := seeds.Parse(p.URL)
+			if err != nil {
+				errs.add("keywords", "result page %q: %v", p.URL, err)
+				continue
+			}
+			addSeed(Seed{URL: u, Engine: p.Engine})
+		}
+	}
+	if !req.SkipBad {
+		errs = append(errs, badSeeds...)
+	}
+	if len(out) == 0 && len(errs) == 0 {
+		errs.add("seeds", "no valid seeds: give seeds, seeds_text or keywords")
+	}
+
+	spec := &crawlv1.CrawlSpec{
+		CrawlId:   id,
+		State:     crawlv1.CrawlState_CRAWL_STATE_RUNNING,
+		Revision:  1,
+		Name:      req.Name,
+		CreatedAt: timestamppb.New(now),
+		UpdatedAt: timestamppb.New(now),
+	}
+	if req.Scope != nil {
+		spec.Scope = buildScope(*req.Scope, &errs)
+	}
+	if l := req.Limits; l != nil {
+		spec.Limits = &crawlv1.Limits{MaxDepth: l.MaxDepth, MaxPages: l.MaxPages, MaxPagesPerHost: l.MaxPagesPerHost}
+	}
+	if p := req.Politeness; p != nil {
+		spec.Politeness = &crawlv1.Politeness{
+			Delay:         duration("politeness.delay", p.Delay, &errs),
+			MaxCrawlDelay: duration("politeness.max_crawl_delay", p.MaxCrawlDelay, &errs),
+		}
+	}
+	if r := req.Revisit; r != nil {
+		spec.Revisit = &crawlv1.Revisit{
+			Enabled:         r.Enabled,
+			MinInterval:     duration("revisit.min_interval", r.MinInterval, &errs),
+			MaxInterval:     duration("revisit.max_interval", r.MaxInterval, &errs),
+			InitialInterval: duration("revisit.initial_interval", r.InitialInterval, &errs),
+		}
+		if mn, mx := spec.Revisit.MinInterval, spec.Revisit.MaxInterval; mn != nil && mx != nil && mx.AsDuration() < mn.AsDuration() {
+			errs.add("revisit.max_interval", "%v is below min_interval %v", mx.AsDuration(), mn.AsDuration())
+		}
+	}
+	if len(errs) > 0 {
+		return Job{}, errs
+	}
+	return Job{Spec: spec, Seeds: out, Invalid: badSeeds}, nil
+}
+
+func buildKeywords(k Keywords, errs *FieldErrors) []keywords.Page {
+	n := len(*errs)
+	queries, err := keywords.Queries(k.Combine, k.Terms, k.Groups, k.MaxCombination)
+	if err != nil {
+		field := "keywords.terms"
+		if k.Combine == keywords.ModeProduct {
+			field = "keywords.groups"
+		}
+		if k.Combine != "" && k.Combine != keywords.ModeEach && k.Combine != keywords.ModeCombinations && k.Combine != keywords.ModeProduct {
+			field = "keywords.combine"
+		}
+		errs.add(field, "%v", err)
+	}
+	if k.MaxCombination < 0 || k.MaxCombination > 5 {
+		errs.add("keywords.max_combination", "%d, want 0-5", k.MaxCombination)
+	}
+	if k.Pages < 0 || k.Pages > keywords.MaxPages {
+		errs.add("keywords.pages", "%d, want 0-%d", k.Pages, keywords.MaxPages)
+	}
+	var templates []keywords.Template
+	for i, e := range k.Engines {
+		t, ok := keywords.Preset(e)
+		if !ok {
+			errs.add(fmt.Sprintf("keywords.engines[%d]", i), "unknown engine %q (presets: %s; or give a template)", e, strings.Join(keywords.PresetNames(), ", "))
+			continue
+		}
+		templates = append(templates, t)
+	}
+	for i, t := range k.Templates {
+		if err := t.Validate(); err != nil {
+			errs.add(fmt.Sprintf("keywords.templates[%d]", i), "%v", err)
+			continue
+		}
+		templates = append(templates, t)
+	}
+	if len(k.Engines)+len(k.Templates) == 0 {
+		errs.add("keywords.engines", "give at least one engine or template")
+	}
+	if len(*errs) > n {
+		return nil
+	}
+	pages := max(k.Pages, 1)
+	if len(queries)*len(templates)*pages > MaxSeeds {
+		errs.add("keywords", "%d result pages, want at most %d", len(queries)*len(templates)*pages, MaxSeeds)
+		return nil
+	}
+	return keywords.Expand(queries, templates, pages)
+}
+
+func buildScope(s Scope, errs *FieldErrors) *crawlv1.Scope {
+	lists := []struct {
+		field string
+		items []string
+		re    bool
+	}{
+		{"scope.allow_hosts", s.AllowHosts, false},
+		{"scope.deny_hosts", s.DenyHosts, false},
+		{"scope.allow_domains", s.AllowDomains, false},
+		{"scope.deny_domains", s.DenyDomains, false},
+		{"scope.allow_patterns", s.AllowPatterns, true},
+		{"scope.deny_patterns", s.DenyPatterns, true},
+		{"scope.detail_patterns", s.DetailPatterns, true},
+	}
+	for _, l := range lists {
+		if len(l.items) > MaxListItems {
+			errs.add(l.field, "%d entries, want at most %d", len(l.items), MaxListItems)
+			continue
+		}
+		for i, item := range l.items {
+			field := fmt.Sprintf("%s[%d]", l.field, i)
+			switch {
+			case strings.TrimSpace(item) == "":
+				errs.add(field, "empty")
+			case l.re && len(item) > MaxPattern:
+				errs.add(field, "%d bytes, want at most %d", len(item), MaxPattern)
+			case l.re:
+				if _, err := regexp.Compile(item); err != nil {
+					errs.add(field, "invalid RE2 regexp: %v", err)
+				}
+			case strings.ContainsAny(item, "/ ?#"):
+				errs.add(field, "%q is not a host or domain", item)
+			}
+		}
+	}
+	lower := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, v := range in {
+			out[i] = strings.ToLower(strings.TrimSpace(v))
+		}
+		return out
+	}
+	return &crawlv1.Scope{
+		AllowHosts: lower(s.AllowHosts), DenyHosts: lower(s.DenyHosts),
+		AllowDomains: lower(s.AllowDomains), DenyDomains: lower(s.DenyDomains),
+		SameHostOnly:  s.SameHostOnly,
+		AllowPatterns: s.AllowPatterns, DenyPatterns: s.DenyPatterns,
+		MaxOutlinksPerPage: s.MaxOutlinksPerPage, MaxUrlLength: s.MaxURLLength,
+		MaxRepeatedSegments: s.MaxRepeatedSegments,
+		DetailPatterns:      s.DetailPatterns, DetailSelector: s.DetailSelector,
+		FollowDuplicates: s.FollowDuplicates,
+	}
+}
+
+// duration parses an optional Go duration field; it must be positive.
+func duration(field, v string, errs *FieldErrors) *durationpb.Duration {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		errs.add(field, "%q is not a duration like \"1.5s\" or \"6h\"", v)
+		return nil
+	case d <= 0:
+		errs.add(field, "%v, want a positive duration", d)
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+// Transition returns the next revision of spec with state, updated at now,
+// or ErrFinal when spec is cancelled (a cancelled crawl stays cancelled).
+// spec is not modified.
+func Transition(spec *crawlv1.CrawlSpec, state crawlv1.CrawlState, now time.Time) (*crawlv1.CrawlSpec, error) {
+	if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED && state != crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+		return nil, ErrFinal
+	}
+	next := proto.Clone(spec).(*crawlv1.CrawlSpec)
+	next.State = state
+	next.Revision = spec.GetRevision() + 1
+	next.UpdatedAt = timestamppb.New(now)
+	return next, nil
+}
+
+// ErrFinal reports a change to a cancelled crawl.
+var ErrFinal = fmt.Errorf("crawl is cancelled")
+
+// Counts is a crawl's progress, from ClickHouse.
+type Counts struct {
+	Admitted  uint64 `json:"admitted"`  // distinct URLs admitted by the scheduler
+	Fetched   uint64 `json:"fetched"`   // distinct URLs fetched without error
+	Errors    uint64 `json:"errors"`    // failed fetch attempts
+	Documents uint64 `json:"documents"` // distinct documents extracted
+	Queued    uint64 `json:"queued"`    // admitted but never attempted
+	// InFlight is the records the scheduler, fetcher and parser groups
+	// have not finished (consumer-group lag, all crawls together); -1 when
+	// unknown.
+	InFlight int64 `json:"in_flight"`
+}
+
+// Document is one exported document (a line of the NDJSON export).
+type Document struct {
+	URL         string    `json:"url"`
+	Host        string    `json:"host"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	Status      uint16    `json:"status"`
+	Title       string    `json:"title"`
+	Text        string    `json:"text"`
+	ContentType string    `json:"content_type"`
+	Language    string    `json:"language"`
+	Outlinks    uint32    `json:"outlinks"`
+}
+
+// Status names a crawl's status from its state and counts: running,
+// paused, cancelled, or drained (running, URLs admitted, none left queued
+// and nothing in flight in the pipeline).
+func Status(state crawlv1.CrawlState, c Counts, haveCounts bool) string {
+	switch state {
+	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+		return "paused"
+	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+		return "cancelled"
+	}
+	if haveCounts && c.Admitted > 0 && c.Queued == 0 && c.InFlight == 0 {
+		return "drained"
+	}
+	return "running"
+}

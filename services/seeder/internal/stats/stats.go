@@ -1,0 +1,74 @@
+// Package stats is the seeder's ClickHouse adapter for crawl jobs: live
+// counts of a crawl and the export of its documents.
+package stats
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+)
+
+// Stats reads crawl progress from ClickHouse. Safe for concurrent use.
+type Stats struct {
+	store *chstore.Store
+}
+
+// New returns Stats over an open, migrated store (not closed by Stats).
+func New(store *chstore.Store) *Stats { return &Stats{store: store} }
+
+// Counts returns the crawl's counts: URLs admitted by the scheduler
+// (url_seen); of those, distinct URLs fetched successfully, failed fetch
+// attempts, and queued = admitted − attempted; documents. Fetches of URLs
+// never admitted (robots.txt) do not count.
+func (s *Stats) Counts(ctx context.Context, crawlID string) (jobs.Counts, error) {
+	var c jobs.Counts
+	conn := s.store.Conn()
+	if err := conn.QueryRow(ctx, "SELECT uniqExact(fp) FROM url_seen WHERE crawl_id = ?", crawlID).Scan(&c.Admitted); err != nil {
+		return c, fmt.Errorf("count url_seen: %w", err)
+	}
+	var attempted uint64
+	if err := conn.QueryRow(ctx, `SELECT uniqExactIf(url_fp, error_kind = ''), uniqExact(url_fp), countIf(error_kind != '')
+FROM fetch_log WHERE crawl_id = ? AND url_fp IN (SELECT fp FROM url_seen WHERE crawl_id = ?)`,
+		crawlID, crawlID).Scan(&c.Fetched, &attempted, &c.Errors); err != nil {
+		return c, fmt.Errorf("count fetch_log: %w", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT uniqExact(url_fp) FROM documents WHERE crawl_id = ?", crawlID).Scan(&c.Documents); err != nil {
+		return c, fmt.Errorf("count documents: %w", err)
+	}
+	if c.Admitted > attempted {
+		c.Queued = c.Admitted - attempted
+	}
+	return c, nil
+}
+
+// Documents calls fn for every document of the crawl (the latest version
+// of each URL), ordered by URL, streaming from the server; it stops at the
+// first error of fn.
+func (s *Stats) Documents(ctx context.Context, crawlID string, fn func(jobs.Document) error) error {
+	rows, err := s.store.Conn().Query(ctx, `SELECT url, host, fetched_at, status, title, text, content_type, language, outlinks
+FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
+	if err != nil {
+		return fmt.Errorf("query documents: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			d  jobs.Document
+			at time.Time
+		)
+		if err := rows.Scan(&d.URL, &d.Host, &at, &d.Status, &d.Title, &d.Text, &d.ContentType, &d.Language, &d.Outlinks); err != nil {
+			return fmt.Errorf("scan document: %w", err)
+		}
+		d.FetchedAt = at.UTC()
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read documents: %w", err)
+	}
+	return nil
+}
