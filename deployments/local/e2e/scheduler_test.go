@@ -96,7 +96,7 @@ func TestSchedulerKilledSkewedCrawl(t *testing.T) {
 	// The quota deferred some of host 0's URLs, and released them all.
 	var deferred, pendingFrontier uint64
 	err := e.p.Store.Conn().QueryRow(ctx, `SELECT count(), countIf(st = 0) FROM
-		(SELECT fp, max(state) AS st FROM frontier WHERE crawl_id = ? GROUP BY fp)`, e.crawlID).Scan(&deferred, &pendingFrontier)
+		(SELECT fp, max(state) AS st FROM frontier_v2 WHERE crawl_id = ? GROUP BY fp)`, e.crawlID).Scan(&deferred, &pendingFrontier)
 	if err != nil {
 		t.Fatalf("query frontier: %v", err)
 	}

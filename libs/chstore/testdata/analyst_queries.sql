@@ -263,3 +263,65 @@ FROM
     WHERE crawl_id = 'crawl-1' AND url = 'http://h0.test/p/0'
 )
 ORDER BY time, state;
+
+-- name: url_change_history
+-- Per-URL change history of a re-crawled page: every fetch with the revisit verdict (changed, 304) and the interval chosen after it.
+SELECT fetched_at, status, error_kind, changed, not_modified, content_fp, interval_s
+FROM
+(
+    SELECT crawl_id, url_fp, fetched_at, status, error_kind
+    FROM fetch_log FINAL
+    WHERE crawl_id = 'crawl-1' AND url = 'http://h0.test/p/0'
+)
+ANY LEFT JOIN
+(
+    SELECT crawl_id, url_fp, visited_at AS fetched_at, changed, not_modified, content_fp, interval_s
+    FROM change_history FINAL
+    WHERE crawl_id = 'crawl-1'
+) USING (crawl_id, url_fp, fetched_at)
+ORDER BY fetched_at;
+
+-- name: host_change_rate
+-- Per-host change history, last day: fetches, revisit visits, changed and not-modified visits, share of re-visits that found a change.
+SELECT
+    crawl_id,
+    host,
+    fetches,
+    visits,
+    changed,
+    not_modified,
+    round(changed / greatest(toInt64(visits) - toInt64(urls), 1), 3) AS change_rate
+FROM
+(
+    SELECT crawl_id, host, count() AS fetches
+    FROM fetch_log FINAL
+    WHERE fetched_at >= now() - INTERVAL 1 DAY
+    GROUP BY crawl_id, host
+)
+ANY LEFT JOIN
+(
+    SELECT crawl_id, host, count() AS visits, uniqExact(url_fp) AS urls, sum(changed) AS changed, sum(not_modified) AS not_modified
+    FROM change_history FINAL
+    WHERE visited_at >= now() - INTERVAL 1 DAY
+    GROUP BY crawl_id, host
+) USING (crawl_id, host)
+ORDER BY changed DESC, fetches DESC
+LIMIT 100;
+
+-- name: revisit_schedule
+-- The revisit schedule of a crawl's admitted URLs, next due first (visits 0: not under a revisit policy or not fetched yet).
+SELECT url, visits, changes, interval_s, next_visit, etag, last_modified
+FROM
+(
+    SELECT crawl_id, fp AS url_fp, url
+    FROM url_seen FINAL
+    WHERE crawl_id = 'crawl-1'
+)
+ANY LEFT JOIN
+(
+    SELECT crawl_id, url_fp, visits, changes, interval_s, next_visit, etag, last_modified
+    FROM revisits FINAL
+    WHERE crawl_id = 'crawl-1'
+) USING (crawl_id, url_fp)
+ORDER BY visits = 0, next_visit, url
+LIMIT 1000;

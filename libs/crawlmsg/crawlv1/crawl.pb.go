@@ -227,7 +227,9 @@ type FetchRequest struct {
 	LastModified string                 `protobuf:"bytes,11,opt,name=last_modified,json=lastModified,proto3" json:"last_modified,omitempty"`
 	AnchorText   string                 `protobuf:"bytes,12,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"`
 	// Parser fields (150-199).
-	SerpEngine    string `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // copied from DiscoveredURL.serp_engine
+	SerpEngine string `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // copied from DiscoveredURL.serp_engine
+	// Scheduler fields (200-249).
+	Revisit       bool `protobuf:"varint,200,opt,name=revisit,proto3" json:"revisit,omitempty"` // a scheduled re-fetch of a page fetched before (revisit policy), not a new URL
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -351,6 +353,13 @@ func (x *FetchRequest) GetSerpEngine() string {
 		return x.SerpEngine
 	}
 	return ""
+}
+
+func (x *FetchRequest) GetRevisit() bool {
+	if x != nil {
+		return x.Revisit
+	}
+	return false
 }
 
 // FetchedPage is the outcome of one fetch attempt, success or failure,
@@ -767,7 +776,7 @@ const file_crawl_proto_rawDesc = "" +
 	"\x03rel\x18\b \x01(\tR\x03rel\x12 \n" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
 	"serpEngine\x125\n" +
-	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\"\xd8\x03\n" +
+	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\"\xf3\x03\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -786,7 +795,8 @@ const file_crawl_proto_rawDesc = "" +
 	"\vanchor_text\x18\f \x01(\tR\n" +
 	"anchorText\x12 \n" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
-	"serpEngine\"\x83\a\n" +
+	"serpEngine\x12\x19\n" +
+	"\arevisit\x18\xc8\x01 \x01(\bR\arevisit\"\x83\a\n" +
 	"\vFetchedPage\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +

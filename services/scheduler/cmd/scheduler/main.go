@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,11 +20,13 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/consume"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
 )
 
 const service = "scheduler"
@@ -56,6 +59,7 @@ type config struct {
 	SeenBatchRows int
 	HostQuota     int
 	QuotaWindow   time.Duration
+	RevisitTick   time.Duration
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -70,7 +74,8 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SeenFlush, "seen-flush-interval", 50*time.Millisecond, "longest wait before new fingerprints are inserted into url_seen")
 	fs.IntVar(&c.SeenBatchRows, "seen-batch-rows", 5000, "url_seen rows per insert")
 	fs.IntVar(&c.HostQuota, "host-quota", 0, "fetch requests released per host per --host-quota-window, the rest waits in the frontier table (0 = unlimited)")
-	fs.DurationVar(&c.QuotaWindow, "host-quota-window", 10*time.Second, "window of --host-quota")
+	fs.DurationVar(&c.QuotaWindow, "host-quota-window", 10*time.Second, "window of --host-quota (also how often held URLs of paused crawls are checked)")
+	fs.DurationVar(&c.RevisitTick, "revisit-tick", time.Second, "how often each partition's due revisits are produced")
 }
 
 // Validate reports a configuration error.
@@ -99,6 +104,9 @@ func (c config) Validate() error {
 	}
 	if c.QuotaWindow <= 0 {
 		errs = append(errs, fmt.Errorf("host-quota-window: %v must be positive", c.QuotaWindow))
+	}
+	if c.RevisitTick <= 0 {
+		errs = append(errs, fmt.Errorf("revisit-tick: %v must be positive", c.RevisitTick))
 	}
 	if c.SeenBatchRows < 1 {
 		errs = append(errs, fmt.Errorf("seen-batch-rows: %d must be positive", c.SeenBatchRows))
@@ -158,14 +166,27 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		MaxRows:       cfg.SeenBatchRows,
 		FlushInterval: cfg.SeenFlush,
 	}, log, sreg)
-	tracker := budget.NewTracker(cfg.MaxPages)
+	revW := chstore.NewBatchWriter(store, chstore.Revisits, chstore.BatchOptions{
+		MaxRows:       cfg.SeenBatchRows,
+		FlushInterval: cfg.SeenFlush,
+	}, log, sreg)
+	changeW := chstore.NewBatchWriter(store, chstore.ChangeHistory, chstore.BatchOptions{
+		MaxRows:       cfg.SeenBatchRows,
+		FlushInterval: cfg.SeenFlush,
+	}, log, sreg)
 	specs := crawlcontrol.NewSpecs()
+	tracker := budget.NewTracker(cfg.MaxPages).WithLimits(specPages(specs))
 	topics := cfg.Kafka.Topics()
 	sched, err := consume.New(consume.Config{
 		Topics:      topics,
 		Partitions:  cfg.Kafka.Partitions,
 		MaxDepth:    uint32(cfg.MaxDepth),
 		DepthLimit:  specDepth(specs),
+		State:       specs.State,
+		Paused:      pausedCrawls(specs),
+		Changed:     specs.Changed,
+		HostLimit:   specHostPages(specs),
+		HostCounts:  consume.CountHosts(store),
 		HostQuota:   cfg.HostQuota,
 		QuotaWindow: cfg.QuotaWindow,
 	}, producer, seenW, eventsW, consume.StoreFrontier{W: frontW, Store: store}, store, tracker, time.Now, log, sreg)
@@ -180,6 +201,26 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}, sched.Assign, log, sreg)
 	if err != nil {
 		return fmt.Errorf("create consumer group: %w", err)
+	}
+
+	revisiter, err := consume.NewRevisiter(consume.RevisitConfig{
+		Topics:     topics,
+		Partitions: cfg.Kafka.Partitions,
+		Policy:     specRevisit(specs),
+		State:      specs.State,
+		Tick:       cfg.RevisitTick,
+	}, producer, consume.StoreRevisits{Revisits: revW, Changes: changeW, Store: store}, time.Now, log, sreg)
+	if err != nil {
+		return err
+	}
+	revisitGroup, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
+		GroupID:     cfg.Kafka.GroupFor(service + "-revisit"),
+		Topic:       topics.Fetched,
+		MaxBatch:    cfg.MaxBatch,
+		MaxInFlight: cfg.MaxInFlight,
+	}, revisiter.Assign, log, sreg)
+	if err != nil {
+		return fmt.Errorf("create revisit consumer group: %w", err)
 	}
 
 	log.Info("scheduler starting", zap.Stringer("admin", addr), telemetry.Topic(topics.Discovered),
@@ -205,6 +246,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return nil
 	})
+	for name, w := range map[string]interface{ Run(context.Context) error }{"revisits": revW, "change_history": changeW} {
+		g.Go(func() error {
+			if err := w.Run(writerCtx); err != nil {
+				return fmt.Errorf("run %s writer: %w", name, err)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		if err := eventsW.Run(writerCtx); err != nil {
 			return fmt.Errorf("run url_events writer: %w", err)
@@ -221,9 +270,18 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			log.Warn("budget refresh failed, keeping previous counts", zap.Error(err))
 		})
 	})
+	// The writers stop when both groups have closed their handlers.
+	groups, groupsCtx := errgroup.WithContext(gctx)
+	groups.Go(func() error { return group.Run(groupsCtx) })
+	groups.Go(func() error {
+		if err := revisitGroup.Run(groupsCtx); err != nil {
+			return fmt.Errorf("run revisit group: %w", err)
+		}
+		return nil
+	})
 	g.Go(func() error {
 		defer stopWriter()
-		return group.Run(gctx)
+		return groups.Wait()
 	})
 	g.Go(func() error {
 		<-gctx.Done()
@@ -245,5 +303,46 @@ func specDepth(specs *crawlcontrol.Specs) func(crawlID string) (uint32, bool) {
 			return d, true
 		}
 		return 0, false
+	}
+}
+
+// specPages returns a crawl's page budget from its specification, when it
+// sets one (limits.max_pages); other crawls use --max-pages.
+func specPages(specs *crawlcontrol.Specs) func(crawlID string) (int64, bool) {
+	return func(crawlID string) (int64, bool) {
+		if n := specs.Get(crawlID).GetLimits().GetMaxPages(); n > 0 {
+			return int64(min(n, math.MaxInt64)), true
+		}
+		return 0, false
+	}
+}
+
+// pausedCrawls lists the crawls whose specification says PAUSED: the
+// frontier pump leaves their URLs pending.
+func pausedCrawls(specs *crawlcontrol.Specs) func() []string {
+	return func() []string {
+		var ids []string
+		for _, sp := range specs.All() {
+			if sp.GetState() == crawlv1.CrawlState_CRAWL_STATE_PAUSED {
+				ids = append(ids, sp.GetCrawlId())
+			}
+		}
+		return ids
+	}
+}
+
+// specRevisit returns a crawl's revisit policy from its specification;
+// crawls without one (or with revisit disabled) are not revisited.
+func specRevisit(specs *crawlcontrol.Specs) func(crawlID string) (revisit.Policy, bool) {
+	return func(crawlID string) (revisit.Policy, bool) {
+		return revisit.FromSpec(specs.Get(crawlID).GetRevisit())
+	}
+}
+
+// specHostPages returns a crawl's per-host page budget from its
+// specification (limits.max_pages_per_host), 0 = unlimited.
+func specHostPages(specs *crawlcontrol.Specs) func(crawlID string) int64 {
+	return func(crawlID string) int64 {
+		return int64(min(specs.Get(crawlID).GetLimits().GetMaxPagesPerHost(), math.MaxInt64))
 	}
 }

@@ -36,6 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "depth beyond uint16", args: []string{"--max-depth=70000"}, wantErr: "max-depth"},
 		{name: "batch above in-flight", args: []string{"--max-batch=500", "--max-in-flight=100"}, wantErr: "max-in-flight"},
 		{name: "zero refresh", env: map[string]string{"CRAWLER_BUDGET_REFRESH": "0s"}, wantErr: "budget-refresh"},
+		{name: "zero revisit tick", args: []string{"--revisit-tick=0s"}, wantErr: "revisit-tick"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,9 +11,12 @@
 //  3. wrong_partition: the URL's politeness key does not hash to the
 //     partition the record was read from; another scheduler owns its seen
 //     set, so the record is handed back to Discovered under its proper key.
-//  4. too_deep: depth above the maximum.
-//  5. duplicate: the fingerprint is already in the partition's seen set.
-//  6. budget_exhausted: the crawl reached its page budget (checked last,
+//  4. cancelled: the crawl's specification is CANCELLED (its URLs are
+//     dropped and recorded; a PAUSED crawl's URLs are admitted and Hold is
+//     set: the caller parks them in the frontier until it runs again).
+//  5. too_deep: depth above the maximum.
+//  6. duplicate: the fingerprint is already in the partition's seen set.
+//  7. budget_exhausted: the crawl reached its page budget (checked last,
 //     because it consumes budget on success).
 package admit
 
@@ -42,10 +45,11 @@ const (
 	TooDeep           Reason = "too_deep"
 	Duplicate         Reason = "duplicate"
 	BudgetExhausted   Reason = "budget_exhausted"
+	Cancelled         Reason = "cancelled"
 )
 
 // Reasons lists every Reason, for pre-creating metric series.
-var Reasons = []Reason{InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong, WrongPartition, TooDeep, Duplicate, BudgetExhausted}
+var Reasons = []Reason{InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong, WrongPartition, TooDeep, Duplicate, BudgetExhausted, Cancelled}
 
 // Seen reports whether a fingerprint was already admitted in this partition
 // (persisted or earlier in the same batch). Called from the deciding
@@ -77,8 +81,11 @@ type Policy struct {
 	// DepthLimit, when set, returns a crawl's own maximum depth (its
 	// CrawlSpec limit) and true, or false to use MaxDepth.
 	DepthLimit func(crawlID string) (uint32, bool)
-	Partition  PartitionFunc
-	Now        func() time.Time
+	// State, when set, returns a crawl's operator state (its CrawlSpec;
+	// RUNNING without one).
+	State     func(crawlID string) crawlv1.CrawlState
+	Partition PartitionFunc
+	Now       func() time.Time
 }
 
 // Decision is the outcome for one discovered URL.
@@ -95,6 +102,9 @@ type Decision struct {
 	Partition int
 	// Fetch is the request to produce when Admit is true.
 	Fetch *crawlv1.FetchRequest
+	// Hold is set with Admit when the crawl is paused: the request must
+	// wait (durably) until the crawl runs again instead of being produced.
+	Hold bool
 }
 
 // Decide applies the policy to u, read from partition. It reserves budget
@@ -118,9 +128,12 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 		Key:       key,
 		Partition: owner,
 	}
+	state := p.state(u.GetCrawlId())
 	switch {
 	case owner != partition:
 		d.Reason = WrongPartition
+	case state == crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+		d.Reason = Cancelled
 	case u.GetDepth() > p.maxDepth(u.GetCrawlId()):
 		d.Reason = TooDeep
 	case seen.Contains(d.FP):
@@ -138,9 +151,19 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 			DiscoveredAt: u.GetDiscoveredAt(),
 			ScheduledAt:  timestamppb.New(p.Now()),
 			AnchorText:   u.GetAnchorText(),
+			SerpEngine:   u.GetSerpEngine(),
 		}
+		d.Hold = state == crawlv1.CrawlState_CRAWL_STATE_PAUSED
 	}
 	return d
+}
+
+// state is the crawl's operator state.
+func (p Policy) state(crawlID string) crawlv1.CrawlState {
+	if p.State == nil {
+		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
+	}
+	return p.State(crawlID)
 }
 
 // maxDepth is the crawl's depth limit.

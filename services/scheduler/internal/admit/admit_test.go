@@ -33,6 +33,18 @@ func specDepths(crawlID string) (uint32, bool) {
 	return 0, false
 }
 
+// specStates is the state of the crawls "paused" and "cancelled"; other
+// crawls run.
+func specStates(crawlID string) crawlv1.CrawlState {
+	switch crawlID {
+	case "paused":
+		return crawlv1.CrawlState_CRAWL_STATE_PAUSED
+	case "cancelled":
+		return crawlv1.CrawlState_CRAWL_STATE_CANCELLED
+	}
+	return crawlv1.CrawlState_CRAWL_STATE_RUNNING
+}
+
 // budget is a page budget of left pages for every crawl.
 type budget struct{ left int }
 
@@ -57,6 +69,7 @@ func TestDecide(t *testing.T) {
 		budget        int
 		wantReason    Reason // "" = admitted
 		wantCanonical string
+		wantHold      bool
 	}{
 		{
 			name:          "admitted and canonicalized",
@@ -80,11 +93,16 @@ func TestDecide(t *testing.T) {
 		{name: "spec allows deeper", in: &crawlv1.DiscoveredURL{CrawlId: "deep", Url: "http://example.com/", Depth: 8}, budget: 1, wantCanonical: "http://example.com/"},
 		{name: "beyond the spec's depth", in: &crawlv1.DiscoveredURL{CrawlId: "deep", Url: "http://example.com/", Depth: 9}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
 		{name: "spec limits shallower", in: &crawlv1.DiscoveredURL{CrawlId: "shallow", Url: "http://example.com/", Depth: 2}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
+		{name: "serp engine carried", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/search?q=x", SerpEngine: "demo"}, budget: 1, wantCanonical: "http://example.com/search?q=x"},
+		{name: "cancelled crawl", in: &crawlv1.DiscoveredURL{CrawlId: "cancelled", Url: "http://example.com/"}, budget: 1, wantReason: Cancelled, wantCanonical: "http://example.com/"},
+		{name: "cancelled wins over depth", in: &crawlv1.DiscoveredURL{CrawlId: "cancelled", Url: "http://example.com/", Depth: 99}, budget: 1, wantReason: Cancelled, wantCanonical: "http://example.com/"},
+		{name: "paused crawl held", in: &crawlv1.DiscoveredURL{CrawlId: "paused", Url: "http://example.com/"}, budget: 1, wantCanonical: "http://example.com/", wantHold: true},
+		{name: "paused crawl still deduplicated", in: &crawlv1.DiscoveredURL{CrawlId: "paused", Url: "http://example.com/", Depth: 6}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
 		{name: "duplicate wins over budget", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://seen.example/"}, budget: 0, wantReason: Duplicate, wantCanonical: "http://seen.example/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Policy{MaxDepth: 5, DepthLimit: specDepths, Partition: hostPartitions, Now: func() time.Time { return now }}
+			p := Policy{MaxDepth: 5, DepthLimit: specDepths, State: specStates, Partition: hostPartitions, Now: func() time.Time { return now }}
 			b := &budget{left: tt.budget}
 			d := p.Decide(tt.in, tt.partition, seen, b)
 			if d.Reason != tt.wantReason {
@@ -92,6 +110,9 @@ func TestDecide(t *testing.T) {
 			}
 			if d.Admit != (tt.wantReason == "") {
 				t.Fatalf("Admit = %v with reason %q", d.Admit, d.Reason)
+			}
+			if d.Hold != tt.wantHold {
+				t.Errorf("Hold = %v, want %v", d.Hold, tt.wantHold)
 			}
 			if d.Canonical != tt.wantCanonical {
 				t.Errorf("Canonical = %q, want %q", d.Canonical, tt.wantCanonical)
@@ -111,7 +132,7 @@ func TestDecide(t *testing.T) {
 			}
 			f := d.Fetch
 			if f.CrawlId != tt.in.CrawlId || f.Url != d.Canonical || f.UrlFp != d.FP || f.Depth != tt.in.Depth ||
-				f.ParentUrl != tt.in.ParentUrl || f.AnchorText != tt.in.AnchorText || f.Attempt != 0 {
+				f.ParentUrl != tt.in.ParentUrl || f.AnchorText != tt.in.AnchorText || f.SerpEngine != tt.in.SerpEngine || f.Attempt != 0 {
 				t.Errorf("Fetch = %v, does not match input %v", f, tt.in)
 			}
 			if !f.ScheduledAt.AsTime().Equal(now) {

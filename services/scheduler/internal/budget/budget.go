@@ -49,7 +49,8 @@ type crawl struct {
 // instance. Safe for concurrent use. A Tracker with max 0 never refuses and
 // keeps no state.
 type Tracker struct {
-	max int64
+	max    int64
+	limits func(crawlID string) (int64, bool) // per-crawl override of max, optional
 
 	mu     sync.Mutex
 	crawls map[string]*crawl
@@ -65,8 +66,26 @@ func NewTracker(max int64) *Tracker {
 	}
 }
 
-// Limited reports whether the tracker enforces a budget.
-func (t *Tracker) Limited() bool { return t.max > 0 }
+// WithLimits makes the tracker ask limits for a crawl's own budget (its
+// CrawlSpec.limits.max_pages) before using max; limits returns false for a
+// crawl that sets none. Call before the tracker is used. It returns t.
+func (t *Tracker) WithLimits(limits func(crawlID string) (int64, bool)) *Tracker {
+	t.limits = limits
+	return t
+}
+
+// Limited reports whether the tracker enforces (or may enforce) a budget.
+func (t *Tracker) Limited() bool { return t.max > 0 || t.limits != nil }
+
+// limit is the page budget of a crawl, 0 = unlimited.
+func (t *Tracker) limit(crawlID string) int64 {
+	if t.limits != nil {
+		if n, ok := t.limits(crawlID); ok {
+			return n
+		}
+	}
+	return t.max
+}
 
 func (t *Tracker) crawl(id string) *crawl {
 	c := t.crawls[id]
@@ -121,7 +140,7 @@ func (t *Tracker) Reserve(partition int, crawlID string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.crawl(crawlID)
-	if max(c.held, c.remote+c.since) >= t.max {
+	if lim := t.limit(crawlID); lim > 0 && max(c.held, c.remote+c.since) >= lim {
 		return false
 	}
 	c.held++

@@ -180,3 +180,43 @@ func TestConcurrentReserve(t *testing.T) {
 		t.Fatalf("granted %d pages, want exactly %d", granted, budget)
 	}
 }
+
+// TestSpecLimits: a crawl's own max_pages overrides the default, both
+// tighter and looser, and a crawl without one keeps the default.
+func TestSpecLimits(t *testing.T) {
+	limits := func(id string) (int64, bool) {
+		switch id {
+		case "tight":
+			return 1, true
+		case "loose":
+			return 4, true
+		}
+		return 0, false
+	}
+	tests := []struct {
+		name     string
+		max      int64
+		crawl    string
+		wantTook int
+	}{
+		{name: "spec tighter than default", max: 3, crawl: "tight", wantTook: 1},
+		{name: "spec looser than default", max: 3, crawl: "loose", wantTook: 4},
+		{name: "no spec keeps default", max: 3, crawl: "plain", wantTook: 3},
+		{name: "no spec and no default is unlimited", max: 0, crawl: "plain", wantTook: 10},
+		{name: "spec without default", max: 0, crawl: "tight", wantTook: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker(tt.max).WithLimits(limits)
+			took := 0
+			for range 10 {
+				if tr.Reserve(0, tt.crawl) {
+					took++
+				}
+			}
+			if took != tt.wantTook {
+				t.Errorf("reserved %d of 10, want %d", took, tt.wantTook)
+			}
+		})
+	}
+}

@@ -78,7 +78,26 @@ type Config struct {
 	// in the frontier table and the partition's pump releases them,
 	// shallowest first, as the quota allows.
 	HostQuota   int
-	QuotaWindow time.Duration // default 10s
+	QuotaWindow time.Duration // default 10s; also the pump's interval
+	// State, optional, returns a crawl's operator state (CrawlSpec.state;
+	// RUNNING without a spec). A CANCELLED crawl's URLs are dropped as
+	// cancelled; a PAUSED crawl's admitted URLs are parked in the frontier
+	// and released by the pump once it runs again.
+	State func(crawlID string) crawlv1.CrawlState
+	// Paused, optional, lists the crawls whose frontier rows the pump must
+	// leave pending (the PAUSED ones).
+	Paused func() []string
+	// Changed, optional, returns a channel closed at the next change of
+	// the crawl specifications (crawlcontrol.Specs.Changed): the pumps
+	// then run at once, so a resumed crawl's held URLs go out without
+	// waiting for the next window.
+	Changed func() <-chan struct{}
+	// HostLimit, optional, returns a crawl's page budget per host
+	// (CrawlSpec.limits.max_pages_per_host), 0 = unlimited. A host lives
+	// on one partition, so its count is exact in the partition's owner;
+	// HostCounts loads it (per crawl, on first need) from url_seen.
+	HostLimit  func(crawlID string) int64
+	HostCounts func(ctx context.Context, partition int, crawlID string) (map[string]int64, error)
 }
 
 // Validate reports a configuration error.
@@ -95,6 +114,9 @@ func (c Config) Validate() error {
 	}
 	if c.QuotaWindow < 0 {
 		errs = append(errs, fmt.Errorf("quota window: %v must not be negative", c.QuotaWindow))
+	}
+	if c.HostLimit != nil && c.HostCounts == nil {
+		errs = append(errs, errors.New("host limit: needs host counts"))
 	}
 	if c.LoadRetry < 0 {
 		errs = append(errs, fmt.Errorf("load retry: %v must not be negative", c.LoadRetry))
@@ -145,7 +167,7 @@ func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr Frontier, l Se
 		return nil, errors.New("new scheduler: host quota without a frontier")
 	}
 	s := &Scheduler{cfg: cfg, producer: p, seenW: w, events: ev, frontier: fr, loader: l, budget: b, now: now, log: log, metrics: m}
-	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, Partition: s.partitionOf, Now: now}
+	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, State: cfg.State, Partition: s.partitionOf, Now: now}
 	return s, nil
 }
 
@@ -183,7 +205,9 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 				zap.Int("bytes", set.Bytes()), zap.Duration("took", took))
 			h := &handler{s: s, partition: partition, seen: set, batch: dedup.New(0), log: log,
 				quota: frontier.NewQuota(s.cfg.HostQuota, s.cfg.QuotaWindow, s.now)}
-			if h.quota.Limited() {
+			if s.frontier != nil {
+				// Also without a quota: it releases the URLs of paused
+				// crawls once they run again.
 				h.pump = s.startPump(partition, h.quota, log)
 			}
 			return h, nil
@@ -211,8 +235,46 @@ type handler struct {
 	seen      *dedup.Set // persisted fingerprints of the partition
 	batch     *dedup.Set // fingerprints admitted in the current batch
 	quota     *frontier.Quota
-	pump      *pump // nil without a host quota
+	pump      *pump // nil without a frontier
 	log       *zap.Logger
+	// hosts counts admitted URLs per crawl and host, for crawls with a
+	// per-host budget (loaded on first need).
+	hosts map[string]map[string]int64
+}
+
+// hostTaken is one per-host budget unit taken in the current batch.
+type hostTaken struct{ crawl, host string }
+
+// takeHost takes one page of the host's budget in its crawl, reporting
+// false when none is left.
+func (h *handler) takeHost(ctx context.Context, crawl, host string) (bool, error) {
+	s := h.s
+	if s.cfg.HostLimit == nil {
+		return true, nil
+	}
+	lim := s.cfg.HostLimit(crawl)
+	if lim <= 0 {
+		return true, nil
+	}
+	counts, ok := h.hosts[crawl]
+	if !ok {
+		c, err := s.cfg.HostCounts(ctx, h.partition, crawl)
+		if err != nil {
+			return false, fmt.Errorf("count admitted urls per host: %w", err)
+		}
+		if c == nil {
+			c = make(map[string]int64)
+		}
+		if h.hosts == nil {
+			h.hosts = make(map[string]map[string]int64)
+		}
+		h.hosts[crawl], counts = c, c
+	}
+	if counts[host] >= lim {
+		return false, nil
+	}
+	counts[host]++
+	return true, nil
 }
 
 // seenView is the partition's seen set plus the batch admitted so far.
@@ -233,8 +295,15 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		events   []chstore.URLEventRow
 		deferred []chstore.FrontierRow
 		reserved = make(map[string]int64)
+		hostsNow []hostTaken
 		dropped  = make(map[admit.Reason]int)
 	)
+	undo := func() {
+		h.unreserve(reserved)
+		for _, x := range hostsNow {
+			h.hosts[x.crawl][x.host]--
+		}
+	}
 	now := s.now()
 	for _, msg := range batch {
 		var u crawlv1.DiscoveredURL
@@ -244,18 +313,38 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			continue
 		}
 		d := s.policy.Decide(&u, h.partition, view, s.budget)
+		if d.Admit {
+			ok, err := h.takeHost(ctx, u.GetCrawlId(), string(d.Key))
+			if err != nil {
+				s.budget.Unreserve(h.partition, u.GetCrawlId(), 1)
+				undo()
+				return err
+			}
+			if ok {
+				if h.hosts[u.GetCrawlId()] != nil {
+					hostsNow = append(hostsNow, hostTaken{u.GetCrawlId(), string(d.Key)})
+				}
+			} else {
+				s.budget.Unreserve(h.partition, u.GetCrawlId(), 1)
+				d.Admit, d.Reason, d.Fetch, d.Hold = false, HostBudgetExhausted, nil, false
+			}
+		}
 		switch {
 		case d.Admit:
 			h.batch.Add(d.FP)
 			reserved[u.GetCrawlId()]++
-			if h.quota.Take(string(d.Key)) {
+			if !d.Hold && h.quota.Take(string(d.Key)) {
 				m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, d.Key, d.Fetch)
 				if err != nil {
-					h.unreserve(reserved)
+					undo()
 					return fmt.Errorf("encode fetch request: %w", err)
 				}
 				out = append(out, m)
 			} else {
+				if s.frontier == nil {
+					undo()
+					return errors.New("hold url of paused crawl: no frontier")
+				}
 				deferred = append(deferred, deferredRow(h.partition, string(d.Key), d.Fetch, now))
 			}
 			rows = append(rows, chstore.SeenRow{
@@ -271,7 +360,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			// that only one seen set ever holds the URL.
 			m, err := kafkaio.NewMessage(s.cfg.Topics.Discovered, d.Key, &u)
 			if err != nil {
-				h.unreserve(reserved)
+				undo()
 				return fmt.Errorf("encode discovered url: %w", err)
 			}
 			out = append(out, m)
@@ -287,7 +376,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	if len(out) > 0 {
 		if err := s.producer.Write(ctx, out...); err != nil {
-			h.unreserve(reserved)
+			undo()
 			return fmt.Errorf("produce fetch requests: %w", err)
 		}
 	}
@@ -345,6 +434,7 @@ const (
 	StateOutOfScope      = "out_of_scope"
 	StateBudgetExhausted = "budget_exhausted"
 	StateInvalid         = "invalid"
+	StateCancelled       = "cancelled"
 )
 
 // dropState maps a drop reason to the terminal state it records; false for
@@ -355,8 +445,10 @@ func dropState(r admit.Reason) (string, bool) {
 		return StateDuplicate, true
 	case admit.TooDeep:
 		return StateOutOfScope, true
-	case admit.BudgetExhausted:
+	case admit.BudgetExhausted, HostBudgetExhausted:
 		return StateBudgetExhausted, true
+	case admit.Cancelled:
+		return StateCancelled, true
 	case admit.InvalidCrawl, admit.InvalidURL, admit.UnsupportedScheme, admit.URLTooLong:
 		return StateInvalid, true
 	default:
@@ -440,6 +532,33 @@ func CountSeen(store *chstore.Store) budget.CountFunc {
 		}
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("read url_seen counts: %w", err)
+		}
+		return counts, nil
+	}
+}
+
+// CountHosts returns Config.HostCounts over url_seen: the admitted URLs of
+// a crawl in a partition, counted by politeness key.
+func CountHosts(store *chstore.Store) func(ctx context.Context, partition int, crawlID string) (map[string]int64, error) {
+	return func(ctx context.Context, partition int, crawlID string) (map[string]int64, error) {
+		rows, err := store.Conn().Query(ctx,
+			"SELECT any(url) FROM url_seen WHERE partition = ? AND crawl_id = ? GROUP BY fp", uint16(partition), crawlID)
+		if err != nil {
+			return nil, fmt.Errorf("query url_seen hosts: %w", err)
+		}
+		defer rows.Close()
+		counts := make(map[string]int64)
+		for rows.Next() {
+			var url string
+			if err := rows.Scan(&url); err != nil {
+				return nil, fmt.Errorf("scan url_seen url: %w", err)
+			}
+			if key, err := kafkaio.Key(url); err == nil {
+				counts[string(key)]++
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read url_seen hosts: %w", err)
 		}
 		return counts, nil
 	}

@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/frontier"
 )
 
@@ -23,8 +25,8 @@ type Frontier interface {
 	// durable or returning an error.
 	Write(ctx context.Context, rows ...chstore.FrontierRow) error
 	// Pending returns up to perHost still-pending rows of every host of
-	// the partition, shallowest first.
-	Pending(ctx context.Context, partition, perHost int) ([]chstore.FrontierRow, error)
+	// the partition, shallowest first, leaving out the crawls in skip.
+	Pending(ctx context.Context, partition, perHost int, skip []string) ([]chstore.FrontierRow, error)
 }
 
 // StoreFrontier is the ClickHouse frontier: rows go through a batching
@@ -42,15 +44,24 @@ func (f StoreFrontier) Write(ctx context.Context, rows ...chstore.FrontierRow) e
 // Pending implements Frontier. A URL is pending while its key has no
 // released row; the per-host limit keeps the answer bounded however large
 // the frontier is.
-func (f StoreFrontier) Pending(ctx context.Context, partition, perHost int) ([]chstore.FrontierRow, error) {
-	rows, err := f.Store.Conn().Query(ctx, `SELECT crawl_id, host, fp, d, u, p, a, t FROM (
+func (f StoreFrontier) Pending(ctx context.Context, partition, perHost int, skip []string) ([]chstore.FrontierRow, error) {
+	args := []any{uint16(partition)}
+	skipSQL := ""
+	if len(skip) > 0 {
+		skipSQL = " AND crawl_id NOT IN (" + strings.TrimSuffix(strings.Repeat("?,", len(skip)), ",") + ")"
+		for _, id := range skip {
+			args = append(args, id)
+		}
+	}
+	args = append(args, uint64(perHost))
+	rows, err := f.Store.Conn().Query(ctx, `SELECT crawl_id, host, fp, d, u, p, a, e, t FROM (
 	SELECT crawl_id, host, fp, any(depth) AS d, any(url) AS u, any(parent_url) AS p,
-		any(anchor_text) AS a, any(discovered_at) AS t
-	FROM frontier
-	WHERE partition = ?
+		any(anchor_text) AS a, any(serp_engine) AS e, any(discovered_at) AS t
+	FROM frontier_v2
+	WHERE partition = ?`+skipSQL+`
 	GROUP BY crawl_id, host, fp
 	HAVING max(state) = 0
-) ORDER BY host, d, fp LIMIT ? BY host`, uint16(partition), uint64(perHost))
+) ORDER BY host, d, fp LIMIT ? BY host`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query frontier: %w", err)
 	}
@@ -58,7 +69,7 @@ func (f StoreFrontier) Pending(ctx context.Context, partition, perHost int) ([]c
 	var out []chstore.FrontierRow
 	for rows.Next() {
 		r := chstore.FrontierRow{Partition: uint16(partition)}
-		if err := rows.Scan(&r.CrawlID, &r.Host, &r.FP, &r.Depth, &r.URL, &r.ParentURL, &r.AnchorText, &r.DiscoveredAt); err != nil {
+		if err := rows.Scan(&r.CrawlID, &r.Host, &r.FP, &r.Depth, &r.URL, &r.ParentURL, &r.AnchorText, &r.SerpEngine, &r.DiscoveredAt); err != nil {
 			return nil, fmt.Errorf("scan frontier: %w", err)
 		}
 		out = append(out, r)
@@ -80,6 +91,7 @@ func deferredRow(partition int, host string, fr *crawlv1.FetchRequest, now time.
 		URL:        fr.GetUrl(),
 		ParentURL:  fr.GetParentUrl(),
 		AnchorText: fr.GetAnchorText(),
+		SerpEngine: fr.GetSerpEngine(),
 		State:      chstore.FrontierPending,
 		UpdatedAt:  now,
 	}
@@ -125,6 +137,10 @@ func (p *pump) run(ctx context.Context) {
 	t := time.NewTicker(p.s.cfg.QuotaWindow)
 	defer t.Stop()
 	for {
+		var changed <-chan struct{} // nil: never
+		if p.s.cfg.Changed != nil {
+			changed = p.s.cfg.Changed()
+		}
 		if err := p.releaseOnce(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn("release frontier failed, retrying next window", zap.Error(err))
 		}
@@ -132,22 +148,47 @@ func (p *pump) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-changed:
 		}
 	}
 }
 
+// unlimitedPerHost bounds one pump read per host when there is no quota.
+const unlimitedPerHost = 1000
+
 func (p *pump) releaseOnce(ctx context.Context) error {
 	s := p.s
-	pending, err := s.frontier.Pending(ctx, p.partition, s.cfg.HostQuota)
+	perHost := s.cfg.HostQuota
+	if perHost <= 0 {
+		perHost = unlimitedPerHost
+	}
+	var skip []string
+	if s.cfg.Paused != nil {
+		skip = s.cfg.Paused()
+	}
+	pending, err := s.frontier.Pending(ctx, p.partition, perHost, skip)
 	if err != nil {
 		return err
 	}
 	var (
 		msgs     []kafka.Message
 		released []chstore.FrontierRow
+		events   []chstore.URLEventRow
 	)
 	now := s.now()
 	for _, r := range pending {
+		switch s.crawlState(r.CrawlID) {
+		case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+			continue // paused after the query started
+		case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+			r.State, r.UpdatedAt = chstore.FrontierCancelled, now
+			released = append(released, r)
+			events = append(events, chstore.URLEventRow{
+				CrawlID: r.CrawlID, URL: r.URL, URLFP: r.FP, Host: r.Host, Partition: r.Partition,
+				State: StateCancelled, Reason: string(admit.Cancelled), Depth: r.Depth, EventTime: now,
+			})
+			continue
+		}
 		if !p.quota.Take(r.Host) {
 			continue
 		}
@@ -162,6 +203,7 @@ func (p *pump) releaseOnce(ctx context.Context) error {
 			Depth:        uint32(r.Depth),
 			ParentUrl:    r.ParentURL,
 			AnchorText:   r.AnchorText,
+			SerpEngine:   r.SerpEngine,
 			DiscoveredAt: timestamppb.New(r.DiscoveredAt),
 			ScheduledAt:  timestamppb.New(now),
 		}
@@ -173,15 +215,33 @@ func (p *pump) releaseOnce(ctx context.Context) error {
 		r.State, r.UpdatedAt = chstore.FrontierReleased, now
 		released = append(released, r)
 	}
-	if len(msgs) == 0 {
+	if len(released) == 0 {
 		return nil
 	}
-	if err := s.producer.Write(ctx, msgs...); err != nil {
-		return fmt.Errorf("produce released fetch requests: %w", err)
+	if len(msgs) > 0 {
+		if err := s.producer.Write(ctx, msgs...); err != nil {
+			return fmt.Errorf("produce released fetch requests: %w", err)
+		}
+	}
+	// The cancelled URLs' terminal rows go in before their frontier rows
+	// stop being pending: a crash in between only writes them again.
+	if len(events) > 0 {
+		if err := s.events.Write(ctx, events...); err != nil {
+			return fmt.Errorf("record cancelled urls: %w", err)
+		}
 	}
 	if err := s.frontier.Write(ctx, released...); err != nil {
 		return fmt.Errorf("record released urls: %w", err)
 	}
-	s.metrics.released.Add(float64(len(released)))
+	s.metrics.released.Add(float64(len(msgs)))
+	s.metrics.dropped.WithLabelValues(string(admit.Cancelled)).Add(float64(len(events)))
 	return nil
+}
+
+// crawlState is a crawl's operator state (RUNNING without Config.State).
+func (s *Scheduler) crawlState(crawlID string) crawlv1.CrawlState {
+	if s.cfg.State == nil {
+		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
+	}
+	return s.cfg.State(crawlID)
 }

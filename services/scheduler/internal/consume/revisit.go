@@ -1,0 +1,361 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
+)
+
+// RevisitStore is the durable revisit schedule: rows go through batching
+// writers, Load reads a partition's latest states. Safe for concurrent use.
+type RevisitStore interface {
+	WriteRevisits(ctx context.Context, rows ...chstore.RevisitRow) error
+	WriteChanges(ctx context.Context, rows ...chstore.ChangeRow) error
+	LoadRevisits(ctx context.Context, partition int, fn func(chstore.RevisitRow)) error
+}
+
+// StoreRevisits is the ClickHouse RevisitStore.
+type StoreRevisits struct {
+	Revisits *chstore.BatchWriter[chstore.RevisitRow]
+	Changes  *chstore.BatchWriter[chstore.ChangeRow]
+	Store    *chstore.Store
+}
+
+// WriteRevisits implements RevisitStore.
+func (s StoreRevisits) WriteRevisits(ctx context.Context, rows ...chstore.RevisitRow) error {
+	return s.Revisits.Write(ctx, rows...)
+}
+
+// WriteChanges implements RevisitStore.
+func (s StoreRevisits) WriteChanges(ctx context.Context, rows ...chstore.ChangeRow) error {
+	return s.Changes.Write(ctx, rows...)
+}
+
+// LoadRevisits implements RevisitStore: the latest state of every URL of
+// the partition.
+func (s StoreRevisits) LoadRevisits(ctx context.Context, partition int, fn func(chstore.RevisitRow)) error {
+	rows, err := s.Store.Conn().Query(ctx, `SELECT crawl_id, url, url_fp, host, depth, etag, last_modified,
+	content_fp, interval_s, next_visit, changes, visits, updated_at
+FROM revisits FINAL WHERE partition = ?`, uint16(partition))
+	if err != nil {
+		return fmt.Errorf("query revisits: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r := chstore.RevisitRow{Partition: uint16(partition)}
+		if err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.Depth, &r.ETag, &r.LastModified,
+			&r.ContentFP, &r.IntervalS, &r.NextVisit, &r.Changes, &r.Visits, &r.UpdatedAt); err != nil {
+			return fmt.Errorf("scan revisits: %w", err)
+		}
+		fn(r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read revisits: %w", err)
+	}
+	return nil
+}
+
+// RevisitConfig configures the revisit consumer.
+type RevisitConfig struct {
+	Topics     kafkaio.Topics
+	Partitions int
+	// Policy returns a crawl's revisit policy and whether it revisits
+	// (CrawlSpec.revisit); crawls without one are not revisited.
+	Policy func(crawlID string) (revisit.Policy, bool)
+	// State returns a crawl's operator state: only RUNNING crawls are
+	// revisited (a PAUSED crawl's due URLs wait, a CANCELLED one's stay).
+	State func(crawlID string) crawlv1.CrawlState
+	// Tick is how often a partition's due URLs are looked for (default 1s).
+	Tick time.Duration
+	// MaxPerTick bounds the revisits produced per partition per tick
+	// (default 1000); the rest stays due.
+	MaxPerTick int
+}
+
+// Revisiter consumes fetch outcomes (Fetched, its own group), keeps the
+// revisit schedule of every URL of a revisiting crawl per partition
+// (ClickHouse table revisits, and a copy in memory while the partition is
+// assigned) and produces the due revisits. Its Assign is the group's
+// AssignFunc. Safe for concurrent use.
+type Revisiter struct {
+	cfg      RevisitConfig
+	producer Producer
+	store    RevisitStore
+	now      func() time.Time
+	log      *zap.Logger
+	m        *revisitMetrics
+}
+
+type revisitMetrics struct {
+	observed  prometheus.Counter
+	changed   prometheus.Counter
+	scheduled prometheus.Counter
+	tracked   prometheus.Gauge
+}
+
+// NewRevisiter returns a revisit consumer.
+func NewRevisiter(cfg RevisitConfig, p Producer, st RevisitStore, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Revisiter, error) {
+	if cfg.Topics.Fetch == "" || cfg.Partitions < 1 || cfg.Policy == nil {
+		return nil, errors.New("new revisiter: fetch topic, partitions and policy required")
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = time.Second
+	}
+	if cfg.MaxPerTick <= 0 {
+		cfg.MaxPerTick = 1000
+	}
+	if cfg.State == nil {
+		cfg.State = func(string) crawlv1.CrawlState { return crawlv1.CrawlState_CRAWL_STATE_RUNNING }
+	}
+	m := &revisitMetrics{
+		observed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "revisit_visits_total", Help: "Fetch outcomes of revisiting crawls folded into the revisit schedule.",
+		}),
+		changed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "revisit_changes_total", Help: "Visits whose content fingerprint differed from the previous visit's.",
+		}),
+		scheduled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "revisits_scheduled_total", Help: "Revisit fetch requests produced.",
+		}),
+		tracked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "revisit_urls", Help: "URLs in the revisit schedules held in memory, all partitions.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.observed, m.changed, m.scheduled, m.tracked} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("new revisiter: register metrics: %w", err)
+		}
+	}
+	return &Revisiter{cfg: cfg, producer: p, store: st, now: now, log: log, m: m}, nil
+}
+
+// Assign loads the partition's schedule (retrying until it succeeds or ctx
+// ends) and starts its pump. It is a kafkaio.AssignFunc.
+func (r *Revisiter) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {
+	log := r.log.With(telemetry.Topic(topic), telemetry.Partition(partition))
+	delay := 200 * time.Millisecond
+	for {
+		sched := make(map[uint64]*chstore.RevisitRow)
+		err := r.store.LoadRevisits(ctx, partition, func(row chstore.RevisitRow) {
+			sched[row.URLFP] = &row
+		})
+		if err == nil {
+			log.Info("loaded revisit schedule", zap.Int("urls", len(sched)))
+			r.m.tracked.Add(float64(len(sched)))
+			h := &revisitHandler{r: r, partition: partition, sched: sched, log: log}
+			pctx, cancel := context.WithCancel(context.Background())
+			h.cancel = cancel
+			h.wg.Add(1)
+			go func() {
+				defer h.wg.Done()
+				h.pump(pctx)
+			}()
+			return h, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("load revisit schedule: %w", ctx.Err())
+		}
+		log.Warn("load revisit schedule failed, retrying", zap.Error(err), zap.Duration("retry_in", delay))
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("load revisit schedule: %w", ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// revisitHandler owns one partition's schedule. Handle runs on the group's
+// goroutine, the pump on its own; mu guards sched.
+type revisitHandler struct {
+	r         *Revisiter
+	partition int
+	log       *zap.Logger
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+
+	mu    sync.Mutex
+	sched map[uint64]*chstore.RevisitRow // by url_fp (fingerprints are per crawl)
+}
+
+// Handle folds the batch's fetch outcomes into the schedule, persists the
+// new states and their history, then acks.
+func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+	r := h.r
+	now := r.now()
+	var (
+		rows    []chstore.RevisitRow
+		changes []chstore.ChangeRow
+	)
+	next := make(map[uint64]chstore.RevisitRow)
+	h.mu.Lock()
+	for _, msg := range batch {
+		var page crawlv1.FetchedPage
+		if err := kafkaio.Decode(msg, &page); err != nil {
+			h.log.Warn("undecodable fetched page skipped", telemetry.Offset(msg.Offset), zap.Error(err))
+			continue
+		}
+		pol, ok := r.cfg.Policy(page.GetCrawlId())
+		if !ok || !revisit.Counts(&page) {
+			continue
+		}
+		var prev *chstore.RevisitRow
+		if p, ok := next[page.GetUrlFp()]; ok {
+			prev = &p
+		} else if p := h.sched[page.GetUrlFp()]; p != nil {
+			prev = p
+		}
+		row, ch := revisit.Observe(pol, prev, &page, h.partition, string(msg.Key), now)
+		next[row.URLFP] = row
+		rows = append(rows, row)
+		changes = append(changes, ch)
+	}
+	h.mu.Unlock()
+	if len(rows) > 0 {
+		var g errgroup.Group
+		g.Go(func() error {
+			if err := r.store.WriteRevisits(ctx, rows...); err != nil {
+				return fmt.Errorf("persist revisit schedule: %w", err)
+			}
+			return nil
+		})
+		g.Go(func() error {
+			if err := r.store.WriteChanges(ctx, changes...); err != nil {
+				return fmt.Errorf("persist change history: %w", err)
+			}
+			return nil
+		})
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		for fp, row := range next {
+			if h.sched[fp] == nil {
+				r.m.tracked.Inc()
+			}
+			row := row
+			h.sched[fp] = &row
+		}
+		h.mu.Unlock()
+		for _, ch := range changes {
+			r.m.observed.Inc()
+			if ch.Changed == 1 {
+				r.m.changed.Inc()
+			}
+		}
+	}
+	for _, msg := range batch {
+		ack(msg)
+	}
+	return nil
+}
+
+// pump produces the partition's due revisits every tick until ctx ends.
+func (h *revisitHandler) pump(ctx context.Context) {
+	t := time.NewTicker(h.r.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := h.releaseDue(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("produce revisits failed, retrying next tick", zap.Error(err))
+		}
+	}
+}
+
+// releaseDue produces a fetch request, with the stored validators, for
+// every due URL of a running revisiting crawl, then leases it: its
+// next_visit moves one interval ahead (persisted), so it is not sent again
+// before the fetch outcome reschedules it. A lost fetch is retried when the
+// lease runs out; a crash between produce and lease sends it twice.
+func (h *revisitHandler) releaseDue(ctx context.Context) error {
+	r := h.r
+	now := r.now()
+	var (
+		msgs   []kafka.Message
+		leased []chstore.RevisitRow
+	)
+	h.mu.Lock()
+	for _, row := range h.sched {
+		if len(msgs) >= r.cfg.MaxPerTick {
+			break
+		}
+		if row.NextVisit.After(now) {
+			continue
+		}
+		if _, ok := r.cfg.Policy(row.CrawlID); !ok || r.cfg.State(row.CrawlID) != crawlv1.CrawlState_CRAWL_STATE_RUNNING {
+			continue
+		}
+		fr := &crawlv1.FetchRequest{
+			CrawlId:      row.CrawlID,
+			Url:          row.URL,
+			UrlFp:        row.URLFP,
+			Depth:        uint32(row.Depth),
+			ScheduledAt:  timestamppb.New(now),
+			Etag:         row.ETag,
+			LastModified: row.LastModified,
+			Revisit:      true,
+		}
+		m, err := kafkaio.NewMessage(r.cfg.Topics.Fetch, []byte(row.Host), fr)
+		if err != nil {
+			h.mu.Unlock()
+			return fmt.Errorf("encode revisit: %w", err)
+		}
+		msgs = append(msgs, m)
+		l := *row
+		l.NextVisit = now.Add(time.Duration(max(row.IntervalS, 1)) * time.Second)
+		l.UpdatedAt = now
+		leased = append(leased, l)
+	}
+	h.mu.Unlock()
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := r.producer.Write(ctx, msgs...); err != nil {
+		return fmt.Errorf("produce revisits: %w", err)
+	}
+	h.mu.Lock()
+	for _, l := range leased {
+		// Unless an outcome rescheduled it meanwhile.
+		if cur := h.sched[l.URLFP]; cur != nil && cur.Visits == l.Visits {
+			cur.NextVisit, cur.UpdatedAt = l.NextVisit, l.UpdatedAt
+		}
+	}
+	h.mu.Unlock()
+	r.m.scheduled.Add(float64(len(msgs)))
+	if err := r.store.WriteRevisits(ctx, leased...); err != nil {
+		return fmt.Errorf("persist revisit leases: %w", err)
+	}
+	return nil
+}
+
+// Close stops the pump and forgets the schedule (the next owner reloads
+// it).
+func (h *revisitHandler) Close(context.Context) error {
+	h.cancel()
+	h.wg.Wait()
+	h.mu.Lock()
+	h.r.m.tracked.Sub(float64(len(h.sched)))
+	h.sched = nil
+	h.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,171 @@
+package consume
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// startRevisiter runs a revisit consumer on the env's Fetched topic.
+func (e *env) startRevisiter(policy func(string) (revisit.Policy, bool)) (*Revisiter, func()) {
+	e.t.Helper()
+	revW := chstore.NewBatchWriter(e.store, chstore.Revisits, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
+	chW := chstore.NewBatchWriter(e.store, chstore.ChangeHistory, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	r, err := NewRevisiter(RevisitConfig{Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions, Policy: policy, Tick: 100 * time.Millisecond},
+		e.producer, StoreRevisits{Revisits: revW, Changes: chW, Store: e.store}, time.Now, e.log, reg)
+	if err != nil {
+		e.t.Fatalf("NewRevisiter: %v", err)
+	}
+	g, err := kafkaio.NewGroup(e.kafka, kafkaio.GroupConfig{
+		GroupID: e.kafka.GroupFor("scheduler-revisit"), Topic: e.kafka.Topics().Fetched, CommitInterval: 50 * time.Millisecond,
+	}, r.Assign, e.log, reg)
+	if err != nil {
+		e.t.Fatalf("NewGroup: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	wctx, wcancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); _ = revW.Run(wctx) }()
+	go func() { defer wg.Done(); _ = chW.Run(wctx) }()
+	go func() {
+		defer wg.Done()
+		defer wcancel()
+		if err := g.Run(ctx); err != nil {
+			e.t.Errorf("revisit group: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); wg.Wait() }) }
+	e.t.Cleanup(stop)
+	return r, stop
+}
+
+func (e *env) publishFetched(pages ...*crawlv1.FetchedPage) {
+	e.t.Helper()
+	var msgs []kafka.Message
+	for _, p := range pages {
+		k, err := kafkaio.Key(p.Url)
+		if err != nil {
+			e.t.Fatalf("key: %v", err)
+		}
+		m, err := kafkaio.NewMessage(e.kafka.Topics().Fetched, k, p)
+		if err != nil {
+			e.t.Fatalf("NewMessage: %v", err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := e.producer.Write(context.Background(), msgs...); err != nil {
+		e.t.Fatalf("publish fetched: %v", err)
+	}
+}
+
+// TestRevisitSchedule: fetch outcomes of a revisiting crawl are scheduled
+// (revisits, change_history); due URLs come back as revisit fetch requests
+// with the stored validators, on their host's partition; a crawl without a
+// policy and a failed fetch are not scheduled; a restarted consumer
+// reloads the schedule and keeps the interval history.
+func TestRevisitSchedule(t *testing.T) {
+	e := newEnv(t)
+	pol := revisit.Policy{Min: time.Second, Max: 8 * time.Second, Initial: time.Second}
+	policy := func(id string) (revisit.Policy, bool) { return pol, id == "rv" }
+	r, stop := e.startRevisiter(policy)
+	now := time.Now()
+	page := func(crawl, url string, status uint32, body string) *crawlv1.FetchedPage {
+		return &crawlv1.FetchedPage{CrawlId: crawl, Url: url, UrlFp: fingerprint.URL(crawl, url), Depth: 1, StatusCode: status,
+			FetchedAt: timestamppb.New(now), Body: []byte(body),
+			Headers: map[string]string{"etag": `"` + body + `"`, "last-modified": "Thu, 01 Jan 2026 00:00:00 GMT"}}
+	}
+	e.publishFetched(
+		page("rv", "http://r1.example/a", 200, "a1"),
+		page("rv", "http://r2.example/b", 200, "b1"),
+		page("rv", "http://r1.example/gone", 404, ""),
+		page("other", "http://r1.example/a", 200, "a1"),
+	)
+	waitFor(t, "two revisits produced", func() bool { return testutil.ToFloat64(r.m.scheduled) >= 2 })
+	stop()
+	got := make(map[string]*crawlv1.FetchRequest)
+	for _, f := range e.fetches() {
+		if !f.req.Revisit {
+			t.Errorf("fetch request %v not marked revisit", f.req)
+		}
+		key, p := partitionOf(t, f.req.Url)
+		if f.partition != p || f.key != key {
+			t.Errorf("%s on partition %d key %q, want %d %q", f.req.Url, f.partition, f.key, p, key)
+		}
+		got[f.req.CrawlId+" "+f.req.Url] = f.req
+	}
+	for _, u := range []string{"http://r1.example/a", "http://r2.example/b"} {
+		req := got["rv "+u]
+		if req == nil {
+			t.Fatalf("no revisit of %s: %v", u, got)
+		}
+		if req.Etag == "" || req.LastModified != "Thu, 01 Jan 2026 00:00:00 GMT" || req.UrlFp != fingerprint.URL("rv", u) || req.Depth != 1 {
+			t.Errorf("revisit %v lacks validators or identity", req)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("revisits of %d URLs, want 2 (no 404, no crawl without policy): %v", len(got), got)
+	}
+
+	// A changed and an unchanged outcome, read by a restarted consumer.
+	later := now.Add(2 * time.Second)
+	changed := page("rv", "http://r1.example/a", 200, "a2")
+	changed.FetchedAt = timestamppb.New(later)
+	same := &crawlv1.FetchedPage{CrawlId: "rv", Url: "http://r2.example/b", UrlFp: fingerprint.URL("rv", "http://r2.example/b"), Depth: 1,
+		StatusCode: 304, Unchanged: true, FetchedAt: timestamppb.New(later)}
+	e.publishFetched(changed, same)
+	_, stop2 := e.startRevisiter(policy)
+	var n uint64
+	waitFor(t, "second visits recorded", func() bool {
+		err := e.store.Conn().QueryRow(context.Background(), "SELECT count() FROM change_history FINAL WHERE crawl_id = 'rv' AND visit = 2").Scan(&n)
+		return err == nil && n == 2
+	})
+	stop2()
+	rows, err := e.store.Conn().Query(context.Background(),
+		"SELECT url, visits, changes, interval_s, etag FROM revisits FINAL WHERE crawl_id = 'rv' ORDER BY url")
+	if err != nil {
+		t.Fatalf("query revisits: %v", err)
+	}
+	defer rows.Close()
+	want := map[string][2]uint32{ // visits, interval
+		"http://r1.example/a": {2, 1}, // changed: 1s halved, floored at 1s
+		"http://r2.example/b": {2, 2}, // 304: doubled
+	}
+	seen := 0
+	for rows.Next() {
+		var (
+			url, etag                 string
+			visits, changes, interval uint32
+		)
+		if err := rows.Scan(&url, &visits, &changes, &interval, &etag); err != nil {
+			t.Fatalf("scan revisits: %v", err)
+		}
+		seen++
+		if w := want[url]; visits != w[0] || interval != w[1] {
+			t.Errorf("%s: visits %d interval %ds, want %d %ds", url, visits, interval, w[0], w[1])
+		}
+		if url == "http://r1.example/a" && (changes != 1 || etag != `"a2"`) {
+			t.Errorf("%s: changes %d etag %s, want 1 \"a2\"", url, changes, etag)
+		}
+		if url == "http://r2.example/b" && (changes != 0 || etag != `"b1"`) {
+			t.Errorf("%s: changes %d etag %s, want 0 and the stored \"b1\"", url, changes, etag)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("revisits has %d URLs of crawl rv, want 2", seen)
+	}
+}

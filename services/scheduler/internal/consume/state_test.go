@@ -1,0 +1,216 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
+)
+
+// specsConfig is a Config following specs for crawl states.
+func specsConfig(specs *crawlcontrol.Specs) Config {
+	return Config{
+		MaxDepth:    16,
+		QuotaWindow: time.Hour, // resumes must not wait for a window
+		State:       specs.State,
+		Changed:     specs.Changed,
+		Paused: func() []string {
+			var ids []string
+			for _, sp := range specs.All() {
+				if sp.GetState() == crawlv1.CrawlState_CRAWL_STATE_PAUSED {
+					ids = append(ids, sp.GetCrawlId())
+				}
+			}
+			return ids
+		},
+	}
+}
+
+func setState(t *testing.T, specs *crawlcontrol.Specs, id string, rev uint64, st crawlv1.CrawlState) {
+	t.Helper()
+	if !specs.Apply(&crawlv1.CrawlSpec{CrawlId: id, Revision: rev, State: st}) {
+		t.Fatalf("spec %s revision %d not applied", id, rev)
+	}
+}
+
+func serpDisc(crawl, url string) rec {
+	r := disc(crawl, url, 1)
+	r.u.SerpEngine = "demo"
+	return r
+}
+
+// eventCounts returns url_events rows per crawl and state/reason.
+func (e *env) eventCounts() map[string]int {
+	e.t.Helper()
+	rows, err := e.store.Conn().Query(context.Background(),
+		"SELECT concat(crawl_id, ':', state, '/', reason), count() FROM url_events FINAL GROUP BY crawl_id, state, reason")
+	if err != nil {
+		e.t.Fatalf("query url_events: %v", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int)
+	for rows.Next() {
+		var (
+			k string
+			n uint64
+		)
+		if err := rows.Scan(&k, &n); err != nil {
+			e.t.Fatalf("scan url_events: %v", err)
+		}
+		out[k] = int(n)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCrawlStates: a running crawl's URLs go out at once carrying their
+// SERP engine; a cancelled crawl's URLs are dropped and recorded as
+// cancelled; a paused crawl's URLs are held in the frontier until it runs
+// again, then released once each with their SERP engine; a crawl cancelled
+// while its URLs are held drops them from the frontier.
+func TestCrawlStates(t *testing.T) {
+	e := newEnv(t)
+	specs := crawlcontrol.NewSpecs()
+	setState(t, specs, "gone", 1, crawlv1.CrawlState_CRAWL_STATE_CANCELLED)
+	setState(t, specs, "paused", 1, crawlv1.CrawlState_CRAWL_STATE_PAUSED)
+	setState(t, specs, "paused2", 1, crawlv1.CrawlState_CRAWL_STATE_PAUSED)
+	inst := e.startWith(specsConfig(specs), 0)
+
+	want := map[[2]string]uint32{{"run", "http://a.example/s"}: 1}
+	recs := []rec{serpDisc("run", "http://a.example/s")}
+	for i := range 3 {
+		u := fmt.Sprintf("http://b.example/p%d", i)
+		recs = append(recs, serpDisc("paused", u), disc("gone", u, 1), disc("paused2", u, 1))
+		want[[2]string{"paused", u}] = 1
+	}
+	e.publish(recs...)
+	e.drain()
+	time.Sleep(400 * time.Millisecond) // several pump ticks: nothing may leave
+	got := e.fetches()
+	if len(got) != 1 || got[0].req.CrawlId != "run" || got[0].req.SerpEngine != "demo" {
+		t.Fatalf("fetch requests while paused = %v, want only crawl run's with serp engine demo", got)
+	}
+	if n := dropped(inst.s, admit.Cancelled); n != 3 {
+		t.Errorf("dropped cancelled = %d, want 3", n)
+	}
+
+	setState(t, specs, "paused2", 2, crawlv1.CrawlState_CRAWL_STATE_CANCELLED)
+	setState(t, specs, "paused", 2, crawlv1.CrawlState_CRAWL_STATE_RUNNING)
+	waitFor(t, "held urls released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) >= 3 })
+	waitFor(t, "held urls of the cancelled crawl dropped", func() bool { return dropped(inst.s, admit.Cancelled) >= 6 })
+	time.Sleep(400 * time.Millisecond) // a wrong second release would show
+	// Not checkFetches: paused2's URLs were admitted (url_seen) before
+	// the crawl was cancelled.
+	fetched := make(map[[2]string]int)
+	for _, f := range e.fetches() {
+		id := [2]string{f.req.CrawlId, f.req.Url}
+		fetched[id]++
+		if _, ok := want[id]; !ok {
+			t.Errorf("unexpected fetch request %v", f.req)
+		}
+		if f.req.SerpEngine != "demo" {
+			t.Errorf("%s %s: serp engine %q, want demo", f.req.CrawlId, f.req.Url, f.req.SerpEngine)
+		}
+	}
+	for id := range want {
+		if fetched[id] != 1 {
+			t.Errorf("%v fetched %d times, want once", id, fetched[id])
+		}
+	}
+	if n := dropped(inst.s, admit.Cancelled); n != 6 {
+		t.Errorf("dropped cancelled = %d, want 6", n)
+	}
+	ev := e.eventCounts()
+	if ev["gone:cancelled/cancelled"] != 3 || ev["paused2:cancelled/cancelled"] != 3 {
+		t.Errorf("url_events = %v, want 3 cancelled rows for gone and for paused2", ev)
+	}
+	var pending uint64
+	if err := e.store.Conn().QueryRow(context.Background(), `SELECT count() FROM
+		(SELECT fp, max(state) AS st FROM frontier_v2 GROUP BY crawl_id, fp) WHERE st = 0`).Scan(&pending); err != nil {
+		t.Fatalf("query frontier_v2: %v", err)
+	}
+	if pending != 0 {
+		t.Errorf("%d frontier rows still pending, want 0", pending)
+	}
+}
+
+// TestSerpEngineThroughQuota: a URL deferred by the host quota keeps its
+// SERP engine when the pump releases it.
+func TestSerpEngineThroughQuota(t *testing.T) {
+	e := newEnv(t)
+	inst := e.startWith(Config{MaxDepth: 16, HostQuota: 1, QuotaWindow: 100 * time.Millisecond}, 0)
+	want := make(map[[2]string]uint32)
+	var recs []rec
+	for i := range 3 {
+		u := fmt.Sprintf("http://serp.example/q%d", i)
+		recs = append(recs, serpDisc("c1", u))
+		want[[2]string{"c1", u}] = 1
+	}
+	e.publish(recs...)
+	e.drain()
+	waitFor(t, "deferred urls released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) >= 2 })
+	checkFetches(t, e, want)
+	for _, f := range e.fetches() {
+		if f.req.SerpEngine != "demo" {
+			t.Errorf("%s: serp engine %q, want demo", f.req.Url, f.req.SerpEngine)
+		}
+	}
+}
+
+// TestPerHostBudget: with a per-host budget of 2 each host gets two URLs of
+// the crawl admitted and the rest recorded as budget_exhausted; the count
+// survives a restart (reloaded from url_seen); other crawls are unlimited.
+func TestPerHostBudget(t *testing.T) {
+	e := newEnv(t)
+	cfg := Config{
+		MaxDepth:   16,
+		HostLimit:  func(id string) int64 { return map[string]int64{"ph": 2}[id] },
+		HostCounts: CountHosts(e.store),
+	}
+	first := e.startWith(cfg, 0)
+	want := make(map[[2]string]uint32)
+	var recs []rec
+	for i := range 3 {
+		for _, host := range []string{"h1.example", "h2.example"} {
+			u := fmt.Sprintf("http://%s/p%d", host, i)
+			recs = append(recs, disc("ph", u, 1), disc("free", u, 1))
+			want[[2]string{"free", u}] = 1
+			if i < 2 {
+				want[[2]string{"ph", u}] = 1
+			}
+		}
+	}
+	e.publish(recs...)
+	e.drain()
+	if n := dropped(first.s, HostBudgetExhausted); n != 2 {
+		t.Errorf("host budget drops = %d, want 2", n)
+	}
+	first.stop()
+	second := e.startWith(cfg, 0)
+	e.publish(disc("ph", "http://h1.example/later", 1), disc("ph", "http://h3.example/new", 1))
+	want[[2]string{"ph", "http://h3.example/new"}] = 1
+	e.drain()
+	if n := dropped(second.s, HostBudgetExhausted); n != 1 {
+		t.Errorf("host budget drops after restart = %d, want 1 (h1 full, h3 new)", n)
+	}
+	checkFetches(t, e, want)
+	if ev := e.eventCounts(); ev["ph:budget_exhausted/host_budget_exhausted"] != 3 {
+		t.Errorf("url_events = %v, want 3 host_budget_exhausted rows for crawl ph", ev)
+	}
+}
