@@ -16,10 +16,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/control"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
@@ -77,6 +79,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		MinTransferRate:       cfg.MinTransferRate,
 		TransferRateWindow:    cfg.TransferRateWindow,
 		Cookies:               cfg.Cookies,
+		MaxCookieHosts:        cfg.MaxCookieHosts,
+		MaxCookiesPerHost:     cfg.MaxCookiesPerHost,
+		DNSCacheTTL:           cfg.DNSCacheTTL,
+		DNSCacheSize:          cfg.DNSCacheSize,
 	}
 	if cfg.CredentialsFile != "" {
 		creds, err := readCredentials(cfg.CredentialsFile)
@@ -113,6 +119,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if cfg.PersistHostState {
 		hostStates = hoststate.NewLoader(cfg.Kafka, topics.HostState)
 	}
+	specs := crawlcontrol.NewSpecs()
 	svc, err := consume.New(consume.Options{
 		Topics:     topics,
 		Workers:    cfg.Workers,
@@ -126,6 +133,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		MaxHostQueue:    cfg.MaxHostQueue,
 		HoldHorizon:     cfg.HoldHorizon,
 		HostStates:      hostStates,
+		Crawls:          specs,
+		PauseRecheck:    cfg.PauseRecheck,
 	}, fetcher, robotsCache, producer, fetchLog, log, freg)
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
@@ -164,12 +173,27 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return nil
 	})
+	// No request is fetched before the crawl states published so far are
+	// known (bounded wait: a broken control topic does not stop the crawl).
+	caughtUp := make(chan struct{})
+	g.Go(func() error {
+		return control.Follow(gctx, cfg.Kafka, specs, func() { close(caughtUp) }, func(err error) {
+			log.Warn("skipped undecodable crawl spec", zap.Error(err))
+		})
+	})
 	if pool != nil {
 		g.Go(func() error { return proxies.Follow(gctx, cfg.Kafka, topics.Proxies, pool, log) })
 	}
 	g.Go(func() error {
 		defer stopAdmin()
 		defer stopWriter()
+		select {
+		case <-caughtUp:
+		case <-time.After(controlWait):
+			log.Warn("started before the crawl states were read", zap.Duration("waited", controlWait))
+		case <-gctx.Done():
+			return nil
+		}
 		admin.SetReady(true)
 		log.Info("fetcher started", zap.String("instance", cfg.InstanceID), zap.Int("workers", cfg.Workers))
 		if err := group.Run(gctx); err != nil {
@@ -181,6 +205,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	log.Info("fetcher stopped")
 	return err
 }
+
+// controlWait bounds the wait for the control topic at start.
+const controlWait = 10 * time.Second
 
 // readCredentials reads the --credentials-file.
 func readCredentials(path string) (map[string]httpfetch.Credential, error) {

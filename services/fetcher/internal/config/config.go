@@ -49,6 +49,11 @@ type Config struct {
 	PersistHostState        bool          // --persist-host-state: publish and load per-host politeness state (default true)
 	CredentialsFile         string        // --credentials-file: JSON of per-site basic-auth credentials (empty: none)
 	Cookies                 bool          // --cookies: keep and send back each site's cookies
+	MaxCookieHosts          int           // --max-cookie-hosts: hosts whose cookies are kept, least recently used dropped (default 4096)
+	MaxCookiesPerHost       int           // --max-cookies-per-host: cookies kept per host (default 50)
+	DNSCacheTTL             time.Duration // --dns-cache-ttl: how long a host name's addresses are reused (default 5m)
+	DNSCacheSize            int           // --dns-cache-size: host names cached (default 10000)
+	PauseRecheck            time.Duration // --pause-recheck: requests of a paused crawl are deferred by this (default 5s)
 }
 
 // RegisterFlags binds every field to a flag with its default.
@@ -80,6 +85,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.StringVar(&c.CredentialsFile, "credentials-file", "", `JSON file of per-site basic-auth credentials: {"host[:port]": {"username": "...", "password": "...", "allow_http": false}}`)
 	fs.BoolVar(&c.Cookies, "cookies", false, "keep the cookies each site sets and send them back to it")
 	fs.BoolVar(&c.PersistHostState, "persist-host-state", true, "publish per-host politeness state to the host-state topic and load it when a partition is assigned")
+	fs.IntVar(&c.MaxCookieHosts, "max-cookie-hosts", httpfetch.DefaultMaxCookieHosts, "hosts whose cookies are kept (least recently used dropped first)")
+	fs.IntVar(&c.MaxCookiesPerHost, "max-cookies-per-host", httpfetch.DefaultMaxCookiesPerHost, "cookies kept per host; new ones beyond are ignored")
+	fs.DurationVar(&c.DNSCacheTTL, "dns-cache-ttl", httpfetch.DefaultDNSCacheTTL, "how long the addresses of a host name are reused")
+	fs.IntVar(&c.DNSCacheSize, "dns-cache-size", httpfetch.DefaultDNSCacheSize, "host names kept in the DNS cache")
+	fs.DurationVar(&c.PauseRecheck, "pause-recheck", consume.DefaultPauseRecheck, "requests of a paused crawl are deferred to the fetch topic by this")
 	fs.DurationVar(&c.HoldHorizon, "hold-horizon", consume.DefaultHoldHorizon, "requests due later than this are deferred to the fetch topic instead of held in memory")
 }
 
@@ -118,6 +128,13 @@ func (c Config) Validate() error {
 	if c.TransferRateWindow <= 0 || c.RetryBackoff <= 0 || c.HoldHorizon <= 0 {
 		errs = append(errs, fmt.Errorf("transfer-rate-window, retry-backoff, hold-horizon: %v, %v, %v must be positive",
 			c.TransferRateWindow, c.RetryBackoff, c.HoldHorizon))
+	}
+	if c.MaxCookieHosts < 1 || c.MaxCookiesPerHost < 1 || c.DNSCacheSize < 1 {
+		errs = append(errs, fmt.Errorf("max-cookie-hosts, max-cookies-per-host, dns-cache-size: %d, %d, %d must be positive",
+			c.MaxCookieHosts, c.MaxCookiesPerHost, c.DNSCacheSize))
+	}
+	if c.DNSCacheTTL <= 0 || c.PauseRecheck <= 0 {
+		errs = append(errs, fmt.Errorf("dns-cache-ttl, pause-recheck: %v, %v must be positive", c.DNSCacheTTL, c.PauseRecheck))
 	}
 	if c.MaxRetryBackoff < c.RetryBackoff {
 		errs = append(errs, fmt.Errorf("max-retry-backoff: %v is below retry-backoff %v", c.MaxRetryBackoff, c.RetryBackoff))

@@ -38,6 +38,8 @@ func TestLoad(t *testing.T) {
 		{name: "cap below delay", args: []string{"-delay", "10s", "-max-crawl-delay", "5s"}, wantErr: "max-crawl-delay"},
 		{name: "negative timeout", args: []string{"-fetch-timeout", "-1s"}, wantErr: "fetch-timeout"},
 		{name: "user agent without token", args: []string{"-user-agent", "/x"}, wantErr: "user-agent"},
+		{name: "zero cookie hosts", args: []string{"-max-cookie-hosts", "0"}, wantErr: "max-cookie-hosts"},
+		{name: "zero dns cache ttl", args: []string{"-dns-cache-ttl", "0s"}, wantErr: "dns-cache-ttl"},
 		{name: "bad env value", env: map[string]string{"CRAWLER_DELAY": "soon"}, wantErr: "CRAWLER_DELAY"},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -62,6 +63,7 @@ const (
 	DefaultHoldHorizon     = 2 * time.Minute
 	DefaultMaxHostWait     = time.Minute
 	DefaultDeferPause      = time.Second
+	DefaultPauseRecheck    = 5 * time.Second
 )
 
 // Options configures the consumer.
@@ -106,6 +108,22 @@ type Options struct {
 	// published to Topics.HostState after each request and at close.
 	// Nil: no persistence, a host's first request waits one delay.
 	HostStates HostStateLoader
+	// Crawls is the followed control topic (crawlcontrol.Specs); nil:
+	// every crawl runs with the defaults. Before every fetch the request's
+	// crawl state is checked: a cancelled crawl's request is recorded as
+	// failure.Cancelled without a request, a paused one is deferred
+	// durably by PauseRecheck; a crawl's politeness raises (never lowers)
+	// the delays of Politeness.
+	Crawls Crawls
+	// PauseRecheck is how far the requests of a paused crawl are deferred
+	// (default 5s): a paused crawl holds no memory and no worker.
+	PauseRecheck time.Duration
+}
+
+// Crawls reports crawl specifications (crawlcontrol.Specs).
+type Crawls interface {
+	State(crawlID string) crawlv1.CrawlState
+	Get(crawlID string) *crawlv1.CrawlSpec
 }
 
 // HostStateLoader reads the persisted host states of a partition
@@ -144,6 +162,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DeferPause <= 0 {
 		o.DeferPause = DefaultDeferPause
+	}
+	if o.PauseRecheck <= 0 {
+		o.PauseRecheck = DefaultPauseRecheck
 	}
 	if o.Jitter == nil {
 		o.Jitter = rand.Int64N
@@ -248,7 +269,7 @@ type handler struct {
 // backed-off host does not stop the partition from reading the others.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
 	now := h.s.opts.Now()
-	var deferred []*task
+	var deferred, cancelled []*task
 	var deferMsgs []kafka.Message
 	redeferred := 0 // records deferred before and again now
 	for _, msg := range batch {
@@ -277,6 +298,23 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		if nb := req.GetNotBefore(); nb != nil {
 			notBefore = nb.AsTime()
 		}
+		switch h.crawlState(req) {
+		case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+			cancelled = append(cancelled, t)
+			continue
+		case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+			if !notBefore.After(now) {
+				// not held yet: defer it; a request deferred by a pause
+				// (not_before ahead) waits in its queue and is checked
+				// again when due, so a paused partition does not spin.
+				if m, ok := h.pauseDeferral(t, now); ok {
+					deferred = append(deferred, t)
+					deferMsgs = append(deferMsgs, m)
+					h.s.m.pausedHeld.Inc()
+					continue
+				}
+			}
+		}
 		if m, ok := h.deferral(t, notBefore, now); ok {
 			deferred = append(deferred, t)
 			deferMsgs = append(deferMsgs, m)
@@ -286,6 +324,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			continue
 		}
 		h.engine.Push(t.host, t, notBefore)
+	}
+	if len(cancelled) > 0 {
+		if err := h.recordCancelled(ctx, cancelled); err != nil {
+			return fmt.Errorf("record cancelled requests: %w", err)
+		}
 	}
 	if len(deferred) > 0 {
 		if err := h.s.prod.Write(ctx, deferMsgs...); err != nil {
@@ -509,6 +552,18 @@ func (h *handler) dispatch(ctx context.Context) {
 // the next hop of a same-host redirect chain).
 func (h *handler) process(ctx context.Context, host string, t *task) {
 	s := h.s
+	switch h.crawlState(t.req) {
+	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+		h.engine.Release(host) // no request made
+		if err := h.recordCancelled(ctx, []*task{t}); err != nil && ctx.Err() == nil {
+			h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+		}
+		return
+	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+		h.engine.Release(host)
+		h.hold(ctx, t)
+		return
+	}
 	rules, fresh := s.robots.Lookup(t.origin)
 	if fresh && rules.Outcome == robots.Unavailable && t.req.GetAttempt() > 0 && t.req.GetNotBefore() != nil &&
 		rules.FetchedAt.Before(t.req.GetNotBefore().AsTime()) {
@@ -527,7 +582,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		}
 		s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
 		h.publishSitemaps(ctx, t, rules)
-		if h.engine.SetCrawlDelay(host, rules.CrawlDelay) {
+		if h.setDelay(host, t, rules.CrawlDelay) {
 			s.m.crawlDelayCaped.Inc()
 			h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
 		}
@@ -539,13 +594,13 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		h.refuse(ctx, t, rules)
 		return
 	}
-	h.engine.SetCrawlDelay(host, rules.CrawlDelay)
+	h.setDelay(host, t, rules.CrawlDelay)
 	if rules.Check(s.robots.Agent(), t.url) != robots.Allowed {
 		h.engine.Release(host) // no request made: the delay clock is unchanged
 		h.refuse(ctx, t, rules)
 		return
 	}
-	r := httpfetch.Request{URL: t.url, Host: host}
+	r := httpfetch.Request{URL: t.url, Host: host, Sitemap: strings.HasSuffix(t.req.GetParentUrl(), "/robots.txt")}
 	if len(t.chain) == 0 {
 		r.ETag, r.LastModified = t.req.GetEtag(), t.req.GetLastModified()
 	}
@@ -716,6 +771,32 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 // record publishes the FetchedPage of one attempt of t.url and writes its
 // fetch-log row. final is false for a redirect hop followed inline.
 func (h *handler) record(ctx context.Context, t *task, res *httpfetch.Response, final bool) error {
+	msgs, row, err := h.outcome(t, res, final)
+	if err != nil {
+		return err
+	}
+	if err := h.s.prod.Write(ctx, msgs...); err != nil {
+		return fmt.Errorf("publish fetched page: %w", err)
+	}
+	if err := h.s.flog.Write(ctx, row); err != nil {
+		return fmt.Errorf("write fetch log: %w", err)
+	}
+	h.count(res)
+	return nil
+}
+
+// count updates the metrics of a recorded outcome.
+func (h *handler) count(res *httpfetch.Response) {
+	h.s.m.fetches.WithLabelValues(statusClass(res.Status), string(res.Kind)).Inc()
+	if res.Status == 304 {
+		h.s.m.unchanged.Inc()
+	}
+}
+
+// outcome returns the records of one attempt of t.url: the FetchedPage
+// (with the next attempt, redirect target, host state and proxy feedback
+// when final) and the fetch-log row.
+func (h *handler) outcome(t *task, res *httpfetch.Response, final bool) ([]kafka.Message, chstore.FetchLogRow, error) {
 	s := h.s
 	req := t.req
 	errMsg := ""
@@ -773,16 +854,13 @@ func (h *handler) record(ctx context.Context, t *task, res *httpfetch.Response, 
 	}
 	msg, err := kafkaio.NewMessage(s.opts.Topics.Fetched, key, page)
 	if err != nil {
-		return fmt.Errorf("encode fetched page: %w", err)
+		return nil, chstore.FetchLogRow{}, fmt.Errorf("encode fetched page: %w", err)
 	}
 	msgs = append(msgs, msg)
 	msgs = append(msgs, t.state...)
 	t.state = nil
 	if fb, ok := h.proxyFeedback(res); ok {
 		msgs = append(msgs, fb)
-	}
-	if err := s.prod.Write(ctx, msgs...); err != nil {
-		return fmt.Errorf("publish fetched page: %w", err)
 	}
 	row := chstore.FetchLogRow{
 		CrawlID:          req.GetCrawlId(),
@@ -803,14 +881,90 @@ func (h *handler) record(ctx context.Context, t *task, res *httpfetch.Response, 
 		Depth:            uint16(min(req.GetDepth(), 65535)),
 		Fetcher:          s.opts.InstanceID,
 	}
-	if err := s.flog.Write(ctx, row); err != nil {
+	return msgs, row, nil
+}
+
+// crawlState is the state of req's crawl (running without Crawls).
+func (h *handler) crawlState(req *crawlv1.FetchRequest) crawlv1.CrawlState {
+	if h.s.opts.Crawls == nil {
+		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
+	}
+	return h.s.opts.Crawls.State(req.GetCrawlId())
+}
+
+// setDelay applies the Crawl-delay d of host's robots.txt with the
+// politeness of t's crawl, when its spec has one: the crawl's delay raises
+// the host's delay and its max_crawl_delay replaces the cap, never below
+// the fetcher's --delay floor. A host shared by crawls takes, after each
+// request, the delay of that request's crawl.
+func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) {
+	var minDelay, maxCrawlDelay time.Duration
+	if h.s.opts.Crawls != nil {
+		p := h.s.opts.Crawls.Get(t.req.GetCrawlId()).GetPoliteness()
+		minDelay, maxCrawlDelay = p.GetDelay().AsDuration(), p.GetMaxCrawlDelay().AsDuration()
+	}
+	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
+}
+
+// recordCancelled records the requests of a cancelled crawl without fetching them
+// (FetchedPage and fetch-log row of kind failure.Cancelled, one write
+// each for all of them) and acks them.
+func (h *handler) recordCancelled(ctx context.Context, ts []*task) error {
+	var msgs []kafka.Message
+	rows := make([]chstore.FetchLogRow, 0, len(ts))
+	ress := make([]*httpfetch.Response, 0, len(ts))
+	for _, t := range ts {
+		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
+		m, row, err := h.outcome(t, res, false)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, m...)
+		rows = append(rows, row)
+		ress = append(ress, res)
+	}
+	if err := h.s.prod.Write(ctx, msgs...); err != nil {
+		return fmt.Errorf("publish cancelled pages: %w", err)
+	}
+	if err := h.s.flog.Write(ctx, rows...); err != nil {
 		return fmt.Errorf("write fetch log: %w", err)
 	}
-	s.m.fetches.WithLabelValues(statusClass(res.Status), string(res.Kind)).Inc()
-	if res.Status == 304 {
-		s.m.unchanged.Inc()
+	for i, t := range ts {
+		h.count(ress[i])
+		t.ack(t.msg)
 	}
 	return nil
+}
+
+// pauseDeferral returns the record that holds t of a paused crawl: the
+// same request due PauseRecheck from now.
+func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
+	req := proto.CloneOf(t.req)
+	req.NotBefore = timestamppb.New(now.Add(h.s.opts.PauseRecheck))
+	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.host), req)
+	if err != nil {
+		return kafka.Message{}, false
+	}
+	return m, true
+}
+
+// hold defers a due request of a paused crawl durably and acks it; if
+// that fails it waits in its queue for the next check.
+func (h *handler) hold(ctx context.Context, t *task) {
+	now := h.s.opts.Now()
+	m, ok := h.pauseDeferral(t, now)
+	if ok {
+		if err := h.s.prod.Write(ctx, m); err == nil {
+			h.s.m.pausedHeld.Inc()
+			t.ack(t.msg)
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		return // abandoned at close: unacked
+	}
+	t.chain, t.url, t.origin = nil, t.req.GetUrl(), mustOrigin(t.req.GetUrl(), t.origin)
+	h.engine.Push(t.host, t, now.Add(h.s.opts.PauseRecheck))
 }
 
 // Proxy outcomes of ProxyFeedback.
@@ -915,6 +1069,7 @@ func (h *handler) redirect(t *task, target string) (kafka.Message, bool) {
 		DiscoveredAt: timestamppb.New(h.s.opts.Now()),
 		Source:       crawlv1.Source_SOURCE_REDIRECT,
 		AnchorText:   t.req.GetAnchorText(),
+		SerpEngine:   t.req.GetSerpEngine(),
 	}
 	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
 	if err != nil {

@@ -174,7 +174,11 @@ func TestConsumeIntegration(t *testing.T) {
 		if err != nil {
 			t.Fatalf("key %s: %v", u, err)
 		}
-		m, err := kafkaio.NewMessage(topics.Fetch, key, &crawlv1.FetchRequest{CrawlId: "c1", Url: u, UrlFp: uint64(i + 1), Depth: 2})
+		fr := &crawlv1.FetchRequest{CrawlId: "c1", Url: u, UrlFp: uint64(i + 1), Depth: 2}
+		if u == hostA.base+"/redir" {
+			fr.SerpEngine = "test-engine" // carried onto the redirect target
+		}
+		m, err := kafkaio.NewMessage(topics.Fetch, key, fr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +299,7 @@ func TestConsumeIntegration(t *testing.T) {
 	}
 	if len(discovered) != 1 || discovered[0].GetUrl() != hostD.base+"/from-redirect" ||
 		discovered[0].GetSource() != crawlv1.Source_SOURCE_REDIRECT || discovered[0].GetParentUrl() != hostA.base+"/redir" ||
-		discovered[0].GetDepth() != 2 {
+		discovered[0].GetDepth() != 2 || discovered[0].GetSerpEngine() != "test-engine" {
 		t.Errorf("discovered = %v, want the redirect target", discovered)
 	}
 

@@ -23,6 +23,7 @@ type metrics struct {
 
 	retries           *prometheus.CounterVec // outcome: queued, exhausted
 	deferred          prometheus.Counter
+	pausedHeld        prometheus.Counter
 	redirectsFollowed prometheus.Counter
 	redirectLoops     prometheus.Counter
 	unchanged         prometheus.Counter
@@ -82,6 +83,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "retries_total",
 			Help: "Transient failures by outcome: queued (next attempt produced) or exhausted (attempts used up).",
 		}, []string{"outcome"}),
+		pausedHeld: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paused_held_total",
+			Help: "Requests of paused crawls deferred durably instead of fetched.",
+		}),
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "deferred_total",
 			Help: "Requests produced again to the fetch topic because their host queue was full or their not-before was far.",
@@ -117,7 +122,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.redirectsFollowed, m.redirectLoops, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps} {
+		m.retries, m.deferred, m.pausedHeld, m.redirectsFollowed, m.redirectLoops, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -36,12 +36,13 @@ const (
 	DecompressionBomb Kind = "decompression_bomb" // decoded body over the cap at an implausible compression ratio
 	RedirectLoop      Kind = "redirect_loop"      // a same-host redirect chain came back to a URL it had visited
 	Unsupported       Kind = "unsupported"        // an answer we cannot decode (unknown Content-Encoding)
+	Cancelled         Kind = "cancelled"          // the crawl was cancelled before the request: no request made
 	Other             Kind = "other"              // anything else
 )
 
 // Kinds lists every kind, for pre-initializing metrics.
 var Kinds = []Kind{None, DNS, Connect, Timeout, TLS, RefusedAddress, BodyTooLarge, RobotsDenied, RobotsUnavailable, Redirect, InvalidURL,
-	TooSlow, DecompressionBomb, RedirectLoop, Unsupported, Other}
+	TooSlow, DecompressionBomb, RedirectLoop, Unsupported, Cancelled, Other}
 
 // ErrRefusedAddress is returned when the dialer refuses a target address.
 var ErrRefusedAddress = errors.New("refused address")
@@ -201,6 +202,9 @@ func IsRetryable(err error) bool {
 		return false
 	case RedirectLoop:
 		// the site's configuration loops; it will not fix itself soon.
+		return false
+	case Cancelled:
+		// the operator cancelled the crawl.
 		return false
 	default:
 		// unknown failures (protocol errors, resets mid-body): one more

@@ -10,6 +10,8 @@ package httpfetch
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,15 +19,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/net/publicsuffix"
 
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 )
@@ -74,6 +73,21 @@ type Options struct {
 	// Cookies keeps the cookies each site sets and sends them back to it
 	// (a cookie jar scoped by the public suffix list).
 	Cookies bool
+	// MaxCookieHosts bounds the hosts whose cookies are kept (least
+	// recently used dropped first) and MaxCookiesPerHost the cookies of
+	// one host (new ones beyond it are ignored). Defaults 4096 and 50.
+	MaxCookieHosts    int
+	MaxCookiesPerHost int
+	// DNSCacheTTL is how long a host name's addresses are reused
+	// (default 5m); DNSCacheSize bounds the names cached (default 10000).
+	// The private-address check applies to every cached address dialled.
+	DNSCacheTTL  time.Duration
+	DNSCacheSize int
+	// Lookup resolves host names (default net.DefaultResolver.LookupNetIP).
+	Lookup LookupFunc
+	// RootCAs, when set, replaces the system roots for TLS (private CAs,
+	// tests).
+	RootCAs *x509.CertPool
 }
 
 // Credential is a site's basic-auth login.
@@ -105,6 +119,21 @@ func (o Options) withDefaults() Options {
 	if o.TransferRateWindow <= 0 {
 		o.TransferRateWindow = DefaultTransferRateWindow
 	}
+	if o.MaxCookieHosts <= 0 {
+		o.MaxCookieHosts = DefaultMaxCookieHosts
+	}
+	if o.MaxCookiesPerHost <= 0 {
+		o.MaxCookiesPerHost = DefaultMaxCookiesPerHost
+	}
+	if o.DNSCacheTTL <= 0 {
+		o.DNSCacheTTL = DefaultDNSCacheTTL
+	}
+	if o.DNSCacheSize <= 0 {
+		o.DNSCacheSize = DefaultDNSCacheSize
+	}
+	if o.Lookup == nil {
+		o.Lookup = net.DefaultResolver.LookupNetIP
+	}
 	return o
 }
 
@@ -112,6 +141,7 @@ func (o Options) withDefaults() Options {
 // releases idle connections.
 type Fetcher struct {
 	opts   Options
+	dns    *dnsCache
 	client *http.Client
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error) // checked: refuses private targets unless allowed
 }
@@ -126,11 +156,15 @@ func New(o Options) *Fetcher {
 		checked.Control = refusePrivate
 	}
 	direct := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	dns := newDNSCache(o.Lookup, o.DNSCacheTTL, o.DNSCacheSize)
+	checkedDial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return dns.dial(ctx, checked, network, addr)
+	}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if o.Proxies != nil && o.Proxies.IsProxyAddr(addr) {
 			return direct.DialContext(ctx, network, addr)
 		}
-		return checked.DialContext(ctx, network, addr)
+		return checkedDial(ctx, network, addr)
 	}
 	tr := &http.Transport{
 		// The proxy was chosen by Fetch (sticky per host) and travels in
@@ -154,14 +188,17 @@ func New(o Options) *Fetcher {
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 256 << 10,
 	}
+	if o.RootCAs != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}
+	}
 	var jar http.CookieJar
 	if o.Cookies {
-		// cookiejar.New never fails (its error is reserved).
-		jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+		jar = newBoundedJar(o.MaxCookieHosts, o.MaxCookiesPerHost)
 	}
 	return &Fetcher{
 		opts: o,
-		dial: checked.DialContext,
+		dns:  dns,
+		dial: checkedDial,
 		client: &http.Client{
 			Jar:       jar,
 			Transport: tr,
@@ -189,6 +226,10 @@ type Request struct {
 	// Raw keeps any body as received (no content-type filter, no charset
 	// conversion); used for robots.txt.
 	Raw bool
+	// Sitemap: a robots.txt Sitemap line named the URL, so a gzip body
+	// (application/gzip, application/x-gzip) is kept as received for the
+	// parser, as it is for any URL whose path ends in .xml.gz.
+	Sitemap bool
 }
 
 // Response is the outcome of one fetch. Kind is failure.None on an HTTP
@@ -196,6 +237,7 @@ type Request struct {
 // *failure.StatusError.
 type Response struct {
 	Status           int
+	ProtoMajor       int               // HTTP major version of the answer (1 or 2)
 	Header           map[string]string // the headers that matter, lower-case keys
 	ContentType      string            // media type, lower-case, without parameters
 	Charset          string            // source charset of a text body (the Body is UTF-8)
@@ -246,7 +288,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 			if !f.opts.AllowPrivate {
 				// The proxy resolves the target, so our dialer cannot
 				// check it: check it here.
-				if err := checkTarget(ctx, u.Hostname()); err != nil {
+				if err := checkTarget(ctx, f.dns, u.Hostname()); err != nil {
 					resp.Err = err
 					return resp
 				}
@@ -282,6 +324,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	defer hr.Body.Close()
 
 	resp.Status = hr.StatusCode
+	resp.ProtoMajor = hr.ProtoMajor
 	resp.Header = make(map[string]string)
 	for _, k := range keptHeaders {
 		if v := hr.Header.Get(k); v != "" {
@@ -310,7 +353,8 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	if r.MaxBodyBytes > 0 {
 		limit = r.MaxBodyBytes
 	}
-	if !r.Raw && resp.ContentType != "" && !IsText(resp.ContentType) {
+	keepRaw := r.Raw || gzipSitemap(r, u, resp.ContentType)
+	if !keepRaw && resp.ContentType != "" && !IsText(resp.ContentType) {
 		// Fetched and published, but the body of binary content is of no
 		// use to the parser: do not download it.
 		return resp
@@ -365,16 +409,27 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	if resp.ContentType == "" {
 		sniffed, _, _ := mime.ParseMediaType(http.DetectContentType(body))
 		resp.ContentType = sniffed
-		if !r.Raw && !IsText(sniffed) {
+		keepRaw = keepRaw || gzipSitemap(r, u, sniffed)
+		if !keepRaw && !IsText(sniffed) {
 			return resp
 		}
 	}
-	if r.Raw {
+	if keepRaw {
 		resp.Body = body
 		return resp
 	}
 	resp.Body, resp.Charset = ToUTF8(body, ctHeader, resp.ContentType)
 	return resp
+}
+
+// gzipSitemap reports whether a body of media type mt is a gzip sitemap
+// to keep as received: gzip named by a robots.txt Sitemap line or at a
+// path ending in .xml.gz (the parser recognizes gzip by its magic bytes).
+func gzipSitemap(r Request, u *url.URL, mt string) bool {
+	if mt != "application/gzip" && mt != "application/x-gzip" {
+		return false
+	}
+	return r.Sitemap || strings.HasSuffix(strings.ToLower(u.Path), ".xml.gz")
 }
 
 // IsText reports whether a body of media type mt is kept for the parser:
@@ -453,16 +508,16 @@ func Refused(ip netip.Addr) bool {
 }
 
 // checkTarget resolves host and refuses it if any address is refused.
-func checkTarget(ctx context.Context, host string) error {
+func checkTarget(ctx context.Context, dns *dnsCache, host string) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if Refused(ip) {
 			return fmt.Errorf("check target %s: %w", ip, failure.ErrRefusedAddress)
 		}
 		return nil
 	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	ips, err := dns.resolve(ctx, host)
 	if err != nil {
-		return fmt.Errorf("resolve %s: %w", host, err)
+		return err
 	}
 	for _, ip := range ips {
 		if Refused(ip) {

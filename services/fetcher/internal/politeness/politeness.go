@@ -189,15 +189,24 @@ func (e *Engine[T]) Release(host string) {
 // at MaxCrawlDelay; capped reports that the cap applied. A d below the
 // engine's Delay leaves the default.
 func (e *Engine[T]) SetCrawlDelay(host string, d time.Duration) (capped bool) {
+	return e.SetHostDelay(host, d, 0, 0)
+}
+
+// SetHostDelay is SetCrawlDelay with a crawl's own politeness: the host's
+// delay becomes the Crawl-delay d capped at maxCrawlDelay (the engine's
+// MaxCrawlDelay when zero), raised to minDelay (the crawl's delay) and
+// never below the engine's Delay, which is a floor no crawl lowers.
+func (e *Engine[T]) SetHostDelay(host string, d, minDelay, maxCrawlDelay time.Duration) (capped bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
-	if d > e.opts.MaxCrawlDelay {
-		d, capped = e.opts.MaxCrawlDelay, true
+	if maxCrawlDelay <= 0 {
+		maxCrawlDelay = e.opts.MaxCrawlDelay
 	}
-	if d < e.opts.Delay {
-		d = e.opts.Delay
+	if d > maxCrawlDelay {
+		d, capped = maxCrawlDelay, true
 	}
+	d = max(d, minDelay, e.opts.Delay)
 	h.delay = d
 	return capped
 }

@@ -421,3 +421,34 @@ func TestEngineRestoreAndState(t *testing.T) {
 		})
 	}
 }
+
+// TestSetHostDelay checks a crawl's politeness against the engine's floor
+// (Delay 1s) and cap (MaxCrawlDelay 30s).
+func TestSetHostDelay(t *testing.T) {
+	tests := []struct {
+		name                           string
+		crawlDelay, minDelay, maxCrawl time.Duration
+		want                           time.Duration
+		capped                         bool
+	}{
+		{"defaults", 0, 0, 0, time.Second, false},
+		{"crawl delay raises", 0, 3 * time.Second, 0, 3 * time.Second, false},
+		{"crawl delay below the floor", 0, time.Millisecond, 0, time.Second, false},
+		{"robots crawl-delay above the crawl's delay", 5 * time.Second, 2 * time.Second, 0, 5 * time.Second, false},
+		{"crawl's cap lower than the engine's", 20 * time.Second, 0, 10 * time.Second, 10 * time.Second, true},
+		{"crawl's cap higher than the engine's", 60 * time.Second, 0, 90 * time.Second, 60 * time.Second, false},
+		{"crawl's cap below the floor", 5 * time.Second, 0, time.Millisecond, time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := New[int](time.Now, Options{Delay: time.Second, MaxCrawlDelay: 30 * time.Second})
+			if got := e.SetHostDelay("h", tt.crawlDelay, tt.minDelay, tt.maxCrawl); got != tt.capped {
+				t.Errorf("capped = %v, want %v", got, tt.capped)
+			}
+			st, _ := e.State("h")
+			if st.Delay != tt.want {
+				t.Errorf("delay = %v, want %v", st.Delay, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,186 @@
+package e2e_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
+)
+
+// controlGrace is how long after a state change on the control topic the
+// crawl may still send requests (in-flight fetches, the follower's lag).
+const controlGrace = 3 * time.Second
+
+// publishState publishes the crawl's spec with state and revision to the
+// control topic and returns when it is durable.
+func (e *crawlEnv) publishState(ctx context.Context, state crawlv1.CrawlState, revision uint64) time.Time {
+	e.t.Helper()
+	w := kafkaio.NewWriter(e.p.Kafka, nil, nil)
+	defer w.Close()
+	m, err := crawlcontrol.Message(e.p.Kafka.Topics().Control, &crawlv1.CrawlSpec{CrawlId: e.crawlID, Revision: revision, State: state})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := w.Write(ctx, m); err != nil {
+		e.t.Fatalf("publish crawl state %v: %v", state, err)
+	}
+	return time.Now()
+}
+
+// waitRequests waits until the site has served at least n page requests.
+func (e *crawlEnv) waitRequests(ctx context.Context, n int) {
+	e.t.Helper()
+	for len(pageRequests(e.site.Requests())) < n {
+		select {
+		case <-ctx.Done():
+			e.t.Fatalf("only %d site requests before the deadline", len(pageRequests(e.site.Requests())))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// injectBacklog produces fetch requests of the crawl for n reachable pages
+// not requested so far straight to the fetch topic, due at notBefore: a
+// backlog the scheduler admitted before a state change and cannot recall.
+func (e *crawlEnv) injectBacklog(ctx context.Context, n int, notBefore time.Time) []string {
+	e.t.Helper()
+	requested := pageRequests(e.site.Requests())
+	var urls []string
+	var msgs []kafka.Message
+	for _, raw := range e.site.ReachableAllowed() {
+		if len(urls) == n {
+			break
+		}
+		u, err := urlcanon.Canonicalize(raw)
+		if err != nil || requested[raw] > 0 || requested[u] > 0 {
+			continue
+		}
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		m, err := kafkaio.NewMessage(e.p.Kafka.Topics().Fetch, key, &crawlv1.FetchRequest{
+			CrawlId: e.crawlID, Url: u, UrlFp: fingerprint.URL(e.crawlID, u), Depth: 1, NotBefore: timestamppb.New(notBefore),
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		urls, msgs = append(urls, u), append(msgs, m)
+	}
+	w := kafkaio.NewWriter(e.p.Kafka, nil, nil)
+	defer w.Close()
+	if err := w.Write(ctx, msgs...); err != nil {
+		e.t.Fatalf("inject fetch backlog: %v", err)
+	}
+	return urls
+}
+
+// requestsAfter returns the site requests (robots.txt included) made after t.
+func requestsAfter(reqs []demosite.Request, t time.Time) []string {
+	var out []string
+	for _, r := range reqs {
+		if r.Time.After(t) {
+			out = append(out, r.URL())
+		}
+	}
+	return out
+}
+
+// TestCancelCrawl cancels a large crawl through the control topic after
+// its first requests: within a few seconds the site sees no more
+// requests, the pipeline still drains (nothing is held), and the URLs the
+// fetcher had not fetched are recorded as cancelled. Besides what the
+// pipeline itself had in flight (which depends on how fast the scheduler
+// obeys too), a backlog of fetch requests admitted before the cancel is
+// injected into the fetch topic: each must get a cancelled row and no
+// request.
+func TestCancelCrawl(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 4, PagesPerHost: 200, FirstHostOctet: 220}, delay: e2eDelay})
+	e.seed(ctx, e.site.Seeds(), "")
+	e.waitRequests(ctx, 20)
+	at := e.publishState(ctx, crawlv1.CrawlState_CRAWL_STATE_CANCELLED, 2)
+	backlog := e.injectBacklog(ctx, 30, at.Add(time.Second))
+	s := e.drain(ctx, 90*time.Second)
+	e.stop()
+
+	reqs := e.site.Requests()
+	if late := requestsAfter(reqs, at.Add(controlGrace)); len(late) > 0 {
+		t.Errorf("%d site requests more than %s after the cancel, e.g. %v", len(late), controlGrace, first(late, 5))
+	}
+	before := len(requestsAfter(reqs, time.Time{})) - len(requestsAfter(reqs, at))
+	rows := e.fetchLog(ctx)
+	cancelled := 0
+	kinds := map[string]string{}
+	for _, r := range rows {
+		if r.ErrorKind == "cancelled" {
+			cancelled++
+		}
+		kinds[r.URL] = r.ErrorKind
+	}
+	requested := pageRequests(reqs)
+	for _, u := range backlog {
+		if kinds[u] != "cancelled" || requested[u] > 0 {
+			t.Errorf("backlog %s: fetch_log kind %q, %d requests; want a cancelled row and none", u, kinds[u], requested[u])
+		}
+	}
+	if len(backlog) == 0 || cancelled < len(backlog) {
+		t.Errorf("%d cancelled fetch_log rows among %d, backlog of %d", cancelled, len(rows), len(backlog))
+	}
+	if n := len(pageRequests(reqs)); n >= len(e.site.ReachableAllowed()) {
+		t.Errorf("all %d reachable pages were requested despite the cancel", n)
+	}
+	t.Logf("cancelled after %d requests; %d requests in all (%d pages of %d reachable); %d fetch_log rows, %d cancelled (%d of them the injected backlog); drained: %s",
+		before, len(reqs), len(requested), len(e.site.ReachableAllowed()), len(rows), cancelled, len(backlog), s.Line())
+}
+
+// TestPauseResumeCrawl pauses a crawl through the control topic: within a
+// few seconds the site sees no more requests; after the resume the crawl
+// completes with every reachable page fetched exactly once.
+func TestPauseResumeCrawl(t *testing.T) {
+	const pausedFor = 8 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 4, PagesPerHost: 60, FirstHostOctet: 230}, delay: e2eDelay})
+	e.seed(ctx, e.site.Seeds(), "")
+	e.waitRequests(ctx, 20)
+	at := e.publishState(ctx, crawlv1.CrawlState_CRAWL_STATE_PAUSED, 2)
+	select {
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-time.After(pausedFor):
+	}
+	resumed := e.publishState(ctx, crawlv1.CrawlState_CRAWL_STATE_RUNNING, 3)
+	var late []string
+	for _, r := range e.site.Requests() {
+		if r.Time.After(at.Add(controlGrace)) && r.Time.Before(resumed) {
+			late = append(late, r.URL())
+		}
+	}
+	if len(late) > 0 {
+		t.Errorf("%d site requests while paused (more than %s after the pause), e.g. %v", len(late), controlGrace, first(late, 5))
+	}
+	s := e.drain(ctx, 120*time.Second)
+	e.stop()
+	if dups := checkCoverage(t, e.site, true); dups > 0 {
+		t.Errorf("%d duplicate fetches across the pause", dups)
+	}
+	for _, r := range e.fetchLog(ctx) {
+		if r.ErrorKind == "cancelled" || strings.Contains(r.ErrorKind, "paus") {
+			t.Errorf("fetch_log row %s: %s", r.URL, r.ErrorKind)
+		}
+	}
+	t.Logf("paused %s after %d page requests; %d requests in all; drained: %s",
+		pausedFor, len(pageRequests(e.site.Requests()))-len(requestsAfter(e.site.Requests(), at)), len(e.site.Requests()), s.Line())
+}

@@ -1,0 +1,140 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+)
+
+// TestCrawlControl runs one fetcher over three crawls: a running crawl
+// whose spec asks for a longer delay than the fetcher's floor, a cancelled
+// crawl (its requests are recorded as cancelled and never requested), and
+// a paused crawl (nothing requested while paused, everything exactly once
+// after it resumes).
+func TestCrawlControl(t *testing.T) {
+	const (
+		floor      = 100 * time.Millisecond
+		crawlDelay = 400 * time.Millisecond
+		pages      = 4
+	)
+	kcfg := kafkatest.Config(t, 2)
+	store := chtest.NewStore(t)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	specs := crawlcontrol.NewSpecs()
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "slow", Revision: 1, State: crawlv1.CrawlState_CRAWL_STATE_RUNNING,
+		Politeness: &crawlv1.Politeness{Delay: durationpb.New(crawlDelay)}})
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "low", Revision: 1,
+		Politeness: &crawlv1.Politeness{Delay: durationpb.New(time.Millisecond)}}) // below the floor
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "gone", Revision: 2, State: crawlv1.CrawlState_CRAWL_STATE_CANCELLED})
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "later", Revision: 1, State: crawlv1.CrawlState_CRAWL_STATE_PAUSED})
+
+	sites := map[string]*site{
+		"slow":  startSite(t, "127.0.0.61", pageHandler("")),
+		"low":   startSite(t, "127.0.0.62", pageHandler("")),
+		"gone":  startSite(t, "127.0.0.63", pageHandler("")),
+		"later": startSite(t, "127.0.0.64", pageHandler("")),
+	}
+	w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
+	defer w.Close()
+	var msgs []kafka.Message
+	for crawl, s := range sites {
+		for i := range pages {
+			u := fmt.Sprintf("%s/p%d", s.base, i)
+			key, err := kafkaio.Key(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{CrawlId: crawl, Url: u, UrlFp: uint64(i + 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	if err := w.Write(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+
+	p := startFetcher(ctx, t, kcfg, store, "control", 100, Options{
+		Politeness: politeness.Options{Delay: floor}, Crawls: specs, PauseRecheck: 300 * time.Millisecond,
+	})
+	defer p.stop(t)
+
+	pageHits := func(s *site) int {
+		_, hits := s.snapshot()
+		n := 0
+		for path, c := range hits {
+			if path != "/robots.txt" {
+				n += c
+			}
+		}
+		return n
+	}
+	waitFor(ctx, t, "running crawls fetched", func() bool {
+		return pageHits(sites["slow"]) == pages && pageHits(sites["low"]) == pages
+	})
+	time.Sleep(time.Second) // the paused crawl has been due for a while
+	if n := len(mustSpans(sites["later"])); n != 0 {
+		t.Errorf("paused crawl: %d requests while paused", n)
+	}
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "later", Revision: 2, State: crawlv1.CrawlState_CRAWL_STATE_RUNNING})
+	waitFor(ctx, t, "resumed crawl fetched", func() bool { return pageHits(sites["later"]) == pages })
+	time.Sleep(500 * time.Millisecond) // a duplicate would show now
+	_, hits := sites["later"].snapshot()
+	for i := range pages {
+		if n := hits[fmt.Sprintf("/p%d", i)]; n != 1 {
+			t.Errorf("resumed crawl: /p%d requested %d times, want 1", i, n)
+		}
+	}
+	if n := len(mustSpans(sites["gone"])); n != 0 {
+		t.Errorf("cancelled crawl: %d requests", n)
+	}
+
+	// the crawl's delay applies (above the floor); a lower one does not
+	// lower the floor
+	for crawl, want := range map[string]time.Duration{"slow": crawlDelay, "low": floor} {
+		spans := mustSpans(sites[crawl])
+		sort.Slice(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
+		minGap := time.Hour
+		for i := 1; i < len(spans); i++ {
+			minGap = min(minGap, spans[i].start.Sub(spans[i-1].end))
+		}
+		if minGap < want-10*time.Millisecond {
+			t.Errorf("crawl %s: smallest gap %s, want at least %s", crawl, minGap, want)
+		}
+		t.Logf("crawl %s: smallest gap between requests %s (want ≥ %s)", crawl, minGap, want)
+	}
+
+	// cancelled rows for every request of the cancelled crawl
+	var cancelled uint64
+	waitFor(ctx, t, "cancelled rows", func() bool {
+		row := store.Conn().QueryRow(ctx, "SELECT count() FROM fetch_log FINAL WHERE crawl_id = 'gone' AND error_kind = 'cancelled'")
+		if err := row.Scan(&cancelled); err != nil {
+			t.Fatalf("query fetch_log: %v", err)
+		}
+		return cancelled == pages
+	})
+}
+
+func mustSpans(s *site) []span {
+	spans, _ := s.snapshot()
+	return spans
+}

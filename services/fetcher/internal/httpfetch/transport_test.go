@@ -1,0 +1,265 @@
+package httpfetch
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+)
+
+// TestFetchConnectionReuse fetches twice from one host over HTTP/1.1 and
+// over TLS with HTTP/2 offered: the answers must use the expected protocol
+// (HTTP/2 where the server offers it) and both requests one connection.
+func TestFetchConnectionReuse(t *testing.T) {
+	tests := []struct {
+		name      string
+		ip        string
+		tls       bool
+		wantProto int
+	}{
+		{"http/1.1 keep-alive", "127.0.0.71", false, 1},
+		{"https offering http/2", "127.0.0.72", true, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var conns atomic.Int32
+			var mu sync.Mutex
+			var protos []int
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				protos = append(protos, r.ProtoMajor)
+				mu.Unlock()
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, "<p>hello</p>")
+			}))
+			ln, err := net.Listen("tcp", tt.ip+":0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Listener.Close()
+			srv.Listener = ln
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			o := Options{AllowPrivate: true}
+			base := ""
+			if tt.tls {
+				srv.EnableHTTP2 = true
+				srv.StartTLS()
+				o.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+				// the test certificate names example.com and 127.0.0.1:
+				// the name resolves to this host's address
+				o.Lookup = func(context.Context, string, string) ([]netip.Addr, error) {
+					return []netip.Addr{netip.MustParseAddr(tt.ip)}, nil
+				}
+				base = fmt.Sprintf("https://example.com:%d", ln.Addr().(*net.TCPAddr).Port)
+			} else {
+				srv.Start()
+				base = srv.URL
+			}
+			defer srv.Close()
+			f := New(o)
+			defer f.Close()
+			for i := range 2 {
+				res := f.Fetch(context.Background(), Request{URL: base + fmt.Sprintf("/p%d", i)})
+				if res.Err != nil || res.Status != 200 {
+					t.Fatalf("fetch %d: status %d err %v", i, res.Status, res.Err)
+				}
+				if res.ProtoMajor != tt.wantProto {
+					t.Errorf("fetch %d: answer over HTTP/%d, want HTTP/%d", i, res.ProtoMajor, tt.wantProto)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, p := range protos {
+				if p != tt.wantProto {
+					t.Errorf("request %d reached the server over HTTP/%d, want HTTP/%d", i, p, tt.wantProto)
+				}
+			}
+			if n := conns.Load(); n != 1 {
+				t.Errorf("%d connections for two requests, want 1", n)
+			}
+		})
+	}
+}
+
+// TestFetchDNSCache resolves a name through a counting resolver: one
+// lookup per TTL, and the private-address check applied to the cached
+// addresses on every dial.
+func TestFetchDNSCache(t *testing.T) {
+	base := serve(t, "127.0.0.73", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close") // every fetch dials again
+		fmt.Fprint(w, "ok")
+	}))
+	bu, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := "http://site.test:" + bu.Port() + "/"
+	var lookups atomic.Int32
+	lookup := func(_ context.Context, _, host string) ([]netip.Addr, error) {
+		lookups.Add(1)
+		if host != "site.test" {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.73")}, nil
+	}
+	tests := []struct {
+		name        string
+		allow       bool
+		ttl         time.Duration
+		sleep       time.Duration // between the two fetches
+		wantKind    failure.Kind
+		wantLookups int32
+	}{
+		{"cached", true, time.Minute, 0, failure.None, 1},
+		{"expired", true, 20 * time.Millisecond, 50 * time.Millisecond, failure.None, 2},
+		{"cached private address refused", false, time.Minute, 0, failure.RefusedAddress, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lookups.Store(0)
+			f := New(Options{AllowPrivate: tt.allow, DNSCacheTTL: tt.ttl, Lookup: lookup})
+			defer f.Close()
+			for i := range 2 {
+				if i == 1 {
+					time.Sleep(tt.sleep)
+				}
+				res := f.Fetch(context.Background(), Request{URL: named})
+				if res.Kind != tt.wantKind {
+					t.Errorf("fetch %d: kind %q (status %d, err %v), want %q", i, res.Kind, res.Status, res.Err, tt.wantKind)
+				}
+			}
+			if n := lookups.Load(); n != tt.wantLookups {
+				t.Errorf("%d lookups, want %d", n, tt.wantLookups)
+			}
+		})
+	}
+	f := New(Options{AllowPrivate: true, Lookup: lookup})
+	defer f.Close()
+	if res := f.Fetch(context.Background(), Request{URL: "http://missing.test/"}); res.Kind != failure.DNS {
+		t.Errorf("unknown name: kind %q (err %v), want dns", res.Kind, res.Err)
+	}
+}
+
+// TestDNSCacheBounded checks the cache never holds more names than its size.
+func TestDNSCacheBounded(t *testing.T) {
+	const size = 10
+	c := newDNSCache(func(context.Context, string, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
+	}, time.Minute, size)
+	for i := range 100 {
+		if _, err := c.resolve(context.Background(), fmt.Sprintf("h%d.test", i)); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		n := len(c.entries)
+		c.mu.Unlock()
+		if n > size {
+			t.Fatalf("%d entries after %d names, bound %d", n, i+1, size)
+		}
+	}
+}
+
+// TestCookieJarBounds checks the per-host cookie bound and the host bound
+// of the jar.
+func TestCookieJarBounds(t *testing.T) {
+	const perHost, hosts = 3, 2
+	jar := newBoundedJar(hosts, perHost)
+	u := func(h string) *url.URL { return &url.URL{Scheme: "http", Host: h, Path: "/"} }
+	var cs []*http.Cookie
+	for i := range 5 {
+		cs = append(cs, &http.Cookie{Name: fmt.Sprintf("c%d", i), Value: "v"})
+	}
+	jar.SetCookies(u("a.test"), cs)
+	if got := len(jar.Cookies(u("a.test"))); got != perHost {
+		t.Errorf("a.test: %d cookies kept of 5, want %d", got, perHost)
+	}
+	// an update of a known cookie applies; a deletion frees a slot
+	jar.SetCookies(u("a.test"), []*http.Cookie{{Name: "c0", Value: "new"}, {Name: "c1", MaxAge: -1}})
+	jar.SetCookies(u("a.test"), []*http.Cookie{{Name: "c9", Value: "v"}})
+	got := map[string]string{}
+	for _, c := range jar.Cookies(u("a.test")) {
+		got[c.Name] = c.Value
+	}
+	if len(got) != perHost || got["c0"] != "new" || got["c9"] != "v" || got["c1"] != "" {
+		t.Errorf("a.test cookies after update and delete: %v", got)
+	}
+	if n := len(jar.Cookies(u("b.test"))); n != 0 {
+		t.Errorf("b.test sees %d cookies of a.test", n)
+	}
+	jar.SetCookies(u("b.test"), cs[:1])
+	jar.SetCookies(u("c.test"), cs[:1]) // a.test is the least recently used: forgotten
+	if n := jar.hostCount(); n != hosts {
+		t.Errorf("%d hosts kept, bound %d", n, hosts)
+	}
+	if n := len(jar.Cookies(u("a.test"))); n != 0 {
+		t.Errorf("evicted a.test still has %d cookies", n)
+	}
+	if n := len(jar.Cookies(u("c.test"))); n != 1 {
+		t.Errorf("c.test: %d cookies, want 1", n)
+	}
+}
+
+// TestFetchGzipSitemap checks that gzip bodies are kept as received when
+// they are sitemaps (.xml.gz path, or named by robots.txt) and dropped
+// like any binary body otherwise.
+func TestFetchGzipSitemap(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	fmt.Fprint(zw, `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://a.test/</loc></url></urlset>`)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	base := serve(t, "127.0.0.74", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("ct") {
+		case "none":
+			w.Header()["Content-Type"] = nil // sniffed
+		default:
+			w.Header().Set("Content-Type", r.URL.Query().Get("ct"))
+		}
+		_, _ = w.Write(gz.Bytes())
+	}))
+	tests := []struct {
+		name     string
+		path     string
+		sitemap  bool
+		wantBody bool
+	}{
+		{"xml.gz x-gzip", "/sitemap.xml.gz?ct=application/x-gzip", false, true},
+		{"xml.gz gzip", "/s/SITEMAP.XML.GZ?ct=application/gzip", false, true},
+		{"xml.gz sniffed", "/sitemap.xml.gz?ct=none", false, true},
+		{"named by robots.txt", "/sitemap?ct=application/gzip", true, true},
+		{"other gzip file", "/archive.tar.gz?ct=application/x-gzip", false, false},
+		{"sitemap of another type", "/sitemap.xml.gz?ct=application/zip", true, false},
+	}
+	f := New(Options{AllowPrivate: true})
+	defer f.Close()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := f.Fetch(context.Background(), Request{URL: base + tt.path, Sitemap: tt.sitemap})
+			if res.Err != nil || res.Status != 200 {
+				t.Fatalf("status %d err %v", res.Status, res.Err)
+			}
+			if got := res.Body != nil; got != tt.wantBody {
+				t.Fatalf("body kept = %v, want %v (content type %q)", got, tt.wantBody, res.ContentType)
+			}
+			if tt.wantBody && !bytes.Equal(res.Body, gz.Bytes()) {
+				t.Errorf("body changed: %d bytes, want the %d gzip bytes as received", len(res.Body), gz.Len())
+			}
+		})
+	}
+}
