@@ -29,6 +29,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/publish"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/refresh"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/stale"
 )
 
 const service = "proxypool"
@@ -113,6 +114,9 @@ func (c config) validate() error {
 	return errors.Join(errs...)
 }
 
+// staleReadTimeout bounds reading the proxies topic at start.
+const staleReadTimeout = 30 * time.Second
+
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool)) error {
 	var cfg config
 	fs := flag.NewFlagSet(service, flag.ContinueOnError)
@@ -192,6 +196,34 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		defer admin.SetReady(false)
 		if fbGroup != nil {
 			g.Go(func() error { return fbGroup.Run(gctx) })
+		}
+		// A previous run may have left proxies live on the topic that
+		// are no longer in the file or the pool: read them to tombstone
+		// after the first round (idle: at once). Best effort: a failure
+		// to read only logs.
+		sctx, scancel := context.WithTimeout(gctx, staleReadTimeout)
+		ids, err := stale.LiveIDs(sctx, cfg.Kafka, cfg.Kafka.Topics().Proxies)
+		scancel()
+		switch {
+		case gctx.Err() != nil:
+			return nil
+		case err != nil:
+			log.Warn("previous proxies unknown", zap.Error(err))
+		case loop != nil:
+			loop.WithStale(ids)
+		case len(ids) > 0:
+			// Idle: every proxy left live is stale.
+			tombs := make([]pool.Change, len(ids))
+			for i, id := range ids {
+				tombs[i] = pool.Change{ID: id, Delete: true}
+			}
+			if err := publish.New(writer, cfg.Kafka.Topics().Proxies).Publish(gctx, tombs); err != nil {
+				if gctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			log.Info("stale proxies tombstoned", zap.Int("tombstoned", len(tombs)))
 		}
 		if loop == nil {
 			log.Info("no proxies configured, running idle")

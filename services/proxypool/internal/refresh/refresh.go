@@ -70,6 +70,7 @@ type Metrics struct {
 	harvests *prometheus.CounterVec // harvests_total{result=ok|error}
 	added    prometheus.Counter     // harvested_proxies_total
 	evicted  prometheus.Counter     // evicted_proxies_total
+	stale    prometheus.Counter     // stale_proxies_tombstoned_total
 }
 
 // NewMetrics registers the metrics on reg (already prefixed
@@ -101,8 +102,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "evicted_proxies_total",
 			Help: "Harvested proxies evicted (dead or banned).",
 		}),
+		stale: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stale_proxies_tombstoned_total",
+			Help: "Proxies a previous run left live on the topic, not in the pool, tombstoned.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.proxies, m.checks, m.duration, m.harvests, m.added, m.evicted} {
+	for _, c := range []prometheus.Collector{m.proxies, m.checks, m.duration, m.harvests, m.added, m.evicted, m.stale} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register proxypool metrics: %w", err)
 		}
@@ -125,6 +130,7 @@ type Loop struct {
 	log     *zap.Logger
 	m       *Metrics
 	harvest Harvester // nil: no sources
+	stale   []string  // ids live on the topic at start; nil once handled
 }
 
 // New returns a loop; cfg must be valid.
@@ -137,6 +143,14 @@ func New(cfg Config, p *pool.Pool, c Checker, pub Publisher, log *zap.Logger, m 
 // empty). It returns l.
 func (l *Loop) WithHarvester(h Harvester) *Loop {
 	l.harvest = h
+	return l
+}
+
+// WithStale gives the ids a previous run left live on the topic
+// (stale.LiveIDs); after the first complete round, those the pool does not
+// track are tombstoned. It returns l.
+func (l *Loop) WithStale(ids []string) *Loop {
+	l.stale = ids
 	return l
 }
 
@@ -167,6 +181,40 @@ func (l *Loop) Run(ctx context.Context) error {
 // discarded and nothing is published; the next start republishes
 // everything anyway.
 func (l *Loop) Round(ctx context.Context) error {
+	if err := l.checkAndRefill(ctx); err != nil {
+		return err
+	}
+	return l.tombstoneStale(ctx)
+}
+
+// tombstoneStale tombstones the ids of WithStale that the pool does not
+// track (once: the harvested and file proxies it tracks are published by
+// the rounds).
+func (l *Loop) tombstoneStale(ctx context.Context) error {
+	if len(l.stale) == 0 {
+		l.stale = nil
+		return nil
+	}
+	tracked := make(map[string]bool)
+	for _, st := range l.pool.Snapshot() {
+		tracked[st.Entry.ID()] = true
+	}
+	var tombs []pool.Change
+	for _, id := range l.stale {
+		if !tracked[id] {
+			tombs = append(tombs, pool.Change{ID: id, Delete: true})
+		}
+	}
+	if err := l.pub.Publish(ctx, tombs); err != nil {
+		return err // Run stops; the next start reads the topic again
+	}
+	l.m.stale.Add(float64(len(tombs)))
+	l.log.Info("stale proxies tombstoned", zap.Int("tombstoned", len(tombs)), zap.Int("live_at_start", len(l.stale)))
+	l.stale = nil
+	return nil
+}
+
+func (l *Loop) checkAndRefill(ctx context.Context) error {
 	if l.harvest != nil && l.pool.Usable() < l.cfg.TargetSize && len(l.pool.Snapshot()) == 0 {
 		l.refill(ctx) // the first round has nothing to check yet
 	}

@@ -1,5 +1,6 @@
 // Command seeder publishes the seed URLs of a crawl to the discovered topic
 // and exits: seeder --crawl-id ID [--seed URL]... [--seeds-file FILE|-].
+// With --sitemaps (or --sitemap URL) it also seeds from sitemaps.
 // `seeder serve` runs the crawl-jobs HTTP API instead.
 package main
 
@@ -19,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 )
 
 const service = "seeder"
@@ -50,6 +52,11 @@ type config struct {
 	CrawlID   string     // flag crawl-id (required)
 	Seeds     stringList // flag seed, repeatable
 	SeedsFile string     // flag seeds-file: path, or "-" for standard input
+	// Sitemaps (flag sitemaps) also seeds from the sitemaps of every seed
+	// host (robots.txt Sitemap lines and /sitemap.xml).
+	Sitemaps    bool
+	SitemapURLs stringList      // flag sitemap: an explicit sitemap (repeatable)
+	Sitemap     sitemaps.Config // flags sitemap-*, allow-private
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -58,6 +65,22 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CrawlID, "crawl-id", "", "id of the crawl the seeds start (required; letters, digits, '.', '_', '-'; at most 64)")
 	fs.Var(&c.Seeds, "seed", "seed URL (repeatable)")
 	fs.StringVar(&c.SeedsFile, "seeds-file", "", `file of seed URLs, one per line, # comments; "-" reads standard input`)
+	fs.BoolVar(&c.Sitemaps, "sitemaps", false, "also seed from the sitemaps of every seed host (robots.txt Sitemap lines and /sitemap.xml)")
+	fs.Var(&c.SitemapURLs, "sitemap", "sitemap URL to seed from (repeatable)")
+	registerSitemapFlags(fs, &c.Sitemap)
+}
+
+// registerSitemapFlags registers the bounds of sitemap discovery, with
+// their defaults.
+func registerSitemapFlags(fs *flag.FlagSet, c *sitemaps.Config) {
+	*c = sitemaps.DefaultConfig()
+	fs.DurationVar(&c.Timeout, "sitemap-timeout", c.Timeout, "timeout of one robots.txt or sitemap request")
+	fs.DurationVar(&c.Delay, "sitemap-delay", c.Delay, "delay between two sitemap requests to the same host")
+	fs.Int64Var(&c.MaxBodyBytes, "sitemap-max-bytes", c.MaxBodyBytes, "largest sitemap, compressed and uncompressed")
+	fs.IntVar(&c.MaxSitemaps, "sitemap-max-files", c.MaxSitemaps, "most sitemaps fetched per run or request")
+	fs.IntVar(&c.MaxDepth, "sitemap-max-depth", c.MaxDepth, "deepest nesting of sitemap indexes followed")
+	fs.IntVar(&c.MaxURLs, "sitemap-max-urls", c.MaxURLs, "most URLs taken from sitemaps per run or request")
+	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "let sitemap discovery fetch from loopback, private and link-local addresses")
 }
 
 // maxCrawlID is the longest crawl id accepted.
@@ -75,8 +98,11 @@ func (c config) validate() error {
 	}) >= 0:
 		errs = append(errs, fmt.Errorf("validate crawl-id %q: want only letters, digits, '.', '_' and '-'", c.CrawlID))
 	}
-	if len(c.Seeds) == 0 && c.SeedsFile == "" {
-		errs = append(errs, errors.New("validate seeds: give --seed or --seeds-file"))
+	if len(c.Seeds) == 0 && c.SeedsFile == "" && len(c.SitemapURLs) == 0 {
+		errs = append(errs, errors.New("validate seeds: give --seed or --seeds-file (or --sitemap)"))
+	}
+	if c.Sitemaps || len(c.SitemapURLs) > 0 {
+		errs = append(errs, c.Sitemap.Validate())
 	}
 	return errors.Join(errs...)
 }

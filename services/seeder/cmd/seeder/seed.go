@@ -15,6 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/publish"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/seeds"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 )
 
 // errNoValidSeeds is returned when every given seed was invalid.
@@ -24,6 +25,7 @@ var errNoValidSeeds = errors.New("no valid seeds")
 type summary struct {
 	Published int
 	Invalid   int
+	Sitemap   int // URLs taken from sitemaps (included in Published)
 }
 
 // seed reads and validates the configured seeds, reports every invalid one
@@ -67,7 +69,36 @@ func seed(ctx context.Context, cfg config, stdin io.Reader, log *zap.Logger, reg
 		}
 	}
 	invalid.Add(float64(sum.Invalid))
-	if len(urls) == 0 {
+	batch := make([]publish.Seed, 0, len(urls))
+	seen := make(map[string]bool, len(urls))
+	for _, u := range urls { // published as given, duplicates too (as always)
+		seen[u] = true
+		batch = append(batch, publish.Seed{URL: u})
+	}
+	if cfg.Sitemaps || len(cfg.SitemapURLs) > 0 {
+		var hosts []string
+		if cfg.Sitemaps {
+			hosts = urls
+		}
+		d := sitemaps.New(cfg.Sitemap)
+		res := d.Discover(ctx, hosts, cfg.SitemapURLs)
+		d.Close()
+		if err := ctx.Err(); err != nil {
+			return sum, fmt.Errorf("discover sitemaps: %w", err)
+		}
+		for _, p := range res.Problems {
+			log.Warn("sitemap problem", telemetry.URL(p.Source), zap.Int("pos", p.Pos), zap.String("problem", p.Message))
+		}
+		for _, e := range res.Entries {
+			if !seen[e.URL] {
+				seen[e.URL] = true
+				sum.Sitemap++
+				batch = append(batch, publish.Seed{URL: e.URL, Sitemap: true, Lastmod: e.Lastmod})
+			}
+		}
+		log.Info("sitemaps read", zap.Int("requests", res.Fetched), zap.Int("urls", sum.Sitemap), zap.Int("problems", len(res.Problems)))
+	}
+	if len(batch) == 0 {
 		return sum, errNoValidSeeds
 	}
 
@@ -75,14 +106,14 @@ func seed(ctx context.Context, cfg config, stdin io.Reader, log *zap.Logger, reg
 		return sum, fmt.Errorf("ensure topics: %w", err)
 	}
 	w := kafkaio.NewWriter(cfg.Kafka, log, reg)
-	n, err := publish.Seeds(ctx, w, cfg.Kafka.Topics().Discovered, cfg.CrawlID, urls, time.Now())
+	n, err := publish.Marked(ctx, w, cfg.Kafka.Topics().Discovered, cfg.CrawlID, batch, time.Now())
 	sum.Published = n
 	published.Add(float64(n))
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close writer: %w", cerr)
 	}
 	log.Info("seeding done", telemetry.Crawl(cfg.CrawlID), zap.Int("published", sum.Published),
-		zap.Int("invalid", sum.Invalid), zap.Int("unpublished", len(urls)-n))
+		zap.Int("invalid", sum.Invalid), zap.Int("from_sitemaps", sum.Sitemap), zap.Int("unpublished", len(batch)-n))
 	return sum, err
 }
 

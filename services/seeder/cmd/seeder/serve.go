@@ -18,6 +18,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 )
 
@@ -26,9 +27,10 @@ type serveConfig struct {
 	Telemetry    telemetry.Config
 	Kafka        kafkaio.Config
 	ClickHouse   chstore.Config
-	APIAddr      string // flag api-addr
-	APIToken     string // flag api-token (required)
-	MaxBodyBytes int64  // flag api-max-body-bytes
+	APIAddr      string          // flag api-addr
+	APIToken     string          // flag api-token (required)
+	MaxBodyBytes int64           // flag api-max-body-bytes
+	Sitemap      sitemaps.Config // flags sitemap-*, allow-private
 }
 
 func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
@@ -38,13 +40,14 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.APIAddr, "api-addr", "127.0.0.1:8480", "address of the crawl-jobs HTTP API")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token the API requires (required; prefer CRAWLER_API_TOKEN)")
 	fs.Int64Var(&c.MaxBodyBytes, "api-max-body-bytes", api.DefaultMaxBodyBytes, "largest accepted request body")
+	registerSitemapFlags(fs, &c.Sitemap)
 }
 
 // minTokenBytes is the shortest accepted API token.
 const minTokenBytes = 16
 
 func (c serveConfig) validate() error {
-	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate(), c.ClickHouse.Validate()}
+	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate(), c.ClickHouse.Validate(), c.Sitemap.Validate()}
 	if c.APIAddr == "" {
 		errs = append(errs, errors.New("validate api-addr: required"))
 	}
@@ -100,7 +103,9 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	if err != nil {
 		return err
 	}
-	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes}, ctl, stats.New(store), apiMetrics, log)
+	discoverer := sitemaps.New(cfg.Sitemap)
+	defer discoverer.Close()
+	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Sitemaps: discoverer}, ctl, stats.New(store), apiMetrics, log)
 
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
@@ -108,13 +113,22 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	log.Info("api listening", zap.String("addr", ln.Addr().String()))
-	if ready != nil {
-		ready(ln.Addr())
-	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return admin.Run(gctx) })
 	g.Go(func() error { return ctl.Run(gctx) })
+	g.Go(func() error {
+		// Until the control topic is read the API answers 503 and the
+		// service is not ready.
+		if ctl.WaitCaughtUp(gctx) != nil || gctx.Err() != nil {
+			return nil
+		}
+		admin.SetReady(true)
+		if ready != nil {
+			ready(ln.Addr())
+		}
+		return nil
+	})
 	g.Go(func() error {
 		if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve api: %w", err)
@@ -128,6 +142,5 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		defer cancel()
 		return httpSrv.Shutdown(sctx)
 	})
-	admin.SetReady(true)
 	return g.Wait()
 }

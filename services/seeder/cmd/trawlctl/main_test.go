@@ -76,6 +76,11 @@ func startAPI(t *testing.T) (string, *chstore.Store) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = ctl.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if err := ctl.WaitCaughtUp(wctx); err != nil {
+		t.Fatalf("control never caught up: %v", err)
+	}
 	m, err := api.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

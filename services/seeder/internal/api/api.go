@@ -27,6 +27,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 )
 
 // Control publishes and knows crawl specifications (the control topic).
@@ -39,21 +40,36 @@ type Control interface {
 	All() []*crawlv1.CrawlSpec
 	// PublishSeeds publishes seeds of a crawl, returning how many were acknowledged.
 	PublishSeeds(ctx context.Context, crawlID string, seeds []jobs.Seed) (int, error)
-	// InFlight returns the records the pipeline has not finished (all crawls).
-	InFlight(ctx context.Context) (int64, error)
+	// InFlight returns the records the pipeline has not finished; nil
+	// partitions means every partition, otherwise the host-keyed topics
+	// count only those (a crawl's partitions).
+	InFlight(ctx context.Context, partitions []int) (int64, error)
+	// CaughtUp reports whether every specification published before the
+	// server started is known; until then the API answers 503.
+	CaughtUp() bool
 }
 
 // Stats reads a crawl's progress and documents (ClickHouse).
 type Stats interface {
 	Counts(ctx context.Context, crawlID string) (jobs.Counts, error)
+	// Partitions returns the URL-topic partitions of the crawl's admitted URLs.
+	Partitions(ctx context.Context, crawlID string) ([]int, error)
 	// Documents calls fn per document in URL order until fn fails.
 	Documents(ctx context.Context, crawlID string, fn func(jobs.Document) error) error
+}
+
+// SitemapSource reads sitemaps (sitemaps.Discoverer).
+type SitemapSource interface {
+	Discover(ctx context.Context, seedURLs, sitemapURLs []string) sitemaps.Result
 }
 
 // Config configures the API.
 type Config struct {
 	Token        string // bearer token (required)
 	MaxBodyBytes int64  // largest accepted request body
+	// Sitemaps reads the sitemaps a request asks for; nil rejects such
+	// requests.
+	Sitemaps SitemapSource
 }
 
 // DefaultMaxBodyBytes is the default request body limit.
@@ -175,7 +191,7 @@ func (s *Server) Handler() http.Handler {
 		h := r.handler
 		var hf http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { h(s, w, req) })
 		if !r.public {
-			hf = s.auth(hf)
+			hf = s.auth(s.caughtUp(hf))
 		}
 		pattern := r.Method + " " + r.Path
 		mux.Handle(pattern, s.instrument(pattern, hf))
@@ -199,6 +215,20 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		if s.cfg.Token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="trawl"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token", nil)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// caughtUp answers 503 until the control topic is read to its end, so
+// that a restarted server neither accepts a crawl id already used nor
+// lists an incomplete set of crawls.
+func (s *Server) caughtUp(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.control.CaughtUp() {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "starting: the control topic is not read to its end yet", nil)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -240,6 +270,11 @@ type CreateResponse struct {
 	CrawlView
 	SeedsPublished int              `json:"seeds_published"`
 	InvalidSeeds   jobs.FieldErrors `json:"invalid_seeds,omitempty"`
+	// SitemapURLs is how many of the published seeds came from sitemaps;
+	// SitemapProblems what could not be used (failed sitemaps, invalid
+	// entries).
+	SitemapURLs     int                `json:"sitemap_urls,omitempty"`
+	SitemapProblems []sitemaps.Problem `json:"sitemap_problems,omitempty"`
 }
 
 func stateName(s crawlv1.CrawlState) string {
@@ -277,7 +312,12 @@ func (s *Server) withCounts(ctx context.Context, v *CrawlView, spec *crawlv1.Cra
 		v.CountsError = "counts unavailable: " + err.Error()
 		return
 	}
-	if c.InFlight, err = s.control.InFlight(ctx); err != nil {
+	parts, err := s.stats.Partitions(ctx, spec.GetCrawlId())
+	if err != nil {
+		s.log.Warn("crawl partitions unavailable", telemetry.Crawl(spec.GetCrawlId()), zap.Error(err))
+		parts = nil // measure every partition
+	}
+	if c.InFlight, err = s.control.InFlight(ctx, parts); err != nil {
 		s.log.Warn("pipeline lag unavailable", telemetry.Crawl(spec.GetCrawlId()), zap.Error(err))
 		c.InFlight = -1
 	}
@@ -290,8 +330,6 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	job, err := jobs.Build(req, s.newID, s.now())
 	var fe jobs.FieldErrors
 	switch {
@@ -303,9 +341,49 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := job.Spec.GetCrawlId()
-	if s.control.Get(id) != nil {
-		writeError(w, http.StatusConflict, fmt.Sprintf("crawl %q exists", id),
-			jobs.FieldErrors{{Field: "crawl_id", Message: "already used"}})
+	if s.exists(w, id) {
+		return
+	}
+	var (
+		fromSitemaps int
+		problems     []sitemaps.Problem
+	)
+	if job.Sitemaps || len(job.SitemapURLs) > 0 {
+		if s.cfg.Sitemaps == nil {
+			writeError(w, http.StatusBadRequest, "invalid request", jobs.FieldErrors{{Field: "sitemaps", Message: "sitemap seeding is not enabled on this server"}})
+			return
+		}
+		// Read before taking the lock: it may take a while.
+		var hosts []string
+		if job.Sitemaps {
+			for _, sd := range job.Seeds {
+				if sd.Engine == "" {
+					hosts = append(hosts, sd.URL)
+				}
+			}
+		}
+		res := s.cfg.Sitemaps.Discover(r.Context(), hosts, job.SitemapURLs)
+		if err := r.Context().Err(); err != nil {
+			return // the client went away: nothing was published
+		}
+		urls := make([]string, len(res.Entries))
+		lastmods := make([]time.Time, len(res.Entries))
+		for i, e := range res.Entries {
+			urls[i], lastmods[i] = e.URL, e.Lastmod
+		}
+		fromSitemaps = job.AddSitemapEntries(urls, lastmods)
+		problems = res.Problems
+		if len(job.Seeds) == 0 {
+			writeJSON(w, http.StatusBadRequest, struct {
+				errorBody
+				SitemapProblems []sitemaps.Problem `json:"sitemap_problems,omitempty"`
+			}{errorBody{Error: "invalid request", Fields: jobs.FieldErrors{{Field: "sitemap_urls", Message: "no valid seeds: the sitemaps listed no usable URL"}}}, problems})
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exists(w, id) {
 		return
 	}
 	if err := s.control.Publish(r.Context(), job.Spec); err != nil {
@@ -319,8 +397,20 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("crawl created; %d of %d seeds published: %v", n, len(job.Seeds), err), nil)
 		return
 	}
-	s.log.Info("crawl created", telemetry.Crawl(id), zap.Int("seeds", n), zap.Int("invalid", len(job.Invalid)))
-	writeJSON(w, http.StatusCreated, CreateResponse{CrawlView: view(job.Spec, true), SeedsPublished: n, InvalidSeeds: job.Invalid})
+	s.log.Info("crawl created", telemetry.Crawl(id), zap.Int("seeds", n), zap.Int("invalid", len(job.Invalid)),
+		zap.Int("from_sitemaps", fromSitemaps), zap.Int("sitemap_problems", len(problems)))
+	writeJSON(w, http.StatusCreated, CreateResponse{CrawlView: view(job.Spec, true), SeedsPublished: n, InvalidSeeds: job.Invalid,
+		SitemapURLs: fromSitemaps, SitemapProblems: problems})
+}
+
+// exists answers 409 when the crawl id is taken.
+func (s *Server) exists(w http.ResponseWriter, id string) bool {
+	if s.control.Get(id) == nil {
+		return false
+	}
+	writeError(w, http.StatusConflict, fmt.Sprintf("crawl %q exists", id),
+		jobs.FieldErrors{{Field: "crawl_id", Message: "already used"}})
+	return true
 }
 
 // decode reads a JSON body of at most MaxBodyBytes with no unknown fields.

@@ -7,11 +7,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 )
@@ -39,6 +41,7 @@ type APIError struct {
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	}
+	retry bool // the answer had Retry-After
 }
 
 func (e *APIError) Error() string {
@@ -50,8 +53,31 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
+// startRetries bounds the retries of a request answered 503 with
+// Retry-After (a server still reading its control topic).
+const startRetries = 30
+
 // do sends a request; a 2xx body is returned open for the caller to close.
+// A 503 with Retry-After (the server is starting) is retried after a
+// second, at most startRetries times: nothing was done by the server.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	for i := 0; ; i++ {
+		resp, err := c.doOnce(ctx, method, path, body)
+		var ae *APIError
+		if i >= startRetries || !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !ae.retry {
+			return resp, err
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -70,7 +96,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		e := &APIError{Status: resp.StatusCode}
+		e := &APIError{Status: resp.StatusCode, retry: resp.Header.Get("Retry-After") != ""}
 		var eb struct {
 			Error string `json:"error"`
 		}

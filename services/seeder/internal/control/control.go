@@ -7,8 +7,10 @@ package control
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
@@ -27,18 +29,95 @@ type Control struct {
 	specs *crawlcontrol.Specs
 	log   *zap.Logger
 	now   func() time.Time
+	// caughtUp is closed once Run has applied every record that was on
+	// the topic when it started.
+	caughtUp     chan struct{}
+	caughtUpOnce sync.Once
 }
 
 // New returns a Control writing with w (not closed by Control).
 func New(cfg kafkaio.Config, w publish.Writer, log *zap.Logger) *Control {
-	return &Control{cfg: cfg, w: w, specs: crawlcontrol.NewSpecs(), log: log, now: time.Now}
+	return &Control{cfg: cfg, w: w, specs: crawlcontrol.NewSpecs(), log: log, now: time.Now, caughtUp: make(chan struct{})}
 }
 
-// Run follows the control topic until ctx is done.
+// Run follows the control topic until ctx is done. It first reads the end
+// offset of every partition; once the records before those offsets are
+// applied, CaughtUp reports true (at once for an empty topic). Records are
+// applied as crawlcontrol.Follow does: the newest revision wins, a
+// tombstone deletes, an undecodable record is logged and skipped.
 func (c *Control) Run(ctx context.Context) error {
-	return crawlcontrol.Follow(ctx, c.cfg, c.specs, func(err error) {
-		c.log.Warn("undecodable crawl spec skipped", zap.Error(err))
+	topic := c.cfg.Topics().Control
+	parts, err := kafkaio.GroupOffsets(ctx, c.cfg, c.cfg.GroupFor("seeder"), topic)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("read control topic offsets: %w", err)
+	}
+	pending := make(map[int]int64, len(parts)) // partition -> end offset at start
+	for _, p := range parts {
+		if p.End > p.First {
+			pending[p.Partition] = p.End
+		}
+	}
+	if len(pending) == 0 {
+		c.markCaughtUp()
+	}
+	err = kafkaio.Follow(ctx, c.cfg, topic, func(m kafka.Message) {
+		c.apply(m)
+		// Calls are serialized by kafkaio.Follow: pending needs no lock.
+		if end, ok := pending[m.Partition]; ok && (m.Offset+1 >= end || (m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark)) {
+			delete(pending, m.Partition)
+			if len(pending) == 0 {
+				c.markCaughtUp()
+			}
+		}
 	})
+	if err != nil {
+		return fmt.Errorf("follow control topic: %w", err)
+	}
+	return nil
+}
+
+func (c *Control) apply(m kafka.Message) {
+	if m.Value == nil {
+		c.specs.Delete(string(m.Key))
+		return
+	}
+	spec := &crawlv1.CrawlSpec{}
+	if err := kafkaio.Decode(m, spec); err != nil {
+		c.log.Warn("undecodable crawl spec skipped", zap.Int64("offset", m.Offset), zap.Int("partition", m.Partition), zap.Error(err))
+		return
+	}
+	c.specs.Apply(spec)
+}
+
+func (c *Control) markCaughtUp() {
+	c.caughtUpOnce.Do(func() {
+		c.log.Info("control topic read to its end", zap.Int("crawls", len(c.specs.All())))
+		close(c.caughtUp)
+	})
+}
+
+// CaughtUp reports whether Run has read the control topic to the end it
+// had when Run started: only then are crawl ids known to be unused.
+func (c *Control) CaughtUp() bool {
+	select {
+	case <-c.caughtUp:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitCaughtUp blocks until CaughtUp or ctx is done (then its error).
+func (c *Control) WaitCaughtUp(ctx context.Context) error {
+	select {
+	case <-c.caughtUp:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Publish writes spec to the control topic (acknowledged by all in-sync
@@ -67,26 +146,43 @@ func (c *Control) All() []*crawlv1.CrawlSpec { return c.specs.All() }
 func (c *Control) PublishSeeds(ctx context.Context, crawlID string, seeds []jobs.Seed) (int, error) {
 	ps := make([]publish.Seed, len(seeds))
 	for i, s := range seeds {
-		ps[i] = publish.Seed{URL: s.URL, SERPEngine: s.Engine}
+		ps[i] = publish.Seed{URL: s.URL, SERPEngine: s.Engine, Sitemap: s.Sitemap, Lastmod: s.Lastmod}
 	}
 	return publish.Marked(ctx, c.w, c.cfg.Topics().Discovered, crawlID, ps, c.now())
 }
 
 // InFlight returns the records the pipeline has not finished: the lag of
-// the scheduler group on the discovered topic, the fetcher group on the
-// fetch topic and the parser group on the fetched topic, summed (all
-// crawls together).
-func (c *Control) InFlight(ctx context.Context) (int64, error) {
+// the scheduler group on the discovered topic (every partition: an outlink
+// to a host the crawl has not reached yet may be on any), plus the lag of
+// the fetcher group on the fetch topic and of the parser group on the
+// fetched topic on the given partitions only (the partitions of the
+// crawl's hosts: those topics are keyed by host); nil partitions means all.
+// Records of other crawls on the same partitions still count.
+func (c *Control) InFlight(ctx context.Context, partitions []int) (int64, error) {
 	t := c.cfg.Topics()
+	var only map[int]bool
+	if partitions != nil {
+		only = make(map[int]bool, len(partitions))
+		for _, p := range partitions {
+			only[p] = true
+		}
+	}
 	var total int64
-	for _, gt := range []struct{ service, topic string }{
-		{"scheduler", t.Discovered}, {"fetcher", t.Fetch}, {"parser", t.Fetched},
+	for _, gt := range []struct {
+		service, topic string
+		all            bool
+	}{
+		{"scheduler", t.Discovered, true}, {"fetcher", t.Fetch, false}, {"parser", t.Fetched, false},
 	} {
-		lag, err := kafkaio.Lag(ctx, c.cfg, c.cfg.GroupFor(gt.service), gt.topic)
+		parts, err := kafkaio.GroupOffsets(ctx, c.cfg, c.cfg.GroupFor(gt.service), gt.topic)
 		if err != nil {
 			return 0, fmt.Errorf("measure %s lag: %w", gt.service, err)
 		}
-		total += lag
+		for _, p := range parts {
+			if gt.all || only == nil || only[p.Partition] {
+				total += p.Lag()
+			}
+		}
 	}
 	return total, nil
 }

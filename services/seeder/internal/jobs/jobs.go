@@ -5,6 +5,7 @@ package jobs
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -39,6 +40,11 @@ type Request struct {
 	Limits     *Limits     `json:"limits,omitempty"`
 	Politeness *Politeness `json:"politeness,omitempty"`
 	Revisit    *Revisit    `json:"revisit,omitempty"`
+	// Sitemaps also seeds from the sitemaps of every seed host (robots.txt
+	// Sitemap lines and /sitemap.xml); SitemapURLs are sitemaps to read
+	// as well (absolute http(s) URLs; errors name sitemap_urls[i]).
+	Sitemaps    bool     `json:"sitemaps,omitempty"`
+	SitemapURLs []string `json:"sitemap_urls,omitempty"`
 }
 
 // Keywords asks for result-page seeds.
@@ -112,10 +118,13 @@ func (e *FieldErrors) add(field, format string, args ...any) {
 	*e = append(*e, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
-// Seed is one seed to publish; Engine marks a search-engine result page.
+// Seed is one seed to publish; Engine marks a search-engine result page,
+// Sitemap a URL listed in a sitemap (with its Lastmod, zero when none).
 type Seed struct {
-	URL    string
-	Engine string
+	URL     string
+	Engine  string
+	Sitemap bool
+	Lastmod time.Time
 }
 
 // Job is a validated request.
@@ -123,6 +132,34 @@ type Job struct {
 	Spec    *crawlv1.CrawlSpec // revision 1, RUNNING
 	Seeds   []Seed
 	Invalid FieldErrors // seeds skipped under skip_invalid_seeds
+	// Sitemaps asks for the sitemaps of the seed hosts, SitemapURLs
+	// (absolute http(s)) are explicit sitemaps: the caller reads them and
+	// adds their URLs with AddSitemapEntries.
+	Sitemaps    bool
+	SitemapURLs []string
+}
+
+// AddSitemapEntries appends the URLs read from sitemaps (canonical) that
+// are not seeds already, and returns how many it added.
+func (j *Job) AddSitemapEntries(urls []string, lastmods []time.Time) int {
+	seen := make(map[string]bool, len(j.Seeds))
+	for _, s := range j.Seeds {
+		seen[s.URL] = true
+	}
+	n := 0
+	for i, u := range urls {
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		s := Seed{URL: u, Sitemap: true}
+		if i < len(lastmods) {
+			s.Lastmod = lastmods[i]
+		}
+		j.Seeds = append(j.Seeds, s)
+		n++
+	}
+	return n
 }
 
 // ValidCrawlID reports whether id is a usable crawl id: 1-64 letters,
@@ -196,8 +233,21 @@ func Build(req Request, newID func() string, now time.Time) (Job, error) {
 	if !req.SkipBad {
 		errs = append(errs, badSeeds...)
 	}
-	if len(out) == 0 && len(errs) == 0 {
-		errs.add("seeds", "no valid seeds: give seeds, seeds_text or keywords")
+	var sitemapURLs []string
+	if len(req.SitemapURLs) > MaxListItems {
+		errs.add("sitemap_urls", "%d sitemaps, want at most %d", len(req.SitemapURLs), MaxListItems)
+	} else {
+		for i, raw := range req.SitemapURLs {
+			u, err := url.Parse(strings.TrimSpace(raw))
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs.add(fmt.Sprintf("sitemap_urls[%d]", i), "want an absolute http(s) URL")
+				continue
+			}
+			sitemapURLs = append(sitemapURLs, u.String())
+		}
+	}
+	if len(out) == 0 && len(sitemapURLs) == 0 && len(errs) == 0 {
+		errs.add("seeds", "no valid seeds: give seeds, seeds_text, keywords or sitemap_urls")
 	}
 
 	spec := &crawlv1.CrawlSpec{
@@ -234,7 +284,7 @@ func Build(req Request, newID func() string, now time.Time) (Job, error) {
 	if len(errs) > 0 {
 		return Job{}, errs
 	}
-	return Job{Spec: spec, Seeds: out, Invalid: badSeeds}, nil
+	return Job{Spec: spec, Seeds: out, Invalid: badSeeds, Sitemaps: req.Sitemaps, SitemapURLs: sitemapURLs}, nil
 }
 
 func buildKeywords(k Keywords, errs *FieldErrors) []keywords.Page {
@@ -382,8 +432,10 @@ type Counts struct {
 	Documents uint64 `json:"documents"` // distinct documents extracted
 	Queued    uint64 `json:"queued"`    // admitted but never attempted
 	// InFlight is the records the scheduler, fetcher and parser groups
-	// have not finished (consumer-group lag, all crawls together); -1 when
-	// unknown.
+	// have not finished (consumer-group lag): every partition of the
+	// discovered topic, and the partitions of the crawl's hosts on the
+	// fetch and fetched topics (other crawls sharing those partitions
+	// count too); -1 when unknown.
 	InFlight int64 `json:"in_flight"`
 }
 

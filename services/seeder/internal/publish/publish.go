@@ -38,10 +38,13 @@ func Seeds(ctx context.Context, w Writer, topic, crawlID string, urls []string, 
 }
 
 // Seed is a seed URL (canonical) and, for a search-engine result page, the
-// engine whose result links the parser keeps (DiscoveredURL.serp_engine).
+// engine whose result links the parser keeps (DiscoveredURL.serp_engine),
+// or, for a URL of a sitemap, its lastmod.
 type Seed struct {
 	URL        string
 	SERPEngine string
+	Sitemap    bool      // listed in a sitemap: source SITEMAP instead of SEED
+	Lastmod    time.Time // the sitemap's lastmod; zero when none
 }
 
 // Marked is Seeds for seeds that may be marked as result pages.
@@ -55,14 +58,21 @@ func Marked(ctx context.Context, w Writer, topic, crawlID string, seeds []Seed, 
 		if err != nil {
 			return published, fmt.Errorf("key seed %q: %w", u, err)
 		}
-		msg, err := kafkaio.NewMessage(topic, key, &crawlv1.DiscoveredURL{
+		d := &crawlv1.DiscoveredURL{
 			CrawlId:      crawlID,
 			Url:          u,
 			Depth:        0,
 			DiscoveredAt: at,
 			Source:       crawlv1.Source_SOURCE_SEED,
 			SerpEngine:   s.SERPEngine,
-		})
+		}
+		if s.Sitemap {
+			d.Source = crawlv1.Source_SOURCE_SITEMAP
+			if !s.Lastmod.IsZero() {
+				d.Lastmod = timestamppb.New(s.Lastmod)
+			}
+		}
+		msg, err := kafkaio.NewMessage(topic, key, d)
 		if err != nil {
 			return published, fmt.Errorf("encode seed %q: %w", u, err)
 		}

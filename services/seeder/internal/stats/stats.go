@@ -44,6 +44,29 @@ FROM fetch_log WHERE crawl_id = ? AND url_fp IN (SELECT fp FROM url_seen WHERE c
 	return c, nil
 }
 
+// Partitions returns the partitions of the URL topics that carry the
+// crawl's admitted URLs (url_seen.partition: the scheduler partition, which
+// is the host's partition on every host-keyed topic), ascending.
+func (s *Stats) Partitions(ctx context.Context, crawlID string) ([]int, error) {
+	rows, err := s.store.Conn().Query(ctx, "SELECT DISTINCT partition FROM url_seen WHERE crawl_id = ? ORDER BY partition", crawlID)
+	if err != nil {
+		return nil, fmt.Errorf("query crawl partitions: %w", err)
+	}
+	defer rows.Close()
+	out := []int{}
+	for rows.Next() {
+		var p uint16
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("scan crawl partition: %w", err)
+		}
+		out = append(out, int(p))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read crawl partitions: %w", err)
+	}
+	return out, nil
+}
+
 // Documents calls fn for every document of the crawl (the latest version
 // of each URL), ordered by URL, streaming from the server; it stops at the
 // first error of fn.
