@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	svc, err := consume.New(consume.Options{
 		Topics:     topics,
 		Workers:    cfg.Workers,
-		Politeness: politeness.Options{Delay: cfg.Delay, MaxCrawlDelay: cfg.MaxCrawlDelay},
+		Politeness: politeness.Options{Delay: cfg.Delay, MaxCrawlDelay: cfg.MaxCrawlDelay, ResponseFactor: cfg.DelayResponseFactor},
 		InstanceID: cfg.InstanceID,
 
 		MaxAttempts:     cfg.MaxAttempts,

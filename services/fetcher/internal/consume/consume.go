@@ -606,6 +606,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	}
 	res := s.fetch.Fetch(ctx, r)
 	end := s.opts.Now()
+	h.engine.ObserveDuration(host, res.Duration)
 	if ctx.Err() != nil {
 		h.engine.Done(host, end)
 		return // abandoned at close: unacked

@@ -30,6 +30,12 @@ type Options struct {
 	// MaxCrawlDelay caps per-host delays raised by SetCrawlDelay and
 	// back-offs (default DefaultMaxCrawlDelay).
 	MaxCrawlDelay time.Duration
+	// ResponseFactor, when positive, makes a host's gap follow its
+	// response time: after a request that took d, the next one waits at
+	// least ResponseFactor×d (never more than MaxCrawlDelay), so a server
+	// that slows down under load is given proportionally more room. Zero
+	// turns it off.
+	ResponseFactor float64
 }
 
 func (o Options) withDefaults() Options {
@@ -59,7 +65,8 @@ type hostState[T any] struct {
 	heapIndex int  // index in Engine.waiting, -1 when absent
 	busy      bool // active or has queued items (counted in Engine.busy)
 
-	backoffLevel int // consecutive Backoff calls without Recovered
+	backoffLevel int           // consecutive Backoff calls without Recovered
+	took         time.Duration // duration of the last request (ObserveDuration)
 }
 
 // eligibleAt is when the host's head item may start.
@@ -166,10 +173,30 @@ func (e *Engine[T]) Done(host string, end time.Time) {
 		return
 	}
 	h.active = false
-	if t := end.Add(h.delay); t.After(h.next) {
+	if t := end.Add(e.gap(h)); t.After(h.next) {
 		h.next = t
 	}
 	e.fix(h)
+}
+
+// gap is the host's wait after a request: its delay, or the response-time
+// multiple when ResponseFactor is set and that is longer.
+func (e *Engine[T]) gap(h *hostState[T]) time.Duration {
+	if e.opts.ResponseFactor <= 0 || h.took <= 0 {
+		return h.delay
+	}
+	adaptive := time.Duration(e.opts.ResponseFactor * float64(h.took))
+	return max(h.delay, min(adaptive, e.opts.MaxCrawlDelay))
+}
+
+// ObserveDuration records how long the host's request in flight took; Done
+// then applies Options.ResponseFactor to it.
+func (e *Engine[T]) ObserveDuration(host string, took time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.hosts[host]; ok {
+		h.took = took
+	}
 }
 
 // Release ends the turn of host without a request having been made (for

@@ -452,3 +452,43 @@ func TestSetHostDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestResponseFactor checks that with Options.ResponseFactor a host's next
+// request waits the larger of its delay and factor × the last response
+// time, capped by MaxCrawlDelay, and that without it only the delay counts.
+func TestResponseFactor(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		factor float64
+		took   time.Duration
+		want   time.Duration // gap after the end of the first request
+	}{
+		{"off", 0, 2 * time.Second, time.Second},
+		{"fast response keeps the delay", 4, 100 * time.Millisecond, time.Second},
+		{"slow response stretches the gap", 4, 2 * time.Second, 8 * time.Second},
+		{"capped at MaxCrawlDelay", 4, 10 * time.Second, 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := t0
+			e := New[int](func() time.Time { return clock }, Options{Delay: time.Second, MaxCrawlDelay: 30 * time.Second, ResponseFactor: tt.factor})
+			e.Push("h", 1, time.Time{})
+			e.Push("h", 2, time.Time{})
+			clock = clock.Add(time.Second) // past the assignment wait
+			if _, item, ok := e.Next(clock); !ok || item != 1 {
+				t.Fatalf("first Next = %v, %v", item, ok)
+			}
+			clock = clock.Add(tt.took)
+			e.ObserveDuration("h", tt.took)
+			e.Done("h", clock)
+			end := clock
+			if _, _, ok := e.Next(end.Add(tt.want - time.Millisecond)); ok {
+				t.Fatalf("second request allowed before %v", tt.want)
+			}
+			if _, item, ok := e.Next(end.Add(tt.want)); !ok || item != 2 {
+				t.Fatalf("second request not allowed after %v: %v, %v", tt.want, item, ok)
+			}
+		})
+	}
+}
