@@ -113,23 +113,73 @@ func Message(topic string, spec *crawlv1.CrawlSpec) (kafka.Message, error) {
 // onError (may be nil) and skipped: one bad record must not stop the
 // services from following the rest.
 func Follow(ctx context.Context, c kafkaio.Config, specs *Specs, onError func(error)) error {
+	return FollowCaughtUp(ctx, c, specs, nil, onError)
+}
+
+// probeGroup is a consumer group that never joins nor commits: asking for
+// its offsets returns only the topic's first and end offsets.
+const probeGroup = "control-probe"
+
+// FollowCaughtUp is Follow that also calls caughtUp (may be nil) once,
+// when every record present on the topic when it started has been applied,
+// at once for an empty topic. Services that must not act before they know
+// every crawl's state (the fetcher before fetching, the seeder's API
+// before accepting crawl ids) wait for it.
+//
+// A partition whose last records were removed by compaction counts as read
+// when a record reaches its high watermark.
+func FollowCaughtUp(ctx context.Context, c kafkaio.Config, specs *Specs, caughtUp func(), onError func(error)) error {
 	topic := c.Topics().Control
-	err := kafkaio.Follow(ctx, c, topic, func(m kafka.Message) {
-		if m.Value == nil {
-			specs.Delete(string(m.Key))
-			return
+	offsets, err := kafkaio.GroupOffsets(ctx, c, c.GroupFor(probeGroup), topic)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
-		spec := &crawlv1.CrawlSpec{}
-		if err := kafkaio.Decode(m, spec); err != nil {
-			if onError != nil {
-				onError(fmt.Errorf("decode crawl spec at offset %d: %w", m.Offset, err))
+		return fmt.Errorf("read end offsets of %s: %w", topic, err)
+	}
+	pending := make(map[int]int64) // partition -> its end offset at the start
+	for _, p := range offsets {
+		if p.End > p.First {
+			pending[p.Partition] = p.End
+		}
+	}
+	var once sync.Once
+	notify := func() {
+		if caughtUp != nil {
+			once.Do(caughtUp)
+		}
+	}
+	if len(pending) == 0 {
+		notify()
+	}
+	// kafkaio.Follow serializes calls: pending needs no lock.
+	err = kafkaio.Follow(ctx, c, topic, func(m kafka.Message) {
+		apply(specs, m, onError)
+		if end, ok := pending[m.Partition]; ok && (m.Offset+1 >= end || (m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark)) {
+			delete(pending, m.Partition)
+			if len(pending) == 0 {
+				notify()
 			}
-			return
 		}
-		specs.Apply(spec)
 	})
 	if err != nil {
 		return fmt.Errorf("follow control topic: %w", err)
 	}
 	return nil
+}
+
+// apply records one control-topic record in specs.
+func apply(specs *Specs, m kafka.Message, onError func(error)) {
+	if m.Value == nil {
+		specs.Delete(string(m.Key))
+		return
+	}
+	spec := &crawlv1.CrawlSpec{}
+	if err := kafkaio.Decode(m, spec); err != nil {
+		if onError != nil {
+			onError(fmt.Errorf("decode crawl spec at offset %d: %w", m.Offset, err))
+		}
+		return
+	}
+	specs.Apply(spec)
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/control"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
@@ -177,7 +176,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	// known (bounded wait: a broken control topic does not stop the crawl).
 	caughtUp := make(chan struct{})
 	g.Go(func() error {
-		return control.Follow(gctx, cfg.Kafka, specs, func() { close(caughtUp) }, func(err error) {
+		return crawlcontrol.FollowCaughtUp(gctx, cfg.Kafka, specs, func() { close(caughtUp) }, func(err error) {
 			log.Warn("skipped undecodable crawl spec", zap.Error(err))
 		})
 	})

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
@@ -40,56 +39,15 @@ func New(cfg kafkaio.Config, w publish.Writer, log *zap.Logger) *Control {
 	return &Control{cfg: cfg, w: w, specs: crawlcontrol.NewSpecs(), log: log, now: time.Now, caughtUp: make(chan struct{})}
 }
 
-// Run follows the control topic until ctx is done. It first reads the end
-// offset of every partition; once the records before those offsets are
-// applied, CaughtUp reports true (at once for an empty topic). Records are
-// applied as crawlcontrol.Follow does: the newest revision wins, a
-// tombstone deletes, an undecodable record is logged and skipped.
+// Run follows the control topic until ctx is done; once every record
+// present at the start is applied, CaughtUp reports true (at once for an
+// empty topic). Records are applied as crawlcontrol.Follow does: the newest
+// revision wins, a tombstone deletes, an undecodable record is logged and
+// skipped.
 func (c *Control) Run(ctx context.Context) error {
-	topic := c.cfg.Topics().Control
-	parts, err := kafkaio.GroupOffsets(ctx, c.cfg, c.cfg.GroupFor("seeder"), topic)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("read control topic offsets: %w", err)
-	}
-	pending := make(map[int]int64, len(parts)) // partition -> end offset at start
-	for _, p := range parts {
-		if p.End > p.First {
-			pending[p.Partition] = p.End
-		}
-	}
-	if len(pending) == 0 {
-		c.markCaughtUp()
-	}
-	err = kafkaio.Follow(ctx, c.cfg, topic, func(m kafka.Message) {
-		c.apply(m)
-		// Calls are serialized by kafkaio.Follow: pending needs no lock.
-		if end, ok := pending[m.Partition]; ok && (m.Offset+1 >= end || (m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark)) {
-			delete(pending, m.Partition)
-			if len(pending) == 0 {
-				c.markCaughtUp()
-			}
-		}
+	return crawlcontrol.FollowCaughtUp(ctx, c.cfg, c.specs, c.markCaughtUp, func(err error) {
+		c.log.Warn("undecodable crawl spec skipped", zap.Error(err))
 	})
-	if err != nil {
-		return fmt.Errorf("follow control topic: %w", err)
-	}
-	return nil
-}
-
-func (c *Control) apply(m kafka.Message) {
-	if m.Value == nil {
-		c.specs.Delete(string(m.Key))
-		return
-	}
-	spec := &crawlv1.CrawlSpec{}
-	if err := kafkaio.Decode(m, spec); err != nil {
-		c.log.Warn("undecodable crawl spec skipped", zap.Int64("offset", m.Offset), zap.Int("partition", m.Partition), zap.Error(err))
-		return
-	}
-	c.specs.Apply(spec)
 }
 
 func (c *Control) markCaughtUp() {

@@ -1,4 +1,4 @@
-package control
+package crawlcontrol_test
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func TestFollowCaughtUp(t *testing.T) {
 			fctx, fcancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() {
-				done <- Follow(fctx, c, specs, func() { caught <- len(specs.All()) }, nil)
+				done <- crawlcontrol.FollowCaughtUp(fctx, c, specs, func() { caught <- len(specs.All()) }, nil)
 			}()
 			want := max(tt.specs-1, 0) // c0 deleted
 			select {
