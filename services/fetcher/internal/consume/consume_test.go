@@ -195,26 +195,12 @@ func TestConsumeIntegration(t *testing.T) {
 		MaxBodyBytes: 10 << 10,
 	})
 	defer f.Close()
-	reg := prometheus.NewRegistry()
 	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
-	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 50 * time.Millisecond}, log, reg)
-	svc, err := New(Options{
+	svc, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
 		Topics: topics, Workers: 4, InstanceID: "test-fetcher",
 		Politeness:  politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
 		MaxAttempts: 1, // one attempt per URL here; retries are TestRetriesRedirects'
-	}, f, rc, w, flog, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	group, err := kafkaio.NewGroup(kcfg, kafkaio.GroupConfig{GroupID: kcfg.GroupFor("fetcher"), Topic: topics.Fetch, MaxInFlight: 100}, svc.Assign, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	writerCtx, stopWriter := context.WithCancel(ctx)
-	var g errgroup.Group
-	g.Go(func() error { return flog.Run(writerCtx) })
-	g.Go(func() error { defer stopWriter(); return group.Run(runCtx) })
+	}, f, rc, w, 50*time.Millisecond, 100, log)
 
 	// collect the published pages and discovered URLs
 	var (
@@ -260,8 +246,7 @@ func TestConsumeIntegration(t *testing.T) {
 		outMu.Unlock()
 		return err == nil && lag == 0 && n == len(wants)
 	})
-	stopRun()
-	if err := g.Wait(); err != nil {
+	if err := stopFetcher(); err != nil {
 		t.Fatalf("consumer: %v", err)
 	}
 	stopFollow()

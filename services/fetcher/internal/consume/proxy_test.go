@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -83,24 +82,10 @@ func TestProxyFeedback(t *testing.T) {
 
 	f := httpfetch.New(httpfetch.Options{AllowPrivate: true, Proxies: pool, FetchTimeout: 500 * time.Millisecond})
 	defer f.Close()
-	reg := prometheus.NewRegistry()
-	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	svc, err := New(Options{
+	_, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
 		Topics: topics, Workers: 4, InstanceID: "px-test", MaxAttempts: 1,
 		Politeness: politeness.Options{Delay: 50 * time.Millisecond},
-	}, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, flog, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	group, err := kafkaio.NewGroup(kcfg, kafkaio.GroupConfig{GroupID: kcfg.GroupFor("fetcher"), Topic: topics.Fetch}, svc.Assign, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	writerCtx, stopWriter := context.WithCancel(ctx)
-	var g errgroup.Group
-	g.Go(func() error { return flog.Run(writerCtx) })
-	g.Go(func() error { defer stopWriter(); return group.Run(runCtx) })
+	}, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, 20*time.Millisecond, kafkaio.DefaultMaxInFlight, log)
 
 	var (
 		mu       sync.Mutex
@@ -127,8 +112,7 @@ func TestProxyFeedback(t *testing.T) {
 		defer mu.Unlock()
 		return len(feedback) >= len(msgs)
 	})
-	stopRun()
-	if err := g.Wait(); err != nil {
+	if err := stopFetcher(); err != nil {
 		t.Fatal(err)
 	}
 	stopFollow()

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/ftptest"
@@ -145,29 +144,15 @@ func TestRetriesRedirects(t *testing.T) {
 
 	f := httpfetch.New(httpfetch.Options{AllowPrivate: true, FetchTimeout: 2 * time.Second})
 	defer f.Close()
-	reg := prometheus.NewRegistry()
 	// default ErrorTTL (10m): the retry itself must ask robots.txt again
 	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
-	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	svc, err := New(Options{
+	svc, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
 		Topics: topics, Workers: 4, InstanceID: "retry-test",
 		Politeness:   politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
 		MaxAttempts:  maxAttempts,
 		RetryBackoff: 150 * time.Millisecond, MaxRetryBackoff: time.Second,
 		MaxHostQueue: hostQueue, HoldHorizon: time.Second, DeferPause: 100 * time.Millisecond,
-	}, f, rc, w, flog, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	group, err := kafkaio.NewGroup(kcfg, kafkaio.GroupConfig{GroupID: kcfg.GroupFor("fetcher"), Topic: topics.Fetch, MaxInFlight: 100}, svc.Assign, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	writerCtx, stopWriter := context.WithCancel(ctx)
-	var g errgroup.Group
-	g.Go(func() error { return flog.Run(writerCtx) })
-	g.Go(func() error { defer stopWriter(); return group.Run(runCtx) })
+	}, f, rc, w, 20*time.Millisecond, 100, log)
 
 	var (
 		outMu      sync.Mutex
@@ -212,8 +197,7 @@ func TestRetriesRedirects(t *testing.T) {
 		return err == nil && lag == 0 && n >= wantPages
 	})
 	time.Sleep(3 * delay) // nothing more may come
-	stopRun()
-	if err := g.Wait(); err != nil {
+	if err := stopFetcher(); err != nil {
 		t.Fatalf("consumer: %v", err)
 	}
 	stopFollow()
