@@ -118,6 +118,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if cfg.PersistHostState {
 		hostStates = hoststate.NewLoader(cfg.Kafka, topics.HostState)
 	}
+	var servers *politeness.Gate
+	if cfg.ServerDelay > 0 {
+		servers = politeness.NewGate(time.Now, cfg.ServerDelay)
+	}
 	specs := crawlcontrol.NewSpecs()
 	svc, err := consume.New(consume.Options{
 		Topics:     topics,
@@ -134,6 +138,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		HostStates:      hostStates,
 		Crawls:          specs,
 		PauseRecheck:    cfg.PauseRecheck,
+		Servers:         servers,
+		Resolve:         fetcher.Resolve,
 	}, fetcher, robotsCache, producer, fetchLog, log, freg)
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)

@@ -31,6 +31,7 @@ type Config struct {
 	Delay                   time.Duration // --delay: minimum end-to-start gap per host (default 1s)
 	MaxCrawlDelay           time.Duration // --max-crawl-delay: cap of robots.txt Crawl-delay (default 30s)
 	DelayResponseFactor     float64       // --delay-response-factor: host gap ≥ factor × last response time (0 = off)
+	ServerDelay             time.Duration // --server-delay: gap per server shared by hosts of one IP (0 = hosts independent)
 	ConnectTimeout          time.Duration // --connect-timeout (default 10s)
 	ResponseHeaderTimeout   time.Duration // --response-header-timeout (default 15s)
 	FetchTimeout            time.Duration // --fetch-timeout: whole request (default 30s)
@@ -69,6 +70,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.DurationVar(&c.Delay, "delay", politeness.DefaultDelay, "minimum delay from the end of a request to a host to the start of the next")
 	fs.DurationVar(&c.MaxCrawlDelay, "max-crawl-delay", politeness.DefaultMaxCrawlDelay, "cap of a robots.txt Crawl-delay")
 	fs.Float64Var(&c.DelayResponseFactor, "delay-response-factor", 0, "when > 0, wait at least this multiple of a host's last response time between its requests (capped by max-crawl-delay)")
+	fs.DurationVar(&c.ServerDelay, "server-delay", 0, "when > 0, hosts that resolve to one IP address (IPv6: one /64) are one server: one request at a time across them, at least this gap between two (0: hosts are independent)")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", httpfetch.DefaultConnectTimeout, "TCP connect and TLS handshake timeout")
 	fs.DurationVar(&c.ResponseHeaderTimeout, "response-header-timeout", httpfetch.DefaultResponseHeaderTimeout, "timeout waiting for response headers")
 	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", httpfetch.DefaultFetchTimeout, "total timeout of one request including the body")
@@ -123,6 +125,9 @@ func (c Config) Validate() error {
 	}
 	if c.DelayResponseFactor < 0 || c.DelayResponseFactor > 100 {
 		errs = append(errs, fmt.Errorf("delay-response-factor: %v not in [0, 100]", c.DelayResponseFactor))
+	}
+	if c.ServerDelay < 0 {
+		errs = append(errs, fmt.Errorf("server-delay: %v must not be negative", c.ServerDelay))
 	}
 	if c.MaxCrawlDelay < c.Delay {
 		errs = append(errs, fmt.Errorf("max-crawl-delay: %v is below delay %v", c.MaxCrawlDelay, c.Delay))

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -118,6 +120,16 @@ type Options struct {
 	// PauseRecheck is how far the requests of a paused crawl are deferred
 	// (default 5s): a paused crawl holds no memory and no worker.
 	PauseRecheck time.Duration
+	// Servers, when set, groups hosts by the server they resolve to
+	// (politeness.ServerKey of their first address, from Resolve): one
+	// request at a time reaches a server, across every host and every
+	// partition of this fetcher, and the next starts no earlier than the
+	// gate's gap after it. A host that does not resolve is its own
+	// server. Nil: hosts are independent.
+	Servers *politeness.Gate
+	// Resolve returns the address a host name is fetched from
+	// (httpfetch.Fetcher.Resolve); required with Servers.
+	Resolve func(ctx context.Context, host string) (netip.Addr, error)
 }
 
 // Crawls reports crawl specifications (crawlcontrol.Specs).
@@ -187,6 +199,9 @@ type Service struct {
 // New returns a Service. reg receives the fetcher's metrics.
 func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, flog FetchLog, log *zap.Logger, reg prometheus.Registerer) (*Service, error) {
 	o = o.withDefaults()
+	if o.Servers != nil && o.Resolve == nil {
+		return nil, errors.New("consume: Options.Servers needs Options.Resolve")
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
@@ -575,7 +590,12 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	if !fresh {
 		// robots.txt is a request to the host: it takes this turn, and
 		// the page waits the delay after it.
+		server, ok := h.claimServer(ctx, host, t)
+		if !ok {
+			return
+		}
 		rules = s.robots.Fetch(ctx, t.origin, host)
+		h.serverDone(server, s.opts.Now())
 		if ctx.Err() != nil {
 			h.engine.Done(host, s.opts.Now())
 			return // abandoned at close: unacked
@@ -604,8 +624,13 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	if len(t.chain) == 0 {
 		r.ETag, r.LastModified = t.req.GetEtag(), t.req.GetLastModified()
 	}
+	server, ok := h.claimServer(ctx, host, t)
+	if !ok {
+		return
+	}
 	res := s.fetch.Fetch(ctx, r)
 	end := s.opts.Now()
+	h.serverDone(server, end)
 	h.engine.ObserveDuration(host, res.Duration)
 	if ctx.Err() != nil {
 		h.engine.Done(host, end)
@@ -649,6 +674,48 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	if err := h.finish(ctx, t, res); err != nil && ctx.Err() == nil {
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 	}
+}
+
+// claimServer claims the server of host (Options.Servers) for the request
+// t is about to make and returns its key ("" when servers are not grouped
+// or host does not resolve: nothing to release). When another host's
+// request holds the server, t goes back to the head of host's queue until
+// the server may be free, the host's turn ends, and ok is false.
+func (h *handler) claimServer(ctx context.Context, host string, t *task) (key string, ok bool) {
+	s := h.s
+	if s.opts.Servers == nil {
+		return "", true
+	}
+	addr, err := s.opts.Resolve(ctx, urlHostname(t.url, host))
+	if err != nil {
+		// the fetch fails on the same error and records it
+		return "", true
+	}
+	key = politeness.ServerKey(addr)
+	claimed, retryAt := s.opts.Servers.Acquire(key)
+	if !claimed {
+		s.m.serverWaits.Inc()
+		h.engine.Requeue(host, t, retryAt)
+		return "", false
+	}
+	return key, true
+}
+
+// serverDone ends the request claimed by claimServer.
+func (h *handler) serverDone(key string, end time.Time) {
+	if key != "" {
+		h.s.opts.Servers.Done(key, end)
+	}
+}
+
+// urlHostname returns the host name of rawURL without its port, or
+// fallback when rawURL does not parse.
+func urlHostname(rawURL, fallback string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return fallback
+	}
+	return u.Hostname()
 }
 
 // maxSitemaps bounds the Sitemap lines of one robots.txt published.

@@ -43,7 +43,7 @@ type site struct {
 }
 
 type span struct {
-	path       string
+	host, path string // Host header and path
 	start, end time.Time
 }
 
@@ -58,7 +58,7 @@ func startSite(t testing.TB, ip string, h http.Handler) *site {
 		start := time.Now()
 		h.ServeHTTP(w, r)
 		s.mu.Lock()
-		s.spans = append(s.spans, span{path: r.URL.Path, start: start, end: time.Now()})
+		s.spans = append(s.spans, span{host: r.Host, path: r.URL.Path, start: start, end: time.Now()})
 		s.hits[r.URL.Path]++
 		s.mu.Unlock()
 	}))

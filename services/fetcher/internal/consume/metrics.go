@@ -31,6 +31,7 @@ type metrics struct {
 	hostStatesLoaded  prometheus.Counter
 	sitemaps          prometheus.Counter
 	proxyOutcomes     *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
+	serverWaits       prometheus.Counter
 }
 
 var statusClasses = []string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
@@ -115,6 +116,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "host_states_loaded_total",
 			Help: "Host politeness states loaded from the host-state topic at partition assignment.",
 		}),
+		serverWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "server_waits_total",
+			Help: "Requests put back in their host queue because another host on the same server (--group-by-ip) was being fetched or within its gap.",
+		}),
 		robotsVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "robots_refusals_total",
 			Help: "URLs not requested because of robots.txt, by verdict (disallowed, unavailable).",
@@ -122,7 +127,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.pausedHeld, m.redirectsFollowed, m.redirectLoops, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps} {
+		m.retries, m.deferred, m.pausedHeld, m.redirectsFollowed, m.redirectLoops, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

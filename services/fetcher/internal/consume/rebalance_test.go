@@ -36,11 +36,26 @@ type fetcherProc struct {
 
 func startFetcher(ctx context.Context, t testing.TB, kcfg kafkaio.Config, store *chstore.Store, name string, maxInFlight int, o Options) *fetcherProc {
 	t.Helper()
+	return startFetcherWith(ctx, t, kcfg, store, name, maxInFlight, o, httpfetch.Options{})
+}
+
+// startFetcherWith is startFetcher with the fetcher's own options (private
+// targets are always allowed, the fetch timeout defaults to 2s); with
+// o.Servers set, hosts resolve through the fetcher.
+func startFetcherWith(ctx context.Context, t testing.TB, kcfg kafkaio.Config, store *chstore.Store, name string, maxInFlight int, o Options, fo httpfetch.Options) *fetcherProc {
+	t.Helper()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)).Named(name)
 	reg := prometheus.NewRegistry()
-	f := httpfetch.New(httpfetch.Options{AllowPrivate: true, FetchTimeout: 2 * time.Second})
+	fo.AllowPrivate = true
+	if fo.FetchTimeout == 0 {
+		fo.FetchTimeout = 2 * time.Second
+	}
+	f := httpfetch.New(fo)
 	if o.Workers == 0 {
 		o.Workers = 4
+	}
+	if o.Servers != nil {
+		o.Resolve = f.Resolve
 	}
 	t.Cleanup(f.Close)
 	w := kafkaio.NewWriter(kcfg, log, reg)

@@ -263,3 +263,34 @@ func TestFetchGzipSitemap(t *testing.T) {
 		})
 	}
 }
+
+// TestResolve checks the address server grouping uses: IP literals as
+// they are, names through the DNS cache (a fetch after Resolve looks
+// nothing up again), failures as errors.
+func TestResolve(t *testing.T) {
+	var lookups atomic.Int32
+	f := New(Options{AllowPrivate: true, Lookup: func(_ context.Context, _, host string) ([]netip.Addr, error) {
+		lookups.Add(1)
+		if host != "site.test" {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.74"), netip.MustParseAddr("127.0.0.75")}, nil
+	}})
+	defer f.Close()
+	ctx := context.Background()
+	for host, want := range map[string]string{"192.0.2.1": "192.0.2.1", "[2001:db8::1]": "2001:db8::1", "site.test": "127.0.0.74"} {
+		got, err := f.Resolve(ctx, host)
+		if err != nil || got.String() != want {
+			t.Errorf("Resolve(%s) = %v, %v; want %s", host, got, err, want)
+		}
+	}
+	if _, err := f.Resolve(ctx, "site.test"); err != nil {
+		t.Fatal(err)
+	}
+	if n := lookups.Load(); n != 1 {
+		t.Errorf("%d lookups for one name resolved twice, want 1 (cached)", n)
+	}
+	if _, err := f.Resolve(ctx, "missing.test"); err == nil {
+		t.Error("Resolve of an unknown name succeeded")
+	}
+}

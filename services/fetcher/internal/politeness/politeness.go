@@ -128,6 +128,20 @@ func (e *Engine[T]) PushFront(host string, item T) {
 	e.fix(h)
 }
 
+// Requeue ends host's turn without a request (the next-allowed time is
+// unchanged) and puts item back at the head of its queue, not to start
+// before notBefore: the host waits for something outside the engine, such
+// as its server's Gate, without holding a worker.
+func (e *Engine[T]) Requeue(host string, item T, notBefore time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.host(host)
+	h.active = false
+	h.queue = append([]entry[T]{{item: item, notBefore: notBefore}}, h.queue...)
+	e.queued++
+	e.fix(h)
+}
+
 // Next returns the head item of a host that is eligible at now, marking
 // the host active (one request at a time). ok is false when no host is
 // eligible; NextWakeup tells when to ask again.

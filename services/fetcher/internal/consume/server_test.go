@@ -1,0 +1,136 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+)
+
+// TestServerGrouping crawls six virtual hosts of one shared-hosting server
+// (six names resolving to one loopback address, spread over three
+// partitions) with a 20 ms host delay. Grouped by server with a 150 ms
+// gap, the server's own request log shows one request at a time and every
+// gap at least 150 ms; ungrouped, the same crawl overlaps its requests,
+// which is what the grouping is for.
+func TestServerGrouping(t *testing.T) {
+	const (
+		hostDelay = 20 * time.Millisecond
+		serverGap = 150 * time.Millisecond
+		vhosts    = 6
+		pages     = 3
+	)
+	crawl := func(t *testing.T, ip string, servers *politeness.Gate) ([]span, *fetcherProc) {
+		kcfg := kafkatest.Config(t, 3)
+		store := chtest.NewStore(t)
+		log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+
+		srv := startSite(t, ip, pageHandler(""))
+		port := srv.base[strings.LastIndex(srv.base, ":")+1:]
+		lookup := func(_ context.Context, _, host string) ([]netip.Addr, error) {
+			if strings.HasSuffix(host, ".shared.test") {
+				return []netip.Addr{netip.MustParseAddr(ip)}, nil
+			}
+			return nil, errors.New("no such host")
+		}
+		w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
+		defer w.Close()
+		var msgs []kafka.Message
+		partitions := map[int]bool{}
+		for v := range vhosts {
+			for i := range pages {
+				u := fmt.Sprintf("http://v%d.shared.test:%s/p%d", v, port, i)
+				key, err := kafkaio.Key(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				partitions[kafkaio.PartitionFor(key, kcfg.Partitions)] = true
+				m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{CrawlId: "c", Url: u, UrlFp: uint64(v*pages + i + 1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				msgs = append(msgs, m)
+			}
+		}
+		if len(partitions) < 2 {
+			t.Fatalf("the virtual hosts fall in %d partition(s); the test wants them spread", len(partitions))
+		}
+		if err := w.Write(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		p := startFetcherWith(ctx, t, kcfg, store, "shared", 100, Options{
+			Workers: 8, Politeness: politeness.Options{Delay: hostDelay}, Servers: servers,
+		}, httpfetch.Options{Lookup: lookup})
+		defer p.stop(t)
+		waitFor(ctx, t, "every page fetched", func() bool {
+			_, hits := srv.snapshot()
+			n := 0
+			for path, c := range hits {
+				if path != "/robots.txt" {
+					n += c
+				}
+			}
+			return n >= vhosts*pages
+		})
+		spans, _ := srv.snapshot()
+		seen := map[string]int{}
+		for _, s := range spans {
+			seen[s.host+s.path]++
+		}
+		for v := range vhosts {
+			for _, path := range []string{"/robots.txt", "/p0", "/p1", "/p2"} {
+				if k := fmt.Sprintf("v%d.shared.test:%s%s", v, port, path); seen[k] != 1 {
+					t.Errorf("%s requested %d times, want 1", k, seen[k])
+				}
+			}
+		}
+		sort.Slice(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
+		return spans, p
+	}
+	smallestGap := func(spans []span) time.Duration {
+		gap := time.Hour
+		for i := 1; i < len(spans); i++ {
+			gap = min(gap, spans[i].start.Sub(spans[i-1].end)) // negative: overlap
+		}
+		return gap
+	}
+
+	t.Run("grouped", func(t *testing.T) {
+		spans, p := crawl(t, "127.0.0.81", politeness.NewGate(time.Now, serverGap))
+		gap := smallestGap(spans)
+		t.Logf("grouped: %d requests, smallest gap between two %s (server gap %s)", len(spans), gap, serverGap)
+		if gap < serverGap {
+			t.Errorf("smallest gap between two requests to the server %s, want at least %s", gap, serverGap)
+		}
+		if n := testutil.ToFloat64(p.svc.m.serverWaits); n == 0 {
+			t.Error("no request waited for its server")
+		}
+	})
+	t.Run("ungrouped", func(t *testing.T) {
+		spans, _ := crawl(t, "127.0.0.82", nil)
+		gap := smallestGap(spans)
+		t.Logf("ungrouped: %d requests, smallest gap between two %s", len(spans), gap)
+		if gap >= serverGap {
+			t.Errorf("ungrouped crawl kept %s between requests: the grouped case proves nothing", gap)
+		}
+	})
+}
