@@ -6,7 +6,7 @@ replace github.com/trawl-crawler/trawl/libs => ../../libs
 
 require (
 	github.com/PuerkitoBio/goquery v1.13.0
-	github.com/andybalholm/cascadia v1.3.4
+	github.com/andybalholm/cascadia v1.3.5
 	github.com/prometheus/client_golang v1.25.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/trawl-crawler/trawl/libs v0.0.0-00010101000000-000000000000

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
-	"github.com/trawl-crawler/trawl/services/parser/internal/scope"
 )
 
 // Outcomes of one fetched page, the label values of pages_parsed_total.

@@ -24,11 +24,11 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
-	"github.com/trawl-crawler/trawl/services/parser/internal/scope"
 	"github.com/trawl-crawler/trawl/services/parser/internal/serp"
 	"github.com/trawl-crawler/trawl/services/parser/internal/sitemap"
 )

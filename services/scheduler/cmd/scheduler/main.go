@@ -23,6 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/consume"
@@ -182,6 +183,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		Partitions:  cfg.Kafka.Partitions,
 		MaxDepth:    uint32(cfg.MaxDepth),
 		DepthLimit:  specDepth(specs),
+		Scope:       specScope(specs, log),
 		State:       specs.State,
 		Paused:      pausedCrawls(specs),
 		Changed:     specs.Changed,
@@ -303,6 +305,22 @@ func specDepth(specs *crawlcontrol.Specs) func(crawlID string) (uint32, bool) {
 			return d, true
 		}
 		return 0, false
+	}
+}
+
+// specScope returns a crawl's scope rules from its specification, when it
+// sets a scope; patterns that do not compile are logged once per revision
+// and left out (the parser reports them too).
+func specScope(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) (*scope.Rules, bool) {
+	cache := scope.NewCache(scope.Defaults{}, func(crawlID string, err error) {
+		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
+	})
+	return func(crawlID string) (*scope.Rules, bool) {
+		spec := specs.Get(crawlID)
+		if spec.GetScope() == nil {
+			return nil, false
+		}
+		return cache.Rules(crawlID, spec), true
 	}
 }
 

@@ -14,9 +14,15 @@
 //  4. cancelled: the crawl's specification is CANCELLED (its URLs are
 //     dropped and recorded; a PAUSED crawl's URLs are admitted and Hold is
 //     set: the caller parks them in the frontier until it runs again).
-//  5. too_deep: depth above the maximum.
-//  6. duplicate: the fingerprint is already in the partition's seen set.
-//  7. budget_exhausted: the crawl reached its page budget (checked last,
+//  5. out_of_scope, filtered, trap_guard, too_long: a URL the parser did not
+//     judge (a redirect target, a sitemap's URL) breaks the crawl's scope
+//     rules (libs/scope). Links were judged by the parser, with the page
+//     they were found on; seeds are the user's own and are not judged.
+//     same_host_only, a rule about a page's links, does not apply to a
+//     redirect: it is the server's answer for a URL the crawl asked for.
+//  6. too_deep: depth above the maximum.
+//  7. duplicate: the fingerprint is already in the partition's seen set.
+//  8. budget_exhausted: the crawl reached its page budget (checked last,
 //     because it consumes budget on success).
 package admit
 
@@ -27,6 +33,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -46,10 +53,16 @@ const (
 	Duplicate         Reason = "duplicate"
 	BudgetExhausted   Reason = "budget_exhausted"
 	Cancelled         Reason = "cancelled"
+	// The scope drops, named as the parser names them (libs/scope).
+	OutOfScope   Reason = scope.DropOutOfScope
+	Filtered     Reason = scope.DropFiltered
+	TrapGuard    Reason = scope.DropTrapGuard
+	ScopeTooLong Reason = scope.DropTooLong
 )
 
 // Reasons lists every Reason, for pre-creating metric series.
-var Reasons = []Reason{InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong, WrongPartition, TooDeep, Duplicate, BudgetExhausted, Cancelled}
+var Reasons = []Reason{InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong, WrongPartition, TooDeep, Duplicate, BudgetExhausted, Cancelled,
+	OutOfScope, Filtered, TrapGuard, ScopeTooLong}
 
 // Seen reports whether a fingerprint was already admitted in this partition
 // (persisted or earlier in the same batch). Called from the deciding
@@ -83,7 +96,10 @@ type Policy struct {
 	DepthLimit func(crawlID string) (uint32, bool)
 	// State, when set, returns a crawl's operator state (its CrawlSpec;
 	// RUNNING without one).
-	State     func(crawlID string) crawlv1.CrawlState
+	State func(crawlID string) crawlv1.CrawlState
+	// Scope, when set, returns the compiled scope rules of a crawl and
+	// true, or false for a crawl without rules (nothing is judged).
+	Scope     func(crawlID string) (*scope.Rules, bool)
 	Partition PartitionFunc
 	Now       func() time.Time
 }
@@ -129,11 +145,17 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 		Partition: owner,
 	}
 	state := p.state(u.GetCrawlId())
+	var scopeDrop Reason
+	if owner == partition {
+		scopeDrop = p.scopeDrop(u, canonical, string(key))
+	}
 	switch {
 	case owner != partition:
 		d.Reason = WrongPartition
 	case state == crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 		d.Reason = Cancelled
+	case scopeDrop != "":
+		d.Reason = scopeDrop
 	case u.GetDepth() > p.maxDepth(u.GetCrawlId()):
 		d.Reason = TooDeep
 	case seen.Contains(d.FP):
@@ -156,6 +178,25 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 		d.Hold = state == crawlv1.CrawlState_CRAWL_STATE_PAUSED
 	}
 	return d
+}
+
+// scopeDrop judges the URLs nobody judged before (redirect targets,
+// sitemaps' URLs) by the crawl's scope: the reason it is dropped, or "".
+// host is the URL's politeness key.
+func (p Policy) scopeDrop(u *crawlv1.DiscoveredURL, canonical, host string) Reason {
+	switch u.GetSource() {
+	case crawlv1.Source_SOURCE_REDIRECT, crawlv1.Source_SOURCE_SITEMAP:
+	default:
+		return ""
+	}
+	if p.Scope == nil {
+		return ""
+	}
+	rules, ok := p.Scope(u.GetCrawlId())
+	if !ok {
+		return ""
+	}
+	return Reason(rules.Check("", canonical, host, false))
 }
 
 // state is the crawl's operator state.

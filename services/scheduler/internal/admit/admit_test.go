@@ -7,6 +7,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/dedup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -183,4 +184,50 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("canonical %q decided again: %+v, want duplicate of itself", d.Canonical, again)
 		}
 	})
+}
+
+// TestDecideScope checks that the URLs nobody judged before (redirect
+// targets, sitemaps' URLs) meet the crawl's scope, while links (judged by
+// the parser with their page) and seeds (the user's own) pass.
+func TestDecideScope(t *testing.T) {
+	rules, err := scope.Compile(&crawlv1.Scope{
+		AllowDomains:        []string{"example.com"},
+		DenyPatterns:        []string{"/private/"},
+		SameHostOnly:        true,
+		MaxRepeatedSegments: 2,
+	}, scope.Defaults{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{
+		MaxDepth:  5,
+		Partition: hostPartitions,
+		Now:       time.Now,
+		Scope: func(crawlID string) (*scope.Rules, bool) {
+			return rules, crawlID == "scoped"
+		},
+	}
+	tests := []struct {
+		crawl  string
+		source crawlv1.Source
+		url    string
+		want   Reason
+	}{
+		{"scoped", crawlv1.Source_SOURCE_REDIRECT, "http://elsewhere.org/a", OutOfScope},
+		{"scoped", crawlv1.Source_SOURCE_REDIRECT, "http://www.example.com/private/x", Filtered},
+		{"scoped", crawlv1.Source_SOURCE_REDIRECT, "http://sub.example.com/a", ""}, // same_host_only is about links
+		{"scoped", crawlv1.Source_SOURCE_SITEMAP, "http://example.com/a/b/a/b/a", TrapGuard},
+		{"scoped", crawlv1.Source_SOURCE_SITEMAP, "http://elsewhere.org/sitemap.xml", OutOfScope},
+		{"scoped", crawlv1.Source_SOURCE_LINK, "http://elsewhere.org/a", ""}, // judged by the parser
+		{"scoped", crawlv1.Source_SOURCE_SEED, "http://elsewhere.org/", ""},
+		{"unscoped", crawlv1.Source_SOURCE_REDIRECT, "http://elsewhere.org/a", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.crawl+" "+tt.source.String()+" "+tt.url, func(t *testing.T) {
+			d := p.Decide(&crawlv1.DiscoveredURL{CrawlId: tt.crawl, Url: tt.url, Depth: 1, Source: tt.source}, 0, dedup.New(0), &budget{left: 1})
+			if d.Reason != tt.want || d.Admit != (tt.want == "") {
+				t.Errorf("Decide = admit %v, reason %q; want reason %q", d.Admit, d.Reason, tt.want)
+			}
+		})
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
@@ -69,6 +70,10 @@ type Config struct {
 	// specification sets one (CrawlSpec.limits.max_depth); see
 	// admit.Policy.DepthLimit.
 	DepthLimit func(crawlID string) (uint32, bool)
+	// Scope, optional, returns a crawl's compiled scope rules; see
+	// admit.Policy.Scope (redirect targets and sitemaps' URLs are judged
+	// by them).
+	Scope func(crawlID string) (*scope.Rules, bool)
 	// LoadRetry is the first delay before retrying a failed seen-set load,
 	// doubled up to 5s (default 200ms). A partition whose set cannot be
 	// loaded stalls; it is never served without its set.
@@ -167,7 +172,7 @@ func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr Frontier, l Se
 		return nil, errors.New("new scheduler: host quota without a frontier")
 	}
 	s := &Scheduler{cfg: cfg, producer: p, seenW: w, events: ev, frontier: fr, loader: l, budget: b, now: now, log: log, metrics: m}
-	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, State: cfg.State, Partition: s.partitionOf, Now: now}
+	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, State: cfg.State, Scope: cfg.Scope, Partition: s.partitionOf, Now: now}
 	return s, nil
 }
 
@@ -443,7 +448,7 @@ func dropState(r admit.Reason) (string, bool) {
 	switch r {
 	case admit.Duplicate:
 		return StateDuplicate, true
-	case admit.TooDeep:
+	case admit.TooDeep, admit.OutOfScope, admit.Filtered, admit.TrapGuard, admit.ScopeTooLong:
 		return StateOutOfScope, true
 	case admit.BudgetExhausted, HostBudgetExhausted:
 		return StateBudgetExhausted, true

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
-	"github.com/trawl-crawler/trawl/services/parser/internal/scope"
 )
 
 func TestCheck(t *testing.T) {
