@@ -1,5 +1,6 @@
 // Package progress watches a running crawl: pages fetched and errors from
-// ClickHouse, records still queued from the consumer-group lags, a one-line
+// ClickHouse, records still queued from the consumer-group lags and the
+// scheduler's frontier table, a one-line
 // live display, drain detection, and the end-of-crawl summary.
 package progress
 
@@ -23,12 +24,17 @@ type Snapshot struct {
 	Errors  int64            // of which failed (error kind other than redirect and robots_denied)
 	Lags    map[string]int64 // per service group; -1 when unknown
 	LagErr  error            // last error reading a lag
+	// Frontier counts the crawl's URLs admitted but held in the
+	// scheduler's frontier table (host quota, paused crawl): in no topic,
+	// so no lag shows them.
+	Frontier int64
 	Elapsed time.Duration    // since the monitor started
 }
 
-// Queued returns the summed lag, or -1 when a lag is unknown.
+// Queued returns the summed lag plus the frontier's pending URLs, or -1
+// when a lag is unknown.
 func (s Snapshot) Queued() int64 {
-	var n int64
+	n := s.Frontier
 	for _, g := range Groups {
 		l, ok := s.Lags[g]
 		if !ok || l < 0 {
@@ -83,6 +89,14 @@ func (m *Monitor) Poll(ctx context.Context) (Snapshot, error) {
 		return s, fmt.Errorf("count fetches: %w", err)
 	}
 	s.Fetched, s.Errors = int64(fetched), int64(errs)
+	var pending uint64
+	err = m.conn.QueryRow(ctx, `SELECT count() FROM (
+	SELECT 1 FROM frontier_v2 WHERE crawl_id = ? GROUP BY partition, host, fp HAVING max(state) = 0
+)`, m.crawlID).Scan(&pending)
+	if err != nil {
+		return s, fmt.Errorf("count frontier: %w", err)
+	}
+	s.Frontier = int64(pending)
 	return s, nil
 }
 

@@ -63,6 +63,18 @@ func TestPollDrainSummary(t *testing.T) {
 	insertRows(t, ctx, store, chstore.Documents, []chstore.DocumentRow{{CrawlID: "c1", URL: "http://a.test/1", URLFP: 1,
 		Host: "a.test", FetchedAt: now, Status: 200, Title: "t", Text: "x", ContentFP: 9, ContentType: "text/html", Language: "en"}})
 
+	// The scheduler's frontier: c1 holds two pending URLs (one written
+	// twice) and one released; c2 one pending. Held URLs are queued work.
+	frontier := func(crawl string, fp uint64, state uint8) chstore.FrontierRow {
+		return chstore.FrontierRow{Partition: 1, CrawlID: crawl, Host: "a.test", FP: fp, URL: "http://a.test/f", State: state, UpdatedAt: now}
+	}
+	insertRows(t, ctx, store, chstore.Frontier, []chstore.FrontierRow{
+		frontier("c1", 10, chstore.FrontierPending), frontier("c1", 10, chstore.FrontierPending),
+		frontier("c1", 11, chstore.FrontierPending),
+		frontier("c1", 12, chstore.FrontierPending), frontier("c1", 12, chstore.FrontierReleased),
+		frontier("c2", 13, chstore.FrontierPending),
+	})
+
 	mon := NewMonitor(kc, store.Conn(), "c1")
 	s, err := mon.Poll(ctx)
 	if err != nil {
@@ -71,8 +83,8 @@ func TestPollDrainSummary(t *testing.T) {
 	if s.Fetched != 3 || s.Errors != 1 {
 		t.Errorf("fetched %d errors %d, want 3 and 1", s.Fetched, s.Errors)
 	}
-	if s.Lags["scheduler"] != 3 || s.Queued() != 3 {
-		t.Errorf("lags %v (queued %d), want scheduler 3, total 3 (lag error: %v)", s.Lags, s.Queued(), s.LagErr)
+	if s.Lags["scheduler"] != 3 || s.Frontier != 2 || s.Queued() != 5 {
+		t.Errorf("lags %v, frontier %d (queued %d), want scheduler 3, frontier 2, total 5 (lag error: %v)", s.Lags, s.Frontier, s.Queued(), s.LagErr)
 	}
 	if !strings.Contains(s.Line(), "fetched 3") {
 		t.Errorf("line %q", s.Line())
