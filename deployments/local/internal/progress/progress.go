@@ -28,7 +28,7 @@ type Snapshot struct {
 	// scheduler's frontier table (host quota, paused crawl): in no topic,
 	// so no lag shows them.
 	Frontier int64
-	Elapsed time.Duration    // since the monitor started
+	Elapsed  time.Duration // since the monitor started
 }
 
 // Queued returns the summed lag plus the frontier's pending URLs, or -1
