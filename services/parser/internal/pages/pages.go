@@ -7,6 +7,7 @@
 package pages
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -26,11 +27,11 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/simhash"
+	"github.com/trawl-crawler/trawl/libs/sitemap"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
 	"github.com/trawl-crawler/trawl/services/parser/internal/serp"
-	"github.com/trawl-crawler/trawl/services/parser/internal/sitemap"
 )
 
 // Config tunes the processor.
@@ -517,8 +518,10 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 
 // sitemap publishes the URLs a sitemap lists as SOURCE_SITEMAP discovered
 // URLs (the entries of a sitemap index are sitemaps, parsed when fetched).
+// What a damaged or over-large sitemap listed before the damage or the
+// cap is published.
 func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *scope.Rules, res *result) {
-	_, entries, truncated, err := sitemap.Parse(page.GetBody())
+	parsed, err := sitemap.Parse(bytes.NewReader(page.GetBody()), sitemap.MaxEntries, sitemap.MaxBytes)
 	if err != nil {
 		if errors.Is(err, sitemap.ErrNotSitemap) {
 			res.outcome = OutcomeNotHTML
@@ -527,7 +530,13 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 		res.outcome = OutcomeBadSitemap
 		return
 	}
-	if truncated {
+	for _, e := range parsed.Entries {
+		if errors.Is(e.Err, sitemap.ErrNotURL) { // a text sitemap lists URLs only: this is other text
+			res.outcome = OutcomeNotHTML
+			return
+		}
+	}
+	if parsed.Truncated {
 		res.drop(scope.DropOverCap, 1)
 	}
 	resolver, err := urlcanon.NewResolver(pageURL)
@@ -537,9 +546,16 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 	}
 	now := timestamppb.New(p.now())
 	res.outcome = OutcomeSitemap
-	seen := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		u, err := resolver.Resolve(e.URL)
+	seen := make(map[string]bool, len(parsed.Entries))
+	for _, e := range parsed.Entries {
+		switch {
+		case errors.Is(e.Err, sitemap.ErrNoLoc): // lists nothing
+			continue
+		case errors.Is(e.Err, sitemap.ErrTooLong):
+			res.drop(extract.DropTooLong, 1)
+			continue
+		}
+		u, err := resolver.Resolve(e.Loc)
 		switch {
 		case errors.Is(err, urlcanon.ErrScheme):
 			res.drop(extract.DropScheme, 1)
@@ -572,8 +588,8 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 			DiscoveredAt: now,
 			Source:       crawlv1.Source_SOURCE_SITEMAP,
 		}
-		if !e.LastMod.IsZero() {
-			d.Lastmod = timestamppb.New(e.LastMod)
+		if !e.Lastmod.IsZero() {
+			d.Lastmod = timestamppb.New(e.Lastmod)
 		}
 		msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), d)
 		if err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/sitemap"
 )
 
 // Config bounds sitemap discovery.
@@ -153,7 +155,7 @@ func (d *Discoverer) Discover(ctx context.Context, seedURLs, sitemapURLs []strin
 		}
 	}
 	for _, raw := range sitemapURLs {
-		u, err := resolve(nil, raw)
+		u, err := sitemap.Resolve(nil, raw)
 		if err != nil {
 			res.Problems = append(res.Problems, Problem{Source: raw, Message: err.Error()})
 			continue
@@ -177,12 +179,12 @@ func (d *Discoverer) Discover(ctx context.Context, seedURLs, sitemapURLs []strin
 			res.Problems = append(res.Problems, Problem{Source: robots, Message: err.Error()})
 		case status == http.StatusOK:
 			base, _ := url.Parse(robots)
-			found, bad := RobotsSitemaps(body, base)
-			for _, b := range bad {
-				res.Problems = append(res.Problems, Problem{Source: robots, Pos: b.Pos, Message: b.Err.Error()})
-			}
-			for _, s := range found {
-				enqueue(queued{url: s})
+			for _, e := range sitemap.RobotsSitemaps(body, base) {
+				if e.Err != nil {
+					res.Problems = append(res.Problems, Problem{Source: robots, Pos: e.Pos, Message: e.Err.Error()})
+					continue
+				}
+				enqueue(queued{url: e.Loc})
 			}
 		}
 		enqueue(queued{url: origin + "/sitemap.xml", implicit: true})
@@ -202,16 +204,13 @@ func (d *Discoverer) Discover(ctx context.Context, seedURLs, sitemapURLs []strin
 			}
 			err = fmt.Errorf("status %d", status)
 		}
-		if err == nil {
-			body, err = Decompress(body, d.cfg.MaxBodyBytes)
-		}
 		var p Parsed
 		if err == nil {
 			base, _ := url.Parse(q.url)
-			p, err = Parse(body, base, d.cfg.MaxURLs-len(res.Entries)+d.cfg.MaxSitemaps)
+			p, err = Parse(body, base, d.cfg.MaxURLs-len(res.Entries)+d.cfg.MaxSitemaps, d.cfg.MaxBodyBytes)
 		}
 		if err != nil {
-			if !q.implicit || !errors.Is(err, errNotSitemap) {
+			if !q.implicit || !errors.Is(err, sitemap.ErrNotSitemap) {
 				res.Problems = append(res.Problems, Problem{Source: q.url, Message: err.Error()})
 			}
 			continue
@@ -275,7 +274,7 @@ func (d *Discoverer) get(ctx context.Context, rawURL string, res *Result) ([]byt
 		return nil, resp.StatusCode, fmt.Errorf("read body: %w", err)
 	}
 	if int64(len(body)) > d.cfg.MaxBodyBytes {
-		return nil, resp.StatusCode, fmt.Errorf("body over %d bytes: %w", d.cfg.MaxBodyBytes, ErrTooLarge)
+		return nil, resp.StatusCode, fmt.Errorf("body over %d bytes: %w", d.cfg.MaxBodyBytes, sitemap.ErrTooLarge)
 	}
 	return body, resp.StatusCode, nil
 }

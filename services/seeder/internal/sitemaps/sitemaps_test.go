@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/sitemap"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 )
 
@@ -57,11 +58,7 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	b = bytes.ReplaceAll(b, []byte("{{HOST}}"), []byte(s.host))
 	if gz {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		_, _ = zw.Write(b)
-		_ = zw.Close()
-		b = buf.Bytes()
+		b = gzipped(b)
 	}
 	_, _ = w.Write(b)
 }
@@ -188,68 +185,84 @@ func TestDiscoverRefusesPrivate(t *testing.T) {
 	}
 }
 
+// TestParse checks what the seeder adds to libs/sitemap: URLs validated
+// and canonicalized as seeds, lastmods checked, index locations resolved,
+// and every unusable entry, or where a sitemap stopped, reported with its
+// position.
 func TestParse(t *testing.T) {
 	base, _ := url.Parse("http://h.test/dir/robots.txt")
+	bomb := gzipped(append([]byte(`<urlset><url><loc>http://h.test/x</loc></url>`), bytes.Repeat([]byte(" "), 1<<20)...))
 	tests := []struct {
 		name     string
-		body     string
+		body     []byte
 		urls     []string
+		lastmods []time.Time
 		sitemaps []string
-		invalid  int
-		err      bool
+		invalid  []int // positions
+		err      error
 	}{
-		{"text", "\uFEFFhttp://h.test/a\r\n\r\nbad\nhttp://h.test/b\n", []string{"http://h.test/a", "http://h.test/b"}, nil, 1, false},
-		{"urlset", `<urlset><url><loc>http://h.test/x</loc></url></urlset>`, []string{"http://h.test/x"}, nil, 0, false},
-		{"index relative", `<sitemapindex><sitemap><loc>s2.xml</loc></sitemap></sitemapindex>`, nil, []string{"http://h.test/dir/s2.xml"}, 0, false},
-		{"html is not a sitemap", `<html><body>hi</body></html>`, nil, nil, 0, true},
-		{"truncated keeps the start", `<urlset><url><loc>http://h.test/x</loc></url><url><loc>http://h.te`, []string{"http://h.test/x"}, nil, 1, false},
-		{"empty", ``, nil, nil, 0, false},
+		{
+			name: "text", body: []byte("\uFEFFhttp://H.test/a\r\n\r\nbad\n# comment\nmailto://x@y\nhttp://h.test/b\n"),
+			urls: []string{"http://h.test/a", "http://h.test/b"}, invalid: []int{3, 5},
+		},
+		{
+			name: "urlset", body: []byte(`<urlset><url><loc>http://h.test/x</loc><lastmod>2026-11-02</lastmod></url>` +
+				`<url><loc>javascript:alert(1)</loc></url><url><lastmod>2026-01-01</lastmod></url>` +
+				`<url><loc>http://h.test/y</loc><lastmod>yesterday</lastmod></url></urlset>`),
+			urls: []string{"http://h.test/x", "http://h.test/y"}, lastmods: []time.Time{time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), {}},
+			invalid: []int{2, 3, 4},
+		},
+		{
+			name: "gzip index, relative and ftp", body: gzipped([]byte(`<sitemapindex><sitemap><loc>s2.xml</loc></sitemap>` +
+				`<sitemap><loc>ftp://h.test/s3.xml</loc></sitemap><sitemap><loc>/s4.xml#x</loc></sitemap></sitemapindex>`)),
+			sitemaps: []string{"http://h.test/dir/s2.xml", "http://h.test/s4.xml"}, invalid: []int{2},
+		},
+		{name: "html is not a sitemap", body: []byte(`<html><body>hi</body></html>`), err: sitemap.ErrNotSitemap},
+		{
+			name: "truncated keeps the start", body: []byte(`<urlset><url><loc>http://h.test/x</loc></url><url><loc>http://h.te`),
+			urls: []string{"http://h.test/x"}, invalid: []int{2},
+		},
+		{name: "too large keeps the start", body: bomb, urls: []string{"http://h.test/x"}, invalid: []int{2}},
+		{name: "empty", body: nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := sitemaps.Parse([]byte(tt.body), base, 100)
-			if (err != nil) != tt.err {
-				t.Fatalf("err = %v, want error %v", err, tt.err)
+			p, err := sitemaps.Parse(tt.body, base, 100, 64<<10)
+			if !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) {
+				t.Fatalf("err = %v, want %v", err, tt.err)
 			}
-			var urls []string
+			var (
+				urls     []string
+				lastmods []time.Time
+				invalid  []int
+			)
 			for _, e := range p.URLs {
 				urls = append(urls, e.URL)
+				lastmods = append(lastmods, e.Lastmod)
 			}
-			if !slices.Equal(urls, tt.urls) || !slices.Equal(p.Sitemaps, tt.sitemaps) || len(p.Invalid) != tt.invalid {
-				t.Errorf("urls %q sitemaps %q invalid %+v", urls, p.Sitemaps, p.Invalid)
+			for _, b := range p.Invalid {
+				invalid = append(invalid, b.Pos)
+				if b.Err == nil {
+					t.Errorf("invalid entry %+v without an error", b)
+				}
+			}
+			if !slices.Equal(urls, tt.urls) || !slices.Equal(p.Sitemaps, tt.sitemaps) || !slices.Equal(invalid, tt.invalid) {
+				t.Errorf("urls %q sitemaps %q invalid %+v, want %q %q at %v", urls, p.Sitemaps, p.Invalid, tt.urls, tt.sitemaps, tt.invalid)
+			}
+			if tt.lastmods != nil && !slices.EqualFunc(lastmods, tt.lastmods, time.Time.Equal) {
+				t.Errorf("lastmods %v, want %v", lastmods, tt.lastmods)
 			}
 		})
 	}
+	if p, _ := sitemaps.Parse(bomb, base, 100, 64<<10); len(p.Invalid) != 1 || !errors.Is(p.Invalid[0].Err, sitemap.ErrTooLarge) {
+		t.Errorf("invalid %+v, want ErrTooLarge", p.Invalid)
+	}
 }
 
-func TestDecompressBomb(t *testing.T) {
+func gzipped(b []byte) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(make([]byte, 1<<20))
+	_, _ = zw.Write(b)
 	_ = zw.Close()
-	if _, err := sitemaps.Decompress(buf.Bytes(), 64<<10); !errors.Is(err, sitemaps.ErrTooLarge) {
-		t.Errorf("err = %v, want ErrTooLarge", err)
-	}
-	out, err := sitemaps.Decompress(buf.Bytes(), 2<<20)
-	if err != nil || len(out) != 1<<20 {
-		t.Errorf("len %d err %v", len(out), err)
-	}
-}
-
-func FuzzParse(f *testing.F) {
-	for _, name := range []string{"pages.xml", "sitemap_index.xml", "news.txt", "robots.txt"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	base, _ := url.Parse("http://h.test/")
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p, _ := sitemaps.Parse(b, base, 50)
-		if len(p.URLs)+len(p.Sitemaps) > 50 {
-			t.Errorf("%d entries beyond the bound", len(p.URLs)+len(p.Sitemaps))
-		}
-		_, _ = sitemaps.RobotsSitemaps(b, base)
-	})
+	return buf.Bytes()
 }
