@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -127,8 +126,8 @@ type Options struct {
 	// gate's gap after it. A host that does not resolve is its own
 	// server. Nil: hosts are independent.
 	Servers *politeness.Gate
-	// Resolve returns the address a host name is fetched from
-	// (httpfetch.Fetcher.Resolve); required with Servers.
+	// Resolve returns the address a host (a politeness key, host[:port])
+	// is fetched from (httpfetch.Fetcher.Resolve); required with Servers.
 	Resolve func(ctx context.Context, host string) (netip.Addr, error)
 }
 
@@ -686,7 +685,7 @@ func (h *handler) claimServer(ctx context.Context, host string, t *task) (key st
 	if s.opts.Servers == nil {
 		return "", true
 	}
-	addr, err := s.opts.Resolve(ctx, urlHostname(t.url, host))
+	addr, err := s.opts.Resolve(ctx, host)
 	if err != nil {
 		// the fetch fails on the same error and records it
 		return "", true
@@ -706,16 +705,6 @@ func (h *handler) serverDone(key string, end time.Time) {
 	if key != "" {
 		h.s.opts.Servers.Done(key, end)
 	}
-}
-
-// urlHostname returns the host name of rawURL without its port, or
-// fallback when rawURL does not parse.
-func urlHostname(rawURL, fallback string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Hostname() == "" {
-		return fallback
-	}
-	return u.Hostname()
 }
 
 // maxSitemaps bounds the Sitemap lines of one robots.txt published.

@@ -70,6 +70,18 @@ func startSite(t testing.TB, ip string, h http.Handler) *site {
 	return s
 }
 
+// pageHits returns the number of requests served other than robots.txt.
+func (s *site) pageHits() int {
+	_, hits := s.snapshot()
+	n := 0
+	for path, c := range hits {
+		if path != "/robots.txt" {
+			n += c
+		}
+	}
+	return n
+}
+
 func (s *site) snapshot() ([]span, map[string]int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

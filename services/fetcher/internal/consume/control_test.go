@@ -78,25 +78,15 @@ func TestCrawlControl(t *testing.T) {
 	})
 	defer p.stop(t)
 
-	pageHits := func(s *site) int {
-		_, hits := s.snapshot()
-		n := 0
-		for path, c := range hits {
-			if path != "/robots.txt" {
-				n += c
-			}
-		}
-		return n
-	}
 	waitFor(ctx, t, "running crawls fetched", func() bool {
-		return pageHits(sites["slow"]) == pages && pageHits(sites["low"]) == pages
+		return sites["slow"].pageHits() == pages && sites["low"].pageHits() == pages
 	})
 	time.Sleep(time.Second) // the paused crawl has been due for a while
 	if n := len(mustSpans(sites["later"])); n != 0 {
 		t.Errorf("paused crawl: %d requests while paused", n)
 	}
 	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "later", Revision: 2, State: crawlv1.CrawlState_CRAWL_STATE_RUNNING})
-	waitFor(ctx, t, "resumed crawl fetched", func() bool { return pageHits(sites["later"]) == pages })
+	waitFor(ctx, t, "resumed crawl fetched", func() bool { return sites["later"].pageHits() == pages })
 	time.Sleep(500 * time.Millisecond) // a duplicate would show now
 	_, hits := sites["later"].snapshot()
 	for i := range pages {

@@ -118,7 +118,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		serverWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "server_waits_total",
-			Help: "Requests put back in their host queue because another host on the same server (--group-by-ip) was being fetched or within its gap.",
+			Help: "Requests put back in their host queue because another host on the same server (--server-delay) was being fetched or within its gap.",
 		}),
 		robotsVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "robots_refusals_total",

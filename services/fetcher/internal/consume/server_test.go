@@ -81,16 +81,7 @@ func TestServerGrouping(t *testing.T) {
 			Workers: 8, Politeness: politeness.Options{Delay: hostDelay}, Servers: servers,
 		}, httpfetch.Options{Lookup: lookup})
 		defer p.stop(t)
-		waitFor(ctx, t, "every page fetched", func() bool {
-			_, hits := srv.snapshot()
-			n := 0
-			for path, c := range hits {
-				if path != "/robots.txt" {
-					n += c
-				}
-			}
-			return n >= vhosts*pages
-		})
+		waitFor(ctx, t, "every page fetched", func() bool { return srv.pageHits() >= vhosts*pages })
 		spans, _ := srv.snapshot()
 		seen := map[string]int{}
 		for _, s := range spans {

@@ -509,8 +509,12 @@ func Refused(ip netip.Addr) bool {
 
 // Resolve returns the address a request to host connects to first (an IP
 // literal is its own address), through the fetcher's DNS cache, so asking
-// before a fetch costs the fetch no extra lookup.
+// before a fetch costs the fetch no extra lookup. host may carry a port
+// (a politeness key, "example.com:8080", "[::1]:8080"); it is ignored.
 func (f *Fetcher) Resolve(ctx context.Context, host string) (netip.Addr, error) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return ip, nil

@@ -278,7 +278,10 @@ func TestResolve(t *testing.T) {
 	}})
 	defer f.Close()
 	ctx := context.Background()
-	for host, want := range map[string]string{"192.0.2.1": "192.0.2.1", "[2001:db8::1]": "2001:db8::1", "site.test": "127.0.0.74"} {
+	for host, want := range map[string]string{
+		"192.0.2.1": "192.0.2.1", "192.0.2.1:8080": "192.0.2.1", "[2001:db8::1]": "2001:db8::1",
+		"[2001:db8::1]:8080": "2001:db8::1", "site.test": "127.0.0.74", "site.test:8080": "127.0.0.74",
+	} {
 		got, err := f.Resolve(ctx, host)
 		if err != nil || got.String() != want {
 			t.Errorf("Resolve(%s) = %v, %v; want %s", host, got, err, want)
