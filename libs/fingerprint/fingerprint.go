@@ -34,6 +34,8 @@ package fingerprint
 import (
 	"encoding/binary"
 	"unsafe"
+
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
 )
 
 // Poly is the irreducible degree-64 polynomial used by default, without its
@@ -138,16 +140,20 @@ func updateString(r *Rabin, s uint64, str string) uint64 {
 // Default is the table for Poly.
 var Default = New(Poly)
 
-// URL returns the fingerprint of a canonical URL within a crawl: dedup is per
-// crawl, so the same URL in two crawls has two fingerprints.
+// URL returns the fingerprint of a canonical URL (urlcanon.Canonicalize)
+// within a crawl: the identity of the resource in the crawl's seen set.
+// Dedup is per crawl, so the same URL in two crawls has two fingerprints, and
+// per resource: the fingerprint is that of the URL's dedup key
+// (urlcanon.Key), so "/p?" and "/p" have one fingerprint.
 //
-// It is String(crawlID + "\x00" + canonicalURL), computed without
-// allocating. A crawl ID must not contain a NUL byte, or ("a\x00", "b") and
-// ("a", "\x00b") would collide; canonical URLs never contain one.
+// It is String(crawlID + "\x00" + urlcanon.Key(canonicalURL)), computed
+// without allocating when the key is the URL itself. A crawl ID must not
+// contain a NUL byte, or ("a\x00", "b") and ("a", "\x00b") would collide;
+// canonical URLs never contain one.
 func URL(crawlID, canonicalURL string) uint64 {
 	s := updateString(Default, Empty, crawlID)
 	s = (s << 8) ^ Default.t[0][s>>56] // the 0x00 separator
-	return updateString(Default, s, canonicalURL)
+	return updateString(Default, s, urlcanon.Key(canonicalURL))
 }
 
 // String is Default.SumString(s).

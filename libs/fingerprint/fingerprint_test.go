@@ -298,6 +298,12 @@ func TestURL(t *testing.T) {
 	if URL("a", "http://x/") == URL("b", "http://x/") {
 		t.Error("same URL in two crawls has one fingerprint")
 	}
+	// One resource, one fingerprint: the dedup key is fingerprinted.
+	for _, u := range []string{"http://x/p?", "http://x/p?&", "http://x/p;jsessionid=A1B2"} {
+		if URL("a", u) != URL("a", "http://x/p") {
+			t.Errorf("URL(%q) differs from URL of http://x/p", u)
+		}
+	}
 }
 
 func TestURLDoesNotAllocate(t *testing.T) {

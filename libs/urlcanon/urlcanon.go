@@ -1,25 +1,47 @@
 // Package urlcanon parses, resolves and canonicalizes URLs the way browsers
-// do (WHATWG URL standard, via github.com/nlnwa/whatwg-url), and derives the
-// politeness key that partitions every URL topic.
+// do (WHATWG URL standard, via github.com/nlnwa/whatwg-url), derives the
+// politeness key that partitions every URL topic, and the dedup key under
+// which the crawl fetches a resource once.
 //
 // Every service uses this one package; there is no second canonicalizer.
 //
-// The canonical form is the WHATWG serialization (which already lower-cases
-// the scheme and host, IDNA-encodes the host, normalizes IPv4 and IPv6
-// addresses, drops the scheme's default port, resolves dot segments, turns
-// an empty path into "/" and percent-encodes what must be encoded) with three
-// further steps:
+// # The canonical form: what the crawler requests
 //
-//   - the fragment is removed;
-//   - percent-escapes are normalized (RFC 3986 §6.2.2): hex digits
+// Canonicalize returns the URL the fetcher requests. It applies only
+// normalizations under which no server can tell the difference (RFC 3986
+// §6.2.2 and §6.2.3, plus what every browser does before sending a
+// request). The WHATWG serialization already lower-cases the scheme and host,
+// IDNA-encodes the host, normalizes IPv4 and IPv6 addresses (0x7f.1 is
+// 127.0.0.1), drops the scheme's default port, resolves dot segments (also
+// percent-encoded ones), turns an empty path into "/" and percent-encodes
+// what must be encoded; then:
+//
+//   - the fragment is removed: it is never sent to the server;
+//   - trailing dots of a domain are removed ("example.com." is the host
+//     "example.com", as in the politeness key; DNS resolves both the same and
+//     virtual hosts are configured without the dot);
+//   - percent-escapes are normalized (RFC 3986 §6.2.2.1-2): hex digits
 //     upper-cased, escapes of unreserved characters (ALPHA DIGIT - . _ ~)
-//     decoded;
-//   - a '%' that does not start a valid escape is encoded as "%25", so the
-//     decoding above can never create a new escape (this is what makes the
-//     form idempotent and unambiguous).
+//     decoded, a '%' that does not start a valid escape encoded as "%25" (so
+//     the decoding can never create a new escape: the form is idempotent);
+//   - every byte RFC 3986 does not allow in a path or query (^ | [ ] \ ` { }
+//     and controls; WHATWG leaves some of them raw) is percent-encoded, so the
+//     canonical string is a valid URI and the bytes Go's HTTP client sends
+//     are exactly the canonical path and query: /a^b and /a%5Eb are one
+//     request, and one URL.
 //
-// The query is kept as written (not sorted, empty "?" kept): parameter order
-// is significant to some servers. User information is kept.
+// Nothing else changes: the query keeps its order, its empty parameters and
+// its "+" (servers may care), the path keeps its case and its trailing slash,
+// user information is kept.
+//
+// # The dedup key: what counts as one resource
+//
+// Key maps a canonical URL to the string whose fingerprint
+// (libs/fingerprint.URL) identifies the resource in the seen set. It adds
+// the rules that the reference crawlers apply to decide "already seen"
+// without changing what is requested (Heritrix's default canonicalization
+// rules, Scrapy/w3lib's canonicalize_url, StormCrawler's and Nutch's basic
+// URL normalizers); see Key for the list and the reasons.
 package urlcanon
 
 import (
@@ -118,7 +140,7 @@ func finish(u *url.Url) (string, error) {
 		// that a host-less URL can never reach a politeness key.
 		return "", fmt.Errorf("canonicalize url: empty host: %w", ErrInvalid)
 	}
-	s := NormalizePercent(u.Href(true))
+	s := normalize(u.Href(true))
 	if len(s) > MaxLength {
 		return "", fmt.Errorf("canonicalize url: %d bytes: %w", len(s), ErrTooLong)
 	}
@@ -149,8 +171,8 @@ func invalid(op string, err error) error {
 // default. Two URLs with equal keys are fetched under the same politeness.
 //
 // The URL need not be canonical; it is parsed the same way as by
-// Canonicalize. One trailing dot of a domain is dropped ("example.com." and
-// "example.com" are one server). IPv6 hosts keep their brackets
+// Canonicalize. Trailing dots of a domain are dropped ("example.com." and
+// "example.com" are one server), as in the canonical form. IPv6 hosts keep their brackets
 // ("[::1]:8080").
 func PolitenessKey(rawURL string) (string, error) {
 	if len(rawURL) > maxInput {
@@ -164,8 +186,8 @@ func PolitenessKey(rawURL string) (string, error) {
 		return "", fmt.Errorf("politeness key: %w", err)
 	}
 	host := u.Hostname()
-	if len(host) > 1 && !u.IsIPv6() {
-		host = strings.TrimSuffix(host, ".") // but "." stays "."
+	if !u.IsIPv6() {
+		host = trimDots(host) // but "." stays "."
 	}
 	if host == "" {
 		return "", fmt.Errorf("politeness key: empty host: %w", ErrInvalid)

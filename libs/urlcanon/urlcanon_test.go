@@ -51,7 +51,15 @@ func TestCanonicalize(t *testing.T) {
 		{"userinfo kept", "http://User:Pw@a/", "http://User:Pw@a/", nil},
 		{"backslashes", `http:\\a\b\c`, "http://a/b/c", nil},
 		{"surrounding space and tabs", " \thttp://a/\tb\n ", "http://a/b", nil},
-		{"trailing dot host kept", "http://example.com./", "http://example.com./", nil},
+		{"trailing dot of host removed", "http://Example.COM./a", "http://example.com/a", nil},
+		{"trailing dot of host with port", "http://example.com.:8080/", "http://example.com:8080/", nil},
+		{"trailing dot of host with userinfo", "ftp://u:p@files.example./x", "ftp://u:p@files.example/x", nil},
+		{"caret encoded", "http://a/a^b", "http://a/a%5Eb", nil},
+		{"caret escape kept", "http://a/a%5eb", "http://a/a%5Eb", nil},
+		{"pipe and brackets encoded", "http://a/x|y[1]?q=[a|b]", "http://a/x%7Cy%5B1%5D?q=%5Ba%7Cb%5D", nil},
+		{"braces and backtick in query encoded", "http://a/?q={`}", "http://a/?q=%7B%60%7D", nil},
+		{"backslash in query encoded", `http://a/?q=\x`, "http://a/?q=%5Cx", nil},
+		{"sub-delims kept", "http://a/!$&'()*+,;=:@?!$&'()*+,;=:@/?", "http://a/!$&'()*+,;=:@?!$&%27()*+,;=:@/?", nil},
 		{"ftp", "FTP://Files.Example.com/pub/", "ftp://files.example.com/pub/", nil},
 
 		{"relative", "/just/a/path", "", ErrInvalid},
@@ -215,6 +223,11 @@ func TestPolitenessKeyOfCanonicalEqualsRaw(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Canonicalize(%q): %v", in, err)
 		}
+		if u, err := neturl.Parse(c); err != nil {
+			t.Fatalf("Canonicalize(%q) = %q: net/url cannot parse it: %v", in, c, err)
+		} else if _, p := pathStart(c); u.RequestURI() != c[p:] {
+			t.Fatalf("Canonicalize(%q) = %q: Go would request %q", in, c, u.RequestURI())
+		}
 		k1, err1 := PolitenessKey(in)
 		k2, err2 := PolitenessKey(c)
 		if err1 != nil || err2 != nil || k1 != k2 {
@@ -336,7 +349,7 @@ func TestWPT(t *testing.T) {
 			refused++
 		default:
 			crawl++
-			want := NormalizePercent(stripFragment(c.Href))
+			want := normalize(stripFragment(c.Href))
 			if err != nil || got != want {
 				t.Errorf("input %q base %v: got %q, %v; want %q", c.Input, deref(c.Base), got, err, want)
 				continue
@@ -344,7 +357,7 @@ func TestWPT(t *testing.T) {
 			pass++
 			if c.Base != nil {
 				netTotal++
-				if NormalizePercent(netResolve(*c.Base, c.Input)) != want {
+				if normalize(netResolve(*c.Base, c.Input)) != want {
 					netWrong++
 				}
 			}
@@ -527,4 +540,121 @@ func TestResolverReuse(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestKey(t *testing.T) {
+	const sid32 = "0123456789abcdefghijklmnopqrstuv"
+	tests := []struct {
+		name string
+		in   string // canonical URL
+		want string
+	}{
+		{"no query", "http://a/p/3", "http://a/p/3"},
+		{"empty query", "http://a/p/3?", "http://a/p/3"},
+		{"only ampersands", "http://a/p/3?&&", "http://a/p/3"},
+		{"leading ampersand", "http://a/p?&x=y", "http://a/p?x=y"},
+		{"trailing ampersand", "http://a/p?x=y&", "http://a/p?x=y"},
+		{"inner empty parameter", "http://a/p?a=1&&b=2", "http://a/p?a=1&b=2"},
+		{"order kept", "http://a/p?b=2&a=1", "http://a/p?b=2&a=1"},
+		{"empty value kept", "http://a/p?a=&b", "http://a/p?a=&b"},
+		{"jsessionid query", "http://a/p?JSESSIONID=" + sid32, "http://a/p"},
+		{"jsessionid among others", "http://a/p?x=1&jsessionid=" + sid32 + "&y=2", "http://a/p?x=1&y=2"},
+		{"jsessionid of 33 kept", "http://a/p?jsessionid=" + sid32 + "0", "http://a/p?jsessionid=" + sid32 + "0"},
+		{"phpsessid", "http://a/p?PHPSESSID=" + sid32, "http://a/p"},
+		{"sid", "http://a/p?id=7&sid=" + sid32, "http://a/p?id=7"},
+		{"short sid kept", "http://a/p?sid=12", "http://a/p?sid=12"},
+		{"aspsessionid", "http://a/p?ASPSESSIONIDAQBSDSRT=EOHBLBDDPFCLHKPGGKLILNAM&q=1", "http://a/p?q=1"},
+		{"aspsessionid with digits kept", "http://a/p?ASPSESSIONIDAQBSDSRT=EOHBLBDDPFCLHKPGGKLILNA1", "http://a/p?ASPSESSIONIDAQBSDSRT=EOHBLBDDPFCLHKPGGKLILNA1"},
+		{"cfid and cftoken", "http://a/p?CFID=12345&CFTOKEN=9f-a3&page=2", "http://a/p?page=2"},
+		{"jsessionid path parameter", "http://a/shop/cart.jsp;jsessionid=ABC123.node1?item=4", "http://a/shop/cart.jsp?item=4"},
+		{"jsessionid path parameter in a segment", "http://a/x;JSESSIONID=1/y", "http://a/x/y"},
+		{"other path parameter kept", "http://a/x;type=a", "http://a/x;type=a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Key(tt.in); got != tt.want {
+				t.Fatalf("Key(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if again := Key(tt.want); again != tt.want {
+				t.Fatalf("Key(%q) = %q: not a fixed point", tt.want, again)
+			}
+		})
+	}
+}
+
+// TestOneResourceOneKey spells one resource the ways pages do and checks
+// that every spelling resolves to one dedup key.
+func TestOneResourceOneKey(t *testing.T) {
+	const base = "http://127.1.0.5:8080/news/today.html"
+	want := "http://127.1.0.5:8080/p/3"
+	for _, ref := range []string{
+		"http://127.1.0.5:8080/p/3", "/p/3", "../p/3", "/x/../p/3", "./../p/3", "/p/3?", "/p/3#top", "/p/3?#top",
+		"HTTP://127.1.0.5:8080/p/3", "http://0x7f.1.0.5:8080/p/3", "http://2130771973:8080/p/3", "/p/%33",
+		"/%70/3", "/p/3?&", " /p/3 ", "\t/p/\n3",
+	} {
+		r, err := Resolve(base, ref)
+		if err != nil {
+			t.Errorf("Resolve(%q): %v", ref, err)
+			continue
+		}
+		if k := Key(r); k != want {
+			t.Errorf("Key(Resolve(%q)) = %q (canonical %q), want %q", ref, k, r, want)
+		}
+	}
+}
+
+// TestRequestIsCanonical checks that the bytes Go's HTTP client sends for a
+// canonical URL (request target and Host) are exactly the canonical URL's,
+// so two canonical URLs never produce one request.
+func TestRequestIsCanonical(t *testing.T) {
+	for _, in := range []string{
+		"http://a/a^b", "http://a/a%5Eb", "http://a/x|y[1]?q=[a|b]&r={`}", "http://a/%7e?%7e", "http://a/ü?ü",
+		"http://example.com./p", "http://a/!$&'()*+,;=:@?!$&'()*+,;=:@/?", `http://a/q\r?\s`, "http://a/%2F%2f?%2F",
+	} {
+		c, err := Canonicalize(in)
+		if err != nil {
+			t.Fatalf("Canonicalize(%q): %v", in, err)
+		}
+		u, err := neturl.Parse(c)
+		if err != nil {
+			t.Fatalf("net/url cannot parse canonical %q: %v", c, err)
+		}
+		_, p := pathStart(c)
+		if got := u.RequestURI(); got != c[p:] {
+			t.Errorf("%q: canonical %q, Go sends request target %q, want %q", in, c, got, c[p:])
+		}
+		if u.Host != c[len(u.Scheme)+3:p] && u.User == nil {
+			t.Errorf("%q: canonical %q, Go sends Host %q", in, c, u.Host)
+		}
+	}
+}
+
+// FuzzKey: Key never panics, is a fixed point (Key(Key(c)) == Key(c)), only
+// removes bytes (never lengthens), and keeps scheme, authority and the
+// politeness key.
+func FuzzKey(f *testing.F) {
+	for _, s := range []string{
+		"http://a/p?", "http://a/p?&x=1&&", "http://a/x;jsessionid=1;jsessionid=2/y?sid=0123456789abcdefghijklmnopqrstuv",
+		"http://a/..;jsessionid=x/", "ftp://u@h/x;type=a?", "http://[::1]:8/?CFID=1&CFTOKEN=a-b",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		c, err := Canonicalize(in)
+		if err != nil {
+			return
+		}
+		k := Key(c)
+		if Key(k) != k {
+			t.Fatalf("Key(%q) = %q, Key of that = %q", c, k, Key(k))
+		}
+		if len(k) > len(c) {
+			t.Fatalf("Key(%q) = %q: longer", c, k)
+		}
+		a1, p1 := pathStart(c)
+		a2, p2 := pathStart(k)
+		if c[:p1] != k[:p2] || a1 != a2 {
+			t.Fatalf("Key(%q) = %q: authority changed", c, k)
+		}
+	})
 }

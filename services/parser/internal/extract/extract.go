@@ -284,7 +284,8 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 		out       []Link
 		dropped   map[string]int
 		canonical string
-		seen      = make(map[string]struct{})
+		pageKey   = urlcanon.Key(page)
+		seen      = make(map[string]struct{}) // dedup keys of the links kept
 	)
 	drop := func(reason string) {
 		if dropped == nil {
@@ -304,15 +305,19 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 		case err != nil:
 			drop(DropInvalid)
 			return
-		case u == page:
+		}
+		// One resource, one link: spellings are compared by dedup key
+		// ("/p?" and "/p" are one link; the first spelling is kept).
+		key := urlcanon.Key(u)
+		if key == pageKey {
 			drop(DropSelf)
 			return
 		}
-		if _, dup := seen[u]; dup {
+		if _, dup := seen[key]; dup {
 			drop(DropDuplicate)
 			return
 		}
-		seen[u] = struct{}{}
+		seen[key] = struct{}{}
 		if len(out) >= opts.MaxOutlinks {
 			drop(DropOverCap)
 			return

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -157,13 +158,40 @@ func checkInvariants(t *testing.T, res extract.Result, maxLinks, maxText int) {
 		if err != nil || c != l.URL {
 			t.Errorf("link %q not canonical: %q, %v", l.URL, c, err)
 		}
-		if seen[l.URL] {
-			t.Errorf("duplicate link %q", l.URL)
+		if k := urlcanon.Key(l.URL); seen[k] {
+			t.Errorf("duplicate link %q (dedup key %q)", l.URL, k)
+		} else {
+			seen[k] = true
 		}
-		seen[l.URL] = true
 		if !utf8.ValidString(l.Anchor) || !utf8.ValidString(l.Rel) {
 			t.Errorf("invalid UTF-8 in link %+v", l)
 		}
+	}
+}
+
+// TestLinksOneResourceOneLink: the spellings of one resource on a page
+// (empty query, fragment, dot segments, escapes, scheme case) yield one
+// link, the first spelling; the page itself, spelled any way, is no link.
+func TestLinksOneResourceOneLink(t *testing.T) {
+	page := `<html><body>
+<a href="/p/3?">first</a> <a href="/p/3">plain</a> <a href="/x/../p/3#c">dots</a>
+<a href="HTTP://a.example/p/%33">escaped</a> <a href="/p/3?&">amp</a>
+<a href="/here?">self with empty query</a> <a href="#top">self fragment</a>
+<a href="/p/4">other</a></body></html>`
+	res, err := extract.Extract("http://a.example/here", []byte(page), extract.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range res.Links {
+		got = append(got, l.URL)
+	}
+	want := []string{"http://a.example/p/3?", "http://a.example/p/4"}
+	if !slices.Equal(got, want) {
+		t.Errorf("links %q, want %q", got, want)
+	}
+	if res.Dropped[extract.DropDuplicate] != 4 || res.Dropped[extract.DropSelf] != 2 {
+		t.Errorf("dropped %v, want 4 duplicate and 2 self", res.Dropped)
 	}
 }
 

@@ -566,11 +566,11 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 		case err != nil:
 			res.drop(extract.DropInvalid, 1)
 			continue
-		case seen[u]:
+		case seen[urlcanon.Key(u)]:
 			res.drop(extract.DropDuplicate, 1)
 			continue
 		}
-		seen[u] = true
+		seen[urlcanon.Key(u)] = true
 		host, err := urlcanon.PolitenessKey(u)
 		if err != nil {
 			res.drop(DropKey, 1)

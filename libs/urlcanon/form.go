@@ -1,0 +1,107 @@
+package urlcanon
+
+import "strings"
+
+// normalize turns a WHATWG serialization without fragment into the
+// canonical form (see the package documentation): percent-escapes
+// normalized, bytes RFC 3986 does not allow in a path or query encoded, one
+// trailing dot of the host removed. It returns href itself (no allocation)
+// when there is nothing to change.
+func normalize(href string) string {
+	return trimHostDot(encodeInvalid(NormalizePercent(href)))
+}
+
+// pathStart returns the index of the first byte after the authority of a
+// serialized URL of a special scheme (its path always starts with '/'), or
+// -1 when s is not of the form scheme://authority/….
+func pathStart(s string) (authStart, path int) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return -1, -1
+	}
+	authStart = i + 3
+	j := strings.IndexAny(s[authStart:], "/?")
+	if j < 0 {
+		return authStart, len(s)
+	}
+	return authStart, authStart + j
+}
+
+// encodeInvalid percent-encodes the bytes of the path and query of s that
+// RFC 3986 does not allow there (anything but unreserved, sub-delims, ':',
+// '@', '/', '?' and the '%' of an escape). s must be percent-normalized, so
+// every '%' already starts a valid escape.
+func encodeInvalid(s string) string {
+	_, p := pathStart(s)
+	if p < 0 {
+		return s
+	}
+	n := 0
+	for i := p; i < len(s); i++ {
+		if !uriByte[s[i]] {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	b = append(b, s[:p]...)
+	for i := p; i < len(s); i++ {
+		c := s[i]
+		if uriByte[c] {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', upperHex[c>>4], upperHex[c&15])
+	}
+	return string(b)
+}
+
+// uriByte marks the bytes allowed unencoded in an RFC 3986 path or query:
+// unreserved, sub-delims, ':', '@', '/', '?', and '%' (which starts an
+// escape in a percent-normalized string).
+var uriByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = isUnreserved(byte(c))
+	}
+	for _, c := range []byte("!$&'()*+,;=:@/?%") {
+		t[c] = true
+	}
+	return t
+}()
+
+// trimHostDot removes the trailing dots of the host of s ("example.com.",
+// also with a port or user information), as PolitenessKey does. IPv6
+// literals and a host of dots only are left alone.
+func trimHostDot(s string) string {
+	a, p := pathStart(s)
+	if a < 0 {
+		return s
+	}
+	auth := s[a:p]
+	h := strings.LastIndexByte(auth, '@') + 1 // start of host within auth
+	host := auth[h:]
+	if strings.HasPrefix(host, "[") {
+		return s
+	}
+	if c := strings.IndexByte(host, ':'); c >= 0 {
+		host = host[:c]
+	}
+	trimmed := trimDots(host)
+	if len(trimmed) == len(host) {
+		return s
+	}
+	end := a + h + len(host)
+	return s[:end-(len(host)-len(trimmed))] + s[end:]
+}
+
+// trimDots removes the trailing dots of a domain, unless nothing would be
+// left ("." stays ".").
+func trimDots(host string) string {
+	t := strings.TrimRight(host, ".")
+	if t == "" {
+		return host
+	}
+	return t
+}
