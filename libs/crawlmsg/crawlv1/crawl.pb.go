@@ -101,8 +101,9 @@ type DiscoveredURL struct {
 	ParentUrl    string                 `protobuf:"bytes,4,opt,name=parent_url,json=parentUrl,proto3" json:"parent_url,omitempty"` // the page that linked here; empty for seeds
 	DiscoveredAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=discovered_at,json=discoveredAt,proto3" json:"discovered_at,omitempty"`
 	Source       Source                 `protobuf:"varint,6,opt,name=source,proto3,enum=crawler.v1.Source" json:"source,omitempty"`
-	AnchorText   string                 `protobuf:"bytes,7,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"` // link text, kept as metadata (seed 003)
-	Rel          string                 `protobuf:"bytes,8,opt,name=rel,proto3" json:"rel,omitempty"`                                 // rel attribute of the link, if any
+	AnchorText   string                 `protobuf:"bytes,7,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"`        // link text, kept as metadata (seed 003)
+	Rel          string                 `protobuf:"bytes,8,opt,name=rel,proto3" json:"rel,omitempty"`                                        // rel attribute of the link, if any
+	RedirectHops uint32                 `protobuf:"varint,9,opt,name=redirect_hops,json=redirectHops,proto3" json:"redirect_hops,omitempty"` // source REDIRECT: redirects followed to reach url (1 for the target of a first redirect)
 	// Parser fields (150-199).
 	SerpEngine    string                 `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // non-empty: the URL is a search engine result page of this engine (parser preset or --serp-config name)
 	Lastmod       *timestamppb.Timestamp `protobuf:"bytes,151,opt,name=lastmod,proto3" json:"lastmod,omitempty"`                         // <lastmod> of a sitemap entry (source SITEMAP)
@@ -196,6 +197,13 @@ func (x *DiscoveredURL) GetRel() string {
 	return ""
 }
 
+func (x *DiscoveredURL) GetRedirectHops() uint32 {
+	if x != nil {
+		return x.RedirectHops
+	}
+	return 0
+}
+
 func (x *DiscoveredURL) GetSerpEngine() string {
 	if x != nil {
 		return x.SerpEngine
@@ -226,6 +234,7 @@ type FetchRequest struct {
 	Etag         string                 `protobuf:"bytes,10,opt,name=etag,proto3" json:"etag,omitempty"`                           // validators of a previous fetch
 	LastModified string                 `protobuf:"bytes,11,opt,name=last_modified,json=lastModified,proto3" json:"last_modified,omitempty"`
 	AnchorText   string                 `protobuf:"bytes,12,opt,name=anchor_text,json=anchorText,proto3" json:"anchor_text,omitempty"`
+	RedirectHops uint32                 `protobuf:"varint,13,opt,name=redirect_hops,json=redirectHops,proto3" json:"redirect_hops,omitempty"` // copied from DiscoveredURL.redirect_hops: the fetcher follows at most --max-redirects
 	// Parser fields (150-199).
 	SerpEngine string `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // copied from DiscoveredURL.serp_engine
 	// Scheduler fields (200-249).
@@ -348,6 +357,13 @@ func (x *FetchRequest) GetAnchorText() string {
 	return ""
 }
 
+func (x *FetchRequest) GetRedirectHops() uint32 {
+	if x != nil {
+		return x.RedirectHops
+	}
+	return 0
+}
+
 func (x *FetchRequest) GetSerpEngine() string {
 	if x != nil {
 		return x.SerpEngine
@@ -392,7 +408,7 @@ type FetchedPage struct {
 	Attempt        uint32 `protobuf:"varint,100,opt,name=attempt,proto3" json:"attempt,omitempty"`                                    // FetchRequest.attempt of this try, 0 for the first
 	WillRetry      bool   `protobuf:"varint,101,opt,name=will_retry,json=willRetry,proto3" json:"will_retry,omitempty"`               // a transient failure: attempt+1 was queued durably
 	Unchanged      bool   `protobuf:"varint,102,opt,name=unchanged,proto3" json:"unchanged,omitempty"`                                // 304 Not Modified to a conditional GET
-	RedirectedFrom string `protobuf:"bytes,103,opt,name=redirected_from,json=redirectedFrom,proto3" json:"redirected_from,omitempty"` // the URL first requested, when this page was reached through same-host redirects followed inline
+	RedirectedFrom string `protobuf:"bytes,103,opt,name=redirected_from,json=redirectedFrom,proto3" json:"redirected_from,omitempty"` // the URL whose redirect led here (its parent_url), when this URL is a redirect target
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -762,7 +778,7 @@ var File_crawl_proto protoreflect.FileDescriptor
 const file_crawl_proto_rawDesc = "" +
 	"\n" +
 	"\vcrawl.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xea\x02\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x03\n" +
 	"\rDiscoveredURL\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -773,10 +789,11 @@ const file_crawl_proto_rawDesc = "" +
 	"\x06source\x18\x06 \x01(\x0e2\x12.crawler.v1.SourceR\x06source\x12\x1f\n" +
 	"\vanchor_text\x18\a \x01(\tR\n" +
 	"anchorText\x12\x10\n" +
-	"\x03rel\x18\b \x01(\tR\x03rel\x12 \n" +
+	"\x03rel\x18\b \x01(\tR\x03rel\x12#\n" +
+	"\rredirect_hops\x18\t \x01(\rR\fredirectHops\x12 \n" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
 	"serpEngine\x125\n" +
-	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\"\xf3\x03\n" +
+	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\"\x98\x04\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -793,7 +810,8 @@ const file_crawl_proto_rawDesc = "" +
 	" \x01(\tR\x04etag\x12#\n" +
 	"\rlast_modified\x18\v \x01(\tR\flastModified\x12\x1f\n" +
 	"\vanchor_text\x18\f \x01(\tR\n" +
-	"anchorText\x12 \n" +
+	"anchorText\x12#\n" +
+	"\rredirect_hops\x18\r \x01(\rR\fredirectHops\x12 \n" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
 	"serpEngine\x12\x19\n" +
 	"\arevisit\x18\xc8\x01 \x01(\bR\arevisit\"\x83\a\n" +

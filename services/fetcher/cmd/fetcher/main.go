@@ -112,7 +112,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	maxRedirects := cfg.MaxRedirects
 	if maxRedirects == 0 {
-		maxRedirects = -1 // none inline
+		maxRedirects = -1 // no target followed
 	}
 	var hostStates consume.HostStateLoader
 	if cfg.PersistHostState {

@@ -2,7 +2,13 @@
 // partition of the fetch topic it decodes FetchRequests into the partition's
 // politeness engine, dispatches eligible requests to a worker pool shared by
 // all partitions, checks robots.txt, fetches, publishes the FetchedPage (and
-// the target of a redirect), writes the fetch-log row, and only then acks.
+// the target of a redirect, to the scheduler), writes the fetch-log row, and
+// only then acks.
+//
+// A redirect is never followed inline: its target goes back through the
+// scheduler like a link, so that every URL the fetcher requests has met the
+// seen set (a target the crawl already admitted is not fetched again) and
+// waits its host's delay in its own partition.
 package consume
 
 import (
@@ -11,7 +17,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +30,6 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
-	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -84,8 +88,10 @@ type Options struct {
 	// all of it). A server's Retry-After, when longer, wins.
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
-	// MaxRedirects is the number of same-host redirects followed inline
-	// (default 5; negative: none, every redirect goes to the frontier).
+	// MaxRedirects is the length of the redirect chains followed: the
+	// target of a redirect answer to a URL reached through MaxRedirects
+	// redirects already is not published (failure.TooManyRedirects).
+	// Default 5; negative: no redirect target is published.
 	MaxRedirects int
 	// MaxHostQueue bounds the requests buffered per host; the surplus is
 	// deferred durably to the fetch topic (default 100).
@@ -252,9 +258,9 @@ type task struct {
 	enqueued time.Time
 	waited   bool // politeness wait observed (a robots turn re-queues it)
 
-	url        string          // URL of this turn: the request's, or a same-host redirect target
+	url        string          // the request's URL
 	state      []kafka.Message // host-state record of the last request, published with its outcome
-	chain      []string        // URLs fetched so far through inline redirects
+	follow     string          // canonical redirect target to publish (see followRedirect)
 	retryAfter time.Time       // earliest useful retry (robots.txt expiry, Retry-After)
 }
 
@@ -562,8 +568,7 @@ func (h *handler) dispatch(ctx context.Context) {
 	}
 }
 
-// process runs one turn of host: robots.txt if needed, else the page (or
-// the next hop of a same-host redirect chain).
+// process runs one turn of host: robots.txt if needed, else the page.
 func (h *handler) process(ctx context.Context, host string, t *task) {
 	s := h.s
 	switch h.crawlState(t.req) {
@@ -619,10 +624,8 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		h.refuse(ctx, t, rules)
 		return
 	}
-	r := httpfetch.Request{URL: t.url, Host: host, Sitemap: strings.HasSuffix(t.req.GetParentUrl(), "/robots.txt")}
-	if len(t.chain) == 0 {
-		r.ETag, r.LastModified = t.req.GetEtag(), t.req.GetLastModified()
-	}
+	r := httpfetch.Request{URL: t.url, Host: host, Sitemap: strings.HasSuffix(t.req.GetParentUrl(), "/robots.txt"),
+		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified()}
 	server, ok := h.claimServer(ctx, host, t)
 	if !ok {
 		return
@@ -649,25 +652,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	class := statusClass(res.Status)
 	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
 	s.m.bytes.Add(float64(res.BodyBytes))
-	if next, ok := h.sameHostHop(t, res); ok {
-		// Record this hop, then queue the next one at the head of the
-		// host's queue: it waits the host's delay like any request.
-		// The host stays active until the hop is queued, so nothing of
-		// the host slips in between.
-		if err := h.record(ctx, t, res, false); err != nil {
-			h.engine.Done(host, end)
-			if ctx.Err() == nil {
-				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-			}
-			return
-		}
-		s.m.redirectsFollowed.Inc()
-		t.chain = append(t.chain, t.url)
-		t.url, t.origin = next, mustOrigin(next, t.origin)
-		h.engine.PushFront(host, t)
-		h.engine.Done(host, end)
-		return
-	}
+	h.followRedirect(t, res)
 	h.engine.Done(host, end)
 	t.state = h.stateMsg(host)
 	if err := h.finish(ctx, t, res); err != nil && ctx.Err() == nil {
@@ -752,39 +737,35 @@ func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Ru
 	h.s.m.sitemaps.Add(float64(len(msgs)))
 }
 
-// sameHostHop reports whether the redirect answer res is followed inline:
-// its target is on the same host (so this partition owns it) and the
-// chain is not too long. A target already in the chain turns res into a
-// redirect_loop failure.
-func (h *handler) sameHostHop(t *task, res *httpfetch.Response) (string, bool) {
-	if res.RedirectLocation == "" || len(t.chain) >= h.s.opts.MaxRedirects {
-		return "", false
+// followRedirect decides whether the target of a redirect answer is
+// published to the scheduler (t.follow): not when it is the requested
+// resource itself (failure.RedirectLoop), not when the URL was reached
+// through MaxRedirects redirects already (failure.TooManyRedirects), not
+// when it is no crawlable URL. A longer loop (a → b → a) ends at the
+// scheduler, which drops the second a as a duplicate.
+func (h *handler) followRedirect(t *task, res *httpfetch.Response) {
+	t.follow = ""
+	if res.RedirectLocation == "" {
+		return
 	}
 	target, err := urlcanon.Canonicalize(res.RedirectLocation)
-	if err != nil {
-		return "", false
-	}
-	if key, err := kafkaio.Key(target); err != nil || string(key) != t.host {
-		return "", false
-	}
-	if _, err := robots.Origin(target); err != nil {
-		return "", false
-	}
-	if target == t.url || slices.Contains(t.chain, target) {
+	hops := int(t.req.GetRedirectHops())
+	switch {
+	case err != nil:
+		h.s.m.redirects.WithLabelValues(redirectInvalid).Inc()
+		h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(t.url), zap.Error(err))
+	case urlcanon.Key(target) == urlcanon.Key(t.url):
 		res.Kind = failure.RedirectLoop
-		res.Err = fmt.Errorf("redirect from %s back to %s after %d hops", t.url, target, len(t.chain)+1)
-		res.RedirectLocation = "" // not published: it was fetched already
-		h.s.m.redirectLoops.Inc()
-		return "", false
+		res.Err = fmt.Errorf("redirect from %s to itself (%s)", t.url, target)
+		h.s.m.redirects.WithLabelValues(redirectLoop).Inc()
+	case hops >= h.s.opts.MaxRedirects:
+		res.Kind = failure.TooManyRedirects
+		res.Err = fmt.Errorf("redirect to %s after %d redirects", target, hops)
+		h.s.m.redirects.WithLabelValues(redirectTooMany).Inc()
+	default:
+		t.follow = target
+		h.s.m.redirects.WithLabelValues(redirectPublished).Inc()
 	}
-	return target, true
-}
-
-func mustOrigin(u, fallback string) string {
-	if o, err := robots.Origin(u); err == nil {
-		return o
-	}
-	return fallback
 }
 
 // refuse records a URL that robots.txt denies or that cannot be fetched
@@ -862,10 +843,8 @@ func (h *handler) outcome(t *task, res *httpfetch.Response, final bool) ([]kafka
 	}
 	urlFP, parent := req.GetUrlFp(), req.GetParentUrl()
 	redirectedFrom := ""
-	if len(t.chain) > 0 {
-		urlFP = fingerprint.URL(req.GetCrawlId(), t.url)
-		parent = t.chain[len(t.chain)-1]
-		redirectedFrom = req.GetUrl()
+	if req.GetRedirectHops() > 0 {
+		redirectedFrom = parent
 	}
 	page := &crawlv1.FetchedPage{
 		CrawlId:          req.GetCrawlId(),
@@ -903,8 +882,8 @@ func (h *handler) outcome(t *task, res *httpfetch.Response, final bool) ([]kafka
 			page.WillRetry = true
 			msgs = append(msgs, m)
 		}
-		if res.RedirectLocation != "" {
-			if m, ok := h.redirect(t, res.RedirectLocation); ok {
+		if t.follow != "" {
+			if m, ok := h.redirect(t, t.follow); ok {
 				msgs = append(msgs, m)
 			}
 		}
@@ -1020,7 +999,6 @@ func (h *handler) hold(ctx context.Context, t *task) {
 	if ctx.Err() != nil {
 		return // abandoned at close: unacked
 	}
-	t.chain, t.url, t.origin = nil, t.req.GetUrl(), mustOrigin(t.req.GetUrl(), t.origin)
 	h.engine.Push(t.host, t, now.Add(h.s.opts.PauseRecheck))
 }
 
@@ -1111,7 +1089,8 @@ func backoff(o Options, attempt uint32) time.Duration {
 }
 
 // redirect builds the DiscoveredURL of a redirect target: it goes back
-// through the scheduler's dedup to whichever partition owns its host.
+// through the scheduler's dedup to whichever partition owns its host, at the
+// depth of the redirecting URL, one hop further.
 func (h *handler) redirect(t *task, target string) (kafka.Message, bool) {
 	key, err := kafkaio.Key(target)
 	if err != nil {
@@ -1127,6 +1106,7 @@ func (h *handler) redirect(t *task, target string) (kafka.Message, bool) {
 		Source:       crawlv1.Source_SOURCE_REDIRECT,
 		AnchorText:   t.req.GetAnchorText(),
 		SerpEngine:   t.req.GetSerpEngine(),
+		RedirectHops: t.req.GetRedirectHops() + 1,
 	}
 	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
 	if err != nil {

@@ -21,17 +21,16 @@ type metrics struct {
 	poison          prometheus.Counter
 	abandoned       prometheus.Counter
 
-	retries           *prometheus.CounterVec // outcome: queued, exhausted
-	deferred          prometheus.Counter
-	pausedHeld        prometheus.Counter
-	redirectsFollowed prometheus.Counter
-	redirectLoops     prometheus.Counter
-	unchanged         prometheus.Counter
-	robotsVerdicts    *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
-	hostStatesLoaded  prometheus.Counter
-	sitemaps          prometheus.Counter
-	proxyOutcomes     *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
-	serverWaits       prometheus.Counter
+	retries          *prometheus.CounterVec // outcome: queued, exhausted
+	deferred         prometheus.Counter
+	pausedHeld       prometheus.Counter
+	redirects        *prometheus.CounterVec // outcome: redirect* constants
+	unchanged        prometheus.Counter
+	robotsVerdicts   *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
+	hostStatesLoaded prometheus.Counter
+	sitemaps         prometheus.Counter
+	proxyOutcomes    *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
+	serverWaits      prometheus.Counter
 }
 
 var statusClasses = []string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
@@ -92,14 +91,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "deferred_total",
 			Help: "Requests produced again to the fetch topic because their host queue was full or their not-before was far.",
 		}),
-		redirectsFollowed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "redirects_followed_total",
-			Help: "Same-host redirect hops followed inline.",
-		}),
-		redirectLoops: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "redirect_loops_total",
-			Help: "Same-host redirect chains that came back to a visited URL.",
-		}),
+		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redirects_total",
+			Help: "Redirect answers, by outcome: published (target sent to the scheduler), loop (to itself), too_many (chain at --max-redirects), invalid (target not crawlable).",
+		}, []string{"outcome"}),
 		unchanged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "unchanged_total",
 			Help: "Conditional GETs answered 304 Not Modified.",
@@ -127,13 +122,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.pausedHeld, m.redirectsFollowed, m.redirectLoops, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
+		m.retries, m.deferred, m.pausedHeld, m.redirects, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	for _, o := range []string{"queued", "exhausted"} {
 		m.retries.WithLabelValues(o)
+	}
+	for _, o := range []string{redirectPublished, redirectLoop, redirectTooMany, redirectInvalid} {
+		m.redirects.WithLabelValues(o)
 	}
 	for _, v := range []string{"disallowed", "unavailable"} {
 		m.robotsVerdicts.WithLabelValues(v)
@@ -156,3 +154,11 @@ func statusClass(code int) string {
 	}
 	return statusClasses[code/100]
 }
+
+// Outcomes of a redirect answer (label of redirects_total).
+const (
+	redirectPublished = "published"
+	redirectLoop      = "loop"
+	redirectTooMany   = "too_many"
+	redirectInvalid   = "invalid"
+)

@@ -40,11 +40,13 @@ type logRow struct {
 
 // TestRetriesRedirects runs the consumer against the real broker and
 // ClickHouse with hosts that fail transiently, fail permanently, redirect
-// on the same host (chains and loops), answer 304, have robots.txt
-// unavailable at first, hold more URLs than a host queue may buffer, and
-// a request due beyond the hold horizon. Every attempt and every hop must
-// have its fetch_log row and FetchedPage, retries must stop at the
-// attempt limit, and the delay must hold between all requests to a host.
+// (a chain, a redirect to itself, a chain at the hop limit), answer 304,
+// have robots.txt unavailable at first, hold more URLs than a host queue
+// may buffer, and a request due beyond the hold horizon. Every attempt must
+// have its fetch_log row and FetchedPage, retries must stop at the attempt
+// limit, a redirect target must go to the scheduler (never fetched inline)
+// unless it is the URL itself or the chain is at the limit, and the delay
+// must hold between all requests to a host.
 func TestRetriesRedirects(t *testing.T) {
 	const (
 		delay       = 100 * time.Millisecond
@@ -77,8 +79,7 @@ func TestRetriesRedirects(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, "<p>arrived</p>")
 	})
-	mux.HandleFunc("/loop-a", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop-b", http.StatusFound) })
-	mux.HandleFunc("/loop-b", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop-a", http.StatusFound) })
+	mux.HandleFunc("/self", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/self?", http.StatusFound) })
 	mux.HandleFunc("/cond", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("If-None-Match") == `"v1"` {
 			w.WriteHeader(http.StatusNotModified)
@@ -107,14 +108,19 @@ func TestRetriesRedirects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	farAt := time.Now().Add(2 * time.Second)
+	const maxRedirects = 4
 	type reqSpec struct {
 		url       string
 		etag      string
 		notBefore time.Time
+		hops      uint32 // redirects followed to reach url
+		parent    string
 	}
 	reqs := []reqSpec{
 		{url: hostR.base + "/flaky"}, {url: hostR.base + "/always500"}, {url: hostR.base + "/gone"},
-		{url: hostR.base + "/r1"}, {url: hostR.base + "/loop-a"}, {url: hostR.base + "/cond", etag: `"v1"`},
+		{url: hostR.base + "/r1"}, {url: hostR.base + "/r2", hops: maxRedirects, parent: hostR.base + "/r1"},
+		{url: hostR.base + "/final", hops: 1, parent: hostR.base + "/r2"},
+		{url: hostR.base + "/self"}, {url: hostR.base + "/cond", etag: `"v1"`},
 		{url: hostU.base + "/p"}, {url: hostF.base + "/later", notBefore: farAt}, {url: ftpSrv.URL() + "/pub/"},
 	}
 	for i := range giantPages {
@@ -128,7 +134,8 @@ func TestRetriesRedirects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fr := &crawlv1.FetchRequest{CrawlId: "c2", Url: r.url, UrlFp: uint64(i + 1), Depth: 1, Etag: r.etag}
+		fr := &crawlv1.FetchRequest{CrawlId: "c2", Url: r.url, UrlFp: uint64(i + 1), Depth: 1, Etag: r.etag,
+			RedirectHops: r.hops, ParentUrl: r.parent}
 		if !r.notBefore.IsZero() {
 			fr.NotBefore = timestamppb.New(r.notBefore)
 		}
@@ -152,6 +159,7 @@ func TestRetriesRedirects(t *testing.T) {
 		MaxAttempts:  maxAttempts,
 		RetryBackoff: 150 * time.Millisecond, MaxRetryBackoff: time.Second,
 		MaxHostQueue: hostQueue, HoldHorizon: time.Second, DeferPause: 100 * time.Millisecond,
+		MaxRedirects: maxRedirects,
 	}, f, rc, w, 20*time.Millisecond, 100, log)
 
 	var (
@@ -186,9 +194,10 @@ func TestRetriesRedirects(t *testing.T) {
 		})
 	})
 
-	// flaky 3, always500 3, gone 1, r1+r2+final 3, loop-a+loop-b 2, cond 1,
-	// robots-unavailable then fetched 2, far 1, ftp listing 1, giant host 10
-	const wantPages = 3 + maxAttempts + 1 + 3 + 2 + 1 + 2 + 1 + 1 + giantPages
+	// flaky 3, always500 3, gone 1, r1 1, r2 at the limit 1, final 1, self 1,
+	// cond 1, robots-unavailable then fetched 2, far 1, ftp listing 1, giant
+	// host 10
+	const wantPages = 3 + maxAttempts + 1 + 1 + 1 + 1 + 1 + 1 + 2 + 1 + 1 + giantPages
 	waitFor(ctx, t, "every attempt published and committed", func() bool {
 		lag, err := kafkaio.Lag(ctx, kcfg, kcfg.GroupFor("fetcher"), topics.Fetch)
 		outMu.Lock()
@@ -228,10 +237,9 @@ func TestRetriesRedirects(t *testing.T) {
 		hostR.base + "/always500": {{500, failure.None, true}, {500, failure.None, true}, {500, failure.None, false}},
 		hostR.base + "/gone":      {{404, failure.None, false}},
 		hostR.base + "/r1":        {{301, failure.Redirect, false}},
-		hostR.base + "/r2":        {{302, failure.Redirect, false}},
+		hostR.base + "/r2":        {{302, failure.TooManyRedirects, false}},
 		hostR.base + "/final":     {{200, failure.None, false}},
-		hostR.base + "/loop-a":    {{302, failure.Redirect, false}},
-		hostR.base + "/loop-b":    {{302, failure.RedirectLoop, false}},
+		hostR.base + "/self":      {{302, failure.RedirectLoop, false}},
 		hostR.base + "/cond":      {{304, failure.None, false}},
 		hostU.base + "/p":         {{0, failure.RobotsUnavailable, true}, {200, failure.None, false}},
 		hostF.base + "/later":     {{200, failure.None, false}},
@@ -255,7 +263,7 @@ func TestRetriesRedirects(t *testing.T) {
 		}
 	}
 	if ps := byURL[hostR.base+"/final"]; len(ps) == 1 {
-		if ps[0].GetRedirectedFrom() != hostR.base+"/r1" || ps[0].GetParentUrl() != hostR.base+"/r2" ||
+		if ps[0].GetRedirectedFrom() != hostR.base+"/r2" || ps[0].GetParentUrl() != hostR.base+"/r2" ||
 			!strings.Contains(string(ps[0].GetBody()), "arrived") {
 			t.Errorf("final page: redirected_from %q parent %q body %q", ps[0].GetRedirectedFrom(), ps[0].GetParentUrl(), ps[0].GetBody())
 		}
@@ -267,10 +275,17 @@ func TestRetriesRedirects(t *testing.T) {
 	if ps := byURL[hostR.base+"/cond"]; len(ps) == 1 && !ps[0].GetUnchanged() {
 		t.Errorf("304 page not marked unchanged")
 	}
-	var sitemaps []string
+	var sitemaps, redirects []string
 	for _, d := range discovered {
+		if d.GetSource() == crawlv1.Source_SOURCE_REDIRECT {
+			redirects = append(redirects, d.GetUrl())
+			if d.GetCrawlId() != "c2" || d.GetDepth() != 1 || d.GetRedirectHops() != 1 || d.GetParentUrl() != hostR.base+"/r1" {
+				t.Errorf("redirect target %v: want crawl c2, depth 1, 1 hop, parent /r1", d)
+			}
+			continue
+		}
 		if d.GetSource() != crawlv1.Source_SOURCE_SITEMAP {
-			t.Errorf("discovered %v: same-host redirects must be followed inline, not sent to the frontier", d)
+			t.Errorf("discovered %v: only sitemaps and redirect targets expected", d)
 			continue
 		}
 		sitemaps = append(sitemaps, d.GetUrl())
@@ -280,6 +295,11 @@ func TestRetriesRedirects(t *testing.T) {
 	}
 	if len(sitemaps) != 1 || sitemaps[0] != "http://sitemaps.example/site.xml" {
 		t.Errorf("sitemaps discovered = %v, want the absolute Sitemap line", sitemaps)
+	}
+	// /r1's target goes to the scheduler; the targets of /r2 (at the hop
+	// limit) and /self (itself) do not.
+	if len(redirects) != 1 || redirects[0] != hostR.base+"/r2" {
+		t.Errorf("redirect targets discovered = %v, want only %s/r2", redirects, hostR.base)
 	}
 
 	// the site saw exactly those requests, the delay between any two of a host
@@ -316,7 +336,7 @@ func TestRetriesRedirects(t *testing.T) {
 		t.Errorf("robots.txt of the unavailable host requested %d times, want 2", robotsHits.Load())
 	}
 
-	// one fetch_log row per attempt and hop
+	// one fetch_log row per attempt
 	rows, err := store.Conn().Query(ctx, "SELECT url, error_kind, status, attempt FROM fetch_log FINAL WHERE crawl_id = 'c2'")
 	if err != nil {
 		t.Fatalf("query fetch_log: %v", err)
@@ -344,8 +364,10 @@ func TestRetriesRedirects(t *testing.T) {
 	if got := testutil.ToFloat64(svc.m.deferred); got < 1 {
 		t.Errorf("deferred = %v, want the giant host's surplus and the far request deferred", got)
 	}
-	if got := testutil.ToFloat64(svc.m.redirectLoops); got != 1 {
-		t.Errorf("redirect loops = %v, want 1", got)
+	for outcome, want := range map[string]float64{redirectPublished: 1, redirectLoop: 1, redirectTooMany: 1} {
+		if got := testutil.ToFloat64(svc.m.redirects.WithLabelValues(outcome)); got != want {
+			t.Errorf("redirects %s = %v, want %v", outcome, got, want)
+		}
 	}
-	t.Logf("deferred %v records, followed %v redirect hops", testutil.ToFloat64(svc.m.deferred), testutil.ToFloat64(svc.m.redirectsFollowed))
+	t.Logf("deferred %v records", testutil.ToFloat64(svc.m.deferred))
 }

@@ -34,7 +34,8 @@ const (
 	InvalidURL        Kind = "invalid_url"        // unparseable URL or unsupported scheme
 	TooSlow           Kind = "too_slow"           // body arrived below the minimum transfer rate: cut off
 	DecompressionBomb Kind = "decompression_bomb" // decoded body over the cap at an implausible compression ratio
-	RedirectLoop      Kind = "redirect_loop"      // a same-host redirect chain came back to a URL it had visited
+	RedirectLoop      Kind = "redirect_loop"      // the Location is the requested resource itself (its dedup key); nothing published
+	TooManyRedirects  Kind = "too_many_redirects" // the URL was reached through --max-redirects redirects already; its target is not published
 	Unsupported       Kind = "unsupported"        // an answer we cannot decode (unknown Content-Encoding)
 	Cancelled         Kind = "cancelled"          // the crawl was cancelled before the request: no request made
 	Other             Kind = "other"              // anything else
@@ -42,7 +43,7 @@ const (
 
 // Kinds lists every kind, for pre-initializing metrics.
 var Kinds = []Kind{None, DNS, Connect, Timeout, TLS, RefusedAddress, BodyTooLarge, RobotsDenied, RobotsUnavailable, Redirect, InvalidURL,
-	TooSlow, DecompressionBomb, RedirectLoop, Unsupported, Cancelled, Other}
+	TooSlow, DecompressionBomb, RedirectLoop, TooManyRedirects, Unsupported, Cancelled, Other}
 
 // ErrRefusedAddress is returned when the dialer refuses a target address.
 var ErrRefusedAddress = errors.New("refused address")
@@ -200,7 +201,7 @@ func IsRetryable(err error) bool {
 	case DecompressionBomb, Unsupported:
 		// the same bytes will come back.
 		return false
-	case RedirectLoop:
+	case RedirectLoop, TooManyRedirects:
 		// the site's configuration loops; it will not fix itself soon.
 		return false
 	case Cancelled:

@@ -174,6 +174,7 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 			ScheduledAt:  timestamppb.New(p.Now()),
 			AnchorText:   u.GetAnchorText(),
 			SerpEngine:   u.GetSerpEngine(),
+			RedirectHops: u.GetRedirectHops(),
 		}
 		d.Hold = state == crawlv1.CrawlState_CRAWL_STATE_PAUSED
 	}

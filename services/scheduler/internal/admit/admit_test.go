@@ -94,6 +94,8 @@ func TestDecide(t *testing.T) {
 		{name: "spec allows deeper", in: &crawlv1.DiscoveredURL{CrawlId: "deep", Url: "http://example.com/", Depth: 8}, budget: 1, wantCanonical: "http://example.com/"},
 		{name: "beyond the spec's depth", in: &crawlv1.DiscoveredURL{CrawlId: "deep", Url: "http://example.com/", Depth: 9}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
 		{name: "spec limits shallower", in: &crawlv1.DiscoveredURL{CrawlId: "shallow", Url: "http://example.com/", Depth: 2}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
+		{name: "redirect hops carried", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/moved", Source: crawlv1.Source_SOURCE_REDIRECT, RedirectHops: 2, ParentUrl: "http://example.com/old"}, budget: 1, wantCanonical: "http://example.com/moved"},
+		{name: "redirect into a seen page", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://seen.example/?", Source: crawlv1.Source_SOURCE_REDIRECT, RedirectHops: 1}, budget: 1, wantReason: Duplicate, wantCanonical: "http://seen.example/?"},
 		{name: "serp engine carried", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/search?q=x", SerpEngine: "demo"}, budget: 1, wantCanonical: "http://example.com/search?q=x"},
 		{name: "cancelled crawl", in: &crawlv1.DiscoveredURL{CrawlId: "cancelled", Url: "http://example.com/"}, budget: 1, wantReason: Cancelled, wantCanonical: "http://example.com/"},
 		{name: "cancelled wins over depth", in: &crawlv1.DiscoveredURL{CrawlId: "cancelled", Url: "http://example.com/", Depth: 99}, budget: 1, wantReason: Cancelled, wantCanonical: "http://example.com/"},
@@ -133,7 +135,8 @@ func TestDecide(t *testing.T) {
 			}
 			f := d.Fetch
 			if f.CrawlId != tt.in.CrawlId || f.Url != d.Canonical || f.UrlFp != d.FP || f.Depth != tt.in.Depth ||
-				f.ParentUrl != tt.in.ParentUrl || f.AnchorText != tt.in.AnchorText || f.SerpEngine != tt.in.SerpEngine || f.Attempt != 0 {
+				f.ParentUrl != tt.in.ParentUrl || f.AnchorText != tt.in.AnchorText || f.SerpEngine != tt.in.SerpEngine || f.Attempt != 0 ||
+				f.RedirectHops != tt.in.RedirectHops {
 				t.Errorf("Fetch = %v, does not match input %v", f, tt.in)
 			}
 			if !f.ScheduledAt.AsTime().Equal(now) {
