@@ -137,6 +137,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		HoldHorizon:     cfg.HoldHorizon,
 		HostStates:      hostStates,
 		Crawls:          specs,
+		Recorded:        store,
 		PauseRecheck:    cfg.PauseRecheck,
 		Servers:         servers,
 		Resolve:         fetcher.Resolve,

@@ -135,6 +135,17 @@ type Options struct {
 	// Resolve returns the address a host (a politeness key, host[:port])
 	// is fetched from (httpfetch.Fetcher.Resolve); required with Servers.
 	Resolve func(ctx context.Context, host string) (netip.Addr, error)
+	// Recorded, optional, is asked about the records a partition delivers
+	// after an assignment that a previous owner may have handled (offsets
+	// below the partition's end at the first fetch): an attempt with a
+	// fetch-log row at or after its scheduled_at was fetched and its
+	// outcome published, so its record is acked without a request. Nil:
+	// only Attempts guards against repeats.
+	Recorded Recorded
+	// Attempts is the process-wide memory of held and finished attempts
+	// (default: NewAttempts(DefaultAttemptsLimit)); shared by every
+	// partition, so it survives a partition going and coming back.
+	Attempts *Attempts
 }
 
 // Crawls reports crawl specifications (crawlcontrol.Specs).
@@ -186,6 +197,9 @@ func (o Options) withDefaults() Options {
 	if o.Jitter == nil {
 		o.Jitter = rand.Int64N
 	}
+	if o.Attempts == nil {
+		o.Attempts = NewAttempts(DefaultAttemptsLimit)
+	}
 	return o
 }
 
@@ -230,6 +244,7 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		stopped:   make(chan struct{}),
+		claimed:   make(map[*task]struct{}),
 		cancel:    cancel,
 	}
 	if s.opts.HostStates != nil {
@@ -276,6 +291,15 @@ type handler struct {
 	cancel    context.CancelFunc
 	inflight  sync.WaitGroup
 
+	// suspectBelow: records at lower offsets may have been handled by a
+	// previous owner (the partition's end offset when this handler first
+	// read it); suspectKnown once it is set. Handle's goroutine only.
+	suspectBelow int64
+	suspectKnown bool
+
+	claimMu sync.Mutex
+	claimed map[*task]struct{} // claimed in Options.Attempts and not finished
+
 	gaugeMu        sync.Mutex
 	reportedQueue  int
 	reportedActive int
@@ -289,9 +313,13 @@ type handler struct {
 // backed-off host does not stop the partition from reading the others.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
 	now := h.s.opts.Now()
-	var deferred, cancelled []*task
-	var deferMsgs []kafka.Message
-	redeferred := 0 // records deferred before and again now
+	if !h.suspectKnown && len(batch) > 0 {
+		// The end of the partition at the first fetch bounds what a
+		// previous owner can have handled.
+		h.suspectBelow, h.suspectKnown = batch[0].HighWaterMark, true
+	}
+	tasks := make([]*task, 0, len(batch))
+	var suspect []*task
 	for _, msg := range batch {
 		req := &crawlv1.FetchRequest{}
 		if err := kafkaio.Decode(msg, req); err != nil {
@@ -314,6 +342,30 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			continue
 		}
 		t.host, t.origin, t.url = string(hostKey), origin, req.GetUrl()
+		tasks = append(tasks, t)
+		if h.s.opts.Recorded != nil && msg.Offset < h.suspectBelow {
+			suspect = append(suspect, t)
+		}
+	}
+	var recorded map[*task]bool
+	if len(suspect) > 0 {
+		var err error
+		if recorded, err = h.recordedBefore(ctx, suspect); err != nil {
+			return err
+		}
+	}
+	var deferred, cancelled []*task
+	var deferMsgs []kafka.Message
+	redeferred := 0 // records deferred before and again now
+	for _, t := range tasks {
+		req, msg := t.req, t.msg
+		if recorded[t] {
+			// A previous owner fetched it and recorded the outcome.
+			h.s.opts.Attempts.Finish(req)
+			h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
+			t.ack(msg)
+			continue
+		}
 		var notBefore time.Time
 		if nb := req.GetNotBefore(); nb != nil {
 			notBefore = nb.AsTime()
@@ -343,7 +395,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			}
 			continue
 		}
-		h.engine.Push(t.host, t, notBefore)
+		h.push(t, notBefore)
 	}
 	if len(cancelled) > 0 {
 		if err := h.recordCancelled(ctx, cancelled); err != nil {
@@ -360,7 +412,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				if t.req.GetNotBefore() != nil {
 					nb = t.req.GetNotBefore().AsTime()
 				}
-				h.engine.Push(t.host, t, nb)
+				h.push(t, nb)
 			}
 		} else {
 			for _, t := range deferred {
@@ -412,6 +464,34 @@ func (h *handler) deferral(t *task, notBefore, now time.Time) (kafka.Message, bo
 	return m, true
 }
 
+// push queues t in its host's queue unless its attempt is held or was
+// finished already (Options.Attempts): then the record is a repeat and is
+// acked without a request.
+func (h *handler) push(t *task, notBefore time.Time) {
+	if !h.s.opts.Attempts.Claim(t.req) {
+		h.s.m.repeatsSkipped.WithLabelValues(skipHeld).Inc()
+		t.ack(t.msg)
+		return
+	}
+	h.claimMu.Lock()
+	h.claimed[t] = struct{}{}
+	h.claimMu.Unlock()
+	h.engine.Push(t.host, t, notBefore)
+}
+
+// settle ends t's claim: done when its outcome is durable, otherwise
+// released (its record was handed back and may come again).
+func (h *handler) settle(t *task, done bool) {
+	h.claimMu.Lock()
+	delete(h.claimed, t)
+	h.claimMu.Unlock()
+	if done {
+		h.s.opts.Attempts.Finish(t.req)
+	} else {
+		h.s.opts.Attempts.Release(t.req)
+	}
+}
+
 // deferredHeader marks a fetch request produced again by a deferral.
 const deferredHeader = "trawl-deferred"
 
@@ -443,6 +523,15 @@ func (h *handler) Close(ctx context.Context) error {
 	}
 	h.cancel()
 	h.publishStates()
+	h.claimMu.Lock()
+	abandoned := make([]*task, 0, len(h.claimed))
+	for t := range h.claimed {
+		abandoned = append(abandoned, t)
+	}
+	h.claimMu.Unlock()
+	for _, t := range abandoned {
+		h.settle(t, false) // unacked: the next owner fetches it
+	}
 	queued := h.engine.Len()
 	h.s.m.abandoned.Add(float64(queued))
 	h.gaugeMu.Lock()
@@ -802,6 +891,7 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 	if err := h.record(ctx, t, res, true); err != nil {
 		return err
 	}
+	h.settle(t, true)
 	t.ack(t.msg)
 	return nil
 }
@@ -967,6 +1057,7 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*task) error {
 	}
 	for i, t := range ts {
 		h.count(ress[i])
+		h.settle(t, true)
 		t.ack(t.msg)
 	}
 	return nil
@@ -992,6 +1083,7 @@ func (h *handler) hold(ctx context.Context, t *task) {
 	if ok {
 		if err := h.s.prod.Write(ctx, m); err == nil {
 			h.s.m.pausedHeld.Inc()
+			h.settle(t, false)
 			t.ack(t.msg)
 			return
 		}

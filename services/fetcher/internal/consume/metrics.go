@@ -25,6 +25,8 @@ type metrics struct {
 	deferred         prometheus.Counter
 	pausedHeld       prometheus.Counter
 	redirects        *prometheus.CounterVec // outcome: redirect* constants
+	repeatsSkipped   *prometheus.CounterVec // by: skip* constants
+	recordedErrors   prometheus.Counter
 	unchanged        prometheus.Counter
 	robotsVerdicts   *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
 	hostStatesLoaded prometheus.Counter
@@ -91,6 +93,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "deferred_total",
 			Help: "Requests produced again to the fetch topic because their host queue was full or their not-before was far.",
 		}),
+		repeatsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "repeats_skipped_total",
+			Help: "Fetch requests acked without a request because their attempt was done already, by how it was known: recorded (a previous owner's fetch-log row), held (held or finished by this fetcher).",
+		}, []string{"by"}),
+		recordedErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "recorded_query_errors_total",
+			Help: "Failed fetch-log look-ups of redelivered requests (retried with back-off; the partition waits).",
+		}),
 		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redirects_total",
 			Help: "Redirect answers, by outcome: published (target sent to the scheduler), loop (to itself), too_many (chain at --max-redirects), invalid (target not crawlable).",
@@ -122,13 +132,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.pausedHeld, m.redirects, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
+		m.retries, m.deferred, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	for _, o := range []string{"queued", "exhausted"} {
 		m.retries.WithLabelValues(o)
+	}
+	for _, b := range []string{skipRecorded, skipHeld} {
+		m.repeatsSkipped.WithLabelValues(b)
 	}
 	for _, o := range []string{redirectPublished, redirectLoop, redirectTooMany, redirectInvalid} {
 		m.redirects.WithLabelValues(o)
@@ -161,4 +174,10 @@ const (
 	redirectLoop      = "loop"
 	redirectTooMany   = "too_many"
 	redirectInvalid   = "invalid"
+)
+
+// How a repeated fetch request was recognized (label of repeats_skipped_total).
+const (
+	skipRecorded = "recorded"
+	skipHeld     = "held"
 )

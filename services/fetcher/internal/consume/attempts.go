@@ -1,0 +1,187 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
+)
+
+// Recorded finds fetch attempts that already have a fetch-log row
+// (*chstore.Store). Safe for concurrent use; blocks on a query.
+type Recorded interface {
+	RecordedAttempts(ctx context.Context, crawlID string, hosts []string, fps []uint64) (map[chstore.AttemptKey]time.Time, error)
+}
+
+// attemptID identifies one attempt of one URL within a crawl.
+type attemptID struct {
+	fp      uint64 // fingerprint.URL of the crawl and URL
+	attempt uint32
+}
+
+// idOf derives the identity from the request's crawl and URL rather than
+// trusting its url_fp field.
+func idOf(req *crawlv1.FetchRequest) attemptID {
+	return attemptID{fp: fingerprint.URL(req.GetCrawlId(), req.GetUrl()), attempt: req.GetAttempt()}
+}
+
+// attemptState is what the fetcher remembers of an attempt it holds or
+// finished.
+type attemptState struct {
+	scheduled int64 // FetchRequest.scheduled_at, Unix nanoseconds
+	revisit   bool
+	done      bool // its outcome is durable
+}
+
+// Attempts is the process-wide memory of the fetch attempts this fetcher
+// holds (queued or in flight) or recently finished, so that no request of
+// the same attempt is made twice however its record comes back: a record
+// redelivered after a rebalance or a broker restart, the second copy of a
+// deferred record whose first copy was redelivered, a URL admitted twice by
+// a scheduler that crashed between producing it and persisting its
+// fingerprint. Memory is bounded: two generations of at most limit entries
+// each; the older is dropped when the newer fills (a forgotten attempt can
+// cost a repeated request, never a lost one). Safe for concurrent use.
+type Attempts struct {
+	mu        sync.Mutex
+	limit     int
+	cur, prev map[attemptID]attemptState
+}
+
+// DefaultAttemptsLimit bounds each generation of Attempts: above the
+// records a fetcher may hold unacknowledged (32 partitions × 1000).
+const DefaultAttemptsLimit = 1 << 16
+
+// NewAttempts returns an empty memory of at most 2 × limit attempts.
+func NewAttempts(limit int) *Attempts {
+	if limit <= 0 {
+		limit = DefaultAttemptsLimit
+	}
+	return &Attempts{limit: limit, cur: make(map[attemptID]attemptState), prev: map[attemptID]attemptState{}}
+}
+
+// Claim records that the fetcher takes req's attempt, or reports false when
+// it is a duplicate: the same request (same attempt and scheduled_at) is
+// held or was finished, or req is the first attempt of a newly admitted URL
+// (not a revisit) that was requested already.
+func (a *Attempts) Claim(req *crawlv1.FetchRequest) bool {
+	id := idOf(req)
+	sched := req.GetScheduledAt().AsTime().UnixNano()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st, ok := a.lookup(id); ok {
+		if st.scheduled == sched || (id.attempt == 0 && !req.GetRevisit()) {
+			return false
+		}
+	}
+	a.put(id, attemptState{scheduled: sched, revisit: req.GetRevisit()})
+	return true
+}
+
+// Finish marks req's attempt done: its outcome is durable.
+func (a *Attempts) Finish(req *crawlv1.FetchRequest) {
+	id := idOf(req)
+	sched := req.GetScheduledAt().AsTime().UnixNano()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.put(id, attemptState{scheduled: sched, revisit: req.GetRevisit(), done: true})
+}
+
+// Release forgets req's attempt when it is held and not done: its record
+// was handed back (abandoned at close, deferred durably) and may come back.
+func (a *Attempts) Release(req *crawlv1.FetchRequest) {
+	id := idOf(req)
+	sched := req.GetScheduledAt().AsTime().UnixNano()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range []map[attemptID]attemptState{a.cur, a.prev} {
+		if st, ok := m[id]; ok && !st.done && st.scheduled == sched {
+			delete(m, id)
+		}
+	}
+}
+
+// Len returns the attempts remembered.
+func (a *Attempts) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.cur) + len(a.prev)
+}
+
+func (a *Attempts) lookup(id attemptID) (attemptState, bool) {
+	if st, ok := a.cur[id]; ok {
+		return st, true
+	}
+	st, ok := a.prev[id]
+	return st, ok
+}
+
+func (a *Attempts) put(id attemptID, st attemptState) {
+	delete(a.prev, id)
+	a.cur[id] = st
+	if len(a.cur) >= a.limit {
+		a.prev, a.cur = a.cur, make(map[attemptID]attemptState, a.limit/2)
+	}
+}
+
+// recordedBefore returns which of the suspect tasks (redelivered records: a
+// previous owner may have fetched them) already have a fetch-log row of
+// their attempt at or after their scheduled_at: their outcome was published
+// and recorded, so they are acked without a request. A failing query is
+// retried with back-off until ctx is done (the partition stalls, as it
+// does when ClickHouse is down for writes).
+func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*task]bool, error) {
+	type crawlQuery struct {
+		hosts map[string]bool
+		fps   []uint64
+	}
+	byCrawl := make(map[string]*crawlQuery)
+	for _, t := range suspect {
+		q := byCrawl[t.req.GetCrawlId()]
+		if q == nil {
+			q = &crawlQuery{hosts: make(map[string]bool)}
+			byCrawl[t.req.GetCrawlId()] = q
+		}
+		q.hosts[t.host] = true
+		q.fps = append(q.fps, t.req.GetUrlFp())
+	}
+	found := make(map[string]map[chstore.AttemptKey]time.Time, len(byCrawl))
+	for crawl, q := range byCrawl {
+		hosts := make([]string, 0, len(q.hosts))
+		for host := range q.hosts {
+			hosts = append(hosts, host)
+		}
+		delay := 100 * time.Millisecond
+		for {
+			rec, err := h.s.opts.Recorded.RecordedAttempts(ctx, crawl, hosts, q.fps)
+			if err == nil {
+				found[crawl] = rec
+				break
+			}
+			h.s.m.recordedErrors.Inc()
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("look up redelivered attempts: %w", err)
+			case <-t.C:
+			}
+			delay = min(2*delay, 5*time.Second)
+		}
+	}
+	done := make(map[*task]bool)
+	for _, t := range suspect {
+		at, ok := found[t.req.GetCrawlId()][chstore.AttemptKey{Host: t.host, URLFP: t.req.GetUrlFp(), Attempt: uint16(min(t.req.GetAttempt(), 65535))}]
+		// fetched_at has second precision: a row in the second of
+		// scheduled_at counts (a re-fetch within that second would have to
+		// be a revisit scheduled within a second of the first: none is).
+		if ok && !at.Before(t.req.GetScheduledAt().AsTime().Truncate(time.Second)) {
+			done[t] = true
+		}
+	}
+	return done, nil
+}
