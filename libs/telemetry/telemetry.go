@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sort"
 	"strings"
@@ -146,6 +147,9 @@ type Check func(ctx context.Context) error
 // counts as failed.
 const CheckTimeout = 2 * time.Second
 
+// maxProfile is the longest CPU profile or trace the admin server streams.
+const maxProfile = 10 * time.Minute
+
 // shutdownTimeout bounds the graceful shutdown of the admin server.
 const shutdownTimeout = 5 * time.Second
 
@@ -160,7 +164,8 @@ type namedCheck struct {
 // Routes: /metrics (the registry, OpenMetrics when asked), /healthz (200
 // "ok" while the server runs), /readyz (200 "ok" when the ready flag is set
 // and every check passes within CheckTimeout, else 503 naming the failing
-// checks).
+// checks), and net/http/pprof under /debug/pprof/ (CPU profiles and traces
+// of up to 10 minutes, heap, allocs, goroutines, mutex, block).
 type Admin struct {
 	addr  string
 	log   *zap.Logger
@@ -187,13 +192,22 @@ func NewAdmin(addr string, reg *prometheus.Registry, log *zap.Logger) *Admin {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", a.serveReady)
+	// Profiles for anyone who can reach the admin address (loopback by
+	// default): go tool pprof http://ADMIN/debug/pprof/profile?seconds=30
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	a.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		ErrorLog:          zap.NewStdLog(log),
+		// A CPU profile or trace streams for as long as it was asked
+		// (pprof refuses a duration above WriteTimeout).
+		WriteTimeout: maxProfile + 30*time.Second,
+		IdleTimeout:  60 * time.Second,
+		ErrorLog:     zap.NewStdLog(log),
 	}
 	return a
 }

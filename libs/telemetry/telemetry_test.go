@@ -287,6 +287,18 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("/metrics = %d, body lacks the registered metrics:\n%s", code, body)
 	}
 
+	// Profiles: the heap profile in the text format, a one-second CPU
+	// profile in the binary one (gzip).
+	if code, body := get(t, client, base+"/debug/pprof/heap?debug=1"); code != 200 || !strings.Contains(body, "heap profile") {
+		t.Fatalf("/debug/pprof/heap = %d %.200q", code, body)
+	}
+	if code, body := get(t, client, base+"/debug/pprof/profile?seconds=1"); code != 200 || !strings.HasPrefix(body, "\x1f\x8b") {
+		t.Fatalf("/debug/pprof/profile = %d, %d bytes, not a gzipped profile", code, len(body))
+	}
+	if code, body := get(t, client, base+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Fatalf("/debug/pprof/ = %d", code)
+	}
+
 	a.SetReady(false)
 	if code, _ := get(t, client, base+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz after SetReady(false) = %d, want 503", code)
