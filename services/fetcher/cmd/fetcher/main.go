@@ -25,6 +25,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -109,6 +110,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 	}()
 	fetchLog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{}, log, freg)
+	rec, err := recorder.New(recorder.Options{}, producer, fetchLog, freg)
+	if err != nil {
+		return fmt.Errorf("create recorder: %w", err)
+	}
 
 	maxRedirects := cfg.MaxRedirects
 	if maxRedirects == 0 {
@@ -141,7 +146,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		PauseRecheck:    cfg.PauseRecheck,
 		Servers:         servers,
 		Resolve:         fetcher.Resolve,
-	}, fetcher, robotsCache, producer, fetchLog, log, freg)
+	}, fetcher, robotsCache, producer, rec, log, freg)
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
 	}
@@ -162,11 +167,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 
 	// Shutdown order: readiness false → stop consuming (handlers finish or
-	// hand back in-flight work, offsets committed) → flush the fetch log →
-	// stop the admin server → close clients (deferred).
+	// hand back in-flight work, offsets committed) → write the outcomes
+	// still queued → flush the fetch log → stop the admin server → close
+	// clients (deferred).
 	g, gctx := errgroup.WithContext(ctx)
+	recorderCtx, stopRecorder := context.WithCancel(context.WithoutCancel(ctx))
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRecorder()
 	defer stopWriter()
 	defer stopAdmin()
 	unready := context.AfterFunc(gctx, func() { admin.SetReady(false) })
@@ -176,6 +184,13 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	g.Go(func() error {
 		if err := fetchLog.Run(writerCtx); err != nil {
 			return fmt.Errorf("run fetch log writer: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		defer stopWriter()
+		if err := rec.Run(recorderCtx, cfg.DrainTimeout); err != nil {
+			return fmt.Errorf("run recorder: %w", err)
 		}
 		return nil
 	})
@@ -192,7 +207,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	g.Go(func() error {
 		defer stopAdmin()
-		defer stopWriter()
+		defer stopRecorder()
 		select {
 		case <-caughtUp:
 		case <-time.After(controlWait):

@@ -37,6 +37,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -46,10 +47,11 @@ type Producer interface {
 	Write(ctx context.Context, msgs ...kafka.Message) error
 }
 
-// FetchLog stores fetch-log rows and returns once they are durable
-// (chstore.BatchWriter). Safe for concurrent use; blocks.
-type FetchLog interface {
-	Write(ctx context.Context, rows ...chstore.FetchLogRow) error
+// Recorder makes fetch outcomes durable and reports each one done
+// (*recorder.Recorder). Record returns as soon as the outcome is queued;
+// safe for concurrent use.
+type Recorder interface {
+	Record(ctx context.Context, o recorder.Outcome)
 }
 
 // Fetcher performs one request (httpfetch.Fetcher). Safe for concurrent
@@ -208,15 +210,17 @@ type Service struct {
 	opts    Options
 	fetch   Fetcher
 	robots  *robots.Cache
-	prod    Producer
-	flog    FetchLog
+	prod    Producer // deferrals, held requests, sitemaps, host states at close
+	rec     Recorder // fetch outcomes
 	log     *zap.Logger
 	m       *metrics
 	workers chan struct{} // semaphore of the shared worker pool
 }
 
-// New returns a Service. reg receives the fetcher's metrics.
-func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, flog FetchLog, log *zap.Logger, reg prometheus.Registerer) (*Service, error) {
+// New returns a Service. rec must outlive the group that runs the
+// Service's handlers: a handler's Close waits for its outcomes. reg
+// receives the fetcher's metrics.
+func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, log *zap.Logger, reg prometheus.Registerer) (*Service, error) {
 	o = o.withDefaults()
 	if o.Servers != nil && o.Resolve == nil {
 		return nil, errors.New("consume: Options.Servers needs Options.Resolve")
@@ -226,7 +230,7 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, flog FetchLog, l
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return &Service{
-		opts: o, fetch: f, robots: rc, prod: prod, flog: flog, log: log, m: m,
+		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
 		workers: make(chan struct{}, o.Workers),
 	}, nil
 }
@@ -289,7 +293,8 @@ type handler struct {
 	stop      chan struct{} // closed by Close: stop dispatching
 	stopped   chan struct{} // closed when the dispatcher returned
 	cancel    context.CancelFunc
-	inflight  sync.WaitGroup
+	inflight  sync.WaitGroup // dispatched requests being fetched
+	recording sync.WaitGroup // outcomes handed to the recorder, not yet durable
 
 	// suspectBelow: records at lower offsets may have been handled by a
 	// previous owner (the partition's end offset when this handler first
@@ -335,10 +340,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			// The scheduler only admits canonical URLs; record and ack
 			// anything else inline (rare).
 			err := errors.Join(kerr, oerr)
-			res := &httpfetch.Response{Start: now, Kind: failure.InvalidURL, Err: err}
-			if err := h.finish(ctx, t, res); err != nil {
-				return fmt.Errorf("record invalid url: %w", err)
-			}
+			h.finish(ctx, t, &httpfetch.Response{Start: now, Kind: failure.InvalidURL, Err: err})
 			continue
 		}
 		t.host, t.origin, t.url = string(hostKey), origin, req.GetUrl()
@@ -398,9 +400,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		h.push(t, notBefore)
 	}
 	if len(cancelled) > 0 {
-		if err := h.recordCancelled(ctx, cancelled); err != nil {
-			return fmt.Errorf("record cancelled requests: %w", err)
-		}
+		h.recordCancelled(ctx, cancelled)
 	}
 	if len(deferred) > 0 {
 		if err := h.s.prod.Write(ctx, deferMsgs...); err != nil {
@@ -504,22 +504,27 @@ func wasDeferred(msg kafka.Message) bool {
 	return false
 }
 
-// Close stops dispatching, waits for in-flight requests until ctx is done,
-// then abandons the rest (unacked: redelivered to the next owner).
+// Close stops dispatching, waits for in-flight requests and their outcomes
+// until ctx is done, then abandons the rest (unacked: redelivered to the
+// next owner).
 func (h *handler) Close(ctx context.Context) error {
 	close(h.stop)
 	<-h.stopped
 	done := make(chan struct{})
-	go func() {
+	go func() { // ends when the recorder has settled every outcome
 		h.inflight.Wait()
+		h.recording.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
+		// Requests still being fetched stop at once; outcomes already
+		// with the recorder are written and acked, or not, on their own
+		// (a late ack only spares the next owner a fetch-log look-up).
 		h.log.Warn("abandoned in-flight fetches at close, redelivered to the next owner")
 		h.cancel()
-		<-done
+		h.inflight.Wait()
 	}
 	h.cancel()
 	h.publishStates()
@@ -663,9 +668,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	switch h.crawlState(t.req) {
 	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 		h.engine.Release(host) // no request made
-		if err := h.recordCancelled(ctx, []*task{t}); err != nil && ctx.Err() == nil {
-			h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-		}
+		h.recordCancelled(ctx, []*task{t})
 		return
 	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
 		h.engine.Release(host)
@@ -744,9 +747,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	h.followRedirect(t, res)
 	h.engine.Done(host, end)
 	t.state = h.stateMsg(host)
-	if err := h.finish(ctx, t, res); err != nil && ctx.Err() == nil {
-		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-	}
+	h.finish(ctx, t, res)
 }
 
 // claimServer claims the server of host (Options.Servers) for the request
@@ -872,9 +873,7 @@ func (h *handler) refuse(ctx context.Context, t *task, rules *robots.Rules) {
 		res.Status = 0
 	}
 	h.s.m.robotsVerdicts.WithLabelValues(robotsVerdict(res.Kind)).Inc()
-	if err := h.finish(ctx, t, res); err != nil && ctx.Err() == nil {
-		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-	}
+	h.finish(ctx, t, res)
 }
 
 func robotsVerdict(k failure.Kind) string {
@@ -884,33 +883,31 @@ func robotsVerdict(k failure.Kind) string {
 	return "unavailable"
 }
 
-// finish publishes the final outcome of the request (and the next attempt
-// of a transient failure, or the target of a redirect), writes the
-// fetch-log row and acks.
-func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) error {
-	if err := h.record(ctx, t, res, true); err != nil {
-		return err
-	}
-	h.settle(t, true)
-	t.ack(t.msg)
-	return nil
-}
-
-// record publishes the FetchedPage of one attempt of t.url and writes its
-// fetch-log row. final is false for a redirect hop followed inline.
-func (h *handler) record(ctx context.Context, t *task, res *httpfetch.Response, final bool) error {
-	msgs, row, err := h.outcome(t, res, final)
+// finish hands the outcome of t's request (its FetchedPage with the next
+// attempt of a transient failure or the target of a redirect, the host
+// state, the fetch-log row) to the recorder and returns at once; t is
+// acked when the outcome is durable. Until then it counts as in flight, so
+// Close waits for it.
+func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
+	msgs, row, err := h.outcome(t, res)
 	if err != nil {
-		return err
+		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+		return
 	}
-	if err := h.s.prod.Write(ctx, msgs...); err != nil {
-		return fmt.Errorf("publish fetched page: %w", err)
-	}
-	if err := h.s.flog.Write(ctx, row); err != nil {
-		return fmt.Errorf("write fetch log: %w", err)
-	}
-	h.count(res)
-	return nil
+	h.recording.Add(1)
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Rows: []chstore.FetchLogRow{row}, Done: func(err error) {
+		defer h.recording.Done()
+		if err != nil {
+			h.settle(t, false)
+			if ctx.Err() == nil {
+				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+			}
+			return
+		}
+		h.count(res)
+		h.settle(t, true)
+		t.ack(t.msg)
+	}})
 }
 
 // count updates the metrics of a recorded outcome.
@@ -922,9 +919,9 @@ func (h *handler) count(res *httpfetch.Response) {
 }
 
 // outcome returns the records of one attempt of t.url: the FetchedPage
-// (with the next attempt, redirect target, host state and proxy feedback
-// when final) and the fetch-log row.
-func (h *handler) outcome(t *task, res *httpfetch.Response, final bool) ([]kafka.Message, chstore.FetchLogRow, error) {
+// (with the next attempt, redirect target, host state and proxy feedback)
+// and the fetch-log row.
+func (h *handler) outcome(t *task, res *httpfetch.Response) ([]kafka.Message, chstore.FetchLogRow, error) {
 	s := h.s
 	req := t.req
 	errMsg := ""
@@ -967,15 +964,13 @@ func (h *handler) outcome(t *task, res *httpfetch.Response, final bool) ([]kafka
 		key = []byte(req.GetUrl()) // invalid URL: any stable key
 	}
 	var msgs []kafka.Message
-	if final {
-		if m, ok := h.retry(t, res); ok {
-			page.WillRetry = true
+	if m, ok := h.retry(t, res); ok {
+		page.WillRetry = true
+		msgs = append(msgs, m)
+	}
+	if t.follow != "" {
+		if m, ok := h.redirect(t, t.follow); ok {
 			msgs = append(msgs, m)
-		}
-		if t.follow != "" {
-			if m, ok := h.redirect(t, t.follow); ok {
-				msgs = append(msgs, m)
-			}
 		}
 	}
 	msg, err := kafkaio.NewMessage(s.opts.Topics.Fetched, key, page)
@@ -1032,35 +1027,39 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
 }
 
-// recordCancelled records the requests of a cancelled crawl without fetching them
-// (FetchedPage and fetch-log row of kind failure.Cancelled, one write
-// each for all of them) and acks them.
-func (h *handler) recordCancelled(ctx context.Context, ts []*task) error {
+// recordCancelled records the requests of a cancelled crawl without
+// fetching them (FetchedPage and fetch-log row of kind failure.Cancelled,
+// one outcome for all of them) and acks them once that is durable.
+func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 	var msgs []kafka.Message
 	rows := make([]chstore.FetchLogRow, 0, len(ts))
 	ress := make([]*httpfetch.Response, 0, len(ts))
 	for _, t := range ts {
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
-		m, row, err := h.outcome(t, res, false)
+		m, row, err := h.outcome(t, res)
 		if err != nil {
-			return err
+			h.log.Warn("left cancelled request unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+			continue
 		}
 		msgs = append(msgs, m...)
 		rows = append(rows, row)
 		ress = append(ress, res)
 	}
-	if err := h.s.prod.Write(ctx, msgs...); err != nil {
-		return fmt.Errorf("publish cancelled pages: %w", err)
-	}
-	if err := h.s.flog.Write(ctx, rows...); err != nil {
-		return fmt.Errorf("write fetch log: %w", err)
-	}
-	for i, t := range ts {
-		h.count(ress[i])
-		h.settle(t, true)
-		t.ack(t.msg)
-	}
-	return nil
+	h.recording.Add(1)
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Rows: rows, Done: func(err error) {
+		defer h.recording.Done()
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("left cancelled requests unacked, redelivered later", zap.Int("count", len(ts)), zap.Error(err))
+			}
+			return
+		}
+		for i, t := range ts {
+			h.count(ress[i])
+			h.settle(t, true)
+			t.ack(t.msg)
+		}
+	}})
 }
 
 // pauseDeferral returns the record that holds t of a paused crawl: the

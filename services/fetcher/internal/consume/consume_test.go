@@ -411,13 +411,11 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	defer w.Close()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	writerCtx, stopWriter := context.WithCancel(context.Background())
-	var g errgroup.Group
-	g.Go(func() error { return flog.Run(writerCtx) })
-	defer func() { stopWriter(); _ = g.Wait() }()
+	rec, stopRec := startRecorder(t, context.Background(), w, flog, reg)
+	defer stopRec()
 
 	svc, err := New(Options{Topics: kcfg.Topics(), Workers: 2, InstanceID: "t",
-		Politeness: politeness.Options{Delay: 20 * time.Millisecond}}, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, flog, log, reg)
+		Politeness: politeness.Options{Delay: 20 * time.Millisecond}}, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package consume
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -24,7 +26,8 @@ func runFetcher(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *c
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: flush}, log, reg)
-	svc, err := New(o, f, rc, prod, flog, log, reg)
+	rec, stopRec := startRecorder(t, ctx, prod, flog, reg)
+	svc, err := New(o, f, rc, prod, rec, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +38,38 @@ func runFetcher(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *c
 		t.Fatal(err)
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
-	writerCtx, stopWriter := context.WithCancel(ctx)
 	var g errgroup.Group
-	g.Go(func() error { return flog.Run(writerCtx) })
-	g.Go(func() error { defer stopWriter(); return group.Run(runCtx) })
+	g.Go(func() error { defer stopRec(); return group.Run(runCtx) })
 	return svc, func() error {
 		stopRun()
 		return g.Wait()
 	}
+}
+
+// startRecorder runs a recorder producing with prod and inserting through
+// flog (also run here), as the fetcher's main does. stop ends the recorder
+// (writing what is queued), then the fetch-log writer; it is also called
+// at cleanup, and a second call does nothing.
+func startRecorder(t testing.TB, ctx context.Context, prod recorder.Producer, flog *chstore.BatchWriter[chstore.FetchLogRow], reg prometheus.Registerer) (rec *recorder.Recorder, stop func()) {
+	t.Helper()
+	rec, err := recorder.New(recorder.Options{}, prod, flog, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	var g errgroup.Group
+	g.Go(func() error { return flog.Run(writerCtx) })
+	g.Go(func() error { defer stopWriter(); return rec.Run(recCtx, 5*time.Second) })
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			stopRec()
+			if err := g.Wait(); err != nil {
+				t.Errorf("recorder or fetch log: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return rec, stop
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/chtest"
@@ -61,8 +60,9 @@ func startFetcherWith(ctx context.Context, t testing.TB, kcfg kafkaio.Config, st
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	t.Cleanup(func() { _ = w.Close() })
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
+	rec, stopRec := startRecorder(t, ctx, w, flog, reg)
 	o.Topics, o.InstanceID = kcfg.Topics(), name
-	svc, err := New(o, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, flog, log, reg)
+	svc, err := New(o, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +73,12 @@ func startFetcherWith(ctx context.Context, t testing.TB, kcfg kafkaio.Config, st
 		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	p := &fetcherProc{svc: svc, group: group, cancel: cancel, done: make(chan error, 1)}
-	var g errgroup.Group
-	g.Go(func() error { return flog.Run(writerCtx) })
-	g.Go(func() error { defer stopWriter(); return group.Run(runCtx) })
-	go func() { p.done <- g.Wait() }()
+	go func() {
+		err := group.Run(runCtx)
+		stopRec()
+		p.done <- err
+	}()
 	return p
 }
 

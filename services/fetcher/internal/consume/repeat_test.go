@@ -149,9 +149,10 @@ func TestRepeatsNotRefetched(t *testing.T) {
 		f := httpfetch.New(httpfetch.Options{AllowPrivate: true, FetchTimeout: 2 * time.Second})
 		defer f.Close()
 		flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
+		rec, stopRec := startRecorder(t, ctx, w, flog, reg)
 		svc, err := New(Options{Topics: topics, Workers: 4, InstanceID: group, Recorded: store,
 			Politeness: politeness.Options{Delay: 10 * time.Millisecond}},
-			f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, flog, log, reg)
+			f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,10 +161,8 @@ func TestRepeatsNotRefetched(t *testing.T) {
 			t.Fatal(err)
 		}
 		runCtx, stop := context.WithCancel(ctx)
-		writerCtx, stopWriter := context.WithCancel(ctx)
 		var eg errgroup.Group
-		eg.Go(func() error { return flog.Run(writerCtx) })
-		eg.Go(func() error { defer stopWriter(); return g.Run(runCtx) })
+		eg.Go(func() error { defer stopRec(); return g.Run(runCtx) })
 		waitFor(ctx, t, group+" drained", func() bool {
 			lag, err := kafkaio.Lag(ctx, kcfg, kcfg.GroupFor(group), topics.Fetch)
 			return err == nil && lag == 0

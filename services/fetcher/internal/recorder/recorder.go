@@ -1,0 +1,261 @@
+// Package recorder makes the outcomes of fetches durable in batches, apart
+// from the workers that fetch: a worker hands over an outcome (the records
+// to produce and the fetch-log row) and takes the next request at once; the
+// recorder produces the records of many outcomes in one write (acks=all),
+// then inserts their fetch-log rows in one write, then reports each outcome
+// done, and only then is its fetch request acknowledged.
+//
+// The order inside an outcome is the delivery contract of the fetcher: the
+// fetch-log row is written after the FetchedPage is produced, so a row in
+// fetch_log proves the page was published (a redelivered request whose
+// attempt has a row is not fetched again).
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+)
+
+// Producer publishes records and returns once every one is durable
+// (*kafkaio.Writer). Safe for concurrent use; blocks.
+type Producer interface {
+	Write(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// FetchLog stores fetch-log rows and returns once they are inserted
+// (*chstore.BatchWriter). Safe for concurrent use; blocks.
+type FetchLog interface {
+	Write(ctx context.Context, rows ...chstore.FetchLogRow) error
+}
+
+// Outcome is what one fetch attempt leaves behind.
+type Outcome struct {
+	Msgs []kafka.Message       // FetchedPage, next attempt, redirect target, host state, proxy feedback
+	Rows []chstore.FetchLogRow // its fetch-log row (none, or several for a batch of cancelled requests)
+	// Done is called once, from the recorder's goroutines, when the
+	// outcome is durable (nil) or could not be made so (the error; the
+	// request is then left unacknowledged and redelivered). It must not
+	// block for long.
+	Done func(err error)
+}
+
+// Options tunes a Recorder.
+type Options struct {
+	// MaxBatch is the most outcomes written together (default 256).
+	MaxBatch int
+	// Linger is how long a batch waits for more outcomes after its first
+	// (default 2ms): a write is paid per batch, not per page.
+	Linger time.Duration
+	// Writers is the most batches being written at once (default 4):
+	// while one waits for its fetch-log flush, the next is produced.
+	Writers int
+	// Queue bounds the outcomes waiting for a batch (default 1024);
+	// Record blocks while it is full, which holds the workers back.
+	Queue int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	if o.Linger <= 0 {
+		o.Linger = 2 * time.Millisecond
+	}
+	if o.Writers <= 0 {
+		o.Writers = 4
+	}
+	if o.Queue <= 0 {
+		o.Queue = 1024
+	}
+	return o
+}
+
+// ErrStopped is reported to the Done of an outcome recorded after Run
+// returned, or still queued when it returned.
+var ErrStopped = errors.New("recorder stopped")
+
+// Recorder batches outcomes. Record is safe for concurrent use; Run must be
+// running for outcomes to be written.
+type Recorder struct {
+	opts  Options
+	prod  Producer
+	flog  FetchLog
+	queue chan Outcome
+	stop  chan struct{} // closed when Run stops accepting outcomes
+	m     metrics
+
+	mu      sync.Mutex
+	stopped bool
+	senders sync.WaitGroup // Record calls between the stopped check and their send
+}
+
+type metrics struct {
+	batch   prometheus.Histogram
+	write   prometheus.Histogram
+	failed  prometheus.Counter
+	waiting prometheus.Gauge
+}
+
+// New returns a recorder writing to prod and flog. reg receives
+// crawler_fetcher_record_batch_outcomes, crawler_fetcher_record_seconds,
+// crawler_fetcher_record_failures_total and crawler_fetcher_record_queued
+// (names relative to reg's prefix); nil leaves them unexported.
+func New(o Options, prod Producer, flog FetchLog, reg prometheus.Registerer) (*Recorder, error) {
+	o = o.withDefaults()
+	m := metrics{
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "record_batch_outcomes", Help: "Fetch outcomes written together in one batch.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		}),
+		write: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "record_seconds", Help: "Time to make one batch of outcomes durable (produce, then insert the fetch-log rows).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "record_failures_total", Help: "Outcomes that could not be made durable (their requests are redelivered).",
+		}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "record_queued", Help: "Outcomes waiting to be written.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.batch, m.write, m.failed, m.waiting} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register recorder metrics: %w", err)
+			}
+		}
+	}
+	return &Recorder{opts: o, prod: prod, flog: flog, queue: make(chan Outcome, o.Queue), stop: make(chan struct{}), m: m}, nil
+}
+
+// Record queues o. It blocks while the queue is full, until ctx is done
+// (then o.Done is called with ctx's error). Done is never called from
+// Record's goroutine otherwise.
+func (r *Recorder) Record(ctx context.Context, o Outcome) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		o.Done(ErrStopped)
+		return
+	}
+	r.senders.Add(1)
+	r.mu.Unlock()
+	defer r.senders.Done()
+	select {
+	case r.queue <- o:
+		r.m.waiting.Inc()
+	case <-r.stop:
+		o.Done(ErrStopped)
+	case <-ctx.Done():
+		o.Done(fmt.Errorf("record fetch outcome: %w", ctx.Err()))
+	}
+}
+
+// Run writes queued outcomes until ctx is done, then writes what is queued
+// (with a context bounded by drain) and returns. Outcomes recorded after
+// Run returned get ErrStopped.
+func (r *Recorder) Run(ctx context.Context, drain time.Duration) error {
+	sem := make(chan struct{}, r.opts.Writers)
+	var wg sync.WaitGroup
+	write := func(wctx context.Context, batch []Outcome) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.write(wctx, batch)
+		}()
+	}
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	for {
+		var first Outcome
+		select {
+		case <-ctx.Done():
+			return r.drain(ctx, drain, write, &wg)
+		case first = <-r.queue:
+		}
+		batch := []Outcome{first}
+		linger.Reset(r.opts.Linger)
+	fill:
+		for len(batch) < r.opts.MaxBatch {
+			select {
+			case o := <-r.queue:
+				batch = append(batch, o)
+			case <-linger.C:
+				break fill
+			case <-ctx.Done():
+				break fill
+			}
+		}
+		linger.Stop()
+		r.m.waiting.Sub(float64(len(batch)))
+		write(ctx, batch)
+	}
+}
+
+// drain stops accepting outcomes, writes what is queued under a context of
+// its own (bounded by d) and waits for every batch in flight.
+func (r *Recorder) drain(ctx context.Context, d time.Duration, write func(context.Context, []Outcome), wg *sync.WaitGroup) error {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	close(r.stop)
+	r.senders.Wait() // every outcome is now queued or refused
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	for {
+		var batch []Outcome
+	take:
+		for len(batch) < r.opts.MaxBatch {
+			select {
+			case o := <-r.queue:
+				batch = append(batch, o)
+			default:
+				break take
+			}
+		}
+		if len(batch) == 0 {
+			break
+		}
+		r.m.waiting.Sub(float64(len(batch)))
+		write(dctx, batch)
+	}
+	wg.Wait()
+	return nil
+}
+
+// write makes one batch durable: every record produced in one write, then
+// every fetch-log row inserted in one write, then each outcome done.
+func (r *Recorder) write(ctx context.Context, batch []Outcome) {
+	start := time.Now()
+	var msgs []kafka.Message
+	var rows []chstore.FetchLogRow
+	for _, o := range batch {
+		msgs = append(msgs, o.Msgs...)
+		rows = append(rows, o.Rows...)
+	}
+	err := r.prod.Write(ctx, msgs...)
+	if err != nil {
+		err = fmt.Errorf("publish fetch outcomes: %w", err)
+	} else if err = r.flog.Write(ctx, rows...); err != nil {
+		err = fmt.Errorf("write fetch log: %w", err)
+	}
+	r.m.batch.Observe(float64(len(batch)))
+	if err != nil {
+		r.m.failed.Add(float64(len(batch)))
+	} else {
+		r.m.write.Observe(time.Since(start).Seconds())
+	}
+	for _, o := range batch {
+		o.Done(err)
+	}
+}
