@@ -10,6 +10,7 @@ require (
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/trawl-crawler/trawl/libs v0.0.0-00010101000000-000000000000
 	go.uber.org/zap v1.28.0
+	golang.org/x/text v0.43.0
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -40,5 +41,4 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 )

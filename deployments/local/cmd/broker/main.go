@@ -1,0 +1,45 @@
+// Command broker runs the embedded Kafka-protocol broker (libs/kafkaembed,
+// franz-go's kfake) as a process of its own until SIGTERM or Ctrl-C, so that
+// the benchmark can count its CPU and memory apart from the launcher's.
+//
+//	go run ./deployments/local/cmd/broker --addr 127.0.0.1:9092 --dir .crawl/kafka
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/trawl-crawler/trawl/libs/kafkaembed"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:9092", "listen address")
+	dir := fs.String("dir", "", "data directory (empty: in memory only)")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	b, err := kafkaembed.Start(ctx, *dir, *addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "broker listening on %s\n", b.Addr())
+	<-ctx.Done()
+	b.Close()
+	return nil
+}

@@ -1,0 +1,101 @@
+// Command websim serves the generated web of internal/websim until SIGTERM
+// or Ctrl-C, for the benchmark (which runs it on its own CPU) and for
+// crawling by hand. Once serving, it prints one JSON line on standard
+// output: the seeds, the hosts of the crawl, the off-site host, the number
+// of content pages and the address of its statistics (GET /stats).
+//
+//	go run ./deployments/local/cmd/websim --hosts 200 --articles 50
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
+)
+
+// Ready is the line websim prints once it serves.
+type Ready struct {
+	Seeds   []string `json:"seeds"`
+	Hosts   []string `json:"hosts"`
+	Offsite string   `json:"offsite"`
+	Pages   int      `json:"pages"`
+	Stats   string   `json:"stats"` // URL of the statistics (websim.Stats as JSON)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "websim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	var cfg websim.Config
+	fs := flag.NewFlagSet("websim", flag.ContinueOnError)
+	fs.IntVar(&cfg.Hosts, "hosts", websim.DefaultHosts, "hosts of the crawl")
+	fs.IntVar(&cfg.Articles, "articles", websim.DefaultArticles, "articles per host")
+	first := fs.String("first-addr", websim.DefaultFirstAddr.String(), "address of host 0; the others follow it")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the link graph and the text")
+	fs.IntVar(&cfg.GBKEvery, "gbk-every", websim.DefaultGBKEvery, "every n-th host serves GBK (-1: none)")
+	fs.IntVar(&cfg.TrapEvery, "trap-every", websim.DefaultTrapEvery, "every n-th host has a calendar trap (-1: none)")
+	fs.IntVar(&cfg.BigEvery, "big-every", websim.DefaultBigEvery, "every n-th host links a big page (-1: none)")
+	fs.IntVar(&cfg.SlowEvery, "slow-every", websim.DefaultSlowEvery, "every n-th host links a slow page (-1: none)")
+	fs.DurationVar(&cfg.SlowDelay, "slow-delay", websim.DefaultSlowDelay, "how long the slow page takes")
+	statsAddr := fs.String("stats-addr", "127.0.0.1:0", "listen address of GET /stats")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	a, err := netip.ParseAddr(*first)
+	if err != nil {
+		return fmt.Errorf("parse -first-addr: %w", err)
+	}
+	cfg.FirstAddr = a
+	web, err := websim.Start(cfg)
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+
+	ln, err := net.Listen("tcp", *statsAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *statsAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(web.Stats())
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	ready, err := json.Marshal(Ready{Seeds: web.Seeds(), Hosts: web.Hosts(), Offsite: web.Offsite(),
+		Pages: web.Pages(), Stats: "http://" + ln.Addr().String() + "/stats"})
+	if err != nil {
+		return fmt.Errorf("encode ready line: %w", err)
+	}
+	fmt.Println(string(ready))
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return fmt.Errorf("serve stats: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

@@ -1,0 +1,521 @@
+package websim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/text/encoding/simplifiedchinese"
+)
+
+// Kinds of resources (Stats.ByKind).
+const (
+	KindRobots   = "robots"
+	KindIndex    = "index"
+	KindList     = "list"
+	KindArticle  = "article"
+	KindRedirect = "redirect"
+	KindMissing  = "missing"
+	KindError    = "error"
+	KindBinary   = "binary"
+	KindPrivate  = "private"
+	KindTrap     = "trap"
+	KindSlow     = "slow"
+	KindBig      = "big"
+	KindOffsite  = "offsite"
+	KindUnknown  = "unknown"
+)
+
+// Seeds for Web.rng, one per kind of generated content.
+const (
+	rngArticle uint64 = iota + 1
+	rngBinary
+)
+
+type hostKey struct{}
+
+// hostContext stores the index of the host a connection was accepted on.
+func hostContext(hostOf func(net.Addr) int) func(ctx context.Context, c net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, hostKey{}, hostOf(c.LocalAddr()))
+	}
+}
+
+// hostOf maps a listener address to its host index (Hosts() order; the
+// off-site host is cfg.Hosts).
+func (w *Web) hostOf(a net.Addr) int {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return -1
+	}
+	ip, ok := netip.AddrFromSlice(ta.IP)
+	if !ok {
+		return -1
+	}
+	d := int(u32(ip.Unmap())) - int(u32(w.cfg.FirstAddr))
+	if d < 0 || d > w.cfg.Hosts {
+		return -1
+	}
+	return d
+}
+
+func u32(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// statusWriter remembers the status and counts the body bytes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(p)
+	s.bytes += int64(n)
+	return n, err
+}
+
+func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
+	h, _ := r.Context().Value(hostKey{}).(int)
+	sw := &statusWriter{ResponseWriter: rw}
+	kind := w.serve(h, sw, r)
+	if sw.status == 0 && r.Context().Err() == nil {
+		sw.status = http.StatusOK
+	}
+	w.stats.record(h, resourceOf(r), kind, sw.status, sw.bytes, time.Now())
+}
+
+// serve answers one request and returns the kind of resource asked for.
+func (w *Web) serve(h int, rw http.ResponseWriter, r *http.Request) string {
+	p := stripPathParams(r.URL.Path)
+	if h < 0 {
+		http.NotFound(rw, r)
+		return KindUnknown
+	}
+	if h == w.cfg.Hosts {
+		writeHTML(rw, "", []byte("<!doctype html><title>elsewhere</title><p>not part of the crawl</p>"))
+		return KindOffsite
+	}
+	switch {
+	case p == "/robots.txt":
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(rw, "User-agent: *\nDisallow: /private/\n")
+		return KindRobots
+	case p == "/":
+		writeHTML(rw, "", w.index(h))
+		return KindIndex
+	case p == "/list":
+		k, err := strconv.Atoi(r.URL.Query().Get("page"))
+		if err != nil || k < 1 || k > w.lists() {
+			http.NotFound(rw, r)
+			return KindMissing
+		}
+		writeHTML(rw, "", w.list(h, k))
+		return KindList
+	case strings.HasPrefix(p, "/news/"):
+		i, ok := w.articleIndex(p)
+		if !ok {
+			http.NotFound(rw, r)
+			return KindMissing
+		}
+		w.serveArticle(rw, h, i)
+		return KindArticle
+	case strings.HasPrefix(p, "/r/"):
+		rest := strings.TrimPrefix(p, "/r/")
+		if k, ok := strings.CutSuffix(rest, "/hop"); ok {
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 {
+				http.NotFound(rw, r)
+				return KindMissing
+			}
+			http.Redirect(rw, r, "http://"+w.addrs[h]+w.articlePath(i%w.cfg.Articles), http.StatusFound)
+			return KindRedirect
+		}
+		http.Redirect(rw, r, "/r/"+rest+"/hop", http.StatusMovedPermanently)
+		return KindRedirect
+	case strings.HasPrefix(p, "/gone/"):
+		http.NotFound(rw, r)
+		return KindMissing
+	case p == "/error":
+		http.Error(rw, "internal error", http.StatusInternalServerError)
+		return KindError
+	case strings.HasPrefix(p, "/files/"):
+		rw.Header().Set("Content-Type", "application/pdf")
+		_, _ = rw.Write(w.binary(h, p))
+		return KindBinary
+	case strings.HasPrefix(p, "/private/"):
+		writeHTML(rw, "", []byte("<!doctype html><title>private</title><p>robots.txt disallows this page</p>"))
+		return KindPrivate
+	case strings.HasPrefix(p, "/cal/") && has(w.cfg.TrapEvery, h):
+		y, m, ok := parseMonth(strings.TrimPrefix(p, "/cal/"))
+		if !ok {
+			http.NotFound(rw, r)
+			return KindMissing
+		}
+		writeHTML(rw, "", calendar(y, m))
+		return KindTrap
+	case p == "/slow" && has(w.cfg.SlowEvery, h):
+		t := time.NewTimer(w.cfg.SlowDelay)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			return KindSlow
+		case <-t.C:
+		}
+		writeHTML(rw, "", []byte("<!doctype html><title>slow</title><p>finally</p>"))
+		return KindSlow
+	case p == "/big" && has(w.cfg.BigEvery, h):
+		w.serveBig(rw)
+		return KindBig
+	}
+	http.NotFound(rw, r)
+	return KindUnknown
+}
+
+// stripPathParams removes ";name=value" path parameters (a servlet
+// container's ;jsessionid), which do not change the resource.
+func stripPathParams(p string) string {
+	if i := strings.IndexByte(p, ';'); i >= 0 {
+		j := strings.IndexByte(p[i:], '/')
+		if j < 0 {
+			return p[:i]
+		}
+		return p[:i] + stripPathParams(p[i+j:])
+	}
+	return p
+}
+
+func writeHTML(rw http.ResponseWriter, charset string, body []byte) {
+	ct := "text/html"
+	if charset != "" {
+		ct += "; charset=" + charset
+	}
+	rw.Header().Set("Content-Type", ct)
+	rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = rw.Write(body)
+}
+
+func (w *Web) articlePath(i int) string {
+	return fmt.Sprintf("/news/%d/story-%d.html", articleYear(i), i)
+}
+
+func articleYear(i int) int { return 2020 + i%6 }
+
+// articleIndex parses /news/<year>/story-<i>.html.
+func (w *Web) articleIndex(p string) (int, bool) {
+	rest := strings.TrimPrefix(p, "/news/")
+	year, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		return 0, false
+	}
+	num, ok := strings.CutPrefix(name, "story-")
+	if !ok {
+		return 0, false
+	}
+	num, ok = strings.CutSuffix(num, ".html")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(num)
+	if err != nil || i < 0 || i >= w.cfg.Articles || strconv.Itoa(articleYear(i)) != year {
+		return 0, false
+	}
+	return i, true
+}
+
+func parseMonth(s string) (y, m int, ok bool) {
+	ys, ms, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, false
+	}
+	y, err1 := strconv.Atoi(ys)
+	m, err2 := strconv.Atoi(ms)
+	return y, m, err1 == nil && err2 == nil && m >= 1 && m <= 12
+}
+
+func calendar(y, m int) []byte {
+	ny, nm := y, m+1
+	if nm > 12 {
+		ny, nm = y+1, 1
+	}
+	py, pm := y, m-1
+	if pm < 1 {
+		py, pm = y-1, 12
+	}
+	return fmt.Appendf(nil, "<!doctype html><html><head><title>Events %d-%02d</title></head><body>"+
+		"<h1>Events in %d-%02d</h1><p>No events this month.</p>"+
+		"<a href=\"/cal/%d/%d\">previous</a> <a href=\"/cal/%d/%d\">next</a> <a href=\"/\">home</a></body></html>",
+		y, m, y, m, py, pm, ny, nm)
+}
+
+func (w *Web) index(h int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Host %d front page</title></head>\n<body>\n", h)
+	b.WriteString("<nav><a href=\"/list?page=1\">All stories</a> <a href=\"/private/0\">Members</a></nav>\n<ul>\n")
+	for i := range min(5, w.cfg.Articles) {
+		fmt.Fprintf(&b, "<li><a href=\"%s\">Story %d</a></li>\n", w.articlePath(i), i)
+	}
+	b.WriteString("</ul>\n</body></html>\n")
+	return b.Bytes()
+}
+
+func (w *Web) list(h, k int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Stories, page %d</title></head>\n<body>\n<ol>\n", k)
+	for i := (k - 1) * w.cfg.PerList; i < min(k*w.cfg.PerList, w.cfg.Articles); i++ {
+		fmt.Fprintf(&b, "<li><a href=\"%s\">Story %d of host %d</a></li>\n", w.articlePath(i), i, h)
+	}
+	b.WriteString("</ol>\n<p>")
+	if k > 1 {
+		fmt.Fprintf(&b, "<a href=\"/list?page=%d\">previous</a> ", k-1)
+	}
+	if k < w.lists() {
+		// A query-only relative reference: resolves against /list.
+		fmt.Fprintf(&b, "<a href=\"?page=%d\">next</a>", k+1)
+	}
+	b.WriteString("</p>\n</body></html>\n")
+	return b.Bytes()
+}
+
+func (w *Web) serveArticle(rw http.ResponseWriter, h, i int) {
+	body := w.article(h, i)
+	if !has(w.cfg.GBKEvery, h) {
+		writeHTML(rw, "utf-8", body)
+		return
+	}
+	gbk, err := simplifiedchinese.GBK.NewEncoder().Bytes(body)
+	if err != nil {
+		http.Error(rw, "encode gbk: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if (h/w.cfg.GBKEvery)%2 == 0 {
+		writeHTML(rw, "gbk", gbk) // declared in the header
+		return
+	}
+	writeHTML(rw, "", gbk) // declared only in the meta tag
+}
+
+var words = strings.Fields("the crawler fetches pages from many hosts while the scheduler keeps a frontier " +
+	"of urls and a seen set of fingerprints so that every resource is requested once politeness " +
+	"means a delay between two requests to one host robots rules say what may be fetched the parser " +
+	"extracts links titles and text and the analysts query statistics about status codes latency " +
+	"bytes duplicates and documents found during the crawl of a large part of the web")
+
+var hanzi = []rune("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理府研质")
+
+// article generates the HTML of article i of host h: MinPageBytes to
+// MaxPageBytes of text with MinLinks to MaxLinks links.
+func (w *Web) article(h, i int) []byte {
+	rng := w.rng(h, rngArticle, uint64(i))
+	size := w.cfg.MinPageBytes + rng.IntN(w.cfg.MaxPageBytes-w.cfg.MinPageBytes+1)
+	nlinks := w.cfg.MinLinks + rng.IntN(w.cfg.MaxLinks-w.cfg.MinLinks+1)
+	gbk := has(w.cfg.GBKEvery, h)
+
+	var b bytes.Buffer
+	b.Grow(size + 4096)
+	b.WriteString("<!doctype html>\n<html lang=\"")
+	if gbk {
+		b.WriteString("zh\"><head><meta charset=\"gbk\">")
+	} else {
+		b.WriteString("en\"><head><meta charset=\"utf-8\">")
+	}
+	title := w.sentence(rng, gbk, 6)
+	fmt.Fprintf(&b, "<title>%s</title>\n<meta name=\"description\" content=\"%s\">\n", title, w.sentence(rng, gbk, 14))
+	b.WriteString("<style>body{font-family:sans-serif;max-width:50em;margin:auto}nav a{margin-right:1em}.ad{display:none}</style>\n")
+	b.WriteString("<script>window.dataLayer=window.dataLayer||[];function track(e){dataLayer.push(e)}track({page:'article'});</script>\n")
+	b.WriteString("</head>\n<body>\n<header><nav><a href=\"/\">Home</a><a href=\"/list?page=1\">Stories</a><a href=\"/private/")
+	b.WriteString(strconv.Itoa(i % private))
+	b.WriteString("\">Members</a></nav></header>\n<article>\n<h1>")
+	b.WriteString(title)
+	b.WriteString("</h1>\n")
+	// Spread the links over the paragraphs until the page has its size:
+	// each paragraph takes an equal share of the bytes still to write.
+	link := 0
+	for b.Len() < size || link < nlinks {
+		per := (size - b.Len() - 160*(nlinks-link)) / (nlinks - link + 1)
+		b.WriteString("<p>")
+		for n := b.Len() + per; b.Len() < n; {
+			b.WriteString(w.sentence(rng, gbk, 8+rng.IntN(12)))
+			b.WriteString(". ")
+		}
+		if link < nlinks {
+			href, text := w.link(rng, h, i, link)
+			fmt.Fprintf(&b, "See <a href=\"%s\">%s</a>.", href, text)
+			link++
+		}
+		b.WriteString("</p>\n")
+	}
+	b.WriteString("</article>\n<footer><p>&copy; 2026 host ")
+	b.WriteString(strconv.Itoa(h))
+	b.WriteString(" &middot; <a href=\"#top\">top</a></p></footer>\n</body></html>\n")
+	return b.Bytes()
+}
+
+func (w *Web) sentence(rng *rand.Rand, gbk bool, n int) string {
+	var s strings.Builder
+	for j := range n {
+		if gbk {
+			s.WriteRune(hanzi[rng.IntN(len(hanzi))])
+			continue
+		}
+		if j > 0 {
+			s.WriteByte(' ')
+		}
+		s.WriteString(words[rng.IntN(len(words))])
+	}
+	return s.String()
+}
+
+// Distinct resources of each kind per host: the web's mix of requests is
+// about three quarters content pages (as on the issue's test web: 59
+// distinct pages in 75 requests).
+const (
+	redirects = 5 // redirect chains, two requests each
+	missing   = 3 // 404s
+	binaries  = 3 // PDFs
+	private   = 7 // disallowed pages
+)
+
+// link returns the href and text of link j of article i of host h.
+func (w *Web) link(rng *rand.Rand, h, i, j int) (href, text string) {
+	self := "http://" + w.addrs[h]
+	roll := rng.IntN(100)
+	switch {
+	case roll < 55:
+		k := rng.IntN(w.cfg.Articles)
+		return w.spell(h, i, k, j), fmt.Sprintf("story %d", k)
+	case roll < 67:
+		oh := rng.IntN(w.cfg.Hosts)
+		k := rng.IntN(w.cfg.Articles)
+		return "http://" + w.addrs[oh] + w.articlePath(k), fmt.Sprintf("story %d on host %d", k, oh)
+	case roll < 75:
+		k := 1 + rng.IntN(w.lists())
+		return fmt.Sprintf("/list?page=%d", k), "more stories"
+	case roll < 77:
+		return self + "/", "front page"
+	case roll < 79:
+		return "http://" + w.Offsite() + fmt.Sprintf("/ref/%d/%d", h, i), "elsewhere"
+	case roll < 82:
+		return fmt.Sprintf("/r/%d", rng.IntN(redirects)), "moved story"
+	case roll < 84:
+		return fmt.Sprintf("/gone/%d", rng.IntN(missing)), "old story"
+	case roll < 85:
+		return "/error", "broken page"
+	case roll < 89:
+		return fmt.Sprintf("/files/report-%d.pdf", rng.IntN(binaries)), "report"
+	case roll < 92:
+		return fmt.Sprintf("/private/%d", rng.IntN(private)), "members only"
+	case roll < 95 && has(w.cfg.TrapEvery, h):
+		return "/cal/2026/11", "events"
+	case roll < 96 && has(w.cfg.SlowEvery, h):
+		return "/slow", "slow page"
+	case roll < 97 && has(w.cfg.BigEvery, h):
+		return "/big", "archive"
+	default:
+		k := rng.IntN(w.cfg.Articles)
+		return w.spell(h, i, k, j), fmt.Sprintf("story %d", k)
+	}
+}
+
+// spellings is the number of ways spell writes one link.
+const spellings = 13
+
+// spell writes a link from article i to article k of host h in spelling
+// j mod spellings; every spelling resolves to the same resource.
+func (w *Web) spell(h, i, k, j int) string {
+	host := w.addrs[h]
+	y, ky := articleYear(i), articleYear(k)
+	name := fmt.Sprintf("story-%d.html", k)
+	root := w.articlePath(k)
+	switch j % spellings {
+	case 0:
+		return "http://" + host + root
+	case 1:
+		return "HTTP://" + host + root
+	case 2:
+		return "//" + host + root
+	case 3:
+		return root
+	case 4:
+		if y == ky {
+			return name
+		}
+		return fmt.Sprintf("../%d/%s", ky, name)
+	case 5:
+		if y == ky {
+			return "./" + name
+		}
+		return fmt.Sprintf("./../%d/%s", ky, name)
+	case 6:
+		return fmt.Sprintf("/news/archive/../%d/%s", ky, name)
+	case 7:
+		return root + "?"
+	case 8:
+		return root + "#comments"
+	case 9:
+		return fmt.Sprintf("/news/%d/story%%2D%d.html", ky, k) // %2D is "-"
+	case 10:
+		return fmt.Sprintf("/news/%d/%%73tory-%d.html", ky, k) // %73 is "s"
+	case 11:
+		return root + ";jsessionid=0123456789ABCDEF0123456789ABCDEF"
+	default:
+		return fmt.Sprintf("/news/%d/./%s", ky, name)
+	}
+}
+
+// binary returns a deterministic pseudo-random body for a /files/ path.
+func (w *Web) binary(h int, p string) []byte {
+	var seed uint64
+	for _, c := range []byte(p) {
+		seed = seed*31 + uint64(c)
+	}
+	rng := w.rng(h, rngBinary, seed)
+	out := make([]byte, 24<<10)
+	copy(out, "%PDF-1.4\n")
+	for i := 9; i < len(out); i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8 && i+j < len(out); j++ {
+			out[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return out
+}
+
+func (w *Web) serveBig(rw http.ResponseWriter) {
+	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+	rw.Header().Set("Content-Length", strconv.Itoa(w.cfg.BigBytes))
+	head := "<!doctype html><html><head><title>archive</title></head><body><p>"
+	tail := "</p></body></html>"
+	chunk := bytes.Repeat([]byte("archive "), 4096)
+	rest := max(w.cfg.BigBytes-len(head)-len(tail), 0)
+	if _, err := rw.Write([]byte(head)); err != nil {
+		return
+	}
+	for rest > 0 {
+		n := min(rest, len(chunk))
+		if _, err := rw.Write(chunk[:n]); err != nil {
+			return // the crawler stopped reading at its body cap: expected
+		}
+		rest -= n
+	}
+	_, _ = rw.Write([]byte(tail))
+}

@@ -1,0 +1,144 @@
+package websim
+
+import (
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Stats is what the web received, by resource.
+type Stats struct {
+	Requests   int `json:"requests"`    // every request, robots.txt included
+	Robots     int `json:"robots"`      // robots.txt requests
+	RobotsMore int `json:"robots_more"` // robots.txt requests beyond one per host
+	Distinct   int `json:"distinct"`    // distinct resources requested, robots.txt excluded
+	// Duplicates are requests of a resource that had already been
+	// answered with something other than a 5xx or a dropped connection:
+	// requests that fetched nothing new.
+	Duplicates int `json:"duplicates"`
+	// Retries are requests of a resource whose previous answer was a 5xx
+	// or cut short: the retries of transient failures.
+	Retries    int `json:"retries"`
+	Offsite    int `json:"offsite"`    // requests to the host outside the crawl
+	Disallowed int `json:"disallowed"` // requests under robots.txt's Disallow
+	Pages      int `json:"pages"`      // distinct content pages fetched (index, lists, articles)
+	PagesTotal int `json:"pages_total"`
+	// Trap counts the requests of the calendar trap (bounded only by the
+	// crawl's depth or page limits).
+	Trap   int            `json:"trap"`
+	ByKind map[string]int `json:"by_kind"`
+	Bytes  int64          `json:"bytes"` // body bytes sent
+	First  time.Time      `json:"first"` // first and last request
+	Last   time.Time      `json:"last"`
+	// DuplicateExamples lists up to ten resources requested more than once.
+	DuplicateExamples []string `json:"duplicate_examples,omitempty"`
+}
+
+// Coverage is the share of the content pages fetched.
+func (s Stats) Coverage() float64 {
+	if s.PagesTotal == 0 {
+		return 0
+	}
+	return float64(s.Pages) / float64(s.PagesTotal)
+}
+
+// resource is one resource's history.
+type resource struct {
+	answered bool // answered with a final (non-5xx, complete) answer
+}
+
+type stats struct {
+	hosts int
+
+	mu     sync.Mutex
+	s      Stats
+	res    map[string]*resource
+	robots map[int]int
+}
+
+func newStats(hosts int) *stats {
+	return &stats{hosts: hosts, res: make(map[string]*resource), robots: make(map[int]int),
+		s: Stats{ByKind: make(map[string]int)}}
+}
+
+// resourceOf is the identity of the resource a request asks for: the host
+// it reached, its path with dot segments resolved, escapes decoded and path
+// parameters dropped, and its query when not empty.
+func resourceOf(r *http.Request) string {
+	h, _ := r.Context().Value(hostKey{}).(int)
+	p := path.Clean("/" + stripPathParams(r.URL.Path))
+	id := strconv.Itoa(h) + " " + p
+	if q := r.URL.RawQuery; q != "" {
+		if v, err := url.ParseQuery(q); err == nil {
+			q = v.Encode()
+		}
+		id += "?" + q
+	}
+	return id
+}
+
+func (st *stats) record(h int, id, kind string, status int, bytes int64, at time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := &st.s
+	s.Requests++
+	if s.First.IsZero() {
+		s.First = at
+	}
+	s.Last = at
+	s.Bytes += bytes
+	s.ByKind[kind]++
+	switch kind {
+	case KindRobots:
+		s.Robots++
+		st.robots[h]++
+		if st.robots[h] > 1 {
+			s.RobotsMore++
+		}
+		return
+	case KindOffsite:
+		s.Offsite++
+	case KindPrivate:
+		s.Disallowed++
+	case KindTrap:
+		s.Trap++
+	}
+	final := status > 0 && status < 500
+	r, ok := st.res[id]
+	switch {
+	case !ok:
+		r = &resource{}
+		st.res[id] = r
+		s.Distinct++
+		if kind == KindIndex || kind == KindList || kind == KindArticle {
+			s.Pages++
+		}
+	case r.answered:
+		s.Duplicates++
+		if len(s.DuplicateExamples) < 10 && !slices.Contains(s.DuplicateExamples, id) {
+			s.DuplicateExamples = append(s.DuplicateExamples, id)
+		}
+	default:
+		s.Retries++
+	}
+	r.answered = r.answered || final
+}
+
+// Stats returns a snapshot of what the web received.
+func (w *Web) Stats() Stats {
+	st := w.stats
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := st.s
+	s.ByKind = make(map[string]int, len(st.s.ByKind))
+	for k, v := range st.s.ByKind {
+		s.ByKind[k] = v
+	}
+	s.DuplicateExamples = slices.Clone(st.s.DuplicateExamples)
+	s.PagesTotal = w.Pages()
+	return s
+}

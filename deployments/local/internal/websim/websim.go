@@ -1,0 +1,266 @@
+// Package websim serves a generated web that looks like the one a crawler
+// meets, for the benchmark and the end-to-end tests: many hosts on loopback
+// addresses (one real HTTP listener each), article pages of 10–30 KB with
+// 20–60 links spelled every way the web spells them, paginated list pages
+// with query strings, same-host redirect chains into pages already linked,
+// 404s, a 500, a slow page, a few 5 MB pages, binaries, a calendar-style
+// trap, GBK-encoded pages, a robots.txt Disallow, and links to a host that
+// is not part of the crawl.
+//
+// The site counts what it receives by resource (host, path with dot
+// segments resolved and escapes decoded, non-empty query), so it can say how
+// many requests fetched something already fetched, how many went outside the
+// crawl's hosts or under a Disallow, and how much of the site was covered.
+//
+// Every host serves:
+//
+//	/robots.txt                 disallows /private/
+//	/                           index: the first list page, a few articles
+//	/list?page=<k>              ten articles each, previous and next page
+//	/news/<year>/story-<i>.html articles (10–30 KB; every 10th host in GBK)
+//	/r/<k> → /r/<k>/hop → story a two-hop redirect chain into a linked article
+//	/gone/<k>                   404
+//	/error                      500, always (retries are counted apart)
+//	/files/report-<k>.pdf       a binary (application/pdf)
+//	/private/<k>                linked, disallowed by robots.txt
+//	/cal/<y>/<m>                calendar trap: every month links the next (some hosts)
+//	/slow                       answers after Config.SlowDelay (some hosts)
+//	/big                        a 5 MiB page (some hosts)
+//
+// Article links come in these spellings (every one resolves to the same
+// story): absolute, upper-case scheme, scheme-relative, root-relative,
+// relative, "./", dot segments, empty query, fragment, escaped unreserved
+// characters, a ;jsessionid path parameter, and absolute links to other
+// hosts and to the off-site host.
+package websim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Config describes the generated web.
+type Config struct {
+	Hosts        int        // hosts of the crawl (default 200)
+	Articles     int        // articles per host (default 50)
+	PerList      int        // articles per list page (default 10)
+	FirstAddr    netip.Addr // hosts are consecutive addresses from here (default 127.1.0.1)
+	Seed         uint64     // graph and text seed
+	MinPageBytes int        // article size range (default 10 KiB to 30 KiB)
+	MaxPageBytes int
+	MinLinks     int // links per article (default 20 to 60)
+	MaxLinks     int
+	// Every n-th host (n > 0) has the feature; 0 takes the default, a
+	// negative value turns it off.
+	GBKEvery  int // articles in GBK, charset in the header or in a meta tag (default 10)
+	TrapEvery int // a calendar trap linked from its articles (default 25)
+	BigEvery  int // /big, a BigBytes page, linked (default 50)
+	SlowEvery int // /slow linked (default 40)
+
+	BigBytes  int           // default 5 MiB
+	SlowDelay time.Duration // default 2s
+}
+
+// Defaults of Config.
+const (
+	DefaultHosts        = 200
+	DefaultArticles     = 50
+	DefaultPerList      = 10
+	DefaultMinPageBytes = 10 << 10
+	DefaultMaxPageBytes = 30 << 10
+	DefaultMinLinks     = 20
+	DefaultMaxLinks     = 60
+	DefaultGBKEvery     = 10
+	DefaultTrapEvery    = 25
+	DefaultBigEvery     = 50
+	DefaultSlowEvery    = 40
+	DefaultBigBytes     = 5 << 20
+	DefaultSlowDelay    = 2 * time.Second
+)
+
+// DefaultFirstAddr is the address of host 0.
+var DefaultFirstAddr = netip.MustParseAddr("127.1.0.1")
+
+func (c *Config) setDefaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Hosts, DefaultHosts)
+	def(&c.Articles, DefaultArticles)
+	def(&c.PerList, DefaultPerList)
+	def(&c.MinPageBytes, DefaultMinPageBytes)
+	def(&c.MaxPageBytes, DefaultMaxPageBytes)
+	def(&c.MinLinks, DefaultMinLinks)
+	def(&c.MaxLinks, DefaultMaxLinks)
+	def(&c.GBKEvery, DefaultGBKEvery)
+	def(&c.TrapEvery, DefaultTrapEvery)
+	def(&c.BigEvery, DefaultBigEvery)
+	def(&c.SlowEvery, DefaultSlowEvery)
+	def(&c.BigBytes, DefaultBigBytes)
+	if c.SlowDelay == 0 {
+		c.SlowDelay = DefaultSlowDelay
+	}
+	if !c.FirstAddr.IsValid() {
+		c.FirstAddr = DefaultFirstAddr
+	}
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Hosts < 1 {
+		errs = append(errs, fmt.Errorf("hosts: %d, want at least 1", c.Hosts))
+	}
+	if c.Articles < 1 || c.PerList < 1 {
+		errs = append(errs, fmt.Errorf("articles %d and per-list %d: want at least 1", c.Articles, c.PerList))
+	}
+	if c.MinPageBytes < 1024 || c.MaxPageBytes < c.MinPageBytes {
+		errs = append(errs, fmt.Errorf("page bytes %d..%d: want 1024 <= min <= max", c.MinPageBytes, c.MaxPageBytes))
+	}
+	if c.MinLinks < 1 || c.MaxLinks < c.MinLinks {
+		errs = append(errs, fmt.Errorf("links %d..%d: want 1 <= min <= max", c.MinLinks, c.MaxLinks))
+	}
+	if !c.FirstAddr.Is4() || !c.FirstAddr.IsLoopback() {
+		errs = append(errs, fmt.Errorf("first address %s: want an IPv4 loopback address", c.FirstAddr))
+	} else if last := addrAt(c.FirstAddr, c.Hosts); !last.IsValid() || !last.IsLoopback() {
+		errs = append(errs, fmt.Errorf("first address %s: %d hosts and the off-site host leave 127.0.0.0/8", c.FirstAddr, c.Hosts))
+	}
+	if c.BigBytes < 0 || c.SlowDelay < 0 {
+		errs = append(errs, errors.New("big bytes and slow delay must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// addrAt returns the i-th address after a (invalid when it overflows).
+func addrAt(a netip.Addr, i int) netip.Addr {
+	for range i {
+		a = a.Next()
+		if !a.IsValid() {
+			return a
+		}
+	}
+	return a
+}
+
+// has reports whether host h has a feature present on every n-th host.
+func has(every, h int) bool { return every > 0 && h%every == every-1 }
+
+// Web is a running generated web. Safe for concurrent use.
+type Web struct {
+	cfg     Config
+	port    int
+	addrs   []string // host:port of every crawl host, then the off-site host
+	lns     []net.Listener
+	srv     *http.Server
+	wg      sync.WaitGroup
+	started time.Time
+	stats   *stats
+}
+
+// Start generates the web and serves every host, plus the off-site host, on
+// its own loopback address; all hosts share one port. Close stops it.
+func Start(cfg Config) (*Web, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("websim: %w", err)
+	}
+	w := &Web{cfg: cfg, started: time.Now()}
+	if err := w.listen(); err != nil {
+		return nil, err
+	}
+	w.stats = newStats(cfg.Hosts)
+	w.srv = &http.Server{
+		Handler:           http.HandlerFunc(w.serveHTTP),
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext:       hostContext(w.hostOf),
+	}
+	for _, ln := range w.lns {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			_ = w.srv.Serve(ln) // http.ErrServerClosed after Close
+		}()
+	}
+	return w, nil
+}
+
+// listen binds one port on every host address, retrying with another port
+// when one address has it taken.
+func (w *Web) listen() error {
+	n := w.cfg.Hosts + 1
+	var lastErr error
+	for range 20 {
+		first, err := net.Listen("tcp", netip.AddrPortFrom(w.cfg.FirstAddr, 0).String())
+		if err != nil {
+			return fmt.Errorf("websim: listen on %s: %w", w.cfg.FirstAddr, err)
+		}
+		port := first.Addr().(*net.TCPAddr).Port
+		lns := []net.Listener{first}
+		a := w.cfg.FirstAddr
+		for len(lns) < n {
+			a = a.Next()
+			ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(port)).String())
+			if err != nil {
+				lastErr = err
+				break
+			}
+			lns = append(lns, ln)
+		}
+		if len(lns) == n {
+			w.port, w.lns = port, lns
+			for _, ln := range lns {
+				w.addrs = append(w.addrs, ln.Addr().String())
+			}
+			return nil
+		}
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	return fmt.Errorf("websim: no port free on %d addresses: %w", n, lastErr)
+}
+
+// Close stops the servers (aborting slow answers) and waits for them.
+func (w *Web) Close() error {
+	err := w.srv.Close()
+	w.wg.Wait()
+	return err
+}
+
+// Config returns the configuration with its defaults.
+func (w *Web) Config() Config { return w.cfg }
+
+// Hosts returns host:port of every host of the crawl.
+func (w *Web) Hosts() []string { return append([]string(nil), w.addrs[:w.cfg.Hosts]...) }
+
+// Offsite returns host:port of the host the pages link to that is not part
+// of the crawl: a crawl scoped to Hosts must never request it.
+func (w *Web) Offsite() string { return w.addrs[w.cfg.Hosts] }
+
+// Seeds returns the index URL of every host.
+func (w *Web) Seeds() []string {
+	out := make([]string, w.cfg.Hosts)
+	for h := range out {
+		out[h] = "http://" + w.addrs[h] + "/"
+	}
+	return out
+}
+
+// Pages returns the number of distinct pages a complete crawl fetches that
+// are the site's content: every index, list page and article.
+func (w *Web) Pages() int { return w.cfg.Hosts * (1 + w.lists() + w.cfg.Articles) }
+
+func (w *Web) lists() int { return (w.cfg.Articles + w.cfg.PerList - 1) / w.cfg.PerList }
+
+// rng returns the deterministic generator of one page.
+func (w *Web) rng(h int, what, i uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(w.cfg.Seed^uint64(h)<<32^what<<56, i))
+}

@@ -1,0 +1,241 @@
+package websim
+
+import (
+	"io"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/text/encoding/simplifiedchinese"
+)
+
+var hrefRE = regexp.MustCompile(`href="([^"]*)"`)
+
+// get fetches u and returns status, content type and body.
+func get(t *testing.T, c *http.Client, u string) (int, string, []byte) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("get %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", u, err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body
+}
+
+// norm is the resource a resolved link names, as a careful crawler keys it:
+// the fragment and an empty query dropped, path parameters removed.
+func norm(u *url.URL) string {
+	v := *u
+	v.Fragment, v.RawFragment = "", ""
+	v.ForceQuery = false
+	v.Scheme = strings.ToLower(v.Scheme)
+	v.Path = path.Clean("/" + stripPathParams(v.Path))
+	v.RawPath = ""
+	return v.String()
+}
+
+// TestCrawlWholeWeb walks the generated web breadth-first like a crawler
+// (robots.txt obeyed, calendar trap and off-site host left alone) and
+// checks its shape: every content page reached once, the counted duplicate
+// and retry requests, page sizes and link counts, GBK pages that decode.
+func TestCrawlWholeWeb(t *testing.T) {
+	w, err := Start(Config{Hosts: 10, Articles: 30, FirstAddr: mustAddr(t, "127.1.3.1"), Seed: 7,
+		GBKEvery: 4, TrapEvery: 3, BigEvery: 5, BigBytes: 64 << 10, SlowEvery: 5, SlowDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := &http.Client{
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	hosts := map[string]bool{}
+	for _, h := range w.Hosts() {
+		hosts[h] = true
+	}
+	seen := map[string]bool{}
+	var queue []*url.URL
+	for _, s := range w.Seeds() {
+		u, _ := url.Parse(s)
+		seen[norm(u)] = true
+		queue = append(queue, u)
+	}
+	spellings := map[string]map[string]bool{} // resource -> hrefs seen for it
+	var pages, gbkPages, redirects int
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		switch {
+		case strings.HasPrefix(u.Path, "/private/"), strings.HasPrefix(u.Path, "/cal/"), u.Path == "/error":
+			continue // disallowed, trap, retried apart
+		case !hosts[u.Host]:
+			continue // off-site
+		}
+		status, ct, body := get(t, c, u.String())
+		if status >= 300 && status < 400 {
+			redirects++
+		}
+		if !strings.HasPrefix(ct, "text/html") || status != http.StatusOK {
+			continue
+		}
+		if strings.Contains(u.Path, "/news/") || u.Path == "/" || u.Path == "/list" {
+			pages++
+		}
+		if strings.Contains(ct, "gbk") || strings.Contains(string(body[:min(len(body), 200)]), `charset="gbk"`) {
+			dec, err := simplifiedchinese.GBK.NewDecoder().Bytes(body)
+			if err != nil {
+				t.Fatalf("%s: not GBK: %v", u, err)
+			}
+			body = dec
+			gbkPages++
+		}
+		links := hrefRE.FindAllSubmatch(body, -1)
+		if strings.Contains(u.Path, "/news/") {
+			if len(body) < 10<<10 || len(body) > 31<<10 {
+				t.Errorf("%s: %d bytes, want 10 to 30 KiB (and a sentence)", u, len(body))
+			}
+			if n := len(links) - 4; n < 20 || n > 60 { // 4 links of header and footer
+				t.Errorf("%s: %d links in the text, want 20 to 60", u, n)
+			}
+		}
+		for _, m := range links {
+			href := string(m[1])
+			ref, err := u.Parse(href)
+			if err != nil {
+				t.Fatalf("%s: bad href %q: %v", u, href, err)
+			}
+			key := norm(ref)
+			if strings.Contains(key, "/news/") {
+				if spellings[key] == nil {
+					spellings[key] = map[string]bool{}
+				}
+				spellings[key][href] = true
+			}
+			if !seen[key] {
+				seen[key] = true
+				queue = append(queue, ref)
+			}
+		}
+	}
+	if pages != w.Pages() {
+		t.Errorf("crawled %d content pages, want Pages() = %d", pages, w.Pages())
+	}
+	if gbkPages == 0 || redirects == 0 {
+		t.Errorf("%d GBK pages and %d redirects crawled, want some of each", gbkPages, redirects)
+	}
+	most := 0
+	for _, hrefs := range spellings {
+		most = max(most, len(hrefs))
+	}
+	if most < 8 {
+		t.Errorf("an article is linked in at most %d spellings, want at least 8", most)
+	}
+
+	s := w.Stats()
+	if s.Duplicates != 0 || s.Retries != 0 || s.Offsite != 0 || s.Disallowed != 0 || s.Trap != 0 {
+		t.Errorf("a careful crawl: %+v, want no duplicate, retry, off-site, disallowed or trap request", s)
+	}
+	if s.Pages != s.PagesTotal || s.Coverage() != 1 {
+		t.Errorf("stats: %d of %d pages, want all", s.Pages, s.PagesTotal)
+	}
+
+	// The counters the benchmark reads.
+	story := w.Seeds()[0] + "news/2021/story-1.html"
+	get(t, c, story)
+	get(t, c, strings.Replace(story, "story-1", "story%2D1", 1)+"?")
+	get(t, c, w.Seeds()[0]+"error")
+	get(t, c, w.Seeds()[0]+"error")
+	get(t, c, "http://"+w.Offsite()+"/ref/0/0")
+	get(t, c, w.Seeds()[0]+"robots.txt")
+	get(t, c, w.Seeds()[0]+"robots.txt")
+	get(t, c, w.Seeds()[2]+"cal/2026/11")
+	s = w.Stats()
+	want := Stats{Duplicates: 2, Retries: 1, Offsite: 1, RobotsMore: 1, Trap: 1}
+	if s.Duplicates != want.Duplicates || s.Retries != want.Retries || s.Offsite != want.Offsite ||
+		s.RobotsMore != want.RobotsMore || s.Trap != want.Trap {
+		t.Errorf("after repeats: duplicates %d retries %d offsite %d robots_more %d trap %d, want %+v",
+			s.Duplicates, s.Retries, s.Offsite, s.RobotsMore, s.Trap, want)
+	}
+}
+
+func TestBigSlowAndErrors(t *testing.T) {
+	w, err := Start(Config{Hosts: 2, Articles: 3, FirstAddr: mustAddr(t, "127.1.4.1"),
+		BigEvery: 1, BigBytes: 1 << 20, SlowEvery: 1, SlowDelay: 100 * time.Millisecond, TrapEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := &http.Client{Timeout: 5 * time.Second}
+	base := w.Seeds()[1]
+	tests := []struct {
+		path   string
+		status int
+		ctype  string
+		size   int // 0: any
+	}{
+		{"big", 200, "text/html", 1 << 20},
+		{"slow", 200, "text/html", 0},
+		{"error", 500, "text/plain", 0},
+		{"gone/3", 404, "text/plain", 0},
+		{"files/report-1.pdf", 200, "application/pdf", 24 << 10},
+		{"cal/2026/11", 404, "text/plain", 0}, // TrapEvery < 0: no trap
+		{"news/2020/story-0.html;jsessionid=ABCDEF", 200, "text/html", 0},
+		{"news/2021/story-0.html", 404, "text/plain", 0}, // wrong year
+		{"list?page=9", 404, "text/plain", 0},
+		{"r/2", 200, "text/html", 0}, // two hops, followed by the client
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			start := time.Now()
+			status, ct, body := get(t, c, base+tt.path)
+			if status != tt.status || !strings.HasPrefix(ct, tt.ctype) {
+				t.Errorf("status %d %q, want %d %q", status, ct, tt.status, tt.ctype)
+			}
+			if tt.size > 0 && len(body) != tt.size {
+				t.Errorf("%d bytes, want %d", len(body), tt.size)
+			}
+			if tt.path == "slow" && time.Since(start) < 100*time.Millisecond {
+				t.Errorf("answered after %v, want the slow delay", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"not loopback", Config{FirstAddr: mustAddr(t, "10.0.0.1")}, "loopback"},
+		{"leaves loopback", Config{Hosts: 10, FirstAddr: mustAddr(t, "127.255.255.250")}, "leave 127.0.0.0/8"},
+		{"links", Config{MinLinks: 10, MaxLinks: 5}, "links 10..5"},
+		{"pages", Config{MinPageBytes: 100}, "page bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Start(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Start: %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func mustAddr(t *testing.T, s string) netip.Addr {
+	t.Helper()
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
