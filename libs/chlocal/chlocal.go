@@ -142,6 +142,16 @@ func (s *Server) Restart(ctx context.Context) error {
 // Dir returns the server's data directory.
 func (s *Server) Dir() string { return s.dir }
 
+// Pid returns the server's process id, 0 when it is not running.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Addr returns the native-protocol address (host:port).
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tcpPort)) }
 

@@ -37,6 +37,9 @@ func TestStartRestartKeepsData(t *testing.T) {
 		}
 	}
 	exec("CREATE TABLE default.kept (x UInt8) ENGINE = MergeTree ORDER BY x")
+	if srv.Pid() <= 0 {
+		t.Errorf("pid of the running server = %d", srv.Pid())
+	}
 
 	addr := srv.Addr()
 	start = time.Now()
@@ -44,6 +47,9 @@ func TestStartRestartKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("stopped in %v", time.Since(start))
+	if srv.Pid() != 0 {
+		t.Errorf("pid after Stop = %d, want 0", srv.Pid())
+	}
 	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 	if err := chlocal.Ping(pctx, addr); err == nil {
 		t.Error("ping after Stop: want error")

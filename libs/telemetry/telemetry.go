@@ -38,6 +38,9 @@ type Config struct {
 	LogLevel  string // flag log-level: debug, info, warn, error (default info)
 	LogFormat string // flag log-format: json or console (default json)
 	AdminAddr string // flag admin-addr: listen address of the admin server (default 127.0.0.1:0)
+	// ProfileDir, when set (flag profile-dir), receives a CPU profile of
+	// the whole run and an allocation profile at its end (StartProfiles).
+	ProfileDir string
 }
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -45,6 +48,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", DefaultLogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log format: json or console")
 	fs.StringVar(&c.AdminAddr, "admin-addr", DefaultAdminAddr, "listen address of the admin server (/metrics, /healthz, /readyz)")
+	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write cpu.pprof (the whole run) and allocs.pprof (at exit) here")
 }
 
 // Validate reports a configuration error. Empty fields mean their defaults.

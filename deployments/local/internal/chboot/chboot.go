@@ -34,6 +34,14 @@ func (s *Server) Stop() error {
 	return nil
 }
 
+// Pid returns the process id of a private server, 0 for an external one.
+func (s *Server) Pid() int {
+	if s.srv == nil {
+		return 0
+	}
+	return s.srv.Pid()
+}
+
 // Ensure returns a ClickHouse server: addr when it is non-empty and answers,
 // otherwise a private server started with its data in dataDir/clickhouse.
 // Progress notes go to out.

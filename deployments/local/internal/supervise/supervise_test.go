@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -78,5 +79,28 @@ func TestKillRestartUsage(t *testing.T) {
 	}
 	if got := p.LogTail(10); strings.Count(got, "started") != 2 {
 		t.Fatalf("log tail %q, want two runs", got)
+	}
+}
+
+// TestProcUsage reads this test process's own CPU time and peak memory,
+// after burning some of each.
+func TestProcUsage(t *testing.T) {
+	buf := make([]byte, 32<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	deadline := time.Now().Add(150 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ {
+		buf[x%len(buf)]++
+	}
+	u, err := ProcUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.CPU < 100*time.Millisecond || u.MaxRSS < 32<<20 {
+		t.Errorf("usage %+v: want at least 100ms of CPU and 32 MiB peak", u)
+	}
+	if _, err := ProcUsage(1 << 30); err == nil {
+		t.Error("usage of a process that does not exist: no error")
 	}
 }

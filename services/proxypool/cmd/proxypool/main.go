@@ -133,6 +133,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("build logger: %w", err)
 	}
 	defer func() { _ = log.Sync() }()
+	stopProfiles, err := telemetry.StartProfiles(cfg.Telemetry, log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	reg := telemetry.NewRegistry()
 	preg := telemetry.Registerer(reg, service)
 

@@ -131,6 +131,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("create logger: %w", err)
 	}
 	defer func() { _ = log.Sync() }()
+	stopProfiles, err := telemetry.StartProfiles(cfg.Telemetry, log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	reg := telemetry.NewRegistry()
 	sreg := telemetry.Registerer(reg, service)
 

@@ -128,6 +128,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(str
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	stopProfiles, err := telemetry.StartProfiles(cfg.Telemetry, log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	reg := telemetry.NewRegistry()
 
 	// The admin server lives as long as the command, so that a run on a
