@@ -24,6 +24,7 @@ func TestRegisterFlags(t *testing.T) {
 				"-kafka-session-timeout", "30s",
 				"-kafka-rebalance-timeout", "45s",
 				"-kafka-max-message-bytes", "2097152",
+				"-kafka-compression", "zstd",
 			},
 			want: Config{
 				Brokers:          []string{"10.0.0.1:9092", "10.0.0.2:9092"},
@@ -32,6 +33,7 @@ func TestRegisterFlags(t *testing.T) {
 				SessionTimeout:   30 * time.Second,
 				RebalanceTimeout: 45 * time.Second,
 				MaxMessageBytes:  2 << 20,
+				Compression:      "zstd",
 			},
 		},
 	}
@@ -74,6 +76,8 @@ func TestValidate(t *testing.T) {
 		{"max message bytes 1 MiB", func(c *Config) { c.MaxMessageBytes = 1 << 20 }, true},
 		{"bad prefix", func(c *Config) { c.TopicPrefix = "a b" }, false},
 		{"empty prefix", func(c *Config) { c.TopicPrefix = "" }, true},
+		{"no compression", func(c *Config) { c.Compression = "none" }, true},
+		{"unknown compression", func(c *Config) { c.Compression = "brotli" }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

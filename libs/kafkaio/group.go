@@ -420,7 +420,7 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 		Partition: pr.partition,
 		MinBytes:  1,
 		MaxBytes:  g.cfg.MaxMessageBytes,
-		MaxWait:   200 * time.Millisecond,
+		MaxWait:   fetchMaxWait,
 		// Report an out-of-range start (retention deleted the committed
 		// offset, or the topic was recreated) instead of stalling; the
 		// read loop resets to the first offset.

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,6 +49,7 @@ type Config struct {
 	SessionTimeout   time.Duration // flag kafka-session-timeout (default 10s)
 	RebalanceTimeout time.Duration // flag kafka-rebalance-timeout (default 10s)
 	MaxMessageBytes  int           // flag kafka-max-message-bytes (default 16 MiB): topic max.message.bytes and writer batch bytes
+	Compression      string        // flag kafka-compression (default snappy): codec of produced batches
 }
 
 // Defaults of Config, as registered by RegisterFlags.
@@ -57,7 +59,23 @@ const (
 	DefaultSessionTimeout   = 10 * time.Second
 	DefaultRebalanceTimeout = 10 * time.Second
 	DefaultMaxMessageBytes  = 16 << 20
+	// DefaultCompression: snappy compresses HTML 2.5 times faster than
+	// zstd (550 vs 220 MB/s on a 18 KB article, decoding 2.2 vs 0.9
+	// GB/s) at a ratio of 2.8 against zstd's 3.4; a page crosses the
+	// broker twice (fetched page, document), so codec CPU is paid per page.
+	DefaultCompression = "snappy"
 )
+
+// fetchMaxWait is how long a fetch waits at the broker for new records. A
+// broker (Kafka and kfake alike) answers as soon as records arrive, so it
+// bounds how often an idle partition is polled (each of the 32 partitions
+// of every group at most twice a second, not five times as at kafka-go's
+// 200ms); but kafka-go's Reader.Close waits for the fetch in flight, so it
+// also bounds how long a revoked partition takes to close.
+const fetchMaxWait = 500 * time.Millisecond
+
+// Compressions are the accepted values of Config.Compression.
+var Compressions = []string{"none", "snappy", "lz4", "zstd", "gzip"}
 
 // DefaultConfig returns the configuration RegisterFlags installs as defaults.
 func DefaultConfig() Config {
@@ -68,6 +86,7 @@ func DefaultConfig() Config {
 		SessionTimeout:   DefaultSessionTimeout,
 		RebalanceTimeout: DefaultRebalanceTimeout,
 		MaxMessageBytes:  DefaultMaxMessageBytes,
+		Compression:      DefaultCompression,
 	}
 }
 
@@ -81,6 +100,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SessionTimeout, "kafka-session-timeout", d.SessionTimeout, "consumer group session timeout")
 	fs.DurationVar(&c.RebalanceTimeout, "kafka-rebalance-timeout", d.RebalanceTimeout, "consumer group rebalance timeout")
 	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", d.MaxMessageBytes, "largest record batch in bytes (topic max.message.bytes, writer batch bytes)")
+	fs.StringVar(&c.Compression, "kafka-compression", d.Compression, "codec of produced record batches: "+strings.Join(Compressions, ", "))
 }
 
 // brokerList is a flag.Value for a comma-separated broker list.
@@ -134,6 +154,9 @@ func (c Config) Validate() error {
 	}
 	if c.RebalanceTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("kafka-rebalance-timeout: %v must be positive", c.RebalanceTimeout))
+	}
+	if c.Compression != "" && !slices.Contains(Compressions, c.Compression) {
+		errs = append(errs, fmt.Errorf("kafka-compression: %q not one of %s", c.Compression, strings.Join(Compressions, ", ")))
 	}
 	if c.MaxMessageBytes < 1<<20 || c.MaxMessageBytes > maxMessageBytesLimit {
 		errs = append(errs, fmt.Errorf("kafka-max-message-bytes: %d not in [1 MiB, 1 GiB]", c.MaxMessageBytes))

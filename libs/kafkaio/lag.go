@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -160,7 +159,7 @@ func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message))
 			Partition: id,
 			MinBytes:  1,
 			MaxBytes:  c.MaxMessageBytes,
-			MaxWait:   200 * time.Millisecond,
+			MaxWait:   fetchMaxWait,
 		})
 		wg.Add(1)
 		go func() {

@@ -15,7 +15,7 @@ import (
 )
 
 // Writer produces records to any topic (the record's Topic field). Records
-// are batched across concurrent callers, compressed, partitioned with
+// are batched across concurrent callers, compressed with Config.Compression, partitioned with
 // murmur2 on their key, and acknowledged by all in-sync replicas
 // (RequireAll). Safe for concurrent use.
 type Writer struct {
@@ -65,12 +65,29 @@ func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
 			BatchTimeout:           writerBatchTimeout,
 			BatchSize:              writerBatchSize,
 			BatchBytes:             int64(c.MaxMessageBytes),
-			Compression:            kafka.Zstd,
+			Compression:            compression(c.Compression),
 			AllowAutoTopicCreation: false,
 			Async:                  false,
 		},
 		log:     log,
 		metrics: newWriterMetrics(reg),
+	}
+}
+
+// compression maps a validated Config.Compression to kafka-go's codec
+// ("" is the default).
+func compression(name string) kafka.Compression {
+	switch name {
+	case "none":
+		return 0
+	case "lz4":
+		return kafka.Lz4
+	case "zstd":
+		return kafka.Zstd
+	case "gzip":
+		return kafka.Gzip
+	default:
+		return kafka.Snappy
 	}
 }
 

@@ -48,8 +48,18 @@ func readAll(t *testing.T, c kafkaio.Config, topic string, n int) []kafka.Messag
 	return out
 }
 
+// TestWriterRoundTrip writes records with every codec and reads them back.
 func TestWriterRoundTrip(t *testing.T) {
-	c := kafkatest.Config(t, 4)
+	for _, codec := range kafkaio.Compressions {
+		t.Run(codec, func(t *testing.T) {
+			c := kafkatest.Config(t, 4)
+			c.Compression = codec
+			testWriterRoundTrip(t, c)
+		})
+	}
+}
+
+func testWriterRoundTrip(t *testing.T, c kafkaio.Config) {
 	topic := c.Topics().Fetch
 	reg := prometheus.NewRegistry()
 	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), reg)

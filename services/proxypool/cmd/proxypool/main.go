@@ -168,7 +168,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 	}
 	var fbGroup *kafkaio.Group
-	if cfg.Feedback {
+	// An idle pool (no proxies, no sources) has no proxy to score: it
+	// does not consume the feedback topic's partitions for nothing.
+	if cfg.Feedback && loop != nil {
 		fbMetrics, err := feedback.NewMetrics(preg)
 		if err != nil {
 			return err
