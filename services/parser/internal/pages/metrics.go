@@ -34,6 +34,12 @@ const DropKey = "key"
 // follow duplicates.
 const DropDuplicatePage = "duplicate_page"
 
+// DropPublished is the links_dropped_total reason of a link this parser
+// published recently at a depth as small (internal/recent), or that an
+// earlier page of the same batch publishes: the scheduler would drop it as
+// a duplicate.
+const DropPublished = "published"
+
 // Metrics of the page processor. Built once per process from the service's
 // registerer (names get the crawler_parser_ prefix there).
 type Metrics struct {
@@ -86,7 +92,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.pages.WithLabelValues(o)
 	}
 	for _, r := range []string{extract.DropInvalid, extract.DropScheme, extract.DropTooLong, extract.DropNoFollow,
-		extract.DropSelf, extract.DropDuplicate, extract.DropOverCap, DropKey, DropDuplicatePage,
+		extract.DropSelf, extract.DropDuplicate, extract.DropOverCap, DropKey, DropDuplicatePage, DropPublished,
 		scope.DropOutOfScope, scope.DropFiltered, scope.DropTrapGuard} {
 		m.dropped.WithLabelValues(r)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
+	"github.com/trawl-crawler/trawl/services/parser/internal/recent"
 	"github.com/trawl-crawler/trawl/services/parser/internal/serp"
 )
 
@@ -43,6 +44,7 @@ type Config struct {
 	MaxRepeatedSegments int    // flag max-repeated-segments: trap guard (default 3, 0 = off)
 	FollowDuplicates    bool   // flag follow-duplicates: for crawls without a spec (default true)
 	SERPConfig          string // flag serp-config: JSON file of search engines added to the presets
+	RecentLinks         int    // flag recent-links: outlinks remembered as published (0 = off)
 }
 
 // Defaults of Config.
@@ -50,6 +52,7 @@ const (
 	DefaultBatchSize           = 100
 	DefaultMaxURLLength        = 2048
 	DefaultMaxRepeatedSegments = 3
+	DefaultRecentLinks         = 1 << 20 // 8 MiB
 )
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -61,6 +64,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", DefaultMaxRepeatedSegments, "trap guard: drop outlinks whose path repeats one segment more often than this (0 = off)")
 	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
 	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
+	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published (8 bytes each) so that a link repeated on many pages is published once; 0 disables")
 }
 
 // Validate reports a configuration error.
@@ -76,6 +80,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("validate max-url-length %d: want 16 to %d", c.MaxURLLength, urlcanon.MaxLength)
 	case c.MaxRepeatedSegments < 0:
 		return fmt.Errorf("validate max-repeated-segments %d: want at least 0", c.MaxRepeatedSegments)
+	case c.RecentLinks < 0 || c.RecentLinks > 1<<30:
+		return fmt.Errorf("validate recent-links %d: want 0 to %d", c.RecentLinks, 1<<30)
 	}
 	return nil
 }
@@ -123,6 +129,7 @@ type Processor struct {
 	specs   SpecSource
 	rules   *scope.Cache
 	engines *serp.Engines
+	recent  *recent.Links // nil: off
 	log     *zap.Logger
 	metrics *Metrics
 	now     func() time.Time
@@ -143,7 +150,7 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
 	})
 	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
-		log: log, metrics: m, now: now}
+		recent: recent.New(cfg.RecentLinks), log: log, metrics: m, now: now}
 }
 
 // Assign is the kafkaio.AssignFunc of the parser's consumer group.
@@ -162,6 +169,9 @@ type handler struct {
 type result struct {
 	outcome   string
 	links     []kafka.Message
+	linkFPs   []uint64 // fingerprint of each of links
+	linkDepth uint32   // depth of the links
+	outlinks  int      // links the page has in the crawl's scope, published or not
 	doc       *document
 	crawlID   string
 	host      string // politeness key of the page
@@ -220,10 +230,19 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	)
 	dropped := make(map[chstore.LinksDroppedRow]uint64)
 	minute := p.now().UTC().Truncate(time.Minute)
+	batchLinks := make(map[uint64]uint32) // published by this batch: fingerprint -> depth
 	for _, r := range results {
 		p.metrics.pages.WithLabelValues(r.outcome).Inc()
-		msgs = append(msgs, r.links...)
-		outlink += len(r.links)
+		for i, m := range r.links {
+			fp := r.linkFPs[i]
+			if d, ok := batchLinks[fp]; ok && d <= r.linkDepth {
+				r.drop(DropPublished, 1)
+				continue
+			}
+			batchLinks[fp] = r.linkDepth
+			msgs = append(msgs, m)
+			outlink++
+		}
 		for reason, n := range r.dropped {
 			p.metrics.dropped.WithLabelValues(reason).Add(float64(n))
 			dropped[chstore.LinksDroppedRow{CrawlID: r.crawlID, Host: r.host, Reason: reason, Minute: minute}] += uint64(n)
@@ -232,8 +251,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			continue
 		}
 		d := r.doc
-		d.row.Outlinks = uint32(len(r.links))
-		d.msg.Outlinks = uint32(len(r.links))
+		d.row.Outlinks = uint32(r.outlinks)
+		d.msg.Outlinks = uint32(r.outlinks)
 		docs = append(docs, d.row)
 		metas = append(metas, d.meta)
 		if !d.meta.IsDuplicate && d.row.Text != "" {
@@ -255,6 +274,10 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			return fmt.Errorf("publish %d outlinks and documents: %w", len(msgs), err)
 		}
 		p.metrics.links.Add(float64(outlink))
+		// Durable now: remembered, so later pages do not publish them again.
+		for fp, depth := range batchLinks {
+			p.recent.Add(fp, depth)
+		}
 	}
 	if err := write(ctx, p.sinks.Documents, docs, "documents"); err != nil {
 		return err
@@ -334,7 +357,7 @@ func (p *Processor) markDuplicates(ctx context.Context, results []*result) error
 		r.outcome = OutcomeDuplicate
 		if !r.followDup {
 			r.drop(DropDuplicatePage, len(r.links))
-			r.links = nil
+			r.links, r.linkFPs = nil, nil
 		}
 	}
 	return nil
@@ -403,6 +426,7 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 	now := timestamppb.New(p.now())
 	maxLinks := rules.MaxOutlinks()
 	res.links = make([]kafka.Message, 0, min(len(ext.Links), maxLinks))
+	res.linkDepth = page.GetDepth() + 1
 	for _, l := range ext.Links {
 		host, err := urlcanon.PolitenessKey(l.URL)
 		if err != nil {
@@ -413,14 +437,20 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 			res.drop(reason, 1)
 			continue
 		}
-		if len(res.links) >= maxLinks {
+		if res.outlinks >= maxLinks {
 			res.drop(scope.DropOverCap, 1)
+			continue
+		}
+		res.outlinks++
+		fp := fingerprint.URL(page.GetCrawlId(), l.URL)
+		if p.recent.Published(fp, res.linkDepth) {
+			res.drop(DropPublished, 1)
 			continue
 		}
 		msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), &crawlv1.DiscoveredURL{
 			CrawlId:      page.GetCrawlId(),
 			Url:          l.URL,
-			Depth:        page.GetDepth() + 1,
+			Depth:        res.linkDepth,
 			ParentUrl:    pageURL,
 			DiscoveredAt: now,
 			Source:       crawlv1.Source_SOURCE_LINK,
@@ -432,6 +462,7 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 			continue
 		}
 		res.links = append(res.links, msg)
+		res.linkFPs = append(res.linkFPs, fp)
 	}
 	switch {
 	case isSERP:
@@ -546,6 +577,7 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 	}
 	now := timestamppb.New(p.now())
 	res.outcome = OutcomeSitemap
+	res.linkDepth = page.GetDepth() + 1
 	seen := make(map[string]bool, len(parsed.Entries))
 	for _, e := range parsed.Entries {
 		switch {
@@ -580,10 +612,16 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 			res.drop(reason, 1)
 			continue
 		}
+		res.outlinks++
+		fp := fingerprint.URL(page.GetCrawlId(), u)
+		if p.recent.Published(fp, res.linkDepth) {
+			res.drop(DropPublished, 1)
+			continue
+		}
 		d := &crawlv1.DiscoveredURL{
 			CrawlId:      page.GetCrawlId(),
 			Url:          u,
-			Depth:        page.GetDepth() + 1,
+			Depth:        res.linkDepth,
 			ParentUrl:    pageURL,
 			DiscoveredAt: now,
 			Source:       crawlv1.Source_SOURCE_SITEMAP,
@@ -597,6 +635,7 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 			continue
 		}
 		res.links = append(res.links, msg)
+		res.linkFPs = append(res.linkFPs, fp)
 	}
 }
 

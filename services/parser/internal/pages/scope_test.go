@@ -183,7 +183,9 @@ func TestScopeDuplicatesSitemapsSERP(t *testing.T) {
 	if d1.Url != "http://127.0.0.2/item/1" || d1.IsDuplicate || d1.Description != "First item" || d1.Outlinks != 1 {
 		t.Errorf("first document = %v", d1)
 	}
-	if d2.Url != "http://127.0.0.2/item/2" || !d2.IsDuplicate || d2.DuplicateOf != d1.Url || d2.Outlinks != 0 {
+	// A duplicate's links are not followed, but the document still counts
+	// the two links it has.
+	if d2.Url != "http://127.0.0.2/item/2" || !d2.IsDuplicate || d2.DuplicateOf != d1.Url || d2.Outlinks != 2 {
 		t.Errorf("second document = %v", d2)
 	}
 	if d1.ContentFp != d2.ContentFp || d1.Simhash == 0 || d1.Simhash != simhash.Sum64(d1.Text) {
