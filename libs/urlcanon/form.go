@@ -8,7 +8,28 @@ import "strings"
 // trailing dot of the host removed. It returns href itself (no allocation)
 // when there is nothing to change.
 func normalize(href string) string {
-	return trimHostDot(encodeInvalid(NormalizePercent(href)))
+	s := NormalizePercent(href)
+	_, p := pathStart(s)
+	if p < 0 {
+		return trimHostDot(s)
+	}
+	return trimHostDot(encodeInvalid(s, p))
+}
+
+// NormalizePathQuery returns the canonical spelling of a path and query
+// (what follows the authority of a URL, without fragment): the percent-escape
+// normalization of NormalizePercent, then every byte RFC 3986 does not allow
+// in a path or query percent-encoded, and a "'" of the query encoded as the
+// URL serializer encodes it for http, https and ftp. These are the steps
+// Canonicalize applies to a URL's path and query, by the same code, so a
+// string spelled like a URL path compares with canonical URLs octet for
+// octet: the robots.txt matcher normalizes rule paths with it (RFC 9309
+// §2.2.2). What it does not do is what only the URL parser does to a whole
+// URL: resolving dot segments, backslashes as slashes, dropping tabs and
+// newlines. Idempotent; returns s itself (no allocation) when nothing
+// changes.
+func NormalizePathQuery(s string) string {
+	return encodeInvalid(NormalizePercent(s), 0)
 }
 
 // pathStart returns the index of the first byte after the authority of a
@@ -27,18 +48,22 @@ func pathStart(s string) (authStart, path int) {
 	return authStart, authStart + j
 }
 
-// encodeInvalid percent-encodes the bytes of the path and query of s that
-// RFC 3986 does not allow there (anything but unreserved, sub-delims, ':',
-// '@', '/', '?' and the '%' of an escape). s must be percent-normalized, so
-// every '%' already starts a valid escape.
-func encodeInvalid(s string) string {
-	_, p := pathStart(s)
-	if p < 0 {
-		return s
+// encodeInvalid percent-encodes the bytes of s from p on (its path and
+// query) that RFC 3986 does not allow there (anything but unreserved,
+// sub-delims, ':', '@', '/', '?' and the '%' of an escape), and the "'" of
+// the query, which the WHATWG serializer encodes in the query of special
+// schemes (so a parsed URL never has one left). s must be
+// percent-normalized, so every '%' already starts a valid escape.
+func encodeInvalid(s string, p int) string {
+	q := strings.IndexByte(s[p:], '?')
+	if q < 0 {
+		q = len(s)
+	} else {
+		q += p
 	}
 	n := 0
 	for i := p; i < len(s); i++ {
-		if !uriByte[s[i]] {
+		if !uriByte[s[i]] || (i > q && s[i] == '\'') {
 			n++
 		}
 	}
@@ -49,7 +74,7 @@ func encodeInvalid(s string) string {
 	b = append(b, s[:p]...)
 	for i := p; i < len(s); i++ {
 		c := s[i]
-		if uriByte[c] {
+		if uriByte[c] && (i <= q || c != '\'') {
 			b = append(b, c)
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCanonicalize(t *testing.T) {
@@ -657,4 +658,81 @@ func FuzzKey(f *testing.F) {
 			t.Fatalf("Key(%q) = %q: authority changed", c, k)
 		}
 	})
+}
+
+func TestNormalizePathQuery(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"empty", "", ""},
+		{"plain", "/a/b?c=d", "/a/b?c=d"},
+		{"unreserved escapes decoded", "/%7Ejoe/a%2Db/%62%61%7A", "/~joe/a-b/baz"},
+		{"lower-case hex upper-cased", "/a%3cb%2f", "/a%3Cb%2F"},
+		{"reserved escapes kept", "/a%2Fb%3F%24%2A", "/a%2Fb%3F%24%2A"},
+		{"UTF-8 encoded", "/foo/bar/\u30c4", "/foo/bar/%E3%83%84"},
+		{"stray percent", "/100%/x%zz", "/100%25/x%25zz"},
+		{"invalid bytes encoded", "/a b\"<>^|[]\\`{}", "/a%20b%22%3C%3E%5E%7C%5B%5D%5C%60%7B%7D"},
+		{"sub-delims kept", "/!$&'()*+,;=:@", "/!$&'()*+,;=:@"},
+		{"quote encoded in the query only", "/it's?q='x'", "/it's?q=%27x%27"},
+		{"robots wildcards kept", "/*.php$", "/*.php$"},
+		{"query spelled like the RFC", "/foo/bar?baz=quz", "/foo/bar?baz=quz"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NormalizePathQuery(tt.in)
+			if got != tt.want {
+				t.Fatalf("NormalizePathQuery(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if again := NormalizePathQuery(got); again != got {
+				t.Fatalf("NormalizePathQuery(%q) = %q: not idempotent", got, again)
+			}
+		})
+	}
+	if n := testing.AllocsPerRun(10, func() { _ = NormalizePathQuery("/it's/%2F%3D?x=%20&y=*") }); n != 0 {
+		t.Errorf("NormalizePathQuery allocates %v times on normal input", n)
+	}
+}
+
+// FuzzNormalizePathQuery: NormalizePathQuery never panics, is idempotent,
+// and spells a path and query exactly as Canonicalize does: for a path
+// that the URL parser leaves alone otherwise (it starts with '/', has no
+// fragment, backslash, tab, newline or dot segment, and is valid UTF-8),
+// NormalizePathQuery(p) is the path and query of Canonicalize("http://h"+p).
+func FuzzNormalizePathQuery(f *testing.F) {
+	for _, s := range []string{"/%7Ejoe/", "/a%2Db", "/%62%61%7A", "/a%3cb", "/foo/bar/\u30c4", "/?q='x'", "/%zz%", "/a b^|"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		got := NormalizePathQuery(p)
+		if again := NormalizePathQuery(got); again != got {
+			t.Fatalf("NormalizePathQuery(%q) = %q, of that %q: not idempotent", p, got, again)
+		}
+		if !parserLeavesAlone(p) {
+			return
+		}
+		c, err := Canonicalize("http://h" + p)
+		if err != nil {
+			return // too long
+		}
+		if want := strings.TrimPrefix(c, "http://h"); got != want {
+			t.Fatalf("NormalizePathQuery(%q) = %q, Canonicalize spells it %q", p, got, want)
+		}
+	})
+}
+
+// parserLeavesAlone reports whether the URL parser changes nothing of p but
+// its escapes (see FuzzNormalizePathQuery).
+func parserLeavesAlone(p string) bool {
+	if !strings.HasPrefix(p, "/") || !utf8.ValidString(p) || strings.ContainsAny(p, "#\\\t\n\r") {
+		return false
+	}
+	if last := p[len(p)-1]; last <= ' ' {
+		return false // trailing C0 controls and spaces are trimmed
+	}
+	path, _, _ := strings.Cut(p, "?")
+	for _, seg := range strings.Split(path, "/") {
+		switch strings.ToLower(strings.ReplaceAll(seg, "%2e", ".")) {
+		case ".", "..":
+			return false
+		}
+	}
+	return true
 }
