@@ -703,7 +703,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 			h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
 		}
 		h.engine.Done(host, s.opts.Now())
-		if rules.Check(s.robots.Agent(), t.url) == robots.Allowed {
+		if rules.Check(t.url) == robots.Allowed {
 			h.engine.PushFront(host, t)
 			return
 		}
@@ -711,7 +711,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		return
 	}
 	h.setDelay(host, t, rules.CrawlDelay)
-	if rules.Check(s.robots.Agent(), t.url) != robots.Allowed {
+	if rules.Check(t.url) != robots.Allowed {
 		h.engine.Release(host) // no request made: the delay clock is unchanged
 		h.refuse(ctx, t, rules)
 		return

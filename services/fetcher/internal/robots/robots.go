@@ -1,6 +1,9 @@
 // Package robots fetches, caches and applies robots.txt (RFC 9309) per
-// origin: matching by github.com/jimsmart/grobotstxt (Google's matcher),
-// plus the Crawl-delay and Sitemap lines.
+// origin, plus the Crawl-delay and Sitemap lines. Parsing and pattern
+// matching are github.com/jimsmart/grobotstxt's (Google's matcher, ported);
+// a robots.txt is compiled once into the rules that apply to our agent,
+// their paths normalized as URL paths are (see compile), and URLs are
+// matched in the same form.
 //
 // Rules by answer: 2xx → parsed (first 500 KiB); 4xx → allow all; 429, 5xx
 // or a network failure → disallow all for now and fetch again after the
@@ -30,7 +33,7 @@ const (
 	DefaultTTL          = 24 * time.Hour
 	DefaultErrorTTL     = 10 * time.Minute
 	DefaultMaxEntries   = 50000
-	DefaultMaxCacheSize = 256 << 20 // bytes of robots.txt bodies kept
+	DefaultMaxCacheSize = 256 << 20 // bytes of compiled rules kept
 	MaxBodyBytes        = 500 << 10 // RFC 9309: parse at least 500 KiB
 	MaxRedirects        = 5
 )
@@ -65,8 +68,10 @@ type Rules struct {
 	Sitemaps   []string
 	FetchedAt  time.Time
 	Expires    time.Time
-	Requests   int // HTTP requests made to obtain it (redirect hops included)
-	body       string
+	Requests   int // HTTP requests made to obtain it (redirect hops included); 0 when restored
+	BodyBytes  int // size of the robots.txt received (at most MaxBodyBytes)
+	agent      string
+	group      group // Parsed: the rules that apply to agent
 }
 
 // Verdict is the decision for one URL.
@@ -79,28 +84,32 @@ const (
 	TryLater // robots.txt unavailable: do not fetch now
 )
 
-// Check returns the verdict for rawURL (of this origin) for agent, the
-// product token of the user agent (e.g. "trawl").
-func (r *Rules) Check(agent, rawURL string) (v Verdict) {
+// Check returns the verdict for rawURL (of this origin) for the agent the
+// rules were compiled for (the cache's). Rules and URL are compared in one
+// form, urlcanon.NormalizePathQuery: however either side spells an
+// unreserved character or a hex digit, the verdict is the same.
+func (r *Rules) Check(rawURL string) Verdict {
 	switch r.Outcome {
 	case AllowAll:
 		return Allowed
 	case Unavailable:
 		return TryLater
 	}
-	defer func() {
-		// grobotstxt panics on a path not starting with '/'; the URL is
-		// canonical so this should not happen, but a panic must not take
-		// the fetcher down: refuse the URL.
-		if recover() != nil {
-			v = Denied
-		}
-	}()
-	if grobotstxt.AgentAllowed(r.body, agent, rawURL) {
-		return Allowed
-	}
-	return Denied
+	return r.group.verdict(matchPath(rawURL))
 }
+
+// Text returns the rules that apply to the agent in robots.txt syntax
+// (normalized, other agents' groups, comments and unknown lines left out);
+// "" unless Parsed.
+func (r *Rules) Text() string {
+	if r.Outcome != Parsed {
+		return ""
+	}
+	return r.group.text(r.agent)
+}
+
+// size is the memory r holds, roughly, for the cache's bound.
+func (r *Rules) size() int64 { return r.group.size() }
 
 // Options configures a Cache.
 type Options struct {
@@ -108,7 +117,7 @@ type Options struct {
 	TTL          time.Duration // life of a fetched robots.txt (default 24h)
 	ErrorTTL     time.Duration // life of an Unavailable result (default 10m)
 	MaxEntries   int           // origins cached (default 50000)
-	MaxCacheSize int64         // bytes of bodies cached (default 256 MiB)
+	MaxCacheSize int64         // bytes of compiled rules cached (default 256 MiB)
 }
 
 // Cache is a bounded LRU cache of Rules by origin. Safe for concurrent
@@ -200,7 +209,7 @@ func (c *Cache) Lookup(origin string) (*Rules, bool) {
 // used for the proxy choice. It blocks for the request(s).
 func (c *Cache) Fetch(ctx context.Context, origin, host string) *Rules {
 	target := origin + "/robots.txt"
-	r := &Rules{Origin: origin}
+	r := &Rules{Origin: origin, agent: c.agent}
 	for hop := 0; ; hop++ {
 		resp := c.get.Fetch(ctx, httpfetch.Request{URL: target, Host: host, MaxBodyBytes: MaxBodyBytes, Raw: true})
 		r.Requests++
@@ -231,6 +240,17 @@ func (c *Cache) Fetch(ctx context.Context, origin, host string) *Rules {
 	return r
 }
 
+// compile compiles a robots.txt body for the cache's agent. A body the
+// parser cannot read (a parser panic; none is known) disallows everything:
+// the conservative reading of rules we could not understand.
+func (c *Cache) compile(body string) group {
+	g, err := compile(body, c.agent)
+	if err != nil {
+		return group{rules: []rule{newRule(false, "/", false)}}
+	}
+	return g
+}
+
 func (c *Cache) classify(r *Rules, resp *httpfetch.Response) {
 	switch s := resp.Status; {
 	case s == 0 || (resp.Err != nil && resp.Kind != failure.BodyTooLarge && resp.Kind != failure.None):
@@ -245,9 +265,11 @@ func (c *Cache) classify(r *Rules, resp *httpfetch.Response) {
 	case s >= 200 && s < 300:
 		// an oversize body was cut at MaxBodyBytes: parse what we have
 		r.Outcome = Parsed
-		r.body = string(resp.Body)
-		r.CrawlDelay = CrawlDelay(r.body, c.agent)
-		r.Sitemaps = grobotstxt.Sitemaps(r.body)
+		body := string(resp.Body)
+		r.BodyBytes = len(body)
+		r.group = c.compile(body)
+		r.CrawlDelay = CrawlDelay(body, c.agent)
+		r.Sitemaps = grobotstxt.Sitemaps(body)
 	default:
 		// 4xx (and 3xx without Location): no rules
 		r.Outcome = AllowAll
@@ -257,11 +279,15 @@ func (c *Cache) classify(r *Rules, resp *httpfetch.Response) {
 func (c *Cache) store(r *Rules) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.storeLocked(r)
+}
+
+func (c *Cache) storeLocked(r *Rules) {
 	if el, ok := c.byKey[r.Origin]; ok {
 		c.remove(el)
 	}
 	c.byKey[r.Origin] = c.lru.PushFront(r)
-	c.size += int64(len(r.body))
+	c.size += r.size()
 	for c.lru.Len() > c.opts.MaxEntries || (c.size > c.opts.MaxCacheSize && c.lru.Len() > 1) {
 		c.remove(c.lru.Back())
 	}
@@ -270,7 +296,65 @@ func (c *Cache) store(r *Rules) {
 func (c *Cache) remove(el *list.Element) {
 	r := c.lru.Remove(el).(*Rules)
 	delete(c.byKey, r.Origin)
-	c.size -= int64(len(r.body))
+	c.size -= r.size()
+}
+
+// Record is the durable form of Rules: what a later owner of the origin
+// (after a restart or a partition move) needs to apply them without asking
+// the site again. Its size is bounded by MaxRulesBytes and the Sitemap
+// lines of a MaxBodyBytes body.
+type Record struct {
+	Origin     string
+	Agent      string  // product token the rules were selected for
+	Outcome    Outcome // Parsed or AllowAll; Unavailable is never recorded
+	Status     int
+	Rules      string // Rules.Text: the rules that apply to Agent
+	CrawlDelay time.Duration
+	Sitemaps   []string
+	BodyBytes  int
+	FetchedAt  time.Time
+	Expires    time.Time
+}
+
+// Record returns the durable form of r. ok is false when r is Unavailable:
+// a failed fetch is no valid robots.txt and is only kept, briefly, in
+// memory.
+func (r *Rules) Record() (rec Record, ok bool) {
+	if r.Outcome != Parsed && r.Outcome != AllowAll {
+		return Record{}, false
+	}
+	return Record{
+		Origin: r.Origin, Agent: r.agent, Outcome: r.Outcome, Status: r.Status, Rules: r.Text(),
+		CrawlDelay: r.CrawlDelay, Sitemaps: r.Sitemaps, BodyBytes: r.BodyBytes,
+		FetchedAt: r.FetchedAt, Expires: r.Expires,
+	}, true
+}
+
+// Restore caches the rules of a record made by a Cache before (this
+// process's or another's), so that its origin is not asked again before
+// rec.Expires. It reports whether rec was cached: not when it is expired,
+// Unavailable, for another agent than the cache's, or not newer than what
+// the cache holds for the origin.
+func (c *Cache) Restore(rec Record) bool {
+	if rec.Outcome != Parsed && rec.Outcome != AllowAll || rec.Agent != c.agent || rec.Origin == "" ||
+		!c.now().Before(rec.Expires) {
+		return false
+	}
+	r := &Rules{
+		Origin: rec.Origin, Outcome: rec.Outcome, Status: rec.Status, CrawlDelay: rec.CrawlDelay,
+		Sitemaps: rec.Sitemaps, FetchedAt: rec.FetchedAt, Expires: rec.Expires, BodyBytes: rec.BodyBytes,
+		agent: c.agent,
+	}
+	if r.Outcome == Parsed {
+		r.group = c.compile(rec.Rules)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[rec.Origin]; ok && !el.Value.(*Rules).FetchedAt.Before(rec.FetchedAt) {
+		return false
+	}
+	c.storeLocked(r)
+	return true
 }
 
 // Len returns the number of cached origins.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,7 +126,7 @@ func TestCacheFetch(t *testing.T) {
 				t.Errorf("crawl delay, sitemaps = %v %v, want %v %d", r.CrawlDelay, r.Sitemaps, tt.wantDelay, tt.wantSitemaps)
 			}
 			for path, want := range tt.verdicts {
-				if got := r.Check(c.Agent(), "http://example.com"+path); got != want {
+				if got := r.Check("http://example.com" + path); got != want {
 					t.Errorf("Check(%s) = %v, want %v", path, got, want)
 				}
 			}
@@ -212,21 +213,35 @@ func TestProductToken(t *testing.T) {
 	}
 }
 
+// parsed returns the Rules of a 2xx robots.txt body for the agent "trawl".
+func parsed(body string) *Rules {
+	c := NewCache(nil, time.Now, Options{UserAgent: ua})
+	return &Rules{Outcome: Parsed, agent: c.agent, group: c.compile(body)}
+}
+
 // FuzzRules checks, for any robots.txt body and URL path, that parsing and
-// matching never panic, that the crawl delay is never negative, and that a
-// body disallowing everything for * denies every path.
+// matching never panic, that the crawl delay is never negative, that a
+// body disallowing everything for * denies every path, and that the rules
+// kept for the agent (Rules.Text) compile back to the same rules.
 func FuzzRules(f *testing.F) {
 	f.Add(rulesBody, "/secret/x")
 	f.Add("User-agent: *\nDisallow: /\n", "/")
 	f.Add("\xff\xfeUser-agent: *\x00Crawl-delay: 1e308", "/%zz?a#b")
+	f.Add("User-agent: trawl\nAllow: /a/index.html\nDisallow: /%7e$x*$\n", "/a/")
 	f.Fuzz(func(t *testing.T, body, path string) {
 		if d := CrawlDelay(body, "trawl"); d < 0 {
 			t.Fatalf("negative crawl delay %v", d)
 		}
-		r := &Rules{Outcome: Parsed, body: body}
-		_ = r.Check("trawl", "http://example.com/"+strings.TrimPrefix(path, "/"))
-		all := &Rules{Outcome: Parsed, body: "User-agent: *\nDisallow: /\n"}
-		if v := all.Check("trawl", "http://example.com/"+strings.TrimPrefix(path, "/")); v != Denied {
+		g, err := compile(body, "trawl")
+		if err != nil {
+			t.Fatalf("compile: %v", err)
+		}
+		if again, err := compile(g.text("trawl"), "trawl"); err != nil || !reflect.DeepEqual(again.rules, g.rules) {
+			t.Fatalf("rules of %q:\n%s compile back to %+v (%v), want %+v", body, g.text("trawl"), again.rules, err, g.rules)
+		}
+		u := "http://example.com/" + strings.TrimPrefix(path, "/")
+		_ = parsed(body).Check(u)
+		if v := parsed("User-agent: *\nDisallow: /\n").Check(u); v != Denied {
 			t.Fatalf("disallow-all allowed %q", path)
 		}
 	})
