@@ -9,7 +9,114 @@ import (
 
 // fetcherMigrations are the schema versions 100-199, owned by the fetcher (per-host state, retries, robots). Append; never edit
 // an applied version.
-var fetcherMigrations = []Migration{}
+var fetcherMigrations = []Migration{
+	{
+		Version: 100,
+		Name:    "robots_txt: the robots.txt of each origin as the fetcher applies it",
+		Statements: []string{
+			// One row per robots.txt fetch that gave rules (an answer that
+			// failed is never kept). A newer fetch of an origin replaces
+			// the older (version fetched_at). Ordered by partition first,
+			// so that the owner of a partition loads its origins with one
+			// range read (LoadRobots); not partitioned by time, so that
+			// versions of an origin always meet. rules holds the groups
+			// that apply to agent, normalized, in robots.txt syntax: at
+			// most the 500 KiB a fetch reads, usually a few lines.
+			`CREATE TABLE IF NOT EXISTS robots_txt (
+	partition UInt16,
+	origin String,
+	host String,
+	agent String,
+	outcome String,
+	status UInt16,
+	rules String,
+	crawl_delay_ms UInt32,
+	sitemaps Array(String),
+	body_bytes UInt32,
+	fetched_at DateTime,
+	expires DateTime,
+	fetcher String
+) ENGINE = ReplacingMergeTree(fetched_at) ORDER BY (partition, origin)`,
+		},
+	},
+}
+
+// RobotsRow is the robots.txt of one origin as the fetcher applies it
+// (table robots_txt).
+type RobotsRow struct {
+	Partition    uint16
+	Origin       string // scheme://host[:port]
+	Host         string // politeness key
+	Agent        string // product token the rules were selected for
+	Outcome      string // parsed (2xx) or allow_all (4xx, too many redirects)
+	Status       uint16 // HTTP status of the last answer
+	Rules        string // the rules that apply to Agent, normalized, robots.txt syntax
+	CrawlDelayMs uint32
+	Sitemaps     []string
+	BodyBytes    uint32    // size of the robots.txt received
+	FetchedAt    time.Time // second precision in ClickHouse
+	Expires      time.Time // the fetcher asks again from then on
+	Fetcher      string    // instance id
+}
+
+// RobotsTxt is the fetcher's robots.txt table.
+var RobotsTxt = Table[RobotsRow]{
+	Name: "robots_txt",
+	Columns: []string{"partition", "origin", "host", "agent", "outcome", "status", "rules",
+		"crawl_delay_ms", "sitemaps", "body_bytes", "fetched_at", "expires", "fetcher"},
+	Values: func(r RobotsRow) []any {
+		sitemaps := r.Sitemaps
+		if sitemaps == nil {
+			sitemaps = []string{}
+		}
+		return []any{r.Partition, r.Origin, r.Host, r.Agent, r.Outcome, r.Status, r.Rules,
+			r.CrawlDelayMs, sitemaps, r.BodyBytes, r.FetchedAt, r.Expires, r.Fetcher}
+	},
+}
+
+// LoadRobots streams the latest robots.txt of every origin of partition
+// whose rules were selected for agent and have not expired at now, most
+// recently fetched first, at most limit of them (limit <= 0: all). fn runs
+// on the calling goroutine. The latest version of an origin is chosen by
+// argMax rather than FINAL, so that filtering on non-key columns never
+// picks an older version (PREWHERE may run before FINAL merges).
+func (s *Store) LoadRobots(ctx context.Context, partition int, agent string, now time.Time, limit int, fn func(RobotsRow)) error {
+	if partition < 0 || partition > 65535 {
+		return fmt.Errorf("load robots.txt: partition %d out of range", partition)
+	}
+	q := `SELECT origin,
+	argMax(host, fetched_at), argMax(agent, fetched_at) AS latest_agent, argMax(outcome, fetched_at),
+	argMax(status, fetched_at), argMax(rules, fetched_at), argMax(crawl_delay_ms, fetched_at),
+	argMax(sitemaps, fetched_at), argMax(body_bytes, fetched_at), max(fetched_at) AS latest_fetched,
+	argMax(expires, fetched_at) AS latest_expires, argMax(fetcher, fetched_at)
+FROM robots_txt
+WHERE partition = ?
+GROUP BY origin
+HAVING latest_agent = ? AND latest_expires > toDateTime(?)
+ORDER BY latest_fetched DESC`
+	args := []any{uint16(partition), agent, now.Unix()}
+	if limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, limit)
+	}
+	rows, err := s.conn.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("query robots_txt partition %d: %w", partition, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r := RobotsRow{Partition: uint16(partition)}
+		if err := rows.Scan(&r.Origin, &r.Host, &r.Agent, &r.Outcome, &r.Status, &r.Rules, &r.CrawlDelayMs,
+			&r.Sitemaps, &r.BodyBytes, &r.FetchedAt, &r.Expires, &r.Fetcher); err != nil {
+			return fmt.Errorf("scan robots_txt: %w", err)
+		}
+		fn(r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read robots_txt partition %d: %w", partition, err)
+	}
+	return nil
+}
 
 // AttemptKey names one fetch attempt of a URL in fetch_log.
 type AttemptKey struct {
