@@ -158,6 +158,9 @@ func NewCache(get Getter, now func() time.Time, o Options) *Cache {
 	}
 }
 
+// MaxEntries returns the most origins the cache holds.
+func (c *Cache) MaxEntries() int { return c.opts.MaxEntries }
+
 // Agent returns the product token matched against User-agent lines.
 func (c *Cache) Agent() string { return c.agent }
 

@@ -246,3 +246,93 @@ func FuzzRules(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordRestore: the durable form of a fetched robots.txt comes back
+// with its rules, Crawl-delay and Sitemap lines into another cache (as
+// after a restart), unless it is expired, for another agent, not a valid
+// answer, or older than what that cache holds; an Unavailable result has no
+// durable form.
+func TestRecordRestore(t *testing.T) {
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok/robots.txt":
+			_, _ = w.Write([]byte(rulesBody))
+		case "/gone/robots.txt":
+			http.NotFound(w, r)
+		default:
+			w.WriteHeader(503)
+		}
+	}))
+	f := httpfetch.New(httpfetch.Options{AllowPrivate: true, UserAgent: ua})
+	defer f.Close()
+	fetchedAt := time.Now()
+	first := NewCache(f, func() time.Time { return fetchedAt }, Options{UserAgent: ua})
+	ok := first.Fetch(context.Background(), base+"/ok", "h")
+	gone := first.Fetch(context.Background(), base+"/gone", "h")
+	down := first.Fetch(context.Background(), base+"/down", "h")
+	if _, kept := down.Record(); kept {
+		t.Fatalf("an Unavailable robots.txt has a durable form")
+	}
+	okRec, _ := ok.Record()
+	goneRec, _ := gone.Record()
+
+	tests := []struct {
+		name   string
+		rec    Record
+		agent  string        // of the new cache
+		later  time.Duration // its clock, after the fetch
+		cached *Record       // already in the new cache
+		want   bool
+	}{
+		{name: "parsed", rec: okRec, agent: ua, later: time.Hour, want: true},
+		{name: "allow all", rec: goneRec, agent: ua, later: time.Hour, want: true},
+		{name: "expired", rec: okRec, agent: ua, later: DefaultTTL, want: false},
+		{name: "other agent", rec: okRec, agent: "otherbot/1.0", later: time.Hour, want: false},
+		{name: "unavailable", rec: func() Record { r := okRec; r.Outcome = Unavailable; return r }(), agent: ua, later: time.Hour, want: false},
+		{name: "newer already cached", rec: okRec, agent: ua, later: time.Hour, cached: func() *Record {
+			r := goneRec
+			r.Origin, r.FetchedAt = okRec.Origin, okRec.FetchedAt.Add(time.Minute)
+			return &r
+		}(), want: false},
+		{name: "older already cached", rec: okRec, agent: ua, later: time.Hour, cached: func() *Record {
+			r := goneRec
+			r.Origin, r.FetchedAt = okRec.Origin, okRec.FetchedAt.Add(-time.Minute)
+			return &r
+		}(), want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCache(nil, func() time.Time { return fetchedAt.Add(tt.later) }, Options{UserAgent: tt.agent})
+			if tt.cached != nil && !c.Restore(*tt.cached) {
+				t.Fatalf("could not cache the older entry")
+			}
+			if got := c.Restore(tt.rec); got != tt.want {
+				t.Fatalf("Restore = %v, want %v", got, tt.want)
+			}
+			r, found := c.Lookup(tt.rec.Origin)
+			if !tt.want {
+				if found && tt.cached == nil {
+					t.Fatalf("refused record cached anyway")
+				}
+				return
+			}
+			if !found || r.Outcome != tt.rec.Outcome || r.CrawlDelay != tt.rec.CrawlDelay || !reflect.DeepEqual(r.Sitemaps, tt.rec.Sitemaps) ||
+				!r.Expires.Equal(tt.rec.Expires) || r.Requests != 0 {
+				t.Fatalf("restored %+v (found %v), want the record's outcome, delay, sitemaps and expiry", r, found)
+			}
+			for _, path := range []string{"/", "/private", "/secret/x", "/secret/open/x", "/%73ecret/x"} {
+				src := ok
+				if tt.rec.Outcome == AllowAll {
+					src = gone
+				}
+				if got, want := r.Check("http://example.com"+path), src.Check("http://example.com"+path); got != want {
+					t.Errorf("restored Check(%s) = %v, fetched rules say %v", path, got, want)
+				}
+			}
+		})
+	}
+	if okRec.Rules != "User-agent: trawl\nDisallow: /secret\nAllow: /secret/open\n" || okRec.BodyBytes != len(rulesBody) ||
+		okRec.Status != 200 || okRec.Agent != "trawl" {
+		t.Errorf("record = %+v", okRec)
+	}
+}
