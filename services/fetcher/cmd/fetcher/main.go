@@ -115,7 +115,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 	}()
 	fetchLog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{}, log, freg)
-	rec, err := recorder.New(recorder.Options{}, producer, fetchLog, freg)
+	rec, err := recorder.New(recorder.Options{}, producer, fetchLog, nil, freg)
 	if err != nil {
 		return fmt.Errorf("create recorder: %w", err)
 	}

@@ -52,7 +52,7 @@ func runFetcher(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *c
 // at cleanup, and a second call does nothing.
 func startRecorder(t testing.TB, ctx context.Context, prod recorder.Producer, flog *chstore.BatchWriter[chstore.FetchLogRow], reg prometheus.Registerer) (rec *recorder.Recorder, stop func()) {
 	t.Helper()
-	rec, err := recorder.New(recorder.Options{}, prod, flog, reg)
+	rec, err := recorder.New(recorder.Options{}, prod, flog, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
 // Package recorder makes the outcomes of fetches durable in batches, apart
 // from the workers that fetch: a worker hands over an outcome (the records
-// to produce and the fetch-log row) and takes the next request at once; the
-// recorder produces the records of many outcomes in one write (acks=all),
-// then inserts their fetch-log rows in one write, then reports each outcome
-// done, and only then is its fetch request acknowledged.
+// to produce, the fetch-log row, and the robots.txt row when its turn
+// fetched one) and takes the next request at once; the recorder produces
+// the records of many outcomes in one write (acks=all), then inserts their
+// fetch-log rows in one write (and their robots.txt rows in another, at
+// the same time), then reports each outcome done, and only then is its
+// fetch request acknowledged.
 //
 // The order inside an outcome is the delivery contract of the fetcher: the
 // fetch-log row is written after the FetchedPage is produced, so a row in
@@ -36,10 +38,23 @@ type FetchLog interface {
 	Write(ctx context.Context, rows ...chstore.FetchLogRow) error
 }
 
+// RobotsTxt stores robots.txt rows and returns once they are inserted
+// (*chstore.BatchWriter). Safe for concurrent use; blocks.
+type RobotsTxt interface {
+	Write(ctx context.Context, rows ...chstore.RobotsRow) error
+}
+
+// ErrNoRobotsTxt is reported for a batch with robots.txt rows when the
+// recorder has no RobotsTxt to write them to (a wiring error).
+var ErrNoRobotsTxt = errors.New("robots.txt rows without a robots.txt writer")
+
 // Outcome is what one fetch attempt leaves behind.
 type Outcome struct {
 	Msgs []kafka.Message       // FetchedPage, next attempt, redirect target, host state, proxy feedback
 	Rows []chstore.FetchLogRow // its fetch-log row (none, or several for a batch of cancelled requests)
+	// Robots is the robots.txt its turn fetched, to be reused by the next
+	// owner of the host (none when robots.txt came from the cache).
+	Robots []chstore.RobotsRow
 	// Done is called once, from the recorder's goroutines, when the
 	// outcome is durable (nil) or could not be made so (the error; the
 	// request is then left unacknowledged and redelivered). It must not
@@ -85,12 +100,13 @@ var ErrStopped = errors.New("recorder stopped")
 // Recorder batches outcomes. Record is safe for concurrent use; Run must be
 // running for outcomes to be written.
 type Recorder struct {
-	opts  Options
-	prod  Producer
-	flog  FetchLog
-	queue chan Outcome
-	stop  chan struct{} // closed when Run stops accepting outcomes
-	m     metrics
+	opts   Options
+	prod   Producer
+	flog   FetchLog
+	robots RobotsTxt // nil: no outcome carries robots.txt rows
+	queue  chan Outcome
+	stop   chan struct{} // closed when Run stops accepting outcomes
+	m      metrics
 
 	mu      sync.Mutex
 	stopped bool
@@ -104,11 +120,13 @@ type metrics struct {
 	waiting prometheus.Gauge
 }
 
-// New returns a recorder writing to prod and flog. reg receives
+// New returns a recorder writing to prod, flog and robots (nil when no
+// outcome carries robots.txt rows: a batch with some then fails with
+// ErrNoRobotsTxt). reg receives
 // crawler_fetcher_record_batch_outcomes, crawler_fetcher_record_seconds,
 // crawler_fetcher_record_failures_total and crawler_fetcher_record_queued
 // (names relative to reg's prefix); nil leaves them unexported.
-func New(o Options, prod Producer, flog FetchLog, reg prometheus.Registerer) (*Recorder, error) {
+func New(o Options, prod Producer, flog FetchLog, robots RobotsTxt, reg prometheus.Registerer) (*Recorder, error) {
 	o = o.withDefaults()
 	m := metrics{
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -133,7 +151,7 @@ func New(o Options, prod Producer, flog FetchLog, reg prometheus.Registerer) (*R
 			}
 		}
 	}
-	return &Recorder{opts: o, prod: prod, flog: flog, queue: make(chan Outcome, o.Queue), stop: make(chan struct{}), m: m}, nil
+	return &Recorder{opts: o, prod: prod, flog: flog, robots: robots, queue: make(chan Outcome, o.Queue), stop: make(chan struct{}), m: m}, nil
 }
 
 // Record queues o. It blocks while the queue is full, until ctx is done
@@ -234,20 +252,23 @@ func (r *Recorder) drain(ctx context.Context, d time.Duration, write func(contex
 }
 
 // write makes one batch durable: every record produced in one write, then
-// every fetch-log row inserted in one write, then each outcome done.
+// every fetch-log row inserted in one write and every robots.txt row in
+// another (concurrently: nothing orders them), then each outcome done.
 func (r *Recorder) write(ctx context.Context, batch []Outcome) {
 	start := time.Now()
 	var msgs []kafka.Message
 	var rows []chstore.FetchLogRow
+	var robots []chstore.RobotsRow
 	for _, o := range batch {
 		msgs = append(msgs, o.Msgs...)
 		rows = append(rows, o.Rows...)
+		robots = append(robots, o.Robots...)
 	}
 	err := r.prod.Write(ctx, msgs...)
 	if err != nil {
 		err = fmt.Errorf("publish fetch outcomes: %w", err)
-	} else if err = r.flog.Write(ctx, rows...); err != nil {
-		err = fmt.Errorf("write fetch log: %w", err)
+	} else {
+		err = r.insert(ctx, rows, robots)
 	}
 	r.m.batch.Observe(float64(len(batch)))
 	if err != nil {
@@ -258,4 +279,28 @@ func (r *Recorder) write(ctx context.Context, batch []Outcome) {
 	for _, o := range batch {
 		o.Done(err)
 	}
+}
+
+// insert writes the fetch-log rows and the robots.txt rows of a batch.
+func (r *Recorder) insert(ctx context.Context, rows []chstore.FetchLogRow, robots []chstore.RobotsRow) error {
+	if len(robots) == 0 {
+		if err := r.flog.Write(ctx, rows...); err != nil {
+			return fmt.Errorf("write fetch log: %w", err)
+		}
+		return nil
+	}
+	if r.robots == nil {
+		return ErrNoRobotsTxt
+	}
+	robotsErr := make(chan error, 1)
+	go func() { robotsErr <- r.robots.Write(ctx, robots...) }()
+	ferr := r.flog.Write(ctx, rows...)
+	rerr := <-robotsErr
+	if ferr != nil {
+		return fmt.Errorf("write fetch log: %w", ferr)
+	}
+	if rerr != nil {
+		return fmt.Errorf("write robots.txt: %w", rerr)
+	}
+	return nil
 }

@@ -25,10 +25,11 @@ import (
 func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
 
 // TestRecordBatches records outcomes from many goroutines against the real
-// broker and ClickHouse: every record is produced, every row inserted, each
-// Done called once with nil, and in far fewer batches than outcomes.
+// broker and ClickHouse: every record is produced, every row inserted (the
+// robots.txt rows that some outcomes carry too), each Done called once with
+// nil, and in far fewer batches than outcomes.
 func TestRecordBatches(t *testing.T) {
-	const outcomes = 400
+	const outcomes, robotsEvery = 400, 50
 	kcfg := kafkatest.Config(t, 2)
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t)
@@ -36,7 +37,8 @@ func TestRecordBatches(t *testing.T) {
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	defer w.Close()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	rec, err := New(Options{}, w, flog, reg)
+	rlog := chstore.NewBatchWriter(store, chstore.RobotsTxt, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
+	rec, err := New(Options{}, w, flog, rlog, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +48,7 @@ func TestRecordBatches(t *testing.T) {
 	writerCtx, stopWriter := context.WithCancel(ctx)
 	var g errgroup.Group
 	g.Go(func() error { return flog.Run(writerCtx) })
+	g.Go(func() error { return rlog.Run(writerCtx) })
 	g.Go(func() error { defer stopWriter(); return rec.Run(recCtx, 5*time.Second) })
 
 	topic := kcfg.Topics().Fetched
@@ -54,10 +57,16 @@ func TestRecordBatches(t *testing.T) {
 	var senders sync.WaitGroup
 	for i := range outcomes {
 		done.Add(1)
+		var robots []chstore.RobotsRow
+		if i%robotsEvery == 0 {
+			robots = []chstore.RobotsRow{{Origin: fmt.Sprintf("http://h%d", i), Host: fmt.Sprintf("h%d", i), Agent: "trawl",
+				Outcome: "parsed", Status: 200, FetchedAt: time.Now(), Expires: time.Now().Add(time.Hour)}}
+		}
 		senders.Go(func() {
 			rec.Record(ctx, Outcome{
-				Msgs: []kafka.Message{{Topic: topic, Key: []byte(fmt.Sprint(i % 7)), Value: []byte(fmt.Sprint(i))}},
-				Rows: []chstore.FetchLogRow{{CrawlID: "rec", URL: fmt.Sprintf("http://a/%d", i), URLFP: uint64(i + 1), Host: "a", FetchedAt: time.Now(), Status: 200}},
+				Msgs:   []kafka.Message{{Topic: topic, Key: []byte(fmt.Sprint(i % 7)), Value: []byte(fmt.Sprint(i))}},
+				Rows:   []chstore.FetchLogRow{{CrawlID: "rec", URL: fmt.Sprintf("http://a/%d", i), URLFP: uint64(i + 1), Host: "a", FetchedAt: time.Now(), Status: 200}},
+				Robots: robots,
 				Done: func(err error) {
 					calls.Add(1)
 					if err != nil {
@@ -83,6 +92,12 @@ func TestRecordBatches(t *testing.T) {
 	}
 	if rows != outcomes {
 		t.Errorf("%d fetch_log rows, want %d", rows, outcomes)
+	}
+	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM robots_txt").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := (outcomes + robotsEvery - 1) / robotsEvery; rows != uint64(want) {
+		t.Errorf("%d robots_txt rows, want %d", rows, want)
 	}
 	parts, err := kafkaio.GroupOffsets(ctx, kcfg, "none", topic)
 	if err != nil {
@@ -114,7 +129,7 @@ func TestRecordFailsWithoutBroker(t *testing.T) {
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	defer w.Close()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{}, log, nil)
-	rec, err := New(Options{}, w, flog, nil)
+	rec, err := New(Options{}, w, flog, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,4 +202,40 @@ func produceErrors(t *testing.T, reg *prometheus.Registry) float64 {
 		}
 	}
 	return n
+}
+
+// TestRecordRobotsWithoutWriter: an outcome with a robots.txt row given to
+// a recorder without a robots.txt writer is reported failed (never acked),
+// so the wiring error cannot lose the row silently.
+func TestRecordRobotsWithoutWriter(t *testing.T) {
+	kcfg := kafkatest.Config(t, 1)
+	store := chtest.NewStore(t)
+	log := zaptest.NewLogger(t)
+	w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
+	defer w.Close()
+	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, nil)
+	rec, err := New(Options{}, w, flog, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recCtx, stopRec := context.WithCancel(ctx)
+	writerCtx, stopWriter := context.WithCancel(ctx)
+	var g errgroup.Group
+	g.Go(func() error { return flog.Run(writerCtx) })
+	g.Go(func() error { defer stopWriter(); return rec.Run(recCtx, time.Second) })
+	done := make(chan error, 1)
+	rec.Record(ctx, Outcome{
+		Msgs:   []kafka.Message{{Topic: kcfg.Topics().Fetched, Value: []byte("x")}},
+		Robots: []chstore.RobotsRow{{Origin: "http://h", Agent: "trawl", Outcome: "parsed"}},
+		Done:   func(err error) { done <- err },
+	})
+	if err := <-done; !errors.Is(err, ErrNoRobotsTxt) {
+		t.Errorf("Done(%v), want ErrNoRobotsTxt", err)
+	}
+	stopRec()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
 }
