@@ -115,7 +115,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 	}()
 	fetchLog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{}, log, freg)
-	rec, err := recorder.New(recorder.Options{}, producer, fetchLog, nil, freg)
+	robotsLog := chstore.NewBatchWriter(store, chstore.RobotsTxt, chstore.BatchOptions{}, log, freg)
+	rec, err := recorder.New(recorder.Options{}, producer, fetchLog, robotsLog, freg)
 	if err != nil {
 		return fmt.Errorf("create recorder: %w", err)
 	}
@@ -127,6 +128,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	var hostStates consume.HostStateLoader
 	if cfg.PersistHostState {
 		hostStates = hoststate.NewLoader(cfg.Kafka, topics.HostState)
+	}
+	var robotsTxt consume.RobotsStore
+	if cfg.PersistRobots {
+		robotsTxt = store
 	}
 	var servers *politeness.Gate
 	if cfg.ServerDelay > 0 {
@@ -151,6 +156,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		PauseRecheck:    cfg.PauseRecheck,
 		Servers:         servers,
 		Resolve:         fetcher.Resolve,
+		RobotsTxt:       robotsTxt,
 	}, fetcher, robotsCache, producer, rec, log, freg)
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
@@ -173,8 +179,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	// Shutdown order: readiness false → stop consuming (handlers finish or
 	// hand back in-flight work, offsets committed) → write the outcomes
-	// still queued → flush the fetch log → stop the admin server → close
-	// clients (deferred).
+	// still queued → flush the fetch log and robots.txt rows → stop the
+	// admin server → close clients (deferred).
 	g, gctx := errgroup.WithContext(ctx)
 	recorderCtx, stopRecorder := context.WithCancel(context.WithoutCancel(ctx))
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
@@ -189,6 +195,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	g.Go(func() error {
 		if err := fetchLog.Run(writerCtx); err != nil {
 			return fmt.Errorf("run fetch log writer: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if err := robotsLog.Run(writerCtx); err != nil {
+			return fmt.Errorf("run robots.txt writer: %w", err)
 		}
 		return nil
 	})

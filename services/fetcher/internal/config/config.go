@@ -49,6 +49,7 @@ type Config struct {
 	MaxHostQueue            int           // --max-host-queue: requests buffered per host before the surplus is deferred (default 100)
 	HoldHorizon             time.Duration // --hold-horizon: requests due later than this are deferred, not held (default 2m)
 	PersistHostState        bool          // --persist-host-state: publish and load per-host politeness state (default true)
+	PersistRobots           bool          // --persist-robots: store fetched robots.txt in ClickHouse and load it on assignment (default true)
 	CredentialsFile         string        // --credentials-file: JSON of per-site basic-auth credentials (empty: none)
 	Cookies                 bool          // --cookies: keep and send back each site's cookies
 	MaxCookieHosts          int           // --max-cookie-hosts: hosts whose cookies are kept, least recently used dropped (default 4096)
@@ -89,6 +90,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.StringVar(&c.CredentialsFile, "credentials-file", "", `JSON file of per-site basic-auth credentials: {"host[:port]": {"username": "...", "password": "...", "allow_http": false}}`)
 	fs.BoolVar(&c.Cookies, "cookies", false, "keep the cookies each site sets and send them back to it")
 	fs.BoolVar(&c.PersistHostState, "persist-host-state", true, "publish per-host politeness state to the host-state topic and load it when a partition is assigned")
+	fs.BoolVar(&c.PersistRobots, "persist-robots", true, "store every fetched robots.txt in the robots_txt table and load a partition's unexpired ones when it is assigned")
 	fs.IntVar(&c.MaxCookieHosts, "max-cookie-hosts", httpfetch.DefaultMaxCookieHosts, "hosts whose cookies are kept (least recently used dropped first)")
 	fs.IntVar(&c.MaxCookiesPerHost, "max-cookies-per-host", httpfetch.DefaultMaxCookiesPerHost, "cookies kept per host; new ones beyond are ignored")
 	fs.DurationVar(&c.DNSCacheTTL, "dns-cache-ttl", httpfetch.DefaultDNSCacheTTL, "how long the addresses of a host name are reused")

@@ -19,7 +19,7 @@ func TestLoad(t *testing.T) {
 			check: func(t *testing.T, c Config) {
 				if c.Delay != time.Second || c.MaxCrawlDelay != 30*time.Second || c.Workers != 32 ||
 					c.MaxBodyBytes != 2<<20 || c.AllowPrivate || c.UseProxies || c.InstanceID != "host-1" ||
-					c.MaxInflightPerPartition != 1000 || !strings.HasPrefix(c.UserAgent, "trawl/") {
+					c.MaxInflightPerPartition != 1000 || !strings.HasPrefix(c.UserAgent, "trawl/") || !c.PersistRobots {
 					t.Fatalf("defaults = %+v", c)
 				}
 			},

@@ -148,6 +148,14 @@ type Options struct {
 	// (default: NewAttempts(DefaultAttemptsLimit)); shared by every
 	// partition, so it survives a partition going and coming back.
 	Attempts *Attempts
+	// RobotsTxt, optional, stores robots.txt beyond the process: every
+	// robots.txt fetched with a valid answer is recorded with the outcome
+	// of the request whose turn fetched it (so it is durable before that
+	// request is acked), and at assignment the robots cache is filled with
+	// the partition's unexpired entries, so a restarted or newly assigned
+	// fetcher does not ask those sites again. Needs a Recorder that writes
+	// robots.txt rows. Nil: the cache lives in memory only.
+	RobotsTxt RobotsStore
 }
 
 // Crawls reports crawl specifications (crawlcontrol.Specs).
@@ -263,6 +271,9 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 		}
 		s.m.hostStatesLoaded.Add(float64(len(states)))
 	}
+	if s.opts.RobotsTxt != nil {
+		h.restoreRobots(ctx)
+	}
 	go h.dispatch(runCtx)
 	return h, nil
 }
@@ -281,6 +292,8 @@ type task struct {
 	state      []kafka.Message // host-state record of the last request, published with its outcome
 	follow     string          // canonical redirect target to publish (see followRedirect)
 	retryAfter time.Time       // earliest useful retry (robots.txt expiry, Retry-After)
+
+	robots []chstore.RobotsRow // robots.txt its turn fetched, recorded with its outcome
 }
 
 // handler is the kafkaio.Handler of one partition.
@@ -697,6 +710,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 			return // abandoned at close: unacked
 		}
 		s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
+		t.robots = h.robotsRows(host, rules)
 		h.publishSitemaps(ctx, t, rules)
 		if h.setDelay(host, t, rules.CrawlDelay) {
 			s.m.crawlDelayCaped.Inc()
@@ -895,7 +909,7 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		return
 	}
 	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Rows: []chstore.FetchLogRow{row}, Done: func(err error) {
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Rows: []chstore.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
 			h.settle(t, false)
@@ -1032,9 +1046,11 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 // one outcome for all of them) and acks them once that is durable.
 func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 	var msgs []kafka.Message
+	var robotsRows []chstore.RobotsRow
 	rows := make([]chstore.FetchLogRow, 0, len(ts))
 	ress := make([]*httpfetch.Response, 0, len(ts))
 	for _, t := range ts {
+		robotsRows = append(robotsRows, t.robots...)
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
 		m, row, err := h.outcome(t, res)
 		if err != nil {
@@ -1046,7 +1062,7 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 		ress = append(ress, res)
 	}
 	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Rows: rows, Done: func(err error) {
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Rows: rows, Robots: robotsRows, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
 			if ctx.Err() == nil {

@@ -411,7 +411,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	defer w.Close()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	rec, stopRec := startRecorder(t, context.Background(), w, flog, reg)
+	rec, stopRec := startRecorder(t, context.Background(), w, flog, nil, reg)
 	defer stopRec()
 
 	svc, err := New(Options{Topics: kcfg.Topics(), Workers: 2, InstanceID: "t",

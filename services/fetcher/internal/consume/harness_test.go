@@ -26,7 +26,7 @@ func runFetcher(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *c
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: flush}, log, reg)
-	rec, stopRec := startRecorder(t, ctx, prod, flog, reg)
+	rec, stopRec := startRecorder(t, ctx, prod, flog, nil, reg)
 	svc, err := New(o, f, rc, prod, rec, log, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -47,12 +47,19 @@ func runFetcher(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *c
 }
 
 // startRecorder runs a recorder producing with prod and inserting through
-// flog (also run here), as the fetcher's main does. stop ends the recorder
-// (writing what is queued), then the fetch-log writer; it is also called
-// at cleanup, and a second call does nothing.
-func startRecorder(t testing.TB, ctx context.Context, prod recorder.Producer, flog *chstore.BatchWriter[chstore.FetchLogRow], reg prometheus.Registerer) (rec *recorder.Recorder, stop func()) {
+// flog and rlog (nil: no robots.txt rows; both also run here), as the
+// fetcher's main does. stop ends the recorder (writing what is queued),
+// then the writers; it is also called at cleanup, and a second call does
+// nothing.
+func startRecorder(t testing.TB, ctx context.Context, prod recorder.Producer, flog *chstore.BatchWriter[chstore.FetchLogRow],
+	rlog *chstore.BatchWriter[chstore.RobotsRow], reg prometheus.Registerer,
+) (rec *recorder.Recorder, stop func()) {
 	t.Helper()
-	rec, err := recorder.New(recorder.Options{}, prod, flog, nil, reg)
+	var robotsTxt recorder.RobotsTxt
+	if rlog != nil {
+		robotsTxt = rlog
+	}
+	rec, err := recorder.New(recorder.Options{}, prod, flog, robotsTxt, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +67,9 @@ func startRecorder(t testing.TB, ctx context.Context, prod recorder.Producer, fl
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	var g errgroup.Group
 	g.Go(func() error { return flog.Run(writerCtx) })
+	if rlog != nil {
+		g.Go(func() error { return rlog.Run(writerCtx) })
+	}
 	g.Go(func() error { defer stopWriter(); return rec.Run(recCtx, 5*time.Second) })
 	var once sync.Once
 	stop = func() {

@@ -30,6 +30,7 @@ type metrics struct {
 	unchanged        prometheus.Counter
 	robotsVerdicts   *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
 	hostStatesLoaded prometheus.Counter
+	robotsRestored   prometheus.Counter
 	sitemaps         prometheus.Counter
 	proxyOutcomes    *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
 	serverWaits      prometheus.Counter
@@ -121,6 +122,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "host_states_loaded_total",
 			Help: "Host politeness states loaded from the host-state topic at partition assignment.",
 		}),
+		robotsRestored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "robots_restored_total",
+			Help: "Stored robots.txt entries (unexpired) put into the robots cache at partition assignment instead of being fetched again.",
+		}),
 		serverWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "server_waits_total",
 			Help: "Requests put back in their host queue because another host on the same server (--server-delay) was being fetched or within its gap.",
@@ -132,7 +137,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
+		m.retries, m.deferred, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -60,7 +60,7 @@ func startFetcherWith(ctx context.Context, t testing.TB, kcfg kafkaio.Config, st
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	t.Cleanup(func() { _ = w.Close() })
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	rec, stopRec := startRecorder(t, ctx, w, flog, reg)
+	rec, stopRec := startRecorder(t, ctx, w, flog, nil, reg)
 	o.Topics, o.InstanceID = kcfg.Topics(), name
 	svc, err := New(o, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)
 	if err != nil {

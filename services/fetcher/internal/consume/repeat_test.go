@@ -149,7 +149,7 @@ func TestRepeatsNotRefetched(t *testing.T) {
 		f := httpfetch.New(httpfetch.Options{AllowPrivate: true, FetchTimeout: 2 * time.Second})
 		defer f.Close()
 		flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-		rec, stopRec := startRecorder(t, ctx, w, flog, reg)
+		rec, stopRec := startRecorder(t, ctx, w, flog, nil, reg)
 		svc, err := New(Options{Topics: topics, Workers: 4, InstanceID: group, Recorded: store,
 			Politeness: politeness.Options{Delay: 10 * time.Millisecond}},
 			f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)

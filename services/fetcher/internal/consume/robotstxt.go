@@ -1,0 +1,83 @@
+package consume
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+)
+
+// RobotsStore loads the robots.txt entries stored for the hosts of a
+// partition (*chstore.Store): the latest of each origin whose rules were
+// selected for agent and that has not expired at now, at most limit, most
+// recent first. fn runs on the calling goroutine. Safe for concurrent use;
+// blocks for the query.
+type RobotsStore interface {
+	LoadRobots(ctx context.Context, partition int, agent string, now time.Time, limit int, fn func(chstore.RobotsRow)) error
+}
+
+// restoreRobots fills the robots cache with what earlier owners of the
+// partition's hosts fetched and is still valid, so that a restarted or
+// newly assigned fetcher does not ask those sites for robots.txt again.
+// A failed load costs requests, never correctness: those origins are
+// fetched again.
+func (h *handler) restoreRobots(ctx context.Context) {
+	s := h.s
+	restored := 0
+	err := s.opts.RobotsTxt.LoadRobots(ctx, h.partition, s.robots.Agent(), s.opts.Now(), s.robots.MaxEntries(), func(row chstore.RobotsRow) {
+		if s.robots.Restore(robotsRecord(row)) {
+			restored++
+		}
+	})
+	if err != nil {
+		h.log.Warn("started without stored robots.txt, fetching it again", zap.Int("restored", restored), zap.Error(err))
+	}
+	s.m.robotsRestored.Add(float64(restored))
+}
+
+// robotsRows returns the row that stores rules for the next owner of
+// host: none when robots.txt is not stored, or when it could not be
+// obtained (an Unavailable result is no valid robots.txt).
+func (h *handler) robotsRows(host string, rules *robots.Rules) []chstore.RobotsRow {
+	if h.s.opts.RobotsTxt == nil {
+		return nil
+	}
+	rec, ok := rules.Record()
+	if !ok {
+		return nil
+	}
+	return []chstore.RobotsRow{{
+		Partition:    uint16(h.partition),
+		Origin:       rec.Origin,
+		Host:         host,
+		Agent:        rec.Agent,
+		Outcome:      string(rec.Outcome),
+		Status:       uint16(min(max(rec.Status, 0), 65535)),
+		Rules:        rec.Rules,
+		CrawlDelayMs: uint32(rec.CrawlDelay.Milliseconds()),
+		Sitemaps:     rec.Sitemaps,
+		BodyBytes:    uint32(max(rec.BodyBytes, 0)),
+		FetchedAt:    rec.FetchedAt,
+		Expires:      rec.Expires,
+		Fetcher:      h.s.opts.InstanceID,
+	}}
+}
+
+// robotsRecord is the cache's form of a stored row.
+func robotsRecord(row chstore.RobotsRow) robots.Record {
+	return robots.Record{
+		Origin:     row.Origin,
+		Agent:      row.Agent,
+		Outcome:    robots.Outcome(row.Outcome),
+		Status:     int(row.Status),
+		Rules:      row.Rules,
+		CrawlDelay: time.Duration(row.CrawlDelayMs) * time.Millisecond,
+		Sitemaps:   row.Sitemaps,
+		BodyBytes:  int(row.BodyBytes),
+		FetchedAt:  row.FetchedAt,
+		Expires:    row.Expires,
+	}
+}
