@@ -30,6 +30,11 @@ type Config struct {
 	Username    string        // flag clickhouse-user (default "default")
 	Password    string        // flag clickhouse-password
 	DialTimeout time.Duration // flag clickhouse-dial-timeout (default 5s)
+	// FlushInterval and BatchRows (flags clickhouse-flush-interval,
+	// clickhouse-batch-rows) are every batch writer's BatchOptions: see
+	// Config.Batch.
+	FlushInterval time.Duration
+	BatchRows     int
 }
 
 // Defaults of Config, applied by RegisterFlags.
@@ -38,6 +43,14 @@ const (
 	DefaultDatabase    = "crawler"
 	DefaultUsername    = "default"
 	DefaultDialTimeout = 5 * time.Second
+	// DefaultFlushInterval: every insert makes a part that ClickHouse
+	// merges again and again while the table is small (on a crawl of the
+	// bench web, 2 244 inserts in 165 s made 11.8 M merged rows for 97 505
+	// inserted, the server's largest cost). A second between inserts of a
+	// table keeps parts few and large; services ack a record only after
+	// its rows are in, so they keep their batches in flight meanwhile.
+	DefaultFlushInterval = time.Second
+	DefaultBatchRows     = 10000
 )
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -51,6 +64,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Username, "clickhouse-user", DefaultUsername, "ClickHouse user")
 	fs.StringVar(&c.Password, "clickhouse-password", "", "ClickHouse password")
 	fs.DurationVar(&c.DialTimeout, "clickhouse-dial-timeout", DefaultDialTimeout, "ClickHouse connect timeout")
+	fs.DurationVar(&c.FlushInterval, "clickhouse-flush-interval", DefaultFlushInterval, "longest wait before buffered rows of a table are inserted (one part per insert)")
+	fs.IntVar(&c.BatchRows, "clickhouse-batch-rows", DefaultBatchRows, "rows of a table inserted together at most")
+}
+
+// Batch returns the options of the service's batch writers: flush every
+// FlushInterval or BatchRows rows (zero fields take the writer's defaults).
+func (c Config) Batch() BatchOptions {
+	return BatchOptions{MaxRows: c.BatchRows, FlushInterval: c.FlushInterval}
 }
 
 func splitAddrs(s string) []string {
@@ -83,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if c.DialTimeout <= 0 {
 		return errors.New("clickhouse-dial-timeout: must be positive")
+	}
+	if c.FlushInterval < 0 || c.BatchRows < 0 {
+		return errors.New("clickhouse-flush-interval and clickhouse-batch-rows: must not be negative")
 	}
 	return nil
 }

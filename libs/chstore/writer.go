@@ -18,8 +18,8 @@ var ErrWriterStopped = errors.New("clickhouse writer stopped")
 
 // BatchOptions tunes a BatchWriter.
 type BatchOptions struct {
-	MaxRows       int           // flush when this many rows are buffered (default 1000)
-	FlushInterval time.Duration // flush at least this often (default 200ms)
+	MaxRows       int           // flush when this many rows are buffered (default DefaultBatchRows)
+	FlushInterval time.Duration // flush at least this often (default DefaultFlushInterval)
 	MaxBuffered   int           // Write blocks while this many rows wait (default 10 * MaxRows): bounded memory
 	RetryBackoff  time.Duration // first retry delay, doubled up to 5s (default 100ms)
 	// ShutdownTimeout bounds the final flush Run makes once its ctx is
@@ -33,10 +33,10 @@ const (
 
 func (o BatchOptions) withDefaults() BatchOptions {
 	if o.MaxRows <= 0 {
-		o.MaxRows = 1000
+		o.MaxRows = DefaultBatchRows
 	}
 	if o.FlushInterval <= 0 {
-		o.FlushInterval = 200 * time.Millisecond
+		o.FlushInterval = DefaultFlushInterval
 	}
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = 10 * o.MaxRows

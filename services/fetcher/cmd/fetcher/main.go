@@ -114,8 +114,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			log.Warn("close kafka writer failed, ignored", zap.Error(err))
 		}
 	}()
-	fetchLog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{}, log, freg)
-	robotsLog := chstore.NewBatchWriter(store, chstore.RobotsTxt, chstore.BatchOptions{}, log, freg)
+	fetchLog := chstore.NewBatchWriter(store, chstore.FetchLog, cfg.ClickHouse.Batch(), log, freg)
+	robotsLog := chstore.NewBatchWriter(store, chstore.RobotsTxt, cfg.ClickHouse.Batch(), log, freg)
 	rec, err := recorder.New(recorder.Options{}, producer, fetchLog, robotsLog, freg)
 	if err != nil {
 		return fmt.Errorf("create recorder: %w", err)

@@ -94,10 +94,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	writer := kafkaio.NewWriter(cfg.Kafka, log, sreg)
 	defer writer.Close()
-	docs := chstore.NewBatchWriter(store, chstore.Documents, chstore.BatchOptions{}, log, sreg)
-	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, chstore.BatchOptions{}, log, sreg)
-	contentSeen := chstore.NewBatchWriter(store, chstore.ContentSeen, chstore.BatchOptions{}, log, sreg)
-	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, chstore.BatchOptions{}, log, sreg)
+	docs := chstore.NewBatchWriter(store, chstore.Documents, cfg.ClickHouse.Batch(), log, sreg)
+	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, cfg.ClickHouse.Batch(), log, sreg)
+	contentSeen := chstore.NewBatchWriter(store, chstore.ContentSeen, cfg.ClickHouse.Batch(), log, sreg)
+	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, cfg.ClickHouse.Batch(), log, sreg)
 	metrics, err := pages.NewMetrics(sreg)
 	if err != nil {
 		return err

@@ -56,8 +56,6 @@ type config struct {
 	BudgetRefresh time.Duration
 	MaxBatch      int // records per batch
 	MaxInFlight   int // unacked records per partition before reading pauses
-	SeenFlush     time.Duration
-	SeenBatchRows int
 	HostQuota     int
 	QuotaWindow   time.Duration
 	RevisitTick   time.Duration
@@ -72,8 +70,6 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the per-crawl admitted count is read from ClickHouse when --max-pages is set")
 	fs.IntVar(&c.MaxBatch, "max-batch", kafkaio.DefaultMaxBatch, "discovered URLs decided, produced and persisted together")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", kafkaio.DefaultMaxInFlight, "unacknowledged records per partition before reading pauses")
-	fs.DurationVar(&c.SeenFlush, "seen-flush-interval", 50*time.Millisecond, "longest wait before new fingerprints are inserted into url_seen")
-	fs.IntVar(&c.SeenBatchRows, "seen-batch-rows", 5000, "url_seen rows per insert")
 	fs.IntVar(&c.HostQuota, "host-quota", 0, "fetch requests released per host per --host-quota-window, the rest waits in the frontier table (0 = unlimited)")
 	fs.DurationVar(&c.QuotaWindow, "host-quota-window", 10*time.Second, "window of --host-quota (also how often held URLs of paused crawls are checked)")
 	fs.DurationVar(&c.RevisitTick, "revisit-tick", time.Second, "how often each partition's due revisits are produced")
@@ -97,9 +93,6 @@ func (c config) Validate() error {
 	if c.MaxInFlight < c.MaxBatch {
 		errs = append(errs, fmt.Errorf("max-in-flight: %d below max-batch %d", c.MaxInFlight, c.MaxBatch))
 	}
-	if c.SeenFlush <= 0 {
-		errs = append(errs, fmt.Errorf("seen-flush-interval: %v must be positive", c.SeenFlush))
-	}
 	if c.HostQuota < 0 {
 		errs = append(errs, fmt.Errorf("host-quota: %d must not be negative", c.HostQuota))
 	}
@@ -108,9 +101,6 @@ func (c config) Validate() error {
 	}
 	if c.RevisitTick <= 0 {
 		errs = append(errs, fmt.Errorf("revisit-tick: %v must be positive", c.RevisitTick))
-	}
-	if c.SeenBatchRows < 1 {
-		errs = append(errs, fmt.Errorf("seen-batch-rows: %d must be positive", c.SeenBatchRows))
 	}
 	return errors.Join(errs...)
 }
@@ -160,26 +150,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	producer := kafkaio.NewWriter(cfg.Kafka, log, sreg)
 	defer func() { _ = producer.Close() }()
-	seenW := chstore.NewBatchWriter(store, chstore.URLSeen, chstore.BatchOptions{
-		MaxRows:       cfg.SeenBatchRows,
-		FlushInterval: cfg.SeenFlush,
-	}, log, sreg)
-	eventsW := chstore.NewBatchWriter(store, chstore.URLEvents, chstore.BatchOptions{
-		MaxRows:       cfg.SeenBatchRows,
-		FlushInterval: cfg.SeenFlush,
-	}, log, sreg)
-	frontW := chstore.NewBatchWriter(store, chstore.Frontier, chstore.BatchOptions{
-		MaxRows:       cfg.SeenBatchRows,
-		FlushInterval: cfg.SeenFlush,
-	}, log, sreg)
-	revW := chstore.NewBatchWriter(store, chstore.Revisits, chstore.BatchOptions{
-		MaxRows:       cfg.SeenBatchRows,
-		FlushInterval: cfg.SeenFlush,
-	}, log, sreg)
-	changeW := chstore.NewBatchWriter(store, chstore.ChangeHistory, chstore.BatchOptions{
-		MaxRows:       cfg.SeenBatchRows,
-		FlushInterval: cfg.SeenFlush,
-	}, log, sreg)
+	seenW := chstore.NewBatchWriter(store, chstore.URLSeen, cfg.ClickHouse.Batch(), log, sreg)
+	eventsW := chstore.NewBatchWriter(store, chstore.URLEvents, cfg.ClickHouse.Batch(), log, sreg)
+	frontW := chstore.NewBatchWriter(store, chstore.Frontier, cfg.ClickHouse.Batch(), log, sreg)
+	revW := chstore.NewBatchWriter(store, chstore.Revisits, cfg.ClickHouse.Batch(), log, sreg)
+	changeW := chstore.NewBatchWriter(store, chstore.ChangeHistory, cfg.ClickHouse.Batch(), log, sreg)
 	specs := crawlcontrol.NewSpecs()
 	tracker := budget.NewTracker(cfg.MaxPages).WithLimits(specPages(specs))
 	topics := cfg.Kafka.Topics()
