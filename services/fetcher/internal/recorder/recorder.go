@@ -69,8 +69,11 @@ type Options struct {
 	// Linger is how long a batch waits for more outcomes after its first
 	// (default 2ms): a write is paid per batch, not per page.
 	Linger time.Duration
-	// Writers is the most batches being written at once (default 4):
-	// while one waits for its fetch-log flush, the next is produced.
+	// Writers is the most batches being produced at once (default 4).
+	// A batch whose records are produced waits for its rows' insert (up
+	// to the fetch-log writer's flush interval) without holding a
+	// writer, and without its records: the bodies are released once
+	// produced.
 	Writers int
 	// Queue bounds the outcomes waiting for a batch (default 1024);
 	// Record blocks while it is full, which holds the workers back.
@@ -188,8 +191,7 @@ func (r *Recorder) Run(ctx context.Context, drain time.Duration) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			r.write(wctx, batch)
+			r.write(wctx, batch, func() { <-sem })
 		}()
 	}
 	linger := time.NewTimer(time.Hour)
@@ -254,17 +256,21 @@ func (r *Recorder) drain(ctx context.Context, d time.Duration, write func(contex
 // write makes one batch durable: every record produced in one write, then
 // every fetch-log row inserted in one write and every robots.txt row in
 // another (concurrently: nothing orders them), then each outcome done.
-func (r *Recorder) write(ctx context.Context, batch []Outcome) {
+// produced is called once the records are produced (or failed to be):
+// the rest of the batch no longer holds a writer, nor its records.
+func (r *Recorder) write(ctx context.Context, batch []Outcome, produced func()) {
 	start := time.Now()
 	var msgs []kafka.Message
 	var rows []chstore.FetchLogRow
 	var robots []chstore.RobotsRow
-	for _, o := range batch {
+	for i, o := range batch {
 		msgs = append(msgs, o.Msgs...)
 		rows = append(rows, o.Rows...)
 		robots = append(robots, o.Robots...)
+		batch[i].Msgs = nil
 	}
 	err := r.prod.Write(ctx, msgs...)
+	produced()
 	if err != nil {
 		err = fmt.Errorf("publish fetch outcomes: %w", err)
 	} else {

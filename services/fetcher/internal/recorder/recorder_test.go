@@ -117,6 +117,61 @@ func TestRecordBatches(t *testing.T) {
 	t.Logf("%d outcomes in %d batches", outcomes, batches)
 }
 
+// TestInsertWaitHoldsNoWriter: batches whose records are produced wait for
+// the fetch log's flush without holding a writer, so with one writer and a
+// flush every 800ms, eight batches recorded one after the other are all
+// durable after about one flush, not eight.
+func TestInsertWaitHoldsNoWriter(t *testing.T) {
+	const batches, flush = 8, 800 * time.Millisecond
+	kcfg := kafkatest.Config(t, 1)
+	store := chtest.NewStore(t)
+	log := zaptest.NewLogger(t)
+	w := kafkaio.NewWriter(kcfg, log, nil)
+	defer w.Close()
+	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: flush}, log, nil)
+	rec, err := New(Options{Writers: 1, MaxBatch: 1}, w, flog, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	recCtx, stopRec := context.WithCancel(ctx)
+	writerCtx, stopWriter := context.WithCancel(ctx)
+	var g errgroup.Group
+	g.Go(func() error { return flog.Run(writerCtx) })
+	g.Go(func() error { defer stopWriter(); return rec.Run(recCtx, 5*time.Second) })
+
+	start := time.Now()
+	var done sync.WaitGroup
+	for i := range batches {
+		done.Add(1)
+		rec.Record(ctx, Outcome{
+			Msgs: []kafka.Message{{Topic: kcfg.Topics().Fetched, Key: []byte("k"), Value: []byte(fmt.Sprint(i))}},
+			Rows: []chstore.FetchLogRow{{CrawlID: "wait", URL: fmt.Sprintf("http://a/%d", i), URLFP: uint64(i + 1), Host: "a", FetchedAt: time.Now(), Status: 200}},
+			Done: func(err error) {
+				if err != nil {
+					t.Errorf("outcome %d: %v", i, err)
+				}
+				done.Done()
+			},
+		})
+	}
+	done.Wait()
+	took := time.Since(start)
+	stopRec()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := histogramCount(t, rec.m.batch); got != batches {
+		t.Fatalf("%d batches, want %d (MaxBatch 1)", got, batches)
+	}
+	// Held writers would serialize the batches: one flush each.
+	if took >= 3*flush {
+		t.Errorf("%d single-outcome batches took %v with one writer and a %v flush: the insert wait holds the writer", batches, took, flush)
+	}
+	t.Logf("%d batches durable in %v", batches, took)
+}
+
 // TestRecordFailsWithoutBroker: with the broker gone, outcomes are not
 // durable; at stop each is reported failed (never acked), and Record after
 // stop reports ErrStopped at once.
