@@ -4,11 +4,14 @@
 // persists the new fingerprints before acknowledging.
 //
 // Delivery order per batch: decide every record → produce every
-// FetchRequest (and every re-keyed DiscoveredURL) with acks=all → insert the
-// new fingerprints into url_seen → add them to the in-memory seen set → ack.
-// A crash after producing and before the insert redelivers the batch to the
-// next owner, which fetches those URLs a second time (bounded by the
-// partition's in-flight window); no order of failures loses a URL.
+// FetchRequest (and every re-keyed DiscoveredURL) with acks=all → add the
+// new fingerprints to the in-memory seen set → insert them into url_seen
+// (with the batch's deferred URLs and drop events) in the background → ack.
+// The next batch is decided while ClickHouse flushes. A crash after
+// producing and before the insert redelivers the batch to the next owner,
+// which requests those URLs a second time (bounded by the partition's
+// in-flight window; the fetcher recognises an attempt it already fetched);
+// no order of failures loses a URL.
 package consume
 
 import (
@@ -16,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -210,6 +214,8 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 				zap.Int("bytes", set.Bytes()), zap.Duration("took", took))
 			h := &handler{s: s, partition: partition, seen: set, batch: dedup.New(0), log: log,
 				quota: frontier.NewQuota(s.cfg.HostQuota, s.cfg.QuotaWindow, s.now)}
+			// Persists outlive a revoke until Close gives up on them.
+			h.persistCtx, h.cancelPersist = context.WithCancel(context.WithoutCancel(ctx))
 			if s.frontier != nil {
 				// Also without a quota: it releases the URLs of paused
 				// crawls once they run again.
@@ -245,6 +251,14 @@ type handler struct {
 	// hosts counts admitted URLs per crawl and host, for crawls with a
 	// per-host budget (loaded on first need).
 	hosts map[string]map[string]int64
+
+	// Batches whose requests are produced and whose rows are being
+	// persisted (persist): their records are acked when the rows are in.
+	persisting    sync.WaitGroup
+	persistCtx    context.Context // outlives a revoke until Close's deadline
+	cancelPersist context.CancelFunc
+	errMu         sync.Mutex
+	persistErr    error // the first failed persist; fails the next Handle or Close
 }
 
 // hostTaken is one per-host budget unit taken in the current batch.
@@ -287,9 +301,19 @@ type seenView struct{ seen, batch *dedup.Set }
 
 func (v seenView) Contains(fp uint64) bool { return v.seen.Contains(fp) || v.batch.Contains(fp) }
 
-// Handle decides every record, produces, persists, then acks the batch. An
-// error leaves the whole batch unacked (redelivered to the next owner).
+// Handle decides every record and produces the fetch requests, then
+// returns: the batch's rows (fingerprints, deferred URLs, drop events) are
+// inserted in the background and its records acked once they are in, so
+// the next batch is decided while ClickHouse flushes (every
+// --clickhouse-flush-interval). The admitted fingerprints join the
+// in-memory seen set at once, so later batches see them. A failed insert
+// leaves its records unacked (redelivered to the next owner, whose seen set
+// lacks them: their URLs are requested twice, never lost) and fails the
+// next Handle, or Close.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+	if err := h.failed(); err != nil {
+		return err
+	}
 	s := h.s
 	start := time.Now()
 	h.batch.Reset()
@@ -386,41 +410,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 	}
 	// The requests are out: from here on a failure redelivers the batch
-	// and its URLs are fetched twice, never lost. The fingerprints and the
-	// drop events are inserted concurrently; both before the ack.
-	var persist errgroup.Group
-	if len(rows) > 0 {
-		persist.Go(func() error {
-			if err := s.seenW.Write(ctx, rows...); err != nil {
-				return fmt.Errorf("persist seen urls: %w", err)
-			}
-			return nil
-		})
-	}
-	if len(deferred) > 0 {
-		persist.Go(func() error {
-			if err := s.frontier.Write(ctx, deferred...); err != nil {
-				return fmt.Errorf("persist deferred urls: %w", err)
-			}
-			return nil
-		})
-	}
-	if len(events) > 0 {
-		persist.Go(func() error {
-			if err := s.events.Write(ctx, events...); err != nil {
-				return fmt.Errorf("persist url events: %w", err)
-			}
-			return nil
-		})
-	}
-	if err := persist.Wait(); err != nil {
-		return err
-	}
+	// and its URLs are fetched twice, never lost.
 	for _, r := range rows {
 		h.seen.Add(r.FP)
-	}
-	for _, msg := range batch {
-		ack(msg)
 	}
 	s.metrics.received.Add(float64(len(batch)))
 	s.metrics.admitted.Add(float64(len(rows)))
@@ -429,8 +421,69 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		s.metrics.dropped.WithLabelValues(string(r)).Add(float64(n))
 	}
 	s.metrics.seenSize.Add(float64(len(rows)))
-	s.metrics.batchTime.Observe(time.Since(start).Seconds())
+	h.persisting.Add(1)
+	go func() {
+		defer h.persisting.Done()
+		if err := h.persist(h.persistCtx, rows, deferred, events); err != nil {
+			h.fail(err)
+			return
+		}
+		for _, msg := range batch {
+			ack(msg)
+		}
+		s.metrics.batchTime.Observe(time.Since(start).Seconds())
+	}()
 	return nil
+}
+
+// persist inserts a batch's fingerprints, deferred URLs and drop events,
+// concurrently.
+func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred []chstore.FrontierRow, events []chstore.URLEventRow) error {
+	s := h.s
+	var g errgroup.Group
+	if len(rows) > 0 {
+		g.Go(func() error {
+			if err := s.seenW.Write(ctx, rows...); err != nil {
+				return fmt.Errorf("persist seen urls: %w", err)
+			}
+			return nil
+		})
+	}
+	if len(deferred) > 0 {
+		g.Go(func() error {
+			if err := s.frontier.Write(ctx, deferred...); err != nil {
+				return fmt.Errorf("persist deferred urls: %w", err)
+			}
+			return nil
+		})
+	}
+	if len(events) > 0 {
+		g.Go(func() error {
+			if err := s.events.Write(ctx, events...); err != nil {
+				return fmt.Errorf("persist url events: %w", err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// fail records the first persist failure; the batch stays unacked.
+func (h *handler) fail(err error) {
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	if h.persistErr == nil {
+		h.persistErr = err
+		if h.persistCtx.Err() == nil {
+			h.log.Error("left batch unacked, partition stops", zap.Error(err))
+		}
+	}
+}
+
+func (h *handler) failed() error {
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	return h.persistErr
 }
 
 // Terminal states of URLs the scheduler does not admit (url_events.state).
@@ -493,9 +546,23 @@ func (h *handler) unreserve(reserved map[string]int64) {
 	}
 }
 
-// Close drops the partition's seen set and its share of the budget; the
-// next owner reloads it from ClickHouse.
-func (h *handler) Close(context.Context) error {
+// Close waits for the batches being persisted (until ctx is done, then
+// abandons them unacked), drops the partition's seen set and its share of
+// the budget; the next owner reloads it from ClickHouse. It returns the
+// error of a failed persist.
+func (h *handler) Close(ctx context.Context) error {
+	waited := make(chan struct{})
+	go func() {
+		h.persisting.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		h.log.Warn("close deadline passed, left persisting batches unacked")
+	}
+	h.cancelPersist()
+	<-waited
 	if h.pump != nil {
 		h.pump.stop()
 	}
@@ -503,6 +570,9 @@ func (h *handler) Close(context.Context) error {
 	h.s.budget.Release(h.partition)
 	h.log.Info("released seen set", zap.Int("urls", h.seen.Len()))
 	h.seen, h.batch = nil, nil
+	if err := h.failed(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
 	return nil
 }
 

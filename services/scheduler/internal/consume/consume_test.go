@@ -607,3 +607,56 @@ func TestFrontierSurvivesRestart(t *testing.T) {
 	time.Sleep(400 * time.Millisecond) // a wrong second release would show
 	checkFetches(t, e, want)
 }
+
+// TestFailedPersistLeavesBatchUnacked: the fetch requests of a batch go out
+// before its fingerprints are inserted; when the insert fails the batch is
+// never acked (nothing committed, redelivered to the next owner) and the
+// partition's next batch fails the group run.
+func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
+	e := newEnv(t)
+	broken := chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{}, e.log, nil)
+	stopped, stopBroken := context.WithCancel(context.Background())
+	stopBroken()
+	if err := broken.Run(stopped); err != nil { // stopped: every Write fails
+		t.Fatal(err)
+	}
+	cfg := Config{MaxDepth: 5, Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
+	s, err := New(cfg, e.producer, broken, e.eventsW, StoreFrontier{W: e.frontW, Store: e.store}, e.store,
+		budget.NewTracker(0), time.Now, e.log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := kafkaio.NewGroup(e.kafka, kafkaio.GroupConfig{
+		GroupID: e.kafka.GroupFor("scheduler"), Topic: e.kafka.Topics().Discovered, CommitInterval: 20 * time.Millisecond,
+	}, s.Assign, e.log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+
+	e.publish(disc("c", "http://127.0.0.2/a", 1))
+	// The request is out although its fingerprint is not persisted.
+	for len(e.fetches()) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no fetch request produced")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	e.publish(disc("c", "http://127.0.0.2/b", 1))
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "persist seen urls") {
+			t.Fatalf("group run = %v, want the persist failure", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("group run did not fail")
+	}
+	lag, err := kafkaio.Lag(ctx, e.kafka, e.kafka.GroupFor("scheduler"), e.kafka.Topics().Discovered)
+	if err != nil || lag != 2 {
+		t.Errorf("lag after the failure = %d (%v), want 2: nothing committed", lag, err)
+	}
+}
