@@ -15,10 +15,12 @@ import (
 	"mime"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
@@ -130,6 +132,7 @@ type Processor struct {
 	rules   *scope.Cache
 	engines *serp.Engines
 	recent  *recent.Links // nil: off
+	content *recentContent
 	log     *zap.Logger
 	metrics *Metrics
 	now     func() time.Time
@@ -150,19 +153,29 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
 	})
 	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
-		recent: recent.New(cfg.RecentLinks), log: log, metrics: m, now: now}
+		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), log: log, metrics: m, now: now}
 }
 
 // Assign is the kafkaio.AssignFunc of the parser's consumer group.
-func (p *Processor) Assign(_ context.Context, topic string, partition int) (kafkaio.Handler, error) {
-	return &handler{p: p, log: p.log.With(telemetry.Topic(topic), telemetry.Partition(partition))}, nil
+func (p *Processor) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {
+	h := &handler{p: p, log: p.log.With(telemetry.Topic(topic), telemetry.Partition(partition))}
+	// Stores outlive a revoke until Close gives up on them.
+	h.persistCtx, h.cancelPersist = context.WithCancel(context.WithoutCancel(ctx))
+	return h, nil
 }
 
-// handler handles one partition. Handle does all the work of a batch before
-// returning, so nothing is in flight between calls.
+// handler handles one partition: Handle parses and publishes a batch, the
+// batch's rows are stored in the background (persisting) and its records
+// acked when they are in.
 type handler struct {
 	p   *Processor
 	log *zap.Logger
+
+	persisting    sync.WaitGroup
+	persistCtx    context.Context
+	cancelPersist context.CancelFunc
+	errMu         sync.Mutex
+	persistErr    error // the first failed store; fails the next Handle or Close
 }
 
 // result is what one fetched page yields.
@@ -197,11 +210,16 @@ func (r *result) drop(reason string, n int) {
 }
 
 // Handle processes a batch: extract every page, mark duplicates, publish
-// all outlinks and documents in one Write, store documents, metadata,
-// first-seen content and dropped-link counts, then ack every record. On a
-// publish or store error nothing is acked: the records are redelivered (at
-// least once), and the error stops the partition.
+// all outlinks and documents in one Write, then return; the documents,
+// metadata, first-seen content and dropped-link counts are stored in the
+// background and every record acked once they are in, so the next batch is
+// parsed while ClickHouse flushes. On a publish or store error nothing is
+// acked: the records are redelivered (at least once), and the error (a
+// store's at the next Handle or at Close) stops the partition.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+	if err := h.failed(); err != nil {
+		return err
+	}
 	p := h.p
 	results := make([]*result, 0, len(batch))
 	for _, rec := range batch {
@@ -279,32 +297,77 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			p.recent.Add(fp, depth)
 		}
 	}
-	if err := write(ctx, p.sinks.Documents, docs, "documents"); err != nil {
-		return err
-	}
-	if err := write(ctx, p.sinks.Meta, metas, "document metadata"); err != nil {
-		return err
-	}
-	if err := write(ctx, p.sinks.ContentSeen, firsts, "content fingerprints"); err != nil {
-		return err
-	}
 	rows := make([]chstore.LinksDroppedRow, 0, len(dropped))
 	for k, n := range dropped {
 		k.N = n
 		rows = append(rows, k)
 	}
-	if err := write(ctx, p.sinks.Dropped, rows, "dropped link counts"); err != nil {
-		return err
-	}
-	p.metrics.documents.Add(float64(len(docs)))
-	for _, rec := range batch {
-		ack(rec)
-	}
+	h.persisting.Add(1)
+	go func() {
+		defer h.persisting.Done()
+		if err := p.store(h.persistCtx, docs, metas, firsts, rows); err != nil {
+			h.fail(err)
+			return
+		}
+		p.metrics.documents.Add(float64(len(docs)))
+		for _, rec := range batch {
+			ack(rec)
+		}
+	}()
 	return nil
 }
 
-// Close has nothing to finish: Handle is synchronous.
-func (h *handler) Close(context.Context) error { return nil }
+// store inserts a batch's documents, metadata, first-seen content and
+// dropped-link counts, concurrently (each writer flushes on its own clock).
+func (p *Processor) store(ctx context.Context, docs []chstore.DocumentRow, metas []chstore.DocumentMetaRow,
+	firsts []chstore.ContentSeenRow, dropped []chstore.LinksDroppedRow) error {
+	var g errgroup.Group
+	g.Go(func() error { return write(ctx, p.sinks.Documents, docs, "documents") })
+	g.Go(func() error { return write(ctx, p.sinks.Meta, metas, "document metadata") })
+	g.Go(func() error { return write(ctx, p.sinks.ContentSeen, firsts, "content fingerprints") })
+	g.Go(func() error { return write(ctx, p.sinks.Dropped, dropped, "dropped link counts") })
+	return g.Wait()
+}
+
+// fail records the first store failure; the batch stays unacked.
+func (h *handler) fail(err error) {
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	if h.persistErr == nil {
+		h.persistErr = err
+		if h.persistCtx.Err() == nil {
+			h.log.Error("left batch unacked, partition stops", zap.Error(err))
+		}
+	}
+}
+
+func (h *handler) failed() error {
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	return h.persistErr
+}
+
+// Close waits for the batches being stored (until ctx is done, then
+// abandons them unacked: redelivered to the next owner) and returns the
+// error of a failed store.
+func (h *handler) Close(ctx context.Context) error {
+	waited := make(chan struct{})
+	go func() {
+		h.persisting.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		h.log.Warn("close deadline passed, left storing batches unacked")
+	}
+	h.cancelPersist()
+	<-waited
+	if err := h.failed(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
 
 func write[T any](ctx context.Context, w Writer[T], rows []T, what string) error {
 	if len(rows) == 0 || w == nil {
@@ -317,7 +380,8 @@ func write[T any](ctx context.Context, w Writer[T], rows []T, what string) error
 }
 
 // markDuplicates flags the documents whose content fingerprint the crawl
-// has seen before (in ClickHouse or earlier in the batch) at another URL,
+// has seen before (in ClickHouse, or recently in this process: earlier in
+// the batch or in a batch still being persisted) at another URL,
 // and drops the links of duplicates when the crawl does not follow them.
 // Pages with no text are never duplicates.
 func (p *Processor) markDuplicates(ctx context.Context, results []*result) error {
@@ -342,14 +406,11 @@ func (p *Processor) markDuplicates(ctx context.Context, results []*result) error
 		if r.doc == nil || r.doc.row.Text == "" {
 			continue
 		}
-		seen := first[r.crawlID]
 		fp, u := r.doc.row.ContentFP, r.doc.row.URL
-		orig, ok := seen[fp]
-		if !ok {
-			seen[fp] = u // later pages of this batch duplicate this one
-			continue
-		}
-		if orig == u { // a redelivery or re-crawl of the first page
+		// The first URL this process claimed (pages of this batch, of
+		// batches still being persisted), else the stored one, else u.
+		orig := p.content.claim(contentKey{r.crawlID, fp}, first[r.crawlID][fp], u)
+		if orig == u { // the first page, a redelivery or a re-crawl of it
 			continue
 		}
 		r.doc.meta.IsDuplicate, r.doc.meta.DuplicateOf = true, orig

@@ -2,22 +2,15 @@ package pages_test
 
 import (
 	"context"
-	"errors"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap/zaptest"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
-	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
 )
 
@@ -27,53 +20,20 @@ import (
 func TestLinksPublishedOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	log := zaptest.NewLogger(t)
-	kc := kafkatest.Config(t, partitions)
-	topics := kc.Topics()
 	store := chtest.NewStore(t)
-	reg := prometheus.NewRegistry()
+	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, zaptest.NewLogger(t), nil)
+	runWriters(t, dropped)
 	now := time.Date(2026, 3, 1, 12, 0, 5, 0, time.UTC)
-
-	w := kafkaio.NewWriter(kc, log, prometheus.NewRegistry())
-	defer w.Close()
-	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	metrics, err := pages.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc := pages.NewProcessor(pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, RecentLinks: 1024},
-		topics, pages.Sinks{Publisher: w, Dropped: dropped}, nil, nil, log, metrics, func() time.Time { return now })
-	group, err := kafkaio.NewGroup(kc, kafkaio.GroupConfig{
-		GroupID: kc.GroupFor("parser"), Topic: topics.Fetched, MaxBatch: 10, CommitInterval: 50 * time.Millisecond,
-	}, proc.Assign, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	writerCtx, stopWriter := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	wg.Add(2)
-	go func() { defer wg.Done(); errs <- dropped.Run(writerCtx) }()
-	go func() { defer wg.Done(); defer stopWriter(); errs <- group.Run(runCtx) }()
-	defer func() {
-		stop()
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("run: %v", err)
-			}
-		}
-	}()
+	r := startParser(t, pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, RecentLinks: 1024},
+		pages.Sinks{Dropped: dropped}, now)
+	kc, reg := r.kc, r.reg
 
 	page := func(u string, depth uint32, hrefs ...string) *crawlv1.FetchedPage {
 		body := "<html><body>"
 		for _, h := range hrefs {
 			body += `<a href="` + h + `">x</a>`
 		}
-		return &crawlv1.FetchedPage{CrawlId: "c", Url: u, Depth: depth, FetchedAt: timestamppb.New(now),
-			StatusCode: 200, ContentType: "text/html", Body: []byte(body + "</body></html>")}
+		return htmlPage(u, depth, body+"</body></html>", now)
 	}
 	// Each round is parsed completely before the next is produced.
 	rounds := [][]*crawlv1.FetchedPage{
@@ -86,21 +46,8 @@ func TestLinksPublishedOnce(t *testing.T) {
 		{page("http://127.0.0.2/p5", 0, "/x")}, // x shallower: published again
 	}
 	for i, round := range rounds {
-		var msgs []kafka.Message
-		for _, p := range round {
-			m, err := kafkaio.NewMessage(topics.Fetched, []byte("127.0.0.2"), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs = append(msgs, m)
-		}
-		if err := w.Write(ctx, msgs...); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, ctx, "round parsed", func() bool {
-			lag, err := kafkaio.Lag(ctx, kc, kc.GroupFor("parser"), topics.Fetched)
-			return err == nil && lag == 0
-		})
+		r.produce(ctx, round...)
+		waitFor(t, ctx, "round parsed", func() bool { return r.lag(ctx) == 0 })
 		t.Logf("round %d parsed", i+1)
 	}
 

@@ -1,0 +1,110 @@
+package pages_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+)
+
+// parserRun is one parser consumer group over a test's own topics.
+type parserRun struct {
+	t    *testing.T
+	kc   kafkaio.Config
+	w    *kafkaio.Writer
+	reg  *prometheus.Registry
+	done chan error // the group run's result
+	stop context.CancelFunc
+}
+
+// startParser runs a processor with cfg and sinks (Publisher is the run's
+// own writer) in a consumer group until cleanup; the group's error is on
+// done.
+func startParser(t *testing.T, cfg pages.Config, sinks pages.Sinks, now time.Time) *parserRun {
+	t.Helper()
+	log := zaptest.NewLogger(t)
+	r := &parserRun{t: t, kc: kafkatest.Config(t, partitions), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	r.w = kafkaio.NewWriter(r.kc, log, prometheus.NewRegistry())
+	t.Cleanup(func() { _ = r.w.Close() })
+	sinks.Publisher = r.w
+	metrics, err := pages.NewMetrics(r.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := pages.NewProcessor(cfg, r.kc.Topics(), sinks, nil, nil, log, metrics, func() time.Time { return now })
+	group, err := kafkaio.NewGroup(r.kc, kafkaio.GroupConfig{
+		GroupID: r.kc.GroupFor("parser"), Topic: r.kc.Topics().Fetched, MaxBatch: 10, CommitInterval: 50 * time.Millisecond,
+	}, proc.Assign, log, r.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stop = cancel
+	go func() { r.done <- group.Run(ctx) }()
+	t.Cleanup(cancel)
+	return r
+}
+
+// runWriters runs batch writers until cleanup.
+func runWriters(t *testing.T, ws ...interface{ Run(context.Context) error }) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, len(ws))
+	for _, w := range ws {
+		go func() { done <- w.Run(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range ws {
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("writer: %v", err)
+			}
+		}
+	})
+}
+
+// produce publishes fetched pages keyed by their host.
+func (r *parserRun) produce(ctx context.Context, pages ...*crawlv1.FetchedPage) {
+	r.t.Helper()
+	var msgs []kafka.Message
+	for _, p := range pages {
+		key, err := kafkaio.Key(p.Url)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		m, err := kafkaio.NewMessage(r.kc.Topics().Fetched, key, p)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := r.w.Write(ctx, msgs...); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// lag is the parser group's uncommitted records.
+func (r *parserRun) lag(ctx context.Context) int64 {
+	r.t.Helper()
+	lag, err := kafkaio.Lag(ctx, r.kc, r.kc.GroupFor("parser"), r.kc.Topics().Fetched)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return lag
+}
+
+// htmlPage is a 200 text/html fetched page of crawl c.
+func htmlPage(u string, depth uint32, body string, at time.Time) *crawlv1.FetchedPage {
+	return &crawlv1.FetchedPage{CrawlId: "c", Url: u, Depth: depth, FetchedAt: timestamppb.New(at),
+		StatusCode: 200, ContentType: "text/html", Body: []byte(body)}
+}
