@@ -413,35 +413,28 @@ func (s *Server) exists(w http.ResponseWriter, id string) bool {
 	return true
 }
 
-// decode reads a JSON body of at most MaxBodyBytes with no unknown fields.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// decode reads a JSON body of at most MaxBodyBytes with no unknown fields
+// (jobs.Decode, which the seeder's --spec and the local launcher share).
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, req *jobs.Request) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		writeError(w, http.StatusUnsupportedMediaType, "want Content-Type application/json", nil)
 		return false
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("data after the JSON object")
-	}
+	var err error
+	*req, err = jobs.Decode(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	var (
-		tooBig  *http.MaxBytesError
-		typeErr *json.UnmarshalTypeError
+		tooBig *http.MaxBytesError
+		fe     jobs.FieldErrors
 	)
 	switch {
 	case err == nil:
 		return true
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", tooBig.Limit), nil)
-	case errors.As(err, &typeErr):
-		writeError(w, http.StatusBadRequest, "invalid request",
-			jobs.FieldErrors{{Field: typeErr.Field, Message: fmt.Sprintf("want %v, got JSON %s", typeErr.Type, typeErr.Value)}})
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		writeError(w, http.StatusBadRequest, "invalid request", jobs.FieldErrors{{Field: field, Message: "unknown field"}})
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, "invalid request", fe)
 	default:
-		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error(), nil)
+		writeError(w, http.StatusBadRequest, err.Error(), nil)
 	}
 	return false
 }

@@ -177,6 +177,18 @@ func ValidCrawlID(id string) bool {
 // request or newID, created now) and its seeds (explicit seeds first, then
 // result pages). All problems are returned together as FieldErrors.
 func Build(req Request, newID func() string, now time.Time) (Job, error) {
+	return build(req, newID, now, true)
+}
+
+// BuildSpec is Build for a command that brings seeds of its own (the
+// seeder's --seed and --seeds-file, the local launcher's demo site): a
+// request without any seed source is valid. The seeds it has are validated
+// and returned as Build does.
+func BuildSpec(req Request, newID func() string, now time.Time) (Job, error) {
+	return build(req, newID, now, false)
+}
+
+func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job, error) {
 	var errs, badSeeds FieldErrors
 	id := req.CrawlID
 	if id == "" {
@@ -246,7 +258,7 @@ func Build(req Request, newID func() string, now time.Time) (Job, error) {
 			sitemapURLs = append(sitemapURLs, u.String())
 		}
 	}
-	if len(out) == 0 && len(sitemapURLs) == 0 && len(errs) == 0 {
+	if needSeeds && len(out) == 0 && len(sitemapURLs) == 0 && len(errs) == 0 {
 		errs.add("seeds", "no valid seeds: give seeds, seeds_text, keywords or sitemap_urls")
 	}
 
@@ -417,6 +429,26 @@ func Transition(spec *crawlv1.CrawlSpec, state crawlv1.CrawlState, now time.Time
 	next := proto.Clone(spec).(*crawlv1.CrawlSpec)
 	next.State = state
 	next.Revision = spec.GetRevision() + 1
+	next.UpdatedAt = timestamppb.New(now)
+	return next, nil
+}
+
+// Revise returns spec as the next revision of old, the specification the
+// crawl already has: spec's name, scope, limits, politeness and revisit
+// policy with old's state and creation time, revision old+1, updated at
+// now. A cancelled crawl stays cancelled: ErrFinal. Neither argument is
+// modified.
+func Revise(old, spec *crawlv1.CrawlSpec, now time.Time) (*crawlv1.CrawlSpec, error) {
+	if old.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+		return nil, ErrFinal
+	}
+	next := proto.Clone(spec).(*crawlv1.CrawlSpec)
+	next.State = old.GetState()
+	next.CreatedAt = nil
+	if at := old.GetCreatedAt(); at != nil {
+		next.CreatedAt = timestamppb.New(at.AsTime())
+	}
+	next.Revision = old.GetRevision() + 1
 	next.UpdatedAt = timestamppb.New(now)
 	return next, nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
@@ -95,6 +97,64 @@ func TestStatus(t *testing.T) {
 		if got := jobs.Status(tt.state, tt.counts, tt.have); got != tt.want {
 			t.Errorf("Status(%v, %+v, %v) = %s, want %s", tt.state, tt.counts, tt.have, got, tt.want)
 		}
+	}
+}
+
+func TestBuildSpecNeedsNoSeeds(t *testing.T) {
+	scope := &jobs.Scope{SameHostOnly: true, DenyPatterns: []string{`/sec1/`}}
+	if _, err := jobs.Build(jobs.Request{CrawlID: "c", Scope: scope}, nil, now); err == nil {
+		t.Fatal("Build accepted a request without seeds")
+	}
+	job, err := jobs.BuildSpec(jobs.Request{CrawlID: "c", Scope: scope, Limits: &jobs.Limits{MaxDepth: 4}}, nil, now)
+	if err != nil {
+		t.Fatalf("BuildSpec: %v", err)
+	}
+	if len(job.Seeds) != 0 || !job.Spec.GetScope().GetSameHostOnly() || job.Spec.GetLimits().GetMaxDepth() != 4 {
+		t.Errorf("job %+v", job)
+	}
+	// Everything else is still checked, seeds included.
+	_, err = jobs.BuildSpec(jobs.Request{CrawlID: "c", Seeds: []string{"nope"}, Scope: &jobs.Scope{AllowPatterns: []string{"("}}}, nil, now)
+	var fe jobs.FieldErrors
+	if !errors.As(err, &fe) || len(fe) != 2 || fe[0].Field != "seeds[0]" || fe[1].Field != "scope.allow_patterns[0]" {
+		t.Errorf("err = %v, want seeds[0] and scope.allow_patterns[0]", err)
+	}
+}
+
+func TestRevise(t *testing.T) {
+	created := now.Add(-time.Hour)
+	old := func(state crawlv1.CrawlState) *crawlv1.CrawlSpec {
+		return &crawlv1.CrawlSpec{CrawlId: "c", State: state, Revision: 3, Name: "old",
+			CreatedAt: timestamppb.New(created), Limits: &crawlv1.Limits{MaxPages: 10}}
+	}
+	tests := []struct {
+		name    string
+		state   crawlv1.CrawlState
+		wantErr error
+	}{
+		{"running stays running", crawlv1.CrawlState_CRAWL_STATE_RUNNING, nil},
+		{"paused stays paused", crawlv1.CrawlState_CRAWL_STATE_PAUSED, nil},
+		{"cancelled is final", crawlv1.CrawlState_CRAWL_STATE_CANCELLED, jobs.ErrFinal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prev := old(tt.state)
+			spec := &crawlv1.CrawlSpec{CrawlId: "c", State: crawlv1.CrawlState_CRAWL_STATE_RUNNING, Revision: 1, Name: "new",
+				CreatedAt: timestamppb.New(now), Limits: &crawlv1.Limits{MaxPages: 20}}
+			next, err := jobs.Revise(prev, spec, now)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if next.GetRevision() != 4 || next.GetState() != tt.state || next.GetName() != "new" || next.GetLimits().GetMaxPages() != 20 ||
+				!next.GetCreatedAt().AsTime().Equal(created) || !next.GetUpdatedAt().AsTime().Equal(now) {
+				t.Errorf("next %v", next)
+			}
+			if spec.GetRevision() != 1 || prev.GetRevision() != 3 || prev.GetName() != "old" {
+				t.Errorf("arguments modified: %v, %v", spec, prev)
+			}
+		})
 	}
 }
 
