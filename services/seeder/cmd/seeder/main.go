@@ -1,6 +1,9 @@
 // Command seeder publishes the seed URLs of a crawl to the discovered topic
 // and exits: seeder --crawl-id ID [--seed URL]... [--seeds-file FILE|-].
-// With --sitemaps (or --sitemap URL) it also seeds from sitemaps.
+// With --sitemaps (or --sitemap URL) it also seeds from sitemaps; with
+// --spec FILE (a POST /v1/crawls body) it first publishes the crawl's
+// specification (scope, limits, politeness, revisit) to the control topic,
+// as the API does, and seeds the file's seeds too.
 // `seeder serve` runs the crawl-jobs HTTP API instead.
 package main
 
@@ -14,12 +17,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 )
 
@@ -57,6 +62,9 @@ type config struct {
 	Sitemaps    bool
 	SitemapURLs stringList      // flag sitemap: an explicit sitemap (repeatable)
 	Sitemap     sitemaps.Config // flags sitemap-*, allow-private
+	// SpecFile (flag spec) is a crawl request as POST /v1/crawls takes it;
+	// "-" reads standard input.
+	SpecFile string
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -68,6 +76,7 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Sitemaps, "sitemaps", false, "also seed from the sitemaps of every seed host (robots.txt Sitemap lines and /sitemap.xml)")
 	fs.Var(&c.SitemapURLs, "sitemap", "sitemap URL to seed from (repeatable)")
 	registerSitemapFlags(fs, &c.Sitemap)
+	fs.StringVar(&c.SpecFile, "spec", "", `crawl request as JSON, the body of POST /v1/crawls ("-" reads standard input): its scope, limits, politeness and revisit policy are published to the control topic before the seeds, its seeds are seeded with the flags' ones; --crawl-id overrides its crawl_id`)
 }
 
 // registerSitemapFlags registers the bounds of sitemap discovery, with
@@ -86,7 +95,9 @@ func registerSitemapFlags(fs *flag.FlagSet, c *sitemaps.Config) {
 // maxCrawlID is the longest crawl id accepted.
 const maxCrawlID = 64
 
-func (c config) validate() error {
+// validate checks the flags; specSeeds tells whether a --spec file brings
+// seeds of its own.
+func (c config) validate(specSeeds bool) error {
 	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate()}
 	switch {
 	case c.CrawlID == "":
@@ -98,8 +109,8 @@ func (c config) validate() error {
 	}) >= 0:
 		errs = append(errs, fmt.Errorf("validate crawl-id %q: want only letters, digits, '.', '_' and '-'", c.CrawlID))
 	}
-	if len(c.Seeds) == 0 && c.SeedsFile == "" && len(c.SitemapURLs) == 0 {
-		errs = append(errs, errors.New("validate seeds: give --seed or --seeds-file (or --sitemap)"))
+	if len(c.Seeds) == 0 && c.SeedsFile == "" && len(c.SitemapURLs) == 0 && !specSeeds {
+		errs = append(errs, errors.New("validate seeds: give --seed or --seeds-file (or --sitemap, or seeds in --spec)"))
 	}
 	if c.Sitemaps || len(c.SitemapURLs) > 0 {
 		errs = append(errs, c.Sitemap.Validate())
@@ -120,7 +131,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(str
 	if fs.NArg() > 0 {
 		return fmt.Errorf("parse arguments: unexpected %q (seeds go in --seed or --seeds-file)", fs.Args())
 	}
-	if err := cfg.validate(); err != nil {
+	// The spec is read and checked before anything else happens, so that a
+	// bad file publishes nothing.
+	var job *jobs.Job
+	if cfg.SpecFile == "-" && cfg.SeedsFile == "-" {
+		return errors.New("validate config: --spec and --seeds-file cannot both read standard input")
+	}
+	if cfg.SpecFile != "" {
+		j, err := loadSpec(cfg.SpecFile, cfg.CrawlID, stdin, time.Now())
+		if err != nil {
+			return err
+		}
+		job = &j
+		cfg.CrawlID = j.Spec.GetCrawlId()
+		cfg.Sitemaps = cfg.Sitemaps || j.Sitemaps
+		cfg.SitemapURLs = append(cfg.SitemapURLs, j.SitemapURLs...)
+	}
+	if err := cfg.validate(job != nil && len(job.Seeds) > 0); err != nil {
 		return fmt.Errorf("validate config: %w", err)
 	}
 	log, err := telemetry.NewLogger(cfg.Telemetry, service)
@@ -145,7 +172,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(str
 	g.Go(func() error {
 		defer stopAdmin()
 		admin.SetReady(true)
-		_, err := seed(gctx, cfg, stdin, log, telemetry.Registerer(reg, service))
+		_, err := seed(gctx, cfg, job, stdin, log, telemetry.Registerer(reg, service))
 		return err
 	})
 	return g.Wait()

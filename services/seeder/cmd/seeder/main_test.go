@@ -112,7 +112,7 @@ func TestSeedFileWithInvalidLines(t *testing.T) {
 	cfg := config{Kafka: kc, CrawlID: "crawl-1", SeedsFile: file,
 		Seeds: stringList{"http://127.0.0.4/flag", "javascript:void(0)"}}
 	before := time.Now()
-	sum, err := seed(context.Background(), cfg, nil, zap.New(core), prometheus.NewRegistry())
+	sum, err := seed(context.Background(), cfg, nil, nil, zap.New(core), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("seed: %v", err)
 	}

@@ -10,9 +10,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/publish"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/seeds"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
@@ -31,8 +35,10 @@ type summary struct {
 // seed reads and validates the configured seeds, reports every invalid one
 // (with its line number for a file, its position for --seed), publishes
 // the valid ones and logs a summary. It fails with errNoValidSeeds when
-// nothing valid was given, after reporting why.
-func seed(ctx context.Context, cfg config, stdin io.Reader, log *zap.Logger, reg prometheus.Registerer) (summary, error) {
+// nothing valid was given, after reporting why. With a job (--spec, see
+// loadSpec) it publishes the job's crawl spec to the control topic before
+// any seed, and the job's seeds (validated already) before the flags'.
+func seed(ctx context.Context, cfg config, job *jobs.Job, stdin io.Reader, log *zap.Logger, reg prometheus.Registerer) (summary, error) {
 	published := prometheus.NewCounter(prometheus.CounterOpts{Name: "seeds_published_total", Help: "Seeds published to the discovered topic."})
 	invalid := prometheus.NewCounter(prometheus.CounterOpts{Name: "seeds_invalid_total", Help: "Seeds rejected as invalid."})
 	for _, c := range []prometheus.Collector{published, invalid} {
@@ -44,7 +50,19 @@ func seed(ctx context.Context, cfg config, stdin io.Reader, log *zap.Logger, reg
 	var (
 		urls []string
 		sum  summary
+		// serps are the job's search-engine result pages: seeds, but no
+		// hosts to read sitemaps of.
+		serps []publish.Seed
 	)
+	if job != nil {
+		for _, s := range job.Seeds {
+			if s.Engine != "" {
+				serps = append(serps, publish.Seed{URL: s.URL, SERPEngine: s.Engine})
+				continue
+			}
+			urls = append(urls, s.URL)
+		}
+	}
 	for i, raw := range cfg.Seeds {
 		u, err := seeds.Parse(raw)
 		if err != nil {
@@ -69,12 +87,13 @@ func seed(ctx context.Context, cfg config, stdin io.Reader, log *zap.Logger, reg
 		}
 	}
 	invalid.Add(float64(sum.Invalid))
-	batch := make([]publish.Seed, 0, len(urls))
+	batch := make([]publish.Seed, 0, len(urls)+len(serps))
 	seen := make(map[string]bool, len(urls))
 	for _, u := range urls { // published as given, duplicates too (as always)
 		seen[u] = true
 		batch = append(batch, publish.Seed{URL: u})
 	}
+	batch = append(batch, serps...)
 	if cfg.Sitemaps || len(cfg.SitemapURLs) > 0 {
 		var hosts []string
 		if cfg.Sitemaps {
@@ -106,6 +125,15 @@ func seed(ctx context.Context, cfg config, stdin io.Reader, log *zap.Logger, reg
 		return sum, fmt.Errorf("ensure topics: %w", err)
 	}
 	w := kafkaio.NewWriter(cfg.Kafka, log, reg)
+	if job != nil {
+		spec, err := publishSpec(ctx, cfg.Kafka, w, log, job.Spec, time.Now())
+		if err != nil {
+			_ = w.Close()
+			return sum, err
+		}
+		log.Info("crawl spec published", telemetry.Crawl(cfg.CrawlID), zap.Uint64("revision", spec.GetRevision()),
+			zap.Stringer("state", spec.GetState()))
+	}
 	n, err := publish.Marked(ctx, w, cfg.Kafka.Topics().Discovered, cfg.CrawlID, batch, time.Now())
 	sum.Published = n
 	published.Add(float64(n))
@@ -133,4 +161,68 @@ func readFile(path string, stdin io.Reader) ([]seeds.Seed, []seeds.LineError, er
 		return nil, nil, fmt.Errorf("read seeds file %s: %w", path, err)
 	}
 	return s, bad, nil
+}
+
+// loadSpec reads the crawl request at path ("-": stdin) as POST /v1/crawls
+// takes it and validates it the same way (jobs.Decode, jobs.BuildSpec: the
+// same field-by-field errors), except that it needs no seeds: the flags may
+// bring them. crawlID, when not empty, overrides the request's crawl_id;
+// one of the two is required.
+func loadSpec(path, crawlID string, stdin io.Reader, now time.Time) (jobs.Job, error) {
+	r := stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return jobs.Job{}, fmt.Errorf("open spec: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	req, err := jobs.Decode(r)
+	if err != nil {
+		return jobs.Job{}, fmt.Errorf("read spec %s: %w", path, err)
+	}
+	if crawlID != "" {
+		req.CrawlID = crawlID
+	}
+	if req.CrawlID == "" {
+		return jobs.Job{}, fmt.Errorf("read spec %s: no crawl id: give --crawl-id or crawl_id", path)
+	}
+	job, err := jobs.BuildSpec(req, nil, now)
+	if err != nil {
+		return jobs.Job{}, fmt.Errorf("validate spec %s: %w", path, err)
+	}
+	return job, nil
+}
+
+// publishSpec publishes a crawl's specification the way the crawl-jobs API
+// does (control.Control: the compacted control topic, acknowledged by all
+// in-sync replicas), after reading the topic to its end as the API does
+// before it accepts a crawl id: a new crawl gets spec as its revision 1, a
+// crawl that has a specification gets spec as its next revision with its
+// state kept (jobs.Revise; a cancelled crawl is refused). It returns what
+// it published.
+func publishSpec(ctx context.Context, kc kafkaio.Config, w publish.Writer, log *zap.Logger, spec *crawlv1.CrawlSpec, now time.Time) (*crawlv1.CrawlSpec, error) {
+	ctl := control.New(kc, w, log)
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	g, gctx := errgroup.WithContext(followCtx)
+	g.Go(func() error { return ctl.Run(gctx) })
+	published, err := func() (*crawlv1.CrawlSpec, error) {
+		if err := ctl.WaitCaughtUp(gctx); err != nil {
+			return nil, fmt.Errorf("read control topic: %w", err)
+		}
+		next := spec
+		if old := ctl.Get(spec.GetCrawlId()); old != nil {
+			var err error
+			if next, err = jobs.Revise(old, spec, now); err != nil {
+				return nil, fmt.Errorf("revise the spec of crawl %s: %w", spec.GetCrawlId(), err)
+			}
+		}
+		return next, ctl.Publish(ctx, next)
+	}()
+	stopFollowing()
+	if ferr := g.Wait(); ferr != nil {
+		return nil, ferr // the cause of a failed wait
+	}
+	return published, err
 }
