@@ -1,0 +1,43 @@
+// Package crawlspec is the seeder's crawl request — the JSON body of
+// POST /v1/crawls — for other commands that take one (the local launcher's
+// --spec): the same strict decoding and the same field-by-field validation
+// as the crawl-jobs API, so a bad file gets the errors the API would
+// answer. The types are the API's own (aliases of its internal package).
+package crawlspec
+
+import (
+	"io"
+	"time"
+
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+)
+
+// The request and its parts, as the API decodes them.
+type (
+	Request    = jobs.Request
+	Scope      = jobs.Scope
+	Limits     = jobs.Limits
+	Politeness = jobs.Politeness
+	Revisit    = jobs.Revisit
+	Keywords   = jobs.Keywords
+)
+
+// FieldError is one problem of a request, naming its JSON field
+// ("scope.deny_patterns[1]"); FieldErrors is every problem at once.
+type (
+	FieldError  = jobs.FieldError
+	FieldErrors = jobs.FieldErrors
+)
+
+// Decode reads one request strictly: an unknown field or a wrong JSON type
+// is a FieldErrors, anything else that is not one JSON object an error
+// starting "malformed JSON: ". It does not validate values: Validate does.
+func Decode(r io.Reader) (Request, error) { return jobs.Decode(r) }
+
+// Validate checks req as POST /v1/crawls does, every problem at once as
+// FieldErrors, except that it needs no seeds (the command may bring its
+// own). A request without crawl_id is checked as if it had a valid one.
+func Validate(req Request) error {
+	_, err := jobs.BuildSpec(req, func() string { return "crawl" }, time.Time{})
+	return err
+}

@@ -1,0 +1,46 @@
+package crawlspec_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
+)
+
+func TestDecodeValidate(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		wantFields []string // "" = valid
+	}{
+		{"valid without seeds", `{"scope":{"same_host_only":true,"deny_patterns":["/sec1/"]},"limits":{"max_pages_per_host":3}}`, nil},
+		{"unknown field", `{"scope":{"deny_pattern":["x"]}}`, []string{"deny_pattern"}},
+		{"invalid regexp", `{"scope":{"allow_patterns":["("]}}`, []string{"scope.allow_patterns[0]"}},
+		{"several problems", `{"crawl_id":"a b","seeds":["nope"],"politeness":{"delay":"soon"}}`, []string{"crawl_id", "seeds[0]", "politeness.delay"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := crawlspec.Decode(strings.NewReader(tt.body))
+			if err == nil {
+				err = crawlspec.Validate(req)
+			}
+			var fe crawlspec.FieldErrors
+			switch {
+			case tt.wantFields == nil && err != nil:
+				t.Fatalf("err = %v, want valid", err)
+			case tt.wantFields == nil:
+				return
+			case !errors.As(err, &fe):
+				t.Fatalf("err = %v, want field errors", err)
+			}
+			var got []string
+			for _, f := range fe {
+				got = append(got, f.Field)
+			}
+			if strings.Join(got, " ") != strings.Join(tt.wantFields, " ") {
+				t.Errorf("fields %v, want %v", got, tt.wantFields)
+			}
+		})
+	}
+}
