@@ -2,13 +2,17 @@ module github.com/trawl-crawler/trawl/deployments/local
 
 go 1.26.8
 
-replace github.com/trawl-crawler/trawl/libs => ../../libs
+replace (
+	github.com/trawl-crawler/trawl/libs => ../../libs
+	github.com/trawl-crawler/trawl/services/seeder => ../../services/seeder
+)
 
 require (
 	github.com/ClickHouse/clickhouse-go/v2 v2.50.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/trawl-crawler/trawl/libs v0.0.0-00010101000000-000000000000
+	github.com/trawl-crawler/trawl/services/seeder v0.0.0-00010101000000-000000000000
 	go.uber.org/zap v1.28.0
 	golang.org/x/text v0.43.0
 	google.golang.org/protobuf v1.36.12

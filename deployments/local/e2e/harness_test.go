@@ -135,7 +135,7 @@ func tails(dataDir string) string {
 // seed runs the seeder and fails the test unless it exits 0.
 func (e *crawlEnv) seed(ctx context.Context, seeds []string, seedsFile string) *supervise.Process {
 	e.t.Helper()
-	proc, err := e.p.Seed(ctx, e.crawlID, seeds, seedsFile)
+	proc, err := e.p.Seed(ctx, pipeline.SeedRun{CrawlID: e.crawlID, Seeds: seeds, SeedsFile: seedsFile})
 	if err != nil {
 		e.t.Fatalf("seed: %v", err)
 	}

@@ -35,8 +35,6 @@ type Config struct {
 	Delay          time.Duration // flag delay
 	AllowPrivate   bool          // flag allow-private
 	Partitions     int           // flag partitions
-	MaxDepth       int           // flag max-depth
-	MaxPages       int           // flag max-pages
 	Fetchers       int           // flag fetchers
 	DataDir        string        // flag data-dir
 	Timeout        time.Duration // flag timeout (0: none)
@@ -44,6 +42,15 @@ type Config struct {
 	ClickHouseAddr string        // flag clickhouse-addr (empty: start a private server)
 	Database       string        // flag clickhouse-database
 	Verbose        bool          // flag verbose: copy service logs to stderr
+	// SpecFile (flag spec) is a crawl request as POST /v1/crawls takes it:
+	// its scope, limits, politeness and revisit policy are the crawl's, its
+	// seeds are crawled with the others. Scope flags override its fields.
+	SpecFile string
+	Scope    ScopeFlags // flags allow-host … max-pages-per-host
+
+	// Bins, when set, are prebuilt service binaries (tests); otherwise
+	// Run builds them into DataDir/bin.
+	Bins map[string]string
 }
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -53,15 +60,15 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&c.SeedsFile, "seeds-file", "", "file with one seed URL per line (- for stdin)")
-	fs.StringVar(&c.CrawlID, "crawl-id", "", "crawl id (default crawl-<UTC time>)")
+	fs.StringVar(&c.CrawlID, "crawl-id", "", "crawl id (default: the spec file's crawl_id, else crawl-<UTC time>)")
+	fs.StringVar(&c.SpecFile, "spec", "", "crawl request as JSON, the body of POST /v1/crawls (scope, limits, politeness, revisit, seeds); the scope flags below override its fields")
 	fs.BoolVar(&c.Demo, "demo", false, "serve the built-in demo site on 127.0.0.x and crawl it (implies -allow-private)")
 	fs.IntVar(&c.DemoHosts, "demo-hosts", 5, "demo site hosts")
 	fs.IntVar(&c.DemoPages, "demo-pages", 300, "demo site pages over all hosts")
 	fs.DurationVar(&c.Delay, "delay", time.Second, "minimum delay between two requests to one host")
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "allow fetching private, loopback and link-local addresses")
 	fs.IntVar(&c.Partitions, "partitions", 32, "partitions of every URL topic")
-	fs.IntVar(&c.MaxDepth, "max-depth", 0, "maximum link depth from the seeds (0: unlimited)")
-	fs.IntVar(&c.MaxPages, "max-pages", 0, "maximum pages admitted (0: unlimited)")
+	c.Scope.RegisterFlags(fs)
 	fs.IntVar(&c.Fetchers, "fetchers", 1, "fetcher processes")
 	fs.StringVar(&c.DataDir, "data-dir", ".crawl", "directory for binaries, logs, the broker log and a private ClickHouse")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up when the crawl has not drained after this long (0: never)")
@@ -74,8 +81,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate reports a configuration error.
 func (c Config) Validate() error {
 	switch {
-	case !c.Demo && len(c.Seeds) == 0 && c.SeedsFile == "":
-		return errors.New("nothing to crawl: give -seed, -seeds-file or -demo")
+	case !c.Demo && len(c.Seeds) == 0 && c.SeedsFile == "" && c.SpecFile == "":
+		return errors.New("nothing to crawl: give -seed, -seeds-file, -demo or seeds in -spec")
 	case c.Demo && (c.DemoHosts < 1 || c.DemoPages < c.DemoHosts):
 		return errors.New("demo-hosts must be at least 1 and demo-pages at least demo-hosts")
 	case c.Delay < 0:
@@ -84,39 +91,37 @@ func (c Config) Validate() error {
 		return errors.New("partitions must be at least 1")
 	case c.Fetchers < 1:
 		return errors.New("fetchers must be at least 1")
-	case c.MaxDepth < 0 || c.MaxPages < 0:
-		return errors.New("max-depth and max-pages must not be negative")
 	case c.DataDir == "":
 		return errors.New("data-dir must not be empty")
 	case c.Timeout < 0:
 		return errors.New("timeout must not be negative")
 	}
-	return nil
+	return c.Scope.Validate()
 }
 
 // Run runs the crawl, writing progress and the summary to out. stdin is
-// read for -seeds-file -.
+// read for -seeds-file -. The configuration and the crawl's spec are
+// checked before anything is built or started.
 func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if cfg.CrawlID == "" {
-		cfg.CrawlID = "crawl-" + time.Now().UTC().Format("20060102-150405")
+	req, err := cfg.CrawlRequest(time.Now())
+	if err != nil {
+		return err
 	}
+	cfg.CrawlID = req.CrawlID
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("resolve data dir: %w", err)
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return fmt.Errorf("get working directory: %w", err)
+	bins := cfg.Bins
+	if bins == nil {
+		if bins, err = build(ctx, dataDir, out); err != nil {
+			return err
+		}
 	}
-	root, err := supervise.FindRepoRoot(wd)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "building services")
-	bins, err := supervise.Build(ctx, root, filepath.Join(dataDir, "bin"), pipeline.Services)
+	specFile, err := writeSpec(filepath.Join(dataDir, "specs"), req)
 	if err != nil {
 		return err
 	}
@@ -159,16 +164,17 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		DataDir: dataDir, Bins: bins, ClickHouseAddr: ch.Addr, Database: cfg.Database,
 		Partitions: cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
-		AllowPrivate: allowPrivate, MaxDepth: cfg.MaxDepth, MaxPages: cfg.MaxPages, Echo: echo,
+		AllowPrivate: allowPrivate, Echo: echo,
 	})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	fmt.Fprintf(out, "services ready (logs in %s); crawl %s\n", filepath.Join(dataDir, "logs"), cfg.CrawlID)
+	fmt.Fprintf(out, "crawl spec (%s): %s\n", specFile, specLine(req))
 
 	start := time.Now()
-	runErr := crawl(ctx, cfg, p, seeds, seedsFile, out)
+	runErr := crawl(ctx, cfg, p, pipeline.SeedRun{CrawlID: cfg.CrawlID, Seeds: seeds, SeedsFile: seedsFile, SpecFile: specFile}, out)
 	duration := time.Since(start)
 	if runErr != nil && ctx.Err() != nil {
 		fmt.Fprintln(out, "interrupted; stopping services")
@@ -196,15 +202,30 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	return errors.Join(runErr, stopErr)
 }
 
+// build builds the service binaries of the workspace around the working
+// directory into dataDir/bin.
+func build(ctx context.Context, dataDir string, out io.Writer) (map[string]string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("get working directory: %w", err)
+	}
+	root, err := supervise.FindRepoRoot(wd)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(out, "building services")
+	return supervise.Build(ctx, root, filepath.Join(dataDir, "bin"), pipeline.Services)
+}
+
 // crawl seeds the crawl and waits until it drains.
-func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, seeds []string, seedsFile string, out *os.File) error {
+func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.SeedRun, out *os.File) error {
 	if cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 	}
 	mon := p.Monitor(cfg.CrawlID)
-	seeder, err := p.Seed(ctx, cfg.CrawlID, seeds, seedsFile)
+	seeder, err := p.Seed(ctx, run)
 	if err != nil {
 		return err
 	}

@@ -32,19 +32,17 @@ var Services = []string{"scheduler", "fetcher", "parser", "proxypool", "seeder"}
 
 // Config configures a pipeline.
 type Config struct {
-	DataDir        string            // logs in DataDir/logs, broker log in DataDir/kafka
-	Bins           map[string]string // service -> binary (see supervise.Build)
-	BrokerAddr     string            // "" starts an embedded broker
-	ClickHouseAddr string            // native host:port
-	Database       string            // ClickHouse database (default "crawler")
-	Partitions     int               // default 32
-	TopicPrefix    string            // default "crawler."
-	SessionTimeout time.Duration     // consumer session timeout (default 6s)
-	Fetchers       int               // fetcher processes (default 1)
-	Delay          time.Duration     // per-host delay (always passed; 0 means 1ms, the fetcher's smallest)
-	AllowPrivate   bool
-	MaxDepth       int
-	MaxPages       int
+	DataDir        string              // logs in DataDir/logs, broker log in DataDir/kafka
+	Bins           map[string]string   // service -> binary (see supervise.Build)
+	BrokerAddr     string              // "" starts an embedded broker
+	ClickHouseAddr string              // native host:port
+	Database       string              // ClickHouse database (default "crawler")
+	Partitions     int                 // default 32
+	TopicPrefix    string              // default "crawler."
+	SessionTimeout time.Duration       // consumer session timeout (default 6s)
+	Fetchers       int                 // fetcher processes (default 1)
+	Delay          time.Duration       // per-host delay (always passed; 0 means 1ms, the fetcher's smallest)
+	AllowPrivate   bool                // fetchers fetch, and the seeder reads sitemaps from, private addresses
 	LogLevel       string              // default "info"
 	Args           map[string][]string // extra arguments per service
 	Echo           io.Writer           // optional: service output is copied here
@@ -133,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 	if err := p.Store.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse: %w", err)
 	}
-	if _, err := p.StartService(ctx, "scheduler", "scheduler", p.schedulerArgs()); err != nil {
+	if _, err := p.StartService(ctx, "scheduler", "scheduler", nil); err != nil {
 		return nil, err
 	}
 	for i := range cfg.Fetchers {
@@ -148,17 +146,6 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-func (p *Pipeline) schedulerArgs() []string {
-	var a []string
-	if p.cfg.MaxDepth > 0 {
-		a = append(a, "--max-depth", strconv.Itoa(p.cfg.MaxDepth))
-	}
-	if p.cfg.MaxPages > 0 {
-		a = append(a, "--max-pages", strconv.Itoa(p.cfg.MaxPages))
-	}
-	return a
 }
 
 func (p *Pipeline) fetcherArgs(i int) []string {
@@ -278,20 +265,33 @@ func (p *Pipeline) Processes() []*supervise.Process {
 	return append([]*supervise.Process(nil), p.procs...)
 }
 
-// Seed runs the seeder once for crawlID with the given seeds (and seeds
-// file when not empty) and waits for it to exit. The returned process
+// SeedRun is one run of the seeder.
+type SeedRun struct {
+	CrawlID   string
+	Seeds     []string // --seed
+	SeedsFile string   // --seeds-file, when not empty
+	// SpecFile, when not empty, is the crawl's request (the body of POST
+	// /v1/crawls) for the seeder's --spec: it publishes the crawl's spec
+	// to the control topic, which every service follows, before the seeds.
+	SpecFile string
+}
+
+// Seed runs the seeder once and waits for it to exit. The returned process
 // holds the exit status and log.
-func (p *Pipeline) Seed(ctx context.Context, crawlID string, seeds []string, seedsFile string) (*supervise.Process, error) {
+func (p *Pipeline) Seed(ctx context.Context, run SeedRun) (*supervise.Process, error) {
 	admin, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--crawl-id", crawlID}
-	for _, s := range seeds {
+	args := []string{"--crawl-id", run.CrawlID, "--allow-private=" + strconv.FormatBool(p.cfg.AllowPrivate)}
+	for _, s := range run.Seeds {
 		args = append(args, "--seed", s)
 	}
-	if seedsFile != "" {
-		args = append(args, "--seeds-file", seedsFile)
+	if run.SeedsFile != "" {
+		args = append(args, "--seeds-file", run.SeedsFile)
+	}
+	if run.SpecFile != "" {
+		args = append(args, "--spec", run.SpecFile)
 	}
 	args = append(args, p.cfg.Args["seeder"]...)
 	proc, err := supervise.Start(supervise.Spec{

@@ -1,0 +1,271 @@
+package launcher
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
+)
+
+// DefaultMaxDepth is the deepest link depth a crawl admits when neither
+// --max-depth nor the --spec file sets one (seeds are depth 0). It is the
+// scheduler's own default (its --max-depth); the launcher writes it into
+// the crawl's spec so that what -h says is what the crawl does.
+const DefaultMaxDepth = 16
+
+// Opt is a flag value that remembers whether the flag was given (on the
+// command line or as its CRAWLER_ variable).
+type Opt[T any] struct {
+	V   T
+	Set bool
+}
+
+// ScopeFlags are a crawl's scope and limits as launcher flags; each is the
+// field of the crawl request (the body of POST /v1/crawls) named in its
+// help. A flag that is given replaces the --spec file's field (a list
+// flag, given once or more, replaces the whole list); one that is not
+// leaves the field alone.
+type ScopeFlags struct {
+	AllowHosts    Opt[[]string] // flag allow-host (repeatable)
+	DenyHosts     Opt[[]string] // flag deny-host (repeatable)
+	AllowDomains  Opt[[]string] // flag allow-domain (repeatable)
+	DenyDomains   Opt[[]string] // flag deny-domain (repeatable)
+	SameHostOnly  Opt[bool]     // flag same-host-only
+	AllowPatterns Opt[[]string] // flag allow-pattern (repeatable)
+	DenyPatterns  Opt[[]string] // flag deny-pattern (repeatable)
+
+	MaxDepth        Opt[uint32] // flag max-depth
+	MaxPages        Opt[uint64] // flag max-pages
+	MaxPagesPerHost Opt[uint64] // flag max-pages-per-host
+}
+
+func listFlag(fs *flag.FlagSet, o *Opt[[]string], name, usage string) {
+	fs.Func(name, usage, func(s string) error {
+		o.V = append(o.V, s)
+		o.Set = true
+		return nil
+	})
+}
+
+func uintFlag[T uint32 | uint64](fs *flag.FlagSet, o *Opt[T], bits int, name, usage string) {
+	fs.Func(name, usage, func(s string) error {
+		v, err := strconv.ParseUint(s, 10, bits)
+		if err != nil {
+			return fmt.Errorf("want a whole number from 0 to %d", uint64(1)<<bits-1)
+		}
+		o.V, o.Set = T(v), true
+		return nil
+	})
+}
+
+// RegisterFlags binds the scope and limit flags.
+func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
+	listFlag(fs, &s.AllowHosts, "allow-host", "follow links only to this host (repeatable; scope.allow_hosts: with allow-domain, a link must match one of them)")
+	listFlag(fs, &s.DenyHosts, "deny-host", "never follow links to this host (repeatable; scope.deny_hosts)")
+	listFlag(fs, &s.AllowDomains, "allow-domain", "follow links only to this domain and its subdomains (repeatable; scope.allow_domains)")
+	listFlag(fs, &s.DenyDomains, "deny-domain", "never follow links to this domain or its subdomains (repeatable; scope.deny_domains)")
+	fs.BoolFunc("same-host-only", "on ordinary pages follow only links to the page's own host (scope.same_host_only)", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		s.SameHostOnly = Opt[bool]{V: b, Set: true}
+		return nil
+	})
+	listFlag(fs, &s.AllowPatterns, "allow-pattern", "RE2 regexp over the canonical URL; when any is given a link must match one (repeatable; scope.allow_patterns)")
+	listFlag(fs, &s.DenyPatterns, "deny-pattern", "RE2 regexp over the canonical URL; a matching link is dropped (repeatable; scope.deny_patterns)")
+	uintFlag(fs, &s.MaxDepth, 32, "max-depth", fmt.Sprintf("deepest link depth admitted, seeds being depth 0 and their links depth 1; at least 1 (limits.max_depth; default: the spec file's, else %d)", DefaultMaxDepth))
+	uintFlag(fs, &s.MaxPages, 64, "max-pages", "most pages the crawl admits, 0 = unlimited (limits.max_pages; default: the spec file's, else unlimited)")
+	uintFlag(fs, &s.MaxPagesPerHost, 64, "max-pages-per-host", "most pages the crawl admits per host, 0 = unlimited (limits.max_pages_per_host; default: the spec file's, else unlimited)")
+}
+
+// Validate reports flag values that the crawl request cannot express.
+func (s ScopeFlags) Validate() error {
+	if s.MaxDepth.Set && s.MaxDepth.V == 0 {
+		return fmt.Errorf("max-depth 0: want at least 1 (seeds are depth 0; leave the flag out for the default, %d)", DefaultMaxDepth)
+	}
+	return nil
+}
+
+// Apply overrides req's fields with the flags that were given.
+func (s ScopeFlags) Apply(req *crawlspec.Request) {
+	var scope crawlspec.Scope
+	if req.Scope != nil {
+		scope = *req.Scope
+	}
+	scopeSet := false
+	lists := []struct {
+		opt Opt[[]string]
+		dst *[]string
+	}{
+		{s.AllowHosts, &scope.AllowHosts}, {s.DenyHosts, &scope.DenyHosts},
+		{s.AllowDomains, &scope.AllowDomains}, {s.DenyDomains, &scope.DenyDomains},
+		{s.AllowPatterns, &scope.AllowPatterns}, {s.DenyPatterns, &scope.DenyPatterns},
+	}
+	for _, l := range lists {
+		if l.opt.Set {
+			*l.dst = append([]string(nil), l.opt.V...)
+			scopeSet = true
+		}
+	}
+	if s.SameHostOnly.Set {
+		scope.SameHostOnly = s.SameHostOnly.V
+		scopeSet = true
+	}
+	if scopeSet {
+		req.Scope = &scope
+	}
+
+	var limits crawlspec.Limits
+	if req.Limits != nil {
+		limits = *req.Limits
+	}
+	limitsSet := false
+	if s.MaxDepth.Set {
+		limits.MaxDepth, limitsSet = s.MaxDepth.V, true
+	}
+	if s.MaxPages.Set {
+		limits.MaxPages, limitsSet = s.MaxPages.V, true
+	}
+	if s.MaxPagesPerHost.Set {
+		limits.MaxPagesPerHost, limitsSet = s.MaxPagesPerHost.V, true
+	}
+	if limitsSet {
+		req.Limits = &limits
+	}
+}
+
+// given returns, per request field, the flag that set it.
+func (s ScopeFlags) given() map[string]string {
+	out := map[string]string{}
+	for _, f := range []struct {
+		set         bool
+		flag, field string
+	}{
+		{s.AllowHosts.Set, "allow-host", "scope.allow_hosts"},
+		{s.DenyHosts.Set, "deny-host", "scope.deny_hosts"},
+		{s.AllowDomains.Set, "allow-domain", "scope.allow_domains"},
+		{s.DenyDomains.Set, "deny-domain", "scope.deny_domains"},
+		{s.AllowPatterns.Set, "allow-pattern", "scope.allow_patterns"},
+		{s.DenyPatterns.Set, "deny-pattern", "scope.deny_patterns"},
+		{s.MaxDepth.Set, "max-depth", "limits.max_depth"},
+		{s.MaxPages.Set, "max-pages", "limits.max_pages"},
+		{s.MaxPagesPerHost.Set, "max-pages-per-host", "limits.max_pages_per_host"},
+	} {
+		if f.set {
+			out[f.field] = f.flag
+		}
+	}
+	return out
+}
+
+// CrawlRequest returns the crawl's request: the --spec file's (decoded and
+// validated exactly as POST /v1/crawls does, without needing seeds since
+// the launcher brings its own) with the scope flags applied, the crawl id
+// (--crawl-id, else the file's crawl_id, else crawl-<UTC time of now>) and
+// the default max depth filled in. A problem is returned before anything
+// is built or started: crawlspec.FieldErrors as the API would answer,
+// fields set by a flag naming the flag too.
+func (c Config) CrawlRequest(now time.Time) (crawlspec.Request, error) {
+	var req crawlspec.Request
+	if c.SpecFile != "" {
+		f, err := os.Open(c.SpecFile)
+		if err != nil {
+			return req, fmt.Errorf("open spec: %w", err)
+		}
+		req, err = crawlspec.Decode(f)
+		f.Close()
+		if err != nil {
+			return req, fmt.Errorf("read spec %s: %w", c.SpecFile, err)
+		}
+	}
+	c.Scope.Apply(&req)
+	switch {
+	case c.CrawlID != "":
+		req.CrawlID = c.CrawlID
+	case req.CrawlID == "":
+		req.CrawlID = "crawl-" + now.UTC().Format("20060102-150405")
+	}
+	if req.Limits == nil {
+		req.Limits = &crawlspec.Limits{}
+	}
+	if req.Limits.MaxDepth == 0 {
+		req.Limits.MaxDepth = DefaultMaxDepth
+	}
+	if err := crawlspec.Validate(req); err != nil {
+		var fe crawlspec.FieldErrors
+		if errors.As(err, &fe) {
+			given := c.Scope.given()
+			if c.CrawlID != "" {
+				given["crawl_id"] = "crawl-id"
+			}
+			err = nameFlags(fe, given)
+		}
+		what := "flags"
+		if c.SpecFile != "" {
+			what = "spec " + c.SpecFile + " with the flags"
+		}
+		return req, fmt.Errorf("check %s: %w", what, err)
+	}
+	if !c.Demo && len(c.Seeds) == 0 && c.SeedsFile == "" &&
+		len(req.Seeds) == 0 && req.SeedsText == "" && req.Keywords == nil && len(req.SitemapURLs) == 0 {
+		return req, errors.New("nothing to crawl: give -seed, -seeds-file, -demo or seeds in -spec")
+	}
+	return req, nil
+}
+
+// nameFlags adds the flag to the field of every problem a flag caused:
+// "scope.deny_patterns[0] (--deny-pattern)".
+func nameFlags(fe crawlspec.FieldErrors, given map[string]string) crawlspec.FieldErrors {
+	out := make(crawlspec.FieldErrors, len(fe))
+	for i, f := range fe {
+		field := f.Field
+		if j := strings.IndexByte(field, '['); j >= 0 {
+			field = field[:j]
+		}
+		if fl, ok := given[field]; ok {
+			f.Field += " (--" + fl + ")"
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// writeSpec writes req as JSON into dir for the seeder's --spec and
+// returns the file's path.
+func writeSpec(dir string, req crawlspec.Request) (string, error) {
+	b, err := json.MarshalIndent(req, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode crawl spec: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create spec dir: %w", err)
+	}
+	path := filepath.Join(dir, req.CrawlID+".json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write crawl spec: %w", err)
+	}
+	return path, nil
+}
+
+// specLine is the spec's scope and limits in one line of JSON, for the
+// start of a crawl.
+func specLine(req crawlspec.Request) string {
+	b, err := json.Marshal(struct {
+		Scope      *crawlspec.Scope      `json:"scope,omitempty"`
+		Limits     *crawlspec.Limits     `json:"limits,omitempty"`
+		Politeness *crawlspec.Politeness `json:"politeness,omitempty"`
+		Revisit    *crawlspec.Revisit    `json:"revisit,omitempty"`
+	}{req.Scope, req.Limits, req.Politeness, req.Revisit})
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}

@@ -1,0 +1,260 @@
+package launcher
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
+)
+
+var now = time.Date(2026, 11, 22, 4, 5, 6, 0, time.UTC)
+
+// parse parses args (and env) the way cmd/crawl does.
+func parse(t *testing.T, args []string, env map[string]string) (Config, error) {
+	t.Helper()
+	var cfg Config
+	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.RegisterFlags(fs)
+	err := envflag.Parse(fs, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err == nil {
+		err = cfg.Validate()
+	}
+	return cfg, err
+}
+
+func TestCrawlRequestMerge(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string // file content; "" = no --spec
+		args []string
+		env  map[string]string
+		want crawlspec.Request
+	}{
+		{
+			name: "flags only",
+			args: []string{"--demo", "--deny-pattern", `/sec1/`, "--deny-pattern", `\?sort=`, "--same-host-only", "--max-pages-per-host", "5"},
+			want: crawlspec.Request{CrawlID: "crawl-20261122-040506",
+				Scope:  &crawlspec.Scope{DenyPatterns: []string{`/sec1/`, `\?sort=`}, SameHostOnly: true},
+				Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth, MaxPagesPerHost: 5}},
+		},
+		{
+			name: "no scope at all: only the default depth",
+			args: []string{"--seed", "http://127.0.0.2/"},
+			want: crawlspec.Request{CrawlID: "crawl-20261122-040506", Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
+		},
+		{
+			name: "flags override the file's fields, the rest stays",
+			spec: `{"crawl_id": "from-file", "seeds": ["http://127.0.0.2/"],
+				"scope": {"deny_patterns": ["a"], "allow_hosts": ["127.0.0.2"], "same_host_only": true},
+				"limits": {"max_depth": 3, "max_pages": 100},
+				"politeness": {"delay": "2s"}}`,
+			args: []string{"--deny-pattern", "b", "--max-pages", "0", "--same-host-only=false"},
+			want: crawlspec.Request{CrawlID: "from-file", Seeds: []string{"http://127.0.0.2/"},
+				Scope:      &crawlspec.Scope{DenyPatterns: []string{"b"}, AllowHosts: []string{"127.0.0.2"}},
+				Limits:     &crawlspec.Limits{MaxDepth: 3},
+				Politeness: &crawlspec.Politeness{Delay: "2s"}},
+		},
+		{
+			name: "crawl-id flag and environment",
+			spec: `{"crawl_id": "from-file", "seeds": ["http://127.0.0.2/"], "limits": {"max_depth": 0, "max_pages_per_host": 9}}`,
+			args: []string{"--crawl-id", "from-flag"},
+			env:  map[string]string{"CRAWLER_ALLOW_DOMAIN": "example.org", "CRAWLER_MAX_DEPTH": "4"},
+			want: crawlspec.Request{CrawlID: "from-flag", Seeds: []string{"http://127.0.0.2/"},
+				Scope:  &crawlspec.Scope{AllowDomains: []string{"example.org"}},
+				Limits: &crawlspec.Limits{MaxDepth: 4, MaxPagesPerHost: 9}},
+		},
+		{
+			name: "spec max_depth 0 means the default",
+			spec: `{"seeds_text": "http://127.0.0.2/\n", "limits": {"max_depth": 0}}`,
+			want: crawlspec.Request{CrawlID: "crawl-20261122-040506", SeedsText: "http://127.0.0.2/\n", Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.spec != "" {
+				args = append([]string{"--spec", writeTemp(t, tt.spec)}, args...)
+			}
+			cfg, err := parse(t, args, tt.env)
+			if err != nil {
+				t.Fatalf("flags: %v", err)
+			}
+			got, err := cfg.CrawlRequest(now)
+			if err != nil {
+				t.Fatalf("CrawlRequest: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("request\n%s\nwant\n%s", specJSON(got), specJSON(tt.want))
+			}
+		})
+	}
+}
+
+func TestCrawlRequestRejects(t *testing.T) {
+	tests := []struct {
+		name       string
+		spec       string
+		args       []string
+		wantFields []string // the FieldErrors' fields, in order
+		wantMsg    string   // else: a plain error containing this
+		wantIs     error
+	}{
+		{name: "spec not JSON", spec: `{"scope": {`, wantMsg: "malformed JSON"},
+		{name: "spec with trailing data", spec: `{} {}`, wantMsg: "data after the JSON object"},
+		{name: "unknown field", spec: `{"scope": {"deny_pattern": ["x"]}}`, args: []string{"--demo"}, wantFields: []string{"deny_pattern"}},
+		{name: "wrong type", spec: `{"limits": {"max_pages": "10"}}`, args: []string{"--demo"}, wantFields: []string{"limits.max_pages"}},
+		{name: "every problem of the file at once", spec: `{"seeds": ["http://127.0.0.2/", "no url"], "scope": {"deny_patterns": ["(", "ok"], "allow_hosts": ["a/b"]}, "politeness": {"delay": "-1s"}}`,
+			wantFields: []string{"seeds[1]", "scope.allow_hosts[0]", "scope.deny_patterns[0]", "politeness.delay"}},
+		{name: "invalid regexp from a flag", args: []string{"--demo", "--allow-pattern", "ok", "--allow-pattern", "[z-a]"},
+			wantFields: []string{"scope.allow_patterns[1] (--allow-pattern)"}},
+		{name: "flag error next to a file error", spec: `{"scope": {"deny_patterns": ["("]}}`, args: []string{"--demo", "--deny-host", "a b"},
+			wantFields: []string{"scope.deny_hosts[0] (--deny-host)", "scope.deny_patterns[0]"}},
+		{name: "bad crawl id flag", args: []string{"--demo", "--crawl-id", "a/b"}, wantFields: []string{"crawl_id (--crawl-id)"}},
+		{name: "bad crawl id in the file", spec: `{"crawl_id": "a b"}`, args: []string{"--demo"}, wantFields: []string{"crawl_id"}},
+		{name: "nothing to crawl", spec: `{"scope": {"same_host_only": true}}`, wantMsg: "nothing to crawl"},
+		{name: "missing spec file", args: []string{"--demo", "--spec", filepath.Join(os.TempDir(), "no-such-spec.json")}, wantIs: os.ErrNotExist},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.spec != "" {
+				args = append([]string{"--spec", writeTemp(t, tt.spec)}, args...)
+			}
+			cfg, err := parse(t, args, nil)
+			if err != nil {
+				t.Fatalf("flags: %v", err)
+			}
+			_, err = cfg.CrawlRequest(now)
+			checkErr(t, err, tt.wantFields, tt.wantMsg, tt.wantIs)
+		})
+	}
+}
+
+func TestScopeFlagsRejected(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantMsg string
+	}{
+		{"max-depth 0", []string{"--demo", "--max-depth", "0"}, "max-depth 0: want at least 1"},
+		{"negative max-depth", []string{"--demo", "--max-depth", "-1"}, "want a whole number"},
+		{"max-depth over uint32", []string{"--demo", "--max-depth", "4294967296"}, "want a whole number from 0 to 4294967295"},
+		{"same-host-only not a bool", []string{"--demo", "--same-host-only=maybe"}, "want true or false"},
+		{"nothing to crawl", []string{"--max-pages", "3"}, "nothing to crawl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse(t, tt.args, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// TestRunRejectsBadSpecFirst: a bad spec stops Run before it builds or
+// starts anything: the data directory is not even created.
+func TestRunRejectsBadSpecFirst(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	cfg, err := parse(t, []string{"--demo", "--data-dir", dataDir, "--spec",
+		writeTemp(t, `{"scope": {"deny_patterns": ["(unclosed"]}, "limits": {"max_pagez": 1}}`)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	err = Run(t.Context(), cfg, strings.NewReader(""), out)
+	checkErr(t, err, []string{"max_pagez"}, "", nil)
+	if _, serr := os.Stat(dataDir); !errors.Is(serr, os.ErrNotExist) {
+		t.Errorf("data dir exists after a rejected spec (stat: %v)", serr)
+	}
+	if b, _ := os.ReadFile(out.Name()); len(b) > 0 {
+		t.Errorf("Run wrote %q before rejecting the spec", b)
+	}
+}
+
+func checkErr(t *testing.T, err error, wantFields []string, wantMsg string, wantIs error) {
+	t.Helper()
+	var fe crawlspec.FieldErrors
+	switch {
+	case err == nil:
+		t.Fatal("no error")
+	case wantIs != nil:
+		if !errors.Is(err, wantIs) {
+			t.Errorf("err = %v, want %v", err, wantIs)
+		}
+	case wantFields != nil:
+		if !errors.As(err, &fe) {
+			t.Fatalf("err = %v, want field errors %v", err, wantFields)
+		}
+		var got []string
+		for _, f := range fe {
+			got = append(got, f.Field)
+		}
+		if !reflect.DeepEqual(got, wantFields) {
+			t.Errorf("fields %q, want %q (%v)", got, wantFields, err)
+		}
+	default:
+		if errors.As(err, &fe) || !strings.Contains(err.Error(), wantMsg) {
+			t.Errorf("err = %v, want a plain error containing %q", err, wantMsg)
+		}
+	}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func specJSON(r crawlspec.Request) string {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// TestWriteSpecRoundTrip: the file handed to the seeder's --spec decodes
+// (strictly, as the seeder reads it) to the request the launcher checked.
+func TestWriteSpecRoundTrip(t *testing.T) {
+	req := crawlspec.Request{CrawlID: "c-1", Seeds: []string{"http://127.0.0.2/"},
+		Scope:   &crawlspec.Scope{SameHostOnly: true, DenyPatterns: []string{`\?sort=`}, AllowDomains: []string{"example.org"}},
+		Limits:  &crawlspec.Limits{MaxDepth: 3, MaxPagesPerHost: 5},
+		Revisit: &crawlspec.Revisit{Enabled: false, MinInterval: "1h"}}
+	path, err := writeSpec(t.TempDir(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(path) != "c-1.json" {
+		t.Errorf("spec file %s, want c-1.json", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := crawlspec.Decode(f)
+	if err != nil {
+		t.Fatalf("decode the written spec: %v", err)
+	}
+	if !reflect.DeepEqual(got, req) {
+		t.Errorf("round trip\n%s\nwant\n%s", specJSON(got), specJSON(req))
+	}
+}
