@@ -1,7 +1,8 @@
 // Package supervise builds the service binaries and runs each service as a
 // separate OS process: logs to a file, graceful stop (SIGTERM, then SIGKILL
-// after a deadline), kill, restart, and the CPU time and peak memory every
-// process used across its restarts.
+// after a deadline), kill, restart, the CPU time and peak memory every
+// process used across its restarts, and a Supervisor that restarts a
+// process that exits on its own, with back-off, until it crash-loops.
 package supervise
 
 import (
@@ -93,9 +94,13 @@ type Process struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the current run has exited
 	waitErr error         // exit status of the last run
+	started time.Time     // when the current run started
 	usage   Usage
 	logf    *os.File
 }
+
+// ErrRunning is returned (wrapped) by Restart when the process runs.
+var ErrRunning = errors.New("already running")
 
 // Start starts the process.
 func Start(spec Spec) (*Process, error) {
@@ -116,7 +121,7 @@ func (p *Process) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil && !isClosed(p.done) {
-		return fmt.Errorf("start %s: already running", p.spec.Name)
+		return fmt.Errorf("start %s: %w", p.spec.Name, ErrRunning)
 	}
 	if err := os.MkdirAll(filepath.Dir(p.spec.LogFile), 0o755); err != nil {
 		return fmt.Errorf("create log dir: %w", err)
@@ -142,7 +147,7 @@ func (p *Process) start() error {
 		return fmt.Errorf("start %s: %w", p.spec.Name, err)
 	}
 	done := make(chan struct{})
-	p.cmd, p.done, p.logf, p.waitErr = cmd, done, f, nil
+	p.cmd, p.done, p.logf, p.waitErr, p.started = cmd, done, f, nil, time.Now()
 	p.usage.Starts++
 	go p.wait(cmd, f, done)
 	return nil
@@ -178,6 +183,13 @@ func (p *Process) Done() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.done
+}
+
+// StartedAt returns when the current (or last) run started.
+func (p *Process) StartedAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
 }
 
 // Running reports whether the current run has not exited.
@@ -251,7 +263,8 @@ func (p *Process) Kill() error {
 	return nil
 }
 
-// Restart starts the process again after it exited.
+// Restart starts the process again after it exited; while it runs, it
+// fails with ErrRunning.
 func (p *Process) Restart() error { return p.start() }
 
 // Usage returns the CPU time and peak memory of the exited runs.
