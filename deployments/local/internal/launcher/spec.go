@@ -67,10 +67,10 @@ func uintFlag[T uint32 | uint64](fs *flag.FlagSet, o *Opt[T], bits int, name, us
 
 // RegisterFlags binds the scope and limit flags.
 func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
-	listFlag(fs, &s.AllowHosts, "allow-host", "follow links only to this host (repeatable; scope.allow_hosts: with allow-domain, a link must match one of them)")
-	listFlag(fs, &s.DenyHosts, "deny-host", "never follow links to this host (repeatable; scope.deny_hosts)")
-	listFlag(fs, &s.AllowDomains, "allow-domain", "follow links only to this domain and its subdomains (repeatable; scope.allow_domains)")
-	listFlag(fs, &s.DenyDomains, "deny-domain", "never follow links to this domain or its subdomains (repeatable; scope.deny_domains)")
+	listFlag(fs, &s.AllowHosts, "allow-host", "follow links only to this `host` (repeatable; scope.allow_hosts: with allow-domain, a link must match one of them)")
+	listFlag(fs, &s.DenyHosts, "deny-host", "never follow links to this `host` (repeatable; scope.deny_hosts)")
+	listFlag(fs, &s.AllowDomains, "allow-domain", "follow links only to this `domain` and its subdomains (repeatable; scope.allow_domains)")
+	listFlag(fs, &s.DenyDomains, "deny-domain", "never follow links to this `domain` or its subdomains (repeatable; scope.deny_domains)")
 	fs.BoolFunc("same-host-only", "on ordinary pages follow only links to the page's own host (scope.same_host_only)", func(v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -79,11 +79,11 @@ func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
 		s.SameHostOnly = Opt[bool]{V: b, Set: true}
 		return nil
 	})
-	listFlag(fs, &s.AllowPatterns, "allow-pattern", "RE2 regexp over the canonical URL; when any is given a link must match one (repeatable; scope.allow_patterns)")
-	listFlag(fs, &s.DenyPatterns, "deny-pattern", "RE2 regexp over the canonical URL; a matching link is dropped (repeatable; scope.deny_patterns)")
-	uintFlag(fs, &s.MaxDepth, 32, "max-depth", fmt.Sprintf("deepest link depth admitted, seeds being depth 0 and their links depth 1; at least 1 (limits.max_depth; default: the spec file's, else %d)", DefaultMaxDepth))
-	uintFlag(fs, &s.MaxPages, 64, "max-pages", "most pages the crawl admits, 0 = unlimited (limits.max_pages; default: the spec file's, else unlimited)")
-	uintFlag(fs, &s.MaxPagesPerHost, 64, "max-pages-per-host", "most pages the crawl admits per host, 0 = unlimited (limits.max_pages_per_host; default: the spec file's, else unlimited)")
+	listFlag(fs, &s.AllowPatterns, "allow-pattern", "RE2 `regexp` over the canonical URL; when any is given a link must match one (repeatable; scope.allow_patterns)")
+	listFlag(fs, &s.DenyPatterns, "deny-pattern", "RE2 `regexp` over the canonical URL; a matching link is dropped (repeatable; scope.deny_patterns)")
+	uintFlag(fs, &s.MaxDepth, 32, "max-depth", fmt.Sprintf("deepest link `depth` admitted, seeds being depth 0 and their links depth 1; at least 1 (limits.max_depth; default: the spec file's, else %d)", DefaultMaxDepth))
+	uintFlag(fs, &s.MaxPages, 64, "max-pages", "most `pages` the crawl admits, 0 = unlimited (limits.max_pages; default: the spec file's, else unlimited)")
+	uintFlag(fs, &s.MaxPagesPerHost, 64, "max-pages-per-host", "most `pages` the crawl admits per host, 0 = unlimited (limits.max_pages_per_host; default: the spec file's, else unlimited)")
 }
 
 // Validate reports flag values that the crawl request cannot express.
@@ -183,7 +183,7 @@ func (c Config) CrawlRequest(now time.Time) (crawlspec.Request, error) {
 		req, err = crawlspec.Decode(f)
 		f.Close()
 		if err != nil {
-			return req, fmt.Errorf("read spec %s: %w", c.SpecFile, err)
+			return req, fmt.Errorf("read spec %s: %w", c.SpecFile, listed(err))
 		}
 	}
 	c.Scope.Apply(&req)
@@ -206,7 +206,7 @@ func (c Config) CrawlRequest(now time.Time) (crawlspec.Request, error) {
 			if c.CrawlID != "" {
 				given["crawl_id"] = "crawl-id"
 			}
-			err = nameFlags(fe, given)
+			err = listed(nameFlags(fe, given))
 		}
 		what := "flags"
 		if c.SpecFile != "" {
@@ -219,6 +219,30 @@ func (c Config) CrawlRequest(now time.Time) (crawlspec.Request, error) {
 		return req, errors.New("nothing to crawl: give -seed, -seeds-file, -demo or seeds in -spec")
 	}
 	return req, nil
+}
+
+// fieldErrors shows a request's problems one per line, for a terminal;
+// errors.As still finds the crawlspec.FieldErrors.
+type fieldErrors struct{ crawlspec.FieldErrors }
+
+func (e fieldErrors) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid request:")
+	for _, f := range e.FieldErrors {
+		b.WriteString("\n  " + f.Field + ": " + f.Message)
+	}
+	return b.String()
+}
+
+func (e fieldErrors) Unwrap() error { return e.FieldErrors }
+
+// listed returns err with its field errors, if any, one per line.
+func listed(err error) error {
+	var fe crawlspec.FieldErrors
+	if errors.As(err, &fe) {
+		return fieldErrors{fe}
+	}
+	return err
 }
 
 // nameFlags adds the flag to the field of every problem a flag caused:
