@@ -169,6 +169,42 @@ func TestCrawlSurvivesKills(t *testing.T) {
 	}
 }
 
+// TestCrawlHealsKilledFetcher runs the pipeline the way the launcher does,
+// with its services supervised, SIGKILLs the fetcher mid-crawl and does
+// not restart it: the supervisor does, and the crawl still fetches every
+// reachable page.
+func TestCrawlHealsKilledFetcher(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	start := time.Now()
+	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 4, PagesPerHost: 40, FirstHostOctet: 120}, delay: e2eDelay, autoRestart: true})
+	total := len(e.site.ReachableAllowed())
+	e.seed(ctx, e.site.Seeds(), "")
+
+	e.waitRequests(ctx, total*3/10)
+	fetcher := e.p.Process("fetcher-0")
+	before := len(pageRequests(e.site.Requests()))
+	if err := fetcher.Kill(); err != nil {
+		t.Fatalf("kill fetcher-0: %v", err)
+	}
+	t.Logf("SIGKILLed fetcher-0 at %d/%d pages; left to the supervisor", before, total)
+
+	s := e.drain(ctx, 120*time.Second)
+	e.stop()
+	dups := checkCoverage(t, e.site, false)
+	if got := e.p.Restarts(); got["fetcher-0"] != 1 || got["scheduler"] != 0 || got["parser"] != 0 || got["proxypool"] != 0 {
+		t.Errorf("restarts %v, want fetcher-0 once and nothing else", got)
+	}
+	evs := e.supervisorEvents()
+	if len(evs) != 1 || evs[0].Name != "fetcher-0" || evs[0].Restart != 1 || evs[0].Err == nil || !strings.Contains(evs[0].Err.Error(), "killed") {
+		t.Errorf("supervisor events %v, want fetcher-0 killed and restarted once", evs)
+	}
+	msg := fmt.Sprintf("crawl with fetcher SIGKILLed and healed by its supervisor drained: %s; %d reachable pages, %d duplicate fetches; total %s",
+		s.Line(), total, dups, time.Since(start).Round(time.Millisecond))
+	t.Log(msg)
+	fmt.Println("e2e:", msg)
+}
+
 func TestBadInputs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()

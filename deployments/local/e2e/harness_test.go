@@ -75,6 +75,9 @@ type crawlEnv struct {
 	crawlID string
 	delay   time.Duration
 	stopped bool
+
+	mu       sync.Mutex
+	restarts []supervise.Event // what the supervisors did (autoRestart)
 }
 
 type envConfig struct {
@@ -83,6 +86,10 @@ type envConfig struct {
 	args    map[string][]string
 	noSite  bool
 	crawlID string
+	// autoRestart puts the services under supervisors (the launcher's
+	// default). Off (the default here), a service that exits fails the
+	// test, and tests that kill services restart them themselves.
+	autoRestart bool
 }
 
 // startEnv starts the demo site and the pipeline (separate processes,
@@ -105,6 +112,13 @@ func startEnv(t *testing.T, ctx context.Context, ec envConfig) *crawlEnv {
 		DataDir: dataDir, Bins: b, ClickHouseAddr: ch.Addr[0], Database: ch.Database,
 		Partitions: 8, SessionTimeout: 4 * time.Second, Delay: ec.delay, AllowPrivate: true,
 		Args: ec.args, LogLevel: "debug", StopGrace: 20 * time.Second,
+		AutoRestart: ec.autoRestart,
+		OnRestart: func(ev supervise.Event) {
+			t.Logf("supervisor: %s", ev)
+			e.mu.Lock()
+			e.restarts = append(e.restarts, ev)
+			e.mu.Unlock()
+		},
 	})
 	if err != nil {
 		t.Fatalf("start pipeline: %v\n%s", err, tails(dataDir))
@@ -140,6 +154,13 @@ func (e *crawlEnv) seed(ctx context.Context, seeds []string, seedsFile string) *
 		e.t.Fatalf("seed: %v", err)
 	}
 	return proc
+}
+
+// supervisorEvents returns what the supervisors did so far.
+func (e *crawlEnv) supervisorEvents() []supervise.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]supervise.Event(nil), e.restarts...)
 }
 
 // drain waits until every consumer group is drained.

@@ -47,6 +47,11 @@ type Config struct {
 	// seeds are crawled with the others. Scope flags override its fields.
 	SpecFile string
 	Scope    ScopeFlags // flags allow-host … max-pages-per-host
+	// AutoRestart (flag restart) restarts a service that exits on its own
+	// per Restart (flags restart-backoff, restart-max-backoff, restart-max,
+	// restart-window); a crash loop ends the crawl.
+	AutoRestart bool
+	Restart     supervise.Policy
 
 	// Bins, when set, are prebuilt service binaries (tests); otherwise
 	// Run builds them into DataDir/bin.
@@ -76,6 +81,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", "", "ClickHouse native host:port (default: start a private server)")
 	fs.StringVar(&c.Database, "clickhouse-database", "crawler", "ClickHouse database")
 	fs.BoolVar(&c.Verbose, "verbose", false, "copy the services' logs to stderr")
+	d := supervise.DefaultPolicy()
+	fs.BoolVar(&c.AutoRestart, "restart", true, "restart a service that exits on its own, with back-off (false: such an exit ends the crawl)")
+	fs.DurationVar(&c.Restart.Backoff, "restart-backoff", d.Backoff, "delay before restarting a service; doubles with every restart within -restart-window")
+	fs.DurationVar(&c.Restart.MaxBackoff, "restart-max-backoff", d.MaxBackoff, "longest delay before a restart")
+	fs.IntVar(&c.Restart.MaxRestarts, "restart-max", d.MaxRestarts, "restarts of one service tolerated within -restart-window; one more is a crash loop that ends the crawl with the service's log")
+	fs.DurationVar(&c.Restart.Window, "restart-window", d.Window, "how far back restarts count for the back-off and -restart-max")
 }
 
 // Validate reports a configuration error.
@@ -95,6 +106,11 @@ func (c Config) Validate() error {
 		return errors.New("data-dir must not be empty")
 	case c.Timeout < 0:
 		return errors.New("timeout must not be negative")
+	case c.AutoRestart && (c.Restart.Backoff <= 0 || c.Restart.MaxBackoff <= 0 || c.Restart.MaxRestarts < 1 || c.Restart.Window <= 0):
+		return errors.New("restart-backoff, restart-max-backoff and restart-window must be positive, restart-max at least 1")
+	}
+	if err := c.Restart.Validate(); err != nil {
+		return err
 	}
 	return c.Scope.Validate()
 }
@@ -161,10 +177,15 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if cfg.Verbose {
 		echo = os.Stderr
 	}
+	disp := &progress.Display{Out: out, TTY: isTTY(out)}
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		DataDir: dataDir, Bins: bins, ClickHouseAddr: ch.Addr, Database: cfg.Database,
 		Partitions: cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
 		AllowPrivate: allowPrivate, Echo: echo,
+		AutoRestart: cfg.AutoRestart, Restart: cfg.Restart,
+		OnRestart: func(ev supervise.Event) {
+			disp.Note(ev.String() + " (log: " + filepath.Join(dataDir, "logs", ev.Name+".log") + ")")
+		},
 	})
 	if err != nil {
 		return err
@@ -174,7 +195,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	fmt.Fprintf(out, "crawl spec (%s): %s\n", specFile, specLine(req))
 
 	start := time.Now()
-	runErr := crawl(ctx, cfg, p, pipeline.SeedRun{CrawlID: cfg.CrawlID, Seeds: seeds, SeedsFile: seedsFile, SpecFile: specFile}, out)
+	runErr := crawl(ctx, cfg, p, pipeline.SeedRun{CrawlID: cfg.CrawlID, Seeds: seeds, SeedsFile: seedsFile, SpecFile: specFile}, disp)
 	duration := time.Since(start)
 	if runErr != nil && ctx.Err() != nil {
 		fmt.Fprintln(out, "interrupted; stopping services")
@@ -188,6 +209,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if err != nil {
 		return errors.Join(runErr, stopErr, err)
 	}
+	sum.Restarts = p.Restarts()
 	sum.Print(out)
 	if cfg.Bench {
 		printBench(out, sum, p.Usage())
@@ -218,7 +240,7 @@ func build(ctx context.Context, dataDir string, out io.Writer) (map[string]strin
 }
 
 // crawl seeds the crawl and waits until it drains.
-func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.SeedRun, out *os.File) error {
+func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.SeedRun, disp *progress.Display) error {
 	if cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
@@ -232,7 +254,6 @@ func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.S
 	if err := seeder.Err(); err != nil {
 		return fmt.Errorf("seeder: %w", err)
 	}
-	disp := &progress.Display{Out: out, TTY: isTTY(out)}
 	_, err = mon.WaitDrained(ctx, progress.DrainConfig{Check: p.Check, Display: disp})
 	disp.Done()
 	return err

@@ -140,7 +140,7 @@ func TestCrawlRequestRejects(t *testing.T) {
 	}
 }
 
-func TestScopeFlagsRejected(t *testing.T) {
+func TestFlagsRejected(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
@@ -151,6 +151,9 @@ func TestScopeFlagsRejected(t *testing.T) {
 		{"max-depth over uint32", []string{"--demo", "--max-depth", "4294967296"}, "want a whole number from 0 to 4294967295"},
 		{"same-host-only not a bool", []string{"--demo", "--same-host-only=maybe"}, "want true or false"},
 		{"nothing to crawl", []string{"--max-pages", "3"}, "nothing to crawl"},
+		{"no restart tolerated", []string{"--demo", "--restart-max", "0"}, "restart-max at least 1"},
+		{"zero back-off", []string{"--demo", "--restart-backoff", "0s"}, "must be positive"},
+		{"back-off above its maximum", []string{"--demo", "--restart-backoff", "1m", "--restart-max-backoff", "10s"}, "above its maximum"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,6 +48,20 @@ type Config struct {
 	Args           map[string][]string // extra arguments per service
 	Echo           io.Writer           // optional: service output is copied here
 	StopGrace      time.Duration       // SIGTERM to SIGKILL (default 30s)
+
+	// AutoRestart puts every long-running service under a
+	// supervise.Supervisor: one that exits without being asked to is
+	// restarted after a back-off (Restart, zero fields default), each
+	// exit reported to OnRestart, and a crash loop is what Check reports.
+	// Off, Check reports any such exit at once: tests that SIGKILL
+	// services and restart them themselves (Pipeline.Restart) keep it off,
+	// so that their kill/restart timing is their own and any other exit
+	// fails them.
+	AutoRestart bool
+	Restart     supervise.Policy
+	// OnRestart, optional, is called with every exit a supervisor
+	// handles, from the supervisor's goroutine.
+	OnRestart func(supervise.Event)
 }
 
 func (c *Config) setDefaults() {
@@ -73,7 +88,9 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Pipeline is a running pipeline.
+// Pipeline is a running pipeline. Its methods are meant for one
+// goroutine (the launcher's or a test's); the supervisors it runs with
+// AutoRestart are its own goroutines.
 type Pipeline struct {
 	cfg      Config
 	broker   *kafkaembed.Broker
@@ -83,19 +100,34 @@ type Pipeline struct {
 	seeder   *supervise.Process   // the last seeder run
 	admin    map[*supervise.Process]string
 	stopping map[*supervise.Process]bool
+
+	// Supervisors (AutoRestart): each runs in its own goroutine until its
+	// cancel is called; sups counts them; crashErr is the first crash loop.
+	supCancels []context.CancelFunc
+	sups       sync.WaitGroup
+	mu         sync.Mutex
+	crashErr   error
+}
+
+func newPipeline(cfg Config) *Pipeline {
+	cfg.setDefaults()
+	return &Pipeline{cfg: cfg, admin: map[*supervise.Process]string{}, stopping: map[*supervise.Process]bool{}}
 }
 
 // Start starts the broker (when needed), creates the topics, migrates the
 // ClickHouse schema and starts scheduler, fetchers, parser and proxypool,
 // waiting until each reports ready. On error everything started is stopped.
 func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
-	cfg.setDefaults()
 	for _, s := range Services {
 		if cfg.Bins[s] == "" {
 			return nil, fmt.Errorf("start pipeline: no binary for %s", s)
 		}
 	}
-	p := &Pipeline{cfg: cfg, admin: map[*supervise.Process]string{}, stopping: map[*supervise.Process]bool{}}
+	if err := cfg.Restart.Validate(); err != nil {
+		return nil, fmt.Errorf("start pipeline: %w", err)
+	}
+	p := newPipeline(cfg)
+	cfg = p.cfg
 	defer func() {
 		if err != nil {
 			p.Kill()
@@ -188,7 +220,8 @@ func (p *Pipeline) LogFile(name string) string {
 }
 
 // StartService starts one long-running service process (as name) and waits
-// until its /readyz answers 200.
+// until its /readyz answers 200; with AutoRestart it is supervised from
+// then on.
 func (p *Pipeline) StartService(ctx context.Context, service, name string, extra []string) (*supervise.Process, error) {
 	admin, err := freeAddr()
 	if err != nil {
@@ -207,7 +240,40 @@ func (p *Pipeline) StartService(ctx context.Context, service, name string, extra
 	if err := p.WaitReady(ctx, proc); err != nil {
 		return nil, err
 	}
+	if p.cfg.AutoRestart {
+		p.supervise(proc)
+	}
 	return proc, nil
+}
+
+// supervise starts proc's supervisor; stopSupervisors ends it.
+func (p *Pipeline) supervise(proc *supervise.Process) {
+	sup := supervise.NewSupervisor(proc, p.cfg.Restart, p.cfg.OnRestart)
+	// Not the caller's ctx: a supervisor lives as long as the pipeline,
+	// until Stop or Kill.
+	ctx, cancel := context.WithCancel(context.Background())
+	p.supCancels = append(p.supCancels, cancel)
+	p.sups.Add(1)
+	go func() {
+		defer p.sups.Done()
+		if err := sup.Run(ctx); err != nil {
+			p.mu.Lock()
+			if p.crashErr == nil {
+				p.crashErr = err
+			}
+			p.mu.Unlock()
+		}
+	}()
+}
+
+// stopSupervisors stops every supervisor and waits for them, so that the
+// services can be stopped without being restarted.
+func (p *Pipeline) stopSupervisors() {
+	for _, cancel := range p.supCancels {
+		cancel()
+	}
+	p.supCancels = nil
+	p.sups.Wait()
 }
 
 // WaitReady polls the process's /readyz until it answers 200 (bounded by
@@ -241,12 +307,23 @@ func (p *Pipeline) WaitReady(ctx context.Context, proc *supervise.Process) error
 }
 
 // Restart restarts a process that exited (for example after Kill) with the
-// same arguments and waits until it is ready.
+// same arguments and waits until it is ready. With AutoRestart, a process
+// its supervisor restarted first is only waited for.
 func (p *Pipeline) Restart(ctx context.Context, proc *supervise.Process) error {
-	if err := proc.Restart(); err != nil {
+	if err := proc.Restart(); err != nil && !(p.cfg.AutoRestart && errors.Is(err, supervise.ErrRunning)) {
 		return err
 	}
 	return p.WaitReady(ctx, proc)
+}
+
+// Restarts returns per long-running process how many times it was
+// restarted (by its supervisor or by Restart).
+func (p *Pipeline) Restarts() map[string]int {
+	out := make(map[string]int, len(p.procs))
+	for _, proc := range p.procs {
+		out[proc.Name()] = proc.Usage().Starts - 1
+	}
+	return out
 }
 
 // Process returns the long-running process with the given name
@@ -311,8 +388,16 @@ func (p *Pipeline) Seed(ctx context.Context, run SeedRun) (*supervise.Process, e
 	return proc, nil
 }
 
-// Check reports a long-running process that exited without being asked to.
+// Check reports a long-running process that exited without being asked
+// to; with AutoRestart, only a crash loop (a *supervise.CrashLoopError with
+// the service's log tail): a process that is down is being restarted.
 func (p *Pipeline) Check() error {
+	p.mu.Lock()
+	err := p.crashErr
+	p.mu.Unlock()
+	if err != nil || p.cfg.AutoRestart {
+		return err
+	}
 	for _, proc := range p.procs {
 		if !p.stopping[proc] && !proc.Running() {
 			return fmt.Errorf("%s exited unexpectedly (%v); log tail:\n%s", proc.Name(), proc.Err(), proc.LogTail(30))
@@ -326,14 +411,20 @@ func (p *Pipeline) Monitor(crawlID string) *progress.Monitor {
 	return progress.NewMonitor(p.Kafka, p.Store.Conn(), crawlID)
 }
 
-// Stop stops the services in pipeline order (scheduler, fetchers, parser,
-// proxypool) with SIGTERM, each within StopGrace. It returns every process
-// that did not exit cleanly with code 0. The store and broker stay open
-// until Close.
+// Stop stops the supervisors, then the services in pipeline order
+// (scheduler, fetchers, parser, proxypool) with SIGTERM, each within
+// StopGrace. It returns every process that did not exit cleanly with code
+// 0, except, with AutoRestart, one that was already down: its exit was
+// reported (OnRestart, a crash loop through Check) when it happened. The
+// store and broker stay open until Close.
 func (p *Pipeline) Stop() error {
+	p.stopSupervisors()
 	var errs []error
 	for _, proc := range p.procs {
 		p.stopping[proc] = true
+		if p.cfg.AutoRestart && !proc.Running() {
+			continue
+		}
 		if err := proc.Stop(p.cfg.StopGrace); err != nil {
 			errs = append(errs, fmt.Errorf("%w; log tail:\n%s", err, proc.LogTail(20)))
 		}
@@ -348,6 +439,7 @@ func (p *Pipeline) Close() { p.closeInfra() }
 // Kill kills every service at once and closes the broker (cleanup after a
 // failure).
 func (p *Pipeline) Kill() {
+	p.stopSupervisors()
 	for _, proc := range p.procs {
 		p.stopping[proc] = true
 		_ = proc.Kill()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -111,11 +112,14 @@ func (s Snapshot) Line() string {
 }
 
 // Display writes progress lines: rewritten in place on a terminal, one
-// line per update otherwise.
+// line per update otherwise. Its methods are safe for concurrent use.
 type Display struct {
 	Out io.Writer
 	TTY bool
-	n   int
+
+	mu   sync.Mutex
+	n    int    // length of the line in place
+	last string // the line in place
 }
 
 // Show writes a snapshot.
@@ -123,8 +127,11 @@ func (d *Display) Show(s Snapshot) {
 	if d.Out == nil {
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	line := s.Line()
 	if d.TTY {
+		d.last = line
 		pad := ""
 		if len(line) < d.n {
 			pad = strings.Repeat(" ", d.n-len(line))
@@ -136,9 +143,35 @@ func (d *Display) Show(s Snapshot) {
 	fmt.Fprintln(d.Out, line)
 }
 
+// Note writes a line of its own (a service restarted) without breaking
+// the progress line: on a terminal the line in place is cleared, the note
+// written, and the progress line redrawn under it.
+func (d *Display) Note(line string) {
+	if d.Out == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.TTY || d.n == 0 {
+		fmt.Fprintln(d.Out, line)
+		return
+	}
+	pad := ""
+	if len(line) < d.n {
+		pad = strings.Repeat(" ", d.n-len(line))
+	}
+	fmt.Fprint(d.Out, "\r"+line+pad+"\n"+d.last)
+	d.n = len(d.last)
+}
+
 // Done ends the in-place line.
 func (d *Display) Done() {
-	if d.Out != nil && d.TTY && d.n > 0 {
+	if d.Out == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.TTY && d.n > 0 {
 		fmt.Fprintln(d.Out)
 		d.n = 0
 	}

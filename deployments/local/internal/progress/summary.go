@@ -20,6 +20,9 @@ type Summary struct {
 	Bytes     int64
 	Duration  time.Duration // wall time measured by the caller (seeding to drain)
 	Active    time.Duration // first to last fetch_log row (millisecond resolution)
+	// Restarts is, per service process, how often it was restarted during
+	// the crawl (set by the caller; nil prints nothing).
+	Restarts map[string]int
 }
 
 // ReadSummary reads the summary of crawlID; duration is the crawl's wall
@@ -99,6 +102,18 @@ func (s Summary) Print(w io.Writer) {
 		fmt.Fprint(w, "  errors     ")
 		for _, k := range kinds {
 			fmt.Fprintf(w, " %s:%d", k, s.ByError[k])
+		}
+		fmt.Fprintln(w)
+	}
+	if s.Restarts != nil {
+		names := make([]string, 0, len(s.Restarts))
+		for n := range s.Restarts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprint(w, "  restarts   ")
+		for _, n := range names {
+			fmt.Fprintf(w, " %s:%d", n, s.Restarts[n])
 		}
 		fmt.Fprintln(w)
 	}
