@@ -1,9 +1,13 @@
 // Command crawl runs a whole crawl on one machine: embedded broker, a
-// ClickHouse server, the five services as separate processes, and
-// optionally a generated demo site to crawl.
+// ClickHouse server, the five services as separate processes (restarted
+// with back-off when one dies), and optionally a generated demo site to
+// crawl. The crawl's scope and limits come from flags and/or a --spec file
+// holding the body of the crawl-jobs API's POST /v1/crawls.
 //
 //	go run ./deployments/local/cmd/crawl --demo
 //	go run ./deployments/local/cmd/crawl --seeds-file seeds.txt --allow-private=false
+//	go run ./deployments/local/cmd/crawl --demo --same-host-only --deny-pattern '/sec1/' --max-pages-per-host 20
+//	go run ./deployments/local/cmd/crawl --spec job.json --max-depth 3
 package main
 
 import (
