@@ -1092,21 +1092,31 @@ func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
 
 // hold defers a due request of a paused crawl durably and acks it; if
 // that fails it waits in its queue for the next check.
+//
+// Its attempt's claim is released before the copy is produced: the copy is
+// the request from then on, and this partition may read it back before
+// Write returns (a late acknowledgement); a claim still held then makes the
+// copy a repeat of itself, acked without a request, and the URL is lost.
 func (h *handler) hold(ctx context.Context, t *task) {
 	now := h.s.opts.Now()
+	recheck := now.Add(h.s.opts.PauseRecheck)
 	m, ok := h.pauseDeferral(t, now)
-	if ok {
-		if err := h.s.prod.Write(ctx, m); err == nil {
-			h.s.m.pausedHeld.Inc()
-			h.settle(t, false)
-			t.ack(t.msg)
-			return
-		}
+	if !ok {
+		h.engine.Push(t.host, t, recheck) // still claimed
+		return
+	}
+	h.settle(t, false)
+	if err := h.s.prod.Write(ctx, m); err == nil {
+		h.s.m.pausedHeld.Inc()
+		t.ack(t.msg)
+		return
 	}
 	if ctx.Err() != nil {
-		return // abandoned at close: unacked
+		return // abandoned at close: unacked, and no longer claimed
 	}
-	h.engine.Push(t.host, t, now.Add(h.s.opts.PauseRecheck))
+	// Claimed again, it waits in its queue; if the copy was written after
+	// all and read back meanwhile, t is the copy's repeat and push acks it.
+	h.push(t, recheck)
 }
 
 // Proxy outcomes of ProxyFeedback.

@@ -8,16 +8,19 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 )
 
@@ -127,4 +130,98 @@ func TestCrawlControl(t *testing.T) {
 func mustSpans(s *site) []span {
 	spans, _ := s.snapshot()
 	return spans
+}
+
+// slowAckProducer returns from Write only after after has passed since its
+// records became durable, as a loaded machine may learn of the broker's
+// acknowledgement late: the consumer can read a record back before Write
+// returns.
+type slowAckProducer struct {
+	Producer
+	after time.Duration
+}
+
+func (p slowAckProducer) Write(ctx context.Context, msgs ...kafka.Message) error {
+	if err := p.Producer.Write(ctx, msgs...); err != nil {
+		return err
+	}
+	t := time.NewTimer(p.after)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// TestPausedRequestsSurviveSlowAcks pauses a crawl whose requests the
+// fetcher holds, deferring each again every PauseRecheck, while the
+// broker's acknowledgements reach the fetcher late, so that each deferred
+// copy is read back before the write that produced it returns. The copy is
+// the request now (the held record is acked once the copy is durable):
+// after the resume every page is requested exactly once, none is lost as a
+// repeat of itself.
+func TestPausedRequestsSurviveSlowAcks(t *testing.T) {
+	const (
+		pages   = 4
+		recheck = time.Second
+		lateAck = recheck / 2 // past the reader's 200ms poll, short of the recheck
+	)
+	kcfg := kafkatest.Config(t, 1)
+	store := chtest.NewStore(t)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	specs := crawlcontrol.NewSpecs()
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "held", Revision: 1, State: crawlv1.CrawlState_CRAWL_STATE_PAUSED})
+	s := startSite(t, "127.0.0.65", pageHandler(""))
+	w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
+	defer w.Close()
+	var msgs []kafka.Message
+	for i := range pages {
+		u := fmt.Sprintf("%s/p%d", s.base, i)
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{
+			CrawlId: "held", Url: u, UrlFp: uint64(i + 1), ScheduledAt: timestamppb.New(time.Now()),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := w.Write(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+
+	p := startFetcherProd(ctx, t, kcfg, store, "slow-acks", 100, Options{
+		Politeness: politeness.Options{Delay: 50 * time.Millisecond}, Crawls: specs, PauseRecheck: recheck,
+	}, httpfetch.Options{}, func(p Producer) Producer { return slowAckProducer{Producer: p, after: lateAck} })
+	defer p.stop(t)
+
+	// every request is held through a few rechecks
+	time.Sleep(3*recheck + lateAck)
+	if n := s.pageHits(); n != 0 {
+		t.Fatalf("%d requests while paused", n)
+	}
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "held", Revision: 2, State: crawlv1.CrawlState_CRAWL_STATE_RUNNING})
+	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer wcancel()
+	waitFor(wctx, t, fmt.Sprintf("the %d held pages to be requested after the resume", pages), func() bool {
+		return s.pageHits() >= pages
+	})
+	time.Sleep(2 * lateAck) // a duplicate would show now
+	_, hits := s.snapshot()
+	for i := range pages {
+		if n := hits[fmt.Sprintf("/p%d", i)]; n != 1 {
+			t.Errorf("/p%d requested %d times, want 1", i, n)
+		}
+	}
+	if got := testutil.ToFloat64(p.svc.m.repeatsSkipped.WithLabelValues(skipHeld)); got != 0 {
+		t.Errorf("%v held copies acked as repeats", got)
+	}
 }

@@ -43,6 +43,14 @@ func startFetcher(ctx context.Context, t testing.TB, kcfg kafkaio.Config, store 
 // o.Servers set, hosts resolve through the fetcher.
 func startFetcherWith(ctx context.Context, t testing.TB, kcfg kafkaio.Config, store *chstore.Store, name string, maxInFlight int, o Options, fo httpfetch.Options) *fetcherProc {
 	t.Helper()
+	return startFetcherProd(ctx, t, kcfg, store, name, maxInFlight, o, fo, nil)
+}
+
+// startFetcherProd is startFetcherWith whose Service produces (deferrals,
+// held requests, sitemaps, host states) through wrap(writer) when wrap is
+// not nil; the recorder keeps the writer itself.
+func startFetcherProd(ctx context.Context, t testing.TB, kcfg kafkaio.Config, store *chstore.Store, name string, maxInFlight int, o Options, fo httpfetch.Options, wrap func(Producer) Producer) *fetcherProc {
+	t.Helper()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)).Named(name)
 	reg := prometheus.NewRegistry()
 	fo.AllowPrivate = true
@@ -62,7 +70,11 @@ func startFetcherWith(ctx context.Context, t testing.TB, kcfg kafkaio.Config, st
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
 	rec, stopRec := startRecorder(t, ctx, w, flog, nil, reg)
 	o.Topics, o.InstanceID = kcfg.Topics(), name
-	svc, err := New(o, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)
+	var prod Producer = w
+	if wrap != nil {
+		prod = wrap(w)
+	}
+	svc, err := New(o, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), prod, rec, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
