@@ -122,11 +122,38 @@ func trimHostDot(s string) string {
 }
 
 // trimDots removes the trailing dots of a domain, unless nothing would be
-// left ("." stays ".").
+// left ("." stays ".") or what is left ends in a number: the URL parser
+// reads such a host as an IPv4 address ("0.." is a domain, "0" is 0.0.0.0,
+// "foo.09" is refused), so "0.." and "foo.09.." keep their dots and the
+// canonical form stays idempotent.
 func trimDots(host string) string {
 	t := strings.TrimRight(host, ".")
-	if t == "" {
+	if t == "" || t == host || endsInNumber(t) {
 		return host
 	}
 	return t
+}
+
+// endsInNumber is the URL standard's "ends in a number" test of a host
+// without trailing dot: its last label is decimal digits, or "0x"
+// followed by hex digits.
+func endsInNumber(host string) bool {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if last == "" {
+		return false
+	}
+	if strings.HasPrefix(last, "0x") || strings.HasPrefix(last, "0X") {
+		for _, c := range last[2:] {
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range last {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -19,7 +19,9 @@
 //   - the fragment is removed: it is never sent to the server;
 //   - trailing dots of a domain are removed ("example.com." is the host
 //     "example.com", as in the politeness key; DNS resolves both the same and
-//     virtual hosts are configured without the dot);
+//     virtual hosts are configured without the dot), except where the host
+//     would then end in a number, which the parser reads as an IPv4
+//     address ("0.." stays: "0" is 0.0.0.0);
 //   - percent-escapes are normalized (RFC 3986 §6.2.2.1-2): hex digits
 //     upper-cased, escapes of unreserved characters (ALPHA DIGIT - . _ ~)
 //     decoded, a '%' that does not start a valid escape encoded as "%25" (so
@@ -196,6 +198,120 @@ func PolitenessKey(rawURL string) (string, error) {
 		return host + ":" + p, nil
 	}
 	return host, nil
+}
+
+// CanonicalKey returns PolitenessKey(canonical) for a canonical URL (a
+// result of Canonicalize or Resolve) without parsing it again: the host and
+// port of its authority, which canonicalization already lower-cased,
+// IDNA-encoded, stripped of trailing dots and of the default port. An
+// authority it cannot vouch for (characters a canonical host cannot hold,
+// a trailing dot) goes through PolitenessKey. The parser and the scheduler
+// key tens of links per page this way: the WHATWG parse was a tenth of the
+// parser's CPU.
+func CanonicalKey(canonical string) (string, error) {
+	i := strings.Index(canonical, "://")
+	if i < 0 || !slicesContains(schemes, canonical[:i]) {
+		return PolitenessKey(canonical)
+	}
+	auth := canonical[i+3:]
+	if end := strings.IndexAny(auth, "/?#"); end >= 0 {
+		auth = auth[:end]
+	}
+	if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+		auth = auth[at+1:]
+	}
+	if auth == "" || auth[0] == ':' || !plainAuthority(auth) {
+		return PolitenessKey(canonical)
+	}
+	return auth, nil
+}
+
+// schemes are the schemes Canonicalize accepts.
+var schemes = []string{"http", "https", "ftp"}
+
+func slicesContains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// plainAuthority reports whether auth is a host[:port] that a canonical URL
+// can hold as it is: lower-case letters, digits, '-', '.', an IPv6 literal
+// in brackets, a numeric port, and no trailing dot.
+func plainAuthority(auth string) bool {
+	host, port := auth, ""
+	if auth[0] == '[' {
+		end := strings.IndexByte(auth, ']')
+		if end < 0 {
+			return false
+		}
+		for _, c := range auth[1:end] {
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == ':' || c == '.') {
+				return false
+			}
+		}
+		host, port = auth[:end+1], auth[end+1:]
+		if port != "" && port[0] != ':' {
+			return false
+		}
+	} else {
+		if i := strings.LastIndexByte(auth, ':'); i >= 0 {
+			host, port = auth[:i], auth[i:]
+		}
+		if host == "" || host[len(host)-1] == '.' {
+			return false
+		}
+		for _, c := range host {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+				return false
+			}
+		}
+		// A host ending in a number is an IPv4 address to the parser
+		// (0x7f.1 is 127.0.0.1): only the dotted-decimal form is plain.
+		last := host[strings.LastIndexByte(host, '.')+1:]
+		if last != "" && (last[0] >= '0' && last[0] <= '9') && !dottedQuad(host) {
+			return false
+		}
+	}
+	if port != "" {
+		if len(port) < 2 || len(port) > 6 {
+			return false
+		}
+		for _, c := range port[1:] {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// dottedQuad reports whether host is four decimal numbers 0-255 without
+// leading zeros, the canonical form of an IPv4 address.
+func dottedQuad(host string) bool {
+	parts := strings.Split(host, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 3 || (len(p) > 1 && p[0] == '0') {
+			return false
+		}
+		n := 0
+		for _, c := range p {
+			if c < '0' || c > '9' {
+				return false
+			}
+			n = n*10 + int(c-'0')
+		}
+		if n > 255 {
+			return false
+		}
+	}
+	return true
 }
 
 // NormalizePercent normalizes the percent-escapes of s: hex digits are

@@ -402,6 +402,7 @@ func FuzzCanonicalize(f *testing.F) {
 		"http://example.com/", "HTTP://Bücher.DE:80/a/./b/../c%7e%2f%zz?b=2&a=1#f",
 		"https://[::1]:443/%%41", `http:\\a\b`, "ftp://u:p@h:21/x;type=a", "http://a/%2e%2E/", "http://0x7f.1",
 		"mailto:x", "http://a/?%", " http://a/\t?\nq ", "http://xn--a.b/", "http://a/%C3%BC%c3%bc",
+		"http://u:p@[2001:db8::1]:8080/x", "http://a.:81", "http://@a/", "http://a:/x", "http://1.2.3.4./", "https://..:9/",
 	} {
 		f.Add(s)
 	}
@@ -424,6 +425,9 @@ func FuzzCanonicalize(f *testing.F) {
 		k2, err2 := PolitenessKey(c)
 		if err1 != nil || err2 != nil || k1 != k2 {
 			t.Fatalf("PolitenessKey(%q) = %q, %v; of canonical %q = %q, %v", in, k1, err1, c, k2, err2)
+		}
+		if k3, err3 := CanonicalKey(c); err3 != nil || k3 != k2 {
+			t.Fatalf("CanonicalKey(%q) = %q, %v; PolitenessKey says %q", c, k3, err3, k2)
 		}
 	})
 }
@@ -448,6 +452,11 @@ func FuzzResolve(f *testing.F) {
 		c, err := Canonicalize(r)
 		if err != nil || c != r {
 			t.Fatalf("Resolve(%q, %q) = %q, not canonical: %q, %v", base, ref, r, c, err)
+		}
+		k1, err1 := PolitenessKey(r)
+		k2, err2 := CanonicalKey(r)
+		if err1 != nil || err2 != nil || k1 != k2 {
+			t.Fatalf("keys of %q: PolitenessKey %q, %v; CanonicalKey %q, %v", r, k1, err1, k2, err2)
 		}
 	})
 }
@@ -735,4 +744,47 @@ func parserLeavesAlone(p string) bool {
 		}
 	}
 	return true
+}
+
+func TestCanonicalKey(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://example.com/a?b", "example.com"},
+		{"https://example.com:8443/", "example.com:8443"},
+		{"http://u:p@127.0.0.1:8080/x", "127.0.0.1:8080"},
+		{"http://[2001:db8::1]:81/", "[2001:db8::1]:81"},
+		{"ftp://f.example/pub", "f.example"},
+		{"http://xn--bcher-kva.de/", "xn--bcher-kva.de"},
+		// Not canonical: the parse decides, as PolitenessKey would.
+		{"HTTP://Example.COM./x", "example.com"},
+		{"http://0x7f.1/", "127.0.0.1"},
+		{"http://127.1/", "127.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := CanonicalKey(tt.in)
+			if err != nil || got != tt.want {
+				t.Errorf("CanonicalKey(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{"mailto:x", "http://a.1/"} { // a.1: an IPv4 address with a non-numeric part
+		if k, err := CanonicalKey(bad); err == nil {
+			t.Errorf("CanonicalKey(%q) = %q, want an error", bad, k)
+		}
+	}
+}
+
+func BenchmarkCanonicalKey(b *testing.B) {
+	for _, f := range []struct {
+		name string
+		fn   func(string) (string, error)
+	}{{"PolitenessKey", PolitenessKey}, {"CanonicalKey", CanonicalKey}} {
+		b.Run(f.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := f.fn("http://127.1.0.5:35325/news/2021/story-31.html"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
