@@ -22,7 +22,8 @@ type Handler interface {
 	// may return before the work is done, but must eventually call ack
 	// exactly once per record, when everything the record caused is durable
 	// (produced with acks=all, inserted into ClickHouse). ack is safe for
-	// concurrent use. A returned error stops the partition without
+	// concurrent use and reads only the record's partition and offset
+	// (AckRefs keeps just those). A returned error stops the partition without
 	// committing past the record; the group run then fails. ctx is
 	// cancelled when the partition is revoked or the group stops; Handle
 	// must then return promptly (a rebalance waits for it).

@@ -40,3 +40,15 @@ func Decode(msg kafka.Message, m proto.Message) error {
 	}
 	return nil
 }
+
+// AckRefs returns what acking the batch's records needs (their topic,
+// partition and offset), without their keys, values and headers: a
+// handler that acks a batch after its work is durable keeps these, so the
+// records' payloads (pages of up to megabytes) are not held meanwhile.
+func AckRefs(batch []kafka.Message) []kafka.Message {
+	out := make([]kafka.Message, len(batch))
+	for i, m := range batch {
+		out[i] = kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset}
+	}
+	return out
+}

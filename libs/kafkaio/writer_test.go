@@ -186,3 +186,21 @@ func testutilValue(t *testing.T, reg *prometheus.Registry, name, topic string) f
 	t.Fatalf("metric %s{topic=%q} not found", name, topic)
 	return 0
 }
+
+func TestAckRefs(t *testing.T) {
+	batch := []kafka.Message{
+		{Topic: "t", Partition: 3, Offset: 7, Key: []byte("k"), Value: make([]byte, 1<<20), Headers: []kafka.Header{{Key: "h"}}},
+		{Topic: "t", Partition: 3, Offset: 8, Value: []byte("v")},
+	}
+	refs := kafkaio.AckRefs(batch)
+	if len(refs) != len(batch) {
+		t.Fatalf("%d refs for %d records", len(refs), len(batch))
+	}
+	for i, r := range refs {
+		want := kafka.Message{Topic: "t", Partition: 3, Offset: batch[i].Offset}
+		if r.Topic != want.Topic || r.Partition != want.Partition || r.Offset != want.Offset ||
+			r.Key != nil || r.Value != nil || r.Headers != nil {
+			t.Errorf("ref %d = %+v, want only topic, partition and offset of %+v", i, r, want)
+		}
+	}
+}

@@ -276,16 +276,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		if !d.meta.IsDuplicate && d.row.Text != "" {
 			firsts = append(firsts, chstore.ContentSeenRow{CrawlID: d.row.CrawlID, ContentFP: d.row.ContentFP, URL: d.row.URL, FirstSeen: d.row.FetchedAt})
 		}
-		key, err := kafkaio.Key(d.row.URL)
-		if err == nil {
-			var m kafka.Message
-			if m, err = kafkaio.NewMessage(p.topics.Documents, key, d.msg); err == nil {
-				msgs = append(msgs, m)
-			}
-		}
-		if err != nil { // the URL is canonical and its key was derived before
+		m, err := kafkaio.NewMessage(p.topics.Documents, []byte(d.row.Host), d.msg)
+		if err != nil {
 			return fmt.Errorf("encode document %s: %w", d.row.URL, err)
 		}
+		msgs = append(msgs, m)
 	}
 	if len(msgs) > 0 {
 		if err := p.sinks.Publisher.Write(ctx, msgs...); err != nil {
@@ -302,6 +297,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		k.N = n
 		rows = append(rows, k)
 	}
+	acks := kafkaio.AckRefs(batch) // not the pages: they are parsed
 	h.persisting.Add(1)
 	go func() {
 		defer h.persisting.Done()
@@ -310,7 +306,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			return
 		}
 		p.metrics.documents.Add(float64(len(docs)))
-		for _, rec := range batch {
+		for _, rec := range acks {
 			ack(rec)
 		}
 	}()
@@ -442,7 +438,7 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 		res.outcome = OutcomeInvalidURL
 		return res
 	}
-	res.host, _ = urlcanon.PolitenessKey(pageURL) // pageURL is canonical: cannot fail
+	res.host, _ = urlcanon.CanonicalKey(pageURL) // pageURL is canonical: cannot fail
 	var spec *crawlv1.CrawlSpec
 	if p.specs != nil {
 		spec = p.specs.Get(page.GetCrawlId())
@@ -489,7 +485,7 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 	res.links = make([]kafka.Message, 0, min(len(ext.Links), maxLinks))
 	res.linkDepth = page.GetDepth() + 1
 	for _, l := range ext.Links {
-		host, err := urlcanon.PolitenessKey(l.URL)
+		host, err := urlcanon.CanonicalKey(l.URL)
 		if err != nil {
 			res.drop(DropKey, 1)
 			continue
@@ -664,7 +660,7 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 			continue
 		}
 		seen[urlcanon.Key(u)] = true
-		host, err := urlcanon.PolitenessKey(u)
+		host, err := urlcanon.CanonicalKey(u)
 		if err != nil {
 			res.drop(DropKey, 1)
 			continue

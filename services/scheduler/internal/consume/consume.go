@@ -30,6 +30,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/dedup"
@@ -183,10 +184,11 @@ func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr Frontier, l Se
 // partitionOf is the pipeline's one partition function applied to a
 // canonical URL.
 func (s *Scheduler) partitionOf(canonical string) ([]byte, int, error) {
-	key, err := kafkaio.Key(canonical)
+	k, err := urlcanon.CanonicalKey(canonical)
 	if err != nil {
 		return nil, 0, fmt.Errorf("key url: %w", err)
 	}
+	key := []byte(k)
 	return key, kafkaio.PartitionFor(key, s.cfg.Partitions), nil
 }
 
@@ -421,6 +423,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		s.metrics.dropped.WithLabelValues(string(r)).Add(float64(n))
 	}
 	s.metrics.seenSize.Add(float64(len(rows)))
+	acks := kafkaio.AckRefs(batch)
 	h.persisting.Add(1)
 	go func() {
 		defer h.persisting.Done()
@@ -428,7 +431,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			h.fail(err)
 			return
 		}
-		for _, msg := range batch {
+		for _, msg := range acks {
 			ack(msg)
 		}
 		s.metrics.batchTime.Observe(time.Since(start).Seconds())
