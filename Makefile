@@ -11,7 +11,7 @@ BENCH_MODULES := $(filter ./libs ./services/%,$(MODULES))
 SEEDS ?=
 ARGS  ?=
 
-.PHONY: crawl test bench proto vet fmt tidy
+.PHONY: crawl test bench bench-crawl profile proto vet fmt tidy
 
 crawl:
 	$(GO) run ./deployments/local/cmd/crawl $(if $(SEEDS),--seeds-file $(SEEDS),--demo) $(ARGS)
@@ -19,12 +19,31 @@ crawl:
 test:
 	bash scripts/test.sh
 
+# make bench                    Go micro-benchmarks, then the crawl benchmark
+# make bench-crawl              every process of a crawl of the generated web (200 hosts ×
+#                               56 pages) on CPU $(BENCH_CPUS), the web on $(SITE_CPUS):
+#                               pages/s, duplicate requests, CPU ms per request, peak RSS
+# make profile                  the crawl benchmark with a CPU and allocation profile per service
+BENCH_CPUS ?= 0
+SITE_CPUS  ?= 1
+BENCH_DIR  ?= .crawl/bench
+BENCH_CRAWL = rm -rf $(BENCH_DIR)/kafka $(BENCH_DIR)/clickhouse $(BENCH_DIR)/logs $(BENCH_DIR)/profiles && \
+	$(GO) build -o $(BENCH_DIR)/crawl ./deployments/local/cmd/crawl && \
+	taskset -c $(BENCH_CPUS) $(BENCH_DIR)/crawl --web --delay 0 --max-depth 10 --bench --site-cpus $(SITE_CPUS) \
+		--data-dir $(BENCH_DIR) --bench-json $(BENCH_DIR)/bench.json
+
 bench:
 	@set -e; for m in $(BENCH_MODULES); do \
 		echo "== bench $$m"; \
 		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); \
 	done
-	$(GO) run ./deployments/local/cmd/crawl --demo --demo-pages 2000 --delay 0 --bench --data-dir .crawl/bench $(ARGS)
+	$(MAKE) bench-crawl
+
+bench-crawl:
+	$(BENCH_CRAWL) $(ARGS)
+
+profile:
+	$(BENCH_CRAWL) --profile $(BENCH_DIR)/profiles $(ARGS)
 
 proto:
 	protoc --proto_path=libs/crawlmsg/crawlv1 \

@@ -14,7 +14,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"go.uber.org/zap"
+
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 )
 
 func main() {
@@ -31,9 +34,15 @@ func run(ctx context.Context) error {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9092", "listen address")
 	dir := fs.String("dir", "", "data directory (empty: in memory only)")
+	profileDir := fs.String("profile-dir", "", "write cpu.pprof (the whole run) and allocs.pprof (at exit) here")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
+	stopProfiles, err := telemetry.StartProfiles(telemetry.Config{ProfileDir: *profileDir}, zap.NewNop())
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	b, err := kafkaembed.Start(ctx, *dir, *addr)
 	if err != nil {
 		return err

@@ -24,15 +24,6 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
 )
 
-// Ready is the line websim prints once it serves.
-type Ready struct {
-	Seeds   []string `json:"seeds"`
-	Hosts   []string `json:"hosts"`
-	Offsite string   `json:"offsite"`
-	Pages   int      `json:"pages"`
-	Stats   string   `json:"stats"` // URL of the statistics (websim.Stats as JSON)
-}
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
@@ -83,7 +74,7 @@ func run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	ready, err := json.Marshal(Ready{Seeds: web.Seeds(), Hosts: web.Hosts(), Offsite: web.Offsite(),
+	ready, err := json.Marshal(websim.Ready{Seeds: web.Seeds(), Hosts: web.Hosts(), Offsite: web.Offsite(),
 		Pages: web.Pages(), Stats: "http://" + ln.Addr().String() + "/stats"})
 	if err != nil {
 		return fmt.Errorf("encode ready line: %w", err)

@@ -10,11 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
-	"syscall"
 	"time"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/chboot"
@@ -22,26 +21,41 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
+	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
 
 // Config is the launcher's configuration.
 type Config struct {
-	Seeds          []string      // flag seed (repeatable)
-	SeedsFile      string        // flag seeds-file ("-" for stdin)
-	CrawlID        string        // flag crawl-id (default generated from the time)
-	Demo           bool          // flag demo
-	DemoHosts      int           // flag demo-hosts
-	DemoPages      int           // flag demo-pages (total over all hosts)
-	Delay          time.Duration // flag delay
-	AllowPrivate   bool          // flag allow-private
-	Partitions     int           // flag partitions
-	Fetchers       int           // flag fetchers
-	DataDir        string        // flag data-dir
-	Timeout        time.Duration // flag timeout (0: none)
-	Bench          bool          // flag bench
-	ClickHouseAddr string        // flag clickhouse-addr (empty: start a private server)
-	Database       string        // flag clickhouse-database
-	Verbose        bool          // flag verbose: copy service logs to stderr
+	Seeds        []string      // flag seed (repeatable)
+	SeedsFile    string        // flag seeds-file ("-" for stdin)
+	CrawlID      string        // flag crawl-id (default generated from the time)
+	Demo         bool          // flag demo
+	DemoHosts    int           // flag demo-hosts
+	DemoPages    int           // flag demo-pages (total over all hosts)
+	Delay        time.Duration // flag delay
+	AllowPrivate bool          // flag allow-private
+	Partitions   int           // flag partitions
+	Fetchers     int           // flag fetchers
+	DataDir      string        // flag data-dir
+	Timeout      time.Duration // flag timeout (0: none)
+	Bench        bool          // flag bench
+	// Web (flag web) serves the generated web of internal/websim
+	// (WebHosts hosts of WebArticles articles, flags web-hosts,
+	// web-articles) in a process of its own, pinned to SiteCPUs (flag
+	// site-cpus) when set, and crawls it scoped to its hosts.
+	Web         bool
+	WebHosts    int
+	WebArticles int
+	SiteCPUs    string
+	// BrokerProcess (flag broker-process; --bench implies it) runs the
+	// embedded broker as a process of its own, to count it apart.
+	BrokerProcess  bool
+	ProfileDir     string // flag profile: every service's CPU and allocation profiles go here
+	BenchJSON      string // flag bench-json: the benchmark's figures as JSON
+	ClickHouseAddr string // flag clickhouse-addr (empty: start a private server)
+	Database       string // flag clickhouse-database
+	Verbose        bool   // flag verbose: copy service logs to stderr
 	// SpecFile (flag spec) is a crawl request as POST /v1/crawls takes it:
 	// its scope, limits, politeness and revisit policy are the crawl's, its
 	// seeds are crawled with the others. Scope flags override its fields.
@@ -77,7 +91,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Fetchers, "fetchers", 1, "fetcher processes")
 	fs.StringVar(&c.DataDir, "data-dir", ".crawl", "directory for binaries, logs, the broker log and a private ClickHouse")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up when the crawl has not drained after this long (0: never)")
-	fs.BoolVar(&c.Bench, "bench", false, "print pages/s, CPU seconds and peak memory per service at the end")
+	fs.BoolVar(&c.Bench, "bench", false, "print pages/s, CPU seconds, CPU per request and peak memory of every process at the end (implies -broker-process)")
+	fs.BoolVar(&c.Web, "web", false, "serve the generated web (many hosts, 10-30 KB pages, links spelled every way, redirects, errors, a trap) on 127.1.x.y and crawl it, scoped to its hosts (implies -allow-private)")
+	fs.IntVar(&c.WebHosts, "web-hosts", websim.DefaultHosts, "hosts of the generated web")
+	fs.IntVar(&c.WebArticles, "web-articles", websim.DefaultArticles, "articles per host of the generated web")
+	fs.StringVar(&c.SiteCPUs, "site-cpus", "", "run the generated web on these CPUs (taskset list, e.g. 1), apart from the crawl")
+	fs.BoolVar(&c.BrokerProcess, "broker-process", false, "run the embedded broker as a process of its own")
+	fs.StringVar(&c.ProfileDir, "profile", "", "write every service's CPU profile of the crawl and allocation profile here (one directory per process) and print the top entries")
+	fs.StringVar(&c.BenchJSON, "bench-json", "", "with -bench, also write the figures to this JSON file")
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", "", "ClickHouse native host:port (default: start a private server)")
 	fs.StringVar(&c.Database, "clickhouse-database", "crawler", "ClickHouse database")
 	fs.BoolVar(&c.Verbose, "verbose", false, "copy the services' logs to stderr")
@@ -92,8 +113,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate reports a configuration error.
 func (c Config) Validate() error {
 	switch {
-	case !c.Demo && len(c.Seeds) == 0 && c.SeedsFile == "" && c.SpecFile == "":
-		return errors.New("nothing to crawl: give -seed, -seeds-file, -demo or seeds in -spec")
+	case !c.Demo && !c.Web && len(c.Seeds) == 0 && c.SeedsFile == "" && c.SpecFile == "":
+		return errors.New("nothing to crawl: give -seed, -seeds-file, -demo, -web or seeds in -spec")
+	case c.Web && (c.WebHosts < 1 || c.WebArticles < 1):
+		return errors.New("web-hosts and web-articles must be at least 1")
 	case c.Demo && (c.DemoHosts < 1 || c.DemoPages < c.DemoHosts):
 		return errors.New("demo-hosts must be at least 1 and demo-pages at least demo-hosts")
 	case c.Delay < 0:
@@ -137,6 +160,21 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			return err
 		}
 	}
+	var site *web
+	if cfg.Web {
+		if site, err = startWeb(ctx, bins["websim"], cfg.SiteCPUs, cfg.WebHosts, cfg.WebArticles, filepath.Join(dataDir, "logs")); err != nil {
+			return err
+		}
+		defer func() { _ = site.proc.Stop(10 * time.Second) }()
+		// The crawl's scope is the web's hosts: its off-site host must
+		// never be requested.
+		if req.Scope == nil {
+			req.Scope = &crawlspec.Scope{}
+		}
+		req.Scope.AllowHosts = append(req.Scope.AllowHosts, site.ready.Hosts...)
+		fmt.Fprintf(out, "generated web: %d hosts (%s … %s), %d content pages; stats at %s\n",
+			len(site.ready.Hosts), site.ready.Hosts[0], site.ready.Hosts[len(site.ready.Hosts)-1], site.ready.Pages, site.ready.Stats)
+	}
 	specFile, err := writeSpec(filepath.Join(dataDir, "specs"), req)
 	if err != nil {
 		return err
@@ -161,6 +199,18 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		}
 	}
 	allowPrivate := cfg.AllowPrivate
+	if site != nil {
+		seeds = append(seeds, site.ready.Seeds...)
+		allowPrivate = true // the web lives on loopback addresses
+	}
+	var broker *supervise.Process
+	var brokerAddr string
+	if cfg.BrokerProcess || cfg.Bench {
+		if broker, brokerAddr, err = startBroker(ctx, bins["broker"], dataDir, cfg.ProfileDir); err != nil {
+			return err
+		}
+		defer func() { _ = broker.Stop(30 * time.Second) }()
+	}
 	if cfg.Demo {
 		site, err := demosite.Start(demosite.Config{Hosts: cfg.DemoHosts, PagesPerHost: cfg.DemoPages / cfg.DemoHosts})
 		if err != nil {
@@ -179,7 +229,8 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	}
 	disp := &progress.Display{Out: out, TTY: isTTY(out)}
 	p, err := pipeline.Start(ctx, pipeline.Config{
-		DataDir: dataDir, Bins: bins, ClickHouseAddr: ch.Addr, Database: cfg.Database,
+		DataDir: dataDir, Bins: bins, BrokerAddr: brokerAddr, ClickHouseAddr: ch.Addr, Database: cfg.Database,
+		ProfileDir: cfg.ProfileDir,
 		Partitions: cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
 		AllowPrivate: allowPrivate, Echo: echo,
 		AutoRestart: cfg.AutoRestart, Restart: cfg.Restart,
@@ -205,14 +256,46 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	// The summary is read after the services flushed their writers.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	bench := Bench{Processes: p.Usage(), WebHosts: cfg.WebHosts}
+	if pid := ch.Pid(); pid > 0 {
+		if u, err := supervise.ProcUsage(pid); err == nil {
+			bench.Processes["clickhouse"] = u
+		}
+	}
 	sum, err := progress.ReadSummary(sctx, p.Store.Conn(), cfg.CrawlID, duration)
 	if err != nil {
 		return errors.Join(runErr, stopErr, err)
 	}
 	sum.Restarts = p.Restarts()
 	sum.Print(out)
+	if site != nil {
+		st, err := site.stats(sctx)
+		if err != nil {
+			return errors.Join(runErr, stopErr, err)
+		}
+		bench.Web = &st
+		_ = site.proc.Stop(10 * time.Second)
+		bench.Processes["websim"] = site.proc.Usage()
+		bench.Site = append(bench.Site, "websim")
+	}
+	if broker != nil {
+		stopErr = errors.Join(stopErr, broker.Stop(30*time.Second))
+		bench.Processes["broker"] = broker.Usage()
+	}
 	if cfg.Bench {
-		printBench(out, sum, p.Usage())
+		if u, ok := selfUsage(); ok {
+			bench.Processes["launcher"] = u
+		}
+		bench.Summary = sum
+		bench.Print(out)
+		if cfg.BenchJSON != "" {
+			if err := bench.WriteJSON(cfg.BenchJSON); err != nil {
+				return errors.Join(runErr, stopErr, err)
+			}
+		}
+	}
+	if cfg.ProfileDir != "" {
+		printProfiles(sctx, out, cfg.ProfileDir, bins)
 	}
 	chHost, chPort := splitAddr(ch.Addr)
 	fmt.Fprintf(out, "\nquery it:\n  clickhouse-client --host %s --port %s --database %s --query \"SELECT host, status, error_kind, count() FROM fetch_log FINAL WHERE crawl_id = '%s' GROUP BY host, status, error_kind ORDER BY host, status\"\n",
@@ -236,7 +319,16 @@ func build(ctx context.Context, dataDir string, out io.Writer) (map[string]strin
 		return nil, err
 	}
 	fmt.Fprintln(out, "building services")
-	return supervise.Build(ctx, root, filepath.Join(dataDir, "bin"), pipeline.Services)
+	bins, err := supervise.Build(ctx, root, filepath.Join(dataDir, "bin"), pipeline.Services)
+	if err != nil {
+		return nil, err
+	}
+	more, err := supervise.BuildTools(ctx, root, filepath.Join(dataDir, "bin"), tools)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(bins, more)
+	return bins, nil
 }
 
 // crawl seeds the crawl and waits until it drains.
@@ -257,30 +349,6 @@ func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.S
 	_, err = mon.WaitDrained(ctx, progress.DrainConfig{Check: p.Check, Display: disp})
 	disp.Done()
 	return err
-}
-
-func printBench(out io.Writer, sum progress.Summary, usage map[string]supervise.Usage) {
-	fmt.Fprintf(out, "\nbench: %d fetches, %.1f pages/s between first and last fetch (%.1fs); %.1fs seeding to drained\n",
-		sum.Fetched, sum.Rate(), sum.Active.Seconds(), sum.Duration.Seconds())
-	names := make([]string, 0, len(usage))
-	for n := range usage {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	fmt.Fprintf(out, "  %-12s %10s %12s\n", "process", "cpu s", "peak rss MiB")
-	var total time.Duration
-	for _, n := range names {
-		u := usage[n]
-		total += u.CPU
-		fmt.Fprintf(out, "  %-12s %10.2f %12.1f\n", n, u.CPU.Seconds(), float64(u.MaxRSS)/(1<<20))
-	}
-	var self syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err == nil {
-		cpu := time.Duration(self.Utime.Nano() + self.Stime.Nano())
-		total += cpu
-		fmt.Fprintf(out, "  %-12s %10.2f %12.1f\n", "launcher", cpu.Seconds(), float64(self.Maxrss*1024)/(1<<20))
-	}
-	fmt.Fprintf(out, "  %-12s %10.2f   (launcher includes the embedded broker and demo site)\n", "total", total.Seconds())
 }
 
 func copyStdin(stdin io.Reader, dataDir string) (string, error) {

@@ -214,9 +214,9 @@ func (c Config) CrawlRequest(now time.Time) (crawlspec.Request, error) {
 		}
 		return req, fmt.Errorf("check %s: %w", what, err)
 	}
-	if !c.Demo && len(c.Seeds) == 0 && c.SeedsFile == "" &&
+	if !c.Demo && !c.Web && len(c.Seeds) == 0 && c.SeedsFile == "" &&
 		len(req.Seeds) == 0 && req.SeedsText == "" && req.Keywords == nil && len(req.SitemapURLs) == 0 {
-		return req, errors.New("nothing to crawl: give -seed, -seeds-file, -demo or seeds in -spec")
+		return req, errors.New("nothing to crawl: give -seed, -seeds-file, -demo, -web or seeds in -spec")
 	}
 	return req, nil
 }

@@ -48,6 +48,10 @@ type Config struct {
 	Args           map[string][]string // extra arguments per service
 	Echo           io.Writer           // optional: service output is copied here
 	StopGrace      time.Duration       // SIGTERM to SIGKILL (default 30s)
+	// ProfileDir, when set, has every service process write a CPU profile
+	// of its run and an allocation profile at its exit into
+	// ProfileDir/<process name> (the services' --profile-dir).
+	ProfileDir string
 
 	// AutoRestart puts every long-running service under a
 	// supervise.Supervisor: one that exits without being asked to is
@@ -187,20 +191,20 @@ func (p *Pipeline) fetcherArgs(i int) []string {
 	return append(a, "--delay", max(p.cfg.Delay, time.Millisecond).String())
 }
 
-// CommonEnv returns the environment of a service: this process's
-// environment without its CRAWLER_* variables, plus the settings every
-// service shares (broker, ClickHouse, logging, admin address) as CRAWLER_*
-// variables. A service ignores the variables of flags it does not define
+// CommonEnv returns the environment of the service process name: this
+// process's environment without its CRAWLER_* variables, plus the settings
+// every service shares (broker, ClickHouse, logging, admin address, the
+// profile directory) as CRAWLER_* variables. A service ignores the variables of flags it does not define
 // (the proxypool has no ClickHouse flags, for one), which command-line flags
 // would not allow.
-func (p *Pipeline) CommonEnv(adminAddr string) []string {
+func (p *Pipeline) CommonEnv(name, adminAddr string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CRAWLER_") {
 			env = append(env, kv)
 		}
 	}
-	return append(env,
+	env = append(env,
 		"CRAWLER_KAFKA_BROKERS="+strings.Join(p.Kafka.Brokers, ","),
 		"CRAWLER_KAFKA_PARTITIONS="+strconv.Itoa(p.Kafka.Partitions),
 		"CRAWLER_KAFKA_TOPIC_PREFIX="+p.Kafka.TopicPrefix,
@@ -212,6 +216,10 @@ func (p *Pipeline) CommonEnv(adminAddr string) []string {
 		"CRAWLER_LOG_LEVEL="+p.cfg.LogLevel,
 		"CRAWLER_LOG_FORMAT=json",
 	)
+	if p.cfg.ProfileDir != "" {
+		env = append(env, "CRAWLER_PROFILE_DIR="+filepath.Join(p.cfg.ProfileDir, name))
+	}
+	return env
 }
 
 // LogFile returns the log path of a process name.
@@ -229,7 +237,7 @@ func (p *Pipeline) StartService(ctx context.Context, service, name string, extra
 	}
 	args := append(extra, p.cfg.Args[service]...)
 	proc, err := supervise.Start(supervise.Spec{
-		Name: name, Path: p.cfg.Bins[service], Args: args, Env: p.CommonEnv(admin),
+		Name: name, Path: p.cfg.Bins[service], Args: args, Env: p.CommonEnv(name, admin),
 		LogFile: p.LogFile(name), Echo: p.cfg.Echo,
 	})
 	if err != nil {
@@ -372,7 +380,7 @@ func (p *Pipeline) Seed(ctx context.Context, run SeedRun) (*supervise.Process, e
 	}
 	args = append(args, p.cfg.Args["seeder"]...)
 	proc, err := supervise.Start(supervise.Spec{
-		Name: "seeder", Path: p.cfg.Bins["seeder"], Args: args, Env: p.CommonEnv(admin),
+		Name: "seeder", Path: p.cfg.Bins["seeder"], Args: args, Env: p.CommonEnv("seeder", admin),
 		LogFile: p.LogFile("seeder"), Echo: p.cfg.Echo,
 	})
 	if err != nil {

@@ -23,10 +23,33 @@ import (
 // ModulePrefix is the import path prefix of the service modules.
 const ModulePrefix = "github.com/trawl-crawler/trawl/services/"
 
+// ToolPrefix is the import path prefix of the local deployment's own
+// commands (websim, broker, …).
+const ToolPrefix = "github.com/trawl-crawler/trawl/deployments/local/cmd/"
+
 // Build builds the named services (seeder, scheduler, …) into binDir with
 // one go build in the workspace at repoRoot and returns each binary's path.
 // go build leaves an up-to-date binary alone, so repeated builds are cheap.
 func Build(ctx context.Context, repoRoot, binDir string, services []string) (map[string]string, error) {
+	pkgs := make(map[string]string, len(services))
+	for _, s := range services {
+		pkgs[s] = ModulePrefix + s + "/cmd/" + s
+	}
+	return buildPackages(ctx, repoRoot, binDir, pkgs)
+}
+
+// BuildTools builds the named commands of deployments/local/cmd into binDir
+// like Build.
+func BuildTools(ctx context.Context, repoRoot, binDir string, tools []string) (map[string]string, error) {
+	pkgs := make(map[string]string, len(tools))
+	for _, t := range tools {
+		pkgs[t] = ToolPrefix + t
+	}
+	return buildPackages(ctx, repoRoot, binDir, pkgs)
+}
+
+// buildPackages builds main packages (binary name -> import path).
+func buildPackages(ctx context.Context, repoRoot, binDir string, pkgs map[string]string) (map[string]string, error) {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create bin dir: %w", err)
 	}
@@ -35,10 +58,10 @@ func Build(ctx context.Context, repoRoot, binDir string, services []string) (map
 		return nil, fmt.Errorf("resolve bin dir: %w", err)
 	}
 	args := []string{"build", "-o", absBin + string(filepath.Separator)}
-	out := make(map[string]string, len(services))
-	for _, s := range services {
-		args = append(args, ModulePrefix+s+"/cmd/"+s)
-		out[s] = filepath.Join(absBin, s)
+	out := make(map[string]string, len(pkgs))
+	for name, pkg := range pkgs {
+		args = append(args, pkg)
+		out[name] = filepath.Join(absBin, name)
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = repoRoot
@@ -46,7 +69,7 @@ func Build(ctx context.Context, repoRoot, binDir string, services []string) (map
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("build services: %w\n%s", err, stderr.String())
+		return nil, fmt.Errorf("build %d programs: %w\n%s", len(pkgs), err, stderr.String())
 	}
 	return out, nil
 }

@@ -254,6 +254,15 @@ func (w *Web) Seeds() []string {
 	return out
 }
 
+// Ready is what cmd/websim prints, as one JSON line, once it serves.
+type Ready struct {
+	Seeds   []string `json:"seeds"`
+	Hosts   []string `json:"hosts"`
+	Offsite string   `json:"offsite"`
+	Pages   int      `json:"pages"`
+	Stats   string   `json:"stats"` // URL of GET /stats (Stats as JSON)
+}
+
 // Pages returns the number of distinct pages a complete crawl fetches that
 // are the site's content: every index, list page and article.
 func (w *Web) Pages() int { return w.cfg.Hosts * (1 + w.lists() + w.cfg.Articles) }

@@ -1,0 +1,303 @@
+package launcher
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
+)
+
+// tools are the local deployment's own programs the launcher may run.
+var tools = []string{"websim", "broker"}
+
+// web is the generated web (internal/websim) served by a process of its
+// own, so that it can run on other CPUs than the crawl and its CPU is not
+// the crawl's.
+type web struct {
+	proc  *supervise.Process
+	ready websim.Ready
+}
+
+// startWeb starts the websim binary (pinned to cpus with taskset when
+// cpus is set) and waits for its ready line.
+func startWeb(ctx context.Context, bin, cpus string, hosts, articles int, logDir string) (*web, error) {
+	path, args := bin, []string{"--hosts", strconv.Itoa(hosts), "--articles", strconv.Itoa(articles)}
+	if cpus != "" {
+		ts, err := exec.LookPath("taskset")
+		if err != nil {
+			return nil, fmt.Errorf("pin the web to CPUs %s: %w", cpus, err)
+		}
+		path, args = ts, append([]string{"-c", cpus, bin}, args...)
+	}
+	logFile := filepath.Join(logDir, "websim.log")
+	if err := os.Remove(logFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove old websim log: %w", err)
+	}
+	proc, err := supervise.Start(supervise.Spec{Name: "websim", Path: path, Args: args, Env: os.Environ(), LogFile: logFile})
+	if err != nil {
+		return nil, err
+	}
+	w := &web{proc: proc}
+	err = waitFor(ctx, proc, 30*time.Second, func() bool {
+		line, ok := firstJSONLine(logFile)
+		return ok && json.Unmarshal(line, &w.ready) == nil && len(w.ready.Seeds) > 0
+	})
+	if err != nil {
+		_ = proc.Kill()
+		return nil, fmt.Errorf("start websim: %w", err)
+	}
+	return w, nil
+}
+
+// firstJSONLine returns the first line of a file that starts with '{'.
+func firstJSONLine(path string) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if b := sc.Bytes(); len(b) > 0 && b[0] == '{' {
+			return append([]byte(nil), b...), true
+		}
+	}
+	return nil, false
+}
+
+// stats reads what the web received.
+func (w *web) stats(ctx context.Context) (websim.Stats, error) {
+	var s websim.Stats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.ready.Stats, nil)
+	if err != nil {
+		return s, fmt.Errorf("read web stats: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, fmt.Errorf("read web stats: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return s, fmt.Errorf("decode web stats: %w", err)
+	}
+	return s, nil
+}
+
+// startBroker runs the embedded broker as a process of its own (so that
+// its CPU and memory are counted apart from the launcher's) with its data
+// in dataDir/kafka, and returns it with its address once it accepts
+// connections.
+func startBroker(ctx context.Context, bin, dataDir, profileDir string) (*supervise.Process, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("find a port for the broker: %w", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"--addr", addr, "--dir", filepath.Join(dataDir, "kafka")}
+	if profileDir != "" {
+		args = append(args, "--profile-dir", filepath.Join(profileDir, "broker"))
+	}
+	proc, err := supervise.Start(supervise.Spec{
+		Name: "broker", Path: bin, Args: args, Env: os.Environ(), LogFile: filepath.Join(dataDir, "logs", "broker.log"),
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	err = waitFor(ctx, proc, 60*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	if err != nil {
+		_ = proc.Kill()
+		return nil, "", fmt.Errorf("start broker: %w", err)
+	}
+	return proc, addr, nil
+}
+
+// waitFor polls ok every 100ms until it holds, proc exits, ctx is done or
+// limit passes.
+func waitFor(ctx context.Context, proc *supervise.Process, limit time.Duration, ok func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !ok() {
+		select {
+		case <-proc.Done():
+			return fmt.Errorf("%s exited (%v); log tail:\n%s", proc.Name(), proc.Err(), proc.LogTail(20))
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w; log tail:\n%s", proc.Name(), ctx.Err(), proc.LogTail(20))
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Bench is what the benchmark measured: the web's view of the crawl (when
+// the crawl was of the generated web) and every process's CPU time and peak
+// memory.
+type Bench struct {
+	Summary   progress.Summary           `json:"-"`
+	Web       *websim.Stats              `json:"web,omitempty"`
+	WebHosts  int                        `json:"web_hosts,omitempty"`
+	Processes map[string]supervise.Usage `json:"processes"`
+	// Site processes are not the crawl's: listed, not totalled.
+	Site []string `json:"site_processes,omitempty"`
+}
+
+// requests is what CPU is divided by: the requests the web received, or
+// the fetch-log rows of the crawl.
+func (b Bench) requests() int64 {
+	if b.Web != nil {
+		return int64(b.Web.Requests)
+	}
+	return int64(b.Summary.Fetched)
+}
+
+// selfUsage is the launcher's own CPU time and peak memory so far.
+func selfUsage() (supervise.Usage, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return supervise.Usage{}, false
+	}
+	return supervise.Usage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), MaxRSS: ru.Maxrss * 1024, Starts: 1}, true
+}
+
+// Print writes the benchmark's table.
+func (b Bench) Print(out io.Writer) {
+	fmt.Fprintln(out)
+	if s := b.Web; s != nil {
+		active := s.Last.Sub(s.First).Seconds()
+		rate := func(n int) float64 {
+			if active <= 0 {
+				return 0
+			}
+			return float64(n) / active
+		}
+		fmt.Fprintf(out, "bench: generated web of %d hosts, %d content pages; %.1fs from the first request to the last\n",
+			b.WebHosts, s.PagesTotal, active)
+		fmt.Fprintf(out, "  %-22s %9.1f   %d of %d content pages (%.1f%%)\n", "distinct pages/s", rate(s.Pages), s.Pages, s.PagesTotal, 100*s.Coverage())
+		fmt.Fprintf(out, "  %-22s %9.1f   %d requests, %d distinct resources\n", "requests/s", rate(s.Requests), s.Requests, s.Distinct)
+		fmt.Fprintf(out, "  %-22s %9d   (plus %d retries after a 5xx or a cut answer, %d repeated robots.txt)\n", "duplicate requests", s.Duplicates, s.Retries, s.RobotsMore)
+		fmt.Fprintf(out, "  %-22s %9d   (disallowed by robots.txt %d, calendar trap pages %d)\n", "off-site requests", s.Offsite, s.Disallowed, s.Trap)
+		if len(s.DuplicateExamples) > 0 {
+			fmt.Fprintf(out, "  duplicates, e.g.: %s\n", strings.Join(s.DuplicateExamples, ", "))
+		}
+	} else {
+		fmt.Fprintf(out, "bench: %d fetches, %.1f pages/s between first and last fetch (%.1fs); %.1fs seeding to drained\n",
+			b.Summary.Fetched, b.Summary.Rate(), b.Summary.Active.Seconds(), b.Summary.Duration.Seconds())
+	}
+	reqs := b.requests()
+	names := make([]string, 0, len(b.Processes))
+	for n := range b.Processes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	fmt.Fprintf(out, "  %-14s %9s %11s %13s\n", "process", "cpu s", "ms/request", "peak rss MiB")
+	var cpu time.Duration
+	var rss int64
+	for _, n := range names {
+		u := b.Processes[n]
+		note := ""
+		switch {
+		case slices.Contains(b.Site, n):
+			note = "  (the web: not counted)"
+		default:
+			cpu += u.CPU
+			if n != "clickhouse" && n != "broker" {
+				rss += u.MaxRSS
+			}
+		}
+		fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f%s\n", n, u.CPU.Seconds(), perRequest(u.CPU, reqs), mib(u.MaxRSS), note)
+	}
+	fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f  (peak rss: the services and the launcher, summed)\n", "all", cpu.Seconds(), perRequest(cpu, reqs), mib(rss))
+}
+
+func perRequest(cpu time.Duration, requests int64) float64 {
+	if requests <= 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / 1000 / float64(requests)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// WriteJSON writes the benchmark's figures to path.
+func (b Bench) WriteJSON(path string) error {
+	v := struct {
+		Bench
+		Requests  int64   `json:"requests"`
+		Fetched   int64   `json:"fetch_log_rows"`
+		ActiveSec float64 `json:"fetch_log_active_seconds"`
+	}{b, b.requests(), b.Summary.Fetched, b.Summary.Active.Seconds()}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode bench figures: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write bench figures: %w", err)
+	}
+	return nil
+}
+
+// printProfiles prints the top entries of every process's CPU profile in
+// dir (written by the services' --profile-dir), by flat CPU, with the
+// command to read more.
+func printProfiles(ctx context.Context, out io.Writer, dir string, bins map[string]string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		fmt.Fprintf(out, "\nprofiles: %v\n", err)
+		return
+	}
+	fmt.Fprintf(out, "\nprofiles in %s (go tool pprof -top BINARY DIR/cpu.pprof; allocs.pprof for allocations)\n", dir)
+	for _, e := range entries {
+		name := e.Name()
+		bin := bins[strings.SplitN(name, "-", 2)[0]]
+		prof := filepath.Join(dir, name, "cpu.pprof")
+		if bin == "" || !e.IsDir() {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=12", bin, prof)
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(out, "== %s: %v\n%s\n", name, err, buf.String())
+			continue
+		}
+		fmt.Fprintf(out, "== %s\n", name)
+		show := false
+		for line := range strings.Lines(buf.String()) {
+			switch {
+			case strings.HasPrefix(line, "Duration:"):
+				fmt.Fprint(out, "  "+line)
+			case strings.Contains(line, "flat%"):
+				show = true
+				fmt.Fprint(out, "  "+line)
+			case show:
+				fmt.Fprint(out, "  "+line)
+			}
+		}
+	}
+}
