@@ -94,7 +94,15 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	writer := kafkaio.NewWriter(cfg.Kafka, log, sreg)
 	defer writer.Close()
-	docs := chstore.NewBatchWriter(store, chstore.Documents, cfg.ClickHouse.Batch(), log, sreg)
+	// A document row carries the page's text (16 KB on average on the
+	// bench web): an insert takes at most DocumentBatchRows of them and
+	// twice that may wait, so that the parser's memory stays bounded when
+	// ClickHouse is slower than the parse (its stores then block, its
+	// batches stay unacked and the group stops reading).
+	docOpts := cfg.ClickHouse.Batch()
+	docOpts.MaxRows = min(max(docOpts.MaxRows, 1), pages.DocumentBatchRows)
+	docOpts.MaxBuffered = 2 * docOpts.MaxRows
+	docs := chstore.NewBatchWriter(store, chstore.Documents, docOpts, log, sreg)
 	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, cfg.ClickHouse.Batch(), log, sreg)
 	contentSeen := chstore.NewBatchWriter(store, chstore.ContentSeen, cfg.ClickHouse.Batch(), log, sreg)
 	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, cfg.ClickHouse.Batch(), log, sreg)
@@ -110,6 +118,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		GroupID:  cfg.Kafka.GroupFor(service),
 		Topic:    topics.Fetched,
 		MaxBatch: cfg.Parser.BatchSize,
+		// A batch's documents wait in memory for their insert: two
+		// batches per partition at most.
+		MaxInFlight: 2 * cfg.Parser.BatchSize,
 	}, proc.Assign, log, sreg)
 	if err != nil {
 		return fmt.Errorf("create consumer group: %w", err)

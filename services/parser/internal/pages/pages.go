@@ -51,7 +51,9 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultBatchSize           = 100
+	DefaultBatchSize = 50
+	// DocumentBatchRows is the most documents inserted together.
+	DocumentBatchRows          = 1000
 	DefaultMaxURLLength        = 2048
 	DefaultMaxRepeatedSegments = 3
 	DefaultRecentLinks         = 1 << 20 // 8 MiB
@@ -61,7 +63,7 @@ const (
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxOutlinks, "max-outlinks", extract.DefaultMaxOutlinks, "outlinks published per page; the rest are dropped and counted (a crawl's scope can lower it)")
 	fs.IntVar(&c.MaxTextBytes, "max-text-bytes", extract.DefaultMaxTextBytes, "visible text stored per page, in bytes (cut on a UTF-8 boundary)")
-	fs.IntVar(&c.BatchSize, "batch-size", DefaultBatchSize, "fetched pages handled together per partition (bounds memory: batch-size × body size)")
+	fs.IntVar(&c.BatchSize, "batch-size", DefaultBatchSize, "fetched pages handled together per partition; twice as many may wait for their rows' insert (bounds memory: 2 × batch-size × partitions × page size)")
 	fs.IntVar(&c.MaxURLLength, "max-url-length", DefaultMaxURLLength, "longest outlink published, in bytes (a crawl's scope can override it)")
 	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", DefaultMaxRepeatedSegments, "trap guard: drop outlinks whose path repeats one segment more often than this (0 = off)")
 	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
