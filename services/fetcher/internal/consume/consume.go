@@ -113,8 +113,10 @@ type Options struct {
 	// Jitter returns a uniform value in [0, n); default math/rand/v2.
 	Jitter func(n int64) int64
 	// HostStates loads the persisted politeness state of a partition's
-	// hosts at assignment; with it set, the state of every host is also
-	// published to Topics.HostState after each request and at close.
+	// hosts at assignment; with it set, a host's state is also published
+	// to Topics.HostState after a request that changed it in a way the
+	// next owner could not infer (a Crawl-delay, a back-off, a long
+	// Retry-After: politeness.Engine.Changed), and at close.
 	// Nil: no persistence, a host's first request waits one delay.
 	HostStates HostStateLoader
 	// Crawls is the followed control topic (crawlcontrol.Specs); nil:
@@ -567,7 +569,7 @@ func (h *handler) publishStates() {
 	}
 	now := h.s.opts.Now()
 	var msgs []kafka.Message
-	for host, st := range h.engine.States() {
+	for host, st := range h.engine.ChangedStates() {
 		m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, now)
 		if err == nil {
 			msgs = append(msgs, m)
@@ -583,12 +585,14 @@ func (h *handler) publishStates() {
 	}
 }
 
-// stateMsg returns the host-state record of host, if states are kept.
+// stateMsg returns the host-state record of host, if states are kept and
+// host's state changed in a way the next owner could not infer
+// (politeness.Engine.Changed): not one record per request.
 func (h *handler) stateMsg(host string) []kafka.Message {
 	if h.s.opts.HostStates == nil {
 		return nil
 	}
-	st, ok := h.engine.State(host)
+	st, ok := h.engine.Changed(host)
 	if !ok {
 		return nil
 	}

@@ -67,6 +67,12 @@ type hostState[T any] struct {
 
 	backoffLevel int           // consecutive Backoff calls without Recovered
 	took         time.Duration // duration of the last request (ObserveDuration)
+
+	// reported is the delay and back-off level the last state handed to
+	// the next owner carried (Changed); a new host starts at the defaults,
+	// which need no record.
+	reportedDelay time.Duration
+	reportedLevel int
 }
 
 // eligibleAt is when the host's head item may start.
@@ -289,10 +295,11 @@ func (e *Engine[T]) host(name string) *hostState[T] {
 	h, ok := e.hosts[name]
 	if !ok {
 		h = &hostState[T]{
-			name:      name,
-			next:      e.assignedAt.Add(e.opts.Delay),
-			delay:     e.opts.Delay,
-			heapIndex: -1,
+			name:          name,
+			next:          e.assignedAt.Add(e.opts.Delay),
+			delay:         e.opts.Delay,
+			heapIndex:     -1,
+			reportedDelay: e.opts.Delay,
 		}
 		e.hosts[name] = h
 	}
@@ -429,16 +436,64 @@ func (e *Engine[T]) stateOf(h *hostState[T]) HostState {
 	return st
 }
 
-// Restore installs the state a previous owner persisted for host, in place
-// of the one-delay wait of a host first seen after the assignment. Call it
-// before the host's first request.
+// Changed returns host's state when the next owner of its partition could
+// not infer it from its own defaults: its delay (a Crawl-delay) or its
+// back-off level changed since the last state Changed returned for it (a
+// host first seen starts at the defaults, which need no record), or its
+// next request may not start for more than two delays (a Retry-After, a
+// back-off). The state then counts as handed over. A host in the engine's
+// steady state (the default delay, no back-off) needs no record per
+// request: the next owner waits one delay after its assignment anyway.
+func (e *Engine[T]) Changed(host string) (HostState, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.hosts[host]
+	if !ok {
+		return HostState{}, false
+	}
+	return e.changed(h)
+}
+
+func (e *Engine[T]) changed(h *hostState[T]) (HostState, bool) {
+	st := e.stateOf(h)
+	if st.Delay == h.reportedDelay && st.BackoffLevel == h.reportedLevel && st.Next.Sub(e.now()) <= 2*st.Delay {
+		return st, false
+	}
+	h.reportedDelay, h.reportedLevel = st.Delay, st.BackoffLevel
+	return st, true
+}
+
+// ChangedStates is Changed of every host the engine knows: what a closing
+// owner hands over.
+func (e *Engine[T]) ChangedStates() map[string]HostState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]HostState)
+	for name, h := range e.hosts {
+		if st, ok := e.changed(h); ok {
+			out[name] = st
+		}
+	}
+	return out
+}
+
+// Restore installs the state a previous owner persisted for host: its
+// delay and back-off level, and its next-allowed time, but never earlier
+// than the one-delay wait of a host first seen after the assignment (the
+// record may predate the previous owner's last requests, which hand over
+// no record when nothing changed). Call it before the host's first
+// request.
 func (e *Engine[T]) Restore(host string, st HostState) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
-	h.next = st.Next
 	h.delay = min(max(st.Delay, e.opts.Delay), e.opts.MaxCrawlDelay)
+	h.next = st.Next
+	if first := e.assignedAt.Add(h.delay); first.After(h.next) {
+		h.next = first
+	}
 	h.backoffLevel = max(st.BackoffLevel, 0)
+	h.reportedDelay, h.reportedLevel = h.delay, h.backoffLevel
 	e.fix(h)
 }
 

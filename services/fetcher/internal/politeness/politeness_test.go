@@ -385,9 +385,12 @@ func TestEngineRestoreAndState(t *testing.T) {
 		wantDelay time.Duration
 	}{
 		{name: "unknown host waits one delay", wantStart: 100, wantDelay: 100 * time.Millisecond},
-		{name: "persisted time in the past", restore: &HostState{Next: at(-50), Delay: 100 * time.Millisecond}, wantStart: 0, wantDelay: 100 * time.Millisecond},
-		{name: "persisted crawl delay and time ahead", restore: &HostState{Next: at(700), Delay: time.Second, BackoffLevel: 2}, wantStart: 700, wantDelay: time.Second},
-		{name: "persisted delay above the cap", restore: &HostState{Next: at(0), Delay: time.Hour}, wantStart: 0, wantDelay: 5 * time.Second},
+		// A record may predate the previous owner's last requests: never
+		// earlier than one (restored) delay after the assignment.
+		{name: "persisted time in the past", restore: &HostState{Next: at(-50), Delay: 100 * time.Millisecond}, wantStart: 100, wantDelay: 100 * time.Millisecond},
+		{name: "persisted crawl delay and time ahead", restore: &HostState{Next: at(700), Delay: time.Second, BackoffLevel: 2}, wantStart: 1000, wantDelay: time.Second},
+		{name: "persisted back-off beyond one delay", restore: &HostState{Next: at(3000), Delay: 100 * time.Millisecond, BackoffLevel: 1}, wantStart: 3000, wantDelay: 100 * time.Millisecond},
+		{name: "persisted delay above the cap", restore: &HostState{Next: at(0), Delay: time.Hour}, wantStart: 5000, wantDelay: 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -419,6 +422,62 @@ func TestEngineRestoreAndState(t *testing.T) {
 				t.Fatalf("backoff level %d, want %d", e.BackoffLevel("h"), tt.restore.BackoffLevel)
 			}
 		})
+	}
+}
+
+// TestChangedStates: a host's state is handed over only when the next owner
+// could not infer it: not for a host at the defaults, once when a
+// Crawl-delay raises its delay, at a back-off and at the recovery, and
+// while its next request is more than two delays away.
+func TestChangedStates(t *testing.T) {
+	clock := at(0)
+	e := New[string](func() time.Time { return clock }, Options{Delay: 100 * time.Millisecond, MaxCrawlDelay: 5 * time.Second})
+	request := func(host string) {
+		t.Helper()
+		e.Push(host, "x", time.Time{})
+		for {
+			if h, _, ok := e.Next(clock); ok {
+				if h != host {
+					t.Fatalf("started %s, want %s", h, host)
+				}
+				break
+			}
+			clock = clock.Add(10 * time.Millisecond)
+		}
+		clock = clock.Add(20 * time.Millisecond)
+		e.Done(host, clock)
+	}
+	changed := func(host string) bool {
+		_, ok := e.Changed(host)
+		return ok
+	}
+	steps := []struct {
+		name string
+		do   func()
+		want bool
+	}{
+		{"a host at the defaults", func() { request("a") }, false},
+		{"again", func() { request("a") }, false},
+		{"a Crawl-delay", func() { e.SetHostDelay("a", time.Second, 0, 0); request("a") }, true},
+		{"the same Crawl-delay", func() { request("a") }, false},
+		{"a back-off", func() { e.Backoff("a", clock.Add(10*time.Second)) }, true},
+		{"still backed off", func() {}, true}, // next more than two delays away
+		{"recovered", func() { clock = clock.Add(11 * time.Second); request("a"); e.Recovered("a") }, true},
+		{"steady again", func() { request("a") }, false},
+		{"unknown host", func() {}, false},
+	}
+	for _, st := range steps {
+		st.do()
+		host := "a"
+		if st.name == "unknown host" {
+			host = "never-seen"
+		}
+		if got := changed(host); got != st.want {
+			t.Fatalf("%s: Changed = %v, want %v", st.name, got, st.want)
+		}
+	}
+	if n := len(e.ChangedStates()); n != 0 {
+		t.Errorf("ChangedStates after every change was handed over: %d hosts", n)
 	}
 }
 
