@@ -256,6 +256,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	groups, groupsCtx := errgroup.WithContext(gctx)
 	groups.Go(func() error { return group.Run(groupsCtx) })
 	groups.Go(func() error {
+		if err := consume.WaitRevisiting(groupsCtx, specs); err != nil {
+			return nil // stopping before any crawl revisited
+		}
+		log.Info("a followed crawl revisits its pages, revisit consumer starting")
 		if err := revisitGroup.Run(groupsCtx); err != nil {
 			return fmt.Errorf("run revisit group: %w", err)
 		}

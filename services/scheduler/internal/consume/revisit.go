@@ -359,3 +359,32 @@ func (h *revisitHandler) Close(context.Context) error {
 	h.mu.Unlock()
 	return nil
 }
+
+// Crawls is the table of followed crawl specifications
+// (*crawlcontrol.Specs).
+type Crawls interface {
+	All() []*crawlv1.CrawlSpec
+	Changed() <-chan struct{}
+}
+
+// WaitRevisiting returns once a crawl of crawls has a revisit policy (at
+// once if one has), or ctx's error. The revisit group consumes every
+// fetched page, bodies included, only to pick out the visits of revisiting
+// crawls, and loads and scans every partition's schedule: a scheduler joins
+// it only once there is something to revisit, and stays. Pages fetched
+// before are not missed: the group starts from its committed offsets.
+func WaitRevisiting(ctx context.Context, crawls Crawls) error {
+	for {
+		changed := crawls.Changed() // before the check: no change slips between
+		for _, spec := range crawls.All() {
+			if _, ok := revisit.FromSpec(spec.GetRevisit()); ok {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}

@@ -2,6 +2,7 @@ package consume
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -167,5 +169,40 @@ func TestRevisitSchedule(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Errorf("revisits has %d URLs of crawl rv, want 2", seen)
+	}
+}
+
+// TestWaitRevisiting: the revisit group waits until a followed crawl has a
+// revisit policy; crawls without one, or with it disabled, do not start it.
+func TestWaitRevisiting(t *testing.T) {
+	specs := crawlcontrol.NewSpecs()
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "plain", Revision: 1})
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "off", Revision: 1, Revisit: &crawlv1.Revisit{Enabled: false}})
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	if err := WaitRevisiting(short, specs); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitRevisiting with no revisiting crawl = %v, want the deadline", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- WaitRevisiting(ctx, specs) }()
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "off", Revision: 2, Revisit: &crawlv1.Revisit{Enabled: true}})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WaitRevisiting = %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("not released by a revisiting crawl")
+	}
+	// Already revisiting: at once.
+	if err := WaitRevisiting(ctx, specs); err != nil {
+		t.Fatal(err)
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if err := WaitRevisiting(stopped, crawlcontrol.NewSpecs()); err == nil {
+		t.Error("a cancelled wait returned nil")
 	}
 }
