@@ -322,8 +322,14 @@ var words = strings.Fields("the crawler fetches pages from many hosts while the 
 
 var hanzi = []rune("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理府研质")
 
+// TextShare is the share of an article's bytes that is visible text; the
+// rest is markup, styles, scripts and structured data, as on the web's
+// pages (their visible text is typically a fifth to a third of the HTML).
+const TextShare = 0.35
+
 // article generates the HTML of article i of host h: MinPageBytes to
-// MaxPageBytes of text with MinLinks to MaxLinks links.
+// MaxPageBytes with MinLinks to MaxLinks links in the text, about
+// TextShare of it visible text.
 func (w *Web) article(h, i int) []byte {
 	rng := w.rng(h, rngArticle, uint64(i))
 	size := w.cfg.MinPageBytes + rng.IntN(w.cfg.MaxPageBytes-w.cfg.MinPageBytes+1)
@@ -340,35 +346,69 @@ func (w *Web) article(h, i int) []byte {
 	}
 	title := w.sentence(rng, gbk, 6)
 	fmt.Fprintf(&b, "<title>%s</title>\n<meta name=\"description\" content=\"%s\">\n", title, w.sentence(rng, gbk, 14))
-	b.WriteString("<style>body{font-family:sans-serif;max-width:50em;margin:auto}nav a{margin-right:1em}.ad{display:none}</style>\n")
-	b.WriteString("<script>window.dataLayer=window.dataLayer||[];function track(e){dataLayer.push(e)}track({page:'article'});</script>\n")
-	b.WriteString("</head>\n<body>\n<header><nav><a href=\"/\">Home</a><a href=\"/list?page=1\">Stories</a><a href=\"/private/")
+	b.WriteString(headBoilerplate)
+	fmt.Fprintf(&b, `<script type="application/ld+json">{"@context":"https://schema.org","@type":"NewsArticle","headline":"story %d","datePublished":"%d-03-01T08:00:00Z","author":{"@type":"Person","name":"staff"},"publisher":{"@type":"Organization","name":"host %d"}}</script>`+"\n", i, articleYear(i), h)
+	b.WriteString("</head>\n<body class=\"page page--article\">\n<header class=\"site-header\"><div class=\"site-header__inner\">")
+	b.WriteString(logoSVG)
+	b.WriteString("<nav class=\"site-nav\" aria-label=\"main\"><ul class=\"site-nav__list\"><li class=\"site-nav__item\"><a class=\"site-nav__link\" href=\"/\">Home</a></li><li class=\"site-nav__item\"><a class=\"site-nav__link\" href=\"/list?page=1\">Stories</a></li><li class=\"site-nav__item\"><a class=\"site-nav__link\" href=\"/private/")
 	b.WriteString(strconv.Itoa(i % private))
-	b.WriteString("\">Members</a></nav></header>\n<article>\n<h1>")
+	b.WriteString("\">Members</a></li></ul></nav></div></header>\n<main class=\"layout\"><article class=\"article\">\n<h1 class=\"article__title\">")
 	b.WriteString(title)
 	b.WriteString("</h1>\n")
-	// Spread the links over the paragraphs until the page has its size:
-	// each paragraph takes an equal share of the bytes still to write.
+	// Spread the links over the paragraphs: each takes an equal share of
+	// the text still to write; markup fills the page up to its size.
+	textBudget, text := int(float64(size)*TextShare), 0
 	link := 0
-	for b.Len() < size || link < nlinks {
-		per := (size - b.Len() - 160*(nlinks-link)) / (nlinks - link + 1)
-		b.WriteString("<p>")
-		for n := b.Len() + per; b.Len() < n; {
-			b.WriteString(w.sentence(rng, gbk, 8+rng.IntN(12)))
+	for block := 0; text < textBudget || link < nlinks; block++ {
+		per := (textBudget - text) / (nlinks - link + 1)
+		fmt.Fprintf(&b, "<div class=\"article__block\" data-block=\"%d\"><p class=\"article__text\">", block)
+		for n := text + per; text < n; {
+			sentence := w.sentence(rng, gbk, 8+rng.IntN(12))
+			b.WriteString(sentence)
 			b.WriteString(". ")
+			text += len(sentence) + 2
 		}
 		if link < nlinks {
 			href, text := w.link(rng, h, i, link)
-			fmt.Fprintf(&b, "See <a href=\"%s\">%s</a>.", href, text)
+			fmt.Fprintf(&b, "See <a class=\"article__link\" href=\"%s\">%s</a>.", href, text)
 			link++
 		}
-		b.WriteString("</p>\n")
+		b.WriteString("</p></div>\n")
+		if block%4 == 3 && b.Len() < size {
+			fmt.Fprintf(&b, adSlot, block, block)
+		}
 	}
-	b.WriteString("</article>\n<footer><p>&copy; 2026 host ")
+	b.WriteString("</article>\n<aside class=\"sidebar\">")
+	for slot := 0; b.Len()+len(adSlot)+len(footerBoilerplate)+64 < size; slot++ {
+		fmt.Fprintf(&b, adSlot, 100+slot, 100+slot)
+	}
+	b.WriteString("</aside></main>\n")
+	b.WriteString(footerBoilerplate)
+	b.WriteString("<footer class=\"site-footer\"><p>&copy; 2026 host ")
 	b.WriteString(strconv.Itoa(h))
 	b.WriteString(" &middot; <a href=\"#top\">top</a></p></footer>\n</body></html>\n")
 	return b.Bytes()
 }
+
+// Markup without text or links that the generated articles carry, like
+// the web's pages: styles, analytics, an inline logo, ad slots, consent
+// and player configuration.
+const (
+	headBoilerplate = `<meta name="viewport" content="width=device-width, initial-scale=1"><meta property="og:type" content="article"><meta name="twitter:card" content="summary_large_image">
+<style>:root{--fg:#1a1a1a;--bg:#fff;--accent:#0b57d0;--muted:#5f6368}*,*::before,*::after{box-sizing:border-box}body{margin:0;font:16px/1.6 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+.site-header{position:sticky;top:0;z-index:10;background:var(--bg);border-bottom:1px solid #e0e0e0}.site-header__inner{display:flex;align-items:center;gap:1rem;max-width:72rem;margin:0 auto;padding:.5rem 1rem}
+.site-nav__list{display:flex;gap:1.5rem;list-style:none;margin:0;padding:0}.site-nav__link{color:var(--fg);text-decoration:none;font-weight:600}.site-nav__link:hover{color:var(--accent)}
+.layout{display:grid;grid-template-columns:minmax(0,1fr) 300px;gap:2rem;max-width:72rem;margin:0 auto;padding:1rem}@media (max-width:900px){.layout{grid-template-columns:1fr}.sidebar{display:none}}
+.article__title{font-size:2.25rem;line-height:1.2;margin:.5rem 0 1rem}.article__text{margin:0 0 1.25rem}.article__link{color:var(--accent)}.ad-slot{min-height:250px;margin:1.5rem 0;background:#f5f5f5}</style>
+<script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments)}gtag("js",new Date());gtag("config","G-0000000000",{anonymize_ip:true,send_page_view:true});
+(function(w,d){var s=d.createElement("script");s.async=true;s.src="data:text/javascript,";var f=d.getElementsByTagName("script")[0];f.parentNode.insertBefore(s,f);w.__consent={version:3,purposes:[1,2,3,4,7,9,10],vendors:[]}})(window,document);</script>
+`
+	logoSVG           = `<svg class="logo" width="120" height="28" viewBox="0 0 120 28" role="img" aria-hidden="true"><path d="M4 4h20v4H16v16h-4V8H4z" fill="currentColor"/><path d="M30 10c0-3.3 2.7-6 6-6h6v4h-6a2 2 0 0 0-2 2v14h-4z" fill="currentColor"/><circle cx="52" cy="16" r="8" fill="none" stroke="currentColor" stroke-width="3"/><path d="M66 4l6 20 6-20M84 4l6 20 6-20" fill="none" stroke="currentColor" stroke-width="3"/></svg>`
+	adSlot            = `<div class="ad-slot" id="slot-%d" data-slot="%d" data-sizes="[[300,250],[336,280],[728,90]]" data-refresh="30" data-lazy="true"><script type="application/json" class="ad-config">{"network":"00000000","unit":"/news/article/inline","targeting":{"section":"news","pos":"inline","kw":["crawler","web","search"]},"collapseEmpty":true}</script></div>` + "\n"
+	footerBoilerplate = `<div class="consent" hidden data-consent-version="3"><script type="application/json">{"purposes":[{"id":1,"required":true},{"id":2},{"id":3},{"id":4},{"id":7},{"id":9},{"id":10}],"legitimateInterest":[2,7,9,10],"ttlDays":180}</script></div>
+<script>document.querySelectorAll(".ad-slot[data-lazy]").forEach(function(e){new IntersectionObserver(function(x,o){x.forEach(function(y){if(y.isIntersecting){e.dataset.loaded="1";o.disconnect()}})},{rootMargin:"200px"}).observe(e)});</script>
+`
+)
 
 func (w *Web) sentence(rng *rand.Rand, gbk bool, n int) string {
 	var s strings.Builder

@@ -14,7 +14,11 @@ import (
 	"golang.org/x/text/encoding/simplifiedchinese"
 )
 
-var hrefRE = regexp.MustCompile(`href="([^"]*)"`)
+var (
+	hrefRE  = regexp.MustCompile(`href="([^"]*)"`)
+	blockRE = regexp.MustCompile(`(?s)<(script|style|svg)[^>]*>.*?</(script|style|svg)>`)
+	tagRE   = regexp.MustCompile(`(?s)<[^>]*>|\s{2,}`)
+)
 
 // get fetches u and returns status, content type and body.
 func get(t *testing.T, c *http.Client, u string) (int, string, []byte) {
@@ -105,6 +109,10 @@ func TestCrawlWholeWeb(t *testing.T) {
 			}
 			if n := len(links) - 4; n < 20 || n > 60 { // 4 links of header and footer
 				t.Errorf("%s: %d links in the text, want 20 to 60", u, n)
+			}
+			text := tagRE.ReplaceAll(blockRE.ReplaceAll(body, nil), nil)
+			if share := float64(len(text)) / float64(len(body)); share < TextShare-0.1 || share > TextShare+0.1 {
+				t.Errorf("%s: visible text is %.0f%% of the page, want about %.0f%%", u, 100*share, 100*TextShare)
 			}
 		}
 		for _, m := range links {
