@@ -22,6 +22,9 @@ import (
 func ToUTF8(body []byte, contentTypeHeader, mediaType string) ([]byte, string) {
 	enc, name := detect(body, contentTypeHeader, mediaType)
 	if name == "utf-8" {
+		if utf8.Valid(body) {
+			return body, name // the common case: nothing to copy
+		}
 		return bytes.ToValidUTF8(body, []byte("\uFFFD")), name
 	}
 	out, err := enc.NewDecoder().Bytes(body)

@@ -1,8 +1,12 @@
 package httpfetch
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/japanese"
@@ -74,5 +78,26 @@ func TestToUTF8CJK(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestReadAllWithHint(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), 1000)
+	for _, hint := range []int64{0, 1, 9999, 10000, 10001, 50000} {
+		got, err := readAll(iotest.OneByteReader(bytes.NewReader(body)), hint)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Errorf("hint %d: %d bytes, %v; want the %d bytes", hint, len(got), err, len(body))
+		}
+	}
+	if _, err := readAll(iotest.ErrReader(io.ErrUnexpectedEOF), 10); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("read error = %v, want it returned", err)
+	}
+	r := bytes.NewReader(body)
+	allocs := testing.AllocsPerRun(20, func() {
+		r.Reset(body)
+		_, _ = readAll(r, int64(len(body)))
+	})
+	if allocs > 1 {
+		t.Errorf("%v allocations for a body of its announced length, want 1", allocs)
 	}
 }

@@ -365,7 +365,11 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	dec, release, err := decodeBody(coding, wire)
 	var body []byte
 	if err == nil {
-		body, err = io.ReadAll(io.LimitReader(dec, limit+1))
+		hint := int64(0) // the announced length of an unencoded body
+		if coding == "" || strings.EqualFold(strings.TrimSpace(coding), "identity") {
+			hint = hr.ContentLength
+		}
+		body, err = readAll(io.LimitReader(dec, limit+1), min(hint, limit+1))
 		release()
 	}
 	watch.Stop()
@@ -420,6 +424,29 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	}
 	resp.Body, resp.Charset = ToUTF8(body, ctHeader, resp.ContentType)
 	return resp
+}
+
+// readAll is io.ReadAll into a buffer sized for hint bytes when hint is
+// positive (a Content-Length): one allocation for the body instead of a
+// growing series of them. A body longer than announced still reads whole.
+func readAll(r io.Reader, hint int64) ([]byte, error) {
+	if hint <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, hint+1) // +1: the final read sees EOF without growing
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return b, err
+		}
+	}
 }
 
 // gzipSitemap reports whether a body of media type mt is a gzip sitemap
