@@ -105,7 +105,22 @@ func Resolve(base, ref string) (string, error) {
 // parser uses one per page). It is not safe for concurrent use: the
 // underlying parser initializes parts of the base lazily.
 type Resolver struct {
-	base *url.Url
+	base  *url.Url
+	cache *ResolveCache // nil: none
+	parts baseParts     // valid when cache is set
+}
+
+// WithCache makes r look up and remember its resolutions in c (shared by
+// the resolvers of many pages; nil turns it off) and returns r.
+func (r *Resolver) WithCache(c *ResolveCache) *Resolver {
+	r.cache = nil
+	if c == nil {
+		return r
+	}
+	if parts, ok := partsOf(r.base.Href(true)); ok {
+		r.cache, r.parts = c, parts
+	}
+	return r
 }
 
 // NewResolver parses base for Resolve calls.
@@ -120,8 +135,25 @@ func NewResolver(base string) (*Resolver, error) {
 	return &Resolver{base: b}, nil
 }
 
-// Resolve is the package-level Resolve against r's base.
+// Resolve is the package-level Resolve against r's base (looked up in
+// and remembered by r's cache, if it has one).
 func (r *Resolver) Resolve(ref string) (string, error) {
+	if r.cache == nil {
+		return r.resolve(ref)
+	}
+	k, ok := r.parts.key(ref)
+	if !ok {
+		return r.resolve(ref)
+	}
+	if res, hit := r.cache.get(k); hit {
+		return res.url, res.err
+	}
+	u, err := r.resolve(ref)
+	r.cache.put(k, resolved{u, err})
+	return u, err
+}
+
+func (r *Resolver) resolve(ref string) (string, error) {
 	if len(ref) > maxInput {
 		return "", fmt.Errorf("resolve url: %d bytes: %w", len(ref), ErrTooLong)
 	}

@@ -66,6 +66,9 @@ type Options struct {
 	// Detail, when set, is matched against the page: Result.Detail reports
 	// whether any element matches (a detail page of the crawl).
 	Detail goquery.Matcher
+	// Resolved, optional, remembers link resolutions across pages (the
+	// links a site repeats on every page); shared, safe for concurrent use.
+	Resolved *urlcanon.ResolveCache
 }
 
 func (o Options) withDefaults() Options {
@@ -280,6 +283,7 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 		// the base is the canonical page URL or a canonical <base href>
 		return nil, map[string]int{DropInvalid: 1}, ""
 	}
+	resolver.WithCache(opts.Resolved)
 	var (
 		out       []Link
 		dropped   map[string]int
@@ -417,6 +421,9 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 				}
 				if err == nil {
 					r, err = urlcanon.NewResolver(abs)
+				}
+				if err == nil {
+					r.WithCache(opts.Resolved)
 				}
 				if err != nil {
 					drop(DropInvalid)

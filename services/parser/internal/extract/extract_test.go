@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -345,6 +346,7 @@ func FuzzExtract(f *testing.F) {
 	f.Add([]byte(`<a href="http://[::1">x</a><a href="https://xn--/">y</a>`))
 	f.Add([]byte(`<link rel="next canonical" href=" ../x\\y "><body background="//h/p"><applet code="C.class" codebase="../cb">`))
 	f.Add([]byte(`<meta http-equiv="refresh" content="0; url='  \\\\h\\p  '"><meta http-equiv=refresh content="1;url=">`))
+	cache := urlcanon.NewResolveCache(1 << 10) // shared by every input, as by a parser's pages
 	f.Fuzz(func(t *testing.T, body []byte) {
 		opts := extract.Options{MaxOutlinks: 50, MaxTextBytes: 4096}
 		res, err := extract.Extract(pageURL, body, opts)
@@ -352,6 +354,12 @@ func FuzzExtract(f *testing.F) {
 			t.Fatalf("Extract: %v", err)
 		}
 		checkInvariants(t, res, opts.MaxOutlinks, opts.MaxTextBytes)
+		// The resolution cache changes nothing.
+		opts.Resolved = cache
+		cached, err := extract.Extract(pageURL, body, opts)
+		if err != nil || !reflect.DeepEqual(cached.Links, res.Links) || !reflect.DeepEqual(cached.Dropped, res.Dropped) {
+			t.Fatalf("with a resolution cache: links %v dropped %v (%v); without: %v %v", cached.Links, cached.Dropped, err, res.Links, res.Dropped)
+		}
 	})
 }
 

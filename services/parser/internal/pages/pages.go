@@ -47,6 +47,7 @@ type Config struct {
 	FollowDuplicates    bool   // flag follow-duplicates: for crawls without a spec (default true)
 	SERPConfig          string // flag serp-config: JSON file of search engines added to the presets
 	RecentLinks         int    // flag recent-links: outlinks remembered as published (0 = off)
+	ResolveCache        int    // flag resolve-cache: link resolutions remembered across pages (0 = off)
 }
 
 // Defaults of Config.
@@ -57,6 +58,7 @@ const (
 	DefaultMaxURLLength        = 2048
 	DefaultMaxRepeatedSegments = 3
 	DefaultRecentLinks         = 1 << 20 // 8 MiB
+	DefaultResolveCache        = 1 << 15 // about 6 MiB
 )
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -69,6 +71,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
 	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
 	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published (8 bytes each) so that a link repeated on many pages is published once; 0 disables")
+	fs.IntVar(&c.ResolveCache, "resolve-cache", DefaultResolveCache, "link resolutions remembered across pages (about 200 bytes each), so that a link a site repeats is parsed once; 0 disables")
 }
 
 // Validate reports a configuration error.
@@ -86,6 +89,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("validate max-repeated-segments %d: want at least 0", c.MaxRepeatedSegments)
 	case c.RecentLinks < 0 || c.RecentLinks > 1<<30:
 		return fmt.Errorf("validate recent-links %d: want 0 to %d", c.RecentLinks, 1<<30)
+	case c.ResolveCache < 0 || c.ResolveCache > 1<<26:
+		return fmt.Errorf("validate resolve-cache %d: want 0 to %d", c.ResolveCache, 1<<26)
 	}
 	return nil
 }
@@ -135,6 +140,7 @@ type Processor struct {
 	engines *serp.Engines
 	recent  *recent.Links // nil: off
 	content *recentContent
+	resolve *urlcanon.ResolveCache // nil: off
 	log     *zap.Logger
 	metrics *Metrics
 	now     func() time.Time
@@ -155,7 +161,8 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
 	})
 	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
-		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), log: log, metrics: m, now: now}
+		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), resolve: urlcanon.NewResolveCache(cfg.ResolveCache),
+		log: log, metrics: m, now: now}
 }
 
 // Assign is the kafkaio.AssignFunc of the parser's consumer group.
@@ -463,6 +470,7 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 		MaxTextBytes: p.cfg.MaxTextBytes,
 		Results:      results,
 		Detail:       rules.DetailSelector(),
+		Resolved:     p.resolve,
 	}
 	// The X-Robots-Tag header carries the same directives as the meta tag.
 	tag, hasTag := page.GetHeaders()["x-robots-tag"]
