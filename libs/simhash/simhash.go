@@ -6,6 +6,7 @@ package simhash
 import (
 	"math/bits"
 	"unicode"
+	"unicode/utf8"
 )
 
 // ShingleWords is the number of consecutive words hashed together.
@@ -58,6 +59,19 @@ func Sum64(text string) uint64 {
 		h, inWord = fnvOffset, false
 	}
 	for _, r := range text {
+		if r < utf8.RuneSelf { // ASCII: the same tests without the tables
+			c := byte(r)
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
+				h = (h ^ uint64(c)) * fnvPrime
+				inWord = true
+			} else if inWord {
+				endWord()
+			}
+			continue
+		}
 		if unicode.IsLetter(r) || unicode.IsNumber(r) {
 			r = unicode.ToLower(r)
 			for ; r > 0; r >>= 8 { // the rune's bytes, low first
