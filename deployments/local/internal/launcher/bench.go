@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
@@ -163,8 +165,42 @@ type Bench struct {
 	Web       *websim.Stats              `json:"web,omitempty"`
 	WebHosts  int                        `json:"web_hosts,omitempty"`
 	Processes map[string]supervise.Usage `json:"processes"`
+	// ClickHouse is what the server counted during the crawl
+	// (system.events: queries, inserts, rows inserted and merged).
+	ClickHouse map[string]uint64 `json:"clickhouse_events,omitempty"`
 	// Site processes are not the crawl's: listed, not totalled.
 	Site []string `json:"site_processes,omitempty"`
+}
+
+// clickHouseEvents are the server counters the benchmark reports.
+var clickHouseEvents = []string{"Query", "SelectQuery", "InsertQuery", "InsertedRows", "InsertedBytes", "MergedRows", "MergedUncompressedBytes"}
+
+// readEvents reads the server's cumulative counters of clickHouseEvents.
+func readEvents(ctx context.Context, conn driver.Conn) (map[string]uint64, error) {
+	rows, err := conn.Query(ctx, "SELECT event, value FROM system.events WHERE event IN ('"+strings.Join(clickHouseEvents, "', '")+"')")
+	if err != nil {
+		return nil, fmt.Errorf("read clickhouse events: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]uint64, len(clickHouseEvents))
+	for rows.Next() {
+		var name string
+		var v uint64
+		if err := rows.Scan(&name, &v); err != nil {
+			return nil, fmt.Errorf("read clickhouse events: %w", err)
+		}
+		out[name] = v
+	}
+	return out, rows.Err()
+}
+
+// since returns the counters' growth from before.
+func since(before, after map[string]uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(after))
+	for k, v := range after {
+		out[k] = v - min(before[k], v)
+	}
+	return out
 }
 
 // requests is what CPU is divided by: the requests the web received, or
@@ -233,6 +269,10 @@ func (b Bench) Print(out io.Writer) {
 		fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f%s\n", n, u.CPU.Seconds(), perRequest(u.CPU, reqs), mib(u.MaxRSS), note)
 	}
 	fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f  (peak rss: the services and the launcher, summed)\n", "all", cpu.Seconds(), perRequest(cpu, reqs), mib(rss))
+	if e := b.ClickHouse; e != nil {
+		fmt.Fprintf(out, "  clickhouse: %d queries (%d inserts, %d selects), %d rows and %.1f MiB inserted, %d rows merged\n",
+			e["Query"], e["InsertQuery"], e["SelectQuery"], e["InsertedRows"], float64(e["InsertedBytes"])/(1<<20), e["MergedRows"])
+	}
 }
 
 func perRequest(cpu time.Duration, requests int64) float64 {

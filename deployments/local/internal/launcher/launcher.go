@@ -245,6 +245,12 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	fmt.Fprintf(out, "services ready (logs in %s); crawl %s\n", filepath.Join(dataDir, "logs"), cfg.CrawlID)
 	fmt.Fprintf(out, "crawl spec (%s): %s\n", specFile, specLine(req))
 
+	var events0 map[string]uint64
+	if cfg.Bench {
+		if events0, err = readEvents(ctx, p.Store.Conn()); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	runErr := crawl(ctx, cfg, p, pipeline.SeedRun{CrawlID: cfg.CrawlID, Seeds: seeds, SeedsFile: seedsFile, SpecFile: specFile}, disp)
 	duration := time.Since(start)
@@ -283,6 +289,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		bench.Processes["broker"] = broker.Usage()
 	}
 	if cfg.Bench {
+		events, err := readEvents(sctx, p.Store.Conn())
+		if err != nil {
+			return errors.Join(runErr, stopErr, err)
+		}
+		bench.ClickHouse = since(events0, events)
 		if u, ok := selfUsage(); ok {
 			bench.Processes["launcher"] = u
 		}

@@ -280,8 +280,18 @@ func writeSpec(dir string, req crawlspec.Request) (string, error) {
 }
 
 // specLine is the spec's scope and limits in one line of JSON, for the
-// start of a crawl.
+// start of a crawl; a list of more than 5 hosts or patterns shows its
+// first 3 and its length.
 func specLine(req crawlspec.Request) string {
+	if req.Scope != nil {
+		sc := *req.Scope
+		for _, l := range []*[]string{&sc.AllowHosts, &sc.DenyHosts, &sc.AllowDomains, &sc.DenyDomains, &sc.AllowPatterns, &sc.DenyPatterns} {
+			if n := len(*l); n > 5 {
+				*l = append((*l)[:3:3], fmt.Sprintf("… (%d in all)", n))
+			}
+		}
+		req.Scope = &sc
+	}
 	b, err := json.Marshal(struct {
 		Scope      *crawlspec.Scope      `json:"scope,omitempty"`
 		Limits     *crawlspec.Limits     `json:"limits,omitempty"`
