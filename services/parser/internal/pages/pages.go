@@ -160,6 +160,9 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 	}, func(crawlID string, err error) {
 		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
 	})
+	if sinks.Seen != nil {
+		sinks.Seen = newCoalescedIndex(sinks.Seen, lookupWindow)
+	}
 	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
 		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), resolve: urlcanon.NewResolveCache(cfg.ResolveCache),
 		log: log, metrics: m, now: now}

@@ -1,0 +1,102 @@
+package pages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// mapIndex is a ContentIndex over a map that counts its queries.
+type mapIndex struct {
+	first   map[string]map[uint64]string
+	queries atomic.Int32
+	err     error
+}
+
+func (m *mapIndex) SeenContent(_ context.Context, crawlID string, fps []uint64) (map[uint64]string, error) {
+	m.queries.Add(1)
+	if m.err != nil {
+		return nil, m.err
+	}
+	out := make(map[uint64]string)
+	for _, fp := range fps {
+		if u, ok := m.first[crawlID][fp]; ok {
+			out[fp] = u
+		}
+	}
+	return out, nil
+}
+
+// TestCoalescedLookups: twenty batches of two crawls asking at once make
+// one round of one query per crawl, and each gets the answer for its own
+// fingerprints.
+func TestCoalescedLookups(t *testing.T) {
+	idx := &mapIndex{first: map[string]map[uint64]string{
+		"a": {1: "http://a/1", 3: "http://a/3"},
+		"b": {1: "http://b/1"},
+	}}
+	c := newCoalescedIndex(idx, 200*time.Millisecond)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		crawl := []string{"a", "b"}[i%2]
+		wg.Go(func() {
+			got, err := c.SeenContent(context.Background(), crawl, []uint64{1, uint64(i + 2)})
+			if err != nil {
+				t.Errorf("batch %d: %v", i, err)
+				return
+			}
+			want := map[uint64]string{1: "http://" + crawl + "/1"}
+			if i+2 == 3 && crawl == "a" {
+				want[3] = "http://a/3"
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("batch %d of %s: %v, want %v", i, crawl, got, want)
+			}
+		})
+	}
+	wg.Wait()
+	if q := idx.queries.Load(); q != 2 {
+		t.Errorf("%d queries for 20 batches of 2 crawls, want 2 (one round)", q)
+	}
+}
+
+// TestCoalescedLookupsErrors: a failed query fails every batch of its
+// round; a batch whose context ends stops waiting, and the round it led
+// still answers the others.
+func TestCoalescedLookupsErrors(t *testing.T) {
+	boom := errors.New("clickhouse down")
+	c := newCoalescedIndex(&mapIndex{err: boom}, 10*time.Millisecond)
+	if _, err := c.SeenContent(context.Background(), "a", []uint64{1}); !errors.Is(err, boom) {
+		t.Errorf("error = %v, want the query's", err)
+	}
+
+	idx := &mapIndex{first: map[string]map[uint64]string{"a": {1: "http://a/1"}}}
+	c = newCoalescedIndex(idx, 100*time.Millisecond)
+	leaderCtx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.SeenContent(leaderCtx, "a", []uint64{1})
+		done <- err
+	}()
+	for { // wait until the leader opened its round
+		c.mu.Lock()
+		open := c.next != nil
+		c.mu.Unlock()
+		if open {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	got, err := c.SeenContent(context.Background(), "a", []uint64{1})
+	if err != nil || got[1] != "http://a/1" {
+		t.Errorf("follower of a cancelled leader: %v, %v", got, err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled leader: %v, want its context's error", err)
+	}
+}
