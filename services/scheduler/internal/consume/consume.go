@@ -431,6 +431,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			h.fail(err)
 			return
 		}
+		if len(deferred) > 0 && h.pump != nil {
+			h.pump.markDeferred(len(deferred))
+		}
 		for _, msg := range acks {
 			ack(msg)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -659,4 +661,61 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 	if err != nil || lag != 2 {
 		t.Errorf("lag after the failure = %d (%v), want 2: nothing committed", lag, err)
 	}
+}
+
+// countingFrontier is the ClickHouse frontier, counting its reads.
+type countingFrontier struct {
+	StoreFrontier
+	reads atomic.Int32
+}
+
+func (f *countingFrontier) Pending(ctx context.Context, partition, perHost int, skip []string) ([]chstore.FrontierRow, error) {
+	f.reads.Add(1)
+	return f.StoreFrontier.Pending(ctx, partition, perHost, skip)
+}
+
+// TestIdlePumpsDoNotQuery: without a quota and with nothing deferred, each
+// partition's pump reads the frontier once (what a previous owner left)
+// and not every window; a URL deferred for a paused crawl wakes its pump,
+// and the crawl's resume releases it.
+func TestIdlePumpsDoNotQuery(t *testing.T) {
+	e := newEnv(t)
+	specs := crawlcontrol.NewSpecs()
+	setState(t, specs, "p", 1, crawlv1.CrawlState_CRAWL_STATE_PAUSED)
+	fr := &countingFrontier{StoreFrontier: StoreFrontier{W: e.frontW, Store: e.store}}
+	cfg := specsConfig(specs)
+	cfg.QuotaWindow = 50 * time.Millisecond
+	cfg.Topics, cfg.Partitions = e.kafka.Topics(), e.kafka.Partitions
+	s, err := New(cfg, e.producer, e.seenW, e.eventsW, fr, e.store, budget.NewTracker(0), time.Now, e.log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := kafkaio.NewGroup(e.kafka, kafkaio.GroupConfig{
+		GroupID: e.kafka.GroupFor("scheduler"), Topic: e.kafka.Topics().Discovered, CommitInterval: 50 * time.Millisecond,
+	}, s.Assign, e.log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("group run: %v", err)
+		}
+	}()
+	e.publish(disc("run", "http://a.example/x", 1))
+	e.drain()
+	waitFor(t, "every pump's first read", func() bool { return fr.reads.Load() >= partitions })
+	time.Sleep(time.Second) // twenty windows
+	if n := fr.reads.Load(); n != partitions {
+		t.Errorf("%d frontier reads over twenty windows of %d idle pumps, want %d", n, partitions, partitions)
+	}
+	before := fr.reads.Load()
+	e.publish(disc("p", "http://b.example/held", 1))
+	e.drain()
+	waitFor(t, "the deferring partition's pump woken", func() bool { return fr.reads.Load() > before })
+	setState(t, specs, "p", 2, crawlv1.CrawlState_CRAWL_STATE_RUNNING)
+	waitFor(t, "the held url released", func() bool { return testutil.ToFloat64(s.metrics.released) == 1 })
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -107,6 +108,11 @@ func deferredRow(partition int, host string, fr *crawlv1.FetchRequest, now time.
 // them released. A crash between the two re-releases them (fetched twice,
 // at most one window's quota per host). Errors are logged and retried at
 // the next tick; the partition keeps running.
+//
+// A pump whose last read found nothing pending stays idle (no query)
+// until the partition defers a URL (deferred) or a crawl specification
+// changes (a resumed crawl's URLs become releasable): a crawl without
+// quota or pause costs no frontier query every window per partition.
 type pump struct {
 	s         *Scheduler
 	partition int
@@ -114,7 +120,11 @@ type pump struct {
 	log       *zap.Logger
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
+	deferred  atomic.Int64 // URLs the partition deferred, counted once durable
 }
+
+// markDeferred tells the pump that n more URLs wait in the frontier.
+func (p *pump) markDeferred(n int) { p.deferred.Add(int64(n)) }
 
 func (s *Scheduler) startPump(partition int, quota *frontier.Quota, log *zap.Logger) *pump {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,19 +146,27 @@ func (p *pump) stop() {
 func (p *pump) run(ctx context.Context) {
 	t := time.NewTicker(p.s.cfg.QuotaWindow)
 	defer t.Stop()
+	idle := false // the first read finds what a previous owner left
+	var seen int64
 	for {
 		var changed <-chan struct{} // nil: never
 		if p.s.cfg.Changed != nil {
 			changed = p.s.cfg.Changed()
 		}
-		if err := p.releaseOnce(ctx); err != nil && ctx.Err() == nil {
-			p.log.Warn("release frontier failed, retrying next window", zap.Error(err))
+		if d := p.deferred.Load(); !idle || d != seen {
+			seen = d
+			n, err := p.releaseOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				p.log.Warn("release frontier failed, retrying next window", zap.Error(err))
+			}
+			idle = err == nil && n == 0
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-changed:
+			idle = false
 		}
 	}
 }
@@ -156,7 +174,9 @@ func (p *pump) run(ctx context.Context) {
 // unlimitedPerHost bounds one pump read per host when there is no quota.
 const unlimitedPerHost = 1000
 
-func (p *pump) releaseOnce(ctx context.Context) error {
+// releaseOnce releases what the quota allows and returns how many pending
+// URLs it read.
+func (p *pump) releaseOnce(ctx context.Context) (int, error) {
 	s := p.s
 	perHost := s.cfg.HostQuota
 	if perHost <= 0 {
@@ -168,7 +188,7 @@ func (p *pump) releaseOnce(ctx context.Context) error {
 	}
 	pending, err := s.frontier.Pending(ctx, p.partition, perHost, skip)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var (
 		msgs     []kafka.Message
@@ -194,7 +214,7 @@ func (p *pump) releaseOnce(ctx context.Context) error {
 		}
 		key, _, err := s.partitionOf(r.URL)
 		if err != nil {
-			return fmt.Errorf("key frontier url: %w", err)
+			return len(pending), fmt.Errorf("key frontier url: %w", err)
 		}
 		fr := &crawlv1.FetchRequest{
 			CrawlId:      r.CrawlID,
@@ -209,33 +229,33 @@ func (p *pump) releaseOnce(ctx context.Context) error {
 		}
 		m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, key, fr)
 		if err != nil {
-			return fmt.Errorf("encode fetch request: %w", err)
+			return len(pending), fmt.Errorf("encode fetch request: %w", err)
 		}
 		msgs = append(msgs, m)
 		r.State, r.UpdatedAt = chstore.FrontierReleased, now
 		released = append(released, r)
 	}
 	if len(released) == 0 {
-		return nil
+		return len(pending), nil
 	}
 	if len(msgs) > 0 {
 		if err := s.producer.Write(ctx, msgs...); err != nil {
-			return fmt.Errorf("produce released fetch requests: %w", err)
+			return len(pending), fmt.Errorf("produce released fetch requests: %w", err)
 		}
 	}
 	// The cancelled URLs' terminal rows go in before their frontier rows
 	// stop being pending: a crash in between only writes them again.
 	if len(events) > 0 {
 		if err := s.events.Write(ctx, events...); err != nil {
-			return fmt.Errorf("record cancelled urls: %w", err)
+			return len(pending), fmt.Errorf("record cancelled urls: %w", err)
 		}
 	}
 	if err := s.frontier.Write(ctx, released...); err != nil {
-		return fmt.Errorf("record released urls: %w", err)
+		return len(pending), fmt.Errorf("record released urls: %w", err)
 	}
 	s.metrics.released.Add(float64(len(msgs)))
 	s.metrics.dropped.WithLabelValues(string(admit.Cancelled)).Add(float64(len(events)))
-	return nil
+	return len(pending), nil
 }
 
 // crawlState is a crawl's operator state (RUNNING without Config.State).
