@@ -173,7 +173,8 @@ type Bench struct {
 }
 
 // clickHouseEvents are the server counters the benchmark reports.
-var clickHouseEvents = []string{"Query", "SelectQuery", "InsertQuery", "InsertedRows", "InsertedBytes", "MergedRows", "MergedUncompressedBytes"}
+var clickHouseEvents = []string{"Query", "SelectQuery", "InsertQuery", "InsertedRows", "InsertedBytes", "MergedRows",
+	"MergedUncompressedBytes", "SelectedRows", "SelectedBytes", "OSCPUVirtualTimeMicroseconds"}
 
 // readEvents reads the server's cumulative counters of clickHouseEvents.
 func readEvents(ctx context.Context, conn driver.Conn) (map[string]uint64, error) {
@@ -270,8 +271,10 @@ func (b Bench) Print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f  (peak rss: the services and the launcher, summed)\n", "all", cpu.Seconds(), perRequest(cpu, reqs), mib(rss))
 	if e := b.ClickHouse; e != nil {
-		fmt.Fprintf(out, "  clickhouse: %d queries (%d inserts, %d selects), %d rows and %.1f MiB inserted, %d rows merged\n",
-			e["Query"], e["InsertQuery"], e["SelectQuery"], e["InsertedRows"], float64(e["InsertedBytes"])/(1<<20), e["MergedRows"])
+		fmt.Fprintf(out, "  clickhouse: %d queries (%d inserts, %d selects; %.1fs of CPU in query threads), %d rows and %.1f MiB inserted, %d rows (%.1f MiB) merged, %d rows (%.1f MiB) read by selects\n",
+			e["Query"], e["InsertQuery"], e["SelectQuery"], float64(e["OSCPUVirtualTimeMicroseconds"])/1e6,
+			e["InsertedRows"], float64(e["InsertedBytes"])/(1<<20), e["MergedRows"], float64(e["MergedUncompressedBytes"])/(1<<20),
+			e["SelectedRows"], float64(e["SelectedBytes"])/(1<<20))
 	}
 }
 
