@@ -29,7 +29,7 @@ func TestDuplicateOfPageBeingStored(t *testing.T) {
 	seen := chstore.NewBatchWriter(store, chstore.ContentSeen, slow, log, nil)
 	runWriters(t, docs, seen)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, FollowDuplicates: true},
+	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, FollowDuplicates: true, PublishDocuments: true},
 		pages.Sinks{Documents: docs, ContentSeen: seen, Seen: store}, now)
 
 	text := "<html><body><p>The same article, mirrored on two paths of one host.</p></body></html>"
@@ -67,7 +67,7 @@ func TestFailedStoreLeavesBatchUnacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048},
+	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, PublishDocuments: true},
 		pages.Sinks{Documents: broken}, now)
 	r.produce(ctx, htmlPage("http://127.0.0.2/a", 1, "<p>first</p>", now))
 	readDocuments(t, ctx, r.kc, 1) // published before the store failed

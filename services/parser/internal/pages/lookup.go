@@ -52,12 +52,13 @@ func (c *coalescedIndex) SeenContent(ctx context.Context, crawlID string, fps []
 	r.fps[crawlID] = append(r.fps[crawlID], fps...)
 	c.mu.Unlock()
 	if leader {
-		c.run(ctx, r)
-	}
-	select {
-	case <-r.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		c.run(ctx, r) // the round is answered when it returns
+	} else {
+		select {
+		case <-r.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	if r.err != nil {
 		return nil, r.err

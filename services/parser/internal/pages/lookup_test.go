@@ -65,8 +65,9 @@ func TestCoalescedLookups(t *testing.T) {
 }
 
 // TestCoalescedLookupsErrors: a failed query fails every batch of its
-// round; a batch whose context ends stops waiting, and the round it led
-// still answers the others.
+// round; a follower whose context ends stops waiting; a leader whose
+// context ended still answers its round (the query has a context of its
+// own), and itself.
 func TestCoalescedLookupsErrors(t *testing.T) {
 	boom := errors.New("clickhouse down")
 	c := newCoalescedIndex(&mapIndex{err: boom}, 10*time.Millisecond)
@@ -75,28 +76,44 @@ func TestCoalescedLookupsErrors(t *testing.T) {
 	}
 
 	idx := &mapIndex{first: map[string]map[uint64]string{"a": {1: "http://a/1"}}}
-	c = newCoalescedIndex(idx, 100*time.Millisecond)
-	leaderCtx, cancel := context.WithCancel(context.Background())
+	c = newCoalescedIndex(idx, 200*time.Millisecond)
+	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	done := make(chan error, 1)
+	leader := make(chan error, 1)
 	go func() {
-		_, err := c.SeenContent(leaderCtx, "a", []uint64{1})
-		done <- err
-	}()
-	for { // wait until the leader opened its round
-		c.mu.Lock()
-		open := c.next != nil
-		c.mu.Unlock()
-		if open {
-			break
+		got, err := c.SeenContent(cancelled, "a", []uint64{1})
+		if err == nil && got[1] != "http://a/1" {
+			err = fmt.Errorf("answer %v", got)
 		}
-		time.Sleep(time.Millisecond)
+		leader <- err
+	}()
+	waitRound(t, c)
+	if _, err := c.SeenContent(cancelled, "a", []uint64{1}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled follower: %v, want its context's error", err)
 	}
 	got, err := c.SeenContent(context.Background(), "a", []uint64{1})
 	if err != nil || got[1] != "http://a/1" {
 		t.Errorf("follower of a cancelled leader: %v, %v", got, err)
 	}
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled leader: %v, want its context's error", err)
+	if err := <-leader; err != nil {
+		t.Errorf("cancelled leader: %v, want the round's answer", err)
+	}
+}
+
+// waitRound waits until a round is gathering.
+func waitRound(t *testing.T, c *coalescedIndex) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		open := c.next != nil
+		c.mu.Unlock()
+		if open {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no round opened")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

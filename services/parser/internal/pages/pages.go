@@ -48,6 +48,7 @@ type Config struct {
 	SERPConfig          string // flag serp-config: JSON file of search engines added to the presets
 	RecentLinks         int    // flag recent-links: outlinks remembered as published (0 = off)
 	ResolveCache        int    // flag resolve-cache: link resolutions remembered across pages (0 = off)
+	PublishDocuments    bool   // flag publish-documents: also produce every document to the documents topic
 }
 
 // Defaults of Config.
@@ -71,6 +72,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
 	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
 	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published (8 bytes each) so that a link repeated on many pages is published once; 0 disables")
+	fs.BoolVar(&c.PublishDocuments, "publish-documents", false, "also produce every document (text included) to the documents topic, for downstream consumers; ClickHouse's documents table has them either way")
 	fs.IntVar(&c.ResolveCache, "resolve-cache", DefaultResolveCache, "link resolutions remembered across pages (about 200 bytes each), so that a link a site repeats is parsed once; 0 disables")
 }
 
@@ -287,6 +289,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		metas = append(metas, d.meta)
 		if !d.meta.IsDuplicate && d.row.Text != "" {
 			firsts = append(firsts, chstore.ContentSeenRow{CrawlID: d.row.CrawlID, ContentFP: d.row.ContentFP, URL: d.row.URL, FirstSeen: d.row.FetchedAt})
+		}
+		if !p.cfg.PublishDocuments {
+			continue
 		}
 		m, err := kafkaio.NewMessage(p.topics.Documents, []byte(d.row.Host), d.msg)
 		if err != nil {

@@ -206,6 +206,17 @@ func TestConsumeFetchedPages(t *testing.T) {
 		}
 	}
 
+	// Without --publish-documents the documents stay in ClickHouse only.
+	offs, err := kafkaio.GroupOffsets(ctx, kc, "none", topics.Documents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offs {
+		if o.End != 0 {
+			t.Errorf("documents topic partition %d holds %d records, want none", o.Partition, o.End)
+		}
+	}
+
 	for outcome, n := range map[string]float64{
 		pages.OutcomeDocument: 2, pages.OutcomeNoIndex: 1, pages.OutcomeNotHTML: 1,
 		pages.OutcomeFetchError: 1, pages.OutcomeHTTPStatus: 1, pages.OutcomeUndecodable: 1,

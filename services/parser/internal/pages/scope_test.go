@@ -97,7 +97,7 @@ func TestScopeDuplicatesSitemapsSERP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := pages.NewProcessor(pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, FollowDuplicates: true},
+	proc := pages.NewProcessor(pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, FollowDuplicates: true, PublishDocuments: true},
 		topics, pages.Sinks{Publisher: w, Documents: docs, Meta: meta, ContentSeen: seen, Dropped: dropped, Seen: store},
 		specs, engines, log, metrics, func() time.Time { return now })
 	group, err := kafkaio.NewGroup(kc, kafkaio.GroupConfig{
