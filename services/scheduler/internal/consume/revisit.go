@@ -226,6 +226,18 @@ func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack 
 		rows = append(rows, row)
 		changes = append(changes, ch)
 	}
+	// The schedule takes the new states now, under the same lock: the
+	// pump must never lease a URL's older state after this one (both rows
+	// carry the same second as their version, and the later insert wins).
+	// A failed write below fails the partition, whose next owner reloads
+	// the schedule from ClickHouse.
+	for fp, row := range next {
+		if h.sched[fp] == nil {
+			r.m.tracked.Inc()
+		}
+		row := row
+		h.sched[fp] = &row
+	}
 	h.mu.Unlock()
 	if len(rows) > 0 {
 		var g errgroup.Group
@@ -244,15 +256,6 @@ func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack 
 		if err := g.Wait(); err != nil {
 			return err
 		}
-		h.mu.Lock()
-		for fp, row := range next {
-			if h.sched[fp] == nil {
-				r.m.tracked.Inc()
-			}
-			row := row
-			h.sched[fp] = &row
-		}
-		h.mu.Unlock()
 		for _, ch := range changes {
 			r.m.observed.Inc()
 			if ch.Changed == 1 {
