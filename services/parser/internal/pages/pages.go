@@ -15,7 +15,6 @@ import (
 	"mime"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -172,24 +171,17 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 
 // Assign is the kafkaio.AssignFunc of the parser's consumer group.
 func (p *Processor) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {
-	h := &handler{p: p, log: p.log.With(telemetry.Topic(topic), telemetry.Partition(partition))}
-	// Stores outlive a revoke until Close gives up on them.
-	h.persistCtx, h.cancelPersist = context.WithCancel(context.WithoutCancel(ctx))
-	return h, nil
+	log := p.log.With(telemetry.Topic(topic), telemetry.Partition(partition))
+	return &handler{p: p, log: log, stores: kafkaio.NewLater(ctx, log)}, nil
 }
 
 // handler handles one partition: Handle parses and publishes a batch, the
-// batch's rows are stored in the background (persisting) and its records
+// batch's rows are stored in the background (stores) and its records
 // acked when they are in.
 type handler struct {
-	p   *Processor
-	log *zap.Logger
-
-	persisting    sync.WaitGroup
-	persistCtx    context.Context
-	cancelPersist context.CancelFunc
-	errMu         sync.Mutex
-	persistErr    error // the first failed store; fails the next Handle or Close
+	p      *Processor
+	log    *zap.Logger
+	stores *kafkaio.Later
 }
 
 // result is what one fetched page yields.
@@ -231,7 +223,7 @@ func (r *result) drop(reason string, n int) {
 // acked: the records are redelivered (at least once), and the error (a
 // store's at the next Handle or at Close) stops the partition.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
-	if err := h.failed(); err != nil {
+	if err := h.stores.Err(); err != nil {
 		return err
 	}
 	p := h.p
@@ -315,18 +307,16 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		rows = append(rows, k)
 	}
 	acks := kafkaio.AckRefs(batch) // not the pages: they are parsed
-	h.persisting.Add(1)
-	go func() {
-		defer h.persisting.Done()
-		if err := p.store(h.persistCtx, docs, metas, firsts, rows); err != nil {
-			h.fail(err)
-			return
+	h.stores.Go(func(ctx context.Context) error {
+		if err := p.store(ctx, docs, metas, firsts, rows); err != nil {
+			return err
 		}
 		p.metrics.documents.Add(float64(len(docs)))
 		for _, rec := range acks {
 			ack(rec)
 		}
-	}()
+		return nil
+	})
 	return nil
 }
 
@@ -342,45 +332,10 @@ func (p *Processor) store(ctx context.Context, docs []chstore.DocumentRow, metas
 	return g.Wait()
 }
 
-// fail records the first store failure; the batch stays unacked.
-func (h *handler) fail(err error) {
-	h.errMu.Lock()
-	defer h.errMu.Unlock()
-	if h.persistErr == nil {
-		h.persistErr = err
-		if h.persistCtx.Err() == nil {
-			h.log.Error("left batch unacked, partition stops", zap.Error(err))
-		}
-	}
-}
-
-func (h *handler) failed() error {
-	h.errMu.Lock()
-	defer h.errMu.Unlock()
-	return h.persistErr
-}
-
 // Close waits for the batches being stored (until ctx is done, then
 // abandons them unacked: redelivered to the next owner) and returns the
 // error of a failed store.
-func (h *handler) Close(ctx context.Context) error {
-	waited := make(chan struct{})
-	go func() {
-		h.persisting.Wait()
-		close(waited)
-	}()
-	select {
-	case <-waited:
-	case <-ctx.Done():
-		h.log.Warn("close deadline passed, left storing batches unacked")
-	}
-	h.cancelPersist()
-	<-waited
-	if err := h.failed(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
-}
+func (h *handler) Close(ctx context.Context) error { return h.stores.Close(ctx) }
 
 func write[T any](ctx context.Context, w Writer[T], rows []T, what string) error {
 	if len(rows) == 0 || w == nil {

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -216,8 +215,7 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 				zap.Int("bytes", set.Bytes()), zap.Duration("took", took))
 			h := &handler{s: s, partition: partition, seen: set, batch: dedup.New(0), log: log,
 				quota: frontier.NewQuota(s.cfg.HostQuota, s.cfg.QuotaWindow, s.now)}
-			// Persists outlive a revoke until Close gives up on them.
-			h.persistCtx, h.cancelPersist = context.WithCancel(context.WithoutCancel(ctx))
+			h.persists = kafkaio.NewLater(ctx, log)
 			if s.frontier != nil {
 				// Also without a quota: it releases the URLs of paused
 				// crawls once they run again.
@@ -255,12 +253,8 @@ type handler struct {
 	hosts map[string]map[string]int64
 
 	// Batches whose requests are produced and whose rows are being
-	// persisted (persist): their records are acked when the rows are in.
-	persisting    sync.WaitGroup
-	persistCtx    context.Context // outlives a revoke until Close's deadline
-	cancelPersist context.CancelFunc
-	errMu         sync.Mutex
-	persistErr    error // the first failed persist; fails the next Handle or Close
+	// persisted: their records are acked when the rows are in.
+	persists *kafkaio.Later
 }
 
 // hostTaken is one per-host budget unit taken in the current batch.
@@ -313,7 +307,7 @@ func (v seenView) Contains(fp uint64) bool { return v.seen.Contains(fp) || v.bat
 // lacks them: their URLs are requested twice, never lost) and fails the
 // next Handle, or Close.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
-	if err := h.failed(); err != nil {
+	if err := h.persists.Err(); err != nil {
 		return err
 	}
 	s := h.s
@@ -424,12 +418,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	s.metrics.seenSize.Add(float64(len(rows)))
 	acks := kafkaio.AckRefs(batch)
-	h.persisting.Add(1)
-	go func() {
-		defer h.persisting.Done()
-		if err := h.persist(h.persistCtx, rows, deferred, events); err != nil {
-			h.fail(err)
-			return
+	h.persists.Go(func(ctx context.Context) error {
+		if err := h.persist(ctx, rows, deferred, events); err != nil {
+			return err
 		}
 		if len(deferred) > 0 && h.pump != nil {
 			h.pump.markDeferred(len(deferred))
@@ -438,7 +429,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			ack(msg)
 		}
 		s.metrics.batchTime.Observe(time.Since(start).Seconds())
-	}()
+		return nil
+	})
 	return nil
 }
 
@@ -472,24 +464,6 @@ func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred 
 		})
 	}
 	return g.Wait()
-}
-
-// fail records the first persist failure; the batch stays unacked.
-func (h *handler) fail(err error) {
-	h.errMu.Lock()
-	defer h.errMu.Unlock()
-	if h.persistErr == nil {
-		h.persistErr = err
-		if h.persistCtx.Err() == nil {
-			h.log.Error("left batch unacked, partition stops", zap.Error(err))
-		}
-	}
-}
-
-func (h *handler) failed() error {
-	h.errMu.Lock()
-	defer h.errMu.Unlock()
-	return h.persistErr
 }
 
 // Terminal states of URLs the scheduler does not admit (url_events.state).
@@ -557,18 +531,7 @@ func (h *handler) unreserve(reserved map[string]int64) {
 // the budget; the next owner reloads it from ClickHouse. It returns the
 // error of a failed persist.
 func (h *handler) Close(ctx context.Context) error {
-	waited := make(chan struct{})
-	go func() {
-		h.persisting.Wait()
-		close(waited)
-	}()
-	select {
-	case <-waited:
-	case <-ctx.Done():
-		h.log.Warn("close deadline passed, left persisting batches unacked")
-	}
-	h.cancelPersist()
-	<-waited
+	err := h.persists.Close(ctx)
 	if h.pump != nil {
 		h.pump.stop()
 	}
@@ -576,10 +539,7 @@ func (h *handler) Close(ctx context.Context) error {
 	h.s.budget.Release(h.partition)
 	h.log.Info("released seen set", zap.Int("urls", h.seen.Len()))
 	h.seen, h.batch = nil, nil
-	if err := h.failed(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	return err
 }
 
 // CountSeen returns the budget's global count: distinct fingerprints per
