@@ -3,8 +3,9 @@ package pages
 import "sync"
 
 // recentContentSize bounds the content fingerprints a processor remembers
-// (about 100 bytes each).
-const recentContentSize = 1 << 16
+// (about 100 bytes each): at least the documents waiting for their content_seen
+// rows (two batches per partition), with room to spare.
+const recentContentSize = 1 << 14
 
 // contentKey is a content fingerprint within one crawl.
 type contentKey struct {
