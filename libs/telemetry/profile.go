@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 
 	"go.uber.org/zap"
@@ -50,4 +51,14 @@ func writeAllocs(dir string) error {
 		return fmt.Errorf("create allocs profile: %w", err)
 	}
 	return errors.Join(pprof.Lookup("allocs").WriteTo(a, 0), a.Close())
+}
+
+// ApplyMemoryLimit sets the Go runtime's soft memory limit to
+// c.MemoryLimit when it is set (a container's limit, less headroom for
+// what the runtime does not count); otherwise the limit stays as the
+// GOMEMLIMIT variable set it.
+func ApplyMemoryLimit(c Config) {
+	if c.MemoryLimit > 0 {
+		debug.SetMemoryLimit(c.MemoryLimit)
+	}
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"go.uber.org/zap"
@@ -49,5 +50,21 @@ func TestStartProfilesOff(t *testing.T) {
 	stop()
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("wrote %d files without a profile dir", len(entries))
+	}
+}
+
+func TestApplyMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	ApplyMemoryLimit(Config{})
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("limit %d after an unset --memory-limit, want it left at %d", got, before)
+	}
+	ApplyMemoryLimit(Config{MemoryLimit: 96 << 20})
+	if got := debug.SetMemoryLimit(-1); got != 96<<20 {
+		t.Errorf("limit %d, want %d", got, 96<<20)
+	}
+	if err := (Config{MemoryLimit: -1}).Validate(); err == nil {
+		t.Error("a negative memory limit validated")
 	}
 }

@@ -41,6 +41,10 @@ type Config struct {
 	// ProfileDir, when set (flag profile-dir), receives a CPU profile of
 	// the whole run and an allocation profile at its end (StartProfiles).
 	ProfileDir string
+	// MemoryLimit (flag memory-limit, bytes; 0: none) is the Go runtime's
+	// soft memory limit (as GOMEMLIMIT): the collector runs more often as
+	// the process nears it (ApplyMemoryLimit).
+	MemoryLimit int64
 }
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -49,6 +53,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log format: json or console")
 	fs.StringVar(&c.AdminAddr, "admin-addr", DefaultAdminAddr, "listen address of the admin server (/metrics, /healthz, /readyz)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write cpu.pprof (the whole run) and allocs.pprof (at exit) here")
+	fs.Int64Var(&c.MemoryLimit, "memory-limit", 0, "soft memory limit of the Go runtime in bytes, as GOMEMLIMIT (0: none, or GOMEMLIMIT's)")
 }
 
 // Validate reports a configuration error. Empty fields mean their defaults.
@@ -60,6 +65,9 @@ func (c Config) Validate() error {
 	case "", "json", "console":
 	default:
 		return fmt.Errorf("validate log-format %q: want json or console", c.LogFormat)
+	}
+	if c.MemoryLimit < 0 {
+		return fmt.Errorf("validate memory-limit %d: must not be negative", c.MemoryLimit)
 	}
 	if c.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {

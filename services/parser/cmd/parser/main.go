@@ -71,6 +71,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	telemetry.ApplyMemoryLimit(cfg.Telemetry)
 	stopProfiles, err := telemetry.StartProfiles(cfg.Telemetry, log)
 	if err != nil {
 		return err

@@ -54,11 +54,11 @@ type Config struct {
 const (
 	DefaultBatchSize = 50
 	// DocumentBatchRows is the most documents inserted together.
-	DocumentBatchRows          = 1000
+	DocumentBatchRows          = 500
 	DefaultMaxURLLength        = 2048
 	DefaultMaxRepeatedSegments = 3
 	DefaultRecentLinks         = 1 << 20 // 8 MiB
-	DefaultResolveCache        = 1 << 15 // about 6 MiB
+	DefaultResolveCache        = 1 << 14 // about 4 MiB
 )
 
 // RegisterFlags binds the fields to flags with defaults.

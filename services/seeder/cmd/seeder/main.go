@@ -155,6 +155,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(str
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	telemetry.ApplyMemoryLimit(cfg.Telemetry)
 	stopProfiles, err := telemetry.StartProfiles(cfg.Telemetry, log)
 	if err != nil {
 		return err

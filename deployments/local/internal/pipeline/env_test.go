@@ -1,0 +1,35 @@
+package pipeline
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCommonEnvMemoryLimits: every service process gets its service's
+// memory limit, a fetcher instance too; an empty map sets none.
+func TestCommonEnvMemoryLimits(t *testing.T) {
+	limitOf := func(env []string) string {
+		i := slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CRAWLER_MEMORY_LIMIT=") })
+		if i < 0 {
+			return ""
+		}
+		return strings.TrimPrefix(env[i], "CRAWLER_MEMORY_LIMIT=")
+	}
+	p := newPipeline(Config{})
+	tests := []struct{ name, want string }{
+		{"fetcher-1", "67108864"},
+		{"parser", "150994944"},
+		{"seeder", "33554432"},
+		{"websim", ""}, // not a service of the pipeline
+	}
+	for _, tt := range tests {
+		if got := limitOf(p.CommonEnv(tt.name, "127.0.0.1:1")); got != tt.want {
+			t.Errorf("%s: limit %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	none := newPipeline(Config{MemoryLimits: map[string]int64{}})
+	if got := limitOf(none.CommonEnv("parser", "127.0.0.1:1")); got != "" {
+		t.Errorf("no limits: parser limit %q", got)
+	}
+}
