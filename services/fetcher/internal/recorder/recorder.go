@@ -67,7 +67,8 @@ type Options struct {
 	// MaxBatch is the most outcomes written together (default 256).
 	MaxBatch int
 	// Linger is how long a batch waits for more outcomes after its first
-	// (default 2ms): a write is paid per batch, not per page.
+	// (default 10ms): a write is paid per batch, not per page, and a
+	// fetch takes tens of milliseconds anyway.
 	Linger time.Duration
 	// Writers is the most batches being produced at once (default 4).
 	// A batch whose records are produced waits for its rows' insert (up
@@ -85,7 +86,7 @@ func (o Options) withDefaults() Options {
 		o.MaxBatch = 256
 	}
 	if o.Linger <= 0 {
-		o.Linger = 2 * time.Millisecond
+		o.Linger = 10 * time.Millisecond
 	}
 	if o.Writers <= 0 {
 		o.Writers = 4
