@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -49,6 +50,25 @@ func (s Stats) Coverage() float64 {
 // resource is one resource's history.
 type resource struct {
 	answered bool // answered with a final (non-5xx, complete) answer
+	kind     string
+	hits     []Hit
+}
+
+// Hit is one request of a resource: when it was answered and with what
+// status (0: the connection was dropped before an answer).
+type Hit struct {
+	At     time.Time `json:"at"`
+	Status int       `json:"status"`
+}
+
+// Resource is the history of one resource (robots.txt excluded): its
+// identity (host index, path with dot segments resolved, escapes decoded,
+// path parameters dropped, and its non-empty query), its kind and every
+// request of it, in order.
+type Resource struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	Hits []Hit  `json:"hits"`
 }
 
 type stats struct {
@@ -111,7 +131,7 @@ func (st *stats) record(h int, id, kind string, status int, bytes int64, at time
 	r, ok := st.res[id]
 	switch {
 	case !ok:
-		r = &resource{}
+		r = &resource{kind: kind}
 		st.res[id] = r
 		s.Distinct++
 		if kind == KindIndex || kind == KindList || kind == KindArticle {
@@ -126,6 +146,22 @@ func (st *stats) record(h int, id, kind string, status int, bytes int64, at time
 		s.Retries++
 	}
 	r.answered = r.answered || final
+	r.hits = append(r.hits, Hit{At: at, Status: status})
+}
+
+// Resources returns the history of every resource requested (robots.txt
+// excluded), sorted by ID: where Stats counts duplicates and retries, this
+// says which resources had them and when.
+func (w *Web) Resources() []Resource {
+	st := w.stats
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]Resource, 0, len(st.res))
+	for id, r := range st.res {
+		out = append(out, Resource{ID: id, Kind: r.kind, Hits: slices.Clone(r.hits)})
+	}
+	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Stats returns a snapshot of what the web received.

@@ -1,0 +1,40 @@
+package websim
+
+import (
+	"net/http"
+	"testing"
+)
+
+// TestResources checks the per-resource history behind Stats: every
+// spelling of one article is one resource, and a 500 answered three times
+// has three hits with their statuses.
+func TestResources(t *testing.T) {
+	w, err := Start(Config{Hosts: 1, Articles: 3, FirstAddr: mustAddr(t, "127.1.5.1"), TrapEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := &http.Client{}
+	base := w.Seeds()[0]
+	for _, p := range []string{"news/2021/story-1.html", "news/2021/story%2D1.html?", "news/2021/%73tory-1.html;jsessionid=A",
+		"error", "error", "error", "robots.txt"} {
+		get(t, c, base+p)
+	}
+	got := map[string]Resource{}
+	for _, r := range w.Resources() {
+		got[r.ID] = r
+	}
+	if len(got) != 2 {
+		t.Fatalf("resources %v, want the article and /error", got)
+	}
+	story, errPage := got["0 /news/2021/story-1.html"], got["0 /error"]
+	if story.Kind != KindArticle || len(story.Hits) != 3 || story.Hits[0].Status != 200 {
+		t.Errorf("article: %+v, want kind article, three hits of 200", story)
+	}
+	if errPage.Kind != KindError || len(errPage.Hits) != 3 || errPage.Hits[2].Status != 500 {
+		t.Errorf("/error: %+v, want kind error, three hits of 500", errPage)
+	}
+	if s := w.Stats(); s.Duplicates != 2 || s.Retries != 2 {
+		t.Errorf("stats: %d duplicates, %d retries; want 2 and 2", s.Duplicates, s.Retries)
+	}
+}
