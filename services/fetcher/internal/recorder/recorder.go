@@ -8,9 +8,13 @@
 // fetch request acknowledged.
 //
 // The order inside an outcome is the delivery contract of the fetcher: the
-// fetch-log row is written after the FetchedPage is produced, so a row in
-// fetch_log proves the page was published (a redelivered request whose
-// attempt has a row is not fetched again).
+// FetchedPage (Outcome.Last) is produced after every other record of its
+// batch is durable, so a FetchedPage in the fetched topic proves its whole
+// outcome was published; and the fetch-log row is written after that, so a
+// row in fetch_log proves it too. A redelivered request whose attempt has
+// either is not fetched again: the row is found at once, the FetchedPage
+// read back from the topic when the fetcher that made the request died
+// before its row was inserted.
 package recorder
 
 import (
@@ -50,7 +54,11 @@ var ErrNoRobotsTxt = errors.New("robots.txt rows without a robots.txt writer")
 
 // Outcome is what one fetch attempt leaves behind.
 type Outcome struct {
-	Msgs []kafka.Message       // FetchedPage, next attempt, redirect target, host state, proxy feedback
+	Msgs []kafka.Message // next attempt, redirect target, host state, proxy feedback
+	// Last are produced once every record of Msgs of the whole batch is
+	// durable: the FetchedPages, whose presence in the fetched topic then
+	// proves that the rest of their outcome was published.
+	Last []kafka.Message
 	Rows []chstore.FetchLogRow // its fetch-log row (none, or several for a batch of cancelled requests)
 	// Robots is the robots.txt its turn fetched, to be reused by the next
 	// owner of the host (none when robots.txt came from the cache).
@@ -254,23 +262,28 @@ func (r *Recorder) drain(ctx context.Context, d time.Duration, write func(contex
 	return nil
 }
 
-// write makes one batch durable: every record produced in one write, then
-// every fetch-log row inserted in one write and every robots.txt row in
-// another (concurrently: nothing orders them), then each outcome done.
+// write makes one batch durable: every record of Msgs produced in one
+// write, then every record of Last in another, then every fetch-log row
+// inserted in one write and every robots.txt row in another (concurrently:
+// nothing orders them), then each outcome done.
 // produced is called once the records are produced (or failed to be):
 // the rest of the batch no longer holds a writer, nor its records.
 func (r *Recorder) write(ctx context.Context, batch []Outcome, produced func()) {
 	start := time.Now()
-	var msgs []kafka.Message
+	var msgs, last []kafka.Message
 	var rows []chstore.FetchLogRow
 	var robots []chstore.RobotsRow
 	for i, o := range batch {
 		msgs = append(msgs, o.Msgs...)
+		last = append(last, o.Last...)
 		rows = append(rows, o.Rows...)
 		robots = append(robots, o.Robots...)
-		batch[i].Msgs = nil
+		batch[i].Msgs, batch[i].Last = nil, nil
 	}
 	err := r.prod.Write(ctx, msgs...)
+	if err == nil && len(last) > 0 {
+		err = r.prod.Write(ctx, last...)
+	}
 	produced()
 	if err != nil {
 		err = fmt.Errorf("publish fetch outcomes: %w", err)
