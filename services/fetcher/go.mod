@@ -14,6 +14,7 @@ require (
 	github.com/saintfish/chardet v0.0.0-20230101081208-5e3ef4b5456d
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/trawl-crawler/trawl/libs v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.24.0

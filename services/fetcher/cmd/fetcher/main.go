@@ -25,6 +25,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
@@ -134,6 +135,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if cfg.PersistRobots {
 		robotsTxt = store
 	}
+	var readback consume.Published
+	if cfg.ReadbackWindow > 0 {
+		readback = published.NewReader(cfg.Kafka, topics.Fetched, cfg.ReadbackWindow, 0)
+	}
 	var servers *politeness.Gate
 	if cfg.ServerDelay > 0 {
 		servers = politeness.NewGate(time.Now, cfg.ServerDelay)
@@ -154,6 +159,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		HostStates:      hostStates,
 		Crawls:          specs,
 		Recorded:        store,
+		Published:       readback,
 		PauseRecheck:    cfg.PauseRecheck,
 		Servers:         servers,
 		Resolve:         fetcher.Resolve,

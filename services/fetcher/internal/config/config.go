@@ -50,6 +50,7 @@ type Config struct {
 	HoldHorizon             time.Duration // --hold-horizon: requests due later than this are deferred, not held (default 2m)
 	PersistHostState        bool          // --persist-host-state: publish and load per-host politeness state (default true)
 	PersistRobots           bool          // --persist-robots: store fetched robots.txt in ClickHouse and load it on assignment (default true)
+	ReadbackWindow          time.Duration // --readback-window: FetchedPages read back at assignment, this long before a partition's last one (default 10s; 0 disables)
 	CredentialsFile         string        // --credentials-file: JSON of per-site basic-auth credentials (empty: none)
 	Cookies                 bool          // --cookies: keep and send back each site's cookies
 	MaxCookieHosts          int           // --max-cookie-hosts: hosts whose cookies are kept, least recently used dropped (default 4096)
@@ -58,6 +59,11 @@ type Config struct {
 	DNSCacheSize            int           // --dns-cache-size: host names cached (default 10000)
 	PauseRecheck            time.Duration // --pause-recheck: requests of a paused crawl are deferred by this (default 5s)
 }
+
+// DefaultReadbackWindow is the default of --readback-window: ten times
+// the default ClickHouse flush interval, so rows of a healthy ClickHouse
+// are never missed.
+const DefaultReadbackWindow = 10 * time.Second
 
 // RegisterFlags binds every field to a flag with its default.
 // defaultInstance is the default of --instance-id.
@@ -96,6 +102,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.DurationVar(&c.DNSCacheTTL, "dns-cache-ttl", httpfetch.DefaultDNSCacheTTL, "how long the addresses of a host name are reused")
 	fs.IntVar(&c.DNSCacheSize, "dns-cache-size", httpfetch.DefaultDNSCacheSize, "host names kept in the DNS cache")
 	fs.DurationVar(&c.PauseRecheck, "pause-recheck", consume.DefaultPauseRecheck, "requests of a paused crawl are deferred to the fetch topic by this")
+	fs.DurationVar(&c.ReadbackWindow, "readback-window", DefaultReadbackWindow, "when a partition is assigned, the FetchedPages produced this long before its last one are read back, so that attempts its previous owner published but had not recorded in fetch_log when it died (rows are inserted up to --clickhouse-flush-interval later) are not fetched again (0 disables)")
 	fs.DurationVar(&c.HoldHorizon, "hold-horizon", consume.DefaultHoldHorizon, "requests due later than this are deferred to the fetch topic instead of held in memory")
 }
 
@@ -144,6 +151,9 @@ func (c Config) Validate() error {
 	if c.MaxCookieHosts < 1 || c.MaxCookiesPerHost < 1 || c.DNSCacheSize < 1 {
 		errs = append(errs, fmt.Errorf("max-cookie-hosts, max-cookies-per-host, dns-cache-size: %d, %d, %d must be positive",
 			c.MaxCookieHosts, c.MaxCookiesPerHost, c.DNSCacheSize))
+	}
+	if c.ReadbackWindow < 0 {
+		errs = append(errs, fmt.Errorf("readback-window: %v must not be negative", c.ReadbackWindow))
 	}
 	if c.DNSCacheTTL <= 0 || c.PauseRecheck <= 0 {
 		errs = append(errs, fmt.Errorf("dns-cache-ttl, pause-recheck: %v, %v must be positive", c.DNSCacheTTL, c.PauseRecheck))

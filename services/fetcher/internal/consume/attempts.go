@@ -6,9 +6,13 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 )
 
 // Recorded finds fetch attempts that already have a fetch-log row
@@ -184,4 +188,100 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 		}
 	}
 	return done, nil
+}
+
+// publishedBefore returns, for the suspect tasks without a fetch-log row
+// (recorded), the row of those whose attempt has a FetchedPage in the
+// partition at or after their scheduled_at (Options.Published): their
+// fetcher published the outcome and died before inserting the row. The
+// pages are read once per assignment; a read that keeps failing costs
+// repeated requests, never a lost one, so it is given up after a few
+// tries.
+func (h *handler) publishedBefore(ctx context.Context, suspect []*task, recorded map[*task]bool) map[*task]chstore.FetchLogRow {
+	if h.s.opts.Published == nil {
+		return nil
+	}
+	var out map[*task]chstore.FetchLogRow
+	for _, t := range suspect {
+		if recorded[t] {
+			continue
+		}
+		if !h.pagesRead {
+			h.pages = h.readPages(ctx)
+			h.pagesRead = true
+		}
+		p, ok := h.pages[idOf(t.req)]
+		if !ok || p.Page.GetFetchedAt().AsTime().Before(t.req.GetScheduledAt().AsTime().Truncate(time.Second)) {
+			continue
+		}
+		if out == nil {
+			out = make(map[*task]chstore.FetchLogRow)
+		}
+		out[t] = FetchLogRow(p.Page, p.Host, p.Fetcher)
+	}
+	return out
+}
+
+// readPages reads the partition's recent FetchedPages, the latest of
+// each attempt.
+func (h *handler) readPages(ctx context.Context) map[attemptID]published.Page {
+	var (
+		pages []published.Page
+		err   error
+	)
+	delay := 200 * time.Millisecond
+	for try := 0; ; try++ {
+		if pages, err = h.s.opts.Published.Recent(ctx, h.partition); err == nil {
+			break
+		}
+		if try == 2 {
+			h.log.Warn("read back no published pages, redelivered attempts without a fetch-log row are fetched again", zap.Error(err))
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		delay *= 2
+	}
+	out := make(map[attemptID]published.Page, len(pages))
+	for _, p := range pages {
+		id := attemptID{fp: fingerprint.URL(p.Page.GetCrawlId(), p.Page.GetUrl()), attempt: p.Page.GetAttempt()}
+		if q, ok := out[id]; !ok || !p.Page.GetFetchedAt().AsTime().Before(q.Page.GetFetchedAt().AsTime()) {
+			out[id] = p
+		}
+	}
+	h.log.Debug("read back published pages", zap.Int("pages", len(pages)))
+	return out
+}
+
+// recordPublished writes the fetch-log rows of attempts a previous owner
+// published without recording them (rebuilt from their FetchedPages) and
+// acks their records once the rows are inserted: no request is made.
+func (h *handler) recordPublished(ctx context.Context, ts []*task, rows map[*task]chstore.FetchLogRow) {
+	out := make([]chstore.FetchLogRow, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, rows[t])
+	}
+	h.recording.Add(1)
+	h.s.rec.Record(ctx, recorder.Outcome{Rows: out, Done: func(err error) {
+		defer h.recording.Done()
+		if err != nil {
+			for _, t := range ts {
+				h.settle(t, false)
+			}
+			if ctx.Err() == nil {
+				h.log.Warn("left published attempts unacked, redelivered later", zap.Int("count", len(ts)), zap.Error(err))
+			}
+			return
+		}
+		for _, t := range ts {
+			h.s.m.repeatsSkipped.WithLabelValues(skipPublished).Inc()
+			h.settle(t, true)
+			t.ack(t.msg)
+		}
+	}})
 }

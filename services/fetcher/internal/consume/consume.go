@@ -37,6 +37,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
@@ -146,6 +147,15 @@ type Options struct {
 	// outcome published, so its record is acked without a request. Nil:
 	// only Attempts guards against repeats.
 	Recorded Recorded
+	// Published, optional, reads back the FetchedPages produced lately to
+	// a partition (*published.Reader), once per assignment, when the
+	// first suspect records have no fetch-log row: a FetchedPage of their
+	// attempt at or after their scheduled_at means a previous owner
+	// fetched and published it and died before its fetch-log row was
+	// inserted (rows follow their page by up to the ClickHouse flush
+	// interval). The row is then written from the page and the record
+	// acked without a request. Nil: such attempts are fetched again.
+	Published Published
 	// Attempts is the process-wide memory of held and finished attempts
 	// (default: NewAttempts(DefaultAttemptsLimit)); shared by every
 	// partition, so it survives a partition going and coming back.
@@ -164,6 +174,12 @@ type Options struct {
 type Crawls interface {
 	State(crawlID string) crawlv1.CrawlState
 	Get(crawlID string) *crawlv1.CrawlSpec
+}
+
+// Published reads back the FetchedPages produced lately to a partition of
+// the fetched topic (*published.Reader). Safe for concurrent use; blocks.
+type Published interface {
+	Recent(ctx context.Context, partition int) ([]published.Page, error)
 }
 
 // HostStateLoader reads the persisted host states of a partition
@@ -316,6 +332,10 @@ type handler struct {
 	// read it); suspectKnown once it is set. Handle's goroutine only.
 	suspectBelow int64
 	suspectKnown bool
+	// pages are the FetchedPages read back from the partition
+	// (Options.Published), by attempt; read once, when first needed.
+	pages     map[attemptID]published.Page
+	pagesRead bool
 
 	claimMu sync.Mutex
 	claimed map[*task]struct{} // claimed in Options.Attempts and not finished
@@ -365,13 +385,15 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 	}
 	var recorded map[*task]bool
+	var rebuilt map[*task]chstore.FetchLogRow
 	if len(suspect) > 0 {
 		var err error
 		if recorded, err = h.recordedBefore(ctx, suspect); err != nil {
 			return err
 		}
+		rebuilt = h.publishedBefore(ctx, suspect, recorded)
 	}
-	var deferred, cancelled []*task
+	var deferred, cancelled, completed []*task
 	var deferMsgs []kafka.Message
 	redeferred := 0 // records deferred before and again now
 	for _, t := range tasks {
@@ -381,6 +403,14 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			h.s.opts.Attempts.Finish(req)
 			h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
 			t.ack(msg)
+			continue
+		}
+		if _, ok := rebuilt[t]; ok {
+			// A previous owner fetched and published it; its row is
+			// written now.
+			if h.claim(t) {
+				completed = append(completed, t)
+			}
 			continue
 		}
 		var notBefore time.Time
@@ -416,6 +446,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	if len(cancelled) > 0 {
 		h.recordCancelled(ctx, cancelled)
+	}
+	if len(completed) > 0 {
+		h.recordPublished(ctx, completed, rebuilt)
 	}
 	if len(deferred) > 0 {
 		if err := h.s.prod.Write(ctx, deferMsgs...); err != nil {
@@ -480,18 +513,26 @@ func (h *handler) deferral(t *task, notBefore, now time.Time) (kafka.Message, bo
 }
 
 // push queues t in its host's queue unless its attempt is held or was
-// finished already (Options.Attempts): then the record is a repeat and is
-// acked without a request.
+// finished already (see claim).
 func (h *handler) push(t *task, notBefore time.Time) {
+	if h.claim(t) {
+		h.engine.Push(t.host, t, notBefore)
+	}
+}
+
+// claim takes t's attempt (Options.Attempts) until settle, or reports
+// false when it is held or was finished already: then the record is a
+// repeat and is acked without a request.
+func (h *handler) claim(t *task) bool {
 	if !h.s.opts.Attempts.Claim(t.req) {
 		h.s.m.repeatsSkipped.WithLabelValues(skipHeld).Inc()
 		t.ack(t.msg)
-		return
+		return false
 	}
 	h.claimMu.Lock()
 	h.claimed[t] = struct{}{}
 	h.claimMu.Unlock()
-	h.engine.Push(t.host, t, notBefore)
+	return true
 }
 
 // settle ends t's claim: done when its outcome is durable, otherwise
@@ -907,13 +948,13 @@ func robotsVerdict(k failure.Kind) string {
 // acked when the outcome is durable. Until then it counts as in flight, so
 // Close waits for it.
 func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
-	msgs, row, err := h.outcome(t, res)
+	msgs, page, row, err := h.outcome(t, res)
 	if err != nil {
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 		return
 	}
 	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Rows: []chstore.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []chstore.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
 			h.settle(t, false)
@@ -936,10 +977,10 @@ func (h *handler) count(res *httpfetch.Response) {
 	}
 }
 
-// outcome returns the records of one attempt of t.url: the FetchedPage
-// (with the next attempt, redirect target, host state and proxy feedback)
-// and the fetch-log row.
-func (h *handler) outcome(t *task, res *httpfetch.Response) ([]kafka.Message, chstore.FetchLogRow, error) {
+// outcome returns the records of one attempt of t.url: the next attempt,
+// redirect target, host state and proxy feedback; the FetchedPage, to be
+// produced after them (recorder.Outcome.Last); and the fetch-log row.
+func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row chstore.FetchLogRow, err error) {
 	s := h.s
 	req := t.req
 	errMsg := ""
@@ -951,7 +992,7 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) ([]kafka.Message, ch
 	if req.GetRedirectHops() > 0 {
 		redirectedFrom = parent
 	}
-	page := &crawlv1.FetchedPage{
+	pg := &crawlv1.FetchedPage{
 		CrawlId:          req.GetCrawlId(),
 		Url:              t.url,
 		UrlFp:            urlFP,
@@ -981,9 +1022,8 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) ([]kafka.Message, ch
 	if len(key) == 0 {
 		key = []byte(req.GetUrl()) // invalid URL: any stable key
 	}
-	var msgs []kafka.Message
 	if m, ok := h.retry(t, res); ok {
-		page.WillRetry = true
+		pg.WillRetry = true
 		msgs = append(msgs, m)
 	}
 	if t.follow != "" {
@@ -991,36 +1031,44 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) ([]kafka.Message, ch
 			msgs = append(msgs, m)
 		}
 	}
-	msg, err := kafkaio.NewMessage(s.opts.Topics.Fetched, key, page)
+	page, err = kafkaio.NewMessage(s.opts.Topics.Fetched, key, pg)
 	if err != nil {
-		return nil, chstore.FetchLogRow{}, fmt.Errorf("encode fetched page: %w", err)
+		return nil, kafka.Message{}, chstore.FetchLogRow{}, fmt.Errorf("encode fetched page: %w", err)
 	}
-	msgs = append(msgs, msg)
+	page.Headers = append(page.Headers, kafka.Header{Key: published.FetcherHeader, Value: []byte(s.opts.InstanceID)})
 	msgs = append(msgs, t.state...)
 	t.state = nil
 	if fb, ok := h.proxyFeedback(res); ok {
 		msgs = append(msgs, fb)
 	}
-	row := chstore.FetchLogRow{
-		CrawlID:          req.GetCrawlId(),
-		URL:              t.url,
-		URLFP:            urlFP,
-		Host:             t.host,
-		Partition:        uint16(h.partition),
-		Attempt:          uint16(min(req.GetAttempt(), 65535)),
-		FetchedAt:        res.Start,
-		FetchedAtMs:      uint16(res.Start.Nanosecond() / int(time.Millisecond)),
-		Status:           uint16(res.Status),
-		ErrorKind:        string(res.Kind),
-		ErrorMessage:     errMsg,
-		Bytes:            uint64(max(res.BodyBytes, 0)),
-		ContentType:      res.ContentType,
-		DurationMs:       uint32(res.Duration.Milliseconds()),
-		RedirectLocation: res.RedirectLocation,
-		Depth:            uint16(min(req.GetDepth(), 65535)),
-		Fetcher:          s.opts.InstanceID,
+	return msgs, page, FetchLogRow(pg, t.host, s.opts.InstanceID), nil
+}
+
+// FetchLogRow returns the fetch-log row of the attempt page reports, made
+// by fetcher; host is the politeness key of its URL. The row is derived
+// from the page alone, so the one written with the page and the one
+// rebuilt from it after its fetcher died (Options.Published) are equal.
+func FetchLogRow(page *crawlv1.FetchedPage, host, fetcher string) chstore.FetchLogRow {
+	at := page.GetFetchedAt().AsTime()
+	return chstore.FetchLogRow{
+		CrawlID:          page.GetCrawlId(),
+		URL:              page.GetUrl(),
+		URLFP:            page.GetUrlFp(),
+		Host:             host,
+		Partition:        uint16(page.GetPartition()),
+		Attempt:          uint16(min(page.GetAttempt(), 65535)),
+		FetchedAt:        at,
+		FetchedAtMs:      uint16(at.Nanosecond() / int(time.Millisecond)),
+		Status:           uint16(page.GetStatusCode()),
+		ErrorKind:        page.GetErrorKind(),
+		ErrorMessage:     page.GetErrorMessage(),
+		Bytes:            uint64(max(page.GetBodyBytes(), 0)),
+		ContentType:      page.GetContentType(),
+		DurationMs:       uint32(page.GetFetchDurationUs() / 1000),
+		RedirectLocation: page.GetRedirectLocation(),
+		Depth:            uint16(min(page.GetDepth(), 65535)),
+		Fetcher:          fetcher,
 	}
-	return msgs, row, nil
 }
 
 // crawlState is the state of req's crawl (running without Crawls).
@@ -1049,24 +1097,25 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 // fetching them (FetchedPage and fetch-log row of kind failure.Cancelled,
 // one outcome for all of them) and acks them once that is durable.
 func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
-	var msgs []kafka.Message
+	var msgs, pages []kafka.Message
 	var robotsRows []chstore.RobotsRow
 	rows := make([]chstore.FetchLogRow, 0, len(ts))
 	ress := make([]*httpfetch.Response, 0, len(ts))
 	for _, t := range ts {
 		robotsRows = append(robotsRows, t.robots...)
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
-		m, row, err := h.outcome(t, res)
+		m, page, row, err := h.outcome(t, res)
 		if err != nil {
 			h.log.Warn("left cancelled request unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 			continue
 		}
 		msgs = append(msgs, m...)
+		pages = append(pages, page)
 		rows = append(rows, row)
 		ress = append(ress, res)
 	}
 	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Rows: rows, Robots: robotsRows, Done: func(err error) {
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: rows, Robots: robotsRows, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
 			if ctx.Err() == nil {

@@ -96,7 +96,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		repeatsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "repeats_skipped_total",
-			Help: "Fetch requests acked without a request because their attempt was done already, by how it was known: recorded (a previous owner's fetch-log row), held (held or finished by this fetcher).",
+			Help: "Fetch requests acked without a request because their attempt was done already, by how it was known: recorded (a previous owner's fetch-log row), published (a previous owner's FetchedPage without its fetch-log row, which is written then), held (held or finished by this fetcher).",
 		}, []string{"by"}),
 		recordedErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "recorded_query_errors_total",
@@ -145,7 +145,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, o := range []string{"queued", "exhausted"} {
 		m.retries.WithLabelValues(o)
 	}
-	for _, b := range []string{skipRecorded, skipHeld} {
+	for _, b := range []string{skipRecorded, skipPublished, skipHeld} {
 		m.repeatsSkipped.WithLabelValues(b)
 	}
 	for _, o := range []string{redirectPublished, redirectLoop, redirectTooMany, redirectInvalid} {
@@ -183,6 +183,7 @@ const (
 
 // How a repeated fetch request was recognized (label of repeats_skipped_total).
 const (
-	skipRecorded = "recorded"
-	skipHeld     = "held"
+	skipRecorded  = "recorded"
+	skipPublished = "published"
+	skipHeld      = "held"
 )
