@@ -6,12 +6,14 @@
 // Delivery order per batch: decide every record → produce every
 // FetchRequest (and every re-keyed DiscoveredURL) with acks=all → add the
 // new fingerprints to the in-memory seen set → insert them into url_seen
-// (with the batch's deferred URLs and drop events) in the background → ack.
+// (with the batch's drop events) in the background, the fingerprints of
+// the URLs deferred to the frontier only after their frontier rows → ack.
 // The next batch is decided while ClickHouse flushes. A crash after
 // producing and before the insert redelivers the batch to the next owner,
 // which requests those URLs a second time (bounded by the partition's
 // in-flight window; the fetcher recognises an attempt it already fetched);
-// no order of failures loses a URL.
+// no order of failures loses a URL: a fingerprint in url_seen always has
+// its fetch request in the fetch topic or its row in the frontier.
 package consume
 
 import (
@@ -315,8 +317,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	h.batch.Reset()
 	view := seenView{seen: h.seen, batch: h.batch}
 	var (
-		out      []kafka.Message // fetch requests and re-keyed discoveries
-		rows     []chstore.SeenRow
+		out      []kafka.Message   // fetch requests and re-keyed discoveries
+		rows     []chstore.SeenRow // of the URLs produced
+		heldRows []chstore.SeenRow // of the URLs deferred to the frontier
 		events   []chstore.URLEventRow
 		deferred []chstore.FrontierRow
 		reserved = make(map[string]int64)
@@ -358,6 +361,14 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		case d.Admit:
 			h.batch.Add(d.FP)
 			reserved[u.GetCrawlId()]++
+			row := chstore.SeenRow{
+				CrawlID:   u.GetCrawlId(),
+				Partition: uint16(h.partition),
+				FP:        d.FP,
+				URL:       d.Canonical,
+				Depth:     uint16(min(u.GetDepth(), 65535)),
+				FirstSeen: now,
+			}
 			if !d.Hold && h.quota.Take(string(d.Key)) {
 				m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, d.Key, d.Fetch)
 				if err != nil {
@@ -365,21 +376,15 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 					return fmt.Errorf("encode fetch request: %w", err)
 				}
 				out = append(out, m)
+				rows = append(rows, row)
 			} else {
 				if s.frontier == nil {
 					undo()
 					return errors.New("hold url of paused crawl: no frontier")
 				}
 				deferred = append(deferred, deferredRow(h.partition, string(d.Key), d.Fetch, now))
+				heldRows = append(heldRows, row)
 			}
-			rows = append(rows, chstore.SeenRow{
-				CrawlID:   u.GetCrawlId(),
-				Partition: uint16(h.partition),
-				FP:        d.FP,
-				URL:       d.Canonical,
-				Depth:     uint16(min(u.GetDepth(), 65535)),
-				FirstSeen: now,
-			})
 		case d.Reason == admit.WrongPartition:
 			// Hand the record to the partition that owns its host, so
 			// that only one seen set ever holds the URL.
@@ -410,16 +415,20 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	for _, r := range rows {
 		h.seen.Add(r.FP)
 	}
+	for _, r := range heldRows {
+		h.seen.Add(r.FP)
+	}
+	admitted := len(rows) + len(heldRows)
 	s.metrics.received.Add(float64(len(batch)))
-	s.metrics.admitted.Add(float64(len(rows)))
+	s.metrics.admitted.Add(float64(admitted))
 	s.metrics.deferred.Add(float64(len(deferred)))
 	for r, n := range dropped {
 		s.metrics.dropped.WithLabelValues(string(r)).Add(float64(n))
 	}
-	s.metrics.seenSize.Add(float64(len(rows)))
+	s.metrics.seenSize.Add(float64(admitted))
 	acks := kafkaio.AckRefs(batch)
 	h.persists.Go(func(ctx context.Context) error {
-		if err := h.persist(ctx, rows, deferred, events); err != nil {
+		if err := h.persist(ctx, rows, deferred, heldRows, events); err != nil {
 			return err
 		}
 		if len(deferred) > 0 && h.pump != nil {
@@ -435,8 +444,15 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 }
 
 // persist inserts a batch's fingerprints, deferred URLs and drop events,
-// concurrently.
-func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred []chstore.FrontierRow, events []chstore.URLEventRow) error {
+// concurrently, except that the fingerprints of the deferred URLs (held)
+// are inserted after their frontier rows: a fingerprint in url_seen
+// without its frontier row would make the next owner of the partition drop
+// the redelivered URL as a duplicate, and nothing would ever request it
+// (the url_seen and frontier writers flush on clocks of their own, so a
+// crash can fall between the two inserts). The other way round, a frontier
+// row without its fingerprint is re-admitted and deferred again, and the
+// pump releases one of the two.
+func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred []chstore.FrontierRow, held []chstore.SeenRow, events []chstore.URLEventRow) error {
 	s := h.s
 	var g errgroup.Group
 	if len(rows) > 0 {
@@ -451,6 +467,9 @@ func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred 
 		g.Go(func() error {
 			if err := s.frontier.Write(ctx, deferred...); err != nil {
 				return fmt.Errorf("persist deferred urls: %w", err)
+			}
+			if err := s.seenW.Write(ctx, held...); err != nil {
+				return fmt.Errorf("persist seen urls: %w", err)
 			}
 			return nil
 		})
