@@ -282,3 +282,15 @@ func lostRedirects(web *websim.Web) []string {
 	sort.Strings(out)
 	return out
 }
+
+// frontier returns how many of the crawl's URLs waited in the scheduler's
+// frontier table (host quota, paused crawl), and how many still wait.
+func (e *webEnv) frontier(ctx context.Context) (deferred, pending uint64) {
+	e.t.Helper()
+	err := e.p.Store.Conn().QueryRow(ctx, `SELECT count(), countIf(st = 0) FROM
+		(SELECT fp, max(state) AS st FROM frontier_v2 WHERE crawl_id = ? GROUP BY fp)`, e.crawlID).Scan(&deferred, &pending)
+	if err != nil {
+		e.t.Fatalf("query frontier: %v", err)
+	}
+	return deferred, pending
+}
