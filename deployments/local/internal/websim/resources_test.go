@@ -38,3 +38,33 @@ func TestResources(t *testing.T) {
 		t.Errorf("stats: %d duplicates, %d retries; want 2 and 2", s.Duplicates, s.Retries)
 	}
 }
+
+// TestContentIDs: the content pages a careful crawl fetches are the
+// resources ContentIDs names, Pages() of them.
+func TestContentIDs(t *testing.T) {
+	w, err := Start(Config{Hosts: 2, Articles: 12, PerList: 5, FirstAddr: mustAddr(t, "127.1.5.20"), TrapEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ids := w.ContentIDs()
+	if len(ids) != w.Pages() {
+		t.Fatalf("%d content ids, want Pages() = %d", len(ids), w.Pages())
+	}
+	c := &http.Client{}
+	for _, u := range []string{w.Seeds()[1], w.Seeds()[1] + "list?page=3", w.Seeds()[1] + "news/2021/story-7.html"} {
+		get(t, c, u)
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for _, r := range w.Resources() {
+		if !want[r.ID] {
+			t.Errorf("requested content page %s is not among ContentIDs", r.ID)
+		}
+	}
+	if s := w.Stats(); s.Pages != 3 {
+		t.Errorf("stats: %d pages, want 3", s.Pages)
+	}
+}

@@ -149,6 +149,23 @@ func (st *stats) record(h int, id, kind string, status int, bytes int64, at time
 	r.hits = append(r.hits, Hit{At: at, Status: status})
 }
 
+// ContentIDs returns the resource IDs (as Resource.ID) of every content
+// page: each host's index, list pages and articles; Pages() of them.
+func (w *Web) ContentIDs() []string {
+	out := make([]string, 0, w.Pages())
+	for h := range w.cfg.Hosts {
+		id := strconv.Itoa(h) + " "
+		out = append(out, id+"/")
+		for k := 1; k <= w.lists(); k++ {
+			out = append(out, id+"/list?page="+strconv.Itoa(k))
+		}
+		for i := range w.cfg.Articles {
+			out = append(out, id+w.articlePath(i))
+		}
+	}
+	return out
+}
+
 // Resources returns the history of every resource requested (robots.txt
 // excluded), sorted by ID: where Stats counts duplicates and retries, this
 // says which resources had them and when.
