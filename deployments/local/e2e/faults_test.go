@@ -27,7 +27,7 @@ const maxFaultCost = 0.005
 const (
 	faultHosts    = 8
 	faultArticles = 100
-	faultDepth    = 8 // articles link lists and each other: all within 4
+	faultDepth    = 8 // every page within 3 links, with room for first discoveries deeper (see TestWebCrawlNoWastedRequest)
 )
 
 // TestFaultCostPerService crawls a generated web once per kind of fault,
@@ -97,7 +97,8 @@ func TestFaultCostPerService(t *testing.T) {
 			results = append(results, result{f.name, c, took})
 
 			if st.Pages != st.PagesTotal {
-				t.Errorf("fetched %d of %d content pages, want all", st.Pages, st.PagesTotal)
+				t.Errorf("fetched %d of %d content pages, want all; never requested: %v", st.Pages, st.PagesTotal,
+					e.explainMissing(ctx, first(missingPages(e.web), 10)))
 			}
 			if lost := e.unfetched(ctx); len(lost) > 0 {
 				t.Errorf("%d admitted URLs never fetched: %v", len(lost), first(lost, 10))

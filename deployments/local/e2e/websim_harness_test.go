@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -293,4 +294,58 @@ func (e *webEnv) frontier(ctx context.Context) (deferred, pending uint64) {
 		e.t.Fatalf("query frontier: %v", err)
 	}
 	return deferred, pending
+}
+
+// missingPages returns the content pages the web never served.
+func missingPages(web *websim.Web) []string {
+	got := map[string]bool{}
+	for _, r := range web.Resources() {
+		got[r.ID] = true
+	}
+	var out []string
+	for _, id := range web.ContentIDs() {
+		if !got[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// explainMissing says, for each content page never requested (an ID of
+// missingPages), what the scheduler did with its URL: its url_events rows
+// (state, reason, depth of the dropped discovery) or that it never came.
+func (e *webEnv) explainMissing(ctx context.Context, ids []string) []string {
+	e.t.Helper()
+	hosts := e.web.Hosts()
+	var out []string
+	for _, id := range ids {
+		h, p, ok := strings.Cut(id, " ")
+		i, err := strconv.Atoi(h)
+		if !ok || err != nil || i < 0 || i >= len(hosts) {
+			continue
+		}
+		u := "http://" + hosts[i] + p
+		rows, err := e.p.Store.Conn().Query(ctx,
+			"SELECT state, reason, depth FROM url_events WHERE crawl_id = ? AND url = ? ORDER BY depth", e.crawlID, u)
+		if err != nil {
+			e.t.Fatalf("query url_events: %v", err)
+		}
+		var events []string
+		for rows.Next() {
+			var (
+				state, reason string
+				depth         uint16
+			)
+			if err := rows.Scan(&state, &reason, &depth); err != nil {
+				e.t.Fatalf("scan url_events: %v", err)
+			}
+			events = append(events, fmt.Sprintf("%s/%s at depth %d", state, reason, depth))
+		}
+		rows.Close()
+		if len(events) == 0 {
+			events = []string{"never discovered"}
+		}
+		out = append(out, u+": "+strings.Join(events, ", "))
+	}
+	return out
 }
