@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -132,7 +133,11 @@ func Lag(ctx context.Context, c Config, groupID, topic string) (int64, error) {
 // Proxies): fn is called for every record in partition order, tombstones
 // (nil Value) included. Calls of fn are serialized (one at a time, across
 // partitions), so fn needs no locking of its own. It returns nil when ctx is
-// done, or the first read error.
+// done, or the first read error that retrying cannot cure: a broker that
+// is down or restarting, a dropped connection, a leader election are
+// waited out (the partition's reader reconnects and resumes at its
+// offset), so that a service following a state topic in its run group
+// does not exit when the broker restarts.
 func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message)) error {
 	client, closeClient := newClient(c)
 	ids, err := partitionsOf(ctx, client, topic)
@@ -170,8 +175,18 @@ func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message))
 				cancel()
 				return
 			}
+			var retry *backoff // since the last record read
 			for {
 				msg, err := reader.FetchMessage(ctx)
+				if err != nil && ctx.Err() == nil && isRetryable(err) {
+					if retry == nil {
+						retry = newBackoff(100*time.Millisecond, 2*time.Second)
+					}
+					if retry.wait(ctx) != nil {
+						return
+					}
+					continue
+				}
 				if err != nil {
 					if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
 						errOnce.Do(func() { readErr = fmt.Errorf("follow %s partition %d: %w", topic, id, err) })
@@ -179,6 +194,7 @@ func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message))
 					}
 					return
 				}
+				retry = nil
 				fnMu.Lock()
 				fn(msg)
 				fnMu.Unlock()
