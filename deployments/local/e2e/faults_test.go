@@ -53,7 +53,7 @@ func TestFaultCostPerService(t *testing.T) {
 			"scheduler": {"--host-quota", "8", "--host-quota-window", "1s"},
 		}},
 		{"parser SIGKILL", 63, killRestart("parser"), nil},
-		{"broker restart", 64, func(ctx context.Context, e *webEnv) { e.restartBroker(ctx, time.Second) }, nil},
+		{"broker restart", 64, func(ctx context.Context, e *webEnv) { e.restartBroker(ctx, 3*time.Second) }, nil},
 	}
 	type result struct {
 		fault string
