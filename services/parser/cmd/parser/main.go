@@ -155,6 +155,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			log.Warn("crawl spec skipped", zap.Error(err))
 		})
 	})
+	// Readiness goes false as soon as shutdown begins, not once the
+	// partitions are drained.
+	unready := context.AfterFunc(gctx, func() { admin.SetReady(false) })
+	defer unready()
 	g.Go(func() error {
 		defer stopAdmin()
 		defer stopWriter()

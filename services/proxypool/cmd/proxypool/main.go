@@ -201,6 +201,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return fmt.Errorf("ensure topics: %w", err)
 		}
 		admin.SetReady(true)
+		// Readiness goes false as soon as shutdown begins.
+		unready := context.AfterFunc(gctx, func() { admin.SetReady(false) })
+		defer unready()
 		defer admin.SetReady(false)
 		if fbGroup != nil {
 			g.Go(func() error { return fbGroup.Run(gctx) })
