@@ -18,8 +18,8 @@ func TestCommonEnvMemoryLimits(t *testing.T) {
 	}
 	p := newPipeline(Config{})
 	tests := []struct{ name, want string }{
-		{"fetcher-1", "67108864"},
-		{"parser", "150994944"},
+		{"fetcher-1", "75497472"},
+		{"parser", "184549376"},
 		{"seeder", "33554432"},
 		{"websim", ""}, // not a service of the pipeline
 	}
