@@ -75,6 +75,7 @@ type Server struct {
 	tcpPort     int
 	httpPort    int
 	stopTimeout time.Duration
+	tmpl        *template.Template
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -93,6 +94,10 @@ type Options struct {
 	TCPPort     int           // native protocol port (default: a free port)
 	HTTPPort    int           // HTTP port (default: a free port)
 	StopTimeout time.Duration // Stop sends SIGKILL after this long (default 10s)
+
+	// configTemplate replaces configTmpl (same fields); set by this
+	// package's load benchmark to measure candidate settings.
+	configTemplate *template.Template
 }
 
 // StartWith is Start with options (e.g. fixed ports).
@@ -108,7 +113,10 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = defaultStopTimeout
 	}
-	s := &Server{dir: dir, bin: bin, tcpPort: o.TCPPort, httpPort: o.HTTPPort, stopTimeout: o.StopTimeout}
+	s := &Server{dir: dir, bin: bin, tcpPort: o.TCPPort, httpPort: o.HTTPPort, stopTimeout: o.StopTimeout, tmpl: configTmpl}
+	if o.configTemplate != nil {
+		s.tmpl = o.configTemplate
+	}
 	if s.tcpPort == 0 || s.httpPort == 0 {
 		ports, err := freePorts(2)
 		if err != nil {
@@ -207,7 +215,7 @@ func (s *Server) writeConfig() error {
 		}
 	}
 	var buf bytes.Buffer
-	err := configTmpl.Execute(&buf, struct {
+	err := s.tmpl.Execute(&buf, struct {
 		Dir               string
 		TCPPort, HTTPPort int
 	}{s.dir, s.tcpPort, s.httpPort})
