@@ -76,6 +76,7 @@ type Server struct {
 	httpPort    int
 	stopTimeout time.Duration
 	tmpl        *template.Template
+	legacy      bool // an 18.x server: see configTmpl
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -113,7 +114,8 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = defaultStopTimeout
 	}
-	s := &Server{dir: dir, bin: bin, tcpPort: o.TCPPort, httpPort: o.HTTPPort, stopTimeout: o.StopTimeout, tmpl: configTmpl}
+	s := &Server{dir: dir, bin: bin, tcpPort: o.TCPPort, httpPort: o.HTTPPort, stopTimeout: o.StopTimeout,
+		tmpl: configTmpl, legacy: isLegacy(ctx, bin)}
 	if o.configTemplate != nil {
 		s.tmpl = o.configTemplate
 	}
@@ -167,66 +169,6 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 func (s *Server) HTTPAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.httpPort)) }
 
 func (s *Server) configPath() string { return filepath.Join(s.dir, "config.xml") }
-
-var configTmpl = template.Must(template.New("config").Parse(`<?xml version="1.0"?>
-<!-- Written by chlocal; rewritten at every start. -->
-<yandex>
-  <logger>
-    <level>warning</level>
-    <log>{{.Dir}}/log/server.log</log>
-    <errorlog>{{.Dir}}/log/server.err.log</errorlog>
-    <size>10M</size>
-    <count>2</count>
-    <console>0</console>
-  </logger>
-  <listen_host>127.0.0.1</listen_host>
-  <tcp_port>{{.TCPPort}}</tcp_port>
-  <http_port>{{.HTTPPort}}</http_port>
-  <path>{{.Dir}}/data/</path>
-  <tmp_path>{{.Dir}}/tmp/</tmp_path>
-  <user_files_path>{{.Dir}}/user_files/</user_files_path>
-  <format_schema_path>{{.Dir}}/format_schemas/</format_schema_path>
-  <mark_cache_size>67108864</mark_cache_size>
-  <uncompressed_cache_size>67108864</uncompressed_cache_size>
-  <max_concurrent_queries>100</max_concurrent_queries>
-  <users>
-    <default>
-      <password></password>
-      <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
-      <profile>default</profile>
-      <quota>default</quota>
-    </default>
-  </users>
-  <profiles>
-    <default>
-      <max_memory_usage>2000000000</max_memory_usage>
-    </default>
-  </profiles>
-  <quotas><default></default></quotas>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-</yandex>
-`))
-
-func (s *Server) writeConfig() error {
-	for _, sub := range []string{"data", "tmp", "user_files", "format_schemas", "log"} {
-		if err := os.MkdirAll(filepath.Join(s.dir, sub), 0o755); err != nil {
-			return fmt.Errorf("create server dir: %w", err)
-		}
-	}
-	var buf bytes.Buffer
-	err := s.tmpl.Execute(&buf, struct {
-		Dir               string
-		TCPPort, HTTPPort int
-	}{s.dir, s.tcpPort, s.httpPort})
-	if err != nil {
-		return fmt.Errorf("render server config: %w", err)
-	}
-	if err := os.WriteFile(s.configPath(), buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write server config: %w", err)
-	}
-	return nil
-}
 
 func (s *Server) start(ctx context.Context) error {
 	s.mu.Lock()

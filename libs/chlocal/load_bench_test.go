@@ -34,7 +34,7 @@ var (
 	loadMaxRows  = flag.Int("load.maxrows", 10000, "CrawlInsertLoad: BatchWriter MaxRows of every table")
 	loadSettle   = flag.Duration("load.settle", time.Minute, "CrawlInsertLoad: after the load, wait up to this long for merges to finish (counted)")
 	loadIdle     = flag.Duration("load.idle", 0, "CrawlInsertLoad: measure the idle server this long before and after the load")
-	loadConfig   = flag.String("load.config", "", "CrawlInsertLoad: server config template file to use instead of chlocal's (same {{.Dir}} {{.TCPPort}} {{.HTTPPort}} fields)")
+	loadConfig   = flag.String("load.config", "", "CrawlInsertLoad: server config template file to use instead of chlocal's (fields of configData: {{.Dir}} {{.TCPPort}} {{.HTTPPort}} {{.Legacy}})")
 	loadAddr     = flag.String("load.addr", "", "CrawlInsertLoad: use this running server (host:port) instead of a private one; events then include other clients'")
 	loadPid      = flag.Int("load.pid", 0, "CrawlInsertLoad: with -load.addr, the server's pid for CPU and RSS figures")
 	loadDir      = flag.String("load.dir", "", "CrawlInsertLoad: data directory of the private server (default: a temporary one, removed)")
@@ -64,8 +64,8 @@ const (
 //
 //   - cpu-s, cpu-ms/page: server CPU (utime+stime of its process) from the
 //     start of the load until merges settle (-load.settle), per page;
-//     load-cpu-s: the load alone, query-cpu-s: query threads
-//     (OSCPUVirtualTimeMicroseconds);
+//     load-cpu-s: the load alone, sys-cpu-s: the kernel's share,
+//     query-cpu-s: query threads (OSCPUVirtualTimeMicroseconds);
 //   - peak-rss-MiB: VmHWM of the server process (since its start);
 //     end-rss-MiB: VmRSS at the end (after the idle period with -load.idle);
 //   - parts-created (MergeTreeDataWriterBlocks), merge-s (merge threads'
@@ -164,6 +164,7 @@ func BenchmarkCrawlInsertLoad(b *testing.B) {
 	b.ReportMetric(float64(pages)/genSecs, "pages/s")
 	if pid > 0 {
 		b.ReportMetric(d.cpu, "cpu-s")
+		b.ReportMetric(d.sys, "sys-cpu-s")
 		b.ReportMetric(loaded.sub(start).cpu, "load-cpu-s")
 		b.ReportMetric(1000*d.cpu/float64(max(pages, 1)), "cpu-ms/page")
 		b.ReportMetric(float64(settled.hwm)/(1<<20), "peak-rss-MiB")
@@ -531,12 +532,13 @@ func (m *loadMonitor) close() { _ = m.conn.Close() }
 type loadSnapshot struct {
 	at     time.Time
 	cpu    float64 // seconds of utime+stime
+	sys    float64 // seconds of stime
 	hwm    int64   // VmHWM bytes
 	events map[string]float64
 }
 
 func (s loadSnapshot) sub(o loadSnapshot) loadSnapshot {
-	d := loadSnapshot{at: s.at, cpu: s.cpu - o.cpu, hwm: s.hwm, events: map[string]float64{}}
+	d := loadSnapshot{at: s.at, cpu: s.cpu - o.cpu, sys: s.sys - o.sys, hwm: s.hwm, events: map[string]float64{}}
 	for k, v := range s.events {
 		d.events[k] = v - o.events[k]
 	}
@@ -547,7 +549,7 @@ func (m *loadMonitor) snapshot(ctx context.Context, b *testing.B) loadSnapshot {
 	s := loadSnapshot{at: time.Now(), events: map[string]float64{}}
 	if m.pid > 0 {
 		var err error
-		if s.cpu, err = procCPU(m.pid); err != nil {
+		if s.cpu, s.sys, err = procCPUSys(m.pid); err != nil {
 			b.Fatal(err)
 		}
 		if s.hwm, err = procStatusBytes(m.pid, "VmHWM"); err != nil {
@@ -703,28 +705,35 @@ func selfCPU() time.Duration {
 
 // procCPU returns the user+system CPU seconds of a process (all threads).
 func procCPU(pid int) (float64, error) {
+	cpu, _, err := procCPUSys(pid)
+	return cpu, err
+}
+
+// procCPUSys returns the user+system and the system CPU seconds of a
+// process (all threads).
+func procCPUSys(pid int) (cpu, sys float64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("read process cpu: %w", err)
+		return 0, 0, fmt.Errorf("read process cpu: %w", err)
 	}
 	// Fields after the parenthesized command: state is field 3, utime 14,
 	// stime 15 (proc(5)).
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, errors.New("read process cpu: malformed stat")
+		return 0, 0, errors.New("read process cpu: malformed stat")
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 13 {
-		return 0, errors.New("read process cpu: short stat")
+		return 0, 0, errors.New("read process cpu: short stat")
 	}
 	utime, err1 := strconv.ParseUint(f[11], 10, 64)
 	stime, err2 := strconv.ParseUint(f[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("read process cpu: %w", err)
+		return 0, 0, fmt.Errorf("read process cpu: %w", err)
 	}
 	const clkTck = 100 // USER_HZ on Linux
-	return float64(utime+stime) / clkTck, nil
+	return float64(utime+stime) / clkTck, float64(stime) / clkTck, nil
 }
 
 // procStatusBytes returns a "kB" field of /proc/<pid>/status in bytes.

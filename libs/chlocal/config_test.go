@@ -1,0 +1,104 @@
+package chlocal
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+func TestLegacyVersion(t *testing.T) {
+	tests := []struct {
+		name string
+		out  string
+		want bool
+	}{
+		{"18.16 has no --version", "Unknown option specified: version\n", true},
+		{"nothing printed", "", true},
+		{"current release", "ClickHouse server version 24.8.4.13 (official build).\n", false},
+		{"19.x", "ClickHouse server version 19.17.6.36 (official build).\n", false},
+		{"18.x that prints one", "ClickHouse server version 18.16.1.\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := legacyVersion([]byte(tt.out)); got != tt.want {
+				t.Errorf("legacyVersion(%q) = %v, want %v", tt.out, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestConfigWellFormed: the config renders to well-formed XML for both
+// kinds of server (only the 18.x one can be started here).
+func TestConfigWellFormed(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run("legacy="+strconv.FormatBool(legacy), func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := configTmpl.Execute(&buf, configData{Dir: "/d", TCPPort: 1, HTTPPort: 2, Legacy: legacy}); err != nil {
+				t.Fatal(err)
+			}
+			d := xml.NewDecoder(&buf)
+			for {
+				_, err := d.Token()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("config is not well-formed XML: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestConfigApplied: the running server took the settings, and the
+// invariant 18.16 needs holds: the pool entries that must be free before a
+// merge is lowered stay below the pool size, or big merges never run.
+func TestConfigApplied(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := Start(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	setting := func(table, name string) uint64 {
+		t.Helper()
+		var v string
+		if err := conn.QueryRow(ctx, "SELECT value FROM system."+table+" WHERE name = ?", name).Scan(&v); err != nil {
+			t.Fatalf("%s %s: %v", table, name, err)
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s %s = %q: %v", table, name, v, err)
+		}
+		return n
+	}
+	if got := setting("settings", "use_uncompressed_cache"); got != 1 {
+		t.Errorf("use_uncompressed_cache = %d, want 1", got)
+	}
+	pool := setting("settings", "background_pool_size")
+	lower := setting("merge_tree_settings", "number_of_free_entries_in_pool_to_lower_max_size_of_merge")
+	if lower >= pool {
+		t.Errorf("number_of_free_entries_in_pool_to_lower_max_size_of_merge = %d, not below background_pool_size %d", lower, pool)
+	}
+	if srv.legacy {
+		if pool != 2 {
+			t.Errorf("background_pool_size = %d, want 2", pool)
+		}
+		if got := setting("merge_tree_settings", "max_bytes_to_merge_at_max_space_in_pool"); got != 32<<20 {
+			t.Errorf("max_bytes_to_merge_at_max_space_in_pool = %d, want %d", got, 32<<20)
+		}
+	}
+	t.Logf("legacy=%v background_pool_size=%d lower-at-free-entries=%d", srv.legacy, pool, lower)
+}
