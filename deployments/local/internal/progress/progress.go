@@ -21,7 +21,7 @@ var Groups = []string{"scheduler", "fetcher", "parser"}
 
 // Snapshot is one poll of a crawl.
 type Snapshot struct {
-	Fetched int64            // fetch_log rows of the crawl
+	Fetched int64            // requests of the crawl (fetch_status_minute; a re-inserted fetch_log row counts twice)
 	Errors  int64            // of which failed (error kind other than redirect and robots_denied)
 	Lags    map[string]int64 // per service group; -1 when unknown
 	LagErr  error            // last error reading a lag
@@ -60,7 +60,17 @@ type Monitor struct {
 	conn    driver.Conn
 	crawlID string
 	start   time.Time
+
+	// The frontier count groups the crawl's whole frontier: it is read
+	// when it can decide the drain (no lag) and otherwise at most every
+	// frontierEvery for the display. Poll is called by one goroutine.
+	frontier   int64
+	frontierAt time.Time
 }
+
+// frontierEvery is how stale the displayed frontier count may be while
+// records are still queued in a topic.
+const frontierEvery = 10 * time.Second
 
 // NewMonitor returns a monitor of crawlID; elapsed time counts from now.
 func NewMonitor(kc kafkaio.Config, conn driver.Conn, crawlID string) *Monitor {
@@ -82,22 +92,30 @@ func (m *Monitor) Poll(ctx context.Context) (Snapshot, error) {
 		}
 		s.Lags[g] = lag
 	}
+	// Counted from the per-minute rollup, not from fetch_log FINAL: a
+	// poll a second must not scan the whole log (a million-page crawl
+	// would spend a second of ClickHouse CPU per poll). A fetch_log row
+	// inserted twice (a retried insert) counts twice here; the summary
+	// counts from fetch_log itself.
 	var fetched, errs uint64
 	err := m.conn.QueryRow(ctx,
-		"SELECT count(), countIf(error_kind NOT IN ('', 'redirect', 'robots_denied')) FROM fetch_log FINAL WHERE crawl_id = ?", m.crawlID).
+		"SELECT sum(n), sumIf(n, error_kind NOT IN ('', 'redirect', 'robots_denied')) FROM fetch_status_minute WHERE crawl_id = ?", m.crawlID).
 		Scan(&fetched, &errs)
 	if err != nil {
 		return s, fmt.Errorf("count fetches: %w", err)
 	}
 	s.Fetched, s.Errors = int64(fetched), int64(errs)
-	var pending uint64
-	err = m.conn.QueryRow(ctx, `SELECT count() FROM (
+	if s.Queued() == 0 || time.Since(m.frontierAt) >= frontierEvery { // s.Frontier is 0 here: the lags alone
+		var pending uint64
+		err = m.conn.QueryRow(ctx, `SELECT count() FROM (
 	SELECT 1 FROM frontier_v2 WHERE crawl_id = ? GROUP BY partition, host, fp HAVING max(state) = 0
 )`, m.crawlID).Scan(&pending)
-	if err != nil {
-		return s, fmt.Errorf("count frontier: %w", err)
+		if err != nil {
+			return s, fmt.Errorf("count frontier: %w", err)
+		}
+		m.frontier, m.frontierAt = int64(pending), time.Now()
 	}
-	s.Frontier = int64(pending)
+	s.Frontier = m.frontier
 	return s, nil
 }
 
