@@ -239,6 +239,7 @@ func (b Bench) Print(out io.Writer) {
 		fmt.Fprintf(out, "  %-22s %9.1f   %d requests, %d distinct resources\n", "requests/s", rate(s.Requests), s.Requests, s.Distinct)
 		fmt.Fprintf(out, "  %-22s %9d   (plus %d retries after a 5xx or a cut answer, %d repeated robots.txt)\n", "duplicate requests", s.Duplicates, s.Retries, s.RobotsMore)
 		fmt.Fprintf(out, "  %-22s %9d   (disallowed by robots.txt %d, calendar trap pages %d)\n", "off-site requests", s.Offsite, s.Disallowed, s.Trap)
+		fmt.Fprintf(out, "  %-22s %9d   (%.1f requests per connection)\n", "connections opened", s.Connections, float64(s.Requests)/float64(max(s.Connections, 1)))
 		if len(s.DuplicateExamples) > 0 {
 			fmt.Fprintf(out, "  duplicates, e.g.: %s\n", strings.Join(s.DuplicateExamples, ", "))
 		}

@@ -33,6 +33,9 @@ type Stats struct {
 	Trap   int            `json:"trap"`
 	ByKind map[string]int `json:"by_kind"`
 	Bytes  int64          `json:"bytes"` // body bytes sent
+	// Connections counts the TCP connections the crawler opened: a
+	// polite client reuses one per host (HTTP keep-alive).
+	Connections int `json:"connections"`
 	First  time.Time      `json:"first"` // first and last request
 	Last   time.Time      `json:"last"`
 	// DuplicateExamples lists up to ten resources requested more than once.
@@ -193,5 +196,6 @@ func (w *Web) Stats() Stats {
 	}
 	s.DuplicateExamples = slices.Clone(st.s.DuplicateExamples)
 	s.PagesTotal = w.Pages()
+	s.Connections = int(w.conns.Load())
 	return s
 }

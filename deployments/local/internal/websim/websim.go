@@ -42,6 +42,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -163,6 +164,7 @@ type Web struct {
 	wg      sync.WaitGroup
 	started time.Time
 	stats   *stats
+	conns   atomic.Int64 // connections accepted
 }
 
 // Start generates the web and serves every host, plus the off-site host, on
@@ -181,6 +183,11 @@ func Start(cfg Config) (*Web, error) {
 		Handler:           http.HandlerFunc(w.serveHTTP),
 		ReadHeaderTimeout: 10 * time.Second,
 		ConnContext:       hostContext(w.hostOf),
+		ConnState: func(_ net.Conn, state http.ConnState) {
+			if state == http.StateNew {
+				w.conns.Add(1)
+			}
+		},
 	}
 	for _, ln := range w.lns {
 		w.wg.Add(1)

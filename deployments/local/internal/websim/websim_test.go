@@ -247,3 +247,25 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 	}
 	return a
 }
+
+// TestConnectionsCounted: the web counts the connections a client opens,
+// so that the benchmark shows whether the crawler reuses them.
+func TestConnectionsCounted(t *testing.T) {
+	w, err := Start(Config{Hosts: 1, Articles: 2, FirstAddr: mustAddr(t, "127.1.4.9")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	keepAlive := &http.Client{Timeout: 5 * time.Second}
+	get(t, keepAlive, w.Seeds()[0])
+	get(t, keepAlive, w.Seeds()[0]+"robots.txt")
+	if n := w.Stats().Connections; n != 1 {
+		t.Errorf("two requests on a keep-alive client opened %d connections, want 1", n)
+	}
+	closing := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	get(t, closing, w.Seeds()[0])
+	get(t, closing, w.Seeds()[0])
+	if n := w.Stats().Connections; n != 3 {
+		t.Errorf("after two requests without keep-alive: %d connections, want 3", n)
+	}
+}

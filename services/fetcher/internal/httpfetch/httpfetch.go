@@ -321,7 +321,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		resp.Err = fmt.Errorf("get: %w", err)
 		return resp
 	}
-	defer hr.Body.Close()
+	defer closeBody(hr)
 
 	resp.Status = hr.StatusCode
 	resp.ProtoMajor = hr.ProtoMajor
@@ -424,6 +424,32 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	}
 	resp.Body, resp.Charset = ToUTF8(body, ctHeader, resp.ContentType)
 	return resp
+}
+
+// Unread body bytes closeBody reads so that the connection is reused.
+const (
+	maxDrainKnown   = 16 << 10 // a body of announced length up to this
+	maxDrainUnknown = 4 << 10  // of a chunked body, at most this
+)
+
+// closeBody closes a response body. net/http closes the connection of a
+// body closed before its end, and the next request to the host opens a new
+// one: a redirect's short HTML and a small binary's bytes are left unread
+// by Fetch, so what is left of a small body is read first (one connection
+// per host instead of one per redirect on the bench web). A large rest (a
+// body over the cap, a big binary) is not worth downloading: closed.
+func closeBody(hr *http.Response) {
+	n := int64(maxDrainUnknown)
+	if hr.ContentLength >= 0 {
+		n = 0
+		if hr.ContentLength <= maxDrainKnown {
+			n = hr.ContentLength + 1 // +1: up to the EOF that frees the connection
+		}
+	}
+	if n > 0 {
+		_, _ = io.CopyN(io.Discard, hr.Body, n) // what it could not read is closed below
+	}
+	_ = hr.Body.Close()
 }
 
 // readAll is io.ReadAll into a buffer sized for hint bytes when hint is

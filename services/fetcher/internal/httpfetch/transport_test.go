@@ -297,3 +297,71 @@ func TestResolve(t *testing.T) {
 		t.Error("Resolve of an unknown name succeeded")
 	}
 }
+
+// TestFetchReusesConnectionAfterUnreadBody: Fetch leaves the body of a
+// redirect and of a binary unread; a small one is drained so that the next
+// request to the host reuses the connection, a large one is not downloaded
+// (the connection is closed instead).
+func TestFetchReusesConnectionAfterUnreadBody(t *testing.T) {
+	var conns atomic.Int32
+	big := bytes.Repeat([]byte{0}, 1<<20)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/moved":
+			http.Redirect(w, r, "/page", http.StatusMovedPermanently) // a short HTML body
+		case "/small.pdf":
+			w.Header().Set("Content-Type", "application/pdf")
+			w.Header().Set("Content-Length", "8192")
+			_, _ = w.Write(big[:8<<10])
+		case "/chunked.pdf":
+			w.Header().Set("Content-Type", "application/pdf")
+			_, _ = w.Write(big[:1<<10])
+			w.(http.Flusher).Flush() // no Content-Length: chunked
+			_, _ = w.Write(big[:1<<10])
+		case "/big.pdf":
+			w.Header().Set("Content-Type", "application/pdf")
+			_, _ = w.Write(big)
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<p>hello</p>")
+		}
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.73:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	f := New(Options{AllowPrivate: true})
+	defer f.Close()
+	fetch := func(path string, wantStatus int) {
+		t.Helper()
+		res := f.Fetch(context.Background(), Request{URL: srv.URL + path})
+		if res.Status != wantStatus {
+			t.Fatalf("fetch %s: status %d err %v, want %d", path, res.Status, res.Err, wantStatus)
+		}
+	}
+	for _, p := range []string{"/moved", "/small.pdf", "/chunked.pdf", "/moved"} {
+		if p == "/moved" {
+			fetch(p, http.StatusMovedPermanently)
+		} else {
+			fetch(p, http.StatusOK)
+		}
+	}
+	fetch("/page", http.StatusOK)
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for five requests with small unread bodies, want 1", n)
+	}
+	fetch("/big.pdf", http.StatusOK) // a megabyte left unread: not downloaded, connection closed
+	fetch("/page", http.StatusOK)
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections after a large unread body, want 2 (the big body is not drained)", n)
+	}
+}
