@@ -35,9 +35,9 @@ type Stats struct {
 	Bytes  int64          `json:"bytes"` // body bytes sent
 	// Connections counts the TCP connections the crawler opened: a
 	// polite client reuses one per host (HTTP keep-alive).
-	Connections int `json:"connections"`
-	First  time.Time      `json:"first"` // first and last request
-	Last   time.Time      `json:"last"`
+	Connections int       `json:"connections"`
+	First       time.Time `json:"first"` // first and last request
+	Last        time.Time `json:"last"`
 	// DuplicateExamples lists up to ten resources requested more than once.
 	DuplicateExamples []string `json:"duplicate_examples,omitempty"`
 }
