@@ -1,6 +1,10 @@
 package urlcanon
 
-import "strings"
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
 
 // normalize turns a WHATWG serialization without fragment into the
 // canonical form (see the package documentation): percent-escapes
@@ -135,25 +139,30 @@ func trimDots(host string) string {
 }
 
 // endsInNumber is the URL standard's "ends in a number" test of a host
-// without trailing dot: its last label is decimal digits, or "0x"
-// followed by hex digits.
+// without trailing dot, as github.com/nlnwa/whatwg-url applies it: its last
+// label is decimal digits, or what the library's IPv4 number parser
+// accepts ("0x" and hex digits, "0" and octal digits, a decimal number).
+// That parser calls strconv.ParseInt, which also takes a sign: "+0" and
+// "0x-1" are numbers to it (not to the standard), so they are here too,
+// or "+0.." would lose its dots and then parse as 0.0.0.0.
 func endsInNumber(host string) bool {
 	last := host[strings.LastIndexByte(host, '.')+1:]
 	if last == "" {
 		return false
 	}
-	if strings.HasPrefix(last, "0x") || strings.HasPrefix(last, "0X") {
-		for _, c := range last[2:] {
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
+	if all(last, isDigit) {
 		return true
 	}
-	for _, c := range last {
-		if c < '0' || c > '9' {
-			return false
-		}
+	input, base := last, 10
+	switch {
+	case strings.HasPrefix(last, "0x") || strings.HasPrefix(last, "0X"):
+		input, base = last[2:], 16
+	case len(last) >= 2 && last[0] == '0':
+		input, base = last[1:], 8
 	}
-	return true
+	if input == "" {
+		return true // "0x": the number 0
+	}
+	_, err := strconv.ParseInt(input, base, 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
 }

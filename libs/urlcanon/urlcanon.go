@@ -4,6 +4,11 @@
 // which the crawl fetches a resource once.
 //
 // Every service uses this one package; there is no second canonicalizer.
+// Inputs spelled plainly enough that the parser would only concatenate
+// them (an already canonical http(s) URL; "/a/b?x=1", "?x", "b.html",
+// "https://host/p" against a canonical base) skip the parser: the result is
+// the same string, by the argument in fast.go, checked against the parser
+// by FuzzResolveFast.
 //
 // # The canonical form: what the crawler requests
 //
@@ -82,6 +87,15 @@ func Canonicalize(raw string) (string, error) {
 	if len(raw) > maxInput {
 		return "", fmt.Errorf("canonicalize url: %d bytes: %w", len(raw), ErrTooLong)
 	}
+	if canonicalFast(raw) {
+		return raw, nil // the scheduler's common case: already canonical
+	}
+	return canonicalizeSlow(raw)
+}
+
+// canonicalizeSlow is Canonicalize by the WHATWG parser, whatever the
+// spelling of raw (at most maxInput bytes).
+func canonicalizeSlow(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", invalid("canonicalize url", err)
@@ -102,60 +116,84 @@ func Resolve(base, ref string) (string, error) {
 }
 
 // Resolver resolves references against one base URL, parsed once (the
-// parser uses one per page). It is not safe for concurrent use: the
-// underlying parser initializes parts of the base lazily.
+// parser uses one per page). It is not safe for concurrent use: the base is
+// parsed lazily, and the underlying parser initializes parts of it lazily.
 type Resolver struct {
-	base  *url.Url
+	href  string        // the base's WHATWG serialization without fragment
+	base  *url.Url      // href parsed; nil until a reference needs the parser
+	parts baseParts     // of href; valid when partsOK
 	cache *ResolveCache // nil: none
-	parts baseParts     // valid when cache is set
+
+	partsOK bool
+	fast    bool // references may take the fast path (see fast.go)
 }
 
 // WithCache makes r look up and remember its resolutions in c (shared by
 // the resolvers of many pages; nil turns it off) and returns r.
 func (r *Resolver) WithCache(c *ResolveCache) *Resolver {
 	r.cache = nil
-	if c == nil {
-		return r
-	}
-	if parts, ok := partsOf(r.base.Href(true)); ok {
-		r.cache, r.parts = c, parts
+	if c != nil && r.partsOK {
+		r.cache = c
 	}
 	return r
 }
 
-// NewResolver parses base for Resolve calls.
+// NewResolver parses base for Resolve calls. A plainly canonical base (see
+// canonicalFast) is its own serialization and is parsed only if a
+// reference needs the parser.
 func NewResolver(base string) (*Resolver, error) {
 	if len(base) > maxInput {
 		return nil, fmt.Errorf("resolve url: base of %d bytes: %w", len(base), ErrTooLong)
 	}
-	b, err := url.Parse(base)
-	if err != nil {
-		return nil, invalid("resolve url: parse base", err)
+	r := &Resolver{href: base}
+	plain := canonicalFast(base)
+	if !plain {
+		b, err := url.Parse(base)
+		if err != nil {
+			return nil, invalid("resolve url: parse base", err)
+		}
+		r.base, r.href = b, b.Href(true)
 	}
-	return &Resolver{base: b}, nil
+	r.parts, r.partsOK = partsOf(r.href)
+	r.fast = r.partsOK && (plain || fastBase(r.href, r.parts))
+	return r, nil
 }
 
 // Resolve is the package-level Resolve against r's base (looked up in
-// and remembered by r's cache, if it has one).
+// and remembered by r's cache, if it has one, unless the fast path answers:
+// it is cheaper than the cache).
 func (r *Resolver) Resolve(ref string) (string, error) {
+	if s, ok := r.resolveFast(ref); ok {
+		return s, nil
+	}
 	if r.cache == nil {
-		return r.resolve(ref)
+		return r.resolveSlow(ref)
 	}
 	k, ok := r.parts.key(ref)
 	if !ok {
-		return r.resolve(ref)
+		return r.resolveSlow(ref)
 	}
 	if res, hit := r.cache.get(k); hit {
 		return res.url, res.err
 	}
-	u, err := r.resolve(ref)
+	u, err := r.resolveSlow(ref)
 	r.cache.put(k, resolved{u, err})
 	return u, err
 }
 
-func (r *Resolver) resolve(ref string) (string, error) {
+// resolveSlow resolves ref with the WHATWG parser, whatever its spelling.
+func (r *Resolver) resolveSlow(ref string) (string, error) {
 	if len(ref) > maxInput {
 		return "", fmt.Errorf("resolve url: %d bytes: %w", len(ref), ErrTooLong)
+	}
+	if r.base == nil {
+		b, err := url.Parse(r.href)
+		if err != nil {
+			// Unreachable: canonicalFast accepts only what the parser
+			// serializes as it is.
+			return "", invalid("resolve url: parse base", err)
+		}
+		r.base = b
 	}
 	u, err := r.base.Parse(ref)
 	if err != nil {

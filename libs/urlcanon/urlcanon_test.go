@@ -54,6 +54,8 @@ func TestCanonicalize(t *testing.T) {
 		{"surrounding space and tabs", " \thttp://a/\tb\n ", "http://a/b", nil},
 		{"trailing dot of host removed", "http://Example.COM./a", "http://example.com/a", nil},
 		{"trailing dot of host with port", "http://example.com.:8080/", "http://example.com:8080/", nil},
+		{"host ending in a signed number keeps its dots", "http://+0../", "http://+0../", nil},
+		{"host ending in a signed hex number keeps its dots", "http://0x-1../", "http://0x-1../", nil},
 		{"trailing dot of host with userinfo", "ftp://u:p@files.example./x", "ftp://u:p@files.example/x", nil},
 		{"caret encoded", "http://a/a^b", "http://a/a%5Eb", nil},
 		{"caret escape kept", "http://a/a%5eb", "http://a/a%5Eb", nil},
