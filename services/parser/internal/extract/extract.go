@@ -588,21 +588,33 @@ func (w *textWriter) word(s string) {
 	w.b.WriteString(s)
 }
 
-// text appends s with its whitespace runs collapsed.
+// asciiSpace is unicode.IsSpace for the ASCII range.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// text appends s with its whitespace runs collapsed. ASCII bytes are
+// classified by table; only other runes go through unicode.IsSpace.
 func (w *textWriter) text(s string) {
 	start := -1
-	for i, r := range s {
-		if unicode.IsSpace(r) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		space, size := false, 1
+		if c < utf8.RuneSelf {
+			space = asciiSpace[c]
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			space = unicode.IsSpace(r)
+		}
+		if space {
 			if start >= 0 {
 				w.word(s[start:i])
 				start = -1
 			}
 			w.sep(sepSpace)
-			continue
-		}
-		if start < 0 {
+		} else if start < 0 {
 			start = i
 		}
+		i += size
 	}
 	if start >= 0 {
 		w.word(s[start:])
