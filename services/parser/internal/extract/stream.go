@@ -83,11 +83,10 @@ type rawLink struct {
 
 // anchorState collects the anchor text of an open <a>.
 type anchorState struct {
-	w           textWriter
-	alt         string // first non-empty img alt inside
-	skip, fgn   int    // streamer counts when the <a> opened
-	seg, link   int    // where its rawLink is
-	elemPresent bool
+	w         textWriter
+	alt       string // first non-empty img alt inside
+	skip, fgn int    // streamer counts when the <a> opened
+	seg, link int    // where its rawLink is
 }
 
 // afeEntry is an entry of the list of active formatting elements: a
@@ -96,7 +95,18 @@ type afeEntry struct {
 	marker  bool
 	id      int
 	onStack bool
+	hasHref bool
 	link    rawLink
+}
+
+// bodySnapshot is the metadata found before the body opened: a <frameset>
+// that replaces the body drops what was found in it.
+type bodySnapshot struct {
+	desc             string
+	hasDesc, hasBase bool
+	robotsF, robotsI bool
+	base             string
+	titleState       uint8
 }
 
 type phase uint8
@@ -169,13 +179,17 @@ type streamer struct {
 	base        string
 	hasBase     bool
 	maxText     int
+	started     bool // a token other than a doctype, comment or white space was read
+	framesetOK  bool // a <frameset> would still replace the body
+	atBody      bodySnapshot
+	quirks      bool // quirks mode: a <table> does not close a <p>
 	attr        attrs
 	selfClosing bool
 }
 
 // extractStream is Extract for ordinary pages (no Results, no Detail).
 func extractStream(page string, body []byte, opts Options) Result {
-	s := streamer{z: html.NewTokenizer(bytes.NewReader(body)), maxText: opts.MaxTextBytes}
+	s := streamer{z: html.NewTokenizer(bytes.NewReader(body)), maxText: opts.MaxTextBytes, quirks: true, framesetOK: true}
 	s.title.max = maxTitleBytes
 	s.segs = append(s.segs, &segment{w: textWriter{max: opts.MaxTextBytes, newlines: true}})
 	s.segs[0].w.b.Grow(min(opts.MaxTextBytes, len(body)/2))
@@ -281,13 +295,21 @@ func (s *streamer) run() {
 		switch tt := z.Next(); tt {
 		case html.ErrorToken:
 			return
+		case html.DoctypeToken:
+			if !s.started {
+				s.quirks = doctypeQuirks(z.Text())
+			}
 		case html.TextToken:
-			s.text(z.Text())
+			t := z.Text()
+			s.started = s.started || !isWhitespace(t)
+			s.text(t)
 		case html.StartTagToken, html.SelfClosingTagToken:
+			s.started = true
 			name := s.tagName()
 			s.selfClosing = tt == html.SelfClosingTagToken
 			s.startTag(atom.Lookup(name), name)
 		case html.EndTagToken:
+			s.started = true
 			name := s.tagName()
 			s.endTag(atom.Lookup(name), name)
 		}
@@ -392,6 +414,9 @@ func (s *streamer) text(b []byte) {
 		return
 	}
 	if top.ns != nsHTML && !textIntegrationPoint(top) && !htmlIntegrationPoint(top) {
+		if len(bytes.Trim(b, " \t\n\f\r\x00")) > 0 {
+			s.framesetOK = false
+		}
 		return // foreign text is never visible
 	}
 	if top.ns == nsHTML && rawText(top.a) {
@@ -423,6 +448,9 @@ func (s *streamer) text(b []byte) {
 	}
 	s.reconstruct()
 	s.write(s.top().seg, b)
+	if !isWhitespace(b) {
+		s.framesetOK = false
+	}
 }
 
 // write appends text to a segment and to the open anchors that see it.
@@ -559,6 +587,16 @@ func (s *streamer) inserted(e *elem) {
 		}
 		return
 	}
+	if e.a == atom.A {
+		// Every <a> is an active formatting element, with a link or not.
+		s.nextID++
+		e.id = s.nextID
+		entry := afeEntry{id: e.id, onStack: true, hasHref: t.has[atHref]}
+		if entry.hasHref {
+			entry.link = rawLink{tag: e.a, ref: t.get(atHref), rel: normRel(string(t.val[atRel]))}
+		}
+		s.afe = append(s.afe, entry)
+	}
 	if s.template > 0 {
 		return // <template> content is inert
 	}
@@ -584,6 +622,8 @@ func (s *streamer) inserted(e *elem) {
 		l = rawLink{tag: e.a, ref: t.get(atHref), rel: normRel(string(t.val[atRel]))}
 	case atom.Body:
 		s.bodyIdx = len(s.segs[0].links)
+		s.atBody = bodySnapshot{desc: s.desc, hasDesc: s.hasDesc, hasBase: s.hasBase, robotsF: s.robotsF, robotsI: s.robotsI,
+			base: s.base, titleState: s.titleState}
 		if !t.has[atBackground] {
 			return
 		}
@@ -609,13 +649,10 @@ func (s *streamer) inserted(e *elem) {
 	seg := s.segs[e.at]
 	seg.links = append(seg.links, l)
 	if e.a == atom.A {
-		s.nextID++
-		e.id = s.nextID
 		s.anchors = append(s.anchors, &anchorState{
 			w: textWriter{max: maxAnchorBytes}, skip: s.skip, fgn: s.fgn, seg: e.at, link: len(seg.links) - 1,
 		})
 		e.anchor = len(s.anchors)
-		s.afe = append(s.afe, afeEntry{id: e.id, onStack: true, link: l})
 	}
 }
 
@@ -789,6 +826,7 @@ func (s *streamer) startTag(a atom.Atom, name []byte) {
 			s.closeHead()
 			s.push(elem{a: atom.Body})
 			s.phase = phBody
+			s.framesetOK = false
 			return
 		case atom.Frameset:
 			s.closeHead()
@@ -813,6 +851,16 @@ func (s *streamer) startTag(a atom.Atom, name []byte) {
 				}
 				return
 			}
+		}
+	}
+	switch a {
+	case atom.Body, atom.Pre, atom.Listing, atom.Li, atom.Dd, atom.Dt, atom.Button, atom.Applet, atom.Marquee,
+		atom.Object, atom.Table, atom.Area, atom.Br, atom.Embed, atom.Img, atom.Keygen, atom.Wbr, atom.Image,
+		atom.Hr, atom.Textarea, atom.Xmp, atom.Iframe, atom.Select:
+		s.framesetOK = false
+	case atom.Input:
+		if !s.attr.has[atType] || !strings.EqualFold(string(s.attr.val[atType]), "hidden") {
+			s.framesetOK = false
 		}
 	}
 	s.bodyStart(a, name)
@@ -845,6 +893,7 @@ func (s *streamer) inHead(a atom.Atom) {
 	case atom.Template:
 		s.push(elem{a: a})
 		s.afe = append(s.afe, afeEntry{marker: true})
+		s.framesetOK = false
 	default: // raw text elements
 		s.push(elem{a: a})
 	}
@@ -905,7 +954,20 @@ func (s *streamer) bodyStart(a atom.Atom, name []byte) {
 			s.shiftAnchors(s.bodyIdx)
 		}
 	case atom.Frameset:
-		// Ignored: see the file comment.
+		if !s.framesetOK || len(s.stack) < 2 || s.stack[1].a != atom.Body {
+			return
+		}
+		// The frameset replaces the body and what was in it.
+		s.popTo(1)
+		s.segs[0].links = s.segs[0].links[:s.bodyIdx]
+		b := s.atBody
+		s.desc, s.hasDesc, s.hasBase, s.robotsF, s.robotsI, s.base = b.desc, b.hasDesc, b.hasBase, b.robotsF, b.robotsI, b.base
+		if b.titleState == 0 {
+			s.titleState, s.title = 0, textWriter{max: maxTitleBytes}
+		}
+		s.afe = s.afe[:0]
+		s.push(elem{a: atom.Frameset})
+		s.phase = phFrameset
 	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Center, atom.Details, atom.Dialog, atom.Dir,
 		atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Header, atom.Hgroup,
 		atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.P, atom.Search, atom.Section, atom.Summary, atom.Ul,
@@ -969,7 +1031,9 @@ func (s *streamer) bodyStart(a atom.Atom, name []byte) {
 		s.push(e)
 		s.afe = append(s.afe, afeEntry{marker: true})
 	case atom.Table:
-		s.popUntil(scopeButton, atom.P)
+		if !s.quirks {
+			s.popUntil(scopeButton, atom.P)
+		}
 		s.push(e)
 	case atom.Area, atom.Br, atom.Embed, atom.Img, atom.Keygen, atom.Wbr, atom.Image:
 		if a == atom.Image {
@@ -1324,8 +1388,8 @@ func (s *streamer) endOther(a atom.Atom, name []byte) {
 
 // formattingEnd is the adoption agency algorithm, simplified: an <a> (the
 // only formatting element tracked) or another formatting element is
-// closed, and the elements above it with it unless one is a block, in
-// which case they stay open (see the file comment).
+// closed, and the elements above it with it, except blocks (see the file
+// comment).
 func (s *streamer) formattingEnd(a atom.Atom, name []byte) {
 	if t := s.top(); t.ns == nsHTML && t.a == a && a != atom.A {
 		s.pop()
@@ -1367,8 +1431,14 @@ func (s *streamer) formattingEnd(a atom.Atom, name []byte) {
 			return
 		}
 	}
-	for i := fe + 1; i < len(s.stack); i++ {
+	// With blocks above it, the algorithm moves what is above the last
+	// block into clones of the formatting element and closes them; the
+	// blocks stay open.
+	for i := len(s.stack) - 1; i > fe; i-- {
 		if special(&s.stack[i]) {
+			if i+1 < len(s.stack) {
+				s.popTo(i + 1)
+			}
 			s.remove(fe)
 			return
 		}
@@ -1387,8 +1457,10 @@ func (s *streamer) reconstruct() {
 	s.afe = s.afe[:n-1]
 	saved := s.attr
 	s.attr = attrs{}
-	s.attr.has[atHref], s.attr.val[atHref] = true, []byte(entry.link.ref)
-	s.attr.has[atRel], s.attr.val[atRel] = true, []byte(entry.link.rel)
+	if entry.hasHref {
+		s.attr.has[atHref], s.attr.val[atHref] = true, []byte(entry.link.ref)
+		s.attr.has[atRel], s.attr.val[atRel] = true, []byte(entry.link.rel)
+	}
 	s.push(elem{a: atom.A})
 	s.attr = saved
 }
@@ -1614,6 +1686,29 @@ func special(e *elem) bool {
 		return true
 	}
 	return false
+}
+
+// doctypeQuirks reports whether a doctype puts the document in quirks
+// mode. "<!DOCTYPE html>" does not; the other doctypes (legacy public
+// identifiers, a long list) are left to the tree builder itself, on a
+// probe document.
+func doctypeQuirks(doctype []byte) bool {
+	if string(doctype) == "html" {
+		return false
+	}
+	probe := "<!DOCTYPE " + string(doctype) + "><p><table>"
+	doc, err := html.Parse(strings.NewReader(probe))
+	if err != nil {
+		return true
+	}
+	var quirks bool
+	for n := range doc.Descendants() {
+		if n.Type == html.ElementNode && n.DataAtom == atom.Table {
+			quirks = n.Parent != nil && n.Parent.DataAtom == atom.P
+			break
+		}
+	}
+	return quirks
 }
 
 func isWhitespace(b []byte) bool {
