@@ -385,3 +385,35 @@ func realisticPage(r *rand.Rand) []byte {
 	b.WriteString("</p></footer>\n<script src=\"/js/app.js\"></script>\n</body>\n</html>\n")
 	return b.Bytes()
 }
+
+// BenchmarkExtractPaths measures the streaming and the DOM path side by
+// side on the same pages (the benchmark page and a websim article).
+func BenchmarkExtractPaths(b *testing.B) {
+	websim, err := os.ReadFile(filepath.Join("testdata", "websim_article.html"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pages := []struct {
+		name string
+		body []byte
+	}{{"generated", realisticPage(rand.New(rand.NewPCG(1, 7)))}, {"websim", websim}}
+	opts := Options{}.withDefaults()
+	page, err := urlcanon.Canonicalize(diffPageURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range pages {
+		for _, path := range []struct {
+			name string
+			fn   func(string, []byte, Options) Result
+		}{{"stream", extractStream}, {"dom", extractDOM}} {
+			b.Run(p.name+"/"+path.name, func(b *testing.B) {
+				b.SetBytes(int64(len(p.body)))
+				b.ReportAllocs()
+				for b.Loop() {
+					path.fn(page, p.body, opts)
+				}
+			})
+		}
+	}
+}
