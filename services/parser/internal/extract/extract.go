@@ -3,9 +3,14 @@
 // language. It is a pure function of the page URL and body: no I/O, no
 // clock, no shared state, safe for concurrent use.
 //
-// Parsing is lenient (golang.org/x/net/html through goquery implements the
-// HTML5 tree construction algorithm): malformed markup yields a best-effort
-// result, never a panic; an empty body yields an empty result.
+// Ordinary pages are read in one streaming pass of golang.org/x/net/html's
+// Tokenizer, without building a DOM; the extractor follows the parts of the
+// HTML5 tree construction algorithm that decide the result (stream.go says
+// which, and where the result differs from a DOM's). Search result pages (Options.Results) and detail
+// selectors (Options.Detail) need a DOM: they are parsed by goquery, over
+// x/net/html's tree builder. Either way parsing is lenient: malformed
+// markup yields a best-effort result, never a panic; an empty body yields
+// an empty result.
 package extract
 
 import (

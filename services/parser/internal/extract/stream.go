@@ -14,29 +14,37 @@ import (
 )
 
 // The streaming extractor reads the page in one pass of html.Tokenizer
-// (Next, TagName, TagAttr, Text: no Token, no DOM) and follows the parts of
-// the HTML5 tree construction algorithm that decide what the DOM path
-// reports: which elements are open (implied end of <head>, void elements,
-// unclosed <p>/<li>/<dd>, a new <a> closing an open one, stray end tags
-// ignored, scope rules), raw text elements, foreign (SVG/MathML) content
-// and its integration points, <template>, framesets, an <a> reopened after
-// a block closed it (the DOM clones it: a duplicate link), and text foster
-// parented out of tables.
+// (Next, Raw, TagAttr, Text: no Token, no DOM) and follows the parts of the
+// HTML5 tree construction algorithm that decide what the DOM path reports:
+// which elements are open (implied end of <head>, void elements, unclosed
+// <p>/<li>/<dd>, a new <a> closing an open one, stray end tags ignored,
+// scopes), raw text elements (the tree builder parses with scripting
+// enabled: <noscript> is raw text), foreign (SVG/MathML) content and its
+// integration points, <template>, framesets (also one replacing a body
+// that has no content yet), quirks mode (a <table> does not close a <p>),
+// an <a> reopened after a block closed it (the DOM clones it: the same
+// link again, a DropDuplicate), and text and links foster parented out of
+// tables (each open table writes into its own segment, merged after what
+// was fostered before it).
+//
+// Links are collected raw and resolved after the pass, so that the first
+// <base href> and the robots meta apply wherever they appear.
 //
 // Known differences from the DOM path, where the tree builder moves content
-// in ways a stream does not follow. None changes which URLs are found:
+// in ways a stream does not follow. None changes which URLs are found
+// (FuzzStreamMatchesDOM checks it):
 //   - The adoption agency algorithm for misnested formatting tags with a
-//     block inside (<a href=x><div>t</a>u</div>) clones elements: the DOM
-//     has an extra duplicate <a> (one more DropDuplicate) and gives the
-//     first one an empty anchor; the stream keeps the block open and gives
-//     the link the anchor text "t".
-//   - Foster parenting out of tables is followed for text and links
-//     (they go before the table), but an <a> open around a table receives
-//     its anchor text in source order.
-//   - <frameset> after body content, <form> end tags that close a form
-//     around unclosed elements, <select> and <colgroup> content, quirks
-//     mode, and the newline dropped after <pre> follow simpler rules: text
-//     may differ in separators.
+//     block inside (<a href=x><div>t</a>u</div>) clones the formatting
+//     element into the block: the DOM has an extra duplicate <a> (one more
+//     DropDuplicate) and gives the first one an empty anchor; the stream
+//     gives the link the anchor text "t". Inline elements between the
+//     formatting element and the block stay open in the stream.
+//   - An <a> open around a table receives foster parented text in source
+//     order.
+//   - A <form> end tag with elements left open inside closes them (the
+//     tree builder only removes the form); <select>/<option> and
+//     <colgroup> content, and the newline dropped after <pre>, follow the
+//     in-body rules: separators in the text may differ.
 //   - Deeply nested documents: the DOM parser gives up past 512 levels;
 //     the stream does not.
 
