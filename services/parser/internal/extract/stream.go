@@ -33,18 +33,15 @@ import (
 // Known differences from the DOM path, where the tree builder moves content
 // in ways a stream does not follow. None changes which URLs are found
 // (FuzzStreamMatchesDOM checks it):
-//   - The adoption agency algorithm for misnested formatting tags with a
-//     block inside (<a href=x><div>t</a>u</div>) clones the formatting
-//     element into the block: the DOM has an extra duplicate <a> (one more
-//     DropDuplicate) and gives the first one an empty anchor; the stream
-//     gives the link the anchor text "t". Inline elements between the
-//     formatting element and the block stay open in the stream.
+//   - The adoption agency algorithm is followed for <a> (what stays in the
+//     link, one more duplicate link per block it is cloned into) but not
+//     for other formatting elements: when a misnested </b> (or <i>, …)
+//     moves a block out of them, the DOM clones an <a> open between them
+//     too (<b><a href=x><div>y</b>: one more DropDuplicate, and the first
+//     link's anchor is empty); inline elements between the formatting
+//     element and the block stay open in the stream.
 //   - An <a> open around a table receives foster parented text in source
 //     order.
-//   - A <form> end tag with elements left open inside closes them (the
-//     tree builder only removes the form); <select>/<option> and
-//     <colgroup> content, and the newline dropped after <pre>, follow the
-//     in-body rules: separators in the text may differ.
 //   - Deeply nested documents: the DOM parser gives up past 512 levels;
 //     the stream does not.
 
@@ -67,7 +64,13 @@ type elem struct {
 	seg    int       // segment its content is written in (a new one for a table)
 	skip   bool      // content is not visible text (skipped or foreign)
 	anchor int       // index in streamer.anchors + 1, or 0
-	id     int       // identity of an <a>, for the active formatting list
+	// mark is, for a special element opened inside an <a>, the length of
+	// the anchor text before it + 1 (0: none), and markAlt whether an img
+	// alt was found before it: what stays in the <a> if the adoption
+	// agency moves this element out.
+	mark    int
+	markAlt bool
+	id      int // identity of an <a>, for the active formatting list
 }
 
 // segment is visible text and links in document order. Content foster
@@ -93,6 +96,8 @@ type rawLink struct {
 type anchorState struct {
 	w         textWriter
 	alt       string // first non-empty img alt inside
+	altDone   bool   // alt is final
+	cut       int    // anchor text length + 1 after the adoption agency, or 0
 	skip, fgn int    // streamer counts when the <a> opened
 	seg, link int    // where its rawLink is
 }
@@ -189,6 +194,7 @@ type streamer struct {
 	maxText     int
 	started     bool // a token other than a doctype, comment or white space was read
 	framesetOK  bool // a <frameset> would still replace the body
+	formPtr     int  // id of the form element pointer's <form>, or 0
 	atBody      bodySnapshot
 	quirks      bool // quirks mode: a <table> does not close a <p>
 	attr        attrs
@@ -524,6 +530,9 @@ func (s *streamer) push(e elem) {
 	} else {
 		e.skip = true
 	}
+	if n := len(s.anchors); n > 0 && special(&e) {
+		e.mark, e.markAlt = s.anchors[n-1].w.b.Len()+1, s.anchors[n-1].alt != ""
+	}
 	if e.sep != sepNone {
 		seg := e.at
 		if e.a == atom.Table {
@@ -588,7 +597,7 @@ func (s *streamer) inserted(e *elem) {
 	case atom.Img:
 		if t.has[atAlt] {
 			for _, a := range s.anchors {
-				if a.alt == "" {
+				if a.alt == "" && !a.altDone {
 					a.alt = collapseString(string(t.val[atAlt]), maxAnchorBytes)
 				}
 			}
@@ -676,7 +685,22 @@ func (s *streamer) pop() {
 func (s *streamer) remove(i int) {
 	e := s.stack[i]
 	s.stack = slices.Delete(s.stack, i, i+1)
+	if i < len(s.stack) {
+		// Its content ends with the element that was open in it: that
+		// one's end separator is its end separator too.
+		s.stack[i].sep = max(s.stack[i].sep, e.sep)
+		e.sep = sepNone
+	}
 	s.closed(&e)
+}
+
+// pushForm opens a <form> and points the form element pointer at it.
+func (s *streamer) pushForm() {
+	s.nextID++
+	s.push(elem{a: atom.Form, id: s.nextID})
+	if s.template == 0 {
+		s.formPtr = s.nextID
+	}
 }
 
 func (s *streamer) closed(e *elem) {
@@ -716,6 +740,9 @@ func (s *streamer) closed(e *elem) {
 func (s *streamer) finishAnchor(i int) {
 	a := s.anchors[i]
 	anchor := a.w.b.String()
+	if a.cut > 0 {
+		anchor = anchor[:a.cut-1]
+	}
 	if anchor == "" {
 		anchor = a.alt
 	}
@@ -979,9 +1006,15 @@ func (s *streamer) bodyStart(a atom.Atom, name []byte) {
 	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Center, atom.Details, atom.Dialog, atom.Dir,
 		atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Header, atom.Hgroup,
 		atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.P, atom.Search, atom.Section, atom.Summary, atom.Ul,
-		atom.Pre, atom.Listing, atom.Form, atom.Plaintext:
+		atom.Pre, atom.Listing, atom.Plaintext:
 		s.popUntil(scopeButton, atom.P)
 		s.push(e)
+	case atom.Form:
+		if s.formPtr != 0 && s.template == 0 {
+			return
+		}
+		s.popUntil(scopeButton, atom.P)
+		s.pushForm()
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 		s.popUntil(scopeButton, atom.P)
 		if isHeading(s.top()) {
@@ -1187,7 +1220,10 @@ func (s *streamer) tableStart(a atom.Atom, name []byte) {
 		s.bodyStart(a, name)
 		s.foster = false
 	case atom.Form:
-		s.void(elem{a: a})
+		if s.formPtr == 0 && s.template == 0 {
+			s.pushForm()
+			s.pop()
+		}
 	default:
 		s.foster = true
 		s.bodyStart(a, name)
@@ -1338,12 +1374,29 @@ func (s *streamer) bodyEnd(a atom.Atom, name []byte) {
 	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Button, atom.Center, atom.Details, atom.Dialog,
 		atom.Dir, atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Header, atom.Hgroup,
 		atom.Listing, atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.Pre, atom.Search, atom.Section, atom.Select,
-		atom.Summary, atom.Ul, atom.Form:
+		atom.Summary, atom.Ul:
 		if s.inScope(scopeDefault, a) < 0 {
 			return
 		}
 		s.impliedEndTags(0)
 		s.popUntil(scopeDefault, a)
+	case atom.Form:
+		if s.template > 0 {
+			if s.inScope(scopeDefault, a) >= 0 {
+				s.impliedEndTags(0)
+				s.popUntil(scopeDefault, a)
+			}
+			return
+		}
+		node := s.formPtr
+		s.formPtr = 0
+		i := s.inScope(scopeDefault, atom.Form)
+		if node == 0 || i < 0 || s.stack[i].id != node {
+			return
+		}
+		s.impliedEndTags(0)
+		// The form is removed, the elements left open in it stay open.
+		s.remove(s.inScope(scopeDefault, atom.Form))
 	case atom.P:
 		if s.inScope(scopeButton, atom.P) < 0 {
 			s.attr = attrs{}
@@ -1441,7 +1494,11 @@ func (s *streamer) formattingEnd(a atom.Atom, name []byte) {
 	}
 	// With blocks above it, the algorithm moves what is above the last
 	// block into clones of the formatting element and closes them; the
-	// blocks stay open.
+	// blocks stay open. An <a> keeps what came before the first block,
+	// and each clone (one per block, at most 8) is the same link again.
+	if a == atom.A {
+		s.adoptAnchor(fe)
+	}
 	for i := len(s.stack) - 1; i > fe; i-- {
 		if special(&s.stack[i]) {
 			if i+1 < len(s.stack) {
@@ -1452,6 +1509,36 @@ func (s *streamer) formattingEnd(a atom.Atom, name []byte) {
 		}
 	}
 	s.popTo(fe)
+}
+
+// adoptAnchor applies to the <a> at fe what the adoption agency does to it
+// when blocks were opened inside it.
+func (s *streamer) adoptAnchor(fe int) {
+	first, blocks := -1, 0
+	for i := fe + 1; i < len(s.stack); i++ {
+		if special(&s.stack[i]) {
+			if first < 0 {
+				first = i
+			}
+			blocks++
+		}
+	}
+	e := &s.stack[fe]
+	if blocks == 0 || e.anchor == 0 {
+		return
+	}
+	as := s.anchors[e.anchor-1]
+	if fb := &s.stack[first]; fb.mark > 0 {
+		as.cut = fb.mark
+		if !fb.markAlt {
+			as.alt, as.altDone = "", true
+		}
+	}
+	l := s.segs[as.seg].links[as.link]
+	seg := s.segs[s.stack[first].at]
+	for range min(blocks, 8) {
+		seg.links = append(seg.links, l)
+	}
 }
 
 // reconstruct reopens an <a> that a block closed before it ended: the

@@ -225,13 +225,11 @@ func linkKeys(r Result) []string {
 	return slices.Compact(keys)
 }
 
-// wellFormed reports whether body is strictly nested HTML of the kind the
-// stream follows exactly: every end tag closes the innermost open element
-// (void elements have none; <p>, <li>, <dd>, <dt> and <option> may be left
-// open to be closed by their parent's end tag or a sibling), and no
-// tables, foreign content, templates, framesets, forms, selects or
-// formatting elements other than <a>, whose rearrangements are listed in
-// stream.go.
+// wellFormed reports whether body is strictly nested HTML: every end tag
+// closes the innermost open element (void elements have none; <p>, <li>,
+// <dd> and <dt> may be left open, to be closed by a sibling or their
+// parent's end tag), with no tables, foreign content, templates or
+// framesets, whose rearrangements stream.go lists.
 func wellFormed(body []byte) bool {
 	z := html.NewTokenizer(bytes.NewReader(body))
 	var stack []string
@@ -248,13 +246,8 @@ func wellFormed(body []byte) bool {
 			name := string(n)
 			switch name {
 			case "table", "tbody", "thead", "tfoot", "tr", "td", "th", "caption", "col", "colgroup",
-				"svg", "math", "template", "frameset", "frame", "form", "select", "option", "optgroup",
-				"b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u",
-				"html", "head", "body", "image", "isindex", "button", "pre", "listing", "textarea",
-				"rb", "rp", "rt", "rtc", "applet", "marquee", "object", "h1", "h2", "h3", "h4", "h5", "h6", "a":
-				if name != "a" {
-					return false
-				}
+				"svg", "math", "template", "frameset", "frame":
+				return false
 			}
 			if voidElements[name] {
 				continue
