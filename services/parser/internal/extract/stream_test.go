@@ -410,3 +410,17 @@ func BenchmarkExtractPaths(b *testing.B) {
 		}
 	}
 }
+
+// TestStreamDeepNesting: x/net/html's tree builder rejects documents nested
+// deeper than 512 elements (the DOM path returns nothing); the stream
+// extracts them.
+func TestStreamDeepNesting(t *testing.T) {
+	body := []byte(strings.Repeat("<div>", 600) + `deep <a href="/deep">link</a>`)
+	stream, dom := bothPaths(t, body, Options{})
+	if len(dom.Links) != 0 {
+		t.Errorf("DOM path found %d links; x/net/html no longer rejects deep documents: update stream.go's comment", len(dom.Links))
+	}
+	if len(stream.Links) != 1 || stream.Links[0].URL != "https://example.com/deep" || stream.Text != "deep link" {
+		t.Errorf("stream: links %+v, text %q", stream.Links, stream.Text)
+	}
+}
