@@ -192,7 +192,6 @@ type streamer struct {
 	hasXMLLang  bool
 	base        string
 	hasBase     bool
-	maxText     int
 	started     bool // a token other than a doctype, comment or white space was read
 	framesetOK  bool // a <frameset> would still replace the body
 	formPtr     int  // id of the form element pointer's <form>, or 0
@@ -204,7 +203,7 @@ type streamer struct {
 
 // extractStream is Extract for ordinary pages (no Results, no Detail).
 func extractStream(page string, body []byte, opts Options) Result {
-	s := streamer{z: html.NewTokenizer(bytes.NewReader(body)), maxText: opts.MaxTextBytes, quirks: true, framesetOK: true}
+	s := streamer{z: html.NewTokenizer(bytes.NewReader(body)), quirks: true, framesetOK: true}
 	s.title.max = maxTitleBytes
 	s.segs = append(s.segs, &segment{w: textWriter{max: opts.MaxTextBytes, newlines: true}})
 	s.segs[0].w.b.Grow(min(opts.MaxTextBytes, len(body)/2))
@@ -1046,7 +1045,7 @@ func (s *streamer) bodyStart(a atom.Atom, name []byte) {
 		s.reconstruct()
 		s.push(e)
 	case atom.A:
-		if i := s.lastAFE(atom.A); i >= 0 {
+		if i := s.lastAFE(); i >= 0 {
 			id := s.afe[i].id
 			s.formattingEnd(atom.A, nil)
 			if i := slices.IndexFunc(s.afe, func(e afeEntry) bool { return !e.marker && e.id == id }); i >= 0 {
@@ -1459,7 +1458,7 @@ func (s *streamer) formattingEnd(a atom.Atom, name []byte) {
 	}
 	var fe int // index in the stack
 	if a == atom.A {
-		i := s.lastAFE(atom.A)
+		i := s.lastAFE()
 		if i < 0 {
 			s.endOther(a, name)
 			return
@@ -1573,7 +1572,7 @@ func (s *streamer) clearAFE() {
 
 // lastAFE is the index of the <a> in the active formatting list after the
 // last marker, or -1.
-func (s *streamer) lastAFE(atom.Atom) int {
+func (s *streamer) lastAFE() int {
 	if n := len(s.afe); n > 0 && !s.afe[n-1].marker {
 		return n - 1
 	}
