@@ -71,7 +71,8 @@ type elem struct {
 	// agency moves this element out.
 	mark    int
 	markAlt bool
-	id      int // identity of an <a>, for the active formatting list
+	id      int  // identity of an <a> (active formatting list) or a <form> (form pointer)
+	htmlIP  bool // a MathML annotation-xml that is an HTML integration point
 }
 
 // segment is visible text and links in document order. Content foster
@@ -911,7 +912,7 @@ func (s *streamer) foreign(a atom.Atom, name []byte, n ns) {
 	if a == atom.AnnotationXml {
 		enc := string(s.attr.val[atEncoding])
 		if s.attr.has[atEncoding] && (strings.EqualFold(enc, "text/html") || strings.EqualFold(enc, "application/xhtml+xml")) {
-			e.id = -1 // marks an HTML integration point
+			e.htmlIP = true
 		}
 	}
 	s.push(e)
@@ -1731,7 +1732,7 @@ func textIntegrationPoint(e *elem) bool {
 func htmlIntegrationPoint(e *elem) bool {
 	switch e.ns {
 	case nsMath:
-		return e.a == atom.AnnotationXml && e.id == -1
+		return e.a == atom.AnnotationXml && e.htmlIP
 	case nsSVG:
 		return e.a == atom.Desc || e.a == atom.ForeignObject || e.a == atom.Foreignobject || e.a == atom.Title
 	}
