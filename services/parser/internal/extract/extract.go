@@ -3,9 +3,14 @@
 // language. It is a pure function of the page URL and body: no I/O, no
 // clock, no shared state, safe for concurrent use.
 //
-// Parsing is lenient (golang.org/x/net/html through goquery implements the
-// HTML5 tree construction algorithm): malformed markup yields a best-effort
-// result, never a panic; an empty body yields an empty result.
+// Ordinary pages are read in one streaming pass of golang.org/x/net/html's
+// Tokenizer, without building a DOM; the extractor follows the parts of the
+// HTML5 tree construction algorithm that decide the result (stream.go says
+// which, and where the result differs from a DOM's). Search result pages (Options.Results) and detail
+// selectors (Options.Detail) need a DOM: they are parsed by goquery, over
+// x/net/html's tree builder. Either way parsing is lenient: malformed
+// markup yields a best-effort result, never a panic; an empty body yields
+// an empty result.
 package extract
 
 import (
@@ -119,15 +124,24 @@ func Extract(pageURL string, body []byte, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("canonicalize %w: %w", ErrPageURL, err)
 	}
-	var res Result
 	if len(bytes.TrimSpace(body)) == 0 {
-		return res, nil
+		return Result{}, nil
 	}
+	if opts.Results == nil && opts.Detail == nil {
+		return extractStream(page, body, opts), nil
+	}
+	return extractDOM(page, body, opts), nil
+}
+
+// extractDOM is Extract through a goquery DOM, which search result pages
+// and Detail selectors need.
+func extractDOM(page string, body []byte, opts Options) Result {
+	var res Result
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
 	if err != nil {
 		// x/net/html only fails on reader errors, which a bytes.Reader
 		// never returns; keep the empty result rather than fail the page.
-		return res, nil
+		return res
 	}
 	root := doc.Selection
 
@@ -143,7 +157,7 @@ func Extract(pageURL string, body []byte, opts Options) (Result, error) {
 	var canonical string
 	res.Links, res.Dropped, canonical = links(root, page, opts, res.NoFollow)
 	res.Canonical = canonical
-	return res, nil
+	return res
 }
 
 // ParseRobotsDirectives reads a robots meta content or X-Robots-Tag value
@@ -170,6 +184,12 @@ func language(root *goquery.Selection) string {
 	if !ok || strings.TrimSpace(lang) == "" {
 		lang, _ = h.Attr("xml:lang")
 	}
+	return normLanguage(lang)
+}
+
+// normLanguage is a language attribute lower-cased, or "" if it is not a
+// plausible language tag.
+func normLanguage(lang string) string {
 	lang = strings.ToLower(strings.TrimSpace(lang))
 	if len(lang) > maxLanguageBytes || strings.IndexFunc(lang, func(r rune) bool {
 		return !(r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
@@ -285,52 +305,14 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 	}
 	resolver.WithCache(opts.Resolved)
 	var (
-		out       []Link
-		dropped   map[string]int
+		k         = newLinkSink(page, opts.MaxOutlinks)
 		canonical string
-		pageKey   = urlcanon.Key(page)
-		seen      = make(map[string]struct{}) // dedup keys of the links kept
+		drop      = k.drop
 	)
-	drop := func(reason string) {
-		if dropped == nil {
-			dropped = make(map[string]int)
-		}
-		dropped[reason]++
-	}
 	add := func(r *urlcanon.Resolver, ref string, l Link, s *goquery.Selection, n *html.Node) {
-		u, err := r.Resolve(ref)
-		switch {
-		case errors.Is(err, urlcanon.ErrScheme):
-			drop(DropScheme)
-			return
-		case errors.Is(err, urlcanon.ErrTooLong):
-			drop(DropTooLong)
-			return
-		case err != nil:
-			drop(DropInvalid)
-			return
+		if k.add(r, ref, l) && n != nil {
+			k.out[len(k.out)-1].Anchor = anchorText(s, n)
 		}
-		// One resource, one link: spellings are compared by dedup key
-		// ("/p?" and "/p" are one link; the first spelling is kept).
-		key := urlcanon.Key(u)
-		if key == pageKey {
-			drop(DropSelf)
-			return
-		}
-		if _, dup := seen[key]; dup {
-			drop(DropDuplicate)
-			return
-		}
-		seen[key] = struct{}{}
-		if len(out) >= opts.MaxOutlinks {
-			drop(DropOverCap)
-			return
-		}
-		l.URL = u
-		if n != nil {
-			l.Anchor = anchorText(s, n)
-		}
-		out = append(out, l)
 	}
 
 	if opts.Results != nil {
@@ -353,7 +335,7 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 			}
 			add(resolver, ref, Link{Rel: normRel(rel), Tag: "a"}, s, n)
 		})
-		return out, dropped, ""
+		return k.out, k.dropped, ""
 	}
 
 	root.Find(linkSources).Each(func(_ int, s *goquery.Selection) {
@@ -414,18 +396,8 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 			code, _ := s.Attr("code")
 			r := resolver
 			if cb, ok := s.Attr("codebase"); ok {
-				// The codebase is a directory: resolve code against it.
-				abs, err := resolver.Resolve(cb)
-				if err == nil && !strings.HasSuffix(abs, "/") {
-					abs += "/"
-				}
-				if err == nil {
-					r, err = urlcanon.NewResolver(abs)
-				}
-				if err == nil {
-					r.WithCache(opts.Resolved)
-				}
-				if err != nil {
+				var err error
+				if r, err = codebaseResolver(resolver, cb, opts.Resolved); err != nil {
 					drop(DropInvalid)
 					return
 				}
@@ -448,7 +420,82 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 			add(resolver, ref, Link{Rel: "refresh", Tag: "meta"}, s, nil)
 		}
 	})
-	return out, dropped, canonical
+	return k.out, k.dropped, canonical
+}
+
+// codebaseResolver resolves an applet's code against its codebase, a
+// directory.
+func codebaseResolver(r *urlcanon.Resolver, codebase string, cache *urlcanon.ResolveCache) (*urlcanon.Resolver, error) {
+	abs, err := r.Resolve(codebase)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(abs, "/") {
+		abs += "/"
+	}
+	cr, err := urlcanon.NewResolver(abs)
+	if err != nil {
+		return nil, err
+	}
+	cr.WithCache(cache)
+	return cr, nil
+}
+
+// linkSink keeps a page's links: resolved, deduplicated, capped, with the
+// drops counted.
+type linkSink struct {
+	max     int
+	pageKey string
+	seen    map[string]struct{} // dedup keys of the links kept
+	out     []Link
+	dropped map[string]int
+}
+
+func newLinkSink(page string, max int) *linkSink {
+	return &linkSink{max: max, pageKey: urlcanon.Key(page), seen: make(map[string]struct{})}
+}
+
+func (k *linkSink) drop(reason string) {
+	if k.dropped == nil {
+		k.dropped = make(map[string]int)
+	}
+	k.dropped[reason]++
+}
+
+// add resolves ref and keeps l with that URL unless it is dropped; it
+// reports whether l was kept.
+func (k *linkSink) add(r *urlcanon.Resolver, ref string, l Link) bool {
+	u, err := r.Resolve(ref)
+	switch {
+	case errors.Is(err, urlcanon.ErrScheme):
+		k.drop(DropScheme)
+		return false
+	case errors.Is(err, urlcanon.ErrTooLong):
+		k.drop(DropTooLong)
+		return false
+	case err != nil:
+		k.drop(DropInvalid)
+		return false
+	}
+	// One resource, one link: spellings are compared by dedup key
+	// ("/p?" and "/p" are one link; the first spelling is kept).
+	key := urlcanon.Key(u)
+	if key == k.pageKey {
+		k.drop(DropSelf)
+		return false
+	}
+	if _, dup := k.seen[key]; dup {
+		k.drop(DropDuplicate)
+		return false
+	}
+	k.seen[key] = struct{}{}
+	if len(k.out) >= k.max {
+		k.drop(DropOverCap)
+		return false
+	}
+	l.URL = u
+	k.out = append(k.out, l)
+	return true
 }
 
 func normRel(rel string) string {
@@ -550,7 +597,8 @@ type textWriter struct {
 	b         strings.Builder
 	max       int
 	pending   separator
-	newlines  bool // block separators become newlines (else spaces)
+	lead      separator // the separator pending before the first word (not written)
+	newlines  bool      // block separators become newlines (else spaces)
 	truncated bool
 }
 
@@ -564,6 +612,9 @@ func (w *textWriter) sep(s separator) {
 func (w *textWriter) word(s string) {
 	if w.truncated {
 		return
+	}
+	if w.b.Len() == 0 {
+		w.lead = w.pending
 	}
 	if w.b.Len() > 0 && w.pending != sepNone {
 		c := byte(' ')
@@ -588,25 +639,69 @@ func (w *textWriter) word(s string) {
 	w.b.WriteString(s)
 }
 
-// text appends s with its whitespace runs collapsed.
+// asciiSpace is unicode.IsSpace for the ASCII range.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// text appends s with its whitespace runs collapsed. Runs of words already
+// separated by single ASCII spaces are written at once; ASCII bytes are
+// classified by table, and only other runes go through unicode.IsSpace.
 func (w *textWriter) text(s string) {
-	start := -1
-	for i, r := range s {
-		if unicode.IsSpace(r) {
-			if start >= 0 {
-				w.word(s[start:i])
-				start = -1
-			}
+	i := 0
+	for i < len(s) && !w.truncated {
+		space, n := spaceAt(s, i)
+		if space {
 			w.sep(sepSpace)
+			i += n
 			continue
 		}
-		if start < 0 {
-			start = i
+		// A run: words joined by single spaces, up to other whitespace.
+		j := i + n
+		for j < len(s) {
+			space, n := spaceAt(s, j)
+			if space {
+				if s[j] != ' ' || j+1 >= len(s) {
+					break
+				}
+				if next, _ := spaceAt(s, j+1); next {
+					break
+				}
+			}
+			j += n
+		}
+		w.run(s[i:j])
+		i = j
+	}
+}
+
+// spaceAt reports whether the rune at s[i] is white space, and its size.
+func spaceAt(s string, i int) (bool, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiSpace[c], 1
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	return unicode.IsSpace(r), n
+}
+
+// run appends words joined by single spaces; a run that does not fit is
+// written word by word, so that the cut falls as word would put it.
+func (w *textWriter) run(s string) {
+	sep := 0
+	if w.b.Len() > 0 && w.pending != sepNone {
+		sep = 1
+	}
+	if w.b.Len()+sep+len(s) >= w.max {
+		for {
+			i := strings.IndexByte(s, ' ')
+			if i < 0 {
+				w.word(s)
+				return
+			}
+			w.word(s[:i])
+			w.sep(sepSpace)
+			s = s[i+1:]
 		}
 	}
-	if start >= 0 {
-		w.word(s[start:])
-	}
+	w.word(s)
 }
 
 // walk appends the visible text under n.

@@ -378,6 +378,29 @@ func BenchmarkExtract(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
 }
 
+// websimPageURL is where testdata/websim_article.html was served: a
+// deployments/local websim article (go build ./deployments/local/cmd/websim;
+// websim -hosts 3 -first-addr 127.1.9.1; curl /news/2021/story-1.html).
+const websimPageURL = "http://127.1.9.1:44315/news/2021/story-1.html"
+
+// BenchmarkExtractWebsim parses a websim article (22 KiB: inline SVG, CSS,
+// scripts, JSON-LD, navigation, about 50 links spelled every way).
+func BenchmarkExtractWebsim(b *testing.B) {
+	page, err := os.ReadFile(filepath.Join("testdata", "websim_article.html"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := extract.Extract(websimPageURL, page, extract.Options{})
+		if err != nil || len(res.Links) == 0 {
+			b.Fatalf("links %d, err %v", len(res.Links), err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
+}
+
 // benchPage is a typical article page: navigation, paragraphs, links spread
 // over the body.
 func benchPage(size, links int) []byte {
