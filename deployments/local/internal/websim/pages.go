@@ -95,6 +95,8 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 }
 
 func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
+	w.inflight.Add(1)
+	defer w.inflight.Add(-1)
 	h, _ := r.Context().Value(hostKey{}).(int)
 	sw := &statusWriter{ResponseWriter: rw}
 	kind := w.serve(h, sw, r)

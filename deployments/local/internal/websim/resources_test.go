@@ -34,7 +34,7 @@ func TestResources(t *testing.T) {
 	if errPage.Kind != KindError || len(errPage.Hits) != 3 || errPage.Hits[2].Status != 500 {
 		t.Errorf("/error: %+v, want kind error, three hits of 500", errPage)
 	}
-	if s := w.Stats(); s.Duplicates != 2 || s.Retries != 2 {
+	if s := settledStats(t, w); s.Duplicates != 2 || s.Retries != 2 {
 		t.Errorf("stats: %d duplicates, %d retries; want 2 and 2", s.Duplicates, s.Retries)
 	}
 }
@@ -64,7 +64,7 @@ func TestContentIDs(t *testing.T) {
 			t.Errorf("requested content page %s is not among ContentIDs", r.ID)
 		}
 	}
-	if s := w.Stats(); s.Pages != 3 {
+	if s := settledStats(t, w); s.Pages != 3 {
 		t.Errorf("stats: %d pages, want 3", s.Pages)
 	}
 }

@@ -165,6 +165,9 @@ type Web struct {
 	started time.Time
 	stats   *stats
 	conns   atomic.Int64 // connections accepted
+	// inflight counts the requests being answered: a client can read
+	// a whole answer before its handler has recorded it in the stats.
+	inflight atomic.Int64
 }
 
 // Start generates the web and serves every host, plus the off-site host, on

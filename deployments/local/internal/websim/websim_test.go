@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -148,7 +149,7 @@ func TestCrawlWholeWeb(t *testing.T) {
 		t.Errorf("an article is linked in at most %d spellings, want at least 8", most)
 	}
 
-	s := w.Stats()
+	s := settledStats(t, w)
 	if s.Duplicates != 0 || s.Retries != 0 || s.Offsite != 0 || s.Disallowed != 0 || s.Trap != 0 {
 		t.Errorf("a careful crawl: %+v, want no duplicate, retry, off-site, disallowed or trap request", s)
 	}
@@ -166,7 +167,7 @@ func TestCrawlWholeWeb(t *testing.T) {
 	get(t, c, w.Seeds()[0]+"robots.txt")
 	get(t, c, w.Seeds()[0]+"robots.txt")
 	get(t, c, w.Seeds()[2]+"cal/2026/11")
-	s = w.Stats()
+	s = settledStats(t, w)
 	want := Stats{Duplicates: 2, Retries: 1, Offsite: 1, RobotsMore: 1, Trap: 1}
 	if s.Duplicates != want.Duplicates || s.Retries != want.Retries || s.Offsite != want.Offsite ||
 		s.RobotsMore != want.RobotsMore || s.Trap != want.Trap {
@@ -268,4 +269,18 @@ func TestConnectionsCounted(t *testing.T) {
 	if n := w.Stats().Connections; n != 3 {
 		t.Errorf("after two requests without keep-alive: %d connections, want 3", n)
 	}
+}
+
+// settledStats returns the stats once every request received so far has
+// been recorded (a client reads an answer before its handler returns).
+func settledStats(t *testing.T, w *Web) Stats {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for w.inflight.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still being answered after 5s", w.inflight.Load())
+		}
+		runtime.Gosched()
+	}
+	return w.Stats()
 }
