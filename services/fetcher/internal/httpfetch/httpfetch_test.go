@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,15 @@ import (
 // serve starts h on ip (a 127.0.0.x "host") and returns its base URL.
 func serve(t *testing.T, ip string, h http.Handler) string {
 	t.Helper()
+	srv := unstartedOn(t, ip, h)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// unstartedOn returns a server of h listening on ip, not started.
+func unstartedOn(t *testing.T, ip string, h http.Handler) *httptest.Server {
+	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
@@ -27,9 +37,18 @@ func serve(t *testing.T, ip string, h http.Handler) string {
 	srv := httptest.NewUnstartedServer(h)
 	srv.Listener.Close()
 	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv
+}
+
+// countConns counts the connections srv accepts.
+func countConns(srv *httptest.Server) *atomic.Int32 {
+	var n atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			n.Add(1)
+		}
+	}
+	return &n
 }
 
 const chinese = "中华人民共和国是世界上人口最多的国家之一，历史悠久，文化灿烂。" +

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"sync"
@@ -33,27 +32,16 @@ func TestFetchConnectionReuse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var conns atomic.Int32
 			var mu sync.Mutex
 			var protos []int
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := unstartedOn(t, tt.ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				protos = append(protos, r.ProtoMajor)
 				mu.Unlock()
 				w.Header().Set("Content-Type", "text/html")
 				fmt.Fprint(w, "<p>hello</p>")
 			}))
-			ln, err := net.Listen("tcp", tt.ip+":0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.Listener.Close()
-			srv.Listener = ln
-			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			}
+			conns := countConns(srv)
 			o := Options{AllowPrivate: true}
 			base := ""
 			if tt.tls {
@@ -65,7 +53,7 @@ func TestFetchConnectionReuse(t *testing.T) {
 				o.Lookup = func(context.Context, string, string) ([]netip.Addr, error) {
 					return []netip.Addr{netip.MustParseAddr(tt.ip)}, nil
 				}
-				base = fmt.Sprintf("https://example.com:%d", ln.Addr().(*net.TCPAddr).Port)
+				base = fmt.Sprintf("https://example.com:%d", srv.Listener.Addr().(*net.TCPAddr).Port)
 			} else {
 				srv.Start()
 				base = srv.URL
@@ -303,9 +291,8 @@ func TestResolve(t *testing.T) {
 // request to the host reuses the connection, a large one is not downloaded
 // (the connection is closed instead).
 func TestFetchReusesConnectionAfterUnreadBody(t *testing.T) {
-	var conns atomic.Int32
 	big := bytes.Repeat([]byte{0}, 1<<20)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := unstartedOn(t, "127.0.0.73", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/moved":
 			http.Redirect(w, r, "/page", http.StatusMovedPermanently) // a short HTML body
@@ -326,17 +313,7 @@ func TestFetchReusesConnectionAfterUnreadBody(t *testing.T) {
 			fmt.Fprint(w, "<p>hello</p>")
 		}
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.73:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
+	conns := countConns(srv)
 	srv.Start()
 	defer srv.Close()
 	f := New(Options{AllowPrivate: true})
