@@ -298,46 +298,10 @@ var followedRels = []string{"next", "prev", "previous", "alternate", "canonical"
 // canonical link is still returned).
 func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([]Link, map[string]int, string) {
 	base := baseURL(root, page)
-	resolver, err := urlcanon.NewResolver(base)
-	if err != nil {
-		// the base is the canonical page URL or a canonical <base href>
-		return nil, map[string]int{DropInvalid: 1}, ""
-	}
-	resolver.WithCache(opts.Resolved)
-	var (
-		k         = newLinkSink(page, opts.MaxOutlinks)
-		canonical string
-		drop      = k.drop
-	)
-	add := func(r *urlcanon.Resolver, ref string, l Link, s *goquery.Selection, n *html.Node) {
-		if k.add(r, ref, l) && n != nil {
-			k.out[len(k.out)-1].Anchor = anchorText(s, n)
-		}
-	}
-
 	if opts.Results != nil {
-		root.FindMatcher(opts.Results).Each(func(_ int, s *goquery.Selection) {
-			if goquery.NodeName(s) != "a" {
-				s = s.Find("a[href]").First()
-			}
-			n := s.Get(0)
-			if n == nil || n.Namespace != "" {
-				return
-			}
-			ref, ok := s.Attr("href")
-			if !ok {
-				return
-			}
-			rel, _ := s.Attr("rel")
-			if nofollow {
-				drop(DropNoFollow)
-				return
-			}
-			add(resolver, ref, Link{Rel: normRel(rel), Tag: "a"}, s, n)
-		})
-		return k.out, k.dropped, ""
+		return resultLinks(root, base, page, opts, nofollow)
 	}
-
+	var raw []rawLink
 	root.Find(linkSources).Each(func(_ int, s *goquery.Selection) {
 		n := s.Get(0)
 		if n.Namespace != "" || inert(n) { // inside SVG/MathML or <template>
@@ -347,79 +311,138 @@ func links(root *goquery.Selection, page string, opts Options, nofollow bool) ([
 		case atom.A, atom.Area:
 			ref, _ := s.Attr("href")
 			rel, _ := s.Attr("rel")
-			rel = normRel(rel)
-			if nofollow {
-				drop(DropNoFollow)
-				return
-			}
-			if hasToken(rel, "nofollow") {
-				drop(DropNoFollow)
-				return
-			}
-			add(resolver, ref, Link{Rel: rel, Tag: n.Data}, s, n)
+			raw = append(raw, rawLink{tag: n.DataAtom, ref: ref, rel: normRel(rel), anchor: anchorText(s, n)})
 		case atom.Frame, atom.Iframe:
-			if nofollow {
-				drop(DropNoFollow)
-				return
-			}
 			ref, _ := s.Attr("src")
-			add(resolver, ref, Link{Tag: n.Data}, s, n)
+			raw = append(raw, rawLink{tag: n.DataAtom, ref: ref, anchor: anchorText(s, n)})
 		case atom.Link:
 			ref, _ := s.Attr("href")
 			rel, _ := s.Attr("rel")
-			rel = normRel(rel)
-			if hasToken(rel, "canonical") && canonical == "" {
-				if u, err := resolver.Resolve(ref); err == nil {
-					canonical = u
-				}
-			}
-			if hasToken(rel, "stylesheet") || !slices.ContainsFunc(followedRels, func(r string) bool { return hasToken(rel, r) }) {
-				return
-			}
-			if nofollow || hasToken(rel, "nofollow") {
-				drop(DropNoFollow)
-				return
-			}
-			add(resolver, ref, Link{Rel: rel, Tag: "link"}, s, nil)
+			raw = append(raw, rawLink{tag: n.DataAtom, ref: ref, rel: normRel(rel)})
 		case atom.Body:
-			if nofollow {
-				drop(DropNoFollow)
-				return
-			}
 			ref, _ := s.Attr("background")
-			add(resolver, ref, Link{Tag: "body"}, s, nil)
+			raw = append(raw, rawLink{tag: n.DataAtom, ref: ref})
 		case atom.Applet:
-			if nofollow {
-				drop(DropNoFollow)
-				return
-			}
 			code, _ := s.Attr("code")
-			r := resolver
-			if cb, ok := s.Attr("codebase"); ok {
-				var err error
-				if r, err = codebaseResolver(resolver, cb, opts.Resolved); err != nil {
-					drop(DropInvalid)
-					return
-				}
-			}
-			add(r, code, Link{Tag: "applet"}, s, nil)
+			cb, hasCB := s.Attr("codebase")
+			raw = append(raw, rawLink{tag: n.DataAtom, ref: code, codebase: cb, hasCB: hasCB})
 		case atom.Meta:
 			equiv, _ := s.Attr("http-equiv")
 			if !strings.EqualFold(strings.TrimSpace(equiv), "refresh") {
 				return
 			}
 			content, _ := s.Attr("content")
-			ref, ok := RefreshURL(content)
-			if !ok {
-				return
+			if ref, ok := RefreshURL(content); ok {
+				raw = append(raw, rawLink{tag: n.DataAtom, ref: ref})
 			}
-			if nofollow {
-				drop(DropNoFollow)
-				return
-			}
-			add(resolver, ref, Link{Rel: "refresh", Tag: "meta"}, s, nil)
 		}
 	})
+	return resolveLinks(raw, base, page, opts, nofollow)
+}
+
+// resultLinks extracts the links of a search engine result page: those of
+// the elements Options.Results matches.
+func resultLinks(root *goquery.Selection, base, page string, opts Options, nofollow bool) ([]Link, map[string]int, string) {
+	resolver, err := urlcanon.NewResolver(base)
+	if err != nil {
+		return nil, map[string]int{DropInvalid: 1}, ""
+	}
+	resolver.WithCache(opts.Resolved)
+	k := newLinkSink(page, opts.MaxOutlinks)
+	root.FindMatcher(opts.Results).Each(func(_ int, s *goquery.Selection) {
+		if goquery.NodeName(s) != "a" {
+			s = s.Find("a[href]").First()
+		}
+		n := s.Get(0)
+		if n == nil || n.Namespace != "" {
+			return
+		}
+		ref, ok := s.Attr("href")
+		if !ok {
+			return
+		}
+		rel, _ := s.Attr("rel")
+		if nofollow {
+			k.drop(DropNoFollow)
+			return
+		}
+		if k.add(resolver, ref, Link{Rel: normRel(rel), Tag: "a"}) {
+			k.out[len(k.out)-1].Anchor = anchorText(s, n)
+		}
+	})
+	return k.out, k.dropped, ""
+}
+
+// resolveLinks applies the link rules to a page's raw links, in document
+// order, against base (the resolved <base href>, or the page URL): which
+// rel values are followed, nofollow, the canonical link (returned even
+// under nofollow), applet codebases; both parsing paths collect rawLinks
+// and share these rules.
+func resolveLinks(raw []rawLink, base, page string, opts Options, nofollow bool) ([]Link, map[string]int, string) {
+	resolver, err := urlcanon.NewResolver(base)
+	if err != nil {
+		// the base is the canonical page URL or a canonical <base href>
+		return nil, map[string]int{DropInvalid: 1}, ""
+	}
+	resolver.WithCache(opts.Resolved)
+	k := newLinkSink(page, opts.MaxOutlinks)
+	var canonical string
+	for _, l := range raw {
+		switch l.tag {
+		case atom.A, atom.Area:
+			if nofollow || hasToken(l.rel, "nofollow") {
+				k.drop(DropNoFollow)
+				continue
+			}
+			k.add(resolver, l.ref, Link{Rel: l.rel, Tag: l.tag.String(), Anchor: l.anchor})
+		case atom.Frame, atom.Iframe:
+			if nofollow {
+				k.drop(DropNoFollow)
+				continue
+			}
+			k.add(resolver, l.ref, Link{Tag: l.tag.String(), Anchor: l.anchor})
+		case atom.Link:
+			if hasToken(l.rel, "canonical") && canonical == "" {
+				if u, err := resolver.Resolve(l.ref); err == nil {
+					canonical = u
+				}
+			}
+			if hasToken(l.rel, "stylesheet") || !slices.ContainsFunc(followedRels, func(r string) bool { return hasToken(l.rel, r) }) {
+				continue
+			}
+			if nofollow || hasToken(l.rel, "nofollow") {
+				k.drop(DropNoFollow)
+				continue
+			}
+			k.add(resolver, l.ref, Link{Rel: l.rel, Tag: "link"})
+		case atom.Body:
+			if nofollow {
+				k.drop(DropNoFollow)
+				continue
+			}
+			k.add(resolver, l.ref, Link{Tag: "body"})
+		case atom.Applet:
+			if nofollow {
+				k.drop(DropNoFollow)
+				continue
+			}
+			r := resolver
+			if l.hasCB {
+				var err error
+				if r, err = codebaseResolver(resolver, l.codebase, opts.Resolved); err != nil {
+					k.drop(DropInvalid)
+					continue
+				}
+			}
+			k.add(r, l.ref, Link{Tag: "applet"})
+		case atom.Meta:
+			if nofollow {
+				k.drop(DropNoFollow)
+				continue
+			}
+			k.add(resolver, l.ref, Link{Rel: "refresh", Tag: "meta"})
+		}
+	}
 	return k.out, k.dropped, canonical
 }
 

@@ -229,7 +229,7 @@ func extractStream(page string, body []byte, opts Options) Result {
 	return res
 }
 
-// resolve turns the raw links into Links, with the rules of links.
+// resolve turns the raw links into Links against the document's base.
 func (s *streamer) resolve(raw []rawLink, page string, opts Options, nofollow bool) ([]Link, map[string]int, string) {
 	base := page
 	if s.hasBase {
@@ -237,70 +237,7 @@ func (s *streamer) resolve(raw []rawLink, page string, opts Options, nofollow bo
 			base = b
 		}
 	}
-	resolver, err := urlcanon.NewResolver(base)
-	if err != nil {
-		return nil, map[string]int{DropInvalid: 1}, ""
-	}
-	resolver.WithCache(opts.Resolved)
-	k := newLinkSink(page, opts.MaxOutlinks)
-	var canonical string
-	for _, l := range raw {
-		switch l.tag {
-		case atom.A, atom.Area:
-			if nofollow || hasToken(l.rel, "nofollow") {
-				k.drop(DropNoFollow)
-				continue
-			}
-			k.add(resolver, l.ref, Link{Rel: l.rel, Tag: l.tag.String(), Anchor: l.anchor})
-		case atom.Frame, atom.Iframe:
-			if nofollow {
-				k.drop(DropNoFollow)
-				continue
-			}
-			k.add(resolver, l.ref, Link{Tag: l.tag.String(), Anchor: l.anchor})
-		case atom.Link:
-			if hasToken(l.rel, "canonical") && canonical == "" {
-				if u, err := resolver.Resolve(l.ref); err == nil {
-					canonical = u
-				}
-			}
-			if hasToken(l.rel, "stylesheet") || !slices.ContainsFunc(followedRels, func(r string) bool { return hasToken(l.rel, r) }) {
-				continue
-			}
-			if nofollow || hasToken(l.rel, "nofollow") {
-				k.drop(DropNoFollow)
-				continue
-			}
-			k.add(resolver, l.ref, Link{Rel: l.rel, Tag: "link"})
-		case atom.Body:
-			if nofollow {
-				k.drop(DropNoFollow)
-				continue
-			}
-			k.add(resolver, l.ref, Link{Tag: "body"})
-		case atom.Applet:
-			if nofollow {
-				k.drop(DropNoFollow)
-				continue
-			}
-			r := resolver
-			if l.hasCB {
-				var err error
-				if r, err = codebaseResolver(resolver, l.codebase, opts.Resolved); err != nil {
-					k.drop(DropInvalid)
-					continue
-				}
-			}
-			k.add(r, l.ref, Link{Tag: "applet"})
-		case atom.Meta:
-			if nofollow {
-				k.drop(DropNoFollow)
-				continue
-			}
-			k.add(resolver, l.ref, Link{Rel: "refresh", Tag: "meta"})
-		}
-	}
-	return k.out, k.dropped, canonical
+	return resolveLinks(raw, base, page, opts, nofollow)
 }
 
 func (s *streamer) run() {
