@@ -54,13 +54,21 @@ func (o Options) withDefaults() Options {
 type entry[T any] struct {
 	item      T
 	notBefore time.Time
+	seq       uint64 // push order (PushFront and Requeue go before every other)
 }
 
+// hostState is one host's queue and timing. Its items are in two queues:
+// ready holds the items that could start now, in push order; later holds
+// the items whose not_before was ahead when they were pushed (a retry
+// after a back-off, a deferred request), by not_before. A retry due in ten
+// seconds therefore never holds back the host's other URLs.
 type hostState[T any] struct {
 	name      string
-	queue     []entry[T] // FIFO; queue[0] is the head
-	active    bool       // a request is in flight
-	next      time.Time  // earliest start of the next request
+	ready     []entry[T]   // by seq; ready[0] is the head
+	later     laterHeap[T] // by notBefore, then seq
+	active    bool         // a request is in flight
+	next      time.Time    // earliest start of the next request
+	hold      time.Time    // earliest start set by Requeue (a server's gate), apart from politeness
 	delay     time.Duration
 	heapIndex int  // index in Engine.waiting, -1 when absent
 	busy      bool // active or has queued items (counted in Engine.busy)
@@ -75,13 +83,76 @@ type hostState[T any] struct {
 	reportedLevel int
 }
 
-// eligibleAt is when the host's head item may start.
+// eligibleAt is when the host's first item may start: its next-allowed
+// time, when an item is ready, or else when the earliest later item is due.
 func (h *hostState[T]) eligibleAt() time.Time {
 	t := h.next
-	if len(h.queue) > 0 && h.queue[0].notBefore.After(t) {
-		t = h.queue[0].notBefore
+	if h.hold.After(t) {
+		t = h.hold
+	}
+	if len(h.ready) == 0 && len(h.later) > 0 && h.later[0].notBefore.After(t) {
+		t = h.later[0].notBefore
 	}
 	return t
+}
+
+// queued returns the number of items of h.
+func (h *hostState[T]) queued() int { return len(h.ready) + len(h.later) }
+
+// take removes and returns the item to start at now: the earlier pushed of
+// the ready head and the due later head, or the later head alone.
+func (h *hostState[T]) take(now time.Time) entry[T] {
+	var zero entry[T]
+	due := len(h.later) > 0 && !h.later[0].notBefore.After(now)
+	if len(h.ready) == 0 || (due && h.later[0].seq < h.ready[0].seq) {
+		return heap.Pop(&h.later).(entry[T])
+	}
+	it := h.ready[0]
+	h.ready[0] = zero
+	h.ready = h.ready[1:]
+	if len(h.ready) == 0 {
+		h.ready = nil
+	}
+	return it
+}
+
+// put queues it: in later when its not_before is after now, else in ready
+// (at the head when front).
+func (h *hostState[T]) put(it entry[T], now time.Time, front bool) {
+	switch {
+	case it.notBefore.After(now):
+		heap.Push(&h.later, it)
+	case front:
+		h.ready = append([]entry[T]{it}, h.ready...)
+	default:
+		h.ready = append(h.ready, it)
+	}
+}
+
+// laterHeap orders a host's not-yet-due items by not_before, then push
+// order.
+type laterHeap[T any] []entry[T]
+
+func (q laterHeap[T]) Len() int { return len(q) }
+func (q laterHeap[T]) Less(i, j int) bool {
+	if !q[i].notBefore.Equal(q[j].notBefore) {
+		return q[i].notBefore.Before(q[j].notBefore)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q laterHeap[T]) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *laterHeap[T]) Push(x any)   { *q = append(*q, x.(entry[T])) }
+func (q *laterHeap[T]) Pop() any {
+	old := *q
+	n := len(old)
+	it := old[n-1]
+	var zero entry[T]
+	old[n-1] = zero
+	*q = old[:n-1]
+	if len(*q) == 0 {
+		*q = nil
+	}
+	return it
 }
 
 // Engine is the politeness state of one partition. It is safe for
@@ -94,8 +165,10 @@ type Engine[T any] struct {
 	hosts      map[string]*hostState[T]
 	waiting    hostHeap[T] // hosts with queued items and no request in flight, by eligibleAt
 	queued     int
-	busy       int // hosts with queued items or a request in flight
-	sweepAt    int // sweep idle hosts when the map reaches this size
+	busy       int    // hosts with queued items or a request in flight
+	seq        uint64 // pushes so far (Push counts up from midSeq)
+	frontSeq   uint64 // PushFront and Requeue so far (they count down from midSeq)
+	sweepAt    int    // sweep idle hosts when the map reaches this size
 }
 
 // New returns the engine of a partition assigned now. No host's first
@@ -111,14 +184,15 @@ func New[T any](now func() time.Time, o Options) *Engine[T] {
 	}
 }
 
-// Push appends item to host's queue. The item will not start before
-// notBefore (zero for no constraint); a later item of the host waits behind
-// it (FIFO per host).
+// Push queues item for host, not to start before notBefore (zero for no
+// constraint). Items that may start go in push order; an item whose
+// notBefore is ahead waits apart and holds back no other item of the host.
 func (e *Engine[T]) Push(host string, item T, notBefore time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
-	h.queue = append(h.queue, entry[T]{item: item, notBefore: notBefore})
+	e.seq++
+	h.put(entry[T]{item: item, notBefore: notBefore, seq: midSeq + e.seq}, e.now(), false)
 	e.queued++
 	e.fix(h)
 }
@@ -129,23 +203,36 @@ func (e *Engine[T]) PushFront(host string, item T) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
-	h.queue = append([]entry[T]{{item: item}}, h.queue...)
+	h.put(entry[T]{item: item, seq: e.front()}, time.Time{}, true)
 	e.queued++
 	e.fix(h)
 }
 
 // Requeue ends host's turn without a request (the next-allowed time is
-// unchanged) and puts item back at the head of its queue, not to start
-// before notBefore: the host waits for something outside the engine, such
-// as its server's Gate, without holding a worker.
+// unchanged) and puts item back at the head of its queue; the host starts
+// nothing before notBefore: it waits for something outside the engine,
+// such as its server's Gate, without holding a worker.
 func (e *Engine[T]) Requeue(host string, item T, notBefore time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
 	h.active = false
-	h.queue = append([]entry[T]{{item: item, notBefore: notBefore}}, h.queue...)
+	if notBefore.After(h.hold) {
+		h.hold = notBefore
+	}
+	h.put(entry[T]{item: item, seq: e.front()}, time.Time{}, true)
 	e.queued++
 	e.fix(h)
+}
+
+// midSeq splits the push sequence: Push numbers count up from it and
+// front numbers down, so neither side runs out.
+const midSeq = 1 << 63
+
+// front returns a sequence number before every one given so far.
+func (e *Engine[T]) front() uint64 {
+	e.frontSeq++
+	return midSeq - e.frontSeq
 }
 
 // Next returns the head item of a host that is eligible at now, marking
@@ -159,13 +246,7 @@ func (e *Engine[T]) Next(now time.Time) (host string, item T, ok bool) {
 		return "", zero, false
 	}
 	h := heap.Pop(&e.waiting).(*hostState[T])
-	it := h.queue[0]
-	var zero entry[T]
-	h.queue[0] = zero
-	h.queue = h.queue[1:]
-	if len(h.queue) == 0 {
-		h.queue = nil
-	}
+	it := h.take(now)
 	e.queued--
 	h.active = true
 	return h.name, it.item, true
@@ -309,7 +390,7 @@ func (e *Engine[T]) host(name string) *hostState[T] {
 // fix restores the waiting heap and the busy count after h changed, and
 // forgets idle hosts whose delay has passed (bounded memory).
 func (e *Engine[T]) fix(h *hostState[T]) {
-	busy := h.active || len(h.queue) > 0
+	busy := h.active || h.queued() > 0
 	if busy != h.busy {
 		h.busy = busy
 		if busy {
@@ -318,7 +399,7 @@ func (e *Engine[T]) fix(h *hostState[T]) {
 			e.busy--
 		}
 	}
-	wantWaiting := !h.active && len(h.queue) > 0
+	wantWaiting := !h.active && h.queued() > 0
 	switch {
 	case wantWaiting && h.heapIndex >= 0:
 		heap.Fix(&e.waiting, h.heapIndex)
@@ -387,7 +468,7 @@ func (e *Engine[T]) HostQueue(host string) (queued int, delay time.Duration, nex
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if h, ok := e.hosts[host]; ok {
-		return len(h.queue), h.delay, h.next
+		return h.queued(), h.delay, h.next
 	}
 	return 0, e.opts.Delay, e.assignedAt.Add(e.opts.Delay)
 }

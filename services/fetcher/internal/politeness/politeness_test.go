@@ -25,6 +25,7 @@ type step struct {
 
 	done     string // host whose request ended at clock
 	release  string
+	requeue  string // host whose turn ends with item put back, held until notBefore
 	crawl    string // host for SetCrawlDelay
 	crawlD   time.Duration
 	capped   bool
@@ -185,6 +186,47 @@ func TestEngine(t *testing.T) {
 			},
 		},
 		{
+			name: "an item not yet due holds back no other item of its host",
+			opts: Options{Delay: 100 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "a", item: "retry", notBefore: 700},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 0, wakeup: true, wantWake: 100},
+				{clock: 100, next: true, wantHost: "a", wantItem: "a2"},
+				{clock: 150, done: "a"},
+				{clock: 150, wakeup: true, wantWake: 700},
+				{clock: 699, next: true},
+				{clock: 700, next: true, wantHost: "a", wantItem: "retry"},
+			},
+		},
+		{
+			name: "a due item keeps its place in push order",
+			opts: Options{Delay: 100 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "a", item: "retry", notBefore: 150},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 0, push: "a", item: "a3"},
+				{clock: 100, next: true, wantHost: "a", wantItem: "a2"},
+				{clock: 100, done: "a"},
+				{clock: 200, next: true, wantHost: "a", wantItem: "retry"},
+				{clock: 200, done: "a"},
+				{clock: 300, next: true, wantHost: "a", wantItem: "a3"},
+			},
+		},
+		{
+			name: "requeue holds the whole host until its time",
+			opts: Options{Delay: 100 * time.Millisecond},
+			steps: []step{
+				{clock: 0, push: "a", item: "a1"},
+				{clock: 0, push: "a", item: "a2"},
+				{clock: 100, next: true, wantHost: "a", wantItem: "a1"},
+				{clock: 100, requeue: "a", item: "a1", notBefore: 500},
+				{clock: 100, wakeup: true, wantWake: 500},
+				{clock: 499, next: true},
+				{clock: 500, next: true, wantHost: "a", wantItem: "a1"},
+			},
+		},
+		{
 			name: "backoff after 429 is capped",
 			opts: Options{Delay: 100 * time.Millisecond, MaxCrawlDelay: 2 * time.Second},
 			steps: []step{
@@ -229,6 +271,8 @@ func TestEngine(t *testing.T) {
 					e.Done(s.done, clock)
 				case s.release != "":
 					e.Release(s.release)
+				case s.requeue != "":
+					e.Requeue(s.requeue, s.item, at(s.notBefore))
 				case s.crawl != "":
 					if got := e.SetCrawlDelay(s.crawl, s.crawlD); got != s.capped {
 						t.Fatalf("%s: SetCrawlDelay capped = %v, want %v", where, got, s.capped)
