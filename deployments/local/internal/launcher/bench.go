@@ -227,16 +227,18 @@ func (b Bench) Print(out io.Writer) {
 	fmt.Fprintln(out)
 	if s := b.Web; s != nil {
 		active := s.Last.Sub(s.First).Seconds()
-		rate := func(n int) float64 {
-			if active <= 0 {
+		window := s.LastPage.Sub(s.First).Seconds()
+		rate := func(n int, secs float64) float64 {
+			if secs <= 0 {
 				return 0
 			}
-			return float64(n) / active
+			return float64(n) / secs
 		}
-		fmt.Fprintf(out, "bench: generated web of %d hosts, %d content pages; %.1fs from the first request to the last\n",
-			b.WebHosts, s.PagesTotal, active)
-		fmt.Fprintf(out, "  %-22s %9.1f   %d of %d content pages (%.1f%%)\n", "distinct pages/s", rate(s.Pages), s.Pages, s.PagesTotal, 100*s.Coverage())
-		fmt.Fprintf(out, "  %-22s %9.1f   %d requests, %d distinct resources\n", "requests/s", rate(s.Requests), s.Requests, s.Distinct)
+		fmt.Fprintf(out, "bench: generated web of %d hosts, %d content pages; %.1fs from the first request to the last content page, %.1fs to the last request\n",
+			b.WebHosts, s.PagesTotal, window, active)
+		fmt.Fprintf(out, "  %-22s %9.1f   %d of %d content pages (%.1f%%) in %.1fs\n", "distinct pages/s", rate(s.Pages, window), s.Pages, s.PagesTotal, 100*s.Coverage(), window)
+		fmt.Fprintf(out, "  %-22s %9.1f   %d requests up to the last content page, %d distinct resources in all\n", "requests/s", rate(s.PageRequests, window), s.PageRequests, s.Distinct)
+		fmt.Fprintf(out, "  %-22s %9.1f   %d requests in %.1fs: the crawl to its end, with the retries waiting out their back-off\n", "requests/s, to the end", rate(s.Requests, active), s.Requests, active)
 		fmt.Fprintf(out, "  %-22s %9d   (plus %d retries after a 5xx or a cut answer, %d repeated robots.txt)\n", "duplicate requests", s.Duplicates, s.Retries, s.RobotsMore)
 		fmt.Fprintf(out, "  %-22s %9d   (disallowed by robots.txt %d, calendar trap pages %d)\n", "off-site requests", s.Offsite, s.Disallowed, s.Trap)
 		fmt.Fprintf(out, "  %-22s %9d   (%.1f requests per connection)\n", "connections opened", s.Connections, float64(s.Requests)/float64(max(s.Connections, 1)))

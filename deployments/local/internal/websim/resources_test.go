@@ -55,6 +55,10 @@ func TestContentIDs(t *testing.T) {
 	for _, u := range []string{w.Seeds()[1], w.Seeds()[1] + "list?page=3", w.Seeds()[1] + "news/2021/story-7.html"} {
 		get(t, c, u)
 	}
+	// a page fetched again and a resource that is no content page end
+	// the crawl, not its content window
+	get(t, c, w.Seeds()[1])
+	get(t, c, w.Seeds()[1]+"robots.txt")
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
@@ -64,7 +68,12 @@ func TestContentIDs(t *testing.T) {
 			t.Errorf("requested content page %s is not among ContentIDs", r.ID)
 		}
 	}
-	if s := settledStats(t, w); s.Pages != 3 {
+	s := settledStats(t, w)
+	if s.Pages != 3 {
 		t.Errorf("stats: %d pages, want 3", s.Pages)
+	}
+	if s.Requests != 5 || s.PageRequests != 3 || !s.LastPage.After(s.First) || !s.Last.After(s.LastPage) {
+		t.Errorf("stats: %d requests, %d up to the last content page, first %v, last page %v, last %v; want 5, 3 and first < last page < last",
+			s.Requests, s.PageRequests, s.First, s.LastPage, s.Last)
 	}
 }

@@ -38,6 +38,11 @@ type Stats struct {
 	Connections int       `json:"connections"`
 	First       time.Time `json:"first"` // first and last request
 	Last        time.Time `json:"last"`
+	// LastPage is the first request of the last new content page, and
+	// PageRequests the requests up to it: the crawl's throughput window,
+	// apart from the tail of retries that wait out their back-off.
+	LastPage     time.Time `json:"last_page"`
+	PageRequests int       `json:"page_requests"`
 	// DuplicateExamples lists up to ten resources requested more than once.
 	DuplicateExamples []string `json:"duplicate_examples,omitempty"`
 }
@@ -139,6 +144,7 @@ func (st *stats) record(h int, id, kind string, status int, bytes int64, at time
 		s.Distinct++
 		if kind == KindIndex || kind == KindList || kind == KindArticle {
 			s.Pages++
+			s.LastPage, s.PageRequests = at, s.Requests
 		}
 	case r.answered:
 		s.Duplicates++
