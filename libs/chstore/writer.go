@@ -361,15 +361,53 @@ func (w *BatchWriter[T]) insertRetrying(ctx context.Context, b *batch[T]) error 
 	}
 }
 
+// BlockBytes is about how much row data one block of an insert carries.
+// A batch larger than that is sent as several blocks of one INSERT: the
+// server squashes them into one part (min_insert_block_size_rows and
+// _bytes are far above a batch), while the driver's column and encode
+// buffers stay this size instead of growing, copied and zeroed, to the
+// size of the batch (documents: several MiB of text per insert).
+const BlockBytes = 1 << 20
+
+// rowBytes estimates the encoded size of a row's values: strings and byte
+// slices by their length, anything else as eight bytes.
+func rowBytes(vals []any) int {
+	n := 0
+	for _, v := range vals {
+		switch v := v.(type) {
+		case string:
+			n += len(v) + 1
+		case []byte:
+			n += len(v) + 1
+		case []string:
+			for _, s := range v {
+				n += len(s) + 1
+			}
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
 func (w *BatchWriter[T]) insertOnce(ctx context.Context, rows []T) error {
 	pb, err := w.store.conn.PrepareBatch(ctx, w.insert)
 	if err != nil {
 		return fmt.Errorf("prepare insert into %s: %w", w.table.Name, err)
 	}
+	size := 0
 	for _, r := range rows {
-		if err := pb.Append(w.table.Values(r)...); err != nil {
+		vals := w.table.Values(r)
+		if err := pb.Append(vals...); err != nil {
 			_ = pb.Abort()
 			return permanentError{fmt.Errorf("append row to %s: %w", w.table.Name, err)}
+		}
+		if size += rowBytes(vals); size >= BlockBytes {
+			if err := pb.Flush(); err != nil {
+				_ = pb.Abort()
+				return fmt.Errorf("insert into %s: send block: %w", w.table.Name, err)
+			}
+			size = 0
 		}
 	}
 	if err := pb.Send(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,4 +158,47 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, table string) flo
 	}
 	t.Fatalf("metric %s{table=%q} not found", name, table)
 	return 0
+}
+
+// TestBatchWriterLargeBatchIsOnePart: a batch several times BlockBytes goes
+// out as several blocks of one insert, and the server still makes one part
+// of it with every row intact.
+func TestBatchWriterLargeBatchIsOnePart(t *testing.T) {
+	s := chtest.NewStore(t)
+	const n, textBytes = 64, 64 << 10 // 4 MiB of text: four blocks or more
+	// MaxRows n: the batch is inserted once all n rows are buffered.
+	w := chstore.NewBatchWriter(s, chstore.Documents, chstore.BatchOptions{MaxRows: n, FlushInterval: time.Hour},
+		zaptest.NewLogger(t), prometheus.NewRegistry())
+	stop := runWriter(t, w)
+	rows := make([]chstore.DocumentRow, n)
+	wantBytes := uint64(0)
+	for i := range rows {
+		text := strings.Repeat(fmt.Sprintf("word%d ", i%10), textBytes/6)
+		rows[i] = chstore.DocumentRow{CrawlID: "c1", URL: fmt.Sprintf("http://h.test/%d", i), URLFP: uint64(i + 1),
+			Host: "h.test", FetchedAt: base, Status: 200, Title: fmt.Sprint("t", i), Text: text, ContentType: "text/html"}
+		wantBytes += uint64(len(text))
+	}
+	if wantBytes < 3*chstore.BlockBytes {
+		t.Fatalf("test batch of %d bytes does not span several blocks of %d", wantBytes, chstore.BlockBytes)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.Write(ctx, rows...); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if got := count(t, s, "SELECT count() FROM documents"); got != n {
+		t.Errorf("rows = %d, want %d", got, n)
+	}
+	if got := count(t, s, "SELECT sum(length(text)) FROM documents"); got != wantBytes {
+		t.Errorf("text bytes = %d, want %d", got, wantBytes)
+	}
+	if got := count(t, s, "SELECT uniqExact(url_fp) FROM documents"); got != n {
+		t.Errorf("distinct rows = %d, want %d", got, n)
+	}
+	if got := count(t, s, "SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = 'documents' AND active"); got != 1 {
+		t.Errorf("parts = %d, want 1 (one insert)", got)
+	}
 }
