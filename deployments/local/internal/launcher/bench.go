@@ -219,7 +219,8 @@ func selfUsage() (supervise.Usage, bool) {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return supervise.Usage{}, false
 	}
-	return supervise.Usage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), MaxRSS: ru.Maxrss * 1024, Starts: 1}, true
+	return supervise.Usage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), MaxRSS: ru.Maxrss * 1024,
+		Faults: ru.Minflt + ru.Majflt, Starts: 1}, true
 }
 
 // Print writes the benchmark's table.
@@ -255,9 +256,9 @@ func (b Bench) Print(out io.Writer) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	fmt.Fprintf(out, "  %-14s %9s %11s %13s\n", "process", "cpu s", "ms/request", "peak rss MiB")
+	fmt.Fprintf(out, "  %-14s %9s %11s %13s %12s\n", "process", "cpu s", "ms/request", "peak rss MiB", "page faults")
 	var cpu time.Duration
-	var rss int64
+	var rss, faults int64
 	for _, n := range names {
 		u := b.Processes[n]
 		note := ""
@@ -266,13 +267,14 @@ func (b Bench) Print(out io.Writer) {
 			note = "  (the web: not counted)"
 		default:
 			cpu += u.CPU
+			faults += u.Faults
 			if n != "clickhouse" && n != "broker" {
 				rss += u.MaxRSS
 			}
 		}
-		fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f%s\n", n, u.CPU.Seconds(), perRequest(u.CPU, reqs), mib(u.MaxRSS), note)
+		fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f %12d%s\n", n, u.CPU.Seconds(), perRequest(u.CPU, reqs), mib(u.MaxRSS), u.Faults, note)
 	}
-	fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f  (peak rss: the services and the launcher, summed)\n", "all", cpu.Seconds(), perRequest(cpu, reqs), mib(rss))
+	fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f %12d  (peak rss: the services and the launcher, summed)\n", "all", cpu.Seconds(), perRequest(cpu, reqs), mib(rss), faults)
 	if e := b.ClickHouse; e != nil {
 		fmt.Fprintf(out, "  clickhouse: %d queries (%d inserts, %d selects; %.1fs of CPU in query threads), %d rows and %.1f MiB inserted, %d rows (%.1f MiB) merged, %d rows (%.1f MiB) read by selects\n",
 			e["Query"], e["InsertQuery"], e["SelectQuery"], float64(e["OSCPUVirtualTimeMicroseconds"])/1e6,

@@ -13,8 +13,8 @@ import (
 // 100 on every Linux architecture Go supports).
 const clockTicks = 100
 
-// ProcUsage reads the CPU time used so far and the peak resident set size
-// of a running process from /proc (Linux): for processes the launcher does
+// ProcUsage reads the CPU time used so far, the page faults and the peak
+// resident set size of a running process from /proc (Linux): for processes the launcher does
 // not reap itself, such as the ClickHouse server, measured before they stop.
 func ProcUsage(pid int) (Usage, error) {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -22,7 +22,8 @@ func ProcUsage(pid int) (Usage, error) {
 		return Usage{}, fmt.Errorf("read usage of %d: %w", pid, err)
 	}
 	// The command name (field 2) may hold spaces: fields count from the
-	// last ')'; utime and stime are fields 14 and 15.
+	// last ')'; minflt and majflt are fields 10 and 12, utime and stime
+	// 14 and 15.
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
 		return Usage{}, fmt.Errorf("read usage of %d: malformed stat", pid)
@@ -36,7 +37,12 @@ func ProcUsage(pid int) (Usage, error) {
 	if err1 != nil || err2 != nil {
 		return Usage{}, fmt.Errorf("read usage of %d: cpu times %q %q", pid, f[11], f[12])
 	}
-	u := Usage{CPU: time.Duration(utime+stime) * time.Second / clockTicks, Starts: 1}
+	minflt, err1 := strconv.ParseInt(f[7], 10, 64)
+	majflt, err2 := strconv.ParseInt(f[9], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Usage{}, fmt.Errorf("read usage of %d: page faults %q %q", pid, f[7], f[9])
+	}
+	u := Usage{CPU: time.Duration(utime+stime) * time.Second / clockTicks, Faults: minflt + majflt, Starts: 1}
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return Usage{}, fmt.Errorf("read usage of %d: %w", pid, err)

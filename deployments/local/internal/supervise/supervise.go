@@ -106,6 +106,7 @@ type Spec struct {
 type Usage struct {
 	CPU    time.Duration // user + system time of exited runs
 	MaxRSS int64         // peak resident set size in bytes over exited runs
+	Faults int64         // page faults (minor and major) of exited runs
 	Starts int           // how many times it was started
 }
 
@@ -182,6 +183,7 @@ func (p *Process) wait(cmd *exec.Cmd, f *os.File, done chan struct{}) {
 	p.mu.Lock()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
 		p.usage.CPU += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		p.usage.Faults += ru.Minflt + ru.Majflt
 		if rss := ru.Maxrss * 1024; rss > p.usage.MaxRSS { // Linux reports KiB
 			p.usage.MaxRSS = rss
 		}

@@ -60,7 +60,7 @@ func TestKillRestartUsage(t *testing.T) {
 		t.Fatal("killed process reports a clean exit")
 	}
 	u1 := p.Usage()
-	if u1.Starts != 1 || u1.MaxRSS <= 0 {
+	if u1.Starts != 1 || u1.MaxRSS <= 0 || u1.Faults <= 0 {
 		t.Fatalf("usage after one run: %+v", u1)
 	}
 	if err := p.Restart(); err != nil {
@@ -74,7 +74,7 @@ func TestKillRestartUsage(t *testing.T) {
 		t.Fatalf("kill: %v", err)
 	}
 	u2 := p.Usage()
-	if u2.Starts != 2 || u2.CPU < u1.CPU || u2.MaxRSS < u1.MaxRSS {
+	if u2.Starts != 2 || u2.CPU < u1.CPU || u2.MaxRSS < u1.MaxRSS || u2.Faults <= u1.Faults {
 		t.Fatalf("usage did not accumulate: %+v then %+v", u1, u2)
 	}
 	if got := p.LogTail(10); strings.Count(got, "started") != 2 {
@@ -97,8 +97,9 @@ func TestProcUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.CPU < 100*time.Millisecond || u.MaxRSS < 32<<20 {
-		t.Errorf("usage %+v: want at least 100ms of CPU and 32 MiB peak", u)
+	// touching 32 MiB of new memory faults in at least 32 MiB of pages
+	if u.CPU < 100*time.Millisecond || u.MaxRSS < 32<<20 || u.Faults < 32<<20/int64(os.Getpagesize()) {
+		t.Errorf("usage %+v: want at least 100ms of CPU, 32 MiB peak and a fault per page of 32 MiB", u)
 	}
 	if _, err := ProcUsage(1 << 30); err == nil {
 		t.Error("usage of a process that does not exist: no error")
