@@ -78,6 +78,30 @@ func ParseFlags(fs *flag.FlagSet, args []string, lookupEnv func(string) (string,
 	return nil
 }
 
+// Config is a service's configuration: it binds its fields to flags with
+// their defaults and reports its errors.
+type Config interface {
+	RegisterFlags(fs *flag.FlagSet)
+	Validate() error
+}
+
+// Load returns the configuration T of service name parsed from args and
+// the environment and validated (ParseFlags).
+func Load[T any, P interface {
+	*T
+	Config
+}](name string, args []string, lookupEnv func(string) (string, bool)) (T, error) {
+	var c T
+	p := P(&c)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	p.RegisterFlags(fs)
+	if err := ParseFlags(fs, args, lookupEnv, func() error { return p.Validate() }); err != nil {
+		var zero T
+		return zero, err
+	}
+	return c, nil
+}
+
 // Stage says when a component is stopped during shutdown; stages stop in
 // the order of their values, each once every component of the stages
 // before it has returned.

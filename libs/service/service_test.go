@@ -289,3 +289,27 @@ func TestNewRejectsInvalidTelemetry(t *testing.T) {
 		t.Fatalf("New = %v, want a log-level error", err)
 	}
 }
+
+// testConfig is a Config as a service's internal/config defines one.
+type testConfig struct{ Workers int }
+
+func (c *testConfig) RegisterFlags(fs *flag.FlagSet) { fs.IntVar(&c.Workers, "workers", 4, "workers") }
+
+func (c testConfig) Validate() error {
+	if c.Workers < 1 {
+		return fmt.Errorf("workers: %d must be positive", c.Workers)
+	}
+	return nil
+}
+
+// TestLoad: Load validates what was parsed, not the zero value.
+func TestLoad(t *testing.T) {
+	env := func(k string) (string, bool) { return "0", k == "CRAWLER_WORKERS" }
+	if _, err := Load[testConfig]("test", nil, env); err == nil || !strings.Contains(err.Error(), "validate config: workers: 0") {
+		t.Errorf("Load with CRAWLER_WORKERS=0 = %v, want a validation error", err)
+	}
+	c, err := Load[testConfig]("test", []string{"-workers", "3"}, env)
+	if err != nil || c.Workers != 3 {
+		t.Errorf("Load = %+v, %v; want 3 workers", c, err)
+	}
+}

@@ -79,11 +79,5 @@ func (c Config) Validate() error {
 // Load parses args and the environment into a validated Config
 // (errors.Is(err, flag.ErrHelp) after -h).
 func Load(args []string, lookupEnv func(string) (string, bool)) (Config, error) {
-	var c Config
-	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := service.ParseFlags(fs, args, lookupEnv, func() error { return c.Validate() }); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return service.Load[Config]("scheduler", args, lookupEnv)
 }
