@@ -58,3 +58,16 @@ func Parse(fs *flag.FlagSet, args []string, lookupEnv func(string) (string, bool
 	})
 	return err
 }
+
+// Strings is a repeatable string flag: every occurrence appends its value
+// (fs.Var(&list, "seed", "…")). From the environment it takes one value.
+type Strings []string
+
+// String joins the values with spaces.
+func (l *Strings) String() string { return strings.Join(*l, " ") }
+
+// Set appends s.
+func (l *Strings) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}

@@ -159,3 +159,33 @@ func TestParseKeepsPositionalArgs(t *testing.T) {
 		t.Fatalf("args %q workers %d", got, c.workers)
 	}
 }
+
+func TestStrings(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{name: "repeated flag", args: []string{"-seed", "a", "-seed", "b"}, want: []string{"a", "b"}},
+		{name: "environment", env: map[string]string{"CRAWLER_SEED": "c"}, want: []string{"c"}},
+		{name: "flag wins", args: []string{"-seed", "a"}, env: map[string]string{"CRAWLER_SEED": "c"}, want: []string{"a"}},
+		{name: "none"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got Strings
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.Var(&got, "seed", "seed URL (repeatable)")
+			if err := Parse(fs, tt.args, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if s := got.String(); s != strings.Join(tt.want, " ") {
+				t.Errorf("String() = %q", s)
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -24,6 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/trawl-crawler/trawl/libs/httpserve"
 )
 
 // Defaults of Config, also the flag defaults.
@@ -179,19 +180,17 @@ type namedCheck struct {
 // checks), and net/http/pprof under /debug/pprof/ (CPU profiles and traces
 // of up to 10 minutes, heap, allocs, goroutines, mutex, block).
 type Admin struct {
-	addr  string
 	log   *zap.Logger
-	srv   *http.Server
+	srv   *httpserve.Server
 	ready atomic.Bool
 
 	mu     sync.Mutex
 	checks []namedCheck
-	ln     net.Listener
 }
 
 // NewAdmin returns an admin server that will listen on addr and serve reg.
 func NewAdmin(addr string, reg *prometheus.Registry, log *zap.Logger) *Admin {
-	a := &Admin{addr: addr, log: log}
+	a := &Admin{log: log}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:          zap.NewStdLog(log),
@@ -211,7 +210,7 @@ func NewAdmin(addr string, reg *prometheus.Registry, log *zap.Logger) *Admin {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	a.srv = &http.Server{
+	a.srv = httpserve.New("admin server", addr, &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -220,7 +219,7 @@ func NewAdmin(addr string, reg *prometheus.Registry, log *zap.Logger) *Admin {
 		WriteTimeout: maxProfile + 30*time.Second,
 		IdleTimeout:  60 * time.Second,
 		ErrorLog:     zap.NewStdLog(log),
-	}
+	}, shutdownTimeout, log)
 	return a
 }
 
@@ -235,57 +234,19 @@ func (a *Admin) AddCheck(name string, c Check) {
 // again after SetReady(false) (shutdown begins).
 func (a *Admin) SetReady(ready bool) { a.ready.Store(ready) }
 
-// Listen binds the listener; Addr is valid afterwards. Calling it again
-// returns the address already bound.
-func (a *Admin) Listen() (net.Addr, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.ln != nil {
-		return a.ln.Addr(), nil
-	}
-	ln, err := net.Listen("tcp", a.addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen admin %s: %w", a.addr, err)
-	}
-	a.ln = ln
-	return ln.Addr(), nil
-}
+// Listen binds the listener, so that a taken port fails the start early;
+// calling it again returns the address already bound.
+func (a *Admin) Listen() (net.Addr, error) { return a.srv.Listen() }
 
-// Run serves until ctx is done, then shuts down gracefully. Calls Listen
-// if it was not called. It returns nil after a shutdown caused by ctx, and
-// the server's error if serving fails. Run must be called at most once.
+// Run serves until ctx is done, then shuts down gracefully (readiness false
+// first). Calls Listen if it was not called. It returns nil after a
+// shutdown caused by ctx, and the server's error if serving fails. Run must
+// be called at most once.
 func (a *Admin) Run(ctx context.Context) error {
-	addr, err := a.Listen()
-	if err != nil {
-		return err
-	}
-	a.mu.Lock()
-	ln := a.ln
-	a.mu.Unlock()
-	a.log.Info("admin server listening", zap.String("addr", addr.String()))
-
-	served := make(chan error, 1)
-	go func() { served <- a.srv.Serve(ln) }()
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve admin: %w", err)
-	case <-ctx.Done():
-	}
-	a.ready.Store(false)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	shutErr := a.srv.Shutdown(sctx)
-	if shutErr != nil {
-		_ = a.srv.Close() // deadline passed: drop the remaining connections
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve admin: %w", err)
-	}
-	if shutErr != nil {
-		return fmt.Errorf("shut down admin: %w", shutErr)
-	}
-	return nil
+	defer a.ready.Store(false)
+	stop := context.AfterFunc(ctx, func() { a.ready.Store(false) })
+	defer stop()
+	return a.srv.Run(ctx)
 }
 
 func (a *Admin) serveReady(w http.ResponseWriter, r *http.Request) {

@@ -4,81 +4,43 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
-	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/parser/internal/config"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
 	"github.com/trawl-crawler/trawl/services/parser/internal/serp"
 )
 
-const service = "parser"
+const name = "parser"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.LookupEnv)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(os.Stderr, "parser: %v\n", err)
-		os.Exit(1)
-	}
-}
-
-// config is everything the parser is configured with.
-type config struct {
-	Telemetry  telemetry.Config
-	Kafka      kafkaio.Config
-	ClickHouse chstore.Config
-	Parser     pages.Config
-}
-
-func (c config) validate() error {
-	return errors.Join(c.Telemetry.Validate(), c.Kafka.Validate(), c.ClickHouse.Validate(), c.Parser.Validate())
+	service.Main(name, func(ctx context.Context) error { return run(ctx, os.Args[1:], os.LookupEnv) })
 }
 
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool)) error {
-	var cfg config
-	fs := flag.NewFlagSet(service, flag.ContinueOnError)
-	cfg.Telemetry.RegisterFlags(fs)
-	cfg.Kafka.RegisterFlags(fs)
-	cfg.ClickHouse.RegisterFlags(fs)
-	cfg.Parser.RegisterFlags(fs)
-	if err := envflag.Parse(fs, args, lookupEnv); err != nil {
+	cfg, err := config.Load(args, lookupEnv)
+	if err != nil {
 		return err
 	}
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("validate config: %w", err)
-	}
-
 	engines, err := serp.Load(cfg.Parser.SERPConfig)
 	if err != nil {
 		return err
 	}
-	log, err := telemetry.NewLogger(cfg.Telemetry, service)
+	svc, err := service.New(name, cfg.Telemetry)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-	telemetry.ApplyMemoryLimit(cfg.Telemetry)
-	stopProfiles, err := telemetry.StartProfiles(cfg.Telemetry, log)
-	if err != nil {
-		return err
-	}
-	defer stopProfiles()
-	reg := telemetry.NewRegistry()
-	sreg := telemetry.Registerer(reg, service)
+	defer svc.Close()
+	log, sreg := svc.Log(), svc.Metrics()
 
 	store, err := chstore.Open(ctx, cfg.ClickHouse, log)
 	if err != nil {
@@ -92,7 +54,6 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("ensure topics: %w", err)
 	}
 	topics := cfg.Kafka.Topics()
-
 	writer := kafkaio.NewWriter(cfg.Kafka, log, sreg)
 	defer writer.Close()
 	// A document row carries the page's text (16 KB on average on the
@@ -116,7 +77,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		Publisher: writer, Documents: docs, Meta: meta, ContentSeen: contentSeen, Dropped: dropped, Seen: store,
 	}, specs, engines, log, metrics, time.Now)
 	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
-		GroupID:  cfg.Kafka.GroupFor(service),
+		GroupID:  cfg.Kafka.GroupFor(name),
 		Topic:    topics.Fetched,
 		MaxBatch: cfg.Parser.BatchSize,
 		// A batch's documents wait in memory for their insert: two
@@ -127,50 +88,20 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("create consumer group: %w", err)
 	}
 
-	admin := telemetry.NewAdmin(cfg.Telemetry.AdminAddr, reg, log)
-	admin.AddCheck("clickhouse", store.Ping)
-	addr, err := admin.Listen()
-	if err != nil {
-		return fmt.Errorf("listen admin: %w", err)
-	}
-	log.Info("parser starting", zap.Stringer("admin_addr", addr), telemetry.Topic(topics.Fetched),
-		zap.String("group", cfg.Kafka.GroupFor(service)))
-
-	// Shutdown order: readiness false, stop consuming (handlers finish
-	// their batch or abandon it unacked), then flush and stop the document
-	// writers and the control-topic follower, then the admin server.
-	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
-	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWriter()
-	defer stopAdmin()
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return admin.Run(adminCtx) })
-	g.Go(func() error { return docs.Run(writerCtx) })
-	g.Go(func() error { return meta.Run(writerCtx) })
-	g.Go(func() error { return contentSeen.Run(writerCtx) })
-	g.Go(func() error { return dropped.Run(writerCtx) })
-	g.Go(func() error {
-		// Crawl specifications: scope rules per crawl, until shutdown.
-		return crawlcontrol.Follow(writerCtx, cfg.Kafka, specs, func(err error) {
-			log.Warn("crawl spec skipped", zap.Error(err))
-		})
+	svc.AddCheck("clickhouse", store.Ping)
+	svc.Go(service.Consume, "fetched pages consumer", func(ctx context.Context) error {
+		svc.SetReady()
+		return group.Run(ctx)
 	})
-	// Readiness goes false as soon as shutdown begins, not once the
-	// partitions are drained.
-	unready := context.AfterFunc(gctx, func() { admin.SetReady(false) })
-	defer unready()
-	g.Go(func() error {
-		defer stopAdmin()
-		defer stopWriter()
-		admin.SetReady(true)
-		err := group.Run(gctx)
-		admin.SetReady(false)
-		if err != nil {
-			return fmt.Errorf("consume fetched pages: %w", err)
-		}
-		return nil
+	// Handlers finishing their batch still read the crawl specifications:
+	// the control-topic follower stops with the writers.
+	svc.Go(service.Flush, "crawl spec follower", func(ctx context.Context) error {
+		return crawlcontrol.Follow(ctx, cfg.Kafka, specs, func(err error) { log.Warn("crawl spec skipped", zap.Error(err)) })
 	})
-	err = g.Wait()
-	log.Info("parser stopped", zap.Error(err))
-	return err
+	svc.Go(service.Flush, "documents writer", docs.Run)
+	svc.Go(service.Flush, "document_meta writer", meta.Run)
+	svc.Go(service.Flush, "content_seen writer", contentSeen.Run)
+	svc.Go(service.Flush, "links_dropped writer", dropped.Run)
+	log.Info("parser starting", telemetry.Topic(topics.Fetched), zap.String("group", cfg.Kafka.GroupFor(name)))
+	return svc.Run(ctx)
 }

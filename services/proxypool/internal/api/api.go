@@ -6,16 +6,14 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/trawl-crawler/trawl/libs/httpserve"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
 )
 
@@ -87,64 +85,18 @@ func Handler(src Source) http.Handler {
 const shutdownTimeout = 5 * time.Second
 
 // Server is the API server.
-type Server struct {
-	addr string
-	srv  *http.Server
-	log  *zap.Logger
-
-	mu sync.Mutex
-	ln net.Listener
-}
+type Server struct{ srv *httpserve.Server }
 
 // New returns a server that will listen on addr.
 func New(addr string, src Source, log *zap.Logger) *Server {
-	return &Server{
-		addr: addr,
-		log:  log,
-		srv: &http.Server{
-			Handler:           Handler(src),
-			ReadHeaderTimeout: 5 * time.Second,
-		},
-	}
+	return &Server{srv: httpserve.New("api", addr, &http.Server{
+		Handler:           Handler(src),
+		ReadHeaderTimeout: 5 * time.Second,
+	}, shutdownTimeout, log)}
 }
 
 // Listen binds the listener; idempotent.
-func (s *Server) Listen() (net.Addr, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln != nil {
-		return s.ln.Addr(), nil
-	}
-	ln, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen api %s: %w", s.addr, err)
-	}
-	s.ln = ln
-	return ln.Addr(), nil
-}
+func (s *Server) Listen() (net.Addr, error) { return s.srv.Listen() }
 
 // Run serves until ctx is done, then shuts down gracefully.
-func (s *Server) Run(ctx context.Context) error {
-	addr, err := s.Listen()
-	if err != nil {
-		return err
-	}
-	s.log.Info("api listening", zap.String("addr", addr.String()))
-	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(s.ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve api: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	err = s.srv.Shutdown(sctx)
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	if err != nil {
-		return fmt.Errorf("shut down api: %w", err)
-	}
-	return nil
-}
+func (s *Server) Run(ctx context.Context) error { return s.srv.Run(ctx) }

@@ -17,8 +17,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
 )
 
 const partitions = 4
@@ -109,8 +111,8 @@ func TestSeedFileWithInvalidLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	cfg := config{Kafka: kc, CrawlID: "crawl-1", SeedsFile: file,
-		Seeds: stringList{"http://127.0.0.4/flag", "javascript:void(0)"}}
+	cfg := config.Seed{Kafka: kc, CrawlID: "crawl-1", SeedsFile: file,
+		Seeds: envflag.Strings{"http://127.0.0.4/flag", "javascript:void(0)"}}
 	before := time.Now()
 	sum, err := seed(context.Background(), cfg, nil, nil, zap.New(core), prometheus.NewRegistry())
 	if err != nil {

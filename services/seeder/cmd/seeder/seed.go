@@ -15,6 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/publish"
@@ -38,7 +39,7 @@ type summary struct {
 // nothing valid was given, after reporting why. With a job (--spec, see
 // loadSpec) it publishes the job's crawl spec to the control topic before
 // any seed, and the job's seeds (validated already) before the flags'.
-func seed(ctx context.Context, cfg config, job *jobs.Job, stdin io.Reader, log *zap.Logger, reg prometheus.Registerer) (summary, error) {
+func seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, log *zap.Logger, reg prometheus.Registerer) (summary, error) {
 	published := prometheus.NewCounter(prometheus.CounterOpts{Name: "seeds_published_total", Help: "Seeds published to the discovered topic."})
 	invalid := prometheus.NewCounter(prometheus.CounterOpts{Name: "seeds_invalid_total", Help: "Seeds rejected as invalid."})
 	for _, c := range []prometheus.Collector{published, invalid} {

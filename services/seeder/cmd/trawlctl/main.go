@@ -39,16 +39,6 @@ func main() {
 	}
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, " ") }
-
-func (l *stringList) Set(s string) error {
-	*l = append(*l, s)
-	return nil
-}
-
 // config is the client's connection.
 type config struct {
 	APIURL   string // flag api-url
@@ -143,7 +133,7 @@ func printJSON(w io.Writer, v any) error {
 func submit(ctx context.Context, c *client.Client, args []string, stdin io.Reader, stdout io.Writer) error {
 	var (
 		file, id, name, combine, delay string
-		seeds, kw, engines             stringList
+		seeds, kw, engines             envflag.Strings
 		maxDepth                       uint
 		maxPages                       uint64
 		pages                          int

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
+)
+
+// fetchOptions turns the configuration into the HTTP fetcher's options;
+// pool, when not nil, is the proxy pool requests go through.
+func fetchOptions(cfg config.Config, pool *proxies.Pool) (httpfetch.Options, error) {
+	fo := httpfetch.Options{
+		UserAgent:             cfg.UserAgent,
+		ConnectTimeout:        cfg.ConnectTimeout,
+		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
+		FetchTimeout:          cfg.FetchTimeout,
+		MaxBodyBytes:          cfg.MaxBodyBytes,
+		AllowPrivate:          cfg.AllowPrivate,
+		MinTransferRate:       cfg.MinTransferRate,
+		TransferRateWindow:    cfg.TransferRateWindow,
+		Cookies:               cfg.Cookies,
+		MaxCookieHosts:        cfg.MaxCookieHosts,
+		MaxCookiesPerHost:     cfg.MaxCookiesPerHost,
+		DNSCacheTTL:           cfg.DNSCacheTTL,
+		DNSCacheSize:          cfg.DNSCacheSize,
+	}
+	if pool != nil {
+		fo.Proxies = pool
+	}
+	if cfg.CredentialsFile != "" {
+		creds, err := readCredentials(cfg.CredentialsFile)
+		if err != nil {
+			return httpfetch.Options{}, err
+		}
+		fo.Credentials = creds
+	}
+	if cfg.MinTransferRate == 0 {
+		fo.MinTransferRate = -1 // disabled
+	}
+	return fo, nil
+}
+
+// readCredentials reads the --credentials-file.
+func readCredentials(path string) (map[string]httpfetch.Credential, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open credentials file: %w", err)
+	}
+	defer f.Close()
+	creds, err := httpfetch.ReadCredentials(f)
+	if err != nil {
+		return nil, fmt.Errorf("read credentials file %s: %w", path, err)
+	}
+	return creds, nil
+}
+
+// consumeOptions turns the configuration into the consumer's options: the
+// crawl specifications it follows, the store that records fetches and
+// robots.txt, the fetcher's resolver.
+func consumeOptions(cfg config.Config, specs *crawlcontrol.Specs, store *chstore.Store, fetcher *httpfetch.Fetcher) consume.Options {
+	topics := cfg.Kafka.Topics()
+	maxRedirects := cfg.MaxRedirects
+	if maxRedirects == 0 {
+		maxRedirects = -1 // no target followed
+	}
+	var hostStates consume.HostStateLoader
+	if cfg.PersistHostState {
+		hostStates = hoststate.NewLoader(cfg.Kafka, topics.HostState)
+	}
+	var robotsTxt consume.RobotsStore
+	if cfg.PersistRobots {
+		robotsTxt = store
+	}
+	var readback consume.Published
+	if cfg.ReadbackWindow > 0 {
+		readback = published.NewReader(cfg.Kafka, topics.Fetched, cfg.ReadbackWindow, 0)
+	}
+	var servers *politeness.Gate
+	if cfg.ServerDelay > 0 {
+		servers = politeness.NewGate(time.Now, cfg.ServerDelay)
+	}
+	return consume.Options{
+		Topics:     topics,
+		Workers:    cfg.Workers,
+		Politeness: politeness.Options{Delay: cfg.Delay, MaxCrawlDelay: cfg.MaxCrawlDelay, ResponseFactor: cfg.DelayResponseFactor},
+		InstanceID: cfg.InstanceID,
+
+		MaxAttempts:     cfg.MaxAttempts,
+		RetryBackoff:    cfg.RetryBackoff,
+		MaxRetryBackoff: cfg.MaxRetryBackoff,
+		MaxRedirects:    maxRedirects,
+		MaxHostQueue:    cfg.MaxHostQueue,
+		HoldHorizon:     cfg.HoldHorizon,
+		HostStates:      hostStates,
+		Crawls:          specs,
+		Recorded:        store,
+		Published:       readback,
+		PauseRecheck:    cfg.PauseRecheck,
+		Servers:         servers,
+		Resolve:         fetcher.Resolve,
+		RobotsTxt:       robotsTxt,
+	}
+}

@@ -1,0 +1,83 @@
+// Package config is the scheduler's configuration: its flags (and their
+// CRAWLER_* variables), defaults and validation, and how a crawl's
+// specification overrides them (spec.go).
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/service"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+)
+
+// Config is the scheduler's whole configuration.
+type Config struct {
+	Telemetry  telemetry.Config
+	Kafka      kafkaio.Config
+	ClickHouse chstore.Config
+
+	MaxDepth      uint  // deepest link depth admitted
+	MaxPages      int64 // page budget per crawl, 0 = unlimited
+	BudgetRefresh time.Duration
+	MaxBatch      int // records per batch
+	MaxInFlight   int // unacked records per partition before reading pauses
+	HostQuota     int
+	QuotaWindow   time.Duration
+	RevisitTick   time.Duration
+}
+
+// RegisterFlags binds the fields to flags with their defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Telemetry.RegisterFlags(fs)
+	c.Kafka.RegisterFlags(fs)
+	c.ClickHouse.RegisterFlags(fs)
+	fs.UintVar(&c.MaxDepth, "max-depth", 16, "deepest link depth admitted (seeds are depth 0)")
+	fs.Int64Var(&c.MaxPages, "max-pages", 0, "pages admitted per crawl, 0 = unlimited (approximate with several schedulers, see README)")
+	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the per-crawl admitted count is read from ClickHouse when --max-pages is set")
+	fs.IntVar(&c.MaxBatch, "max-batch", kafkaio.DefaultMaxBatch, "discovered URLs decided, produced and persisted together")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", kafkaio.DefaultMaxInFlight, "unacknowledged records per partition before reading pauses")
+	fs.IntVar(&c.HostQuota, "host-quota", 0, "fetch requests released per host per --host-quota-window, the rest waits in the frontier table (0 = unlimited)")
+	fs.DurationVar(&c.QuotaWindow, "host-quota-window", 10*time.Second, "window of --host-quota (also how often held URLs of paused crawls are checked)")
+	fs.DurationVar(&c.RevisitTick, "revisit-tick", time.Second, "how often each partition's due revisits are produced")
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate(), c.ClickHouse.Validate()}
+	if c.MaxDepth > 65535 {
+		errs = append(errs, fmt.Errorf("max-depth: %d above 65535", c.MaxDepth))
+	}
+	if c.MaxPages < 0 {
+		errs = append(errs, fmt.Errorf("max-pages: %d must not be negative", c.MaxPages))
+	}
+	if c.BudgetRefresh <= 0 {
+		errs = append(errs, fmt.Errorf("budget-refresh: %v must be positive", c.BudgetRefresh))
+	}
+	if c.MaxBatch < 1 {
+		errs = append(errs, fmt.Errorf("max-batch: %d must be positive", c.MaxBatch))
+	}
+	if c.MaxInFlight < c.MaxBatch {
+		errs = append(errs, fmt.Errorf("max-in-flight: %d below max-batch %d", c.MaxInFlight, c.MaxBatch))
+	}
+	if c.HostQuota < 0 {
+		errs = append(errs, fmt.Errorf("host-quota: %d must not be negative", c.HostQuota))
+	}
+	if c.QuotaWindow <= 0 {
+		errs = append(errs, fmt.Errorf("host-quota-window: %v must be positive", c.QuotaWindow))
+	}
+	if c.RevisitTick <= 0 {
+		errs = append(errs, fmt.Errorf("revisit-tick: %v must be positive", c.RevisitTick))
+	}
+	return errors.Join(errs...)
+}
+
+// Load parses args and the environment into a validated Config
+// (errors.Is(err, flag.ErrHelp) after -h).
+func Load(args []string, lookupEnv func(string) (string, bool)) (Config, error) {
+	return service.Load[Config]("scheduler", args, lookupEnv)
+}

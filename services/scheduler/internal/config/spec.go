@@ -1,0 +1,81 @@
+package config
+
+import (
+	"math"
+
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/scope"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
+)
+
+// SpecDepth returns a crawl's max depth from its specification, when it has
+// one that sets it; other crawls use --max-depth.
+func SpecDepth(specs *crawlcontrol.Specs) func(crawlID string) (uint32, bool) {
+	return func(crawlID string) (uint32, bool) {
+		if d := specs.Get(crawlID).GetLimits().GetMaxDepth(); d > 0 {
+			return d, true
+		}
+		return 0, false
+	}
+}
+
+// SpecScope returns a crawl's scope rules from its specification, when it
+// sets a scope; patterns that do not compile are logged once per revision
+// and left out (the parser reports them too).
+func SpecScope(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) (*scope.Rules, bool) {
+	cache := scope.NewCache(scope.Defaults{}, func(crawlID string, err error) {
+		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
+	})
+	return func(crawlID string) (*scope.Rules, bool) {
+		spec := specs.Get(crawlID)
+		if spec.GetScope() == nil {
+			return nil, false
+		}
+		return cache.Rules(crawlID, spec), true
+	}
+}
+
+// SpecPages returns a crawl's page budget from its specification, when it
+// sets one (limits.max_pages); other crawls use --max-pages.
+func SpecPages(specs *crawlcontrol.Specs) func(crawlID string) (int64, bool) {
+	return func(crawlID string) (int64, bool) {
+		if n := specs.Get(crawlID).GetLimits().GetMaxPages(); n > 0 {
+			return int64(min(n, math.MaxInt64)), true
+		}
+		return 0, false
+	}
+}
+
+// PausedCrawls lists the crawls whose specification says PAUSED: the
+// frontier pump leaves their URLs pending.
+func PausedCrawls(specs *crawlcontrol.Specs) func() []string {
+	return func() []string {
+		var ids []string
+		for _, sp := range specs.All() {
+			if sp.GetState() == crawlv1.CrawlState_CRAWL_STATE_PAUSED {
+				ids = append(ids, sp.GetCrawlId())
+			}
+		}
+		return ids
+	}
+}
+
+// SpecRevisit returns a crawl's revisit policy from its specification;
+// crawls without one (or with revisit disabled) are not revisited.
+func SpecRevisit(specs *crawlcontrol.Specs) func(crawlID string) (revisit.Policy, bool) {
+	return func(crawlID string) (revisit.Policy, bool) {
+		return revisit.FromSpec(specs.Get(crawlID).GetRevisit())
+	}
+}
+
+// SpecHostPages returns a crawl's per-host page budget from its
+// specification (limits.max_pages_per_host), 0 = unlimited.
+func SpecHostPages(specs *crawlcontrol.Specs) func(crawlID string) int64 {
+	return func(crawlID string) int64 {
+		return int64(min(specs.Get(crawlID).GetLimits().GetMaxPagesPerHost(), math.MaxInt64))
+	}
+}

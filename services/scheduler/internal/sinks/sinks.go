@@ -1,0 +1,42 @@
+// Package sinks builds the scheduler's ClickHouse batch writers and runs
+// them as Flush components of the service harness: they stop, flushing
+// what they buffered, only once both consumer groups have closed their
+// handlers (in-flight batches still write to them).
+package sinks
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/service"
+)
+
+// Writers are the scheduler's batch writers, one per table.
+type Writers struct {
+	Seen     *chstore.BatchWriter[chstore.SeenRow]     // url_seen
+	Events   *chstore.BatchWriter[chstore.URLEventRow] // url_events
+	Frontier *chstore.BatchWriter[chstore.FrontierRow] // frontier
+	Revisits *chstore.BatchWriter[chstore.RevisitRow]  // revisits
+	Changes  *chstore.BatchWriter[chstore.ChangeRow]   // change_history
+}
+
+// New returns the writers over store, each batching by o.
+func New(store *chstore.Store, o chstore.BatchOptions, log *zap.Logger, reg prometheus.Registerer) *Writers {
+	return &Writers{
+		Seen:     chstore.NewBatchWriter(store, chstore.URLSeen, o, log, reg),
+		Events:   chstore.NewBatchWriter(store, chstore.URLEvents, o, log, reg),
+		Frontier: chstore.NewBatchWriter(store, chstore.Frontier, o, log, reg),
+		Revisits: chstore.NewBatchWriter(store, chstore.Revisits, o, log, reg),
+		Changes:  chstore.NewBatchWriter(store, chstore.ChangeHistory, o, log, reg),
+	}
+}
+
+// Go adds every writer to svc as a Flush component named "<table> writer".
+func (w *Writers) Go(svc *service.Service) {
+	svc.Go(service.Flush, chstore.URLSeen.Name+" writer", w.Seen.Run)
+	svc.Go(service.Flush, chstore.URLEvents.Name+" writer", w.Events.Run)
+	svc.Go(service.Flush, chstore.Frontier.Name+" writer", w.Frontier.Run)
+	svc.Go(service.Flush, chstore.Revisits.Name+" writer", w.Revisits.Run)
+	svc.Go(service.Flush, chstore.ChangeHistory.Name+" writer", w.Changes.Run)
+}

@@ -1,0 +1,146 @@
+// Package config is the seeder's configuration: the flags (and their
+// CRAWLER_* variables), defaults and validation of the one-shot seeder
+// (Seed) and of `seeder serve` (Serve).
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
+)
+
+// Seed configures the one-shot `seeder`: seeds, sitemaps, a crawl spec.
+type Seed struct {
+	Telemetry telemetry.Config
+	Kafka     kafkaio.Config
+	CrawlID   string          // flag crawl-id (required)
+	Seeds     envflag.Strings // flag seed, repeatable
+	SeedsFile string          // flag seeds-file: path, or "-" for standard input
+	// Sitemaps (flag sitemaps) also seeds from the sitemaps of every seed
+	// host (robots.txt Sitemap lines and /sitemap.xml).
+	Sitemaps    bool
+	SitemapURLs envflag.Strings // flag sitemap: an explicit sitemap (repeatable)
+	Sitemap     sitemaps.Config // flags sitemap-*, allow-private
+	// SpecFile (flag spec) is a crawl request as POST /v1/crawls takes it;
+	// "-" reads standard input.
+	SpecFile string
+}
+
+// RegisterFlags binds the fields to flags with their defaults.
+func (c *Seed) RegisterFlags(fs *flag.FlagSet) {
+	c.Telemetry.RegisterFlags(fs)
+	c.Kafka.RegisterFlags(fs)
+	fs.StringVar(&c.CrawlID, "crawl-id", "", "id of the crawl the seeds start (required; letters, digits, '.', '_', '-'; at most 64)")
+	fs.Var(&c.Seeds, "seed", "seed URL (repeatable)")
+	fs.StringVar(&c.SeedsFile, "seeds-file", "", `file of seed URLs, one per line, # comments; "-" reads standard input`)
+	fs.BoolVar(&c.Sitemaps, "sitemaps", false, "also seed from the sitemaps of every seed host (robots.txt Sitemap lines and /sitemap.xml)")
+	fs.Var(&c.SitemapURLs, "sitemap", "sitemap URL to seed from (repeatable)")
+	RegisterSitemapFlags(fs, &c.Sitemap)
+	fs.StringVar(&c.SpecFile, "spec", "", `crawl request as JSON, the body of POST /v1/crawls ("-" reads standard input): its scope, limits, politeness and revisit policy are published to the control topic before the seeds, its seeds are seeded with the flags' ones; --crawl-id overrides its crawl_id`)
+}
+
+// RegisterSitemapFlags registers the bounds of sitemap discovery, with
+// their defaults.
+func RegisterSitemapFlags(fs *flag.FlagSet, c *sitemaps.Config) {
+	*c = sitemaps.DefaultConfig()
+	fs.DurationVar(&c.Timeout, "sitemap-timeout", c.Timeout, "timeout of one robots.txt or sitemap request")
+	fs.DurationVar(&c.Delay, "sitemap-delay", c.Delay, "delay between two sitemap requests to the same host")
+	fs.Int64Var(&c.MaxBodyBytes, "sitemap-max-bytes", c.MaxBodyBytes, "largest sitemap, compressed and uncompressed")
+	fs.IntVar(&c.MaxSitemaps, "sitemap-max-files", c.MaxSitemaps, "most sitemaps fetched per run or request")
+	fs.IntVar(&c.MaxDepth, "sitemap-max-depth", c.MaxDepth, "deepest nesting of sitemap indexes followed")
+	fs.IntVar(&c.MaxURLs, "sitemap-max-urls", c.MaxURLs, "most URLs taken from sitemaps per run or request")
+	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "let sitemap discovery fetch from loopback, private and link-local addresses")
+}
+
+// MaxCrawlID is the longest crawl id accepted.
+const MaxCrawlID = 64
+
+// Validate checks the flags; specSeeds tells whether a --spec file brings
+// seeds of its own.
+func (c Seed) Validate(specSeeds bool) error {
+	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate()}
+	switch {
+	case c.CrawlID == "":
+		errs = append(errs, errors.New("validate crawl-id: required"))
+	case len(c.CrawlID) > MaxCrawlID:
+		errs = append(errs, fmt.Errorf("validate crawl-id: %d bytes, want at most %d", len(c.CrawlID), MaxCrawlID))
+	case strings.IndexFunc(c.CrawlID, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) >= 0:
+		errs = append(errs, fmt.Errorf("validate crawl-id %q: want only letters, digits, '.', '_' and '-'", c.CrawlID))
+	}
+	if len(c.Seeds) == 0 && c.SeedsFile == "" && len(c.SitemapURLs) == 0 && !specSeeds {
+		errs = append(errs, errors.New("validate seeds: give --seed or --seeds-file (or --sitemap, or seeds in --spec)"))
+	}
+	if c.Sitemaps || len(c.SitemapURLs) > 0 {
+		errs = append(errs, c.Sitemap.Validate())
+	}
+	return errors.Join(errs...)
+}
+
+// Serve configures `seeder serve`, the long-running crawl-jobs API.
+type Serve struct {
+	Telemetry    telemetry.Config
+	Kafka        kafkaio.Config
+	ClickHouse   chstore.Config
+	APIAddr      string          // flag api-addr
+	APIToken     string          // flag api-token (required)
+	MaxBodyBytes int64           // flag api-max-body-bytes
+	Sitemap      sitemaps.Config // flags sitemap-*, allow-private
+}
+
+// RegisterFlags binds the fields to flags with their defaults.
+func (c *Serve) RegisterFlags(fs *flag.FlagSet) {
+	c.Telemetry.RegisterFlags(fs)
+	c.Kafka.RegisterFlags(fs)
+	c.ClickHouse.RegisterFlags(fs)
+	fs.StringVar(&c.APIAddr, "api-addr", "127.0.0.1:8480", "address of the crawl-jobs HTTP API")
+	fs.StringVar(&c.APIToken, "api-token", "", "bearer token the API requires (required; prefer CRAWLER_API_TOKEN)")
+	fs.Int64Var(&c.MaxBodyBytes, "api-max-body-bytes", api.DefaultMaxBodyBytes, "largest accepted request body")
+	RegisterSitemapFlags(fs, &c.Sitemap)
+}
+
+// MinTokenBytes is the shortest accepted API token.
+const MinTokenBytes = 16
+
+// Validate reports every configuration error.
+func (c Serve) Validate() error {
+	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate(), c.ClickHouse.Validate(), c.Sitemap.Validate()}
+	if c.APIAddr == "" {
+		errs = append(errs, errors.New("validate api-addr: required"))
+	}
+	if len(c.APIToken) < MinTokenBytes {
+		errs = append(errs, fmt.Errorf("validate api-token: %d bytes, want at least %d", len(c.APIToken), MinTokenBytes))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("validate api-max-body-bytes: %d, want at least 1024", c.MaxBodyBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// LoadServe parses the arguments of `seeder serve` (after "serve") and the
+// environment into a validated Serve (errors.Is(err, flag.ErrHelp) after
+// -h).
+func LoadServe(args []string, lookupEnv func(string) (string, bool)) (Serve, error) {
+	var c Serve
+	fs := flag.NewFlagSet("seeder serve", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := envflag.Parse(fs, args, lookupEnv); err != nil {
+		return Serve{}, err
+	}
+	if fs.NArg() > 0 {
+		return Serve{}, fmt.Errorf("parse arguments: unexpected %q", fs.Args())
+	}
+	if err := c.Validate(); err != nil {
+		return Serve{}, fmt.Errorf("validate config: %w", err)
+	}
+	return c, nil
+}
