@@ -422,10 +422,11 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 		MinBytes:  1,
 		MaxBytes:  g.cfg.MaxMessageBytes,
 		MaxWait:   fetchMaxWait,
-		// Records read ahead per partition: one batch, not kafka-go's 100
-		// (32 partitions of 100 fetched pages were 74 MB of the parser's
-		// heap).
-		QueueCapacity: g.gc.MaxBatch,
+		// Records read ahead per partition: a few, not kafka-go's 100 (32
+		// partitions of 100 fetched pages were 74 MB of the parser's
+		// heap). The reader streams a fetch response into this queue as
+		// the batch loop drains it, so a short queue costs no round trip.
+		QueueCapacity: min(g.gc.MaxBatch, readAhead),
 		// Report an out-of-range start (retention deleted the committed
 		// offset, or the topic was recreated) instead of stalling; the
 		// read loop resets to the first offset.
@@ -457,6 +458,10 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 
 // readLoop reads batches and hands them to h until ctx is done (nil) or
 // reading or handling fails (the error).
+// readAhead is how many records a partition's reader decodes ahead of
+// the batch loop.
+const readAhead = 8
+
 func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, pr *partitionRun) error {
 	for {
 		if err := pr.waitCapacity(ctx, g.gc.MaxInFlight); err != nil {
