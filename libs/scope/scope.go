@@ -53,6 +53,20 @@ type Rules struct {
 	detail                    []*regexp.Regexp
 	detailSelector            goquery.Matcher
 	followDuplicates          bool
+	sites                     []site
+}
+
+// site is one compiled SiteRules.
+type site struct {
+	hosts       map[string]bool
+	domains     []string
+	allow, deny []*regexp.Regexp
+}
+
+// matches reports whether the rule names host (a politeness key) or its
+// name without the port.
+func (s *site) matches(host, name string) bool {
+	return s.hosts[host] || s.hosts[name] || matchDomain(name, s.domains)
 }
 
 // Compile builds the rules of a scope (nil: the defaults only). Invalid
@@ -89,6 +103,14 @@ func Compile(s *crawlv1.Scope, d Defaults, hasSpec bool) (*Rules, error) {
 	r.allow, errs = compileAll(s.GetAllowPatterns(), errs)
 	r.deny, errs = compileAll(s.GetDenyPatterns(), errs)
 	r.detail, errs = compileAll(s.GetDetailPatterns(), errs)
+	for _, sr := range s.GetSites() {
+		st := site{hosts: set(sr.GetHosts()), domains: domains(sr.GetDomains())}
+		st.allow, errs = compileAll(sr.GetAllowPatterns(), errs)
+		st.deny, errs = compileAll(sr.GetDenyPatterns(), errs)
+		if st.hosts != nil || st.domains != nil {
+			r.sites = append(r.sites, st)
+		}
+	}
 	if sel := strings.TrimSpace(s.GetDetailSelector()); sel != "" {
 		m, err := cascadia.Compile(sel)
 		if err != nil {
@@ -176,27 +198,40 @@ func (r *Rules) Check(pageHost, link, host string, sameHost bool) string {
 	case sameHost && r.sameHostOnly && host != pageHost:
 		return DropOutOfScope
 	}
-	for _, re := range r.deny {
-		if re.MatchString(link) {
-			return DropFiltered
-		}
+	if !patternsKeep(link, r.allow, r.deny) {
+		return DropFiltered
 	}
-	if len(r.allow) > 0 {
-		ok := false
-		for _, re := range r.allow {
-			if re.MatchString(link) {
-				ok = true
-				break
+	for i := range r.sites {
+		if st := &r.sites[i]; st.matches(host, name) {
+			if !patternsKeep(link, st.allow, st.deny) {
+				return DropFiltered
 			}
-		}
-		if !ok {
-			return DropFiltered
+			break
 		}
 	}
 	if r.maxRepeated > 0 && RepeatedSegments(link) > r.maxRepeated {
 		return DropTrapGuard
 	}
 	return ""
+}
+
+// patternsKeep reports whether link matches no deny pattern and, when
+// there are allow patterns, one of them.
+func patternsKeep(link string, allow, deny []*regexp.Regexp) bool {
+	for _, re := range deny {
+		if re.MatchString(link) {
+			return false
+		}
+	}
+	if len(allow) == 0 {
+		return true
+	}
+	for _, re := range allow {
+		if re.MatchString(link) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostname is a politeness key without its port.

@@ -10,6 +10,17 @@ import (
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 )
 
+// sites has one rule per site: news.test keeps only /2024/ and never
+// /print/, blog.test and its subdomains drop /tag/ (but special.blog.test,
+// named first, keeps everything).
+var sites = &crawlv1.Scope{Sites: []*crawlv1.SiteRules{
+	{Hosts: []string{"special.blog.test"}},
+	{Hosts: []string{"News.test"}, AllowPatterns: []string{`/2024/`}, DenyPatterns: []string{`/print/`}},
+	{Domains: []string{"blog.test"}, DenyPatterns: []string{`/tag/`}},
+}}
+
+var sitesAndCrawl = &crawlv1.Scope{AllowHosts: []string{"news.test"}, DenyPatterns: []string{`print=1`}, Sites: sites.Sites}
+
 func TestCheck(t *testing.T) {
 	defaults := scope.Defaults{MaxOutlinks: 100, MaxURLLength: 60, MaxRepeatedSegments: 2}
 	tests := []struct {
@@ -41,6 +52,16 @@ func TestCheck(t *testing.T) {
 		{name: "allow pattern match", scope: &crawlv1.Scope{AllowPatterns: []string{`/news/`, `/blog/`}}, link: "http://a.test/blog/1", want: ""},
 		{name: "allow pattern miss", scope: &crawlv1.Scope{AllowPatterns: []string{`/news/`}}, link: "http://a.test/shop/1", want: scope.DropFiltered},
 		{name: "deny beats allow", scope: &crawlv1.Scope{AllowPatterns: []string{`/news/`}, DenyPatterns: []string{`print=1`}}, link: "http://a.test/news/1?print=1", want: scope.DropFiltered},
+		{name: "site deny drops on its host", scope: sites, link: "http://news.test/print/1", want: scope.DropFiltered},
+		{name: "site allow keeps on its host", scope: sites, link: "http://news.test/2024/story", want: ""},
+		{name: "site allow misses on its host", scope: sites, link: "http://news.test/shop/1", want: scope.DropFiltered},
+		{name: "site rule of another host does not apply", scope: sites, link: "http://other.test/shop/1", want: ""},
+		{name: "site domain rule on a subdomain", scope: sites, link: "http://a.blog.test/tag/x", want: scope.DropFiltered},
+		{name: "site domain rule keeps the rest", scope: sites, link: "http://a.blog.test/post/1", want: ""},
+		{name: "first naming rule applies", scope: sites, link: "http://special.blog.test/tag/x", want: ""},
+		{name: "site rule by name matches any port", scope: sites, link: "http://news.test:8080/print/1", want: scope.DropFiltered},
+		{name: "crawl deny applies before site allow", scope: sitesAndCrawl, link: "http://news.test/2024/story?print=1", want: scope.DropFiltered},
+		{name: "site rule does not widen the scope", scope: sitesAndCrawl, link: "http://other.test/2024/x", want: scope.DropOutOfScope},
 		{name: "trap guard default", link: "http://a.test/a/b/a/b/a/", want: scope.DropTrapGuard},
 		{name: "trap guard at limit", link: "http://a.test/a/b/a/b", want: ""},
 		{name: "trap guard from spec", scope: &crawlv1.Scope{MaxRepeatedSegments: 5}, link: "http://a.test/a/b/a/b/a/", want: ""},
@@ -85,6 +106,8 @@ func TestCompile(t *testing.T) {
 		{name: "spec options", scope: &crawlv1.Scope{MaxOutlinksPerPage: 7, FollowDuplicates: true}, hasSpec: true, maxOutlinks: 7, followDup: true},
 		{name: "bad pattern reported, rest kept", scope: &crawlv1.Scope{DetailPatterns: []string{`(`, `/item/\d+$`}}, hasSpec: true, wantErr: true,
 			maxOutlinks: 1000, detail: true, detailURL: "http://a.test/item/12", detailMatches: true},
+		{name: "bad site pattern reported", scope: &crawlv1.Scope{Sites: []*crawlv1.SiteRules{{Hosts: []string{"a.test"}, DenyPatterns: []string{`[`}}}},
+			hasSpec: true, wantErr: true, maxOutlinks: 1000},
 		{name: "detail miss", scope: &crawlv1.Scope{DetailPatterns: []string{`/item/\d+$`}}, hasSpec: true,
 			maxOutlinks: 1000, detail: true, detailURL: "http://a.test/list?page=2", detailMatches: false},
 		{name: "bad selector", scope: &crawlv1.Scope{DetailSelector: "div[[["}, hasSpec: true, wantErr: true, maxOutlinks: 1000},

@@ -217,6 +217,7 @@ type Scope struct {
 	DetailPatterns      []string               `protobuf:"bytes,11,rep,name=detail_patterns,json=detailPatterns,proto3" json:"detail_patterns,omitempty"`                   // URLs whose pages are documents to keep (seed 004); others are only traversed
 	DetailSelector      string                 `protobuf:"bytes,12,opt,name=detail_selector,json=detailSelector,proto3" json:"detail_selector,omitempty"`                   // CSS selector: a page matching it is a detail page
 	FollowDuplicates    bool                   `protobuf:"varint,13,opt,name=follow_duplicates,json=followDuplicates,proto3" json:"follow_duplicates,omitempty"`            // follow links of pages whose content duplicates one already seen
+	Sites               []*SiteRules           `protobuf:"bytes,14,rep,name=sites,proto3" json:"sites,omitempty"`                                                           // filters of one site each (seed 001); the first naming a link's host applies
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -342,6 +343,84 @@ func (x *Scope) GetFollowDuplicates() bool {
 	return false
 }
 
+func (x *Scope) GetSites() []*SiteRules {
+	if x != nil {
+		return x.Sites
+	}
+	return nil
+}
+
+// SiteRules filter the links to one site, after the crawl's own patterns:
+// seed 001 configures regex filters per site. A rule never widens the
+// scope (allow_hosts and allow_domains still apply).
+type SiteRules struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hosts         []string               `protobuf:"bytes,1,rep,name=hosts,proto3" json:"hosts,omitempty"`                                      // exact hosts (politeness keys, or names without the port)
+	Domains       []string               `protobuf:"bytes,2,rep,name=domains,proto3" json:"domains,omitempty"`                                  // a domain and its subdomains
+	AllowPatterns []string               `protobuf:"bytes,3,rep,name=allow_patterns,json=allowPatterns,proto3" json:"allow_patterns,omitempty"` // RE2 over the canonical URL; when set, a link to the site must match one
+	DenyPatterns  []string               `protobuf:"bytes,4,rep,name=deny_patterns,json=denyPatterns,proto3" json:"deny_patterns,omitempty"`    // RE2; a match drops the link
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SiteRules) Reset() {
+	*x = SiteRules{}
+	mi := &file_control_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SiteRules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SiteRules) ProtoMessage() {}
+
+func (x *SiteRules) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SiteRules.ProtoReflect.Descriptor instead.
+func (*SiteRules) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SiteRules) GetHosts() []string {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+func (x *SiteRules) GetDomains() []string {
+	if x != nil {
+		return x.Domains
+	}
+	return nil
+}
+
+func (x *SiteRules) GetAllowPatterns() []string {
+	if x != nil {
+		return x.AllowPatterns
+	}
+	return nil
+}
+
+func (x *SiteRules) GetDenyPatterns() []string {
+	if x != nil {
+		return x.DenyPatterns
+	}
+	return nil
+}
+
 // Limits bound a crawl.
 type Limits struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -354,7 +433,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +445,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +458,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Limits) GetMaxDepth() uint32 {
@@ -415,7 +494,7 @@ type Politeness struct {
 
 func (x *Politeness) Reset() {
 	*x = Politeness{}
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +506,7 @@ func (x *Politeness) String() string {
 func (*Politeness) ProtoMessage() {}
 
 func (x *Politeness) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +519,7 @@ func (x *Politeness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Politeness.ProtoReflect.Descriptor instead.
 func (*Politeness) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Politeness) GetDelay() *durationpb.Duration {
@@ -470,7 +549,7 @@ type Revisit struct {
 
 func (x *Revisit) Reset() {
 	*x = Revisit{}
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +561,7 @@ func (x *Revisit) String() string {
 func (*Revisit) ProtoMessage() {}
 
 func (x *Revisit) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +574,7 @@ func (x *Revisit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revisit.ProtoReflect.Descriptor instead.
 func (*Revisit) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Revisit) GetEnabled() bool {
@@ -547,7 +626,7 @@ const file_control_proto_rawDesc = "" +
 	"\arevisit\x18\t \x01(\v2\x13.crawler.v1.RevisitR\arevisit\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x8d\x04\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xba\x04\n" +
 	"\x05Scope\x12\x1f\n" +
 	"\vallow_hosts\x18\x01 \x03(\tR\n" +
 	"allowHosts\x12\x1d\n" +
@@ -564,7 +643,13 @@ const file_control_proto_rawDesc = "" +
 	" \x01(\rR\x13maxRepeatedSegments\x12'\n" +
 	"\x0fdetail_patterns\x18\v \x03(\tR\x0edetailPatterns\x12'\n" +
 	"\x0fdetail_selector\x18\f \x01(\tR\x0edetailSelector\x12+\n" +
-	"\x11follow_duplicates\x18\r \x01(\bR\x10followDuplicates\"o\n" +
+	"\x11follow_duplicates\x18\r \x01(\bR\x10followDuplicates\x12+\n" +
+	"\x05sites\x18\x0e \x03(\v2\x15.crawler.v1.SiteRulesR\x05sites\"\x87\x01\n" +
+	"\tSiteRules\x12\x14\n" +
+	"\x05hosts\x18\x01 \x03(\tR\x05hosts\x12\x18\n" +
+	"\adomains\x18\x02 \x03(\tR\adomains\x12%\n" +
+	"\x0eallow_patterns\x18\x03 \x03(\tR\rallowPatterns\x12#\n" +
+	"\rdeny_patterns\x18\x04 \x03(\tR\fdenyPatterns\"o\n" +
 	"\x06Limits\x12\x1b\n" +
 	"\tmax_depth\x18\x01 \x01(\rR\bmaxDepth\x12\x1b\n" +
 	"\tmax_pages\x18\x02 \x01(\x04R\bmaxPages\x12+\n" +
@@ -598,35 +683,37 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_control_proto_goTypes = []any{
 	(CrawlState)(0),               // 0: crawler.v1.CrawlState
 	(*CrawlSpec)(nil),             // 1: crawler.v1.CrawlSpec
 	(*Scope)(nil),                 // 2: crawler.v1.Scope
-	(*Limits)(nil),                // 3: crawler.v1.Limits
-	(*Politeness)(nil),            // 4: crawler.v1.Politeness
-	(*Revisit)(nil),               // 5: crawler.v1.Revisit
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 7: google.protobuf.Duration
+	(*SiteRules)(nil),             // 3: crawler.v1.SiteRules
+	(*Limits)(nil),                // 4: crawler.v1.Limits
+	(*Politeness)(nil),            // 5: crawler.v1.Politeness
+	(*Revisit)(nil),               // 6: crawler.v1.Revisit
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
 }
 var file_control_proto_depIdxs = []int32{
 	0,  // 0: crawler.v1.CrawlSpec.state:type_name -> crawler.v1.CrawlState
-	6,  // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
+	7,  // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
 	2,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
-	3,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
-	4,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
-	5,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
-	6,  // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 7: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	7,  // 8: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	7,  // 9: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	7,  // 10: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	7,  // 11: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	4,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
+	5,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
+	6,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
+	7,  // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
+	3,  // 7: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
+	8,  // 8: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	8,  // 9: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	8,  // 10: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	8,  // 11: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	8,  // 12: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -640,7 +727,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

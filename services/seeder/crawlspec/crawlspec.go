@@ -20,6 +20,7 @@ type (
 	Politeness = jobs.Politeness
 	Revisit    = jobs.Revisit
 	Keywords   = jobs.Keywords
+	SiteRules  = jobs.SiteRules
 )
 
 // FieldError is one problem of a request, naming its JSON field

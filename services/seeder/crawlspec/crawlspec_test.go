@@ -17,6 +17,9 @@ func TestDecodeValidate(t *testing.T) {
 		{"valid without seeds", `{"scope":{"same_host_only":true,"deny_patterns":["/sec1/"]},"limits":{"max_pages_per_host":3}}`, nil},
 		{"unknown field", `{"scope":{"deny_pattern":["x"]}}`, []string{"deny_pattern"}},
 		{"invalid regexp", `{"scope":{"allow_patterns":["("]}}`, []string{"scope.allow_patterns[0]"}},
+		{"site rules", `{"scope":{"sites":[{"hosts":["a.test"],"deny_patterns":["/print/"]},{"domains":["b.test"],"allow_patterns":["/news/"]}]}}`, nil},
+		{"site rule problems", `{"scope":{"sites":[{"allow_patterns":["/x/"]},{"hosts":["a.test"],"deny_patterns":["("]}]}}`,
+			[]string{"scope.sites[0]", "scope.sites[1].deny_patterns[0]"}},
 		{"several problems", `{"crawl_id":"a b","seeds":["nope"],"politeness":{"delay":"soon"}}`, []string{"crawl_id", "seeds[0]", "politeness.delay"}},
 	}
 	for _, tt := range tests {

@@ -73,6 +73,17 @@ type Scope struct {
 	DetailPatterns      []string `json:"detail_patterns,omitempty"`
 	DetailSelector      string   `json:"detail_selector,omitempty"`
 	FollowDuplicates    bool     `json:"follow_duplicates,omitempty"`
+	// Sites filter the links to one site each; the first rule naming a
+	// link's host applies, after allow_patterns and deny_patterns.
+	Sites []SiteRules `json:"sites,omitempty"`
+}
+
+// SiteRules mirrors crawlv1.SiteRules.
+type SiteRules struct {
+	Hosts         []string `json:"hosts,omitempty"`
+	Domains       []string `json:"domains,omitempty"`
+	AllowPatterns []string `json:"allow_patterns,omitempty"`
+	DenyPatterns  []string `json:"deny_patterns,omitempty"`
 }
 
 // Limits mirrors crawlv1.Limits.
@@ -348,12 +359,16 @@ func buildKeywords(k Keywords, errs *FieldErrors) []keywords.Page {
 	return keywords.Expand(queries, templates, pages)
 }
 
+// scopeList is one list field of a scope: hosts or domains, or RE2
+// patterns (re).
+type scopeList struct {
+	field string
+	items []string
+	re    bool
+}
+
 func buildScope(s Scope, errs *FieldErrors) *crawlv1.Scope {
-	lists := []struct {
-		field string
-		items []string
-		re    bool
-	}{
+	lists := []scopeList{
 		{"scope.allow_hosts", s.AllowHosts, false},
 		{"scope.deny_hosts", s.DenyHosts, false},
 		{"scope.allow_domains", s.AllowDomains, false},
@@ -362,6 +377,54 @@ func buildScope(s Scope, errs *FieldErrors) *crawlv1.Scope {
 		{"scope.deny_patterns", s.DenyPatterns, true},
 		{"scope.detail_patterns", s.DetailPatterns, true},
 	}
+	checkLists(lists, errs)
+	if len(s.Sites) > MaxListItems {
+		errs.add("scope.sites", "%d entries, want at most %d", len(s.Sites), MaxListItems)
+	}
+	var sites []*crawlv1.SiteRules
+	for i, sr := range s.Sites {
+		if i >= MaxListItems {
+			break
+		}
+		field := fmt.Sprintf("scope.sites[%d]", i)
+		if len(sr.Hosts)+len(sr.Domains) == 0 {
+			errs.add(field, "name at least one of hosts and domains")
+		}
+		checkLists([]scopeList{
+			{field + ".hosts", sr.Hosts, false},
+			{field + ".domains", sr.Domains, false},
+			{field + ".allow_patterns", sr.AllowPatterns, true},
+			{field + ".deny_patterns", sr.DenyPatterns, true},
+		}, errs)
+		sites = append(sites, &crawlv1.SiteRules{Hosts: lowerAll(sr.Hosts), Domains: lowerAll(sr.Domains),
+			AllowPatterns: sr.AllowPatterns, DenyPatterns: sr.DenyPatterns})
+	}
+	return &crawlv1.Scope{
+		AllowHosts: lowerAll(s.AllowHosts), DenyHosts: lowerAll(s.DenyHosts),
+		AllowDomains: lowerAll(s.AllowDomains), DenyDomains: lowerAll(s.DenyDomains),
+		SameHostOnly:  s.SameHostOnly,
+		AllowPatterns: s.AllowPatterns, DenyPatterns: s.DenyPatterns,
+		MaxOutlinksPerPage: s.MaxOutlinksPerPage, MaxUrlLength: s.MaxURLLength,
+		MaxRepeatedSegments: s.MaxRepeatedSegments,
+		DetailPatterns:      s.DetailPatterns, DetailSelector: s.DetailSelector,
+		FollowDuplicates: s.FollowDuplicates,
+		Sites:            sites,
+	}
+}
+
+// lowerAll returns the items trimmed and in lower case.
+func lowerAll(in []string) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = strings.ToLower(strings.TrimSpace(v))
+	}
+	return out
+}
+
+// checkLists reports the problems of scope lists: too many entries, empty
+// ones, and entries that are not a host or domain, or not a valid RE2
+// pattern of at most MaxPattern bytes.
+func checkLists(lists []scopeList, errs *FieldErrors) {
 	for _, l := range lists {
 		if len(l.items) > MaxListItems {
 			errs.add(l.field, "%d entries, want at most %d", len(l.items), MaxListItems)
@@ -382,23 +445,6 @@ func buildScope(s Scope, errs *FieldErrors) *crawlv1.Scope {
 				errs.add(field, "%q is not a host or domain", item)
 			}
 		}
-	}
-	lower := func(in []string) []string {
-		out := make([]string, len(in))
-		for i, v := range in {
-			out[i] = strings.ToLower(strings.TrimSpace(v))
-		}
-		return out
-	}
-	return &crawlv1.Scope{
-		AllowHosts: lower(s.AllowHosts), DenyHosts: lower(s.DenyHosts),
-		AllowDomains: lower(s.AllowDomains), DenyDomains: lower(s.DenyDomains),
-		SameHostOnly:  s.SameHostOnly,
-		AllowPatterns: s.AllowPatterns, DenyPatterns: s.DenyPatterns,
-		MaxOutlinksPerPage: s.MaxOutlinksPerPage, MaxUrlLength: s.MaxURLLength,
-		MaxRepeatedSegments: s.MaxRepeatedSegments,
-		DetailPatterns:      s.DetailPatterns, DetailSelector: s.DetailSelector,
-		FollowDuplicates: s.FollowDuplicates,
 	}
 }
 

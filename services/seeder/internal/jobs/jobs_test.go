@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -172,4 +173,40 @@ func FuzzBuildSeedsText(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBuildSiteRules: per-site rules reach the spec (hosts and domains in
+// lower case), and each problem is reported at its field.
+func TestBuildSiteRules(t *testing.T) {
+	scope := &jobs.Scope{Sites: []jobs.SiteRules{
+		{Hosts: []string{"News.Example.com"}, AllowPatterns: []string{`/2024/`}},
+		{Domains: []string{"Blog.example.org"}, DenyPatterns: []string{`/tag/`}},
+	}}
+	job, err := jobs.BuildSpec(jobs.Request{CrawlID: "c", Scope: scope}, nil, now)
+	if err != nil {
+		t.Fatalf("BuildSpec: %v", err)
+	}
+	sites := job.Spec.GetScope().GetSites()
+	if len(sites) != 2 || sites[0].GetHosts()[0] != "news.example.com" || sites[0].GetAllowPatterns()[0] != `/2024/` ||
+		sites[1].GetDomains()[0] != "blog.example.org" || sites[1].GetDenyPatterns()[0] != `/tag/` {
+		t.Errorf("sites %v", sites)
+	}
+
+	bad := &jobs.Scope{Sites: []jobs.SiteRules{
+		{AllowPatterns: []string{`/x/`}},
+		{Hosts: []string{"a.test/path"}, DenyPatterns: []string{"", "("}},
+	}}
+	_, err = jobs.BuildSpec(jobs.Request{CrawlID: "c", Scope: bad}, nil, now)
+	var fe jobs.FieldErrors
+	if !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want field errors", err)
+	}
+	var fields []string
+	for _, e := range fe {
+		fields = append(fields, e.Field)
+	}
+	want := []string{"scope.sites[0]", "scope.sites[1].hosts[0]", "scope.sites[1].deny_patterns[0]", "scope.sites[1].deny_patterns[1]"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("fields %v, want %v (%v)", fields, want, err)
+	}
 }
