@@ -102,6 +102,12 @@ func TestAnalystQueries(t *testing.T) {
 	write(ctx, t, s, chstore.FetchLog, fetches[:20]) // redelivered
 	write(ctx, t, s, chstore.URLSeen, seen)
 	write(ctx, t, s, chstore.Documents, docsRow)
+	var nears []chstore.NearDuplicateRow
+	for _, d := range docsRow[1:4] {
+		nears = append(nears, chstore.NearDuplicateRow{CrawlID: d.CrawlID, URL: d.URL, URLFP: d.URLFP, Host: d.Host,
+			NearDuplicateOf: docsRow[0].URL, Distance: 2, Simhash: 0xfeed, FoundAt: now})
+	}
+	write(ctx, t, s, chstore.NearDuplicates, nears)
 
 	for _, q := range qs {
 		t.Run(q.name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/simhash"
 )
 
 // parserMigrations are the schema versions 200-299, owned by the parser (dropped links, duplicates, sitemaps). Append; never edit
@@ -54,6 +56,70 @@ var parserMigrations = []Migration{
 ) ENGINE = SummingMergeTree(n) PARTITION BY toYYYYMM(minute) ORDER BY (crawl_id, host, reason, minute)`,
 		},
 	},
+	{
+		Version: 201,
+		Name:    "simhash_bands, near_duplicates: near-duplicate detection",
+		Statements: []string{
+			// The near-duplicate index: every document's simhash under each
+			// of its bands (libs/simhash.Bands). A document within
+			// simhash.MaxNearDistance bits of another shares a band key
+			// with it, so a lookup reads a few rows per band however large
+			// the crawl. Keyed by URL too: a redelivery collapses.
+			`CREATE TABLE IF NOT EXISTS simhash_bands (
+	crawl_id String,
+	band UInt8,
+	band_key UInt64,
+	simhash UInt64,
+	url String,
+	first_seen DateTime
+) ENGINE = ReplacingMergeTree ORDER BY (crawl_id, band, band_key, url)`,
+			// The documents found to nearly duplicate an earlier one
+			// (joined with documents on crawl_id, url_fp): a table of its
+			// own, as document_meta is, since 18.16 cannot add a column
+			// idempotently.
+			`CREATE TABLE IF NOT EXISTS near_duplicates (
+	crawl_id String,
+	url String,
+	url_fp UInt64,
+	host String,
+	near_duplicate_of String,
+	distance UInt8,
+	simhash UInt64,
+	found_at DateTime
+) ENGINE = ReplacingMergeTree(found_at) ORDER BY (crawl_id, url_fp)`,
+		},
+	},
+}
+
+// SimhashBandRow is one band of a document's simhash (table
+// simhash_bands).
+type SimhashBandRow struct {
+	CrawlID   string
+	Band      uint8
+	BandKey   uint64
+	Simhash   uint64
+	URL       string
+	FirstSeen time.Time
+}
+
+// NearDuplicateRow records a document found within the crawl's distance
+// of an earlier one (table near_duplicates).
+type NearDuplicateRow struct {
+	CrawlID         string
+	URL             string
+	URLFP           uint64
+	Host            string
+	NearDuplicateOf string
+	Distance        uint8
+	Simhash         uint64
+	FoundAt         time.Time
+}
+
+// NearCandidate is a document of the index that shares a band with a
+// simhash looked up.
+type NearCandidate struct {
+	Simhash uint64
+	URL     string
 }
 
 // DocumentMetaRow is the parser's per-document metadata (table
@@ -118,6 +184,20 @@ var (
 			return []any{r.CrawlID, r.ContentFP, r.URL, r.FirstSeen}
 		},
 	}
+	SimhashBands = Table[SimhashBandRow]{
+		Name:    "simhash_bands",
+		Columns: []string{"crawl_id", "band", "band_key", "simhash", "url", "first_seen"},
+		Values: func(r SimhashBandRow) []any {
+			return []any{r.CrawlID, r.Band, r.BandKey, r.Simhash, r.URL, r.FirstSeen}
+		},
+	}
+	NearDuplicates = Table[NearDuplicateRow]{
+		Name:    "near_duplicates",
+		Columns: []string{"crawl_id", "url", "url_fp", "host", "near_duplicate_of", "distance", "simhash", "found_at"},
+		Values: func(r NearDuplicateRow) []any {
+			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.NearDuplicateOf, r.Distance, r.Simhash, r.FoundAt}
+		},
+	}
 	LinksDropped = Table[LinksDroppedRow]{
 		Name:    "links_dropped",
 		Columns: []string{"crawl_id", "host", "reason", "minute", "n"},
@@ -162,6 +242,48 @@ func (s *Store) SeenContent(ctx context.Context, crawlID string, fps []uint64) (
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read content_seen: %w", err)
+	}
+	return out, nil
+}
+
+// maxNearCandidates bounds one lookup's answer: a band holds a handful of
+// documents per key unless a crawl has that many copies of one text.
+const maxNearCandidates = 10000
+
+// NearCandidates returns, per band asked, the documents of a crawl's
+// near-duplicate index under that band's key (each document once per
+// band, its first-seen URL), at most maxNearCandidates in all.
+func (s *Store) NearCandidates(ctx context.Context, crawlID string, bands []simhash.Band) (map[simhash.Band][]NearCandidate, error) {
+	out := make(map[simhash.Band][]NearCandidate)
+	if len(bands) == 0 {
+		return out, nil
+	}
+	// Numbers, inlined (18.16 binds no tuple parameters).
+	var in strings.Builder
+	for i, b := range bands {
+		if i > 0 {
+			in.WriteByte(',')
+		}
+		fmt.Fprintf(&in, "(%d,%d)", b.Index, b.Key)
+	}
+	rows, err := s.conn.Query(ctx, "SELECT band, band_key, simhash, argMin(url, (first_seen, url)) FROM simhash_bands WHERE crawl_id = ? AND (band, band_key) IN ("+
+		in.String()+fmt.Sprintf(") GROUP BY band, band_key, simhash LIMIT %d", maxNearCandidates), crawlID)
+	if err != nil {
+		return nil, fmt.Errorf("query simhash_bands: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			b simhash.Band
+			c NearCandidate
+		)
+		if err := rows.Scan(&b.Index, &b.Key, &c.Simhash, &c.URL); err != nil {
+			return nil, fmt.Errorf("scan simhash_bands: %w", err)
+		}
+		out[b] = append(out[b], c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read simhash_bands: %w", err)
 	}
 	return out, nil
 }

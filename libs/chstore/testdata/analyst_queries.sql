@@ -157,6 +157,21 @@ FROM documents FINAL
 GROUP BY crawl_id
 ORDER BY crawl_id;
 
+-- name: near_duplicates
+-- Documents that nearly duplicate an earlier one (mirrors, reprints, pages that differ by a date or a word), with the original and the distance between their simhashes.
+SELECT
+    n.crawl_id,
+    n.near_duplicate_of AS original,
+    count() AS copies,
+    groupArray(5)(n.url) AS some_copies,
+    min(n.distance) AS closest_bits,
+    any(d.title) AS a_copy_title
+FROM near_duplicates AS n FINAL
+ANY LEFT JOIN (SELECT crawl_id, url_fp, title FROM documents FINAL) AS d USING (crawl_id, url_fp)
+GROUP BY n.crawl_id, n.near_duplicate_of
+ORDER BY copies DESC, original
+LIMIT 100;
+
 -- name: documents_found
 -- Documents extracted per crawl and host, with language mix and link counts.
 SELECT

@@ -28,28 +28,30 @@ const (
 
 // Document is one extracted page.
 type Document struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CrawlId       string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
-	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`                   // canonical
-	UrlFp         uint64                 `protobuf:"varint,3,opt,name=url_fp,json=urlFp,proto3" json:"url_fp,omitempty"` // 64-bit Rabin fingerprint of url
-	Host          string                 `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`                 // politeness key
-	FetchedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=fetched_at,json=fetchedAt,proto3" json:"fetched_at,omitempty"`
-	StatusCode    uint32                 `protobuf:"varint,6,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
-	ContentType   string                 `protobuf:"bytes,7,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"` // media type without parameters
-	Title         string                 `protobuf:"bytes,8,opt,name=title,proto3" json:"title,omitempty"`
-	Description   string                 `protobuf:"bytes,9,opt,name=description,proto3" json:"description,omitempty"`                      // <meta name=description>
-	Language      string                 `protobuf:"bytes,10,opt,name=language,proto3" json:"language,omitempty"`                           // <html lang> or Content-Language, lower-cased
-	Text          string                 `protobuf:"bytes,11,opt,name=text,proto3" json:"text,omitempty"`                                   // visible text, whitespace normalized
-	ContentFp     uint64                 `protobuf:"varint,12,opt,name=content_fp,json=contentFp,proto3" json:"content_fp,omitempty"`       // 64-bit Rabin fingerprint of text (exact duplicates)
-	Simhash       uint64                 `protobuf:"varint,13,opt,name=simhash,proto3" json:"simhash,omitempty"`                            // 64-bit simhash of text shingles (near duplicates)
-	IsDuplicate   bool                   `protobuf:"varint,14,opt,name=is_duplicate,json=isDuplicate,proto3" json:"is_duplicate,omitempty"` // content_fp was already seen in this crawl (at another URL)
-	DuplicateOf   string                 `protobuf:"bytes,15,opt,name=duplicate_of,json=duplicateOf,proto3" json:"duplicate_of,omitempty"`  // the URL first seen with this content_fp, when known
-	Outlinks      uint32                 `protobuf:"varint,16,opt,name=outlinks,proto3" json:"outlinks,omitempty"`                          // outlinks published
-	Depth         uint32                 `protobuf:"varint,17,opt,name=depth,proto3" json:"depth,omitempty"`
-	CanonicalUrl  string                 `protobuf:"bytes,18,opt,name=canonical_url,json=canonicalUrl,proto3" json:"canonical_url,omitempty"` // <link rel=canonical>, resolved and canonical
-	TextTruncated bool                   `protobuf:"varint,19,opt,name=text_truncated,json=textTruncated,proto3" json:"text_truncated,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	CrawlId               string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
+	Url                   string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`                   // canonical
+	UrlFp                 uint64                 `protobuf:"varint,3,opt,name=url_fp,json=urlFp,proto3" json:"url_fp,omitempty"` // 64-bit Rabin fingerprint of url
+	Host                  string                 `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`                 // politeness key
+	FetchedAt             *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=fetched_at,json=fetchedAt,proto3" json:"fetched_at,omitempty"`
+	StatusCode            uint32                 `protobuf:"varint,6,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
+	ContentType           string                 `protobuf:"bytes,7,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"` // media type without parameters
+	Title                 string                 `protobuf:"bytes,8,opt,name=title,proto3" json:"title,omitempty"`
+	Description           string                 `protobuf:"bytes,9,opt,name=description,proto3" json:"description,omitempty"`                      // <meta name=description>
+	Language              string                 `protobuf:"bytes,10,opt,name=language,proto3" json:"language,omitempty"`                           // <html lang> or Content-Language, lower-cased
+	Text                  string                 `protobuf:"bytes,11,opt,name=text,proto3" json:"text,omitempty"`                                   // visible text, whitespace normalized
+	ContentFp             uint64                 `protobuf:"varint,12,opt,name=content_fp,json=contentFp,proto3" json:"content_fp,omitempty"`       // 64-bit Rabin fingerprint of text (exact duplicates)
+	Simhash               uint64                 `protobuf:"varint,13,opt,name=simhash,proto3" json:"simhash,omitempty"`                            // 64-bit simhash of text shingles (near duplicates)
+	IsDuplicate           bool                   `protobuf:"varint,14,opt,name=is_duplicate,json=isDuplicate,proto3" json:"is_duplicate,omitempty"` // content_fp was already seen in this crawl (at another URL)
+	DuplicateOf           string                 `protobuf:"bytes,15,opt,name=duplicate_of,json=duplicateOf,proto3" json:"duplicate_of,omitempty"`  // the URL first seen with this content_fp, when known
+	Outlinks              uint32                 `protobuf:"varint,16,opt,name=outlinks,proto3" json:"outlinks,omitempty"`                          // outlinks published
+	Depth                 uint32                 `protobuf:"varint,17,opt,name=depth,proto3" json:"depth,omitempty"`
+	CanonicalUrl          string                 `protobuf:"bytes,18,opt,name=canonical_url,json=canonicalUrl,proto3" json:"canonical_url,omitempty"` // <link rel=canonical>, resolved and canonical
+	TextTruncated         bool                   `protobuf:"varint,19,opt,name=text_truncated,json=textTruncated,proto3" json:"text_truncated,omitempty"`
+	NearDuplicateOf       string                 `protobuf:"bytes,20,opt,name=near_duplicate_of,json=nearDuplicateOf,proto3" json:"near_duplicate_of,omitempty"`                    // an earlier document whose simhash is within the parser's distance, when found
+	NearDuplicateDistance uint32                 `protobuf:"varint,21,opt,name=near_duplicate_distance,json=nearDuplicateDistance,proto3" json:"near_duplicate_distance,omitempty"` // bits between the two simhashes
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Document) Reset() {
@@ -215,12 +217,26 @@ func (x *Document) GetTextTruncated() bool {
 	return false
 }
 
+func (x *Document) GetNearDuplicateOf() string {
+	if x != nil {
+		return x.NearDuplicateOf
+	}
+	return ""
+}
+
+func (x *Document) GetNearDuplicateDistance() uint32 {
+	if x != nil {
+		return x.NearDuplicateDistance
+	}
+	return 0
+}
+
 var File_parser_proto protoreflect.FileDescriptor
 
 const file_parser_proto_rawDesc = "" +
 	"\n" +
 	"\fparser.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc6\x04\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\x05\n" +
 	"\bDocument\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -244,7 +260,9 @@ const file_parser_proto_rawDesc = "" +
 	"\boutlinks\x18\x10 \x01(\rR\boutlinks\x12\x14\n" +
 	"\x05depth\x18\x11 \x01(\rR\x05depth\x12#\n" +
 	"\rcanonical_url\x18\x12 \x01(\tR\fcanonicalUrl\x12%\n" +
-	"\x0etext_truncated\x18\x13 \x01(\bR\rtextTruncatedB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
+	"\x0etext_truncated\x18\x13 \x01(\bR\rtextTruncated\x12*\n" +
+	"\x11near_duplicate_of\x18\x14 \x01(\tR\x0fnearDuplicateOf\x126\n" +
+	"\x17near_duplicate_distance\x18\x15 \x01(\rR\x15nearDuplicateDistanceB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
 
 var (
 	file_parser_proto_rawDescOnce sync.Once

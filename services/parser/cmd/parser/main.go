@@ -68,6 +68,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, cfg.ClickHouse.Batch(), log, sreg)
 	contentSeen := chstore.NewBatchWriter(store, chstore.ContentSeen, cfg.ClickHouse.Batch(), log, sreg)
 	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, cfg.ClickHouse.Batch(), log, sreg)
+	bands := chstore.NewBatchWriter(store, chstore.SimhashBands, cfg.ClickHouse.Batch(), log, sreg)
+	nearDups := chstore.NewBatchWriter(store, chstore.NearDuplicates, cfg.ClickHouse.Batch(), log, sreg)
 	metrics, err := pages.NewMetrics(sreg)
 	if err != nil {
 		return err
@@ -75,6 +77,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	specs := crawlcontrol.NewSpecs()
 	proc := pages.NewProcessor(cfg.Parser, topics, pages.Sinks{
 		Publisher: writer, Documents: docs, Meta: meta, ContentSeen: contentSeen, Dropped: dropped, Seen: store,
+		Bands: bands, NearDups: nearDups, Near: store,
 	}, specs, engines, log, metrics, time.Now)
 	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:  cfg.Kafka.GroupFor(name),
@@ -102,6 +105,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	svc.Go(service.Flush, "document_meta writer", meta.Run)
 	svc.Go(service.Flush, "content_seen writer", contentSeen.Run)
 	svc.Go(service.Flush, "links_dropped writer", dropped.Run)
+	svc.Go(service.Flush, "simhash_bands writer", bands.Run)
+	svc.Go(service.Flush, "near_duplicates writer", nearDups.Run)
 	log.Info("parser starting", telemetry.Topic(topics.Fetched), zap.String("group", cfg.Kafka.GroupFor(name)))
 	return svc.Run(ctx)
 }

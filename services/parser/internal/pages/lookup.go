@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/simhash"
 )
 
 // lookupWindow is how long a round of content lookups gathers the batches
@@ -14,42 +17,37 @@ const lookupWindow = 25 * time.Millisecond
 // the batch that started the round, which others share.
 const lookupTimeout = 30 * time.Second
 
-// coalescedIndex asks a ContentIndex about the content fingerprints of many
-// batches at once: the partitions' batches were one content_seen query
-// each, a hundred a second on the bench web, each a full query for the
-// server. The first batch of a round waits lookupWindow for others to join,
-// then makes one query per crawl for all of them and hands each batch its
-// answer. No goroutine of its own: the first caller does the work. Safe for
-// concurrent use.
-type coalescedIndex struct {
-	index  ContentIndex
+// coalescer asks a lookup about the keys of many batches at once: the
+// partitions' batches were one query each, a hundred a second on the bench
+// web, each a full query for the server. The first batch of a round waits
+// window for others to join, then makes one lookup per crawl for all of
+// them and hands each batch its answer. No goroutine of its own: the first
+// caller does the work. Safe for concurrent use.
+type coalescer[K comparable, V any] struct {
+	lookup func(ctx context.Context, crawlID string, keys []K) (map[K]V, error)
 	window time.Duration
 
 	mu   sync.Mutex
-	next *lookupRound // gathering, nil when none is
+	next *lookupRound[K, V] // gathering, nil when none is
 }
 
-type lookupRound struct {
-	fps   map[string][]uint64 // by crawl
-	ready chan struct{}       // closed when found and err are set
-	found map[string]map[uint64]string
+type lookupRound[K comparable, V any] struct {
+	keys  map[string][]K // by crawl
+	ready chan struct{}  // closed when found and err are set
+	found map[string]map[K]V
 	err   error
 }
 
-func newCoalescedIndex(index ContentIndex, window time.Duration) *coalescedIndex {
-	return &coalescedIndex{index: index, window: window}
-}
-
-// SeenContent is ContentIndex.SeenContent, answered by a shared round.
-func (c *coalescedIndex) SeenContent(ctx context.Context, crawlID string, fps []uint64) (map[uint64]string, error) {
+// get returns lookup's answer for keys, from a shared round.
+func (c *coalescer[K, V]) get(ctx context.Context, crawlID string, keys []K) (map[K]V, error) {
 	c.mu.Lock()
 	r := c.next
 	leader := r == nil
 	if leader {
-		r = &lookupRound{fps: make(map[string][]uint64), ready: make(chan struct{})}
+		r = &lookupRound[K, V]{keys: make(map[string][]K), ready: make(chan struct{})}
 		c.next = r
 	}
-	r.fps[crawlID] = append(r.fps[crawlID], fps...)
+	r.keys[crawlID] = append(r.keys[crawlID], keys...)
 	c.mu.Unlock()
 	if leader {
 		c.run(ctx, r) // the round is answered when it returns
@@ -63,17 +61,17 @@ func (c *coalescedIndex) SeenContent(ctx context.Context, crawlID string, fps []
 	if r.err != nil {
 		return nil, r.err
 	}
-	out := make(map[uint64]string)
-	for _, fp := range fps {
-		if u, ok := r.found[crawlID][fp]; ok {
-			out[fp] = u
+	out := make(map[K]V)
+	for _, k := range keys {
+		if v, ok := r.found[crawlID][k]; ok {
+			out[k] = v
 		}
 	}
 	return out, nil
 }
 
 // run gathers for the window, closes the round to newcomers and queries.
-func (c *coalescedIndex) run(ctx context.Context, r *lookupRound) {
+func (c *coalescer[K, V]) run(ctx context.Context, r *lookupRound[K, V]) {
 	t := time.NewTimer(c.window)
 	<-t.C // short: not cut by ctx, the round is the others' too
 	c.mu.Lock()
@@ -81,9 +79,9 @@ func (c *coalescedIndex) run(ctx context.Context, r *lookupRound) {
 	c.mu.Unlock()
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
 	defer cancel()
-	r.found = make(map[string]map[uint64]string, len(r.fps))
-	for crawlID, fps := range r.fps {
-		found, err := c.index.SeenContent(qctx, crawlID, fps)
+	r.found = make(map[string]map[K]V, len(r.keys))
+	for crawlID, keys := range r.keys {
+		found, err := c.lookup(qctx, crawlID, keys)
 		if err != nil {
 			r.err = err
 			break
@@ -91,4 +89,32 @@ func (c *coalescedIndex) run(ctx context.Context, r *lookupRound) {
 		r.found[crawlID] = found
 	}
 	close(r.ready)
+}
+
+// coalescedIndex is a ContentIndex answered by shared rounds.
+type coalescedIndex struct {
+	c coalescer[uint64, string]
+}
+
+func newCoalescedIndex(index ContentIndex, window time.Duration) *coalescedIndex {
+	return &coalescedIndex{c: coalescer[uint64, string]{lookup: index.SeenContent, window: window}}
+}
+
+// SeenContent is ContentIndex.SeenContent, answered by a shared round.
+func (ci *coalescedIndex) SeenContent(ctx context.Context, crawlID string, fps []uint64) (map[uint64]string, error) {
+	return ci.c.get(ctx, crawlID, fps)
+}
+
+// coalescedNear is a NearIndex answered by shared rounds.
+type coalescedNear struct {
+	c coalescer[simhash.Band, []chstore.NearCandidate]
+}
+
+func newCoalescedNear(index NearIndex, window time.Duration) *coalescedNear {
+	return &coalescedNear{c: coalescer[simhash.Band, []chstore.NearCandidate]{lookup: index.NearCandidates, window: window}}
+}
+
+// NearCandidates is NearIndex.NearCandidates, answered by a shared round.
+func (cn *coalescedNear) NearCandidates(ctx context.Context, crawlID string, bands []simhash.Band) (map[simhash.Band][]chstore.NearCandidate, error) {
+	return cn.c.get(ctx, crawlID, bands)
 }

@@ -105,9 +105,9 @@ func waitRound(t *testing.T, c *coalescedIndex) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		c.mu.Lock()
-		open := c.next != nil
-		c.mu.Unlock()
+		c.c.mu.Lock()
+		open := c.c.next != nil
+		c.c.mu.Unlock()
 		if open {
 			return
 		}

@@ -19,10 +19,13 @@ const (
 	OutcomeInvalidURL  = "invalid_url" // the page URL itself is not crawlable
 	OutcomeUndecodable = "undecodable" // the record is not a FetchedPage
 	OutcomeDuplicate   = "duplicate"   // HTML page: document stored, marked a duplicate of an earlier page
-	OutcomeList        = "list"        // HTML page: not a detail page of the crawl, links published only
-	OutcomeSERP        = "serp"        // search engine result page: result links published only
-	OutcomeSitemap     = "sitemap"     // sitemap: listed URLs published
-	OutcomeBadSitemap  = "bad_sitemap" // sitemap that could not be parsed (broken gzip, …)
+	// OutcomeNearDuplicate: HTML page, document stored, its simhash within
+	// the near-duplicate distance of an earlier page's.
+	OutcomeNearDuplicate = "near_duplicate"
+	OutcomeList          = "list"        // HTML page: not a detail page of the crawl, links published only
+	OutcomeSERP          = "serp"        // search engine result page: result links published only
+	OutcomeSitemap       = "sitemap"     // sitemap: listed URLs published
+	OutcomeBadSitemap    = "bad_sitemap" // sitemap that could not be parsed (broken gzip, …)
 )
 
 // DropKey is the links_dropped_total reason of a link whose record key
@@ -33,6 +36,11 @@ const DropKey = "key"
 // page whose content duplicates an earlier page, when the crawl does not
 // follow duplicates.
 const DropDuplicatePage = "duplicate_page"
+
+// DropNearDuplicatePage is the links_dropped_total reason of the links of
+// a page that nearly duplicates an earlier page, when the crawl does not
+// follow duplicates.
+const DropNearDuplicatePage = "near_duplicate_page"
 
 // DropPublished is the links_dropped_total reason of a link this parser
 // published recently at a depth as small (internal/recent), or that an

@@ -48,6 +48,7 @@ type Config struct {
 	RecentLinks         int    // flag recent-links: outlinks remembered as published (0 = off)
 	ResolveCache        int    // flag resolve-cache: link resolutions remembered across pages (0 = off)
 	PublishDocuments    bool   // flag publish-documents: also produce every document to the documents topic
+	NearDistance        int    // flag near-duplicate-distance: simhash bits within which a document nearly duplicates an earlier one (0 = off)
 }
 
 // Defaults of Config.
@@ -72,6 +73,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
 	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published (8 bytes each) so that a link repeated on many pages is published once; 0 disables")
 	fs.BoolVar(&c.PublishDocuments, "publish-documents", false, "also produce every document (text included) to the documents topic, for downstream consumers; ClickHouse's documents table has them either way")
+	fs.IntVar(&c.NearDistance, "near-duplicate-distance", simhash.NearDistance, fmt.Sprintf("a document whose text's simhash is at most this many bits from an earlier document's of the crawl is its near duplicate (0 = off, at most %d)", simhash.MaxNearDistance))
 	fs.IntVar(&c.ResolveCache, "resolve-cache", DefaultResolveCache, "link resolutions remembered across pages (about 200 bytes each), so that a link a site repeats is parsed once; 0 disables")
 }
 
@@ -90,6 +92,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("validate max-repeated-segments %d: want at least 0", c.MaxRepeatedSegments)
 	case c.RecentLinks < 0 || c.RecentLinks > 1<<30:
 		return fmt.Errorf("validate recent-links %d: want 0 to %d", c.RecentLinks, 1<<30)
+	case c.NearDistance < 0 || c.NearDistance > simhash.MaxNearDistance:
+		return fmt.Errorf("validate near-duplicate-distance %d: want 0 to %d", c.NearDistance, simhash.MaxNearDistance)
 	case c.ResolveCache < 0 || c.ResolveCache > 1<<26:
 		return fmt.Errorf("validate resolve-cache %d: want 0 to %d", c.ResolveCache, 1<<26)
 	}
@@ -127,6 +131,9 @@ type Sinks struct {
 	ContentSeen Writer[chstore.ContentSeenRow]
 	Dropped     Writer[chstore.LinksDroppedRow]
 	Seen        ContentIndex
+	Bands       Writer[chstore.SimhashBandRow]   // near-duplicate index (nil: none kept)
+	NearDups    Writer[chstore.NearDuplicateRow] // documents found near an earlier one
+	Near        NearIndex                        // nil: no near-duplicate detection
 }
 
 // Processor turns fetched pages into outlinks and documents. It is stateless
@@ -141,6 +148,7 @@ type Processor struct {
 	engines *serp.Engines
 	recent  *recent.Links // nil: off
 	content *recentContent
+	near    *recentNear
 	resolve *urlcanon.ResolveCache // nil: off
 	log     *zap.Logger
 	metrics *Metrics
@@ -164,8 +172,11 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 	if sinks.Seen != nil {
 		sinks.Seen = newCoalescedIndex(sinks.Seen, lookupWindow)
 	}
+	if sinks.Near != nil {
+		sinks.Near = newCoalescedNear(sinks.Near, lookupWindow)
+	}
 	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
-		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), resolve: urlcanon.NewResolveCache(cfg.ResolveCache),
+		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), near: newRecentNear(recentNearSize), resolve: urlcanon.NewResolveCache(cfg.ResolveCache),
 		log: log, metrics: m, now: now}
 }
 
@@ -200,9 +211,11 @@ type result struct {
 
 // document is a page to store, before duplicate detection.
 type document struct {
-	row  chstore.DocumentRow
-	meta chstore.DocumentMetaRow
-	msg  *crawlv1.Document
+	row     chstore.DocumentRow
+	meta    chstore.DocumentMetaRow
+	msg     *crawlv1.Document
+	indexed bool                      // its simhash goes into the near-duplicate index
+	near    *chstore.NearDuplicateRow // set when it nearly duplicates an earlier document
 }
 
 func (r *result) drop(reason string, n int) {
@@ -244,12 +257,17 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	if err := p.markDuplicates(ctx, results); err != nil {
 		return err
 	}
+	if err := p.markNearDuplicates(ctx, results); err != nil {
+		return err
+	}
 
 	var (
 		msgs    []kafka.Message
 		docs    []chstore.DocumentRow
 		metas   []chstore.DocumentMetaRow
 		firsts  []chstore.ContentSeenRow
+		bands   []chstore.SimhashBandRow
+		nears   []chstore.NearDuplicateRow
 		outlink int
 	)
 	dropped := make(map[chstore.LinksDroppedRow]uint64)
@@ -282,6 +300,12 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		if !d.meta.IsDuplicate && d.row.Text != "" {
 			firsts = append(firsts, chstore.ContentSeenRow{CrawlID: d.row.CrawlID, ContentFP: d.row.ContentFP, URL: d.row.URL, FirstSeen: d.row.FetchedAt})
 		}
+		if d.indexed {
+			bands = append(bands, bandRows(d)...)
+		}
+		if d.near != nil {
+			nears = append(nears, *d.near)
+		}
 		if !p.cfg.PublishDocuments {
 			continue
 		}
@@ -308,7 +332,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	acks := kafkaio.AckRefs(batch) // not the pages: they are parsed
 	h.stores.Go(func(ctx context.Context) error {
-		if err := p.store(ctx, docs, metas, firsts, rows); err != nil {
+		if err := p.store(ctx, stored{docs, metas, firsts, rows, bands, nears}); err != nil {
 			return err
 		}
 		p.metrics.documents.Add(float64(len(docs)))
@@ -320,15 +344,27 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	return nil
 }
 
-// store inserts a batch's documents, metadata, first-seen content and
-// dropped-link counts, concurrently (each writer flushes on its own clock).
-func (p *Processor) store(ctx context.Context, docs []chstore.DocumentRow, metas []chstore.DocumentMetaRow,
-	firsts []chstore.ContentSeenRow, dropped []chstore.LinksDroppedRow) error {
+// stored is what one batch inserts.
+type stored struct {
+	docs    []chstore.DocumentRow
+	metas   []chstore.DocumentMetaRow
+	firsts  []chstore.ContentSeenRow
+	dropped []chstore.LinksDroppedRow
+	bands   []chstore.SimhashBandRow
+	nears   []chstore.NearDuplicateRow
+}
+
+// store inserts a batch's documents, metadata, first-seen content,
+// dropped-link counts and near-duplicate index rows, concurrently (each
+// writer flushes on its own clock).
+func (p *Processor) store(ctx context.Context, s stored) error {
 	var g errgroup.Group
-	g.Go(func() error { return write(ctx, p.sinks.Documents, docs, "documents") })
-	g.Go(func() error { return write(ctx, p.sinks.Meta, metas, "document metadata") })
-	g.Go(func() error { return write(ctx, p.sinks.ContentSeen, firsts, "content fingerprints") })
-	g.Go(func() error { return write(ctx, p.sinks.Dropped, dropped, "dropped link counts") })
+	g.Go(func() error { return write(ctx, p.sinks.Documents, s.docs, "documents") })
+	g.Go(func() error { return write(ctx, p.sinks.Meta, s.metas, "document metadata") })
+	g.Go(func() error { return write(ctx, p.sinks.ContentSeen, s.firsts, "content fingerprints") })
+	g.Go(func() error { return write(ctx, p.sinks.Dropped, s.dropped, "dropped link counts") })
+	g.Go(func() error { return write(ctx, p.sinks.Bands, s.bands, "simhash bands") })
+	g.Go(func() error { return write(ctx, p.sinks.NearDups, s.nears, "near duplicates") })
 	return g.Wait()
 }
 

@@ -1,0 +1,46 @@
+package pages_test
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/trawl-crawler/trawl/libs/simhash"
+	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+)
+
+// TestConfigFlags: the defaults validate, near-duplicate detection is on
+// at simhash.NearDistance, and out-of-range values are refused by name.
+func TestConfigFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: nil},
+		{args: []string{"-near-duplicate-distance", "0"}},
+		{args: []string{"-near-duplicate-distance", "4"}, wantErr: "near-duplicate-distance 4"},
+		{args: []string{"-near-duplicate-distance", "-1"}, wantErr: "near-duplicate-distance -1"},
+		{args: []string{"-batch-size", "0"}, wantErr: "batch-size 0"},
+		{args: []string{"-recent-links", "-1"}, wantErr: "recent-links -1"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var c pages.Config
+			fs := flag.NewFlagSet("parser", flag.ContinueOnError)
+			c.RegisterFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if tt.args == nil && c.NearDistance != simhash.NearDistance {
+				t.Errorf("default near-duplicate-distance %d, want %d", c.NearDistance, simhash.NearDistance)
+			}
+			err := c.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("Validate = %v, want an error naming %q", err, tt.wantErr)
+			}
+		})
+	}
+}
