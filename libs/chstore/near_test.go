@@ -2,8 +2,12 @@ package chstore_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/chtest"
@@ -54,5 +58,40 @@ func TestNearCandidates(t *testing.T) {
 	}
 	if got, err := s.NearCandidates(ctx, "c3", bands[:]); err != nil || len(got) != 0 {
 		t.Errorf("crawl without documents: %v, %v; want nothing", got, err)
+	}
+}
+
+// TestNearCandidatesUseTheIndex: a lookup reads the granules of the bands
+// asked, not the crawl's index: with 300 000 rows, a two-band lookup stays
+// under a read limit of 65 536 rows.
+func TestNearCandidatesUseTheIndex(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := chtest.NewStore(t)
+	rng := rand.New(rand.NewPCG(9, 9))
+	rows := make([]chstore.SimhashBandRow, 0, 300000)
+	for i := range 30000 {
+		h := rng.Uint64()
+		for _, b := range simhash.Bands(h) {
+			rows = append(rows, chstore.SimhashBandRow{CrawlID: "big", Band: b.Index, BandKey: b.Key, Simhash: h,
+				URL: fmt.Sprintf("http://h.test/%d", i), FirstSeen: base})
+		}
+	}
+	write(ctx, t, s, chstore.SimhashBands, rows)
+	want := rows[len(rows)-1]
+	bands := simhash.Bands(want.Simhash)
+	limited := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_rows_to_read": 65536}))
+	got, err := s.NearCandidates(limited, "big", bands[:2])
+	if err != nil {
+		t.Fatalf("lookup of two bands over %d rows: %v", len(rows), err)
+	}
+	if cs := got[bands[0]]; len(cs) == 0 || cs[0].Simhash != want.Simhash {
+		t.Errorf("band %v: %+v, want the indexed simhash %x", bands[0], cs, want.Simhash)
+	}
+	// The limit bites: a scan of the crawl's rows is refused.
+	var n uint64
+	err = s.Conn().QueryRow(limited, "SELECT count() FROM simhash_bands WHERE crawl_id = 'big' AND simhash % 7 = 1").Scan(&n)
+	if err == nil {
+		t.Errorf("a full scan passed the read limit (%d rows): the limit proves nothing", n)
 	}
 }

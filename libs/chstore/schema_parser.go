@@ -3,6 +3,8 @@ package chstore
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -258,16 +260,29 @@ func (s *Store) NearCandidates(ctx context.Context, crawlID string, bands []simh
 	if len(bands) == 0 {
 		return out, nil
 	}
-	// Numbers, inlined (18.16 binds no tuple parameters).
-	var in strings.Builder
-	for i, b := range bands {
-		if i > 0 {
-			in.WriteByte(',')
-		}
-		fmt.Fprintf(&in, "(%d,%d)", b.Index, b.Key)
+	// Keys grouped by band, each band a condition on the key's prefix
+	// (crawl_id, band, band_key) that the primary index serves; numbers,
+	// inlined (18.16 binds no array parameters).
+	byBand := make(map[uint8][]uint64)
+	for _, b := range bands {
+		byBand[b.Index] = append(byBand[b.Index], b.Key)
 	}
-	rows, err := s.conn.Query(ctx, "SELECT band, band_key, simhash, argMin(url, (first_seen, url)) FROM simhash_bands WHERE crawl_id = ? AND (band, band_key) IN ("+
-		in.String()+fmt.Sprintf(") GROUP BY band, band_key, simhash LIMIT %d", maxNearCandidates), crawlID)
+	var cond strings.Builder
+	for _, idx := range slices.Sorted(maps.Keys(byBand)) {
+		if cond.Len() > 0 {
+			cond.WriteString(" OR ")
+		}
+		fmt.Fprintf(&cond, "(band = %d AND band_key IN (", idx)
+		for i, k := range byBand[idx] {
+			if i > 0 {
+				cond.WriteByte(',')
+			}
+			fmt.Fprintf(&cond, "%d", k)
+		}
+		cond.WriteString("))")
+	}
+	rows, err := s.conn.Query(ctx, "SELECT band, band_key, simhash, argMin(url, (first_seen, url)) FROM simhash_bands WHERE crawl_id = ? AND ("+
+		cond.String()+fmt.Sprintf(") GROUP BY band, band_key, simhash LIMIT %d", maxNearCandidates), crawlID)
 	if err != nil {
 		return nil, fmt.Errorf("query simhash_bands: %w", err)
 	}

@@ -107,38 +107,50 @@ func (n *recentNear) remember(doc nearDoc, bands [simhash.BandCount]simhash.Band
 	}
 }
 
-// markNearDuplicates flags the documents whose simhash is within
-// Config.NearDistance bits of an earlier document of the crawl at another
-// URL (in ClickHouse's simhash_bands, or recently in this process), drops
-// their links when the crawl does not follow duplicates, and gives every
-// document it looked at its band rows. Exact duplicates and pages without
-// text are left out.
-func (p *Processor) markNearDuplicates(ctx context.Context, results []*result) error {
+// nearLookup is the near-duplicate index's answer for a batch's
+// documents, by crawl and band.
+type nearLookup map[string]map[simhash.Band][]chstore.NearCandidate
+
+// lookupNear asks the near-duplicate index about the bands of every
+// document with text (exact duplicates included: it runs while
+// markDuplicates looks them up, so that both share a round's timing).
+func (p *Processor) lookupNear(ctx context.Context, results []*result) (nearLookup, error) {
 	if p.cfg.NearDistance <= 0 || p.sinks.Near == nil {
-		return nil
+		return nil, nil
 	}
 	byCrawl := make(map[string][]simhash.Band)
-	var docs []*result
 	for _, r := range results {
-		if d := r.doc; d != nil && d.row.Text != "" && !d.meta.IsDuplicate && d.meta.Simhash != 0 {
+		if d := r.doc; d != nil && d.row.Text != "" && d.meta.Simhash != 0 {
 			bands := simhash.Bands(d.meta.Simhash)
 			byCrawl[r.crawlID] = append(byCrawl[r.crawlID], bands[:]...)
-			docs = append(docs, r)
 		}
 	}
-	if len(docs) == 0 {
-		return nil
-	}
-	stored := make(map[string]map[simhash.Band][]chstore.NearCandidate, len(byCrawl))
+	out := make(nearLookup, len(byCrawl))
 	for crawlID, bands := range byCrawl {
 		found, err := p.sinks.Near.NearCandidates(ctx, crawlID, bands)
 		if err != nil {
-			return fmt.Errorf("look up near duplicates: %w", err)
+			return nil, fmt.Errorf("look up near duplicates: %w", err)
 		}
-		stored[crawlID] = found
+		out[crawlID] = found
 	}
-	for _, r := range docs {
+	return out, nil
+}
+
+// markNearDuplicates flags the documents whose simhash is within
+// Config.NearDistance bits of an earlier document of the crawl at another
+// URL (among the stored candidates, or recently in this process), drops
+// their links when the crawl does not follow duplicates, and gives every
+// document it looked at its band rows. Exact duplicates and pages without
+// text are left out.
+func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
+	if stored == nil {
+		return
+	}
+	for _, r := range results {
 		d := r.doc
+		if d == nil || d.row.Text == "" || d.meta.IsDuplicate || d.meta.Simhash == 0 {
+			continue
+		}
 		var cands []chstore.NearCandidate
 		for _, b := range simhash.Bands(d.meta.Simhash) {
 			cands = append(cands, stored[r.crawlID][b]...)
@@ -157,7 +169,6 @@ func (p *Processor) markNearDuplicates(ctx context.Context, results []*result) e
 			r.links, r.linkFPs = nil, nil
 		}
 	}
-	return nil
 }
 
 // bandRows returns the simhash_bands rows of a document.

@@ -254,12 +254,19 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 		results = append(results, res)
 	}
-	if err := p.markDuplicates(ctx, results); err != nil {
+	// The near-duplicate lookup runs beside the exact one: their rounds
+	// start together and both answers are in when marking starts.
+	var near nearLookup
+	var lookups errgroup.Group
+	lookups.Go(func() (err error) {
+		near, err = p.lookupNear(ctx, results)
+		return err
+	})
+	lookups.Go(func() error { return p.markDuplicates(ctx, results) })
+	if err := lookups.Wait(); err != nil {
 		return err
 	}
-	if err := p.markNearDuplicates(ctx, results); err != nil {
-		return err
-	}
+	p.markNearDuplicates(results, near)
 
 	var (
 		msgs    []kafka.Message
