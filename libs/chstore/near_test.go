@@ -61,9 +61,9 @@ func TestNearCandidates(t *testing.T) {
 	}
 }
 
-// TestNearCandidatesUseTheIndex: a lookup reads the granules of the bands
+// TestNearCandidatesUseTheIndex: a lookup reads the granules of the keys
 // asked, not the crawl's index: with 300 000 rows, a two-band lookup stays
-// under a read limit of 65 536 rows.
+// under a read limit of 16 384 rows (a few granules of 1 024).
 func TestNearCandidatesUseTheIndex(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -80,7 +80,7 @@ func TestNearCandidatesUseTheIndex(t *testing.T) {
 	write(ctx, t, s, chstore.SimhashBands, rows)
 	want := rows[len(rows)-1]
 	bands := simhash.Bands(want.Simhash)
-	limited := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_rows_to_read": 65536}))
+	limited := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_rows_to_read": 16384}))
 	got, err := s.NearCandidates(limited, "big", bands[:2])
 	if err != nil {
 		t.Fatalf("lookup of two bands over %d rows: %v", len(rows), err)
