@@ -108,6 +108,13 @@ func TestAnalystQueries(t *testing.T) {
 			NearDuplicateOf: docsRow[0].URL, Distance: 2, Simhash: 0xfeed, FoundAt: now})
 	}
 	write(ctx, t, s, chstore.NearDuplicates, nears)
+	var links []chstore.LinkRow
+	for i, f := range fetches[:40] {
+		links = append(links, chstore.LinkRow{CrawlID: "crawl-1", TargetHost: "h1.test", TargetURL: "http://h1.test/p/1", TargetFP: 1,
+			SourceHost: f.Host, SourceURL: f.URL, SourceFP: f.URLFP, Position: uint16(i%3 + 1),
+			AnchorText: []string{"home", "page one", ""}[i%3], Depth: 1, FoundAt: now})
+	}
+	write(ctx, t, s, chstore.Links, links)
 
 	for _, q := range qs {
 		t.Run(q.name, func(t *testing.T) {

@@ -93,6 +93,48 @@ var parserMigrations = []Migration{
 ) ENGINE = ReplacingMergeTree(found_at) ORDER BY (crawl_id, url_fp)`,
 		},
 	},
+	{
+		Version: 202,
+		Name:    "links: the link graph with anchor texts",
+		Statements: []string{
+			// One row per in-scope link of a parsed page (up to the crawl's
+			// max outlinks): who links to whom, with which words. Keyed by
+			// target first, for a page's in-links and a host's anchor
+			// texts; a redelivered page collapses on (source, position).
+			`CREATE TABLE IF NOT EXISTS links (
+	crawl_id String,
+	target_host String,
+	target_url String,
+	target_fp UInt64,
+	source_host String,
+	source_url String,
+	source_fp UInt64,
+	position UInt16,
+	anchor_text String,
+	rel String,
+	tag String,
+	depth UInt16,
+	found_at DateTime
+) ENGINE = ReplacingMergeTree(found_at) ORDER BY (crawl_id, target_host, target_fp, source_fp, position)`,
+		},
+	},
+}
+
+// LinkRow is one link of a parsed page (table links).
+type LinkRow struct {
+	CrawlID    string
+	TargetHost string
+	TargetURL  string
+	TargetFP   uint64
+	SourceHost string
+	SourceURL  string
+	SourceFP   uint64
+	Position   uint16 // the link's place among the page's followable links (nofollow ones are not extracted), from 1
+	AnchorText string
+	Rel        string
+	Tag        string // a, area, frame, iframe, link, meta, …
+	Depth      uint16 // the target's depth: the source's plus one
+	FoundAt    time.Time
 }
 
 // SimhashBandRow is one band of a document's simhash (table
@@ -200,6 +242,15 @@ var (
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "near_duplicate_of", "distance", "simhash", "found_at"},
 		Values: func(r NearDuplicateRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.NearDuplicateOf, r.Distance, r.Simhash, r.FoundAt}
+		},
+	}
+	Links = Table[LinkRow]{
+		Name: "links",
+		Columns: []string{"crawl_id", "target_host", "target_url", "target_fp", "source_host", "source_url", "source_fp",
+			"position", "anchor_text", "rel", "tag", "depth", "found_at"},
+		Values: func(r LinkRow) []any {
+			return []any{r.CrawlID, r.TargetHost, r.TargetURL, r.TargetFP, r.SourceHost, r.SourceURL, r.SourceFP,
+				r.Position, r.AnchorText, r.Rel, r.Tag, r.Depth, r.FoundAt}
 		},
 	}
 	LinksDropped = Table[LinksDroppedRow]{

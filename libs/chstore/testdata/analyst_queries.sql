@@ -172,6 +172,31 @@ GROUP BY n.crawl_id, n.near_duplicate_of
 ORDER BY copies DESC, original
 LIMIT 100;
 
+-- name: in_links
+-- Who links to a page, with which words (the table is keyed by target host, so name the host too).
+SELECT
+    source_url,
+    anchor_text,
+    rel,
+    position
+FROM links FINAL
+WHERE crawl_id = 'crawl-1' AND target_host = 'h1.test' AND target_url = 'http://h1.test/p/1'
+ORDER BY source_url, position
+LIMIT 100;
+
+-- name: host_anchor_texts
+-- The words other pages use for a host's pages, and from how many hosts.
+SELECT
+    anchor_text,
+    count() AS links,
+    uniqExact(source_host) AS from_hosts,
+    uniqExact(target_url) AS pages
+FROM links FINAL
+WHERE crawl_id = 'crawl-1' AND target_host = 'h1.test' AND anchor_text != ''
+GROUP BY anchor_text
+ORDER BY links DESC, anchor_text
+LIMIT 20;
+
 -- name: documents_found
 -- Documents extracted per crawl and host, with language mix and link counts.
 SELECT

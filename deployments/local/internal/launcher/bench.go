@@ -168,6 +168,9 @@ type Bench struct {
 	// ClickHouse is what the server counted during the crawl
 	// (system.events: queries, inserts, rows inserted and merged).
 	ClickHouse map[string]uint64 `json:"clickhouse_events,omitempty"`
+	// Tables are the crawl database's tables by rows stored (active
+	// parts, before ReplacingMergeTree collapses what merges have not).
+	Tables []TableSize `json:"clickhouse_tables,omitempty"`
 	// Site processes are not the crawl's: listed, not totalled.
 	Site []string `json:"site_processes,omitempty"`
 }
@@ -191,6 +194,33 @@ func readEvents(ctx context.Context, conn driver.Conn) (map[string]uint64, error
 			return nil, fmt.Errorf("read clickhouse events: %w", err)
 		}
 		out[name] = v
+	}
+	return out, rows.Err()
+}
+
+// TableSize is what one table of the crawl database stores.
+type TableSize struct {
+	Name  string `json:"name"`
+	Rows  uint64 `json:"rows"`
+	Bytes uint64 `json:"bytes_on_disk"`
+}
+
+// readTables reads the rows and bytes of every table of the current
+// database from its active parts, largest first.
+func readTables(ctx context.Context, conn driver.Conn) ([]TableSize, error) {
+	rows, err := conn.Query(ctx, `SELECT table, sum(rows), sum(bytes_on_disk) FROM system.parts
+		WHERE database = currentDatabase() AND active GROUP BY table ORDER BY sum(rows) DESC, table`)
+	if err != nil {
+		return nil, fmt.Errorf("read clickhouse table sizes: %w", err)
+	}
+	defer rows.Close()
+	var out []TableSize
+	for rows.Next() {
+		var t TableSize
+		if err := rows.Scan(&t.Name, &t.Rows, &t.Bytes); err != nil {
+			return nil, fmt.Errorf("read clickhouse table sizes: %w", err)
+		}
+		out = append(out, t)
 	}
 	return out, rows.Err()
 }
@@ -280,6 +310,20 @@ func (b Bench) Print(out io.Writer) {
 			e["Query"], e["InsertQuery"], e["SelectQuery"], float64(e["OSCPUVirtualTimeMicroseconds"])/1e6,
 			e["InsertedRows"], float64(e["InsertedBytes"])/(1<<20), e["MergedRows"], float64(e["MergedUncompressedBytes"])/(1<<20),
 			e["SelectedRows"], float64(e["SelectedBytes"])/(1<<20))
+	}
+	if len(b.Tables) > 0 {
+		pages := 0
+		if b.Web != nil {
+			pages = b.Web.Pages
+		}
+		fmt.Fprintf(out, "  clickhouse tables (rows per content page, MiB on disk):")
+		for i, t := range b.Tables {
+			if i > 0 && i%4 == 0 {
+				fmt.Fprintf(out, "\n   ")
+			}
+			fmt.Fprintf(out, " %s %d (%.1f/page, %.1f)", t.Name, t.Rows, float64(t.Rows)/float64(max(pages, 1)), mib(int64(t.Bytes)))
+		}
+		fmt.Fprintln(out)
 	}
 }
 

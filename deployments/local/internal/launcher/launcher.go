@@ -307,6 +307,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			return errors.Join(runErr, stopErr, err)
 		}
 		bench.ClickHouse = since(events0, events)
+		if bench.Tables, err = readTables(sctx, p.Store.Conn()); err != nil {
+			return errors.Join(runErr, stopErr, err)
+		}
 		if u, ok := selfUsage(); ok {
 			bench.Processes["launcher"] = u
 		}

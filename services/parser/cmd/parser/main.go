@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, cfg.ClickHouse.Batch(), log, sreg)
 	bands := chstore.NewBatchWriter(store, chstore.SimhashBands, cfg.ClickHouse.Batch(), log, sreg)
 	nearDups := chstore.NewBatchWriter(store, chstore.NearDuplicates, cfg.ClickHouse.Batch(), log, sreg)
+	links := chstore.NewBatchWriter(store, chstore.Links, cfg.ClickHouse.Batch(), log, sreg)
 	metrics, err := pages.NewMetrics(sreg)
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	specs := crawlcontrol.NewSpecs()
 	proc := pages.NewProcessor(cfg.Parser, topics, pages.Sinks{
 		Publisher: writer, Documents: docs, Meta: meta, ContentSeen: contentSeen, Dropped: dropped, Seen: store,
-		Bands: bands, NearDups: nearDups, Near: store,
+		Bands: bands, NearDups: nearDups, Near: store, Links: links,
 	}, specs, engines, log, metrics, time.Now)
 	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:  cfg.Kafka.GroupFor(name),
@@ -107,6 +108,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	svc.Go(service.Flush, "links_dropped writer", dropped.Run)
 	svc.Go(service.Flush, "simhash_bands writer", bands.Run)
 	svc.Go(service.Flush, "near_duplicates writer", nearDups.Run)
+	svc.Go(service.Flush, "links writer", links.Run)
 	log.Info("parser starting", telemetry.Topic(topics.Fetched), zap.String("group", cfg.Kafka.GroupFor(name)))
 	return svc.Run(ctx)
 }

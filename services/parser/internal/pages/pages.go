@@ -49,6 +49,7 @@ type Config struct {
 	ResolveCache        int    // flag resolve-cache: link resolutions remembered across pages (0 = off)
 	PublishDocuments    bool   // flag publish-documents: also produce every document to the documents topic
 	NearDistance        int    // flag near-duplicate-distance: simhash bits within which a document nearly duplicates an earlier one (0 = off)
+	StoreLinks          bool   // flag store-links: keep every in-scope link of a page in the links table
 }
 
 // Defaults of Config.
@@ -74,6 +75,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published (8 bytes each) so that a link repeated on many pages is published once; 0 disables")
 	fs.BoolVar(&c.PublishDocuments, "publish-documents", false, "also produce every document (text included) to the documents topic, for downstream consumers; ClickHouse's documents table has them either way")
 	fs.IntVar(&c.NearDistance, "near-duplicate-distance", simhash.NearDistance, fmt.Sprintf("a document whose text's simhash is at most this many bits from an earlier document's of the crawl is its near duplicate (0 = off, at most %d)", simhash.MaxNearDistance))
+	fs.BoolVar(&c.StoreLinks, "store-links", true, "keep every in-scope link of a page (source, target, anchor text, rel, position) in ClickHouse's links table: the link graph")
 	fs.IntVar(&c.ResolveCache, "resolve-cache", DefaultResolveCache, "link resolutions remembered across pages (about 200 bytes each), so that a link a site repeats is parsed once; 0 disables")
 }
 
@@ -134,6 +136,7 @@ type Sinks struct {
 	Bands       Writer[chstore.SimhashBandRow]   // near-duplicate index (nil: none kept)
 	NearDups    Writer[chstore.NearDuplicateRow] // documents found near an earlier one
 	Near        NearIndex                        // nil: no near-duplicate detection
+	Links       Writer[chstore.LinkRow]          // the link graph (nil: not kept)
 }
 
 // Processor turns fetched pages into outlinks and documents. It is stateless
@@ -203,6 +206,7 @@ type result struct {
 	linkDepth uint32   // depth of the links
 	outlinks  int      // links the page has in the crawl's scope, published or not
 	doc       *document
+	linkRows  []chstore.LinkRow // the page's in-scope links, for the links table
 	crawlID   string
 	host      string // politeness key of the page
 	dropped   map[string]int
@@ -275,6 +279,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		firsts  []chstore.ContentSeenRow
 		bands   []chstore.SimhashBandRow
 		nears   []chstore.NearDuplicateRow
+		links   []chstore.LinkRow
 		outlink int
 	)
 	dropped := make(map[chstore.LinksDroppedRow]uint64)
@@ -282,6 +287,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	batchLinks := make(map[uint64]uint32) // published by this batch: fingerprint -> depth
 	for _, r := range results {
 		p.metrics.pages.WithLabelValues(r.outcome).Inc()
+		links = append(links, r.linkRows...)
 		for i, m := range r.links {
 			fp := r.linkFPs[i]
 			if d, ok := batchLinks[fp]; ok && d <= r.linkDepth {
@@ -339,7 +345,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	acks := kafkaio.AckRefs(batch) // not the pages: they are parsed
 	h.stores.Go(func(ctx context.Context) error {
-		if err := p.store(ctx, stored{docs, metas, firsts, rows, bands, nears}); err != nil {
+		if err := p.store(ctx, stored{docs, metas, firsts, rows, bands, nears, links}); err != nil {
 			return err
 		}
 		p.metrics.documents.Add(float64(len(docs)))
@@ -359,6 +365,7 @@ type stored struct {
 	dropped []chstore.LinksDroppedRow
 	bands   []chstore.SimhashBandRow
 	nears   []chstore.NearDuplicateRow
+	links   []chstore.LinkRow
 }
 
 // store inserts a batch's documents, metadata, first-seen content,
@@ -372,6 +379,7 @@ func (p *Processor) store(ctx context.Context, s stored) error {
 	g.Go(func() error { return write(ctx, p.sinks.Dropped, s.dropped, "dropped link counts") })
 	g.Go(func() error { return write(ctx, p.sinks.Bands, s.bands, "simhash bands") })
 	g.Go(func() error { return write(ctx, p.sinks.NearDups, s.nears, "near duplicates") })
+	g.Go(func() error { return write(ctx, p.sinks.Links, s.links, "links") })
 	return g.Wait()
 }
 
@@ -500,7 +508,11 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 	maxLinks := rules.MaxOutlinks()
 	res.links = make([]kafka.Message, 0, min(len(ext.Links), maxLinks))
 	res.linkDepth = page.GetDepth() + 1
-	for _, l := range ext.Links {
+	srcFP := page.GetUrlFp()
+	if srcFP == 0 {
+		srcFP = fingerprint.URL(page.GetCrawlId(), pageURL)
+	}
+	for i, l := range ext.Links {
 		host, err := urlcanon.CanonicalKey(l.URL)
 		if err != nil {
 			res.drop(DropKey, 1)
@@ -516,6 +528,11 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 		}
 		res.outlinks++
 		fp := fingerprint.URL(page.GetCrawlId(), l.URL)
+		if p.cfg.StoreLinks && p.sinks.Links != nil {
+			res.linkRows = append(res.linkRows, chstore.LinkRow{CrawlID: page.GetCrawlId(), TargetHost: host, TargetURL: l.URL, TargetFP: fp,
+				SourceHost: res.host, SourceURL: pageURL, SourceFP: srcFP, Position: uint16(min(i+1, 65535)),
+				AnchorText: l.Anchor, Rel: l.Rel, Tag: l.Tag, Depth: uint16(min(res.linkDepth, 65535)), FoundAt: page.GetFetchedAt().AsTime()})
+		}
 		if p.recent.Published(fp, res.linkDepth) {
 			res.drop(DropPublished, 1)
 			continue
