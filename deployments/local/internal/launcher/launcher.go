@@ -51,6 +51,7 @@ type Config struct {
 	DataDir      string        // flag data-dir
 	Timeout      time.Duration // flag timeout (0: none)
 	Bench        bool          // flag bench
+	StoreLinks   bool          // flag store-links: the parser keeps the link graph
 	// Web (flag web) serves the generated web of internal/websim
 	// (WebHosts hosts of WebArticles articles, flags web-hosts,
 	// web-articles) in a process of its own, pinned to SiteCPUs (flag
@@ -102,6 +103,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Fetchers, "fetchers", 1, "fetcher processes")
 	fs.StringVar(&c.DataDir, "data-dir", ".crawl", "directory for binaries, logs, the broker log and a private ClickHouse")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up when the crawl has not drained after this long (0: never)")
+	fs.BoolVar(&c.StoreLinks, "store-links", false, "keep the link graph (source, target, anchor text) in ClickHouse's links table (the parser's --store-links; about 30 rows per page)")
 	fs.BoolVar(&c.Bench, "bench", false, "print pages/s, CPU seconds, CPU per request and peak memory of every process at the end (implies -broker-process)")
 	fs.BoolVar(&c.Web, "web", false, "serve the generated web (many hosts, 10-30 KB pages, links spelled every way, redirects, errors, a trap) on 127.1.x.y and crawl it, scoped to its hosts (implies -allow-private)")
 	fs.IntVar(&c.WebHosts, "web-hosts", websim.DefaultHosts, "hosts of the generated web")
@@ -243,7 +245,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	disp := &progress.Display{Out: out, TTY: isTTY(out)}
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		DataDir: dataDir, Bins: bins, BrokerAddr: brokerAddr, ClickHouseAddr: ch.Addr, Database: cfg.Database,
-		ProfileDir: cfg.ProfileDir,
+		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg),
 		Partitions: cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
 		AllowPrivate: allowPrivate, Echo: echo,
 		AutoRestart: cfg.AutoRestart, Restart: cfg.Restart,
@@ -396,6 +398,14 @@ func copyStdin(stdin io.Reader, dataDir string) (string, error) {
 func isTTY(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// serviceArgs are the flags the launcher's own flags pass to services.
+func serviceArgs(cfg Config) map[string][]string {
+	if !cfg.StoreLinks {
+		return nil
+	}
+	return map[string][]string{"parser": {"--store-links"}}
 }
 
 func splitAddr(addr string) (host, port string) {

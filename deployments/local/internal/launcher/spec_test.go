@@ -261,3 +261,15 @@ func TestWriteSpecRoundTrip(t *testing.T) {
 		t.Errorf("round trip\n%s\nwant\n%s", specJSON(got), specJSON(req))
 	}
 }
+
+// TestServiceArgs: --store-links reaches the parser, and only the parser;
+// without it no service gets extra flags.
+func TestServiceArgs(t *testing.T) {
+	if got := serviceArgs(Config{}); got != nil {
+		t.Errorf("default: %v, want none", got)
+	}
+	got := serviceArgs(Config{StoreLinks: true})
+	if len(got) != 1 || len(got["parser"]) != 1 || got["parser"][0] != "--store-links" {
+		t.Errorf("--store-links: %v, want the parser's --store-links", got)
+	}
+}
