@@ -3,7 +3,6 @@ package chstore
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -66,17 +65,18 @@ var parserMigrations = []Migration{
 			// of its bands (libs/simhash.Bands). A document within
 			// simhash.MaxNearDistance bits of another shares a band key
 			// with it, so a lookup reads a few rows per band however large
-			// the crawl. Keyed by URL too: a redelivery collapses. A lookup
-			// is a few hundred random keys: small granules (1 024 rows, not
-			// 8 192) make each key read less.
+			// the crawl. band_key is simhash.Band.Packed: the band's number
+			// and its bits in one column, so that a lookup is one IN over
+			// the key the primary index serves. Keyed by URL too: a
+			// redelivery collapses. A lookup is a few hundred random keys:
+			// small granules (1 024 rows, not 8 192) make each read less.
 			`CREATE TABLE IF NOT EXISTS simhash_bands (
 	crawl_id String,
-	band UInt8,
 	band_key UInt64,
 	simhash UInt64,
 	url String,
 	first_seen DateTime
-) ENGINE = ReplacingMergeTree ORDER BY (crawl_id, band, band_key, url) SETTINGS index_granularity = 1024`,
+) ENGINE = ReplacingMergeTree ORDER BY (crawl_id, band_key, url) SETTINGS index_granularity = 1024`,
 			// The documents found to nearly duplicate an earlier one
 			// (joined with documents on crawl_id, url_fp): a table of its
 			// own, as document_meta is, since 18.16 cannot add a column
@@ -141,8 +141,7 @@ type LinkRow struct {
 // simhash_bands).
 type SimhashBandRow struct {
 	CrawlID   string
-	Band      uint8
-	BandKey   uint64
+	BandKey   uint64 // simhash.Band.Packed
 	Simhash   uint64
 	URL       string
 	FirstSeen time.Time
@@ -164,8 +163,9 @@ type NearDuplicateRow struct {
 // NearCandidate is a document of the index that shares a band with a
 // simhash looked up.
 type NearCandidate struct {
-	Simhash uint64
-	URL     string
+	Simhash   uint64
+	URL       string
+	FirstSeen time.Time
 }
 
 // DocumentMetaRow is the parser's per-document metadata (table
@@ -232,9 +232,9 @@ var (
 	}
 	SimhashBands = Table[SimhashBandRow]{
 		Name:    "simhash_bands",
-		Columns: []string{"crawl_id", "band", "band_key", "simhash", "url", "first_seen"},
+		Columns: []string{"crawl_id", "band_key", "simhash", "url", "first_seen"},
 		Values: func(r SimhashBandRow) []any {
-			return []any{r.CrawlID, r.Band, r.BandKey, r.Simhash, r.URL, r.FirstSeen}
+			return []any{r.CrawlID, r.BandKey, r.Simhash, r.URL, r.FirstSeen}
 		},
 	}
 	NearDuplicates = Table[NearDuplicateRow]{
@@ -306,48 +306,44 @@ func (s *Store) SeenContent(ctx context.Context, crawlID string, fps []uint64) (
 const maxNearCandidates = 10000
 
 // NearCandidates returns, per band asked, the documents of a crawl's
-// near-duplicate index under that band's key (each document once per
-// band, its first-seen URL), at most maxNearCandidates in all.
+// near-duplicate index under that band's key (a document indexed twice,
+// by two parsers or a redelivery, may come twice), at most
+// maxNearCandidates in all.
 func (s *Store) NearCandidates(ctx context.Context, crawlID string, bands []simhash.Band) (map[simhash.Band][]NearCandidate, error) {
 	out := make(map[simhash.Band][]NearCandidate)
 	if len(bands) == 0 {
 		return out, nil
 	}
-	// Keys grouped by band, each band a condition on the key's prefix
-	// (crawl_id, band, band_key) that the primary index serves; numbers,
-	// inlined (18.16 binds no array parameters).
-	byBand := make(map[uint8][]uint64)
-	for _, b := range bands {
-		byBand[b.Index] = append(byBand[b.Index], b.Key)
+	// One IN over the key's second column, which the primary index
+	// serves; numbers, inlined (18.16 binds no array parameters).
+	keys := make([]uint64, len(bands))
+	for i, b := range bands {
+		keys[i] = b.Packed()
 	}
-	var cond strings.Builder
-	for _, idx := range slices.Sorted(maps.Keys(byBand)) {
-		if cond.Len() > 0 {
-			cond.WriteString(" OR ")
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	var in strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			in.WriteByte(',')
 		}
-		fmt.Fprintf(&cond, "(band = %d AND band_key IN (", idx)
-		for i, k := range byBand[idx] {
-			if i > 0 {
-				cond.WriteByte(',')
-			}
-			fmt.Fprintf(&cond, "%d", k)
-		}
-		cond.WriteString("))")
+		fmt.Fprintf(&in, "%d", k)
 	}
-	rows, err := s.conn.Query(ctx, "SELECT band, band_key, simhash, argMin(url, (first_seen, url)) FROM simhash_bands WHERE crawl_id = ? AND ("+
-		cond.String()+fmt.Sprintf(") GROUP BY band, band_key, simhash LIMIT %d", maxNearCandidates), crawlID)
+	rows, err := s.conn.Query(ctx, "SELECT band_key, simhash, url, first_seen FROM simhash_bands WHERE crawl_id = ? AND band_key IN ("+
+		in.String()+fmt.Sprintf(") LIMIT %d", maxNearCandidates), crawlID)
 	if err != nil {
 		return nil, fmt.Errorf("query simhash_bands: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			b simhash.Band
-			c NearCandidate
+			packed uint64
+			c      NearCandidate
 		)
-		if err := rows.Scan(&b.Index, &b.Key, &c.Simhash, &c.URL); err != nil {
+		if err := rows.Scan(&packed, &c.Simhash, &c.URL, &c.FirstSeen); err != nil {
 			return nil, fmt.Errorf("scan simhash_bands: %w", err)
 		}
+		b := simhash.Unpack(packed)
 		out[b] = append(out[b], c)
 	}
 	if err := rows.Err(); err != nil {

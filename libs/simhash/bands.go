@@ -52,3 +52,12 @@ func Bands(h uint64) [BandCount]Band {
 	}
 	return out
 }
+
+// bandShift places a band's number above its bits (at most 26) in Packed.
+const bandShift = 56
+
+// Packed is b in one number: its index in the top byte, its key below.
+func (b Band) Packed() uint64 { return uint64(b.Index)<<bandShift | b.Key }
+
+// Unpack is the Band that Packed returned p for.
+func Unpack(p uint64) Band { return Band{Index: uint8(p >> bandShift), Key: p & (1<<bandShift - 1)} }

@@ -25,12 +25,15 @@ func TestBandsFindEveryNearPair(t *testing.T) {
 	if b := a ^ 1 ^ 1<<13 ^ 1<<26; !shareBand(a, b) {
 		t.Errorf("three blocks changed: no shared band")
 	}
-	seen := map[Band]bool{}
+	seen := map[uint64]bool{}
 	for _, bd := range Bands(a) {
-		if seen[bd] {
+		if seen[bd.Packed()] {
 			t.Errorf("band %v twice", bd)
 		}
-		seen[bd] = true
+		seen[bd.Packed()] = true
+		if Unpack(bd.Packed()) != bd {
+			t.Errorf("Unpack(Packed(%v)) = %v", bd, Unpack(bd.Packed()))
+		}
 	}
 }
 

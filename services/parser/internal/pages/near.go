@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/simhash"
@@ -30,6 +31,7 @@ type nearDoc struct {
 	crawl string
 	sim   uint64
 	url   string
+	seen  time.Time
 }
 
 // recentNear is the near-duplicate index of the documents this process
@@ -53,18 +55,21 @@ func newRecentNear(size int) *recentNear {
 // candidates from ClickHouse and the documents remembered here), at most
 // maxDist bits away and at another URL, and then remembers this one. ok is
 // false when there is none: the document is not a near duplicate.
-func (n *recentNear) claim(crawl string, sim uint64, url string, stored []chstore.NearCandidate, maxDist int) (of string, dist int, ok bool) {
+func (n *recentNear) claim(crawl string, sim uint64, url string, seen time.Time, stored []chstore.NearCandidate, maxDist int) (of string, dist int, ok bool) {
 	bands := simhash.Bands(sim)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	best, bestDist := "", maxDist+1
+	var best chstore.NearCandidate
+	bestDist := maxDist + 1
 	consider := func(c chstore.NearCandidate) {
 		d := simhash.Distance(sim, c.Simhash)
 		if c.URL == url || d > maxDist {
 			return
 		}
-		if d < bestDist || d == bestDist && c.URL < best {
-			best, bestDist = c.URL, d
+		// The nearest; among equals the first seen, then the smaller URL.
+		if d < bestDist || d == bestDist && (c.FirstSeen.Before(best.FirstSeen) ||
+			c.FirstSeen.Equal(best.FirstSeen) && c.URL < best.URL) {
+			best, bestDist = c, d
 		}
 	}
 	for _, c := range stored {
@@ -75,11 +80,11 @@ func (n *recentNear) claim(crawl string, sim uint64, url string, stored []chstor
 			consider(c)
 		}
 	}
-	n.remember(nearDoc{crawl: crawl, sim: sim, url: url}, bands)
-	if best == "" {
+	n.remember(nearDoc{crawl: crawl, sim: sim, url: url, seen: seen}, bands)
+	if best.URL == "" {
 		return "", 0, false
 	}
-	return best, bestDist, true
+	return best.URL, bestDist, true
 }
 
 // remember indexes doc under its bands, forgetting the oldest document
@@ -103,7 +108,7 @@ func (n *recentNear) remember(doc nearDoc, bands [simhash.BandCount]simhash.Band
 	}
 	for _, b := range bands {
 		k := nearKey{doc.crawl, b}
-		n.byBand[k] = append(n.byBand[k], chstore.NearCandidate{Simhash: doc.sim, URL: doc.url})
+		n.byBand[k] = append(n.byBand[k], chstore.NearCandidate{Simhash: doc.sim, URL: doc.url, FirstSeen: doc.seen})
 	}
 }
 
@@ -155,7 +160,7 @@ func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
 		for _, b := range simhash.Bands(d.meta.Simhash) {
 			cands = append(cands, stored[r.crawlID][b]...)
 		}
-		of, dist, ok := p.near.claim(r.crawlID, d.meta.Simhash, d.row.URL, cands, p.cfg.NearDistance)
+		of, dist, ok := p.near.claim(r.crawlID, d.meta.Simhash, d.row.URL, d.row.FetchedAt, cands, p.cfg.NearDistance)
 		d.indexed = true
 		if !ok {
 			continue
@@ -175,7 +180,7 @@ func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
 func bandRows(d *document) []chstore.SimhashBandRow {
 	rows := make([]chstore.SimhashBandRow, 0, simhash.BandCount)
 	for _, b := range simhash.Bands(d.meta.Simhash) {
-		rows = append(rows, chstore.SimhashBandRow{CrawlID: d.row.CrawlID, Band: b.Index, BandKey: b.Key,
+		rows = append(rows, chstore.SimhashBandRow{CrawlID: d.row.CrawlID, BandKey: b.Packed(),
 			Simhash: d.meta.Simhash, URL: d.row.URL, FirstSeen: d.row.FetchedAt})
 	}
 	return rows
