@@ -92,3 +92,49 @@ func TestFollowCaughtUp(t *testing.T) {
 		})
 	}
 }
+
+// TestGetSynced: a specification published after the follower caught up
+// is returned by GetSynced even when the follower has not applied it yet
+// (GetSynced waits for the follower to read the topic's current end); a
+// crawl without one gets nil; a table nobody follows answers at once.
+func TestGetSynced(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	specs := crawlcontrol.NewSpecs()
+	caught := make(chan struct{})
+	fctx, fcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- crawlcontrol.FollowCaughtUp(fctx, c, specs, func() { close(caught) }, nil)
+	}()
+	defer func() {
+		fcancel()
+		if err := <-done; err != nil {
+			t.Errorf("follow: %v", err)
+		}
+	}()
+	<-caught
+	w := kafkaio.NewWriter(c, nil, nil)
+	defer w.Close()
+	for i := range 5 {
+		id := fmt.Sprintf("late-%d", i)
+		m, err := crawlcontrol.Message(c.Topics().Control, &crawlv1.CrawlSpec{CrawlId: id, Revision: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := specs.GetSynced(ctx, id)
+		if err != nil || spec.GetCrawlId() != id {
+			t.Fatalf("GetSynced(%s) right after its publication = %v, %v; want its spec", id, spec, err)
+		}
+	}
+	if spec, err := specs.GetSynced(ctx, "never-published"); spec != nil || err != nil {
+		t.Errorf("GetSynced of a crawl without spec = %v, %v; want nil", spec, err)
+	}
+	if spec, err := crawlcontrol.NewSpecs().GetSynced(ctx, "x"); spec != nil || err != nil {
+		t.Errorf("GetSynced without a follower = %v, %v; want nil at once", spec, err)
+	}
+}

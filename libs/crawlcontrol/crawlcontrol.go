@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 
@@ -25,11 +26,121 @@ type Specs struct {
 	// changed is closed and replaced on every applied change, so waiters
 	// can block until the table moves.
 	changed chan struct{}
+
+	// What the follower (FollowCaughtUp) has read, for Sync: its
+	// control topic, the next offset of each partition, and a channel
+	// closed and replaced at every record it reads.
+	source   *kafkaio.Config
+	next     map[int]int64
+	progress chan struct{}
+	// absent are the crawl ids a Sync found without a specification.
+	absent map[string]bool
 }
 
 // NewSpecs returns an empty table.
 func NewSpecs() *Specs {
-	return &Specs{specs: make(map[string]*crawlv1.CrawlSpec), changed: make(chan struct{})}
+	return &Specs{specs: make(map[string]*crawlv1.CrawlSpec), changed: make(chan struct{}),
+		next: make(map[int]int64), progress: make(chan struct{}), absent: make(map[string]bool)}
+}
+
+// SyncTimeout bounds how long GetSynced waits for the follower.
+const SyncTimeout = 10 * time.Second
+
+// GetSynced is Get for a service about to act on a crawl's record: when
+// no specification of crawlID is known yet, it first waits (Sync, at most
+// SyncTimeout) until the follower has read everything the control topic
+// holds now, since the record may be on its way: the seeder publishes a
+// crawl's specification before its seeds, but a follower can lag behind
+// the pipeline (a parser under load applied a scope a second late and
+// published links off-site). A crawl still without one afterwards runs on
+// the defaults and is not waited for again. Without a follower (tests
+// that Apply by hand) it is Get.
+func (s *Specs) GetSynced(ctx context.Context, crawlID string) (*crawlv1.CrawlSpec, error) {
+	if spec := s.Get(crawlID); spec != nil {
+		return spec, nil
+	}
+	s.mu.RLock()
+	known, following := s.absent[crawlID], s.source != nil
+	s.mu.RUnlock()
+	if known || !following {
+		return nil, nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	if err := s.Sync(sctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// A late follower must not stop the pipeline: the crawl runs on
+		// the defaults, as it would have before.
+		return s.Get(crawlID), nil
+	}
+	spec := s.Get(crawlID)
+	if spec == nil {
+		s.mu.Lock()
+		s.absent[crawlID] = true
+		s.mu.Unlock()
+	}
+	return spec, nil
+}
+
+// Sync waits until the follower has read every record the control topic
+// holds when Sync is called, or ctx is done. Without a follower it
+// returns at once.
+func (s *Specs) Sync(ctx context.Context) error {
+	s.mu.RLock()
+	src := s.source
+	s.mu.RUnlock()
+	if src == nil {
+		return nil
+	}
+	offsets, err := kafkaio.GroupOffsets(ctx, *src, src.GroupFor(probeGroup), src.Topics().Control)
+	if err != nil {
+		return fmt.Errorf("read end offsets of the control topic: %w", err)
+	}
+	for {
+		s.mu.RLock()
+		behind := false
+		for _, p := range offsets {
+			if p.End > p.First && s.next[p.Partition] < p.End {
+				behind = true
+			}
+		}
+		progress := s.progress
+		s.mu.RUnlock()
+		if !behind {
+			return nil
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// read records that the follower read m (of src's control topic).
+func (s *Specs) read(src kafkaio.Config, m kafka.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.source == nil {
+		s.source = &src
+	}
+	// Compaction keeps the latest record of every key, so the last
+	// record of a partition is always there to be read.
+	s.next[m.Partition] = max(s.next[m.Partition], m.Offset+1)
+	close(s.progress)
+	s.progress = make(chan struct{})
+}
+
+// following records that a follower of src started, so that Sync waits
+// for it even before its first record.
+func (s *Specs) following(src kafkaio.Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.source == nil {
+		s.source = &src
+	}
 }
 
 // Get returns the specification of a crawl, or nil when none was published
@@ -152,9 +263,11 @@ func FollowCaughtUp(ctx context.Context, c kafkaio.Config, specs *Specs, caughtU
 	if len(pending) == 0 {
 		notify()
 	}
+	specs.following(c)
 	// kafkaio.Follow serializes calls: pending needs no lock.
 	err = kafkaio.Follow(ctx, c, topic, func(m kafka.Message) {
 		apply(specs, m, onError)
+		specs.read(c, m)
 		if end, ok := pending[m.Partition]; ok && (m.Offset+1 >= end || (m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark)) {
 			delete(pending, m.Partition)
 			if len(pending) == 0 {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"mime"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,6 +124,34 @@ type ContentIndex interface {
 // SpecSource returns a crawl's specification or nil (crawlcontrol.Specs).
 type SpecSource interface {
 	Get(crawlID string) *crawlv1.CrawlSpec
+}
+
+// specSyncer is a SpecSource that can wait for a specification on its way
+// (crawlcontrol.Specs.GetSynced).
+type specSyncer interface {
+	GetSynced(ctx context.Context, crawlID string) (*crawlv1.CrawlSpec, error)
+}
+
+// syncSpecs makes sure the specification of every crawl of the batch is
+// known before its pages are parsed: a page parsed before its crawl's
+// scope arrived would publish links the scope excludes.
+func (p *Processor) syncSpecs(ctx context.Context, pages []*crawlv1.FetchedPage) error {
+	syncer, ok := p.specs.(specSyncer)
+	if !ok {
+		return nil
+	}
+	var done []string
+	for _, page := range pages {
+		id := page.GetCrawlId()
+		if slices.Contains(done, id) {
+			continue
+		}
+		done = append(done, id)
+		if _, err := syncer.GetSynced(ctx, id); err != nil {
+			return fmt.Errorf("wait for the specification of crawl %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // Sinks are where the processor's output goes.
@@ -244,17 +273,26 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		return err
 	}
 	p := h.p
-	results := make([]*result, 0, len(batch))
+	pages := make([]*crawlv1.FetchedPage, 0, len(batch))
+	offsets := make([]int64, 0, len(batch))
 	for _, rec := range batch {
-		var page crawlv1.FetchedPage
-		if err := kafkaio.Decode(rec, &page); err != nil {
+		page := &crawlv1.FetchedPage{}
+		if err := kafkaio.Decode(rec, page); err != nil {
 			h.log.Warn("undecodable record skipped", telemetry.Offset(rec.Offset), zap.Error(err))
 			p.metrics.pages.WithLabelValues(OutcomeUndecodable).Inc()
 			continue
 		}
-		res := p.process(&page)
+		pages = append(pages, page)
+		offsets = append(offsets, rec.Offset)
+	}
+	if err := p.syncSpecs(ctx, pages); err != nil {
+		return err
+	}
+	results := make([]*result, 0, len(pages))
+	for i, page := range pages {
+		res := p.process(page)
 		if res.outcome == OutcomeInvalidURL {
-			h.log.Warn("page with invalid url skipped", telemetry.URL(page.GetUrl()), telemetry.Offset(rec.Offset))
+			h.log.Warn("page with invalid url skipped", telemetry.URL(page.GetUrl()), telemetry.Offset(offsets[i]))
 		}
 		results = append(results, res)
 	}
