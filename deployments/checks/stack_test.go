@@ -31,39 +31,33 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
-// stackBinaries are the commands a deployment runs, plus the local
-// harness's broker, ClickHouse starter and generated web.
-var stackBinaries = map[string]string{
-	"fetcher":   "./services/fetcher/cmd/fetcher",
-	"parser":    "./services/parser/cmd/parser",
-	"proxypool": "./services/proxypool/cmd/proxypool",
-	"scheduler": "./services/scheduler/cmd/scheduler",
-	"seeder":    "./services/seeder/cmd/seeder",
-	"trawlctl":  "./services/seeder/cmd/trawlctl",
-	"broker":    "./deployments/local/cmd/broker",
-	"chserver":  "./deployments/local/cmd/chserver",
-	"websim":    "./deployments/local/cmd/websim",
+// localBinaries are the local harness's broker, ClickHouse starter and
+// generated web, built with the images' binaries (see images).
+var localBinaries = map[string]string{
+	"broker":   "./deployments/local/cmd/broker",
+	"chserver": "./deployments/local/cmd/chserver",
+	"websim":   "./deployments/local/cmd/websim",
 }
 
-// buildStack builds every binary of stackBinaries into dir with one go
+// buildStack builds every binary of images and localBinaries into dir with one go
 // build, with the Dockerfiles' settings (static, -trimpath): the stack runs
 // what the images hold, and the build cache the Dockerfile test filled
 // serves it.
 func buildStack(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	args := []string{"build", "-trimpath", "-ldflags=-s -w", "-o", dir + string(os.PathSeparator)}
-	for _, pkg := range stackBinaries {
-		args = append(args, pkg)
+	bins := map[string]string{}
+	for _, m := range []map[string]string{images, localBinaries} {
+		for name, pkg := range m {
+			args = append(args, pkg)
+			bins[name] = filepath.Join(dir, name)
+		}
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	bins := make(map[string]string, len(stackBinaries))
-	for name := range stackBinaries {
-		bins[name] = filepath.Join(dir, name)
 	}
 	return bins
 }
