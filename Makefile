@@ -11,7 +11,7 @@ BENCH_MODULES := $(filter ./libs ./services/%,$(MODULES))
 SEEDS ?=
 ARGS  ?=
 
-.PHONY: crawl test bench bench-crawl profile proto vet fmt tidy
+.PHONY: crawl test bench bench-crawl profile proto vet fmt tidy images
 
 crawl:
 	$(GO) run ./deployments/local/cmd/crawl $(if $(SEEDS),--seeds-file $(SEEDS),--demo) $(ARGS)
@@ -53,6 +53,19 @@ bench-crawl:
 profile:
 	@$(BENCH_PREP)
 	$(BENCH_CRAWL) --profile $(BENCH_DIR)/profiles $(ARGS); $(BENCH_DONE)
+
+# make images                   the service and trawlctl images (deployments/docker)
+#                               with docker or podman; IMAGE_TAG=dev by default
+ENGINE    ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+IMAGE_TAG ?= dev
+IMAGES    := fetcher parser proxypool scheduler seeder trawlctl
+
+images:
+	@[ -n "$(ENGINE)" ] || { echo "make images: no container engine (docker or podman) found" >&2; exit 1; }
+	@set -e; for i in $(IMAGES); do \
+		echo "== image trawl/$$i:$(IMAGE_TAG)"; \
+		$(ENGINE) build -f deployments/docker/$$i.Dockerfile -t trawl/$$i:$(IMAGE_TAG) .; \
+	done
 
 proto:
 	protoc --proto_path=libs/crawlmsg/crawlv1 \

@@ -1,0 +1,5 @@
+// Package checks holds no code: its tests check the deployment artefacts
+// under deployments/ (Dockerfiles, compose, Kubernetes, monitoring) against
+// the real parsers and loaders those artefacts are fed to, and against a
+// real crawl scraped by a real Prometheus.
+package checks
