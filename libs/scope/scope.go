@@ -38,6 +38,7 @@ type Defaults struct {
 	MaxURLLength        int  // bytes of a canonical URL; 0 = urlcanon.MaxLength
 	MaxRepeatedSegments int  // occurrences of one path segment; 0 = no trap guard
 	FollowDuplicates    bool // for crawls without a spec
+	NearDistance        int  // near-duplicate detection's simhash bits; 0 = off
 }
 
 // Rules are the compiled scope of one crawl. The zero value is not usable;
@@ -53,6 +54,7 @@ type Rules struct {
 	detail                    []*regexp.Regexp
 	detailSelector            goquery.Matcher
 	followDuplicates          bool
+	nearDistance              int
 	sites                     []site
 }
 
@@ -83,6 +85,10 @@ func Compile(s *crawlv1.Scope, d Defaults, hasSpec bool) (*Rules, error) {
 		maxURLLength:     d.MaxURLLength,
 		maxRepeated:      d.MaxRepeatedSegments,
 		followDuplicates: d.FollowDuplicates,
+		nearDistance:     d.NearDistance,
+	}
+	if v := int(s.GetNearDuplicateDistance()); v > 0 {
+		r.nearDistance = v
 	}
 	if hasSpec {
 		r.followDuplicates = s.GetFollowDuplicates()
@@ -163,6 +169,10 @@ func (r *Rules) MaxOutlinks() int { return r.maxOutlinks }
 // FollowDuplicates reports whether the links of a page whose content
 // duplicates an earlier page are followed.
 func (r *Rules) FollowDuplicates() bool { return r.followDuplicates }
+
+// NearDistance is the simhash distance within which a document nearly
+// duplicates an earlier one (0: no near-duplicate detection).
+func (r *Rules) NearDistance() int { return r.nearDistance }
 
 // DetailSelector is the compiled detail selector, or nil.
 func (r *Rules) DetailSelector() goquery.Matcher { return r.detailSelector }

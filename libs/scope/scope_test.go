@@ -89,7 +89,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCompile(t *testing.T) {
-	d := scope.Defaults{MaxOutlinks: 1000, FollowDuplicates: true}
+	d := scope.Defaults{MaxOutlinks: 1000, FollowDuplicates: true, NearDistance: 2}
 	tests := []struct {
 		name          string
 		scope         *crawlv1.Scope
@@ -100,12 +100,15 @@ func TestCompile(t *testing.T) {
 		detail        bool
 		detailURL     string
 		detailMatches bool
+		near          int // 0: the defaults' 2
 	}{
 		{name: "no spec", maxOutlinks: 1000, followDup: true},
 		{name: "spec without follow_duplicates", scope: &crawlv1.Scope{}, hasSpec: true, maxOutlinks: 1000, followDup: false},
 		{name: "spec options", scope: &crawlv1.Scope{MaxOutlinksPerPage: 7, FollowDuplicates: true}, hasSpec: true, maxOutlinks: 7, followDup: true},
 		{name: "bad pattern reported, rest kept", scope: &crawlv1.Scope{DetailPatterns: []string{`(`, `/item/\d+$`}}, hasSpec: true, wantErr: true,
 			maxOutlinks: 1000, detail: true, detailURL: "http://a.test/item/12", detailMatches: true},
+		{name: "near-duplicate distance from the defaults", scope: &crawlv1.Scope{}, hasSpec: true, maxOutlinks: 1000, near: 2},
+		{name: "near-duplicate distance from the spec", scope: &crawlv1.Scope{NearDuplicateDistance: 3}, hasSpec: true, maxOutlinks: 1000, near: 3},
 		{name: "bad site pattern reported", scope: &crawlv1.Scope{Sites: []*crawlv1.SiteRules{{Hosts: []string{"a.test"}, DenyPatterns: []string{`[`}}}},
 			hasSpec: true, wantErr: true, maxOutlinks: 1000},
 		{name: "detail miss", scope: &crawlv1.Scope{DetailPatterns: []string{`/item/\d+$`}}, hasSpec: true,
@@ -122,6 +125,13 @@ func TestCompile(t *testing.T) {
 			if r.MaxOutlinks() != tt.maxOutlinks || r.FollowDuplicates() != tt.followDup || r.HasDetailRules() != tt.detail {
 				t.Errorf("maxOutlinks %d followDup %v detail %v, want %d %v %v",
 					r.MaxOutlinks(), r.FollowDuplicates(), r.HasDetailRules(), tt.maxOutlinks, tt.followDup, tt.detail)
+			}
+			wantNear := d.NearDistance
+			if tt.near != 0 {
+				wantNear = tt.near
+			}
+			if r.NearDistance() != wantNear {
+				t.Errorf("NearDistance %d, want %d", r.NearDistance(), wantNear)
 			}
 			if tt.detailURL != "" && r.DetailURL(tt.detailURL) != tt.detailMatches {
 				t.Errorf("DetailURL(%q) = %v", tt.detailURL, !tt.detailMatches)

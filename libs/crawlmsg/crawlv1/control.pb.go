@@ -203,23 +203,24 @@ func (x *CrawlSpec) GetCreatedAt() *timestamppb.Timestamp {
 // Scope decides which discovered links a crawl keeps (seeds 001 and 004).
 // Empty lists mean "no restriction".
 type Scope struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	AllowHosts          []string               `protobuf:"bytes,1,rep,name=allow_hosts,json=allowHosts,proto3" json:"allow_hosts,omitempty"` // exact hosts (politeness keys)
-	DenyHosts           []string               `protobuf:"bytes,2,rep,name=deny_hosts,json=denyHosts,proto3" json:"deny_hosts,omitempty"`
-	AllowDomains        []string               `protobuf:"bytes,3,rep,name=allow_domains,json=allowDomains,proto3" json:"allow_domains,omitempty"` // a domain and its subdomains
-	DenyDomains         []string               `protobuf:"bytes,4,rep,name=deny_domains,json=denyDomains,proto3" json:"deny_domains,omitempty"`
-	SameHostOnly        bool                   `protobuf:"varint,5,opt,name=same_host_only,json=sameHostOnly,proto3" json:"same_host_only,omitempty"` // on ordinary pages keep only links to the page's host
-	AllowPatterns       []string               `protobuf:"bytes,6,rep,name=allow_patterns,json=allowPatterns,proto3" json:"allow_patterns,omitempty"` // RE2 regexps over the canonical URL; at least one must match when set
-	DenyPatterns        []string               `protobuf:"bytes,7,rep,name=deny_patterns,json=denyPatterns,proto3" json:"deny_patterns,omitempty"`    // RE2 regexps; any match drops the URL
-	MaxOutlinksPerPage  uint32                 `protobuf:"varint,8,opt,name=max_outlinks_per_page,json=maxOutlinksPerPage,proto3" json:"max_outlinks_per_page,omitempty"`
-	MaxUrlLength        uint32                 `protobuf:"varint,9,opt,name=max_url_length,json=maxUrlLength,proto3" json:"max_url_length,omitempty"`
-	MaxRepeatedSegments uint32                 `protobuf:"varint,10,opt,name=max_repeated_segments,json=maxRepeatedSegments,proto3" json:"max_repeated_segments,omitempty"` // trap guard: a path segment repeated more often than this is dropped
-	DetailPatterns      []string               `protobuf:"bytes,11,rep,name=detail_patterns,json=detailPatterns,proto3" json:"detail_patterns,omitempty"`                   // URLs whose pages are documents to keep (seed 004); others are only traversed
-	DetailSelector      string                 `protobuf:"bytes,12,opt,name=detail_selector,json=detailSelector,proto3" json:"detail_selector,omitempty"`                   // CSS selector: a page matching it is a detail page
-	FollowDuplicates    bool                   `protobuf:"varint,13,opt,name=follow_duplicates,json=followDuplicates,proto3" json:"follow_duplicates,omitempty"`            // follow links of pages whose content duplicates one already seen
-	Sites               []*SiteRules           `protobuf:"bytes,14,rep,name=sites,proto3" json:"sites,omitempty"`                                                           // filters of one site each (seed 001); the first naming a link's host applies
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	AllowHosts            []string               `protobuf:"bytes,1,rep,name=allow_hosts,json=allowHosts,proto3" json:"allow_hosts,omitempty"` // exact hosts (politeness keys)
+	DenyHosts             []string               `protobuf:"bytes,2,rep,name=deny_hosts,json=denyHosts,proto3" json:"deny_hosts,omitempty"`
+	AllowDomains          []string               `protobuf:"bytes,3,rep,name=allow_domains,json=allowDomains,proto3" json:"allow_domains,omitempty"` // a domain and its subdomains
+	DenyDomains           []string               `protobuf:"bytes,4,rep,name=deny_domains,json=denyDomains,proto3" json:"deny_domains,omitempty"`
+	SameHostOnly          bool                   `protobuf:"varint,5,opt,name=same_host_only,json=sameHostOnly,proto3" json:"same_host_only,omitempty"` // on ordinary pages keep only links to the page's host
+	AllowPatterns         []string               `protobuf:"bytes,6,rep,name=allow_patterns,json=allowPatterns,proto3" json:"allow_patterns,omitempty"` // RE2 regexps over the canonical URL; at least one must match when set
+	DenyPatterns          []string               `protobuf:"bytes,7,rep,name=deny_patterns,json=denyPatterns,proto3" json:"deny_patterns,omitempty"`    // RE2 regexps; any match drops the URL
+	MaxOutlinksPerPage    uint32                 `protobuf:"varint,8,opt,name=max_outlinks_per_page,json=maxOutlinksPerPage,proto3" json:"max_outlinks_per_page,omitempty"`
+	MaxUrlLength          uint32                 `protobuf:"varint,9,opt,name=max_url_length,json=maxUrlLength,proto3" json:"max_url_length,omitempty"`
+	MaxRepeatedSegments   uint32                 `protobuf:"varint,10,opt,name=max_repeated_segments,json=maxRepeatedSegments,proto3" json:"max_repeated_segments,omitempty"`       // trap guard: a path segment repeated more often than this is dropped
+	DetailPatterns        []string               `protobuf:"bytes,11,rep,name=detail_patterns,json=detailPatterns,proto3" json:"detail_patterns,omitempty"`                         // URLs whose pages are documents to keep (seed 004); others are only traversed
+	DetailSelector        string                 `protobuf:"bytes,12,opt,name=detail_selector,json=detailSelector,proto3" json:"detail_selector,omitempty"`                         // CSS selector: a page matching it is a detail page
+	FollowDuplicates      bool                   `protobuf:"varint,13,opt,name=follow_duplicates,json=followDuplicates,proto3" json:"follow_duplicates,omitempty"`                  // follow links of pages whose content duplicates one already seen
+	Sites                 []*SiteRules           `protobuf:"bytes,14,rep,name=sites,proto3" json:"sites,omitempty"`                                                                 // filters of one site each (seed 001); the first naming a link's host applies
+	NearDuplicateDistance uint32                 `protobuf:"varint,15,opt,name=near_duplicate_distance,json=nearDuplicateDistance,proto3" json:"near_duplicate_distance,omitempty"` // near-duplicate detection: simhash bits (1-3); 0 takes the parser's --near-duplicate-distance
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Scope) Reset() {
@@ -348,6 +349,13 @@ func (x *Scope) GetSites() []*SiteRules {
 		return x.Sites
 	}
 	return nil
+}
+
+func (x *Scope) GetNearDuplicateDistance() uint32 {
+	if x != nil {
+		return x.NearDuplicateDistance
+	}
+	return 0
 }
 
 // SiteRules filter the links to one site, after the crawl's own patterns:
@@ -626,7 +634,7 @@ const file_control_proto_rawDesc = "" +
 	"\arevisit\x18\t \x01(\v2\x13.crawler.v1.RevisitR\arevisit\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xba\x04\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xf2\x04\n" +
 	"\x05Scope\x12\x1f\n" +
 	"\vallow_hosts\x18\x01 \x03(\tR\n" +
 	"allowHosts\x12\x1d\n" +
@@ -644,7 +652,8 @@ const file_control_proto_rawDesc = "" +
 	"\x0fdetail_patterns\x18\v \x03(\tR\x0edetailPatterns\x12'\n" +
 	"\x0fdetail_selector\x18\f \x01(\tR\x0edetailSelector\x12+\n" +
 	"\x11follow_duplicates\x18\r \x01(\bR\x10followDuplicates\x12+\n" +
-	"\x05sites\x18\x0e \x03(\v2\x15.crawler.v1.SiteRulesR\x05sites\"\x87\x01\n" +
+	"\x05sites\x18\x0e \x03(\v2\x15.crawler.v1.SiteRulesR\x05sites\x126\n" +
+	"\x17near_duplicate_distance\x18\x0f \x01(\rR\x15nearDuplicateDistance\"\x87\x01\n" +
 	"\tSiteRules\x12\x14\n" +
 	"\x05hosts\x18\x01 \x03(\tR\x05hosts\x12\x18\n" +
 	"\adomains\x18\x02 \x03(\tR\adomains\x12%\n" +

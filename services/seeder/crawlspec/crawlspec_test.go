@@ -20,6 +20,8 @@ func TestDecodeValidate(t *testing.T) {
 		{"site rules", `{"scope":{"sites":[{"hosts":["a.test"],"deny_patterns":["/print/"]},{"domains":["b.test"],"allow_patterns":["/news/"]}]}}`, nil},
 		{"site rule problems", `{"scope":{"sites":[{"allow_patterns":["/x/"]},{"hosts":["a.test"],"deny_patterns":["("]}]}}`,
 			[]string{"scope.sites[0]", "scope.sites[1].deny_patterns[0]"}},
+		{"near duplicates on", `{"scope":{"near_duplicate_distance":3}}`, nil},
+		{"near duplicates too far", `{"scope":{"near_duplicate_distance":4}}`, []string{"scope.near_duplicate_distance"}},
 		{"several problems", `{"crawl_id":"a b","seeds":["nope"],"politeness":{"delay":"soon"}}`, []string{"crawl_id", "seeds[0]", "politeness.delay"}},
 	}
 	for _, tt := range tests {

@@ -5,19 +5,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
 )
 
-// TestConfigFlags: the defaults validate, near-duplicate detection is on
-// at simhash.NearDistance, and out-of-range values are refused by name.
+// TestConfigFlags: the defaults validate, near-duplicate detection is off
+// unless asked for (it costs ClickHouse CPU), and out-of-range values are
+// refused by name.
 func TestConfigFlags(t *testing.T) {
 	tests := []struct {
 		args    []string
 		wantErr string
 	}{
 		{args: nil},
-		{args: []string{"-near-duplicate-distance", "0"}},
+		{args: []string{"-near-duplicate-distance", "3"}},
 		{args: []string{"-near-duplicate-distance", "4"}, wantErr: "near-duplicate-distance 4"},
 		{args: []string{"-near-duplicate-distance", "-1"}, wantErr: "near-duplicate-distance -1"},
 		{args: []string{"-batch-size", "0"}, wantErr: "batch-size 0"},
@@ -31,8 +31,8 @@ func TestConfigFlags(t *testing.T) {
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			if tt.args == nil && c.NearDistance != simhash.NearDistance {
-				t.Errorf("default near-duplicate-distance %d, want %d", c.NearDistance, simhash.NearDistance)
+			if tt.args == nil && c.NearDistance != 0 {
+				t.Errorf("default near-duplicate-distance %d, want 0 (off)", c.NearDistance)
 			}
 			err := c.Validate()
 			switch {

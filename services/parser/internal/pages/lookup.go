@@ -13,6 +13,13 @@ import (
 // of other partitions before it asks ClickHouse.
 const lookupWindow = 25 * time.Millisecond
 
+// nearLookupWindow is lookupWindow for the near-duplicate index: its
+// lookups touch ten keys per document spread over the whole table, so
+// that on a crawl's first few hundred thousand documents every lookup
+// reads about all of it, and fewer, larger rounds cost ClickHouse less.
+// The batches wait for it beside the exact lookup.
+const nearLookupWindow = 200 * time.Millisecond
+
 // lookupTimeout bounds one round's queries: they are not cancelled with
 // the batch that started the round, which others share.
 const lookupTimeout = 30 * time.Second

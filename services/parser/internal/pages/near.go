@@ -120,12 +120,12 @@ type nearLookup map[string]map[simhash.Band][]chstore.NearCandidate
 // document with text (exact duplicates included: it runs while
 // markDuplicates looks them up, so that both share a round's timing).
 func (p *Processor) lookupNear(ctx context.Context, results []*result) (nearLookup, error) {
-	if p.cfg.NearDistance <= 0 || p.sinks.Near == nil {
+	if p.sinks.Near == nil {
 		return nil, nil
 	}
 	byCrawl := make(map[string][]simhash.Band)
 	for _, r := range results {
-		if d := r.doc; d != nil && d.row.Text != "" && d.meta.Simhash != 0 {
+		if d := r.doc; d != nil && r.nearDist > 0 && d.row.Text != "" && d.meta.Simhash != 0 {
 			bands := simhash.Bands(d.meta.Simhash)
 			byCrawl[r.crawlID] = append(byCrawl[r.crawlID], bands[:]...)
 		}
@@ -141,8 +141,8 @@ func (p *Processor) lookupNear(ctx context.Context, results []*result) (nearLook
 	return out, nil
 }
 
-// markNearDuplicates flags the documents whose simhash is within
-// Config.NearDistance bits of an earlier document of the crawl at another
+// markNearDuplicates flags the documents whose simhash is within their
+// crawl's near-duplicate distance of an earlier document of the crawl at another
 // URL (among the stored candidates, or recently in this process), drops
 // their links when the crawl does not follow duplicates, and gives every
 // document it looked at its band rows. Exact duplicates and pages without
@@ -153,14 +153,14 @@ func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
 	}
 	for _, r := range results {
 		d := r.doc
-		if d == nil || d.row.Text == "" || d.meta.IsDuplicate || d.meta.Simhash == 0 {
+		if d == nil || r.nearDist <= 0 || d.row.Text == "" || d.meta.IsDuplicate || d.meta.Simhash == 0 {
 			continue
 		}
 		var cands []chstore.NearCandidate
 		for _, b := range simhash.Bands(d.meta.Simhash) {
 			cands = append(cands, stored[r.crawlID][b]...)
 		}
-		of, dist, ok := p.near.claim(r.crawlID, d.meta.Simhash, d.row.URL, d.row.FetchedAt, cands, p.cfg.NearDistance)
+		of, dist, ok := p.near.claim(r.crawlID, d.meta.Simhash, d.row.URL, d.row.FetchedAt, cands, r.nearDist)
 		d.indexed = true
 		if !ok {
 			continue

@@ -49,7 +49,7 @@ type Config struct {
 	RecentLinks         int    // flag recent-links: outlinks remembered as published (0 = off)
 	ResolveCache        int    // flag resolve-cache: link resolutions remembered across pages (0 = off)
 	PublishDocuments    bool   // flag publish-documents: also produce every document to the documents topic
-	NearDistance        int    // flag near-duplicate-distance: simhash bits within which a document nearly duplicates an earlier one (0 = off)
+	NearDistance        int    // flag near-duplicate-distance: simhash bits within which a document nearly duplicates an earlier one, for crawls whose spec does not say (0 = off)
 	StoreLinks          bool   // flag store-links: keep every in-scope link of a page in the links table
 }
 
@@ -75,7 +75,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
 	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published (8 bytes each) so that a link repeated on many pages is published once; 0 disables")
 	fs.BoolVar(&c.PublishDocuments, "publish-documents", false, "also produce every document (text included) to the documents topic, for downstream consumers; ClickHouse's documents table has them either way")
-	fs.IntVar(&c.NearDistance, "near-duplicate-distance", simhash.NearDistance, fmt.Sprintf("a document whose text's simhash is at most this many bits from an earlier document's of the crawl is its near duplicate (0 = off, at most %d)", simhash.MaxNearDistance))
+	fs.IntVar(&c.NearDistance, "near-duplicate-distance", 0, fmt.Sprintf("a document whose text's simhash is at most this many bits (%d is usual) from an earlier document's of the crawl is its near duplicate, for crawls whose spec does not set near_duplicate_distance (0 = off, at most %d; it costs about a third more ClickHouse CPU per page)", simhash.NearDistance, simhash.MaxNearDistance))
 	fs.BoolVar(&c.StoreLinks, "store-links", false, "keep every in-scope link of a page (source, target, anchor text, rel, position) in ClickHouse's links table: the link graph, about 30 rows per page on the bench web, three times the rows of every other table together")
 	fs.IntVar(&c.ResolveCache, "resolve-cache", DefaultResolveCache, "link resolutions remembered across pages (about 200 bytes each), so that a link a site repeats is parsed once; 0 disables")
 }
@@ -198,6 +198,7 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 		MaxURLLength:        cfg.MaxURLLength,
 		MaxRepeatedSegments: cfg.MaxRepeatedSegments,
 		FollowDuplicates:    cfg.FollowDuplicates,
+		NearDistance:        cfg.NearDistance,
 	}, func(crawlID string, err error) {
 		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
 	})
@@ -205,7 +206,7 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 		sinks.Seen = newCoalescedIndex(sinks.Seen, lookupWindow)
 	}
 	if sinks.Near != nil {
-		sinks.Near = newCoalescedNear(sinks.Near, lookupWindow)
+		sinks.Near = newCoalescedNear(sinks.Near, nearLookupWindow)
 	}
 	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
 		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), near: newRecentNear(recentNearSize), resolve: urlcanon.NewResolveCache(cfg.ResolveCache),
@@ -240,6 +241,7 @@ type result struct {
 	host      string // politeness key of the page
 	dropped   map[string]int
 	followDup bool
+	nearDist  int // the crawl's near-duplicate distance (0: off)
 }
 
 // document is a page to store, before duplicate detection.
@@ -506,6 +508,7 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 	}
 	rules := p.rules.Rules(page.GetCrawlId(), spec)
 	res.followDup = rules.FollowDuplicates()
+	res.nearDist = rules.NearDistance()
 
 	if !isHTMLType(mt) {
 		if u, err := url.Parse(pageURL); err == nil && sitemap.Is(mt, u.Path) {

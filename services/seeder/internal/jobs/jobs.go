@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/seeds"
 )
@@ -76,6 +77,10 @@ type Scope struct {
 	// Sites filter the links to one site each; the first rule naming a
 	// link's host applies, after allow_patterns and deny_patterns.
 	Sites []SiteRules `json:"sites,omitempty"`
+	// NearDuplicateDistance turns on near-duplicate detection for the
+	// crawl: simhash bits, 1 to simhash.MaxNearDistance (0: the parser's
+	// default).
+	NearDuplicateDistance uint32 `json:"near_duplicate_distance,omitempty"`
 }
 
 // SiteRules mirrors crawlv1.SiteRules.
@@ -378,6 +383,9 @@ func buildScope(s Scope, errs *FieldErrors) *crawlv1.Scope {
 		{"scope.detail_patterns", s.DetailPatterns, true},
 	}
 	checkLists(lists, errs)
+	if s.NearDuplicateDistance > simhash.MaxNearDistance {
+		errs.add("scope.near_duplicate_distance", "%d bits, want 1 to %d (0: the parser's default)", s.NearDuplicateDistance, simhash.MaxNearDistance)
+	}
 	if len(s.Sites) > MaxListItems {
 		errs.add("scope.sites", "%d entries, want at most %d", len(s.Sites), MaxListItems)
 	}
@@ -407,8 +415,9 @@ func buildScope(s Scope, errs *FieldErrors) *crawlv1.Scope {
 		MaxOutlinksPerPage: s.MaxOutlinksPerPage, MaxUrlLength: s.MaxURLLength,
 		MaxRepeatedSegments: s.MaxRepeatedSegments,
 		DetailPatterns:      s.DetailPatterns, DetailSelector: s.DetailSelector,
-		FollowDuplicates: s.FollowDuplicates,
-		Sites:            sites,
+		FollowDuplicates:      s.FollowDuplicates,
+		Sites:                 sites,
+		NearDuplicateDistance: s.NearDuplicateDistance,
 	}
 }
 
