@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // parserMigrations are the schema versions 200-299, owned by the parser (dropped links, duplicates, sitemaps). Append; never edit
@@ -55,77 +54,6 @@ var parserMigrations = []Migration{
 		},
 	},
 }
-
-// DocumentMetaRow is the parser's per-document metadata (table
-// document_meta), joined with documents on (crawl_id, url_fp).
-type DocumentMetaRow struct {
-	CrawlID       string
-	URL           string
-	URLFP         uint64
-	Host          string
-	FetchedAt     time.Time
-	Description   string
-	CanonicalURL  string
-	Simhash       uint64
-	ContentFP     uint64
-	IsDuplicate   bool
-	DuplicateOf   string
-	IsDetail      bool
-	TextTruncated bool
-	Depth         uint16
-}
-
-// ContentSeenRow records the first URL of a content fingerprint in a crawl
-// (table content_seen).
-type ContentSeenRow struct {
-	CrawlID   string
-	ContentFP uint64
-	URL       string
-	FirstSeen time.Time
-}
-
-// LinksDroppedRow counts links dropped by the parser (table links_dropped).
-type LinksDroppedRow struct {
-	CrawlID string
-	Host    string
-	Reason  string
-	Minute  time.Time // truncated to the minute
-	N       uint64
-}
-
-func b2u(b bool) uint8 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// The parser's tables.
-var (
-	DocumentMeta = Table[DocumentMetaRow]{
-		Name: "document_meta",
-		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "description", "canonical_url",
-			"simhash", "content_fp", "is_duplicate", "duplicate_of", "is_detail", "text_truncated", "depth"},
-		Values: func(r DocumentMetaRow) []any {
-			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Description, r.CanonicalURL,
-				r.Simhash, r.ContentFP, b2u(r.IsDuplicate), r.DuplicateOf, b2u(r.IsDetail), b2u(r.TextTruncated), r.Depth}
-		},
-	}
-	ContentSeen = Table[ContentSeenRow]{
-		Name:    "content_seen",
-		Columns: []string{"crawl_id", "content_fp", "url", "first_seen"},
-		Values: func(r ContentSeenRow) []any {
-			return []any{r.CrawlID, r.ContentFP, r.URL, r.FirstSeen}
-		},
-	}
-	LinksDropped = Table[LinksDroppedRow]{
-		Name:    "links_dropped",
-		Columns: []string{"crawl_id", "host", "reason", "minute", "n"},
-		Values: func(r LinksDroppedRow) []any {
-			return []any{r.CrawlID, r.Host, r.Reason, r.Minute, r.N}
-		},
-	}
-)
 
 // SeenContent returns, for those of fps already recorded in content_seen
 // for a crawl, the URL first seen with each (the earliest; ties broken by
