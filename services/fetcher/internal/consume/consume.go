@@ -790,12 +790,8 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		return // abandoned at close: unacked
 	}
 	switch {
-	case res.Status == 429 || res.Status == 503 || res.Kind == failure.Timeout || res.Kind == failure.Connect || res.Kind == failure.TooSlow:
-		// back off this host: Retry-After, at least a few delays,
-		// doubling with every consecutive slow-down (capped by the engine)
-		level := min(h.engine.BackoffLevel(host), 10)
-		wait := max(res.RetryAfter, (5*h.s.opts.Politeness.Delay)<<level)
-		h.engine.Backoff(host, end.Add(wait))
+	case politeness.SlowsDown(res.Status, res.Kind):
+		h.engine.SlowDown(host, end, res.RetryAfter)
 		t.retryAfter = end.Add(res.RetryAfter)
 	case res.Status > 0:
 		h.engine.Recovered(host)
