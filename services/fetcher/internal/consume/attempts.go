@@ -11,6 +11,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 )
@@ -217,7 +218,7 @@ func (h *handler) publishedBefore(ctx context.Context, suspect []*task, recorded
 		if out == nil {
 			out = make(map[*task]chstore.FetchLogRow)
 		}
-		out[t] = FetchLogRow(p.Page, p.Host, p.Fetcher)
+		out[t] = outcome.FetchLogRow(p.Page, p.Host, p.Fetcher)
 	}
 	return out
 }

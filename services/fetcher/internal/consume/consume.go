@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -36,6 +35,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
@@ -241,6 +241,8 @@ type Service struct {
 	log     *zap.Logger
 	m       *metrics
 	workers chan struct{} // semaphore of the shared worker pool
+
+	outcomeOpts outcome.Options
 }
 
 // New returns a Service. rec must outlive the group that runs the
@@ -258,6 +260,10 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	return &Service{
 		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
 		workers: make(chan struct{}, o.Workers),
+		outcomeOpts: outcome.Options{
+			InstanceID: o.InstanceID, MaxAttempts: o.MaxAttempts, RetryBackoff: o.RetryBackoff,
+			MaxRetryBackoff: o.MaxRetryBackoff, MaxRedirects: o.MaxRedirects, Jitter: o.Jitter,
+		},
 	}, nil
 }
 
@@ -308,7 +314,6 @@ type task struct {
 
 	url        string          // the request's URL
 	state      []kafka.Message // host-state record of the last request, published with its outcome
-	follow     string          // canonical redirect target to publish (see followRedirect)
 	retryAfter time.Time       // earliest useful retry (robots.txt expiry, Retry-After)
 
 	robots []chstore.RobotsRow // robots.txt its turn fetched, recorded with its outcome
@@ -799,7 +804,6 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	class := statusClass(res.Status)
 	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
 	s.m.bytes.Add(float64(res.BodyBytes))
-	h.followRedirect(t, res)
 	h.engine.Done(host, end)
 	t.state = h.stateMsg(host)
 	h.finish(ctx, t, res)
@@ -882,37 +886,6 @@ func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Ru
 	h.s.m.sitemaps.Add(float64(len(msgs)))
 }
 
-// followRedirect decides whether the target of a redirect answer is
-// published to the scheduler (t.follow): not when it is the requested
-// resource itself (failure.RedirectLoop), not when the URL was reached
-// through MaxRedirects redirects already (failure.TooManyRedirects), not
-// when it is no crawlable URL. A longer loop (a → b → a) ends at the
-// scheduler, which drops the second a as a duplicate.
-func (h *handler) followRedirect(t *task, res *httpfetch.Response) {
-	t.follow = ""
-	if res.RedirectLocation == "" {
-		return
-	}
-	target, err := urlcanon.Canonicalize(res.RedirectLocation)
-	hops := int(t.req.GetRedirectHops())
-	switch {
-	case err != nil:
-		h.s.m.redirects.WithLabelValues(redirectInvalid).Inc()
-		h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(t.url), zap.Error(err))
-	case urlcanon.Key(target) == urlcanon.Key(t.url):
-		res.Kind = failure.RedirectLoop
-		res.Err = fmt.Errorf("redirect from %s to itself (%s)", t.url, target)
-		h.s.m.redirects.WithLabelValues(redirectLoop).Inc()
-	case hops >= h.s.opts.MaxRedirects:
-		res.Kind = failure.TooManyRedirects
-		res.Err = fmt.Errorf("redirect to %s after %d redirects", target, hops)
-		h.s.m.redirects.WithLabelValues(redirectTooMany).Inc()
-	default:
-		t.follow = target
-		h.s.m.redirects.WithLabelValues(redirectPublished).Inc()
-	}
-}
-
 // refuse records a URL that robots.txt denies or that cannot be fetched
 // now because robots.txt is unavailable.
 func (h *handler) refuse(ctx context.Context, t *task, rules *robots.Rules) {
@@ -944,7 +917,7 @@ func robotsVerdict(k failure.Kind) string {
 // acked when the outcome is durable. Until then it counts as in flight, so
 // Close waits for it.
 func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
-	msgs, page, row, err := h.outcome(t, res)
+	msgs, page, row, kind, err := h.outcome(t, res)
 	if err != nil {
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 		return
@@ -959,112 +932,87 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 			}
 			return
 		}
-		h.count(res)
+		h.count(res.Status, kind)
 		h.settle(t, true)
 		t.ack(t.msg)
 	}})
 }
 
 // count updates the metrics of a recorded outcome.
-func (h *handler) count(res *httpfetch.Response) {
-	h.s.m.fetches.WithLabelValues(statusClass(res.Status), string(res.Kind)).Inc()
-	if res.Status == 304 {
+func (h *handler) count(status int, kind failure.Kind) {
+	h.s.m.fetches.WithLabelValues(statusClass(status), string(kind)).Inc()
+	if status == 304 {
 		h.s.m.unchanged.Inc()
 	}
 }
 
-// outcome returns the records of one attempt of t.url: the next attempt,
-// redirect target, host state and proxy feedback; the FetchedPage, to be
-// produced after them (recorder.Outcome.Last); and the fetch-log row.
-func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row chstore.FetchLogRow, err error) {
+// outcome returns the records of one attempt of t.url (outcome.Of),
+// encoded: the next attempt, redirect target, host state and proxy
+// feedback; the FetchedPage, to be produced after them
+// (recorder.Outcome.Last); the fetch-log row; and the attempt's final
+// error kind (a redirect loop or a chain too long turns a redirect into a
+// failure).
+func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row chstore.FetchLogRow, kind failure.Kind, err error) {
 	s := h.s
-	req := t.req
-	errMsg := ""
-	if res.Err != nil {
-		errMsg = truncate(res.Err.Error(), 1000)
-	}
-	urlFP, parent := req.GetUrlFp(), req.GetParentUrl()
-	redirectedFrom := ""
-	if req.GetRedirectHops() > 0 {
-		redirectedFrom = parent
-	}
-	pg := &crawlv1.FetchedPage{
-		CrawlId:          req.GetCrawlId(),
-		Url:              t.url,
-		UrlFp:            urlFP,
-		Depth:            req.GetDepth(),
-		ParentUrl:        parent,
-		FetchedAt:        timestamppb.New(res.Start),
-		StatusCode:       uint32(res.Status),
-		ErrorKind:        string(res.Kind),
-		ErrorMessage:     errMsg,
-		ContentType:      res.ContentType,
-		Charset:          res.Charset,
-		Headers:          res.Header,
-		FetchDurationUs:  res.Duration.Microseconds(),
-		TtfbUs:           res.TTFB.Microseconds(),
-		Body:             res.Body,
-		Truncated:        res.Truncated,
-		BodyBytes:        res.BodyBytes,
-		RedirectLocation: res.RedirectLocation,
-		AnchorText:       req.GetAnchorText(),
-		Partition:        uint32(h.partition),
-		SerpEngine:       req.GetSerpEngine(),
-		Attempt:          req.GetAttempt(),
-		Unchanged:        res.Status == 304,
-		RedirectedFrom:   redirectedFrom,
+	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: t.req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
+	if r.Redirect != outcome.RedirectNone {
+		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
+		if r.Redirect == outcome.RedirectInvalid {
+			h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(t.url), zap.Error(r.RedirectErr))
+		}
 	}
 	key := []byte(t.host)
 	if len(key) == 0 {
-		key = []byte(req.GetUrl()) // invalid URL: any stable key
+		key = []byte(t.req.GetUrl()) // invalid URL: any stable key
 	}
-	if m, ok := h.retry(t, res); ok {
-		pg.WillRetry = true
-		msgs = append(msgs, m)
+	if r.Exhausted {
+		s.m.retries.WithLabelValues("exhausted").Inc()
 	}
-	if t.follow != "" {
-		if m, ok := h.redirect(t, t.follow); ok {
+	if r.Retry != nil {
+		m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.host), r.Retry)
+		if err != nil {
+			h.log.Warn("skipped retry", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+			r.Page.WillRetry = false
+		} else {
+			s.m.retries.WithLabelValues("queued").Inc()
 			msgs = append(msgs, m)
 		}
 	}
-	page, err = kafkaio.NewMessage(s.opts.Topics.Fetched, key, pg)
+	if r.Target != nil {
+		if m, ok := h.redirect(t, r.Target); ok {
+			msgs = append(msgs, m)
+		}
+	}
+	page, err = kafkaio.NewMessage(s.opts.Topics.Fetched, key, r.Page)
 	if err != nil {
-		return nil, kafka.Message{}, chstore.FetchLogRow{}, fmt.Errorf("encode fetched page: %w", err)
+		return nil, kafka.Message{}, chstore.FetchLogRow{}, "", fmt.Errorf("encode fetched page: %w", err)
 	}
 	page.Headers = append(page.Headers, kafka.Header{Key: published.FetcherHeader, Value: []byte(s.opts.InstanceID)})
 	msgs = append(msgs, t.state...)
 	t.state = nil
-	if fb, ok := h.proxyFeedback(res); ok {
-		msgs = append(msgs, fb)
+	if r.Proxy != nil {
+		s.m.proxyOutcomes.WithLabelValues(r.Proxy.GetOutcome()).Inc()
+		if m, err := kafkaio.NewMessage(s.opts.Topics.ProxyFeedback, []byte(r.Proxy.GetProxyId()), r.Proxy); err == nil {
+			msgs = append(msgs, m)
+		}
 	}
-	return msgs, page, FetchLogRow(pg, t.host, s.opts.InstanceID), nil
+	return msgs, page, r.Row, failure.Kind(r.Page.GetErrorKind()), nil
 }
 
-// FetchLogRow returns the fetch-log row of the attempt page reports, made
-// by fetcher; host is the politeness key of its URL. The row is derived
-// from the page alone, so the one written with the page and the one
-// rebuilt from it after its fetcher died (Options.Published) are equal.
-func FetchLogRow(page *crawlv1.FetchedPage, host, fetcher string) chstore.FetchLogRow {
-	at := page.GetFetchedAt().AsTime()
-	return chstore.FetchLogRow{
-		CrawlID:          page.GetCrawlId(),
-		URL:              page.GetUrl(),
-		URLFP:            page.GetUrlFp(),
-		Host:             host,
-		Partition:        uint16(page.GetPartition()),
-		Attempt:          uint16(min(page.GetAttempt(), 65535)),
-		FetchedAt:        at,
-		FetchedAtMs:      uint16(at.Nanosecond() / int(time.Millisecond)),
-		Status:           uint16(page.GetStatusCode()),
-		ErrorKind:        page.GetErrorKind(),
-		ErrorMessage:     page.GetErrorMessage(),
-		Bytes:            uint64(max(page.GetBodyBytes(), 0)),
-		ContentType:      page.GetContentType(),
-		DurationMs:       uint32(page.GetFetchDurationUs() / 1000),
-		RedirectLocation: page.GetRedirectLocation(),
-		Depth:            uint16(min(page.GetDepth(), 65535)),
-		Fetcher:          fetcher,
+// redirect encodes the DiscoveredURL of a redirect target: it goes back
+// through the scheduler's dedup to whichever partition owns its host.
+func (h *handler) redirect(t *task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
+	key, err := kafkaio.Key(d.GetUrl())
+	if err != nil {
+		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.url), zap.Error(err))
+		return kafka.Message{}, false
 	}
+	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
+	if err != nil {
+		h.log.Warn("skipped redirect target", telemetry.URL(d.GetUrl()), zap.Error(err))
+		return kafka.Message{}, false
+	}
+	return msg, true
 }
 
 // crawlState is the state of req's crawl (running without Crawls).
@@ -1096,11 +1044,11 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 	var msgs, pages []kafka.Message
 	var robotsRows []chstore.RobotsRow
 	rows := make([]chstore.FetchLogRow, 0, len(ts))
-	ress := make([]*httpfetch.Response, 0, len(ts))
+	kinds := make([]failure.Kind, 0, len(ts))
 	for _, t := range ts {
 		robotsRows = append(robotsRows, t.robots...)
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
-		m, page, row, err := h.outcome(t, res)
+		m, page, row, kind, err := h.outcome(t, res)
 		if err != nil {
 			h.log.Warn("left cancelled request unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 			continue
@@ -1108,7 +1056,7 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 		msgs = append(msgs, m...)
 		pages = append(pages, page)
 		rows = append(rows, row)
-		ress = append(ress, res)
+		kinds = append(kinds, kind)
 	}
 	h.recording.Add(1)
 	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: rows, Robots: robotsRows, Done: func(err error) {
@@ -1120,7 +1068,7 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 			return
 		}
 		for i, t := range ts {
-			h.count(ress[i])
+			h.count(0, kinds[i])
 			h.settle(t, true)
 			t.ack(t.msg)
 		}
@@ -1166,128 +1114,4 @@ func (h *handler) hold(ctx context.Context, t *task) {
 	// Claimed again, it waits in its queue; if the copy was written after
 	// all and read back meanwhile, t is the copy's repeat and push acks it.
 	h.push(t, recheck)
-}
-
-// Proxy outcomes of ProxyFeedback.
-const (
-	ProxySuccess = "success" // an answer came back (the origin's, whatever its status)
-	ProxyTimeout = "timeout" // no answer in time, or too slow
-	ProxyBlocked = "blocked" // 403, 407 or 429 through the proxy
-	ProxyError   = "error"   // any other failure through the proxy
-)
-
-// ProxyOutcome classifies a fetch made through a proxy.
-func ProxyOutcome(res *httpfetch.Response) string {
-	switch {
-	case res.Status == 403 || res.Status == 407 || res.Status == 429:
-		return ProxyBlocked
-	case res.Kind == failure.Timeout || res.Kind == failure.TooSlow:
-		return ProxyTimeout
-	case res.Status > 0:
-		return ProxySuccess
-	default:
-		return ProxyError
-	}
-}
-
-// proxyFeedback returns the ProxyFeedback record of a fetch made through
-// a proxy (keyed by proxy id; ids never carry credentials).
-func (h *handler) proxyFeedback(res *httpfetch.Response) (kafka.Message, bool) {
-	if res.ProxyID == "" {
-		return kafka.Message{}, false
-	}
-	outcome := ProxyOutcome(res)
-	h.s.m.proxyOutcomes.WithLabelValues(outcome).Inc()
-	m, err := kafkaio.NewMessage(h.s.opts.Topics.ProxyFeedback, []byte(res.ProxyID), &crawlv1.ProxyFeedback{
-		ProxyId:   res.ProxyID,
-		Host:      res.Host,
-		Outcome:   outcome,
-		LatencyUs: res.Duration.Microseconds(),
-		At:        timestamppb.New(res.Start),
-	})
-	if err != nil {
-		return kafka.Message{}, false
-	}
-	return m, true
-}
-
-// retry returns the next attempt of t's request when res is a transient
-// failure and attempts remain: the same request with attempt+1 and a
-// not_before after an exponential back-off with jitter (or the server's
-// Retry-After, or robots.txt's next check, when later).
-func (h *handler) retry(t *task, res *httpfetch.Response) (kafka.Message, bool) {
-	o := h.s.opts
-	if res.Kind != failure.RobotsUnavailable && !failure.IsRetryable(&failure.Error{Kind: res.Kind, Err: res.Err}) {
-		return kafka.Message{}, false
-	}
-	attempt := t.req.GetAttempt()
-	if int(attempt)+1 >= o.MaxAttempts {
-		h.s.m.retries.WithLabelValues("exhausted").Inc()
-		return kafka.Message{}, false
-	}
-	now := o.Now()
-	notBefore := now.Add(backoff(o, attempt))
-	if t.retryAfter.After(notBefore) {
-		notBefore = t.retryAfter
-	}
-	next := proto.CloneOf(t.req)
-	next.Attempt = attempt + 1
-	next.NotBefore = timestamppb.New(notBefore)
-	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.host), next)
-	if err != nil {
-		h.log.Warn("skipped retry", telemetry.URL(t.req.GetUrl()), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	h.s.m.retries.WithLabelValues("queued").Inc()
-	return m, true
-}
-
-// backoff is RetryBackoff * 2^attempt capped at MaxRetryBackoff, then
-// jittered uniformly into [half, all] of it.
-func backoff(o Options, attempt uint32) time.Duration {
-	d := o.RetryBackoff
-	for i := uint32(0); i < attempt && d < o.MaxRetryBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, o.MaxRetryBackoff)
-	half := d / 2
-	return half + time.Duration(o.Jitter(int64(d-half)+1))
-}
-
-// redirect builds the DiscoveredURL of a redirect target: it goes back
-// through the scheduler's dedup to whichever partition owns its host, at the
-// depth of the redirecting URL, one hop further.
-func (h *handler) redirect(t *task, target string) (kafka.Message, bool) {
-	key, err := kafkaio.Key(target)
-	if err != nil {
-		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.url), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	d := &crawlv1.DiscoveredURL{
-		CrawlId:      t.req.GetCrawlId(),
-		Url:          target,
-		Depth:        t.req.GetDepth(),
-		ParentUrl:    t.url,
-		DiscoveredAt: timestamppb.New(h.s.opts.Now()),
-		Source:       crawlv1.Source_SOURCE_REDIRECT,
-		AnchorText:   t.req.GetAnchorText(),
-		SerpEngine:   t.req.GetSerpEngine(),
-		RedirectHops: t.req.GetRedirectHops() + 1,
-	}
-	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
-	if err != nil {
-		h.log.Warn("skipped redirect target", telemetry.URL(target), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	return msg, true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
