@@ -32,6 +32,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
@@ -240,7 +241,7 @@ type Service struct {
 	rec     Recorder // fetch outcomes
 	log     *zap.Logger
 	m       *metrics
-	workers chan struct{} // semaphore of the shared worker pool
+	workers *dispatch.Pool // shared by every partition
 
 	outcomeOpts outcome.Options
 }
@@ -259,7 +260,7 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	}
 	return &Service{
 		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
-		workers: make(chan struct{}, o.Workers),
+		workers: dispatch.NewPool(o.Workers),
 		outcomeOpts: outcome.Options{
 			InstanceID: o.InstanceID, MaxAttempts: o.MaxAttempts, RetryBackoff: o.RetryBackoff,
 			MaxRetryBackoff: o.MaxRetryBackoff, MaxRedirects: o.MaxRedirects, Jitter: o.Jitter,
@@ -277,9 +278,6 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 		partition: partition,
 		engine:    politeness.New[*task](s.opts.Now, s.opts.Politeness),
 		log:       s.log.With(telemetry.Topic(topic), telemetry.Partition(partition)),
-		wake:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		stopped:   make(chan struct{}),
 		claimed:   make(map[*task]struct{}),
 		cancel:    cancel,
 	}
@@ -298,7 +296,7 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 	if s.opts.RobotsTxt != nil {
 		h.restoreRobots(ctx)
 	}
-	go h.dispatch(runCtx)
+	h.disp = dispatch.Start(runCtx, h.engine, s.workers, s.opts.Now, h.turn)
 	return h, nil
 }
 
@@ -324,12 +322,9 @@ type handler struct {
 	s         *Service
 	partition int
 	engine    *politeness.Engine[*task]
+	disp      *dispatch.Dispatcher[*task] // its turns are fetches (turn)
 	log       *zap.Logger
-	wake      chan struct{} // capacity 1: something changed in the engine
-	stop      chan struct{} // closed by Close: stop dispatching
-	stopped   chan struct{} // closed when the dispatcher returned
 	cancel    context.CancelFunc
-	inflight  sync.WaitGroup // dispatched requests being fetched
 	recording sync.WaitGroup // outcomes handed to the recorder, not yet durable
 
 	// suspectBelow: records at lower offsets may have been handled by a
@@ -482,7 +477,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-		case <-h.stop:
+		case <-h.disp.Stopping():
 		case <-t.C:
 		}
 	}
@@ -569,11 +564,10 @@ func wasDeferred(msg kafka.Message) bool {
 // until ctx is done, then abandons the rest (unacked: redelivered to the
 // next owner).
 func (h *handler) Close(ctx context.Context) error {
-	close(h.stop)
-	<-h.stopped
+	h.disp.Stop()
 	done := make(chan struct{})
 	go func() { // ends when the recorder has settled every outcome
-		h.inflight.Wait()
+		h.disp.Wait()
 		h.recording.Wait()
 		close(done)
 	}()
@@ -585,7 +579,7 @@ func (h *handler) Close(ctx context.Context) error {
 		// (a late ack only spares the next owner a fetch-log look-up).
 		h.log.Warn("abandoned in-flight fetches at close, redelivered to the next owner")
 		h.cancel()
-		h.inflight.Wait()
+		h.disp.Wait()
 	}
 	h.cancel()
 	h.publishStates()
@@ -650,10 +644,7 @@ func (h *handler) stateMsg(host string) []kafka.Message {
 }
 
 func (h *handler) notify() {
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
+	h.disp.Notify()
 	h.syncGauges()
 }
 
@@ -662,7 +653,7 @@ func (h *handler) syncGauges() {
 	h.gaugeMu.Lock()
 	defer h.gaugeMu.Unlock()
 	select {
-	case <-h.stop:
+	case <-h.disp.Stopping():
 		return // Close reset the partition's share
 	default:
 	}
@@ -672,57 +663,15 @@ func (h *handler) syncGauges() {
 	h.reportedQueue, h.reportedActive = q, a
 }
 
-// dispatch hands eligible requests to the shared worker pool until Close.
-// Hosts waiting for their delay hold no worker.
-func (h *handler) dispatch(ctx context.Context) {
-	defer close(h.stopped)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		// wait for an eligible host
-		for {
-			at, ok := h.engine.NextWakeup()
-			now := h.s.opts.Now()
-			if ok && !at.After(now) {
-				break
-			}
-			var fire <-chan time.Time
-			if ok {
-				timer.Reset(at.Sub(now))
-				fire = timer.C
-			}
-			select {
-			case <-h.stop:
-				return
-			case <-h.wake:
-			case <-fire:
-			}
-			timer.Stop()
-		}
-		// then for a worker
-		select {
-		case h.s.workers <- struct{}{}:
-		case <-h.stop:
-			return
-		}
-		now := h.s.opts.Now()
-		host, t, ok := h.engine.Next(now)
-		if !ok {
-			<-h.s.workers
-			continue
-		}
-		if !t.waited {
-			t.waited = true
-			h.s.m.politenessWait.Observe(now.Sub(t.enqueued).Seconds())
-		}
-		h.inflight.Add(1)
-		go func() {
-			defer h.inflight.Done()
-			defer func() { <-h.s.workers }()
-			h.process(ctx, host, t)
-			h.notify()
-		}()
+// turn is the dispatch.Work of a partition: one turn of host with t,
+// taken from the engine at dispatched.
+func (h *handler) turn(ctx context.Context, host string, t *task, dispatched time.Time) {
+	if !t.waited {
+		t.waited = true
+		h.s.m.politenessWait.Observe(dispatched.Sub(t.enqueued).Seconds())
 	}
+	h.process(ctx, host, t)
+	h.syncGauges() // the dispatcher looks for the next host on return
 }
 
 // process runs one turn of host: robots.txt if needed, else the page.
