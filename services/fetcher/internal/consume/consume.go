@@ -1,14 +1,16 @@
-// Package consume is the fetcher's Kafka adapter: for every assigned
-// partition of the fetch topic it decodes FetchRequests into the partition's
-// politeness engine, dispatches eligible requests to a worker pool shared by
-// all partitions, checks robots.txt, fetches, publishes the FetchedPage (and
-// the target of a redirect, to the scheduler), writes the fetch-log row, and
-// only then acks.
+// Package consume is the fetcher's Kafka adapter. For every assigned
+// partition of the fetch topic it decodes FetchRequests into the
+// partition's politeness engine and starts a dispatch.Dispatcher over a
+// worker pool shared by all partitions; a host's turn (turn.go) checks
+// robots.txt, fetches and feeds the answer back to the engine; the
+// attempt's outcome (outcome.Of) is encoded, handed to the recorder, which
+// produces it and writes the fetch-log row, and only then is the record
+// acked (record.go).
 //
-// A redirect is never followed inline: its target goes back through the
-// scheduler like a link, so that every URL the fetcher requests has met the
-// seen set (a target the crawl already admitted is not fetched again) and
-// waits its host's delay in its own partition.
+// Files: consume.go (options, assignment, Handle: decode, defer, queue;
+// Close), turn.go, record.go, hoststates.go (state handed to the next
+// owner), attempts.go (no attempt twice), robotstxt.go (stored robots.txt),
+// metrics.go.
 package consume
 
 import (
@@ -17,7 +19,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,10 +32,8 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
-	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
@@ -602,47 +601,6 @@ func (h *handler) Close(ctx context.Context) error {
 	return nil
 }
 
-// publishStates hands every known host's state to the next owner.
-func (h *handler) publishStates() {
-	if h.s.opts.HostStates == nil {
-		return
-	}
-	now := h.s.opts.Now()
-	var msgs []kafka.Message
-	for host, st := range h.engine.ChangedStates() {
-		m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, now)
-		if err == nil {
-			msgs = append(msgs, m)
-		}
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.s.prod.Write(ctx, msgs...); err != nil {
-		h.log.Warn("lost host states at close, the next owner waits one delay", zap.Error(err))
-	}
-}
-
-// stateMsg returns the host-state record of host, if states are kept and
-// host's state changed in a way the next owner could not infer
-// (politeness.Engine.Changed): not one record per request.
-func (h *handler) stateMsg(host string) []kafka.Message {
-	if h.s.opts.HostStates == nil {
-		return nil
-	}
-	st, ok := h.engine.Changed(host)
-	if !ok {
-		return nil
-	}
-	m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, h.s.opts.Now())
-	if err != nil {
-		return nil
-	}
-	return []kafka.Message{m}
-}
-
 func (h *handler) notify() {
 	h.disp.Notify()
 	h.syncGauges()
@@ -663,404 +621,10 @@ func (h *handler) syncGauges() {
 	h.reportedQueue, h.reportedActive = q, a
 }
 
-// turn is the dispatch.Work of a partition: one turn of host with t,
-// taken from the engine at dispatched.
-func (h *handler) turn(ctx context.Context, host string, t *task, dispatched time.Time) {
-	if !t.waited {
-		t.waited = true
-		h.s.m.politenessWait.Observe(dispatched.Sub(t.enqueued).Seconds())
-	}
-	h.process(ctx, host, t)
-	h.syncGauges() // the dispatcher looks for the next host on return
-}
-
-// process runs one turn of host: robots.txt if needed, else the page.
-func (h *handler) process(ctx context.Context, host string, t *task) {
-	s := h.s
-	switch h.crawlState(t.req) {
-	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
-		h.engine.Release(host) // no request made
-		h.recordCancelled(ctx, []*task{t})
-		return
-	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
-		h.engine.Release(host)
-		h.hold(ctx, t)
-		return
-	}
-	rules, fresh := s.robots.Lookup(t.origin)
-	if fresh && rules.Outcome == robots.Unavailable && t.req.GetAttempt() > 0 && t.req.GetNotBefore() != nil &&
-		rules.FetchedAt.Before(t.req.GetNotBefore().AsTime()) {
-		// A retry of a URL refused because robots.txt was unavailable:
-		// it is the "later" of "retry later", so robots.txt is asked
-		// again unless someone asked since this retry became due.
-		fresh = false
-	}
-	if !fresh {
-		// robots.txt is a request to the host: it takes this turn, and
-		// the page waits the delay after it.
-		server, ok := h.claimServer(ctx, host, t)
-		if !ok {
-			return
-		}
-		rules = s.robots.Fetch(ctx, t.origin, host)
-		h.serverDone(server, s.opts.Now())
-		if ctx.Err() != nil {
-			h.engine.Done(host, s.opts.Now())
-			return // abandoned at close: unacked
-		}
-		s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
-		t.robots = h.robotsRows(host, rules)
-		h.publishSitemaps(ctx, t, rules)
-		if h.setDelay(host, t, rules.CrawlDelay) {
-			s.m.crawlDelayCaped.Inc()
-			h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
-		}
-		h.engine.Done(host, s.opts.Now())
-		if rules.Check(t.url) == robots.Allowed {
-			h.engine.PushFront(host, t)
-			return
-		}
-		h.refuse(ctx, t, rules)
-		return
-	}
-	h.setDelay(host, t, rules.CrawlDelay)
-	if rules.Check(t.url) != robots.Allowed {
-		h.engine.Release(host) // no request made: the delay clock is unchanged
-		h.refuse(ctx, t, rules)
-		return
-	}
-	r := httpfetch.Request{URL: t.url, Host: host, Sitemap: strings.HasSuffix(t.req.GetParentUrl(), "/robots.txt"),
-		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified()}
-	server, ok := h.claimServer(ctx, host, t)
-	if !ok {
-		return
-	}
-	res := s.fetch.Fetch(ctx, r)
-	end := s.opts.Now()
-	h.serverDone(server, end)
-	h.engine.ObserveDuration(host, res.Duration)
-	if ctx.Err() != nil {
-		h.engine.Done(host, end)
-		return // abandoned at close: unacked
-	}
-	switch {
-	case politeness.SlowsDown(res.Status, res.Kind):
-		h.engine.SlowDown(host, end, res.RetryAfter)
-		t.retryAfter = end.Add(res.RetryAfter)
-	case res.Status > 0:
-		h.engine.Recovered(host)
-	}
-	class := statusClass(res.Status)
-	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
-	s.m.bytes.Add(float64(res.BodyBytes))
-	h.engine.Done(host, end)
-	t.state = h.stateMsg(host)
-	h.finish(ctx, t, res)
-}
-
-// claimServer claims the server of host (Options.Servers) for the request
-// t is about to make and returns its key ("" when servers are not grouped
-// or host does not resolve: nothing to release). When another host's
-// request holds the server, t goes back to the head of host's queue until
-// the server may be free, the host's turn ends, and ok is false.
-func (h *handler) claimServer(ctx context.Context, host string, t *task) (key string, ok bool) {
-	s := h.s
-	if s.opts.Servers == nil {
-		return "", true
-	}
-	addr, err := s.opts.Resolve(ctx, host)
-	if err != nil {
-		// the fetch fails on the same error and records it
-		return "", true
-	}
-	key = politeness.ServerKey(addr)
-	claimed, retryAt := s.opts.Servers.Acquire(key)
-	if !claimed {
-		s.m.serverWaits.Inc()
-		h.engine.Requeue(host, t, retryAt)
-		return "", false
-	}
-	return key, true
-}
-
-// serverDone ends the request claimed by claimServer.
-func (h *handler) serverDone(key string, end time.Time) {
-	if key != "" {
-		h.s.opts.Servers.Done(key, end)
-	}
-}
-
-// maxSitemaps bounds the Sitemap lines of one robots.txt published.
-const maxSitemaps = 50
-
-// publishSitemaps reports the Sitemap lines of a freshly fetched robots.txt
-// as DiscoveredURLs (source SITEMAP) of the crawl whose request fetched it,
-// at that request's depth (so a sitemap never widens a depth-limited
-// crawl), to be deduplicated and scheduled like any URL. Best effort: a
-// failure is logged; the lines come back with the next robots.txt fetch.
-func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Rules) {
-	if len(rules.Sitemaps) == 0 {
-		return
-	}
-	now := timestamppb.New(h.s.opts.Now())
-	var msgs []kafka.Message
-	for _, sm := range rules.Sitemaps[:min(len(rules.Sitemaps), maxSitemaps)] {
-		u, err := urlcanon.Canonicalize(sm)
-		if err != nil {
-			continue
-		}
-		key, err := kafkaio.Key(u)
-		if err != nil {
-			continue
-		}
-		m, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, &crawlv1.DiscoveredURL{
-			CrawlId:      t.req.GetCrawlId(),
-			Url:          u,
-			Depth:        t.req.GetDepth(),
-			ParentUrl:    rules.Origin + "/robots.txt",
-			DiscoveredAt: now,
-			Source:       crawlv1.Source_SOURCE_SITEMAP,
-		})
-		if err == nil {
-			msgs = append(msgs, m)
-		}
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	if err := h.s.prod.Write(ctx, msgs...); err != nil {
-		h.log.Warn("lost robots.txt sitemaps", telemetry.URL(rules.Origin), zap.Error(err))
-		return
-	}
-	h.s.m.sitemaps.Add(float64(len(msgs)))
-}
-
-// refuse records a URL that robots.txt denies or that cannot be fetched
-// now because robots.txt is unavailable.
-func (h *handler) refuse(ctx context.Context, t *task, rules *robots.Rules) {
-	res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.RobotsDenied, Err: errors.New("disallowed by robots.txt")}
-	if rules.Outcome == robots.Unavailable {
-		res.Kind, res.Err = rules.Kind, rules.Err
-		if res.Kind == failure.None || res.Kind == failure.Redirect {
-			res.Kind = failure.RobotsUnavailable
-		}
-		if res.Err == nil {
-			res.Err = fmt.Errorf("robots.txt unavailable (status %d)", rules.Status)
-		}
-		res.Status = 0
-	}
-	h.s.m.robotsVerdicts.WithLabelValues(robotsVerdict(res.Kind)).Inc()
-	h.finish(ctx, t, res)
-}
-
-func robotsVerdict(k failure.Kind) string {
-	if k == failure.RobotsDenied {
-		return "disallowed"
-	}
-	return "unavailable"
-}
-
-// finish hands the outcome of t's request (its FetchedPage with the next
-// attempt of a transient failure or the target of a redirect, the host
-// state, the fetch-log row) to the recorder and returns at once; t is
-// acked when the outcome is durable. Until then it counts as in flight, so
-// Close waits for it.
-func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
-	msgs, page, row, kind, err := h.outcome(t, res)
-	if err != nil {
-		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-		return
-	}
-	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []chstore.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
-		defer h.recording.Done()
-		if err != nil {
-			h.settle(t, false)
-			if ctx.Err() == nil {
-				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-			}
-			return
-		}
-		h.count(res.Status, kind)
-		h.settle(t, true)
-		t.ack(t.msg)
-	}})
-}
-
-// count updates the metrics of a recorded outcome.
-func (h *handler) count(status int, kind failure.Kind) {
-	h.s.m.fetches.WithLabelValues(statusClass(status), string(kind)).Inc()
-	if status == 304 {
-		h.s.m.unchanged.Inc()
-	}
-}
-
-// outcome returns the records of one attempt of t.url (outcome.Of),
-// encoded: the next attempt, redirect target, host state and proxy
-// feedback; the FetchedPage, to be produced after them
-// (recorder.Outcome.Last); the fetch-log row; and the attempt's final
-// error kind (a redirect loop or a chain too long turns a redirect into a
-// failure).
-func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row chstore.FetchLogRow, kind failure.Kind, err error) {
-	s := h.s
-	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: t.req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
-	if r.Redirect != outcome.RedirectNone {
-		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
-		if r.Redirect == outcome.RedirectInvalid {
-			h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(t.url), zap.Error(r.RedirectErr))
-		}
-	}
-	key := []byte(t.host)
-	if len(key) == 0 {
-		key = []byte(t.req.GetUrl()) // invalid URL: any stable key
-	}
-	if r.Exhausted {
-		s.m.retries.WithLabelValues("exhausted").Inc()
-	}
-	if r.Retry != nil {
-		m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.host), r.Retry)
-		if err != nil {
-			h.log.Warn("skipped retry", telemetry.URL(t.req.GetUrl()), zap.Error(err))
-			r.Page.WillRetry = false
-		} else {
-			s.m.retries.WithLabelValues("queued").Inc()
-			msgs = append(msgs, m)
-		}
-	}
-	if r.Target != nil {
-		if m, ok := h.redirect(t, r.Target); ok {
-			msgs = append(msgs, m)
-		}
-	}
-	page, err = kafkaio.NewMessage(s.opts.Topics.Fetched, key, r.Page)
-	if err != nil {
-		return nil, kafka.Message{}, chstore.FetchLogRow{}, "", fmt.Errorf("encode fetched page: %w", err)
-	}
-	page.Headers = append(page.Headers, kafka.Header{Key: published.FetcherHeader, Value: []byte(s.opts.InstanceID)})
-	msgs = append(msgs, t.state...)
-	t.state = nil
-	if r.Proxy != nil {
-		s.m.proxyOutcomes.WithLabelValues(r.Proxy.GetOutcome()).Inc()
-		if m, err := kafkaio.NewMessage(s.opts.Topics.ProxyFeedback, []byte(r.Proxy.GetProxyId()), r.Proxy); err == nil {
-			msgs = append(msgs, m)
-		}
-	}
-	return msgs, page, r.Row, failure.Kind(r.Page.GetErrorKind()), nil
-}
-
-// redirect encodes the DiscoveredURL of a redirect target: it goes back
-// through the scheduler's dedup to whichever partition owns its host.
-func (h *handler) redirect(t *task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
-	key, err := kafkaio.Key(d.GetUrl())
-	if err != nil {
-		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.url), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
-	if err != nil {
-		h.log.Warn("skipped redirect target", telemetry.URL(d.GetUrl()), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	return msg, true
-}
-
 // crawlState is the state of req's crawl (running without Crawls).
 func (h *handler) crawlState(req *crawlv1.FetchRequest) crawlv1.CrawlState {
 	if h.s.opts.Crawls == nil {
 		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
 	}
 	return h.s.opts.Crawls.State(req.GetCrawlId())
-}
-
-// setDelay applies the Crawl-delay d of host's robots.txt with the
-// politeness of t's crawl, when its spec has one: the crawl's delay raises
-// the host's delay and its max_crawl_delay replaces the cap, never below
-// the fetcher's --delay floor. A host shared by crawls takes, after each
-// request, the delay of that request's crawl.
-func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) {
-	var minDelay, maxCrawlDelay time.Duration
-	if h.s.opts.Crawls != nil {
-		p := h.s.opts.Crawls.Get(t.req.GetCrawlId()).GetPoliteness()
-		minDelay, maxCrawlDelay = p.GetDelay().AsDuration(), p.GetMaxCrawlDelay().AsDuration()
-	}
-	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
-}
-
-// recordCancelled records the requests of a cancelled crawl without
-// fetching them (FetchedPage and fetch-log row of kind failure.Cancelled,
-// one outcome for all of them) and acks them once that is durable.
-func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
-	var msgs, pages []kafka.Message
-	var robotsRows []chstore.RobotsRow
-	rows := make([]chstore.FetchLogRow, 0, len(ts))
-	kinds := make([]failure.Kind, 0, len(ts))
-	for _, t := range ts {
-		robotsRows = append(robotsRows, t.robots...)
-		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
-		m, page, row, kind, err := h.outcome(t, res)
-		if err != nil {
-			h.log.Warn("left cancelled request unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-			continue
-		}
-		msgs = append(msgs, m...)
-		pages = append(pages, page)
-		rows = append(rows, row)
-		kinds = append(kinds, kind)
-	}
-	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: rows, Robots: robotsRows, Done: func(err error) {
-		defer h.recording.Done()
-		if err != nil {
-			if ctx.Err() == nil {
-				h.log.Warn("left cancelled requests unacked, redelivered later", zap.Int("count", len(ts)), zap.Error(err))
-			}
-			return
-		}
-		for i, t := range ts {
-			h.count(0, kinds[i])
-			h.settle(t, true)
-			t.ack(t.msg)
-		}
-	}})
-}
-
-// pauseDeferral returns the record that holds t of a paused crawl: the
-// same request due PauseRecheck from now.
-func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
-	req := proto.CloneOf(t.req)
-	req.NotBefore = timestamppb.New(now.Add(h.s.opts.PauseRecheck))
-	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.host), req)
-	if err != nil {
-		return kafka.Message{}, false
-	}
-	return m, true
-}
-
-// hold defers a due request of a paused crawl durably and acks it; if
-// that fails it waits in its queue for the next check.
-//
-// Its attempt's claim is released before the copy is produced: the copy is
-// the request from then on, and this partition may read it back before
-// Write returns (a late acknowledgement); a claim still held then makes the
-// copy a repeat of itself, acked without a request, and the URL is lost.
-func (h *handler) hold(ctx context.Context, t *task) {
-	now := h.s.opts.Now()
-	recheck := now.Add(h.s.opts.PauseRecheck)
-	m, ok := h.pauseDeferral(t, now)
-	if !ok {
-		h.engine.Push(t.host, t, recheck) // still claimed
-		return
-	}
-	h.settle(t, false)
-	if err := h.s.prod.Write(ctx, m); err == nil {
-		h.s.m.pausedHeld.Inc()
-		t.ack(t.msg)
-		return
-	}
-	if ctx.Err() != nil {
-		return // abandoned at close: unacked, and no longer claimed
-	}
-	// Claimed again, it waits in its queue; if the copy was written after
-	// all and read back meanwhile, t is the copy's repeat and push acks it.
-	h.push(t, recheck)
 }
