@@ -217,6 +217,9 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 				zap.Int("bytes", set.Bytes()), zap.Duration("took", took))
 			h := &handler{s: s, partition: partition, seen: set, batch: dedup.New(0), log: log,
 				quota: frontier.NewQuota(s.cfg.HostQuota, s.cfg.QuotaWindow, s.now)}
+			if s.cfg.HostLimit != nil {
+				h.hosts = budget.NewHosts(partition, s.cfg.HostLimit, s.cfg.HostCounts)
+			}
 			h.persists = kafkaio.NewLater(ctx, log)
 			if s.frontier != nil {
 				// Also without a quota: it releases the URLs of paused
@@ -250,9 +253,9 @@ type handler struct {
 	quota     *frontier.Quota
 	pump      *pump // nil without a frontier
 	log       *zap.Logger
-	// hosts counts admitted URLs per crawl and host, for crawls with a
-	// per-host budget (loaded on first need).
-	hosts map[string]map[string]int64
+	// hosts is the partition's per-host page budgets (nil without
+	// Config.HostLimit).
+	hosts *budget.Hosts
 
 	// Batches whose requests are produced and whose rows are being
 	// persisted: their records are acked when the rows are in.
@@ -261,38 +264,6 @@ type handler struct {
 
 // hostTaken is one per-host budget unit taken in the current batch.
 type hostTaken struct{ crawl, host string }
-
-// takeHost takes one page of the host's budget in its crawl, reporting
-// false when none is left.
-func (h *handler) takeHost(ctx context.Context, crawl, host string) (bool, error) {
-	s := h.s
-	if s.cfg.HostLimit == nil {
-		return true, nil
-	}
-	lim := s.cfg.HostLimit(crawl)
-	if lim <= 0 {
-		return true, nil
-	}
-	counts, ok := h.hosts[crawl]
-	if !ok {
-		c, err := s.cfg.HostCounts(ctx, h.partition, crawl)
-		if err != nil {
-			return false, fmt.Errorf("count admitted urls per host: %w", err)
-		}
-		if c == nil {
-			c = make(map[string]int64)
-		}
-		if h.hosts == nil {
-			h.hosts = make(map[string]map[string]int64)
-		}
-		h.hosts[crawl], counts = c, c
-	}
-	if counts[host] >= lim {
-		return false, nil
-	}
-	counts[host]++
-	return true, nil
-}
 
 // seenView is the partition's seen set plus the batch admitted so far.
 type seenView struct{ seen, batch *dedup.Set }
@@ -325,11 +296,15 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		reserved = make(map[string]int64)
 		hostsNow []hostTaken
 		dropped  = make(map[admit.Reason]int)
+		hosts    admit.HostBudget // nil, not a nil *budget.Hosts
 	)
+	if h.hosts != nil {
+		hosts = h.hosts
+	}
 	undo := func() {
 		h.unreserve(reserved)
 		for _, x := range hostsNow {
-			h.hosts[x.crawl][x.host]--
+			h.hosts.Give(x.crawl, x.host)
 		}
 	}
 	now := s.now()
@@ -340,22 +315,13 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			h.log.Warn("undecodable record skipped", telemetry.Offset(msg.Offset), zap.Error(err))
 			continue
 		}
-		d := s.policy.Decide(&u, h.partition, view, s.budget)
-		if d.Admit {
-			ok, err := h.takeHost(ctx, u.GetCrawlId(), string(d.Key))
-			if err != nil {
-				s.budget.Unreserve(h.partition, u.GetCrawlId(), 1)
-				undo()
-				return err
-			}
-			if ok {
-				if h.hosts[u.GetCrawlId()] != nil {
-					hostsNow = append(hostsNow, hostTaken{u.GetCrawlId(), string(d.Key)})
-				}
-			} else {
-				s.budget.Unreserve(h.partition, u.GetCrawlId(), 1)
-				d.Admit, d.Reason, d.Fetch, d.Hold = false, HostBudgetExhausted, nil, false
-			}
+		d, err := s.policy.Decide(ctx, &u, h.partition, view, s.budget, hosts)
+		if err != nil {
+			undo()
+			return err
+		}
+		if d.Admit && hosts != nil {
+			hostsNow = append(hostsNow, hostTaken{u.GetCrawlId(), string(d.Key)})
 		}
 		switch {
 		case d.Admit:
@@ -485,38 +451,10 @@ func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred 
 	return g.Wait()
 }
 
-// Terminal states of URLs the scheduler does not admit (url_events.state).
-const (
-	StateDuplicate       = "duplicate"
-	StateOutOfScope      = "out_of_scope"
-	StateBudgetExhausted = "budget_exhausted"
-	StateInvalid         = "invalid"
-	StateCancelled       = "cancelled"
-)
-
-// dropState maps a drop reason to the terminal state it records; false for
-// a reason that is not terminal (wrong_partition: re-keyed to its owner).
-func dropState(r admit.Reason) (string, bool) {
-	switch r {
-	case admit.Duplicate:
-		return StateDuplicate, true
-	case admit.TooDeep, admit.OutOfScope, admit.Filtered, admit.TrapGuard, admit.ScopeTooLong:
-		return StateOutOfScope, true
-	case admit.BudgetExhausted, HostBudgetExhausted:
-		return StateBudgetExhausted, true
-	case admit.Cancelled:
-		return StateCancelled, true
-	case admit.InvalidCrawl, admit.InvalidURL, admit.UnsupportedScheme, admit.URLTooLong:
-		return StateInvalid, true
-	default:
-		return "", false
-	}
-}
-
 // dropEvent is the url_events row of a URL decided but not admitted. A URL
 // that does not canonicalize is recorded as received, fingerprinted raw.
 func dropEvent(u *crawlv1.DiscoveredURL, d admit.Decision, partition int, now time.Time) (chstore.URLEventRow, bool) {
-	state, ok := dropState(d.Reason)
+	state, ok := admit.StateOf(d.Reason)
 	if !ok {
 		return chstore.URLEventRow{}, false
 	}

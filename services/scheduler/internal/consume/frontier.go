@@ -205,7 +205,7 @@ func (p *pump) releaseOnce(ctx context.Context) (int, error) {
 			released = append(released, r)
 			events = append(events, chstore.URLEventRow{
 				CrawlID: r.CrawlID, URL: r.URL, URLFP: r.FP, Host: r.Host, Partition: r.Partition,
-				State: StateCancelled, Reason: string(admit.Cancelled), Depth: r.Depth, EventTime: now,
+				State: admit.StateCancelled, Reason: string(admit.Cancelled), Depth: r.Depth, EventTime: now,
 			})
 			continue
 		}

@@ -198,7 +198,7 @@ func TestPerHostBudget(t *testing.T) {
 	}
 	e.publish(recs...)
 	e.drain()
-	if n := dropped(first.s, HostBudgetExhausted); n != 2 {
+	if n := dropped(first.s, admit.HostBudgetExhausted); n != 2 {
 		t.Errorf("host budget drops = %d, want 2", n)
 	}
 	first.stop()
@@ -206,7 +206,7 @@ func TestPerHostBudget(t *testing.T) {
 	e.publish(disc("ph", "http://h1.example/later", 1), disc("ph", "http://h3.example/new", 1))
 	want[[2]string{"ph", "http://h3.example/new"}] = 1
 	e.drain()
-	if n := dropped(second.s, HostBudgetExhausted); n != 1 {
+	if n := dropped(second.s, admit.HostBudgetExhausted); n != 1 {
 		t.Errorf("host budget drops after restart = %d, want 1 (h1 full, h3 new)", n)
 	}
 	checkFetches(t, e, want)
