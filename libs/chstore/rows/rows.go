@@ -2,8 +2,8 @@
 // their column lists and the schema constants that code deciding what to
 // write needs, apart from the driver: a package that builds rows (the
 // fetcher's outcome, the scheduler's revisit policy) imports this one and
-// not github.com/ClickHouse/clickhouse-go. libs/chstore inserts and
-// queries them and re-exports every name here.
+// does not link the ClickHouse driver. libs/chstore inserts and queries
+// them and re-exports every name here.
 package rows
 
 import "time"
