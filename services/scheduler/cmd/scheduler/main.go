@@ -62,9 +62,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		Topics: topics, Partitions: cfg.Kafka.Partitions,
 		MaxDepth: uint32(cfg.MaxDepth), DepthLimit: config.SpecDepth(specs), Scope: config.SpecScope(specs, log),
 		State: specs.State, Paused: config.PausedCrawls(specs), Changed: specs.Changed,
-		HostLimit: config.SpecHostPages(specs), HostCounts: consume.CountHosts(store),
+		HostLimit: config.SpecHostPages(specs), HostCounts: sinks.CountHosts(store),
 		HostQuota: cfg.HostQuota, QuotaWindow: cfg.QuotaWindow,
-	}, producer, writers.Seen, writers.Events, consume.StoreFrontier{W: writers.Frontier, Store: store}, store, tracker, time.Now, log, sreg)
+	}, producer, writers.Seen, writers.Events, sinks.Frontier{W: writers.Frontier, Store: store}, store, tracker, time.Now, log, sreg)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return crawlcontrol.Follow(ctx, cfg.Kafka, specs, func(err error) { log.Warn("crawl spec skipped", zap.Error(err)) })
 	})
 	svc.Go(service.Consume, "budget tracker", func(ctx context.Context) error {
-		return tracker.Run(ctx, cfg.BudgetRefresh, consume.CountSeen(store), func(err error) {
+		return tracker.Run(ctx, cfg.BudgetRefresh, sinks.CountSeen(store), func(err error) {
 			log.Warn("budget refresh failed, keeping previous counts", zap.Error(err))
 		})
 	})

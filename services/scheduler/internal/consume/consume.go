@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -143,7 +142,7 @@ type Scheduler struct {
 	producer Producer
 	seenW    SeenWriter
 	events   EventWriter
-	frontier Frontier
+	frontier frontier.Store
 	loader   SeenLoader
 	budget   *budget.Tracker
 	policy   admit.Policy
@@ -157,7 +156,7 @@ type Scheduler struct {
 // receives the terminal state of every URL not admitted (see dropState); fr
 // holds the URLs deferred by the host quota (nil only when
 // cfg.HostQuota is 0).
-func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr Frontier, l SeenLoader, b *budget.Tracker, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr frontier.Store, l SeenLoader, b *budget.Tracker, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Scheduler, error) {
 	if cfg.LoadRetry == 0 {
 		cfg.LoadRetry = 200 * time.Millisecond
 	}
@@ -180,6 +179,19 @@ func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr Frontier, l Se
 	s := &Scheduler{cfg: cfg, producer: p, seenW: w, events: ev, frontier: fr, loader: l, budget: b, now: now, log: log, metrics: m}
 	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, State: cfg.State, Scope: cfg.Scope, Partition: s.partitionOf, Now: now}
 	return s, nil
+}
+
+// pumpConfig is the configuration of every partition's frontier pump.
+func (s *Scheduler) pumpConfig() frontier.PumpConfig {
+	return frontier.PumpConfig{
+		Topic: s.cfg.Topics.Fetch, PerHost: s.cfg.HostQuota, Window: s.cfg.QuotaWindow,
+		Paused: s.cfg.Paused, Changed: s.cfg.Changed, State: s.cfg.State, Now: s.now,
+		Key: func(canonical string) ([]byte, error) {
+			key, _, err := s.partitionOf(canonical)
+			return key, err
+		},
+		Released: s.metrics.released, Cancelled: s.metrics.dropped.WithLabelValues(string(admit.Cancelled)),
+	}
 }
 
 // partitionOf is the pipeline's one partition function applied to a
@@ -224,7 +236,7 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 			if s.frontier != nil {
 				// Also without a quota: it releases the URLs of paused
 				// crawls once they run again.
-				h.pump = s.startPump(partition, h.quota, log)
+				h.pump = frontier.StartPump(s.pumpConfig(), partition, h.quota, s.frontier, s.producer, s.events, log)
 			}
 			return h, nil
 		}
@@ -251,7 +263,7 @@ type handler struct {
 	seen      *dedup.Set // persisted fingerprints of the partition
 	batch     *dedup.Set // fingerprints admitted in the current batch
 	quota     *frontier.Quota
-	pump      *pump // nil without a frontier
+	pump      *frontier.Pump // nil without a frontier
 	log       *zap.Logger
 	// hosts is the partition's per-host page budgets (nil without
 	// Config.HostLimit).
@@ -348,7 +360,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 					undo()
 					return errors.New("hold url of paused crawl: no frontier")
 				}
-				deferred = append(deferred, deferredRow(h.partition, string(d.Key), d.Fetch, now))
+				deferred = append(deferred, frontier.PendingRow(h.partition, string(d.Key), d.Fetch, now))
 				heldRows = append(heldRows, row)
 			}
 		case d.Reason == admit.WrongPartition:
@@ -398,7 +410,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			return err
 		}
 		if len(deferred) > 0 && h.pump != nil {
-			h.pump.markDeferred(len(deferred))
+			h.pump.MarkDeferred(len(deferred))
 		}
 		for _, msg := range acks {
 			ack(msg)
@@ -490,74 +502,11 @@ func (h *handler) unreserve(reserved map[string]int64) {
 func (h *handler) Close(ctx context.Context) error {
 	err := h.persists.Close(ctx)
 	if h.pump != nil {
-		h.pump.stop()
+		h.pump.Stop()
 	}
 	h.s.metrics.seenSize.Sub(float64(h.seen.Len()))
 	h.s.budget.Release(h.partition)
 	h.log.Info("released seen set", zap.Int("urls", h.seen.Len()))
 	h.seen, h.batch = nil, nil
 	return err
-}
-
-// CountSeen returns the budget's global count: distinct fingerprints per
-// crawl in url_seen over every partition.
-func CountSeen(store *chstore.Store) budget.CountFunc {
-	return func(ctx context.Context, crawlIDs []string) (map[string]int64, error) {
-		if len(crawlIDs) == 0 {
-			return map[string]int64{}, nil
-		}
-		args := make([]any, len(crawlIDs))
-		for i, id := range crawlIDs {
-			args[i] = id
-		}
-		q := "SELECT crawl_id, uniqExact(fp) FROM url_seen WHERE crawl_id IN (" +
-			strings.TrimSuffix(strings.Repeat("?,", len(crawlIDs)), ",") + ") GROUP BY crawl_id"
-		rows, err := store.Conn().Query(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("query url_seen counts: %w", err)
-		}
-		defer rows.Close()
-		counts := make(map[string]int64, len(crawlIDs))
-		for rows.Next() {
-			var (
-				id string
-				n  uint64
-			)
-			if err := rows.Scan(&id, &n); err != nil {
-				return nil, fmt.Errorf("scan url_seen count: %w", err)
-			}
-			counts[id] = int64(n)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read url_seen counts: %w", err)
-		}
-		return counts, nil
-	}
-}
-
-// CountHosts returns Config.HostCounts over url_seen: the admitted URLs of
-// a crawl in a partition, counted by politeness key.
-func CountHosts(store *chstore.Store) func(ctx context.Context, partition int, crawlID string) (map[string]int64, error) {
-	return func(ctx context.Context, partition int, crawlID string) (map[string]int64, error) {
-		rows, err := store.Conn().Query(ctx,
-			"SELECT any(url) FROM url_seen WHERE partition = ? AND crawl_id = ? GROUP BY fp", uint16(partition), crawlID)
-		if err != nil {
-			return nil, fmt.Errorf("query url_seen hosts: %w", err)
-		}
-		defer rows.Close()
-		counts := make(map[string]int64)
-		for rows.Next() {
-			var url string
-			if err := rows.Scan(&url); err != nil {
-				return nil, fmt.Errorf("scan url_seen url: %w", err)
-			}
-			if key, err := kafkaio.Key(url); err == nil {
-				counts[string(key)]++
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read url_seen hosts: %w", err)
-		}
-		return counts, nil
-	}
 }

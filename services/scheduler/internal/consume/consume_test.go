@@ -25,6 +25,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
@@ -87,7 +88,7 @@ func (e *env) startWith(cfg Config, maxPages int64) *instance {
 	reg := prometheus.NewRegistry()
 	cfg.Topics, cfg.Partitions = e.kafka.Topics(), e.kafka.Partitions
 	s, err := New(cfg,
-		e.producer, e.seenW, e.eventsW, StoreFrontier{W: e.frontW, Store: e.store}, e.store, budget.NewTracker(maxPages), time.Now, e.log, reg)
+		e.producer, e.seenW, e.eventsW, sinks.Frontier{W: e.frontW, Store: e.store}, e.store, budget.NewTracker(maxPages), time.Now, e.log, reg)
 	if err != nil {
 		e.t.Fatalf("New: %v", err)
 	}
@@ -497,7 +498,7 @@ func TestMaxPagesBudget(t *testing.T) {
 		t.Fatalf("after restart fetch requests per crawl = %v, want big:%d small:4", n, maxPages)
 	}
 
-	counts, err := CountSeen(e.store)(context.Background(), []string{"big", "small", "none"})
+	counts, err := sinks.CountSeen(e.store)(context.Background(), []string{"big", "small", "none"})
 	if err != nil {
 		t.Fatalf("CountSeen: %v", err)
 	}
@@ -623,7 +624,7 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{MaxDepth: 5, Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
-	s, err := New(cfg, e.producer, broken, e.eventsW, StoreFrontier{W: e.frontW, Store: e.store}, e.store,
+	s, err := New(cfg, e.producer, broken, e.eventsW, sinks.Frontier{W: e.frontW, Store: e.store}, e.store,
 		budget.NewTracker(0), time.Now, e.log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -665,13 +666,13 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 
 // countingFrontier is the ClickHouse frontier, counting its reads.
 type countingFrontier struct {
-	StoreFrontier
+	sinks.Frontier
 	reads atomic.Int32
 }
 
 func (f *countingFrontier) Pending(ctx context.Context, partition, perHost int, skip []string) ([]chstore.FrontierRow, error) {
 	f.reads.Add(1)
-	return f.StoreFrontier.Pending(ctx, partition, perHost, skip)
+	return f.Frontier.Pending(ctx, partition, perHost, skip)
 }
 
 // TestIdlePumpsDoNotQuery: without a quota and with nothing deferred, each
@@ -682,7 +683,7 @@ func TestIdlePumpsDoNotQuery(t *testing.T) {
 	e := newEnv(t)
 	specs := crawlcontrol.NewSpecs()
 	setState(t, specs, "p", 1, crawlv1.CrawlState_CRAWL_STATE_PAUSED)
-	fr := &countingFrontier{StoreFrontier: StoreFrontier{W: e.frontW, Store: e.store}}
+	fr := &countingFrontier{Frontier: sinks.Frontier{W: e.frontW, Store: e.store}}
 	cfg := specsConfig(specs)
 	cfg.QuotaWindow = 50 * time.Millisecond
 	cfg.Topics, cfg.Partitions = e.kafka.Topics(), e.kafka.Partitions

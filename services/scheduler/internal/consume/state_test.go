@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"fmt"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 	"testing"
 	"time"
 
@@ -181,7 +182,7 @@ func TestPerHostBudget(t *testing.T) {
 	cfg := Config{
 		MaxDepth:   16,
 		HostLimit:  func(id string) int64 { return map[string]int64{"ph": 2}[id] },
-		HostCounts: CountHosts(e.store),
+		HostCounts: sinks.CountHosts(e.store),
 	}
 	first := e.startWith(cfg, 0)
 	want := make(map[[2]string]uint32)
