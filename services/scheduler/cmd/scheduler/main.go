@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/config"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/consume"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit/schedule"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
 
@@ -74,9 +75,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return fmt.Errorf("create consumer group: %w", err)
 	}
-	revisiter, err := consume.NewRevisiter(consume.RevisitConfig{
+	revisiter, err := schedule.New(schedule.Config{
 		Topics: topics, Partitions: cfg.Kafka.Partitions, Policy: config.SpecRevisit(specs), State: specs.State, Tick: cfg.RevisitTick,
-	}, producer, consume.StoreRevisits{Revisits: writers.Revisits, Changes: writers.Changes, Store: store}, time.Now, log, sreg)
+	}, producer, sinks.Revisits{Revisits: writers.Revisits, Changes: writers.Changes, Store: store}, time.Now, log, sreg)
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	svc.AddCheck("clickhouse", store.Ping)
 	svc.Go(service.Consume, "consumer group", group.Run)
 	svc.Go(service.Consume, "revisit group", func(ctx context.Context) error {
-		if err := consume.WaitRevisiting(ctx, specs); err != nil {
+		if err := schedule.WaitRevisiting(ctx, specs); err != nil {
 			return nil // stopping before any crawl revisited
 		}
 		log.Info("a followed crawl revisits its pages, revisit consumer starting")

@@ -1,8 +1,10 @@
-package consume
+package schedule
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -10,15 +12,107 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
-	"google.golang.org/protobuf/types/known/timestamppb"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
+
+// TestMain runs the tests against a real ClickHouse (chtest) and fails
+// the package when a test leaves a group, a pump or a writer running.
+func TestMain(m *testing.M) {
+	code := chtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const partitions = 4
+
+// env is one test's broker, database and producer.
+type env struct {
+	t        *testing.T
+	kafka    kafkaio.Config
+	store    *chstore.Store
+	producer *kafkaio.Writer
+	log      *zap.Logger
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, kafka: kafkatest.Config(t, partitions), store: chtest.NewStore(t)}
+	e.log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	e.producer = kafkaio.NewWriter(e.kafka, e.log, prometheus.NewRegistry())
+	t.Cleanup(func() { _ = e.producer.Close() })
+	return e
+}
+
+// fetched is one record read back from the Fetch topic.
+type fetched struct {
+	partition int
+	key       string
+	req       *crawlv1.FetchRequest
+}
+
+// fetches reads every record of the Fetch topic.
+func (e *env) fetches() []fetched {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []fetched
+	err := kafkaio.ReadToEnd(ctx, e.kafka, e.kafka.Topics().Fetch, kafkaio.ReadOptions{}, func(m kafka.Message) {
+		var req crawlv1.FetchRequest
+		if err := kafkaio.Decode(m, &req); err != nil {
+			e.t.Errorf("decode fetch request: %v", err)
+		}
+		out = append(out, fetched{partition: m.Partition, key: string(m.Key), req: &req})
+	})
+	if err != nil {
+		e.t.Fatalf("read fetch topic: %v", err)
+	}
+	return out
+}
+
+// partitionOf is the pipeline's partition of a canonical URL.
+func partitionOf(t *testing.T, url string) (string, int) {
+	t.Helper()
+	k, err := kafkaio.Key(url)
+	if err != nil {
+		t.Fatalf("key %q: %v", url, err)
+	}
+	return string(k), kafkaio.PartitionFor(k, partitions)
+}
+
+// waitFor polls cond (state outside the test: the broker, ClickHouse, the
+// consumer's metrics) on a ticker until it holds, for at most 20s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
 
 // startRevisiter runs a revisit consumer on the env's Fetched topic.
 func (e *env) startRevisiter(policy func(string) (revisit.Policy, bool)) (*Revisiter, func()) {
@@ -26,10 +120,10 @@ func (e *env) startRevisiter(policy func(string) (revisit.Policy, bool)) (*Revis
 	revW := chstore.NewBatchWriter(e.store, chstore.Revisits, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	chW := chstore.NewBatchWriter(e.store, chstore.ChangeHistory, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	reg := prometheus.NewRegistry()
-	r, err := NewRevisiter(RevisitConfig{Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions, Policy: policy, Tick: 100 * time.Millisecond},
-		e.producer, StoreRevisits{Revisits: revW, Changes: chW, Store: e.store}, time.Now, e.log, reg)
+	r, err := New(Config{Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions, Policy: policy, Tick: 100 * time.Millisecond},
+		e.producer, sinks.Revisits{Revisits: revW, Changes: chW, Store: e.store}, time.Now, e.log, reg)
 	if err != nil {
-		e.t.Fatalf("NewRevisiter: %v", err)
+		e.t.Fatalf("New: %v", err)
 	}
 	g, err := kafkaio.NewGroup(e.kafka, kafkaio.GroupConfig{
 		GroupID: e.kafka.GroupFor("scheduler-revisit"), Topic: e.kafka.Topics().Fetched, CommitInterval: 50 * time.Millisecond,
