@@ -25,6 +25,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/schedtest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
 
@@ -180,38 +181,9 @@ type fetched struct {
 // fetches reads every record of the Fetch topic.
 func (e *env) fetches() []fetched {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	topic := e.kafka.Topics().Fetch
-	offs, err := kafkaio.GroupOffsets(ctx, e.kafka, "no-such-group", topic)
-	if err != nil {
-		e.t.Fatalf("offsets of %s: %v", topic, err)
-	}
-	var total int64
-	for _, p := range offs {
-		total += p.End - p.First
-	}
 	var out []fetched
-	if total == 0 {
-		return out
-	}
-	fctx, fcancel := context.WithCancel(ctx)
-	defer fcancel()
-	err = kafkaio.Follow(fctx, e.kafka, topic, func(m kafka.Message) {
-		var req crawlv1.FetchRequest
-		if err := kafkaio.Decode(m, &req); err != nil {
-			e.t.Errorf("decode fetch request: %v", err)
-		}
-		out = append(out, fetched{partition: m.Partition, key: string(m.Key), req: &req})
-		if int64(len(out)) == total {
-			fcancel()
-		}
-	})
-	if err != nil {
-		e.t.Fatalf("follow %s: %v", topic, err)
-	}
-	if int64(len(out)) != total {
-		e.t.Fatalf("read %d of %d fetch requests", len(out), total)
+	for _, f := range schedtest.Fetches(e.t, e.kafka) {
+		out = append(out, fetched{partition: f.Partition, key: f.Key, req: f.Req})
 	}
 	return out
 }
@@ -251,11 +223,7 @@ func (e *env) seenRows() []seenRow {
 // partitionOf is the pipeline's partition of a canonical URL.
 func partitionOf(t *testing.T, url string) (string, int) {
 	t.Helper()
-	k, err := kafkaio.Key(url)
-	if err != nil {
-		t.Fatalf("key %q: %v", url, err)
-	}
-	return string(k), kafkaio.PartitionFor(k, partitions)
+	return schedtest.PartitionOf(t, url, partitions)
 }
 
 // checkFetches asserts that the Fetch topic holds exactly one request per

@@ -12,6 +12,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/schedtest"
 )
 
 // specsConfig is a Config following specs for crawl states.
@@ -71,13 +72,7 @@ func (e *env) eventCounts() map[string]int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	schedtest.WaitFor(t, what, cond)
 }
 
 // TestCrawlStates: a running crawl's URLs go out at once carrying their

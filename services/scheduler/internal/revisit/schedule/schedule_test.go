@@ -25,6 +25,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/schedtest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
 
@@ -61,57 +62,15 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// fetched is one record read back from the Fetch topic.
-type fetched struct {
-	partition int
-	key       string
-	req       *crawlv1.FetchRequest
-}
+func (e *env) fetches() []schedtest.Fetched { return schedtest.Fetches(e.t, e.kafka) }
 
-// fetches reads every record of the Fetch topic.
-func (e *env) fetches() []fetched {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out []fetched
-	err := kafkaio.ReadToEnd(ctx, e.kafka, e.kafka.Topics().Fetch, kafkaio.ReadOptions{}, func(m kafka.Message) {
-		var req crawlv1.FetchRequest
-		if err := kafkaio.Decode(m, &req); err != nil {
-			e.t.Errorf("decode fetch request: %v", err)
-		}
-		out = append(out, fetched{partition: m.Partition, key: string(m.Key), req: &req})
-	})
-	if err != nil {
-		e.t.Fatalf("read fetch topic: %v", err)
-	}
-	return out
-}
-
-// partitionOf is the pipeline's partition of a canonical URL.
 func partitionOf(t *testing.T, url string) (string, int) {
-	t.Helper()
-	k, err := kafkaio.Key(url)
-	if err != nil {
-		t.Fatalf("key %q: %v", url, err)
-	}
-	return string(k), kafkaio.PartitionFor(k, partitions)
+	return schedtest.PartitionOf(t, url, partitions)
 }
 
-// waitFor polls cond (state outside the test: the broker, ClickHouse, the
-// consumer's metrics) on a ticker until it holds, for at most 20s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
+	schedtest.WaitFor(t, what, cond)
 }
 
 // startRevisiter runs a revisit consumer on the env's Fetched topic.
@@ -195,14 +154,14 @@ func TestRevisitSchedule(t *testing.T) {
 	stop()
 	got := make(map[string]*crawlv1.FetchRequest)
 	for _, f := range e.fetches() {
-		if !f.req.Revisit {
-			t.Errorf("fetch request %v not marked revisit", f.req)
+		if !f.Req.Revisit {
+			t.Errorf("fetch request %v not marked revisit", f.Req)
 		}
-		key, p := partitionOf(t, f.req.Url)
-		if f.partition != p || f.key != key {
-			t.Errorf("%s on partition %d key %q, want %d %q", f.req.Url, f.partition, f.key, p, key)
+		key, p := partitionOf(t, f.Req.Url)
+		if f.Partition != p || f.Key != key {
+			t.Errorf("%s on partition %d key %q, want %d %q", f.Req.Url, f.Partition, f.Key, p, key)
 		}
-		got[f.req.CrawlId+" "+f.req.Url] = f.req
+		got[f.Req.CrawlId+" "+f.Req.Url] = f.Req
 	}
 	for _, u := range []string{"http://r1.example/a", "http://r2.example/b"} {
 		req := got["rv "+u]
