@@ -28,7 +28,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -313,7 +313,7 @@ type task struct {
 	state      []kafka.Message // host-state record of the last request, published with its outcome
 	retryAfter time.Time       // earliest useful retry (robots.txt expiry, Retry-After)
 
-	robots []chstore.RobotsRow // robots.txt its turn fetched, recorded with its outcome
+	robots []rows.RobotsRow // robots.txt its turn fetched, recorded with its outcome
 }
 
 // handler is the kafkaio.Handler of one partition.
@@ -384,7 +384,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 	}
 	var recorded map[*task]bool
-	var rebuilt map[*task]chstore.FetchLogRow
+	var rebuilt map[*task]rows.FetchLogRow
 	if len(suspect) > 0 {
 		var err error
 		if recorded, err = h.recordedBefore(ctx, suspect); err != nil {

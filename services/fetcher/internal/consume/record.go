@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -37,7 +37,7 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		return
 	}
 	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []chstore.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []rows.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
 			h.settle(t, false)
@@ -66,7 +66,7 @@ func (h *handler) count(status int, kind failure.Kind) {
 // (recorder.Outcome.Last); the fetch-log row; and the attempt's final
 // error kind (a redirect loop or a chain too long turns a redirect into a
 // failure).
-func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row chstore.FetchLogRow, kind failure.Kind, err error) {
+func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
 	s := h.s
 	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: t.req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
 	if r.Redirect != outcome.RedirectNone {
@@ -99,7 +99,7 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Messag
 	}
 	page, err = kafkaio.NewMessage(s.opts.Topics.Fetched, key, r.Page)
 	if err != nil {
-		return nil, kafka.Message{}, chstore.FetchLogRow{}, "", fmt.Errorf("encode fetched page: %w", err)
+		return nil, kafka.Message{}, rows.FetchLogRow{}, "", fmt.Errorf("encode fetched page: %w", err)
 	}
 	page.Headers = append(page.Headers, kafka.Header{Key: published.FetcherHeader, Value: []byte(s.opts.InstanceID)})
 	msgs = append(msgs, t.state...)
@@ -134,8 +134,8 @@ func (h *handler) redirect(t *task, d *crawlv1.DiscoveredURL) (kafka.Message, bo
 // one outcome for all of them) and acks them once that is durable.
 func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 	var msgs, pages []kafka.Message
-	var robotsRows []chstore.RobotsRow
-	rows := make([]chstore.FetchLogRow, 0, len(ts))
+	var robotsRows []rows.RobotsRow
+	logRows := make([]rows.FetchLogRow, 0, len(ts))
 	kinds := make([]failure.Kind, 0, len(ts))
 	for _, t := range ts {
 		robotsRows = append(robotsRows, t.robots...)
@@ -147,11 +147,11 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 		}
 		msgs = append(msgs, m...)
 		pages = append(pages, page)
-		rows = append(rows, row)
+		logRows = append(logRows, row)
 		kinds = append(kinds, kind)
 	}
 	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: rows, Robots: robotsRows, Done: func(err error) {
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: logRows, Robots: robotsRows, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
 			if ctx.Err() == nil {

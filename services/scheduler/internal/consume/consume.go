@@ -24,7 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -50,14 +50,14 @@ type Producer interface {
 // Write blocks until the rows are inserted or returns an error. Safe for
 // concurrent use.
 type SeenWriter interface {
-	Write(ctx context.Context, rows ...chstore.SeenRow) error
+	Write(ctx context.Context, rs ...rows.SeenRow) error
 }
 
 // EventWriter inserts url_events rows; *chstore.BatchWriter[chstore.URLEventRow].
 // Write blocks until the rows are inserted or returns an error. Safe for
 // concurrent use.
 type EventWriter interface {
-	Write(ctx context.Context, rows ...chstore.URLEventRow) error
+	Write(ctx context.Context, rs ...rows.URLEventRow) error
 }
 
 // SeenLoader streams a partition's stored fingerprints; *chstore.Store.
@@ -300,11 +300,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	h.batch.Reset()
 	view := seenView{seen: h.seen, batch: h.batch}
 	var (
-		out      []kafka.Message   // fetch requests and re-keyed discoveries
-		rows     []chstore.SeenRow // of the URLs produced
-		heldRows []chstore.SeenRow // of the URLs deferred to the frontier
-		events   []chstore.URLEventRow
-		deferred []chstore.FrontierRow
+		out      []kafka.Message // fetch requests and re-keyed discoveries
+		seenRows []rows.SeenRow  // of the URLs produced
+		heldRows []rows.SeenRow  // of the URLs deferred to the frontier
+		events   []rows.URLEventRow
+		deferred []rows.FrontierRow
 		reserved = make(map[string]int64)
 		hostsNow []hostTaken
 		dropped  = make(map[admit.Reason]int)
@@ -339,7 +339,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		case d.Admit:
 			h.batch.Add(d.FP)
 			reserved[u.GetCrawlId()]++
-			row := chstore.SeenRow{
+			row := rows.SeenRow{
 				CrawlID:   u.GetCrawlId(),
 				Partition: uint16(h.partition),
 				FP:        d.FP,
@@ -354,7 +354,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 					return fmt.Errorf("encode fetch request: %w", err)
 				}
 				out = append(out, m)
-				rows = append(rows, row)
+				seenRows = append(seenRows, row)
 			} else {
 				if s.frontier == nil {
 					undo()
@@ -390,13 +390,13 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	// The requests are out: from here on a failure redelivers the batch
 	// and its URLs are fetched twice, never lost.
-	for _, r := range rows {
+	for _, r := range seenRows {
 		h.seen.Add(r.FP)
 	}
 	for _, r := range heldRows {
 		h.seen.Add(r.FP)
 	}
-	admitted := len(rows) + len(heldRows)
+	admitted := len(seenRows) + len(heldRows)
 	s.metrics.received.Add(float64(len(batch)))
 	s.metrics.admitted.Add(float64(admitted))
 	s.metrics.deferred.Add(float64(len(deferred)))
@@ -406,7 +406,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	s.metrics.seenSize.Add(float64(admitted))
 	acks := kafkaio.AckRefs(batch)
 	h.persists.Go(func(ctx context.Context) error {
-		if err := h.persist(ctx, rows, deferred, heldRows, events); err != nil {
+		if err := h.persist(ctx, seenRows, deferred, heldRows, events); err != nil {
 			return err
 		}
 		if len(deferred) > 0 && h.pump != nil {
@@ -430,12 +430,12 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 // crash can fall between the two inserts). The other way round, a frontier
 // row without its fingerprint is re-admitted and deferred again, and the
 // pump releases one of the two.
-func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred []chstore.FrontierRow, held []chstore.SeenRow, events []chstore.URLEventRow) error {
+func (h *handler) persist(ctx context.Context, seenRows []rows.SeenRow, deferred []rows.FrontierRow, held []rows.SeenRow, events []rows.URLEventRow) error {
 	s := h.s
 	var g errgroup.Group
-	if len(rows) > 0 {
+	if len(seenRows) > 0 {
 		g.Go(func() error {
-			if err := s.seenW.Write(ctx, rows...); err != nil {
+			if err := s.seenW.Write(ctx, seenRows...); err != nil {
 				return fmt.Errorf("persist seen urls: %w", err)
 			}
 			return nil
@@ -465,12 +465,12 @@ func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred 
 
 // dropEvent is the url_events row of a URL decided but not admitted. A URL
 // that does not canonicalize is recorded as received, fingerprinted raw.
-func dropEvent(u *crawlv1.DiscoveredURL, d admit.Decision, partition int, now time.Time) (chstore.URLEventRow, bool) {
+func dropEvent(u *crawlv1.DiscoveredURL, d admit.Decision, partition int, now time.Time) (rows.URLEventRow, bool) {
 	state, ok := admit.StateOf(d.Reason)
 	if !ok {
-		return chstore.URLEventRow{}, false
+		return rows.URLEventRow{}, false
 	}
-	ev := chstore.URLEventRow{
+	ev := rows.URLEventRow{
 		CrawlID:   u.GetCrawlId(),
 		URL:       d.Canonical,
 		URLFP:     d.FP,
