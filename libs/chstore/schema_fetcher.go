@@ -41,39 +41,6 @@ var fetcherMigrations = []Migration{
 	},
 }
 
-// RobotsRow is the robots.txt of one origin as the fetcher applies it
-// (table robots_txt).
-type RobotsRow struct {
-	Partition    uint16
-	Origin       string // scheme://host[:port]
-	Host         string // politeness key
-	Agent        string // product token the rules were selected for
-	Outcome      string // parsed (2xx) or allow_all (4xx, too many redirects)
-	Status       uint16 // HTTP status of the last answer
-	Rules        string // the rules that apply to Agent, normalized, robots.txt syntax
-	CrawlDelayMs uint32
-	Sitemaps     []string
-	BodyBytes    uint32    // size of the robots.txt received
-	FetchedAt    time.Time // second precision in ClickHouse
-	Expires      time.Time // the fetcher asks again from then on
-	Fetcher      string    // instance id
-}
-
-// RobotsTxt is the fetcher's robots.txt table.
-var RobotsTxt = Table[RobotsRow]{
-	Name: "robots_txt",
-	Columns: []string{"partition", "origin", "host", "agent", "outcome", "status", "rules",
-		"crawl_delay_ms", "sitemaps", "body_bytes", "fetched_at", "expires", "fetcher"},
-	Values: func(r RobotsRow) []any {
-		sitemaps := r.Sitemaps
-		if sitemaps == nil {
-			sitemaps = []string{}
-		}
-		return []any{r.Partition, r.Origin, r.Host, r.Agent, r.Outcome, r.Status, r.Rules,
-			r.CrawlDelayMs, sitemaps, r.BodyBytes, r.FetchedAt, r.Expires, r.Fetcher}
-	},
-}
-
 // LoadRobots streams the latest robots.txt of every origin of partition
 // whose rules were selected for agent and have not expired at now, most
 // recently fetched first, at most limit of them (limit <= 0: all). fn runs
@@ -116,13 +83,6 @@ ORDER BY latest_fetched DESC`
 		return fmt.Errorf("read robots_txt partition %d: %w", partition, err)
 	}
 	return nil
-}
-
-// AttemptKey names one fetch attempt of a URL in fetch_log.
-type AttemptKey struct {
-	Host    string // politeness key
-	URLFP   uint64
-	Attempt uint16
 }
 
 // RecordedAttempts returns, for the attempts of crawlID among the given

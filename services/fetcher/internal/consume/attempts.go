@@ -8,9 +8,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 )
@@ -18,7 +19,7 @@ import (
 // Recorded finds fetch attempts that already have a fetch-log row
 // (*chstore.Store). Safe for concurrent use; blocks on a query.
 type Recorded interface {
-	RecordedAttempts(ctx context.Context, crawlID string, hosts []string, fps []uint64) (map[chstore.AttemptKey]time.Time, error)
+	RecordedAttempts(ctx context.Context, crawlID string, hosts []string, fps []uint64) (map[rows.AttemptKey]time.Time, error)
 }
 
 // attemptID identifies one attempt of one URL within a crawl.
@@ -153,7 +154,7 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 		q.hosts[t.host] = true
 		q.fps = append(q.fps, t.req.GetUrlFp())
 	}
-	found := make(map[string]map[chstore.AttemptKey]time.Time, len(byCrawl))
+	found := make(map[string]map[rows.AttemptKey]time.Time, len(byCrawl))
 	for crawl, q := range byCrawl {
 		hosts := make([]string, 0, len(q.hosts))
 		for host := range q.hosts {
@@ -179,7 +180,7 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 	}
 	done := make(map[*task]bool)
 	for _, t := range suspect {
-		at, ok := found[t.req.GetCrawlId()][chstore.AttemptKey{Host: t.host, URLFP: t.req.GetUrlFp(), Attempt: uint16(min(t.req.GetAttempt(), 65535))}]
+		at, ok := found[t.req.GetCrawlId()][rows.AttemptKey{Host: t.host, URLFP: t.req.GetUrlFp(), Attempt: uint16(min(t.req.GetAttempt(), 65535))}]
 		// fetched_at has second precision: a row in the second of
 		// scheduled_at counts (a re-fetch within that second would have to
 		// be a revisit scheduled within a second of the first: none is).
@@ -197,11 +198,11 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 // pages are read once per assignment; a read that keeps failing costs
 // repeated requests, never a lost one, so it is given up after a few
 // tries.
-func (h *handler) publishedBefore(ctx context.Context, suspect []*task, recorded map[*task]bool) map[*task]chstore.FetchLogRow {
+func (h *handler) publishedBefore(ctx context.Context, suspect []*task, recorded map[*task]bool) map[*task]rows.FetchLogRow {
 	if h.s.opts.Published == nil {
 		return nil
 	}
-	var out map[*task]chstore.FetchLogRow
+	var out map[*task]rows.FetchLogRow
 	for _, t := range suspect {
 		if recorded[t] {
 			continue
@@ -215,9 +216,9 @@ func (h *handler) publishedBefore(ctx context.Context, suspect []*task, recorded
 			continue
 		}
 		if out == nil {
-			out = make(map[*task]chstore.FetchLogRow)
+			out = make(map[*task]rows.FetchLogRow)
 		}
-		out[t] = FetchLogRow(p.Page, p.Host, p.Fetcher)
+		out[t] = outcome.FetchLogRow(p.Page, p.Host, p.Fetcher)
 	}
 	return out
 }
@@ -261,10 +262,10 @@ func (h *handler) readPages(ctx context.Context) map[attemptID]published.Page {
 // recordPublished writes the fetch-log rows of attempts a previous owner
 // published without recording them (rebuilt from their FetchedPages) and
 // acks their records once the rows are inserted: no request is made.
-func (h *handler) recordPublished(ctx context.Context, ts []*task, rows map[*task]chstore.FetchLogRow) {
-	out := make([]chstore.FetchLogRow, 0, len(ts))
+func (h *handler) recordPublished(ctx context.Context, ts []*task, rebuilt map[*task]rows.FetchLogRow) {
+	out := make([]rows.FetchLogRow, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, rows[t])
+		out = append(out, rebuilt[t])
 	}
 	h.recording.Add(1)
 	h.s.rec.Record(ctx, recorder.Outcome{Rows: out, Done: func(err error) {

@@ -1,14 +1,16 @@
-// Package consume is the fetcher's Kafka adapter: for every assigned
-// partition of the fetch topic it decodes FetchRequests into the partition's
-// politeness engine, dispatches eligible requests to a worker pool shared by
-// all partitions, checks robots.txt, fetches, publishes the FetchedPage (and
-// the target of a redirect, to the scheduler), writes the fetch-log row, and
-// only then acks.
+// Package consume is the fetcher's Kafka adapter. For every assigned
+// partition of the fetch topic it decodes FetchRequests into the
+// partition's politeness engine and starts a dispatch.Dispatcher over a
+// worker pool shared by all partitions; a host's turn (turn.go) checks
+// robots.txt, fetches and feeds the answer back to the engine; the
+// attempt's outcome (outcome.Of) is encoded, handed to the recorder, which
+// produces it and writes the fetch-log row, and only then is the record
+// acked (record.go).
 //
-// A redirect is never followed inline: its target goes back through the
-// scheduler like a link, so that every URL the fetcher requests has met the
-// seen set (a target the crawl already admitted is not fetched again) and
-// waits its host's delay in its own partition.
+// Files: consume.go (options, assignment, Handle: decode, defer, queue;
+// Close), turn.go, record.go, hoststates.go (state handed to the next
+// owner), attempts.go (no attempt twice), robotstxt.go (stored robots.txt),
+// metrics.go.
 package consume
 
 import (
@@ -17,10 +19,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -28,14 +28,14 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
-	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
@@ -240,7 +240,9 @@ type Service struct {
 	rec     Recorder // fetch outcomes
 	log     *zap.Logger
 	m       *metrics
-	workers chan struct{} // semaphore of the shared worker pool
+	workers *dispatch.Pool // shared by every partition
+
+	outcomeOpts outcome.Options
 }
 
 // New returns a Service. rec must outlive the group that runs the
@@ -257,7 +259,11 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	}
 	return &Service{
 		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
-		workers: make(chan struct{}, o.Workers),
+		workers: dispatch.NewPool(o.Workers),
+		outcomeOpts: outcome.Options{
+			InstanceID: o.InstanceID, MaxAttempts: o.MaxAttempts, RetryBackoff: o.RetryBackoff,
+			MaxRetryBackoff: o.MaxRetryBackoff, MaxRedirects: o.MaxRedirects, Jitter: o.Jitter,
+		},
 	}, nil
 }
 
@@ -271,9 +277,6 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 		partition: partition,
 		engine:    politeness.New[*task](s.opts.Now, s.opts.Politeness),
 		log:       s.log.With(telemetry.Topic(topic), telemetry.Partition(partition)),
-		wake:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		stopped:   make(chan struct{}),
 		claimed:   make(map[*task]struct{}),
 		cancel:    cancel,
 	}
@@ -292,7 +295,7 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 	if s.opts.RobotsTxt != nil {
 		h.restoreRobots(ctx)
 	}
-	go h.dispatch(runCtx)
+	h.disp = dispatch.Start(runCtx, h.engine, s.workers, s.opts.Now, h.turn)
 	return h, nil
 }
 
@@ -308,10 +311,9 @@ type task struct {
 
 	url        string          // the request's URL
 	state      []kafka.Message // host-state record of the last request, published with its outcome
-	follow     string          // canonical redirect target to publish (see followRedirect)
 	retryAfter time.Time       // earliest useful retry (robots.txt expiry, Retry-After)
 
-	robots []chstore.RobotsRow // robots.txt its turn fetched, recorded with its outcome
+	robots []rows.RobotsRow // robots.txt its turn fetched, recorded with its outcome
 }
 
 // handler is the kafkaio.Handler of one partition.
@@ -319,12 +321,9 @@ type handler struct {
 	s         *Service
 	partition int
 	engine    *politeness.Engine[*task]
+	disp      *dispatch.Dispatcher[*task] // its turns are fetches (turn)
 	log       *zap.Logger
-	wake      chan struct{} // capacity 1: something changed in the engine
-	stop      chan struct{} // closed by Close: stop dispatching
-	stopped   chan struct{} // closed when the dispatcher returned
 	cancel    context.CancelFunc
-	inflight  sync.WaitGroup // dispatched requests being fetched
 	recording sync.WaitGroup // outcomes handed to the recorder, not yet durable
 
 	// suspectBelow: records at lower offsets may have been handled by a
@@ -385,7 +384,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 	}
 	var recorded map[*task]bool
-	var rebuilt map[*task]chstore.FetchLogRow
+	var rebuilt map[*task]rows.FetchLogRow
 	if len(suspect) > 0 {
 		var err error
 		if recorded, err = h.recordedBefore(ctx, suspect); err != nil {
@@ -477,7 +476,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-		case <-h.stop:
+		case <-h.disp.Stopping():
 		case <-t.C:
 		}
 	}
@@ -564,11 +563,10 @@ func wasDeferred(msg kafka.Message) bool {
 // until ctx is done, then abandons the rest (unacked: redelivered to the
 // next owner).
 func (h *handler) Close(ctx context.Context) error {
-	close(h.stop)
-	<-h.stopped
+	h.disp.Stop()
 	done := make(chan struct{})
 	go func() { // ends when the recorder has settled every outcome
-		h.inflight.Wait()
+		h.disp.Wait()
 		h.recording.Wait()
 		close(done)
 	}()
@@ -580,7 +578,7 @@ func (h *handler) Close(ctx context.Context) error {
 		// (a late ack only spares the next owner a fetch-log look-up).
 		h.log.Warn("abandoned in-flight fetches at close, redelivered to the next owner")
 		h.cancel()
-		h.inflight.Wait()
+		h.disp.Wait()
 	}
 	h.cancel()
 	h.publishStates()
@@ -603,52 +601,8 @@ func (h *handler) Close(ctx context.Context) error {
 	return nil
 }
 
-// publishStates hands every known host's state to the next owner.
-func (h *handler) publishStates() {
-	if h.s.opts.HostStates == nil {
-		return
-	}
-	now := h.s.opts.Now()
-	var msgs []kafka.Message
-	for host, st := range h.engine.ChangedStates() {
-		m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, now)
-		if err == nil {
-			msgs = append(msgs, m)
-		}
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.s.prod.Write(ctx, msgs...); err != nil {
-		h.log.Warn("lost host states at close, the next owner waits one delay", zap.Error(err))
-	}
-}
-
-// stateMsg returns the host-state record of host, if states are kept and
-// host's state changed in a way the next owner could not infer
-// (politeness.Engine.Changed): not one record per request.
-func (h *handler) stateMsg(host string) []kafka.Message {
-	if h.s.opts.HostStates == nil {
-		return nil
-	}
-	st, ok := h.engine.Changed(host)
-	if !ok {
-		return nil
-	}
-	m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, h.s.opts.Now())
-	if err != nil {
-		return nil
-	}
-	return []kafka.Message{m}
-}
-
 func (h *handler) notify() {
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
+	h.disp.Notify()
 	h.syncGauges()
 }
 
@@ -657,7 +611,7 @@ func (h *handler) syncGauges() {
 	h.gaugeMu.Lock()
 	defer h.gaugeMu.Unlock()
 	select {
-	case <-h.stop:
+	case <-h.disp.Stopping():
 		return // Close reset the partition's share
 	default:
 	}
@@ -667,631 +621,10 @@ func (h *handler) syncGauges() {
 	h.reportedQueue, h.reportedActive = q, a
 }
 
-// dispatch hands eligible requests to the shared worker pool until Close.
-// Hosts waiting for their delay hold no worker.
-func (h *handler) dispatch(ctx context.Context) {
-	defer close(h.stopped)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		// wait for an eligible host
-		for {
-			at, ok := h.engine.NextWakeup()
-			now := h.s.opts.Now()
-			if ok && !at.After(now) {
-				break
-			}
-			var fire <-chan time.Time
-			if ok {
-				timer.Reset(at.Sub(now))
-				fire = timer.C
-			}
-			select {
-			case <-h.stop:
-				return
-			case <-h.wake:
-			case <-fire:
-			}
-			timer.Stop()
-		}
-		// then for a worker
-		select {
-		case h.s.workers <- struct{}{}:
-		case <-h.stop:
-			return
-		}
-		now := h.s.opts.Now()
-		host, t, ok := h.engine.Next(now)
-		if !ok {
-			<-h.s.workers
-			continue
-		}
-		if !t.waited {
-			t.waited = true
-			h.s.m.politenessWait.Observe(now.Sub(t.enqueued).Seconds())
-		}
-		h.inflight.Add(1)
-		go func() {
-			defer h.inflight.Done()
-			defer func() { <-h.s.workers }()
-			h.process(ctx, host, t)
-			h.notify()
-		}()
-	}
-}
-
-// process runs one turn of host: robots.txt if needed, else the page.
-func (h *handler) process(ctx context.Context, host string, t *task) {
-	s := h.s
-	switch h.crawlState(t.req) {
-	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
-		h.engine.Release(host) // no request made
-		h.recordCancelled(ctx, []*task{t})
-		return
-	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
-		h.engine.Release(host)
-		h.hold(ctx, t)
-		return
-	}
-	rules, fresh := s.robots.Lookup(t.origin)
-	if fresh && rules.Outcome == robots.Unavailable && t.req.GetAttempt() > 0 && t.req.GetNotBefore() != nil &&
-		rules.FetchedAt.Before(t.req.GetNotBefore().AsTime()) {
-		// A retry of a URL refused because robots.txt was unavailable:
-		// it is the "later" of "retry later", so robots.txt is asked
-		// again unless someone asked since this retry became due.
-		fresh = false
-	}
-	if !fresh {
-		// robots.txt is a request to the host: it takes this turn, and
-		// the page waits the delay after it.
-		server, ok := h.claimServer(ctx, host, t)
-		if !ok {
-			return
-		}
-		rules = s.robots.Fetch(ctx, t.origin, host)
-		h.serverDone(server, s.opts.Now())
-		if ctx.Err() != nil {
-			h.engine.Done(host, s.opts.Now())
-			return // abandoned at close: unacked
-		}
-		s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
-		t.robots = h.robotsRows(host, rules)
-		h.publishSitemaps(ctx, t, rules)
-		if h.setDelay(host, t, rules.CrawlDelay) {
-			s.m.crawlDelayCaped.Inc()
-			h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
-		}
-		h.engine.Done(host, s.opts.Now())
-		if rules.Check(t.url) == robots.Allowed {
-			h.engine.PushFront(host, t)
-			return
-		}
-		h.refuse(ctx, t, rules)
-		return
-	}
-	h.setDelay(host, t, rules.CrawlDelay)
-	if rules.Check(t.url) != robots.Allowed {
-		h.engine.Release(host) // no request made: the delay clock is unchanged
-		h.refuse(ctx, t, rules)
-		return
-	}
-	r := httpfetch.Request{URL: t.url, Host: host, Sitemap: strings.HasSuffix(t.req.GetParentUrl(), "/robots.txt"),
-		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified()}
-	server, ok := h.claimServer(ctx, host, t)
-	if !ok {
-		return
-	}
-	res := s.fetch.Fetch(ctx, r)
-	end := s.opts.Now()
-	h.serverDone(server, end)
-	h.engine.ObserveDuration(host, res.Duration)
-	if ctx.Err() != nil {
-		h.engine.Done(host, end)
-		return // abandoned at close: unacked
-	}
-	switch {
-	case res.Status == 429 || res.Status == 503 || res.Kind == failure.Timeout || res.Kind == failure.Connect || res.Kind == failure.TooSlow:
-		// back off this host: Retry-After, at least a few delays,
-		// doubling with every consecutive slow-down (capped by the engine)
-		level := min(h.engine.BackoffLevel(host), 10)
-		wait := max(res.RetryAfter, (5*h.s.opts.Politeness.Delay)<<level)
-		h.engine.Backoff(host, end.Add(wait))
-		t.retryAfter = end.Add(res.RetryAfter)
-	case res.Status > 0:
-		h.engine.Recovered(host)
-	}
-	class := statusClass(res.Status)
-	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
-	s.m.bytes.Add(float64(res.BodyBytes))
-	h.followRedirect(t, res)
-	h.engine.Done(host, end)
-	t.state = h.stateMsg(host)
-	h.finish(ctx, t, res)
-}
-
-// claimServer claims the server of host (Options.Servers) for the request
-// t is about to make and returns its key ("" when servers are not grouped
-// or host does not resolve: nothing to release). When another host's
-// request holds the server, t goes back to the head of host's queue until
-// the server may be free, the host's turn ends, and ok is false.
-func (h *handler) claimServer(ctx context.Context, host string, t *task) (key string, ok bool) {
-	s := h.s
-	if s.opts.Servers == nil {
-		return "", true
-	}
-	addr, err := s.opts.Resolve(ctx, host)
-	if err != nil {
-		// the fetch fails on the same error and records it
-		return "", true
-	}
-	key = politeness.ServerKey(addr)
-	claimed, retryAt := s.opts.Servers.Acquire(key)
-	if !claimed {
-		s.m.serverWaits.Inc()
-		h.engine.Requeue(host, t, retryAt)
-		return "", false
-	}
-	return key, true
-}
-
-// serverDone ends the request claimed by claimServer.
-func (h *handler) serverDone(key string, end time.Time) {
-	if key != "" {
-		h.s.opts.Servers.Done(key, end)
-	}
-}
-
-// maxSitemaps bounds the Sitemap lines of one robots.txt published.
-const maxSitemaps = 50
-
-// publishSitemaps reports the Sitemap lines of a freshly fetched robots.txt
-// as DiscoveredURLs (source SITEMAP) of the crawl whose request fetched it,
-// at that request's depth (so a sitemap never widens a depth-limited
-// crawl), to be deduplicated and scheduled like any URL. Best effort: a
-// failure is logged; the lines come back with the next robots.txt fetch.
-func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Rules) {
-	if len(rules.Sitemaps) == 0 {
-		return
-	}
-	now := timestamppb.New(h.s.opts.Now())
-	var msgs []kafka.Message
-	for _, sm := range rules.Sitemaps[:min(len(rules.Sitemaps), maxSitemaps)] {
-		u, err := urlcanon.Canonicalize(sm)
-		if err != nil {
-			continue
-		}
-		key, err := kafkaio.Key(u)
-		if err != nil {
-			continue
-		}
-		m, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, &crawlv1.DiscoveredURL{
-			CrawlId:      t.req.GetCrawlId(),
-			Url:          u,
-			Depth:        t.req.GetDepth(),
-			ParentUrl:    rules.Origin + "/robots.txt",
-			DiscoveredAt: now,
-			Source:       crawlv1.Source_SOURCE_SITEMAP,
-		})
-		if err == nil {
-			msgs = append(msgs, m)
-		}
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	if err := h.s.prod.Write(ctx, msgs...); err != nil {
-		h.log.Warn("lost robots.txt sitemaps", telemetry.URL(rules.Origin), zap.Error(err))
-		return
-	}
-	h.s.m.sitemaps.Add(float64(len(msgs)))
-}
-
-// followRedirect decides whether the target of a redirect answer is
-// published to the scheduler (t.follow): not when it is the requested
-// resource itself (failure.RedirectLoop), not when the URL was reached
-// through MaxRedirects redirects already (failure.TooManyRedirects), not
-// when it is no crawlable URL. A longer loop (a → b → a) ends at the
-// scheduler, which drops the second a as a duplicate.
-func (h *handler) followRedirect(t *task, res *httpfetch.Response) {
-	t.follow = ""
-	if res.RedirectLocation == "" {
-		return
-	}
-	target, err := urlcanon.Canonicalize(res.RedirectLocation)
-	hops := int(t.req.GetRedirectHops())
-	switch {
-	case err != nil:
-		h.s.m.redirects.WithLabelValues(redirectInvalid).Inc()
-		h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(t.url), zap.Error(err))
-	case urlcanon.Key(target) == urlcanon.Key(t.url):
-		res.Kind = failure.RedirectLoop
-		res.Err = fmt.Errorf("redirect from %s to itself (%s)", t.url, target)
-		h.s.m.redirects.WithLabelValues(redirectLoop).Inc()
-	case hops >= h.s.opts.MaxRedirects:
-		res.Kind = failure.TooManyRedirects
-		res.Err = fmt.Errorf("redirect to %s after %d redirects", target, hops)
-		h.s.m.redirects.WithLabelValues(redirectTooMany).Inc()
-	default:
-		t.follow = target
-		h.s.m.redirects.WithLabelValues(redirectPublished).Inc()
-	}
-}
-
-// refuse records a URL that robots.txt denies or that cannot be fetched
-// now because robots.txt is unavailable.
-func (h *handler) refuse(ctx context.Context, t *task, rules *robots.Rules) {
-	res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.RobotsDenied, Err: errors.New("disallowed by robots.txt")}
-	if rules.Outcome == robots.Unavailable {
-		res.Kind, res.Err = rules.Kind, rules.Err
-		if res.Kind == failure.None || res.Kind == failure.Redirect {
-			res.Kind = failure.RobotsUnavailable
-		}
-		if res.Err == nil {
-			res.Err = fmt.Errorf("robots.txt unavailable (status %d)", rules.Status)
-		}
-		res.Status = 0
-	}
-	h.s.m.robotsVerdicts.WithLabelValues(robotsVerdict(res.Kind)).Inc()
-	h.finish(ctx, t, res)
-}
-
-func robotsVerdict(k failure.Kind) string {
-	if k == failure.RobotsDenied {
-		return "disallowed"
-	}
-	return "unavailable"
-}
-
-// finish hands the outcome of t's request (its FetchedPage with the next
-// attempt of a transient failure or the target of a redirect, the host
-// state, the fetch-log row) to the recorder and returns at once; t is
-// acked when the outcome is durable. Until then it counts as in flight, so
-// Close waits for it.
-func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
-	msgs, page, row, err := h.outcome(t, res)
-	if err != nil {
-		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-		return
-	}
-	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []chstore.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
-		defer h.recording.Done()
-		if err != nil {
-			h.settle(t, false)
-			if ctx.Err() == nil {
-				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-			}
-			return
-		}
-		h.count(res)
-		h.settle(t, true)
-		t.ack(t.msg)
-	}})
-}
-
-// count updates the metrics of a recorded outcome.
-func (h *handler) count(res *httpfetch.Response) {
-	h.s.m.fetches.WithLabelValues(statusClass(res.Status), string(res.Kind)).Inc()
-	if res.Status == 304 {
-		h.s.m.unchanged.Inc()
-	}
-}
-
-// outcome returns the records of one attempt of t.url: the next attempt,
-// redirect target, host state and proxy feedback; the FetchedPage, to be
-// produced after them (recorder.Outcome.Last); and the fetch-log row.
-func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row chstore.FetchLogRow, err error) {
-	s := h.s
-	req := t.req
-	errMsg := ""
-	if res.Err != nil {
-		errMsg = truncate(res.Err.Error(), 1000)
-	}
-	urlFP, parent := req.GetUrlFp(), req.GetParentUrl()
-	redirectedFrom := ""
-	if req.GetRedirectHops() > 0 {
-		redirectedFrom = parent
-	}
-	pg := &crawlv1.FetchedPage{
-		CrawlId:          req.GetCrawlId(),
-		Url:              t.url,
-		UrlFp:            urlFP,
-		Depth:            req.GetDepth(),
-		ParentUrl:        parent,
-		FetchedAt:        timestamppb.New(res.Start),
-		StatusCode:       uint32(res.Status),
-		ErrorKind:        string(res.Kind),
-		ErrorMessage:     errMsg,
-		ContentType:      res.ContentType,
-		Charset:          res.Charset,
-		Headers:          res.Header,
-		FetchDurationUs:  res.Duration.Microseconds(),
-		TtfbUs:           res.TTFB.Microseconds(),
-		Body:             res.Body,
-		Truncated:        res.Truncated,
-		BodyBytes:        res.BodyBytes,
-		RedirectLocation: res.RedirectLocation,
-		AnchorText:       req.GetAnchorText(),
-		Partition:        uint32(h.partition),
-		SerpEngine:       req.GetSerpEngine(),
-		Attempt:          req.GetAttempt(),
-		Unchanged:        res.Status == 304,
-		RedirectedFrom:   redirectedFrom,
-	}
-	key := []byte(t.host)
-	if len(key) == 0 {
-		key = []byte(req.GetUrl()) // invalid URL: any stable key
-	}
-	if m, ok := h.retry(t, res); ok {
-		pg.WillRetry = true
-		msgs = append(msgs, m)
-	}
-	if t.follow != "" {
-		if m, ok := h.redirect(t, t.follow); ok {
-			msgs = append(msgs, m)
-		}
-	}
-	page, err = kafkaio.NewMessage(s.opts.Topics.Fetched, key, pg)
-	if err != nil {
-		return nil, kafka.Message{}, chstore.FetchLogRow{}, fmt.Errorf("encode fetched page: %w", err)
-	}
-	page.Headers = append(page.Headers, kafka.Header{Key: published.FetcherHeader, Value: []byte(s.opts.InstanceID)})
-	msgs = append(msgs, t.state...)
-	t.state = nil
-	if fb, ok := h.proxyFeedback(res); ok {
-		msgs = append(msgs, fb)
-	}
-	return msgs, page, FetchLogRow(pg, t.host, s.opts.InstanceID), nil
-}
-
-// FetchLogRow returns the fetch-log row of the attempt page reports, made
-// by fetcher; host is the politeness key of its URL. The row is derived
-// from the page alone, so the one written with the page and the one
-// rebuilt from it after its fetcher died (Options.Published) are equal.
-func FetchLogRow(page *crawlv1.FetchedPage, host, fetcher string) chstore.FetchLogRow {
-	at := page.GetFetchedAt().AsTime()
-	return chstore.FetchLogRow{
-		CrawlID:          page.GetCrawlId(),
-		URL:              page.GetUrl(),
-		URLFP:            page.GetUrlFp(),
-		Host:             host,
-		Partition:        uint16(page.GetPartition()),
-		Attempt:          uint16(min(page.GetAttempt(), 65535)),
-		FetchedAt:        at,
-		FetchedAtMs:      uint16(at.Nanosecond() / int(time.Millisecond)),
-		Status:           uint16(page.GetStatusCode()),
-		ErrorKind:        page.GetErrorKind(),
-		ErrorMessage:     page.GetErrorMessage(),
-		Bytes:            uint64(max(page.GetBodyBytes(), 0)),
-		ContentType:      page.GetContentType(),
-		DurationMs:       uint32(page.GetFetchDurationUs() / 1000),
-		RedirectLocation: page.GetRedirectLocation(),
-		Depth:            uint16(min(page.GetDepth(), 65535)),
-		Fetcher:          fetcher,
-	}
-}
-
 // crawlState is the state of req's crawl (running without Crawls).
 func (h *handler) crawlState(req *crawlv1.FetchRequest) crawlv1.CrawlState {
 	if h.s.opts.Crawls == nil {
 		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
 	}
 	return h.s.opts.Crawls.State(req.GetCrawlId())
-}
-
-// setDelay applies the Crawl-delay d of host's robots.txt with the
-// politeness of t's crawl, when its spec has one: the crawl's delay raises
-// the host's delay and its max_crawl_delay replaces the cap, never below
-// the fetcher's --delay floor. A host shared by crawls takes, after each
-// request, the delay of that request's crawl.
-func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) {
-	var minDelay, maxCrawlDelay time.Duration
-	if h.s.opts.Crawls != nil {
-		p := h.s.opts.Crawls.Get(t.req.GetCrawlId()).GetPoliteness()
-		minDelay, maxCrawlDelay = p.GetDelay().AsDuration(), p.GetMaxCrawlDelay().AsDuration()
-	}
-	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
-}
-
-// recordCancelled records the requests of a cancelled crawl without
-// fetching them (FetchedPage and fetch-log row of kind failure.Cancelled,
-// one outcome for all of them) and acks them once that is durable.
-func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
-	var msgs, pages []kafka.Message
-	var robotsRows []chstore.RobotsRow
-	rows := make([]chstore.FetchLogRow, 0, len(ts))
-	ress := make([]*httpfetch.Response, 0, len(ts))
-	for _, t := range ts {
-		robotsRows = append(robotsRows, t.robots...)
-		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
-		m, page, row, err := h.outcome(t, res)
-		if err != nil {
-			h.log.Warn("left cancelled request unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
-			continue
-		}
-		msgs = append(msgs, m...)
-		pages = append(pages, page)
-		rows = append(rows, row)
-		ress = append(ress, res)
-	}
-	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: rows, Robots: robotsRows, Done: func(err error) {
-		defer h.recording.Done()
-		if err != nil {
-			if ctx.Err() == nil {
-				h.log.Warn("left cancelled requests unacked, redelivered later", zap.Int("count", len(ts)), zap.Error(err))
-			}
-			return
-		}
-		for i, t := range ts {
-			h.count(ress[i])
-			h.settle(t, true)
-			t.ack(t.msg)
-		}
-	}})
-}
-
-// pauseDeferral returns the record that holds t of a paused crawl: the
-// same request due PauseRecheck from now.
-func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
-	req := proto.CloneOf(t.req)
-	req.NotBefore = timestamppb.New(now.Add(h.s.opts.PauseRecheck))
-	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.host), req)
-	if err != nil {
-		return kafka.Message{}, false
-	}
-	return m, true
-}
-
-// hold defers a due request of a paused crawl durably and acks it; if
-// that fails it waits in its queue for the next check.
-//
-// Its attempt's claim is released before the copy is produced: the copy is
-// the request from then on, and this partition may read it back before
-// Write returns (a late acknowledgement); a claim still held then makes the
-// copy a repeat of itself, acked without a request, and the URL is lost.
-func (h *handler) hold(ctx context.Context, t *task) {
-	now := h.s.opts.Now()
-	recheck := now.Add(h.s.opts.PauseRecheck)
-	m, ok := h.pauseDeferral(t, now)
-	if !ok {
-		h.engine.Push(t.host, t, recheck) // still claimed
-		return
-	}
-	h.settle(t, false)
-	if err := h.s.prod.Write(ctx, m); err == nil {
-		h.s.m.pausedHeld.Inc()
-		t.ack(t.msg)
-		return
-	}
-	if ctx.Err() != nil {
-		return // abandoned at close: unacked, and no longer claimed
-	}
-	// Claimed again, it waits in its queue; if the copy was written after
-	// all and read back meanwhile, t is the copy's repeat and push acks it.
-	h.push(t, recheck)
-}
-
-// Proxy outcomes of ProxyFeedback.
-const (
-	ProxySuccess = "success" // an answer came back (the origin's, whatever its status)
-	ProxyTimeout = "timeout" // no answer in time, or too slow
-	ProxyBlocked = "blocked" // 403, 407 or 429 through the proxy
-	ProxyError   = "error"   // any other failure through the proxy
-)
-
-// ProxyOutcome classifies a fetch made through a proxy.
-func ProxyOutcome(res *httpfetch.Response) string {
-	switch {
-	case res.Status == 403 || res.Status == 407 || res.Status == 429:
-		return ProxyBlocked
-	case res.Kind == failure.Timeout || res.Kind == failure.TooSlow:
-		return ProxyTimeout
-	case res.Status > 0:
-		return ProxySuccess
-	default:
-		return ProxyError
-	}
-}
-
-// proxyFeedback returns the ProxyFeedback record of a fetch made through
-// a proxy (keyed by proxy id; ids never carry credentials).
-func (h *handler) proxyFeedback(res *httpfetch.Response) (kafka.Message, bool) {
-	if res.ProxyID == "" {
-		return kafka.Message{}, false
-	}
-	outcome := ProxyOutcome(res)
-	h.s.m.proxyOutcomes.WithLabelValues(outcome).Inc()
-	m, err := kafkaio.NewMessage(h.s.opts.Topics.ProxyFeedback, []byte(res.ProxyID), &crawlv1.ProxyFeedback{
-		ProxyId:   res.ProxyID,
-		Host:      res.Host,
-		Outcome:   outcome,
-		LatencyUs: res.Duration.Microseconds(),
-		At:        timestamppb.New(res.Start),
-	})
-	if err != nil {
-		return kafka.Message{}, false
-	}
-	return m, true
-}
-
-// retry returns the next attempt of t's request when res is a transient
-// failure and attempts remain: the same request with attempt+1 and a
-// not_before after an exponential back-off with jitter (or the server's
-// Retry-After, or robots.txt's next check, when later).
-func (h *handler) retry(t *task, res *httpfetch.Response) (kafka.Message, bool) {
-	o := h.s.opts
-	if res.Kind != failure.RobotsUnavailable && !failure.IsRetryable(&failure.Error{Kind: res.Kind, Err: res.Err}) {
-		return kafka.Message{}, false
-	}
-	attempt := t.req.GetAttempt()
-	if int(attempt)+1 >= o.MaxAttempts {
-		h.s.m.retries.WithLabelValues("exhausted").Inc()
-		return kafka.Message{}, false
-	}
-	now := o.Now()
-	notBefore := now.Add(backoff(o, attempt))
-	if t.retryAfter.After(notBefore) {
-		notBefore = t.retryAfter
-	}
-	next := proto.CloneOf(t.req)
-	next.Attempt = attempt + 1
-	next.NotBefore = timestamppb.New(notBefore)
-	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.host), next)
-	if err != nil {
-		h.log.Warn("skipped retry", telemetry.URL(t.req.GetUrl()), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	h.s.m.retries.WithLabelValues("queued").Inc()
-	return m, true
-}
-
-// backoff is RetryBackoff * 2^attempt capped at MaxRetryBackoff, then
-// jittered uniformly into [half, all] of it.
-func backoff(o Options, attempt uint32) time.Duration {
-	d := o.RetryBackoff
-	for i := uint32(0); i < attempt && d < o.MaxRetryBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, o.MaxRetryBackoff)
-	half := d / 2
-	return half + time.Duration(o.Jitter(int64(d-half)+1))
-}
-
-// redirect builds the DiscoveredURL of a redirect target: it goes back
-// through the scheduler's dedup to whichever partition owns its host, at the
-// depth of the redirecting URL, one hop further.
-func (h *handler) redirect(t *task, target string) (kafka.Message, bool) {
-	key, err := kafkaio.Key(target)
-	if err != nil {
-		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.url), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	d := &crawlv1.DiscoveredURL{
-		CrawlId:      t.req.GetCrawlId(),
-		Url:          target,
-		Depth:        t.req.GetDepth(),
-		ParentUrl:    t.url,
-		DiscoveredAt: timestamppb.New(h.s.opts.Now()),
-		Source:       crawlv1.Source_SOURCE_REDIRECT,
-		AnchorText:   t.req.GetAnchorText(),
-		SerpEngine:   t.req.GetSerpEngine(),
-		RedirectHops: t.req.GetRedirectHops() + 1,
-	}
-	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
-	if err != nil {
-		h.log.Warn("skipped redirect target", telemetry.URL(target), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	return msg, true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

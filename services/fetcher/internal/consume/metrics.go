@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -148,8 +149,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, b := range []string{skipRecorded, skipPublished, skipHeld} {
 		m.repeatsSkipped.WithLabelValues(b)
 	}
-	for _, o := range []string{redirectPublished, redirectLoop, redirectTooMany, redirectInvalid} {
-		m.redirects.WithLabelValues(o)
+	for _, o := range []outcome.Redirect{outcome.RedirectPublished, outcome.RedirectLoop, outcome.RedirectTooMany, outcome.RedirectInvalid} {
+		m.redirects.WithLabelValues(string(o))
 	}
 	for _, v := range []string{"disallowed", "unavailable"} {
 		m.robotsVerdicts.WithLabelValues(v)
@@ -172,14 +173,6 @@ func statusClass(code int) string {
 	}
 	return statusClasses[code/100]
 }
-
-// Outcomes of a redirect answer (label of redirects_total).
-const (
-	redirectPublished = "published"
-	redirectLoop      = "loop"
-	redirectTooMany   = "too_many"
-	redirectInvalid   = "invalid"
-)
 
 // How a repeated fetch request was recognized (label of repeats_skipped_total).
 const (

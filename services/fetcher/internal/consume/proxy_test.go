@@ -22,6 +22,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
@@ -61,7 +62,7 @@ func TestProxyFeedback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wantOutcome := map[string]string{"/p": ProxySuccess, "/forbidden": ProxyBlocked, "/throttled": ProxyBlocked, "/hang": ProxyTimeout}
+	wantOutcome := map[string]string{"/p": outcome.ProxySuccess, "/forbidden": outcome.ProxyBlocked, "/throttled": outcome.ProxyBlocked, "/hang": outcome.ProxyTimeout}
 	var msgs []kafka.Message
 	for _, h := range hosts {
 		for _, path := range []string{"/p", "/forbidden", "/throttled", "/hang"} {

@@ -364,7 +364,7 @@ func TestRetriesRedirects(t *testing.T) {
 	if got := testutil.ToFloat64(svc.m.deferred); got < 1 {
 		t.Errorf("deferred = %v, want the giant host's surplus and the far request deferred", got)
 	}
-	for outcome, want := range map[string]float64{redirectPublished: 1, redirectLoop: 1, redirectTooMany: 1} {
+	for outcome, want := range map[string]float64{"published": 1, "loop": 1, "too_many": 1} {
 		if got := testutil.ToFloat64(svc.m.redirects.WithLabelValues(outcome)); got != want {
 			t.Errorf("redirects %s = %v, want %v", outcome, got, want)
 		}

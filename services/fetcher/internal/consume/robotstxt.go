@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -16,7 +16,7 @@ import (
 // recent first. fn runs on the calling goroutine. Safe for concurrent use;
 // blocks for the query.
 type RobotsStore interface {
-	LoadRobots(ctx context.Context, partition int, agent string, now time.Time, limit int, fn func(chstore.RobotsRow)) error
+	LoadRobots(ctx context.Context, partition int, agent string, now time.Time, limit int, fn func(rows.RobotsRow)) error
 }
 
 // restoreRobots fills the robots cache with what earlier owners of the
@@ -27,7 +27,7 @@ type RobotsStore interface {
 func (h *handler) restoreRobots(ctx context.Context) {
 	s := h.s
 	restored := 0
-	err := s.opts.RobotsTxt.LoadRobots(ctx, h.partition, s.robots.Agent(), s.opts.Now(), s.robots.MaxEntries(), func(row chstore.RobotsRow) {
+	err := s.opts.RobotsTxt.LoadRobots(ctx, h.partition, s.robots.Agent(), s.opts.Now(), s.robots.MaxEntries(), func(row rows.RobotsRow) {
 		if s.robots.Restore(robotsRecord(row)) {
 			restored++
 		}
@@ -41,7 +41,7 @@ func (h *handler) restoreRobots(ctx context.Context) {
 // robotsRows returns the row that stores rules for the next owner of
 // host: none when robots.txt is not stored, or when it could not be
 // obtained (an Unavailable result is no valid robots.txt).
-func (h *handler) robotsRows(host string, rules *robots.Rules) []chstore.RobotsRow {
+func (h *handler) robotsRows(host string, rules *robots.Rules) []rows.RobotsRow {
 	if h.s.opts.RobotsTxt == nil {
 		return nil
 	}
@@ -49,7 +49,7 @@ func (h *handler) robotsRows(host string, rules *robots.Rules) []chstore.RobotsR
 	if !ok {
 		return nil
 	}
-	return []chstore.RobotsRow{{
+	return []rows.RobotsRow{{
 		Partition:    uint16(h.partition),
 		Origin:       rec.Origin,
 		Host:         host,
@@ -67,7 +67,7 @@ func (h *handler) robotsRows(host string, rules *robots.Rules) []chstore.RobotsR
 }
 
 // robotsRecord is the cache's form of a stored row.
-func robotsRecord(row chstore.RobotsRow) robots.Record {
+func robotsRecord(row rows.RobotsRow) robots.Record {
 	return robots.Record{
 		Origin:     row.Origin,
 		Agent:      row.Agent,

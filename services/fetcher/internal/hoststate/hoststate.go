@@ -17,10 +17,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 )
 
-// boundsGroup is a consumer group id that never commits: GroupOffsets with
-// it returns just the partition bounds.
-const boundsGroup = "fetcher-hoststate-bounds"
-
 // Message returns the host-state record of host.
 func Message(topic, host, instance string, st politeness.HostState, now time.Time) (kafka.Message, error) {
 	m, err := kafkaio.NewMessage(topic, []byte(host), &crawlv1.HostPoliteness{
@@ -47,48 +43,17 @@ type Loader struct {
 func NewLoader(c kafkaio.Config, topic string) *Loader { return &Loader{cfg: c, topic: topic} }
 
 // Load reads partition of the topic from its start up to the high
-// watermark observed at the call and returns the last state of every host
-// (tombstones and undecodable records drop a host).
+// watermark observed at the call (kafkaio.ReadToEnd) and returns the last
+// state of every host (tombstones and undecodable records drop a host).
 func (l *Loader) Load(ctx context.Context, partition int) (map[string]politeness.HostState, error) {
-	bounds, err := kafkaio.GroupOffsets(ctx, l.cfg, boundsGroup, l.topic)
-	if err != nil {
-		return nil, fmt.Errorf("read bounds of %s: %w", l.topic, err)
-	}
-	var first, end int64 = 0, -1
-	for _, b := range bounds {
-		if b.Partition == partition {
-			first, end = b.First, b.End
-		}
-	}
-	if end < 0 {
-		return nil, fmt.Errorf("read bounds of %s: no partition %d", l.topic, partition)
-	}
 	out := map[string]politeness.HostState{}
-	if end <= first {
-		return out, nil
-	}
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   l.cfg.Brokers,
-		Topic:     l.topic,
-		Partition: partition,
-		MinBytes:  1,
-		MaxBytes:  l.cfg.MaxMessageBytes,
-		MaxWait:   100 * time.Millisecond,
-	})
-	defer r.Close()
-	if err := r.SetOffset(kafka.FirstOffset); err != nil {
-		return nil, fmt.Errorf("seek %s partition %d: %w", l.topic, partition, err)
-	}
-	for {
-		msg, err := r.FetchMessage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read %s partition %d: %w", l.topic, partition, err)
-		}
+	err := kafkaio.ReadToEnd(ctx, l.cfg, l.topic, kafkaio.ReadOptions{Partitions: []int{partition}}, func(msg kafka.Message) {
 		apply(out, msg)
-		if msg.Offset >= end-1 {
-			return out, nil
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load host states: %w", err)
 	}
+	return out, nil
 }
 
 func apply(out map[string]politeness.HostState, msg kafka.Message) {

@@ -14,6 +14,8 @@ import (
 	"container/heap"
 	"sync"
 	"time"
+
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 )
 
 // DefaultDelay is the minimum delay between two requests to one host.
@@ -353,6 +355,35 @@ func (e *Engine[T]) Backoff(host string, until time.Time) {
 		h.next = until
 	}
 	e.fix(h)
+}
+
+// Slow-down back-off: a host that answers 429 or 503, times out, refuses
+// the connection or sends its body too slowly (SlowsDown) waits
+// Retry-After, but at least SlowDownDelays of its delay, doubled with every
+// consecutive slow-down up to 2^MaxSlowDownDoublings, and never longer than
+// MaxCrawlDelay (Backoff's cap).
+const (
+	SlowDownDelays       = 5
+	MaxSlowDownDoublings = 10
+)
+
+// SlowsDown reports whether an answer asks the crawler to slow down: a 429
+// or 503 status, a timeout, a refused or reset connection, a body sent too
+// slowly. Any other answer with a status is a normal one (Recovered).
+func SlowsDown(status int, kind failure.Kind) bool {
+	return status == 429 || status == 503 || kind == failure.Timeout || kind == failure.Connect || kind == failure.TooSlow
+}
+
+// SlowDown backs host off after a request that ended at end with an
+// answer that asks the crawler to slow down (SlowsDown): it stays idle for
+// retryAfter (the server's Retry-After, 0 when none), but at least
+// SlowDownDelays × Options.Delay doubled per earlier consecutive slow-down
+// (the back-off level, at most MaxSlowDownDoublings doublings), capped by
+// Backoff at MaxCrawlDelay; the level rises by one.
+func (e *Engine[T]) SlowDown(host string, end time.Time, retryAfter time.Duration) {
+	level := min(e.BackoffLevel(host), MaxSlowDownDoublings)
+	wait := max(retryAfter, (SlowDownDelays*e.opts.Delay)<<level)
+	e.Backoff(host, end.Add(wait))
 }
 
 // Len returns the number of queued items (in-flight ones excluded).

@@ -54,113 +54,23 @@ func NewReader(c kafkaio.Config, topic string, window time.Duration, maxRecords 
 // its last record, in offset order (undecodable records skipped). The
 // window is measured back from the last record rather than from now: the
 // previous owner may have died long before the partition came back, and
-// nothing was produced to it in between.
+// nothing was produced to it in between. Without a window only the last
+// record is read.
 func (r *Reader) Recent(ctx context.Context, partition int) ([]Page, error) {
-	tr := &kafka.Transport{}
-	defer tr.CloseIdleConnections()
-	client := &kafka.Client{Addr: kafka.TCP(r.cfg.Brokers...), Timeout: 10 * time.Second, Transport: tr}
-	first, end, err := r.bounds(ctx, client, partition)
-	if err != nil {
-		return nil, err
+	o := kafkaio.ReadOptions{Partitions: []int{partition}, Window: r.window, MaxRecords: r.maxRecords}
+	if r.window <= 0 {
+		o.MaxRecords = 1
 	}
-	if end <= first {
-		return nil, nil
-	}
-	rd := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   r.cfg.Brokers,
-		Topic:     r.topic,
-		Partition: partition,
-		MinBytes:  1,
-		MaxBytes:  r.cfg.MaxMessageBytes,
-		MaxWait:   100 * time.Millisecond,
-	})
-	defer rd.Close()
-	last, err := r.fetchAt(ctx, rd, end-1)
-	if err != nil {
-		return nil, err
-	}
-	start := end - 1
-	if r.window > 0 {
-		at, err := r.offsetAt(ctx, client, partition, last.Time.Add(-r.window))
-		if err != nil {
-			return nil, err
-		}
-		if at >= 0 {
-			start = min(at, start)
-		}
-	}
-	start = max(start, first, end-r.maxRecords)
-	out := make([]Page, 0, end-start)
-	msg := last
-	if start < end-1 {
-		if msg, err = r.fetchAt(ctx, rd, start); err != nil {
-			return nil, err
-		}
-	}
-	for {
+	var out []Page
+	err := kafkaio.ReadToEnd(ctx, r.cfg, r.topic, o, func(msg kafka.Message) {
 		if p, ok := decode(msg); ok {
 			out = append(out, p)
 		}
-		if msg.Offset >= end-1 {
-			return out, nil
-		}
-		if msg, err = rd.FetchMessage(ctx); err != nil {
-			return nil, fmt.Errorf("read %s partition %d: %w", r.topic, partition, err)
-		}
-	}
-}
-
-// fetchAt reads the record at offset.
-func (r *Reader) fetchAt(ctx context.Context, rd *kafka.Reader, offset int64) (kafka.Message, error) {
-	if err := rd.SetOffset(offset); err != nil {
-		return kafka.Message{}, fmt.Errorf("seek %s partition %d: %w", r.topic, rd.Config().Partition, err)
-	}
-	msg, err := rd.FetchMessage(ctx)
+	})
 	if err != nil {
-		return kafka.Message{}, fmt.Errorf("read %s partition %d: %w", r.topic, rd.Config().Partition, err)
+		return nil, fmt.Errorf("read back fetched pages: %w", err)
 	}
-	return msg, nil
-}
-
-// bounds returns the first and end offsets of partition.
-func (r *Reader) bounds(ctx context.Context, client *kafka.Client, partition int) (first, end int64, err error) {
-	p, err := r.list(ctx, client, partition, kafka.FirstOffsetOf(partition), kafka.LastOffsetOf(partition))
-	if err != nil {
-		return 0, 0, err
-	}
-	return p.FirstOffset, p.LastOffset, nil
-}
-
-// offsetAt returns the offset of the first record of partition stamped at
-// or after t, -1 when there is none.
-func (r *Reader) offsetAt(ctx context.Context, client *kafka.Client, partition int, t time.Time) (int64, error) {
-	p, err := r.list(ctx, client, partition, kafka.TimeOffsetOf(partition, t))
-	if err != nil {
-		return 0, err
-	}
-	for off := range p.Offsets { // one entry, unless no record qualifies
-		if off >= 0 {
-			return off, nil
-		}
-	}
-	return -1, nil
-}
-
-func (r *Reader) list(ctx context.Context, client *kafka.Client, partition int, reqs ...kafka.OffsetRequest) (kafka.PartitionOffsets, error) {
-	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{r.topic: reqs}})
-	if err != nil {
-		return kafka.PartitionOffsets{}, fmt.Errorf("list offsets of %s partition %d: %w", r.topic, partition, err)
-	}
-	for _, p := range res.Topics[r.topic] {
-		if p.Partition != partition {
-			continue
-		}
-		if p.Error != nil {
-			return kafka.PartitionOffsets{}, fmt.Errorf("list offsets of %s partition %d: %w", r.topic, partition, p.Error)
-		}
-		return p, nil
-	}
-	return kafka.PartitionOffsets{}, fmt.Errorf("list offsets of %s partition %d: %w", r.topic, partition, kafka.UnknownTopicOrPartition)
+	return out, nil
 }
 
 // decode returns the page of msg without its body.

@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 )
 
 // Producer publishes records and returns once every one is durable
@@ -39,13 +39,13 @@ type Producer interface {
 // FetchLog stores fetch-log rows and returns once they are inserted
 // (*chstore.BatchWriter). Safe for concurrent use; blocks.
 type FetchLog interface {
-	Write(ctx context.Context, rows ...chstore.FetchLogRow) error
+	Write(ctx context.Context, rs ...rows.FetchLogRow) error
 }
 
 // RobotsTxt stores robots.txt rows and returns once they are inserted
 // (*chstore.BatchWriter). Safe for concurrent use; blocks.
 type RobotsTxt interface {
-	Write(ctx context.Context, rows ...chstore.RobotsRow) error
+	Write(ctx context.Context, rs ...rows.RobotsRow) error
 }
 
 // ErrNoRobotsTxt is reported for a batch with robots.txt rows when the
@@ -59,10 +59,10 @@ type Outcome struct {
 	// durable: the FetchedPages, whose presence in the fetched topic then
 	// proves that the rest of their outcome was published.
 	Last []kafka.Message
-	Rows []chstore.FetchLogRow // its fetch-log row (none, or several for a batch of cancelled requests)
+	Rows []rows.FetchLogRow // its fetch-log row (none, or several for a batch of cancelled requests)
 	// Robots is the robots.txt its turn fetched, to be reused by the next
 	// owner of the host (none when robots.txt came from the cache).
-	Robots []chstore.RobotsRow
+	Robots []rows.RobotsRow
 	// Done is called once, from the recorder's goroutines, when the
 	// outcome is durable (nil) or could not be made so (the error; the
 	// request is then left unacknowledged and redelivered). It must not
@@ -271,12 +271,12 @@ func (r *Recorder) drain(ctx context.Context, d time.Duration, write func(contex
 func (r *Recorder) write(ctx context.Context, batch []Outcome, produced func()) {
 	start := time.Now()
 	var msgs, last []kafka.Message
-	var rows []chstore.FetchLogRow
-	var robots []chstore.RobotsRow
+	var logRows []rows.FetchLogRow
+	var robots []rows.RobotsRow
 	for i, o := range batch {
 		msgs = append(msgs, o.Msgs...)
 		last = append(last, o.Last...)
-		rows = append(rows, o.Rows...)
+		logRows = append(logRows, o.Rows...)
 		robots = append(robots, o.Robots...)
 		batch[i].Msgs, batch[i].Last = nil, nil
 	}
@@ -288,7 +288,7 @@ func (r *Recorder) write(ctx context.Context, batch []Outcome, produced func()) 
 	if err != nil {
 		err = fmt.Errorf("publish fetch outcomes: %w", err)
 	} else {
-		err = r.insert(ctx, rows, robots)
+		err = r.insert(ctx, logRows, robots)
 	}
 	r.m.batch.Observe(float64(len(batch)))
 	if err != nil {
@@ -302,9 +302,9 @@ func (r *Recorder) write(ctx context.Context, batch []Outcome, produced func()) 
 }
 
 // insert writes the fetch-log rows and the robots.txt rows of a batch.
-func (r *Recorder) insert(ctx context.Context, rows []chstore.FetchLogRow, robots []chstore.RobotsRow) error {
+func (r *Recorder) insert(ctx context.Context, logRows []rows.FetchLogRow, robots []rows.RobotsRow) error {
 	if len(robots) == 0 {
-		if err := r.flog.Write(ctx, rows...); err != nil {
+		if err := r.flog.Write(ctx, logRows...); err != nil {
 			return fmt.Errorf("write fetch log: %w", err)
 		}
 		return nil
@@ -314,7 +314,7 @@ func (r *Recorder) insert(ctx context.Context, rows []chstore.FetchLogRow, robot
 	}
 	robotsErr := make(chan error, 1)
 	go func() { robotsErr <- r.robots.Write(ctx, robots...) }()
-	ferr := r.flog.Write(ctx, rows...)
+	ferr := r.flog.Write(ctx, logRows...)
 	rerr := <-robotsErr
 	if ferr != nil {
 		return fmt.Errorf("write fetch log: %w", ferr)

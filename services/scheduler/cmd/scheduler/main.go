@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/config"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/consume"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit/schedule"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
 
@@ -62,9 +63,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		Topics: topics, Partitions: cfg.Kafka.Partitions,
 		MaxDepth: uint32(cfg.MaxDepth), DepthLimit: config.SpecDepth(specs), Scope: config.SpecScope(specs, log),
 		State: specs.State, Paused: config.PausedCrawls(specs), Changed: specs.Changed,
-		HostLimit: config.SpecHostPages(specs), HostCounts: consume.CountHosts(store),
+		HostLimit: config.SpecHostPages(specs), HostCounts: sinks.CountHosts(store),
 		HostQuota: cfg.HostQuota, QuotaWindow: cfg.QuotaWindow,
-	}, producer, writers.Seen, writers.Events, consume.StoreFrontier{W: writers.Frontier, Store: store}, store, tracker, time.Now, log, sreg)
+	}, producer, writers.Seen, writers.Events, sinks.Frontier{W: writers.Frontier, Store: store}, store, tracker, time.Now, log, sreg)
 	if err != nil {
 		return err
 	}
@@ -74,9 +75,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return fmt.Errorf("create consumer group: %w", err)
 	}
-	revisiter, err := consume.NewRevisiter(consume.RevisitConfig{
+	revisiter, err := schedule.New(schedule.Config{
 		Topics: topics, Partitions: cfg.Kafka.Partitions, Policy: config.SpecRevisit(specs), State: specs.State, Tick: cfg.RevisitTick,
-	}, producer, consume.StoreRevisits{Revisits: writers.Revisits, Changes: writers.Changes, Store: store}, time.Now, log, sreg)
+	}, producer, sinks.Revisits{Revisits: writers.Revisits, Changes: writers.Changes, Store: store}, time.Now, log, sreg)
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	svc.AddCheck("clickhouse", store.Ping)
 	svc.Go(service.Consume, "consumer group", group.Run)
 	svc.Go(service.Consume, "revisit group", func(ctx context.Context) error {
-		if err := consume.WaitRevisiting(ctx, specs); err != nil {
+		if err := schedule.WaitRevisiting(ctx, specs); err != nil {
 			return nil // stopping before any crawl revisited
 		}
 		log.Info("a followed crawl revisits its pages, revisit consumer starting")
@@ -100,7 +101,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return crawlcontrol.Follow(ctx, cfg.Kafka, specs, func(err error) { log.Warn("crawl spec skipped", zap.Error(err)) })
 	})
 	svc.Go(service.Consume, "budget tracker", func(ctx context.Context) error {
-		return tracker.Run(ctx, cfg.BudgetRefresh, consume.CountSeen(store), func(err error) {
+		return tracker.Run(ctx, cfg.BudgetRefresh, sinks.CountSeen(store), func(err error) {
 			log.Warn("budget refresh failed, keeping previous counts", zap.Error(err))
 		})
 	})

@@ -22,12 +22,21 @@
 //     redirect: it is the server's answer for a URL the crawl asked for.
 //  6. too_deep: depth above the maximum.
 //  7. duplicate: the fingerprint is already in the partition's seen set.
-//  8. budget_exhausted: the crawl reached its page budget (checked last,
-//     because it consumes budget on success).
+//  8. budget_exhausted: the crawl reached its page budget (checked after
+//     every rule that does not consume anything, because it consumes
+//     budget on success).
+//  9. host_budget_exhausted: the URL's host reached its crawl's per-host
+//     page budget (CrawlSpec.limits.max_pages_per_host; HostBudget); the
+//     page reserved in step 8 is given back.
+//
+// Every reason but wrong_partition is a terminal state of the URL,
+// recorded in url_events (StateOf).
 package admit
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -53,6 +62,9 @@ const (
 	Duplicate         Reason = "duplicate"
 	BudgetExhausted   Reason = "budget_exhausted"
 	Cancelled         Reason = "cancelled"
+	// HostBudgetExhausted: the host used up its crawl's per-host page
+	// budget; recorded as budget_exhausted.
+	HostBudgetExhausted Reason = "host_budget_exhausted"
 	// The scope drops, named as the parser names them (libs/scope).
 	OutOfScope   Reason = scope.DropOutOfScope
 	Filtered     Reason = scope.DropFiltered
@@ -62,7 +74,35 @@ const (
 
 // Reasons lists every Reason, for pre-creating metric series.
 var Reasons = []Reason{InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong, WrongPartition, TooDeep, Duplicate, BudgetExhausted, Cancelled,
-	OutOfScope, Filtered, TrapGuard, ScopeTooLong}
+	HostBudgetExhausted, OutOfScope, Filtered, TrapGuard, ScopeTooLong}
+
+// Terminal states of URLs the scheduler does not admit (url_events.state).
+const (
+	StateDuplicate       = "duplicate"
+	StateOutOfScope      = "out_of_scope"
+	StateBudgetExhausted = "budget_exhausted"
+	StateInvalid         = "invalid"
+	StateCancelled       = "cancelled"
+)
+
+// StateOf maps a drop reason to the terminal state it records; false for
+// a reason that is not terminal (wrong_partition: re-keyed to its owner).
+func StateOf(r Reason) (string, bool) {
+	switch r {
+	case Duplicate:
+		return StateDuplicate, true
+	case TooDeep, OutOfScope, Filtered, TrapGuard, ScopeTooLong:
+		return StateOutOfScope, true
+	case BudgetExhausted, HostBudgetExhausted:
+		return StateBudgetExhausted, true
+	case Cancelled:
+		return StateCancelled, true
+	case InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong:
+		return StateInvalid, true
+	default:
+		return "", false
+	}
+}
 
 // Seen reports whether a fingerprint was already admitted in this partition
 // (persisted or earlier in the same batch). Called from the deciding
@@ -72,10 +112,13 @@ type Seen interface {
 }
 
 // Budget hands out the page budget of crawls. Reserve takes one page of the
-// crawl's budget and reports false, taking nothing, when none is left. It
-// must be safe for concurrent use when shared by several partitions.
+// crawl's budget and reports false, taking nothing, when none is left;
+// Unreserve gives back n pages reserved for admissions that did not
+// happen. It must be safe for concurrent use when shared by several
+// partitions (*budget.Tracker).
 type Budget interface {
 	Reserve(partition int, crawlID string) bool
+	Unreserve(partition int, crawlID string, n int64)
 }
 
 // Unlimited is a Budget that never runs out.
@@ -83,6 +126,18 @@ type Unlimited struct{}
 
 // Reserve always succeeds.
 func (Unlimited) Reserve(int, string) bool { return true }
+
+// Unreserve does nothing.
+func (Unlimited) Unreserve(int, string, int64) {}
+
+// HostBudget hands out the per-host page budgets of crawls in one
+// partition (*budget.Hosts). Take takes one page of host's budget in the
+// crawl and reports false, taking nothing, when none is left; it may
+// block to load the partition's counts, and fails when it cannot. Called
+// from the deciding goroutine only.
+type HostBudget interface {
+	Take(ctx context.Context, crawlID, host string) (bool, error)
+}
 
 // PartitionFunc returns the record key of a canonical URL and the partition
 // that key hashes to (the pipeline's one partition function).
@@ -123,20 +178,23 @@ type Decision struct {
 	Hold bool
 }
 
-// Decide applies the policy to u, read from partition. It reserves budget
-// only when it admits; the caller must then record FP as seen so that a
-// repeat in the same batch is a duplicate.
-func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budget Budget) Decision {
+// Decide applies the policy to u, read from partition. It reserves the
+// crawl's budget and takes the host's (hosts, nil when no crawl has
+// per-host budgets) only when it admits; the caller must then record FP as
+// seen so that a repeat in the same batch is a duplicate. An error (the
+// host counts could not be loaded) reserves nothing: the caller fails the
+// batch.
+func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition int, seen Seen, budget Budget, hosts HostBudget) (Decision, error) {
 	if u.GetCrawlId() == "" || strings.IndexByte(u.GetCrawlId(), 0) >= 0 {
-		return Decision{Reason: InvalidCrawl}
+		return Decision{Reason: InvalidCrawl}, nil
 	}
 	canonical, err := urlcanon.Canonicalize(u.GetUrl())
 	if err != nil {
-		return Decision{Reason: invalidReason(err)}
+		return Decision{Reason: invalidReason(err)}, nil
 	}
 	key, owner, err := p.Partition(canonical)
 	if err != nil {
-		return Decision{Reason: InvalidURL}
+		return Decision{Reason: InvalidURL}, nil
 	}
 	d := Decision{
 		Canonical: canonical,
@@ -163,6 +221,18 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 	case !budget.Reserve(partition, u.GetCrawlId()):
 		d.Reason = BudgetExhausted
 	default:
+		if hosts != nil {
+			ok, err := hosts.Take(ctx, u.GetCrawlId(), string(key))
+			if err != nil {
+				budget.Unreserve(partition, u.GetCrawlId(), 1)
+				return Decision{}, fmt.Errorf("count admitted urls per host: %w", err)
+			}
+			if !ok {
+				budget.Unreserve(partition, u.GetCrawlId(), 1)
+				d.Reason = HostBudgetExhausted
+				return d, nil
+			}
+		}
 		d.Admit = true
 		d.Fetch = &crawlv1.FetchRequest{
 			CrawlId:      u.GetCrawlId(),
@@ -178,7 +248,7 @@ func (p Policy) Decide(u *crawlv1.DiscoveredURL, partition int, seen Seen, budge
 		}
 		d.Hold = state == crawlv1.CrawlState_CRAWL_STATE_PAUSED
 	}
-	return d
+	return d, nil
 }
 
 // scopeDrop judges the URLs nobody judged before (redirect targets,

@@ -1,6 +1,8 @@
 package admit
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,18 @@ func (b *budget) Reserve(int, string) bool {
 	return true
 }
 
+func (b *budget) Unreserve(_ int, _ string, n int64) { b.left += int(n) }
+
+// decide is Decide without per-host budgets, which never fails.
+func decide(t *testing.T, p Policy, u *crawlv1.DiscoveredURL, partition int, seen Seen, b Budget) Decision {
+	t.Helper()
+	d, err := p.Decide(context.Background(), u, partition, seen, b, nil)
+	if err != nil {
+		t.Fatalf("Decide: %v", err)
+	}
+	return d
+}
+
 func TestDecide(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	discovered := timestamppb.New(now.Add(-time.Minute))
@@ -107,7 +121,7 @@ func TestDecide(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := Policy{MaxDepth: 5, DepthLimit: specDepths, State: specStates, Partition: hostPartitions, Now: func() time.Time { return now }}
 			b := &budget{left: tt.budget}
-			d := p.Decide(tt.in, tt.partition, seen, b)
+			d := decide(t, p, tt.in, tt.partition, seen, b)
 			if d.Reason != tt.wantReason {
 				t.Fatalf("Reason = %q, want %q", d.Reason, tt.wantReason)
 			}
@@ -171,7 +185,7 @@ func FuzzDecide(f *testing.F) {
 		p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: time.Now}
 		seen := dedup.New(0)
 		in := &crawlv1.DiscoveredURL{CrawlId: crawl, Url: url, Depth: depth}
-		d := p.Decide(in, 0, seen, Unlimited{})
+		d := decide(t, p, in, 0, seen, Unlimited{})
 		if !d.Admit {
 			if d.Reason == "" || d.Fetch != nil {
 				t.Fatalf("dropped without a reason or with a fetch request: %+v", d)
@@ -182,7 +196,7 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("fetch request %v does not match decision %+v", d.Fetch, d)
 		}
 		seen.Add(d.FP)
-		again := p.Decide(&crawlv1.DiscoveredURL{CrawlId: crawl, Url: d.Canonical, Depth: depth}, 0, seen, Unlimited{})
+		again := decide(t, p, &crawlv1.DiscoveredURL{CrawlId: crawl, Url: d.Canonical, Depth: depth}, 0, seen, Unlimited{})
 		if again.Reason != Duplicate || again.Canonical != d.Canonical {
 			t.Fatalf("canonical %q decided again: %+v, want duplicate of itself", d.Canonical, again)
 		}
@@ -227,10 +241,102 @@ func TestDecideScope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.crawl+" "+tt.source.String()+" "+tt.url, func(t *testing.T) {
-			d := p.Decide(&crawlv1.DiscoveredURL{CrawlId: tt.crawl, Url: tt.url, Depth: 1, Source: tt.source}, 0, dedup.New(0), &budget{left: 1})
+			d := decide(t, p, &crawlv1.DiscoveredURL{CrawlId: tt.crawl, Url: tt.url, Depth: 1, Source: tt.source}, 0, dedup.New(0), &budget{left: 1})
 			if d.Reason != tt.want || d.Admit != (tt.want == "") {
 				t.Errorf("Decide = admit %v, reason %q; want reason %q", d.Admit, d.Reason, tt.want)
 			}
 		})
+	}
+}
+
+// hostBudget is a HostBudget of left pages per host, failing on "broken".
+type hostBudget struct {
+	left  map[string]int
+	asked []string
+}
+
+func (h *hostBudget) Take(_ context.Context, crawlID, host string) (bool, error) {
+	h.asked = append(h.asked, host)
+	if crawlID == "broken" {
+		return false, errors.New("url_seen unreachable")
+	}
+	if h.left[host] <= 0 {
+		return false, nil
+	}
+	h.left[host]--
+	return true, nil
+}
+
+// TestDecideHostBudget: the per-host budget is the last check, after the
+// crawl's budget, whose page it gives back when the host has none left or
+// its counts cannot be loaded; URLs dropped earlier never ask for it.
+func TestDecideHostBudget(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	seen := dedup.New(0)
+	seen.Add(fingerprint.URL("c1", "http://seen.example/"))
+	tests := []struct {
+		name       string
+		crawl, url string
+		budget     int
+		hostLeft   int
+		wantReason Reason
+		wantErr    bool
+		wantAsked  bool
+		wantBudget int // left after the decision
+	}{
+		{name: "admitted", crawl: "c1", url: "http://example.com/a", budget: 1, hostLeft: 1, wantAsked: true, wantBudget: 0},
+		{name: "host budget exhausted", crawl: "c1", url: "http://example.com/a", budget: 1, hostLeft: 0, wantReason: HostBudgetExhausted, wantAsked: true, wantBudget: 1},
+		{name: "crawl budget first", crawl: "c1", url: "http://example.com/a", budget: 0, hostLeft: 0, wantReason: BudgetExhausted, wantBudget: 0},
+		{name: "duplicate never asks", crawl: "c1", url: "http://seen.example/", budget: 1, hostLeft: 1, wantReason: Duplicate, wantBudget: 1},
+		{name: "too deep never asks", crawl: "c1", url: "http://example.com/deep", budget: 1, hostLeft: 1, wantReason: TooDeep, wantBudget: 1},
+		{name: "counts unavailable", crawl: "broken", url: "http://example.com/a", budget: 1, hostLeft: 1, wantErr: true, wantAsked: true, wantBudget: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: func() time.Time { return now }}
+			b := &budget{left: tt.budget}
+			hb := &hostBudget{left: map[string]int{"example.com": tt.hostLeft, "seen.example": tt.hostLeft}}
+			depth := uint32(1)
+			if strings.HasSuffix(tt.url, "/deep") {
+				depth = 6
+			}
+			d, err := p.Decide(context.Background(), &crawlv1.DiscoveredURL{CrawlId: tt.crawl, Url: tt.url, Depth: depth}, 0, seen, b, hb)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error %v, want one: %v", err, tt.wantErr)
+			}
+			if err == nil && (d.Reason != tt.wantReason || d.Admit != (tt.wantReason == "")) {
+				t.Errorf("reason %q admit %v, want %q", d.Reason, d.Admit, tt.wantReason)
+			}
+			if got := len(hb.asked) > 0; got != tt.wantAsked {
+				t.Errorf("host budget asked: %v, want %v", got, tt.wantAsked)
+			}
+			if b.left != tt.wantBudget {
+				t.Errorf("crawl budget left %d, want %d", b.left, tt.wantBudget)
+			}
+			if d.Reason == HostBudgetExhausted && (d.Fetch != nil || d.Canonical == "" || d.FP == 0) {
+				t.Errorf("host-budget drop %+v: no request, but the URL and its fingerprint for its event", d)
+			}
+		})
+	}
+}
+
+func TestStateOf(t *testing.T) {
+	want := map[Reason]string{
+		Duplicate: StateDuplicate, TooDeep: StateOutOfScope, OutOfScope: StateOutOfScope, Filtered: StateOutOfScope,
+		TrapGuard: StateOutOfScope, ScopeTooLong: StateOutOfScope, BudgetExhausted: StateBudgetExhausted,
+		HostBudgetExhausted: StateBudgetExhausted, Cancelled: StateCancelled, InvalidCrawl: StateInvalid,
+		InvalidURL: StateInvalid, UnsupportedScheme: StateInvalid, URLTooLong: StateInvalid,
+	}
+	for _, r := range Reasons {
+		got, ok := StateOf(r)
+		if r == WrongPartition {
+			if ok {
+				t.Errorf("%s is terminal (%s), want not", r, got)
+			}
+			continue
+		}
+		if !ok || got != want[r] {
+			t.Errorf("StateOf(%s) = %q, %v; want %q", r, got, ok, want[r])
+		}
 	}
 }

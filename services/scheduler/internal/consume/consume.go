@@ -20,12 +20,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -51,14 +50,14 @@ type Producer interface {
 // Write blocks until the rows are inserted or returns an error. Safe for
 // concurrent use.
 type SeenWriter interface {
-	Write(ctx context.Context, rows ...chstore.SeenRow) error
+	Write(ctx context.Context, rs ...rows.SeenRow) error
 }
 
 // EventWriter inserts url_events rows; *chstore.BatchWriter[chstore.URLEventRow].
 // Write blocks until the rows are inserted or returns an error. Safe for
 // concurrent use.
 type EventWriter interface {
-	Write(ctx context.Context, rows ...chstore.URLEventRow) error
+	Write(ctx context.Context, rs ...rows.URLEventRow) error
 }
 
 // SeenLoader streams a partition's stored fingerprints; *chstore.Store.
@@ -143,7 +142,7 @@ type Scheduler struct {
 	producer Producer
 	seenW    SeenWriter
 	events   EventWriter
-	frontier Frontier
+	frontier frontier.Store
 	loader   SeenLoader
 	budget   *budget.Tracker
 	policy   admit.Policy
@@ -157,7 +156,7 @@ type Scheduler struct {
 // receives the terminal state of every URL not admitted (see dropState); fr
 // holds the URLs deferred by the host quota (nil only when
 // cfg.HostQuota is 0).
-func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr Frontier, l SeenLoader, b *budget.Tracker, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr frontier.Store, l SeenLoader, b *budget.Tracker, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Scheduler, error) {
 	if cfg.LoadRetry == 0 {
 		cfg.LoadRetry = 200 * time.Millisecond
 	}
@@ -180,6 +179,19 @@ func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr Frontier, l Se
 	s := &Scheduler{cfg: cfg, producer: p, seenW: w, events: ev, frontier: fr, loader: l, budget: b, now: now, log: log, metrics: m}
 	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, State: cfg.State, Scope: cfg.Scope, Partition: s.partitionOf, Now: now}
 	return s, nil
+}
+
+// pumpConfig is the configuration of every partition's frontier pump.
+func (s *Scheduler) pumpConfig() frontier.PumpConfig {
+	return frontier.PumpConfig{
+		Topic: s.cfg.Topics.Fetch, PerHost: s.cfg.HostQuota, Window: s.cfg.QuotaWindow,
+		Paused: s.cfg.Paused, Changed: s.cfg.Changed, State: s.cfg.State, Now: s.now,
+		Key: func(canonical string) ([]byte, error) {
+			key, _, err := s.partitionOf(canonical)
+			return key, err
+		},
+		Released: s.metrics.released, Cancelled: s.metrics.dropped.WithLabelValues(string(admit.Cancelled)),
+	}
 }
 
 // partitionOf is the pipeline's one partition function applied to a
@@ -217,11 +229,14 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 				zap.Int("bytes", set.Bytes()), zap.Duration("took", took))
 			h := &handler{s: s, partition: partition, seen: set, batch: dedup.New(0), log: log,
 				quota: frontier.NewQuota(s.cfg.HostQuota, s.cfg.QuotaWindow, s.now)}
+			if s.cfg.HostLimit != nil {
+				h.hosts = budget.NewHosts(partition, s.cfg.HostLimit, s.cfg.HostCounts)
+			}
 			h.persists = kafkaio.NewLater(ctx, log)
 			if s.frontier != nil {
 				// Also without a quota: it releases the URLs of paused
 				// crawls once they run again.
-				h.pump = s.startPump(partition, h.quota, log)
+				h.pump = frontier.StartPump(s.pumpConfig(), partition, h.quota, s.frontier, s.producer, s.events, log)
 			}
 			return h, nil
 		}
@@ -248,11 +263,11 @@ type handler struct {
 	seen      *dedup.Set // persisted fingerprints of the partition
 	batch     *dedup.Set // fingerprints admitted in the current batch
 	quota     *frontier.Quota
-	pump      *pump // nil without a frontier
+	pump      *frontier.Pump // nil without a frontier
 	log       *zap.Logger
-	// hosts counts admitted URLs per crawl and host, for crawls with a
-	// per-host budget (loaded on first need).
-	hosts map[string]map[string]int64
+	// hosts is the partition's per-host page budgets (nil without
+	// Config.HostLimit).
+	hosts *budget.Hosts
 
 	// Batches whose requests are produced and whose rows are being
 	// persisted: their records are acked when the rows are in.
@@ -261,38 +276,6 @@ type handler struct {
 
 // hostTaken is one per-host budget unit taken in the current batch.
 type hostTaken struct{ crawl, host string }
-
-// takeHost takes one page of the host's budget in its crawl, reporting
-// false when none is left.
-func (h *handler) takeHost(ctx context.Context, crawl, host string) (bool, error) {
-	s := h.s
-	if s.cfg.HostLimit == nil {
-		return true, nil
-	}
-	lim := s.cfg.HostLimit(crawl)
-	if lim <= 0 {
-		return true, nil
-	}
-	counts, ok := h.hosts[crawl]
-	if !ok {
-		c, err := s.cfg.HostCounts(ctx, h.partition, crawl)
-		if err != nil {
-			return false, fmt.Errorf("count admitted urls per host: %w", err)
-		}
-		if c == nil {
-			c = make(map[string]int64)
-		}
-		if h.hosts == nil {
-			h.hosts = make(map[string]map[string]int64)
-		}
-		h.hosts[crawl], counts = c, c
-	}
-	if counts[host] >= lim {
-		return false, nil
-	}
-	counts[host]++
-	return true, nil
-}
 
 // seenView is the partition's seen set plus the batch admitted so far.
 type seenView struct{ seen, batch *dedup.Set }
@@ -317,19 +300,23 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	h.batch.Reset()
 	view := seenView{seen: h.seen, batch: h.batch}
 	var (
-		out      []kafka.Message   // fetch requests and re-keyed discoveries
-		rows     []chstore.SeenRow // of the URLs produced
-		heldRows []chstore.SeenRow // of the URLs deferred to the frontier
-		events   []chstore.URLEventRow
-		deferred []chstore.FrontierRow
+		out      []kafka.Message // fetch requests and re-keyed discoveries
+		seenRows []rows.SeenRow  // of the URLs produced
+		heldRows []rows.SeenRow  // of the URLs deferred to the frontier
+		events   []rows.URLEventRow
+		deferred []rows.FrontierRow
 		reserved = make(map[string]int64)
 		hostsNow []hostTaken
 		dropped  = make(map[admit.Reason]int)
+		hosts    admit.HostBudget // nil, not a nil *budget.Hosts
 	)
+	if h.hosts != nil {
+		hosts = h.hosts
+	}
 	undo := func() {
 		h.unreserve(reserved)
 		for _, x := range hostsNow {
-			h.hosts[x.crawl][x.host]--
+			h.hosts.Give(x.crawl, x.host)
 		}
 	}
 	now := s.now()
@@ -340,28 +327,19 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			h.log.Warn("undecodable record skipped", telemetry.Offset(msg.Offset), zap.Error(err))
 			continue
 		}
-		d := s.policy.Decide(&u, h.partition, view, s.budget)
-		if d.Admit {
-			ok, err := h.takeHost(ctx, u.GetCrawlId(), string(d.Key))
-			if err != nil {
-				s.budget.Unreserve(h.partition, u.GetCrawlId(), 1)
-				undo()
-				return err
-			}
-			if ok {
-				if h.hosts[u.GetCrawlId()] != nil {
-					hostsNow = append(hostsNow, hostTaken{u.GetCrawlId(), string(d.Key)})
-				}
-			} else {
-				s.budget.Unreserve(h.partition, u.GetCrawlId(), 1)
-				d.Admit, d.Reason, d.Fetch, d.Hold = false, HostBudgetExhausted, nil, false
-			}
+		d, err := s.policy.Decide(ctx, &u, h.partition, view, s.budget, hosts)
+		if err != nil {
+			undo()
+			return err
+		}
+		if d.Admit && hosts != nil {
+			hostsNow = append(hostsNow, hostTaken{u.GetCrawlId(), string(d.Key)})
 		}
 		switch {
 		case d.Admit:
 			h.batch.Add(d.FP)
 			reserved[u.GetCrawlId()]++
-			row := chstore.SeenRow{
+			row := rows.SeenRow{
 				CrawlID:   u.GetCrawlId(),
 				Partition: uint16(h.partition),
 				FP:        d.FP,
@@ -376,13 +354,13 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 					return fmt.Errorf("encode fetch request: %w", err)
 				}
 				out = append(out, m)
-				rows = append(rows, row)
+				seenRows = append(seenRows, row)
 			} else {
 				if s.frontier == nil {
 					undo()
 					return errors.New("hold url of paused crawl: no frontier")
 				}
-				deferred = append(deferred, deferredRow(h.partition, string(d.Key), d.Fetch, now))
+				deferred = append(deferred, frontier.PendingRow(h.partition, string(d.Key), d.Fetch, now))
 				heldRows = append(heldRows, row)
 			}
 		case d.Reason == admit.WrongPartition:
@@ -412,13 +390,13 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	// The requests are out: from here on a failure redelivers the batch
 	// and its URLs are fetched twice, never lost.
-	for _, r := range rows {
+	for _, r := range seenRows {
 		h.seen.Add(r.FP)
 	}
 	for _, r := range heldRows {
 		h.seen.Add(r.FP)
 	}
-	admitted := len(rows) + len(heldRows)
+	admitted := len(seenRows) + len(heldRows)
 	s.metrics.received.Add(float64(len(batch)))
 	s.metrics.admitted.Add(float64(admitted))
 	s.metrics.deferred.Add(float64(len(deferred)))
@@ -428,11 +406,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	s.metrics.seenSize.Add(float64(admitted))
 	acks := kafkaio.AckRefs(batch)
 	h.persists.Go(func(ctx context.Context) error {
-		if err := h.persist(ctx, rows, deferred, heldRows, events); err != nil {
+		if err := h.persist(ctx, seenRows, deferred, heldRows, events); err != nil {
 			return err
 		}
 		if len(deferred) > 0 && h.pump != nil {
-			h.pump.markDeferred(len(deferred))
+			h.pump.MarkDeferred(len(deferred))
 		}
 		for _, msg := range acks {
 			ack(msg)
@@ -452,12 +430,12 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 // crash can fall between the two inserts). The other way round, a frontier
 // row without its fingerprint is re-admitted and deferred again, and the
 // pump releases one of the two.
-func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred []chstore.FrontierRow, held []chstore.SeenRow, events []chstore.URLEventRow) error {
+func (h *handler) persist(ctx context.Context, seenRows []rows.SeenRow, deferred []rows.FrontierRow, held []rows.SeenRow, events []rows.URLEventRow) error {
 	s := h.s
 	var g errgroup.Group
-	if len(rows) > 0 {
+	if len(seenRows) > 0 {
 		g.Go(func() error {
-			if err := s.seenW.Write(ctx, rows...); err != nil {
+			if err := s.seenW.Write(ctx, seenRows...); err != nil {
 				return fmt.Errorf("persist seen urls: %w", err)
 			}
 			return nil
@@ -485,42 +463,14 @@ func (h *handler) persist(ctx context.Context, rows []chstore.SeenRow, deferred 
 	return g.Wait()
 }
 
-// Terminal states of URLs the scheduler does not admit (url_events.state).
-const (
-	StateDuplicate       = "duplicate"
-	StateOutOfScope      = "out_of_scope"
-	StateBudgetExhausted = "budget_exhausted"
-	StateInvalid         = "invalid"
-	StateCancelled       = "cancelled"
-)
-
-// dropState maps a drop reason to the terminal state it records; false for
-// a reason that is not terminal (wrong_partition: re-keyed to its owner).
-func dropState(r admit.Reason) (string, bool) {
-	switch r {
-	case admit.Duplicate:
-		return StateDuplicate, true
-	case admit.TooDeep, admit.OutOfScope, admit.Filtered, admit.TrapGuard, admit.ScopeTooLong:
-		return StateOutOfScope, true
-	case admit.BudgetExhausted, HostBudgetExhausted:
-		return StateBudgetExhausted, true
-	case admit.Cancelled:
-		return StateCancelled, true
-	case admit.InvalidCrawl, admit.InvalidURL, admit.UnsupportedScheme, admit.URLTooLong:
-		return StateInvalid, true
-	default:
-		return "", false
-	}
-}
-
 // dropEvent is the url_events row of a URL decided but not admitted. A URL
 // that does not canonicalize is recorded as received, fingerprinted raw.
-func dropEvent(u *crawlv1.DiscoveredURL, d admit.Decision, partition int, now time.Time) (chstore.URLEventRow, bool) {
-	state, ok := dropState(d.Reason)
+func dropEvent(u *crawlv1.DiscoveredURL, d admit.Decision, partition int, now time.Time) (rows.URLEventRow, bool) {
+	state, ok := admit.StateOf(d.Reason)
 	if !ok {
-		return chstore.URLEventRow{}, false
+		return rows.URLEventRow{}, false
 	}
-	ev := chstore.URLEventRow{
+	ev := rows.URLEventRow{
 		CrawlID:   u.GetCrawlId(),
 		URL:       d.Canonical,
 		URLFP:     d.FP,
@@ -552,74 +502,11 @@ func (h *handler) unreserve(reserved map[string]int64) {
 func (h *handler) Close(ctx context.Context) error {
 	err := h.persists.Close(ctx)
 	if h.pump != nil {
-		h.pump.stop()
+		h.pump.Stop()
 	}
 	h.s.metrics.seenSize.Sub(float64(h.seen.Len()))
 	h.s.budget.Release(h.partition)
 	h.log.Info("released seen set", zap.Int("urls", h.seen.Len()))
 	h.seen, h.batch = nil, nil
 	return err
-}
-
-// CountSeen returns the budget's global count: distinct fingerprints per
-// crawl in url_seen over every partition.
-func CountSeen(store *chstore.Store) budget.CountFunc {
-	return func(ctx context.Context, crawlIDs []string) (map[string]int64, error) {
-		if len(crawlIDs) == 0 {
-			return map[string]int64{}, nil
-		}
-		args := make([]any, len(crawlIDs))
-		for i, id := range crawlIDs {
-			args[i] = id
-		}
-		q := "SELECT crawl_id, uniqExact(fp) FROM url_seen WHERE crawl_id IN (" +
-			strings.TrimSuffix(strings.Repeat("?,", len(crawlIDs)), ",") + ") GROUP BY crawl_id"
-		rows, err := store.Conn().Query(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("query url_seen counts: %w", err)
-		}
-		defer rows.Close()
-		counts := make(map[string]int64, len(crawlIDs))
-		for rows.Next() {
-			var (
-				id string
-				n  uint64
-			)
-			if err := rows.Scan(&id, &n); err != nil {
-				return nil, fmt.Errorf("scan url_seen count: %w", err)
-			}
-			counts[id] = int64(n)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read url_seen counts: %w", err)
-		}
-		return counts, nil
-	}
-}
-
-// CountHosts returns Config.HostCounts over url_seen: the admitted URLs of
-// a crawl in a partition, counted by politeness key.
-func CountHosts(store *chstore.Store) func(ctx context.Context, partition int, crawlID string) (map[string]int64, error) {
-	return func(ctx context.Context, partition int, crawlID string) (map[string]int64, error) {
-		rows, err := store.Conn().Query(ctx,
-			"SELECT any(url) FROM url_seen WHERE partition = ? AND crawl_id = ? GROUP BY fp", uint16(partition), crawlID)
-		if err != nil {
-			return nil, fmt.Errorf("query url_seen hosts: %w", err)
-		}
-		defer rows.Close()
-		counts := make(map[string]int64)
-		for rows.Next() {
-			var url string
-			if err := rows.Scan(&url); err != nil {
-				return nil, fmt.Errorf("scan url_seen url: %w", err)
-			}
-			if key, err := kafkaio.Key(url); err == nil {
-				counts[string(key)]++
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read url_seen hosts: %w", err)
-		}
-		return counts, nil
-	}
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/schedtest"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
@@ -87,7 +89,7 @@ func (e *env) startWith(cfg Config, maxPages int64) *instance {
 	reg := prometheus.NewRegistry()
 	cfg.Topics, cfg.Partitions = e.kafka.Topics(), e.kafka.Partitions
 	s, err := New(cfg,
-		e.producer, e.seenW, e.eventsW, StoreFrontier{W: e.frontW, Store: e.store}, e.store, budget.NewTracker(maxPages), time.Now, e.log, reg)
+		e.producer, e.seenW, e.eventsW, sinks.Frontier{W: e.frontW, Store: e.store}, e.store, budget.NewTracker(maxPages), time.Now, e.log, reg)
 	if err != nil {
 		e.t.Fatalf("New: %v", err)
 	}
@@ -179,38 +181,9 @@ type fetched struct {
 // fetches reads every record of the Fetch topic.
 func (e *env) fetches() []fetched {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	topic := e.kafka.Topics().Fetch
-	offs, err := kafkaio.GroupOffsets(ctx, e.kafka, "no-such-group", topic)
-	if err != nil {
-		e.t.Fatalf("offsets of %s: %v", topic, err)
-	}
-	var total int64
-	for _, p := range offs {
-		total += p.End - p.First
-	}
 	var out []fetched
-	if total == 0 {
-		return out
-	}
-	fctx, fcancel := context.WithCancel(ctx)
-	defer fcancel()
-	err = kafkaio.Follow(fctx, e.kafka, topic, func(m kafka.Message) {
-		var req crawlv1.FetchRequest
-		if err := kafkaio.Decode(m, &req); err != nil {
-			e.t.Errorf("decode fetch request: %v", err)
-		}
-		out = append(out, fetched{partition: m.Partition, key: string(m.Key), req: &req})
-		if int64(len(out)) == total {
-			fcancel()
-		}
-	})
-	if err != nil {
-		e.t.Fatalf("follow %s: %v", topic, err)
-	}
-	if int64(len(out)) != total {
-		e.t.Fatalf("read %d of %d fetch requests", len(out), total)
+	for _, f := range schedtest.Fetches(e.t, e.kafka) {
+		out = append(out, fetched{partition: f.Partition, key: f.Key, req: f.Req})
 	}
 	return out
 }
@@ -250,11 +223,7 @@ func (e *env) seenRows() []seenRow {
 // partitionOf is the pipeline's partition of a canonical URL.
 func partitionOf(t *testing.T, url string) (string, int) {
 	t.Helper()
-	k, err := kafkaio.Key(url)
-	if err != nil {
-		t.Fatalf("key %q: %v", url, err)
-	}
-	return string(k), kafkaio.PartitionFor(k, partitions)
+	return schedtest.PartitionOf(t, url, partitions)
 }
 
 // checkFetches asserts that the Fetch topic holds exactly one request per
@@ -497,7 +466,7 @@ func TestMaxPagesBudget(t *testing.T) {
 		t.Fatalf("after restart fetch requests per crawl = %v, want big:%d small:4", n, maxPages)
 	}
 
-	counts, err := CountSeen(e.store)(context.Background(), []string{"big", "small", "none"})
+	counts, err := sinks.CountSeen(e.store)(context.Background(), []string{"big", "small", "none"})
 	if err != nil {
 		t.Fatalf("CountSeen: %v", err)
 	}
@@ -623,7 +592,7 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{MaxDepth: 5, Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
-	s, err := New(cfg, e.producer, broken, e.eventsW, StoreFrontier{W: e.frontW, Store: e.store}, e.store,
+	s, err := New(cfg, e.producer, broken, e.eventsW, sinks.Frontier{W: e.frontW, Store: e.store}, e.store,
 		budget.NewTracker(0), time.Now, e.log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -665,13 +634,13 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 
 // countingFrontier is the ClickHouse frontier, counting its reads.
 type countingFrontier struct {
-	StoreFrontier
+	sinks.Frontier
 	reads atomic.Int32
 }
 
 func (f *countingFrontier) Pending(ctx context.Context, partition, perHost int, skip []string) ([]chstore.FrontierRow, error) {
 	f.reads.Add(1)
-	return f.StoreFrontier.Pending(ctx, partition, perHost, skip)
+	return f.Frontier.Pending(ctx, partition, perHost, skip)
 }
 
 // TestIdlePumpsDoNotQuery: without a quota and with nothing deferred, each
@@ -682,7 +651,7 @@ func TestIdlePumpsDoNotQuery(t *testing.T) {
 	e := newEnv(t)
 	specs := crawlcontrol.NewSpecs()
 	setState(t, specs, "p", 1, crawlv1.CrawlState_CRAWL_STATE_PAUSED)
-	fr := &countingFrontier{StoreFrontier: StoreFrontier{W: e.frontW, Store: e.store}}
+	fr := &countingFrontier{Frontier: sinks.Frontier{W: e.frontW, Store: e.store}}
 	cfg := specsConfig(specs)
 	cfg.QuotaWindow = 50 * time.Millisecond
 	cfg.Topics, cfg.Partitions = e.kafka.Topics(), e.kafka.Partitions

@@ -14,11 +14,12 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
 
 // lostFrontier is a frontier whose inserts never land: the scheduler died
 // before the frontier writer's flush.
-type lostFrontier struct{ StoreFrontier }
+type lostFrontier struct{ sinks.Frontier }
 
 func (lostFrontier) Write(context.Context, ...chstore.FrontierRow) error {
 	return errors.New("killed before the insert")
@@ -34,7 +35,7 @@ func (lostFrontier) Write(context.Context, ...chstore.FrontierRow) error {
 func TestDeferredURLSurvivesCrash(t *testing.T) {
 	e := newEnv(t)
 	cfg := Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 100 * time.Millisecond, Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
-	s, err := New(cfg, e.producer, e.seenW, e.eventsW, lostFrontier{StoreFrontier{W: e.frontW, Store: e.store}}, e.store,
+	s, err := New(cfg, e.producer, e.seenW, e.eventsW, lostFrontier{sinks.Frontier{W: e.frontW, Store: e.store}}, e.store,
 		budget.NewTracker(0), time.Now, e.log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

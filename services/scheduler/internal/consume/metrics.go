@@ -12,11 +12,6 @@ import (
 // DiscoveredURL.
 const Malformed admit.Reason = "malformed"
 
-// HostBudgetExhausted is the drop reason of a URL admitted by the policy
-// whose host used up its crawl's per-host page budget
-// (CrawlSpec.limits.max_pages_per_host); recorded as budget_exhausted.
-const HostBudgetExhausted admit.Reason = "host_budget_exhausted"
-
 // metrics is the scheduler's instrumentation. Names are relative to the
 // registerer's prefix (crawler_scheduler_ in production).
 type metrics struct {
@@ -63,7 +58,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.dropped.WithLabelValues(string(r))
 	}
 	m.dropped.WithLabelValues(string(Malformed))
-	m.dropped.WithLabelValues(string(HostBudgetExhausted))
 	var errs []error
 	for _, c := range []prometheus.Collector{m.received, m.admitted, m.dropped, m.seenSize, m.seenLoad, m.batchTime, m.deferred, m.released} {
 		if err := reg.Register(c); err != nil {

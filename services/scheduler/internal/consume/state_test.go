@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"fmt"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/schedtest"
 )
 
 // specsConfig is a Config following specs for crawl states.
@@ -70,13 +72,7 @@ func (e *env) eventCounts() map[string]int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	schedtest.WaitFor(t, what, cond)
 }
 
 // TestCrawlStates: a running crawl's URLs go out at once carrying their
@@ -181,7 +177,7 @@ func TestPerHostBudget(t *testing.T) {
 	cfg := Config{
 		MaxDepth:   16,
 		HostLimit:  func(id string) int64 { return map[string]int64{"ph": 2}[id] },
-		HostCounts: CountHosts(e.store),
+		HostCounts: sinks.CountHosts(e.store),
 	}
 	first := e.startWith(cfg, 0)
 	want := make(map[[2]string]uint32)
@@ -198,7 +194,7 @@ func TestPerHostBudget(t *testing.T) {
 	}
 	e.publish(recs...)
 	e.drain()
-	if n := dropped(first.s, HostBudgetExhausted); n != 2 {
+	if n := dropped(first.s, admit.HostBudgetExhausted); n != 2 {
 		t.Errorf("host budget drops = %d, want 2", n)
 	}
 	first.stop()
@@ -206,7 +202,7 @@ func TestPerHostBudget(t *testing.T) {
 	e.publish(disc("ph", "http://h1.example/later", 1), disc("ph", "http://h3.example/new", 1))
 	want[[2]string{"ph", "http://h3.example/new"}] = 1
 	e.drain()
-	if n := dropped(second.s, HostBudgetExhausted); n != 1 {
+	if n := dropped(second.s, admit.HostBudgetExhausted); n != 1 {
 		t.Errorf("host budget drops after restart = %d, want 1 (h1 full, h3 new)", n)
 	}
 	checkFetches(t, e, want)

@@ -1,9 +1,12 @@
-// Package frontier holds the scheduler's per-host admission quota: at most
-// a fixed number of fetch requests per host per time window leave a
-// partition, so that one host with a huge backlog cannot fill the Fetch
-// partition (and the fetcher's bounded window) ahead of the other hosts of
-// that partition. URLs over quota wait in ClickHouse (table frontier) and
-// are released by the partition's pump, breadth-first by depth per host.
+// Package frontier is the scheduler's frontier beyond the Fetch topic: the
+// per-host admission quota (at most a fixed number of fetch requests per
+// host per time window leave a partition, so that one host with a huge
+// backlog cannot fill the Fetch partition, and the fetcher's bounded
+// window, ahead of the other hosts of that partition) and the partition's
+// Pump, which releases the URLs waiting in ClickHouse (table frontier_v2:
+// over quota, or of a paused crawl) breadth-first by depth per host, and
+// drops those of a cancelled crawl. The table itself is reached through
+// Store (sinks.Frontier).
 package frontier
 
 import (

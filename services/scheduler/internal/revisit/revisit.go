@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 )
@@ -88,12 +88,12 @@ func ContentFP(body []byte) uint64 { return fingerprint.String(string(body)) }
 // Observe returns the URL's next revisit state and its change-history row
 // after the visit page (which must Count). prev is the stored state, nil
 // for the first visit; partition and host are the URL's.
-func Observe(p Policy, prev *chstore.RevisitRow, page *crawlv1.FetchedPage, partition int, host string, now time.Time) (chstore.RevisitRow, chstore.ChangeRow) {
+func Observe(p Policy, prev *rows.RevisitRow, page *crawlv1.FetchedPage, partition int, host string, now time.Time) (rows.RevisitRow, rows.ChangeRow) {
 	at := now
 	if page.GetFetchedAt() != nil {
 		at = page.GetFetchedAt().AsTime()
 	}
-	next := chstore.RevisitRow{
+	next := rows.RevisitRow{
 		CrawlID:   page.GetCrawlId(),
 		Partition: uint16(partition),
 		URL:       page.GetUrl(),
@@ -134,7 +134,7 @@ func Observe(p Policy, prev *chstore.RevisitRow, page *crawlv1.FetchedPage, part
 	next.Visits++
 	next.IntervalS = uint32(interval / time.Second)
 	next.NextVisit = at.Add(interval)
-	ch := chstore.ChangeRow{
+	ch := rows.ChangeRow{
 		CrawlID:   next.CrawlID,
 		Host:      host,
 		URLFP:     next.URLFP,

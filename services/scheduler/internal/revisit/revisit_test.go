@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -70,7 +70,7 @@ func TestObserveSequence(t *testing.T) {
 		{name: "floored at min", page: page(200, "v4", false, ""), wantInterval: 1, wantChanged: 1, wantChanges: 3},
 		{name: "floored stays", page: page(200, "v5", false, ""), wantInterval: 1, wantChanged: 1, wantChanges: 4},
 	}
-	var prev *chstore.RevisitRow
+	var prev *rows.RevisitRow
 	now := t0
 	for i, st := range steps {
 		now = now.Add(10 * time.Second)

@@ -1,7 +1,11 @@
-// Package sinks builds the scheduler's ClickHouse batch writers and runs
-// them as Flush components of the service harness: they stop, flushing
-// what they buffered, only once both consumer groups have closed their
-// handlers (in-flight batches still write to them).
+// Package sinks is the scheduler's ClickHouse side: it builds the batch
+// writers and runs them as Flush components of the service harness (they
+// stop, flushing what they buffered, only once both consumer groups have
+// closed their handlers: in-flight batches still write to them), and
+// holds the adapters that query the tables: the frontier (Frontier, a
+// frontier.Store), the revisit schedule (Revisits) and the url_seen counts
+// of the page budgets (CountSeen, CountHosts). The packages that decide
+// (admit, frontier, revisit) see only row types (libs/chstore/rows).
 package sinks
 
 import (

@@ -1,8 +1,10 @@
-package consume
+package schedule
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -10,15 +12,66 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
-	"google.golang.org/protobuf/types/known/timestamppb"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/schedtest"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 )
+
+// TestMain runs the tests against a real ClickHouse (chtest) and fails
+// the package when a test leaves a group, a pump or a writer running.
+func TestMain(m *testing.M) {
+	code := chtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const partitions = 4
+
+// env is one test's broker, database and producer.
+type env struct {
+	t        *testing.T
+	kafka    kafkaio.Config
+	store    *chstore.Store
+	producer *kafkaio.Writer
+	log      *zap.Logger
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, kafka: kafkatest.Config(t, partitions), store: chtest.NewStore(t)}
+	e.log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	e.producer = kafkaio.NewWriter(e.kafka, e.log, prometheus.NewRegistry())
+	t.Cleanup(func() { _ = e.producer.Close() })
+	return e
+}
+
+func (e *env) fetches() []schedtest.Fetched { return schedtest.Fetches(e.t, e.kafka) }
+
+func partitionOf(t *testing.T, url string) (string, int) {
+	return schedtest.PartitionOf(t, url, partitions)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	schedtest.WaitFor(t, what, cond)
+}
 
 // startRevisiter runs a revisit consumer on the env's Fetched topic.
 func (e *env) startRevisiter(policy func(string) (revisit.Policy, bool)) (*Revisiter, func()) {
@@ -26,10 +79,10 @@ func (e *env) startRevisiter(policy func(string) (revisit.Policy, bool)) (*Revis
 	revW := chstore.NewBatchWriter(e.store, chstore.Revisits, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	chW := chstore.NewBatchWriter(e.store, chstore.ChangeHistory, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	reg := prometheus.NewRegistry()
-	r, err := NewRevisiter(RevisitConfig{Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions, Policy: policy, Tick: 100 * time.Millisecond},
-		e.producer, StoreRevisits{Revisits: revW, Changes: chW, Store: e.store}, time.Now, e.log, reg)
+	r, err := New(Config{Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions, Policy: policy, Tick: 100 * time.Millisecond},
+		e.producer, sinks.Revisits{Revisits: revW, Changes: chW, Store: e.store}, time.Now, e.log, reg)
 	if err != nil {
-		e.t.Fatalf("NewRevisiter: %v", err)
+		e.t.Fatalf("New: %v", err)
 	}
 	g, err := kafkaio.NewGroup(e.kafka, kafkaio.GroupConfig{
 		GroupID: e.kafka.GroupFor("scheduler-revisit"), Topic: e.kafka.Topics().Fetched, CommitInterval: 50 * time.Millisecond,
@@ -101,14 +154,14 @@ func TestRevisitSchedule(t *testing.T) {
 	stop()
 	got := make(map[string]*crawlv1.FetchRequest)
 	for _, f := range e.fetches() {
-		if !f.req.Revisit {
-			t.Errorf("fetch request %v not marked revisit", f.req)
+		if !f.Req.Revisit {
+			t.Errorf("fetch request %v not marked revisit", f.Req)
 		}
-		key, p := partitionOf(t, f.req.Url)
-		if f.partition != p || f.key != key {
-			t.Errorf("%s on partition %d key %q, want %d %q", f.req.Url, f.partition, f.key, p, key)
+		key, p := partitionOf(t, f.Req.Url)
+		if f.Partition != p || f.Key != key {
+			t.Errorf("%s on partition %d key %q, want %d %q", f.Req.Url, f.Partition, f.Key, p, key)
 		}
-		got[f.req.CrawlId+" "+f.req.Url] = f.req
+		got[f.Req.CrawlId+" "+f.Req.Url] = f.Req
 	}
 	for _, u := range []string{"http://r1.example/a", "http://r2.example/b"} {
 		req := got["rv "+u]

@@ -1,4 +1,12 @@
-package consume
+// Package schedule is the scheduler's revisit consumer: in its own
+// consumer group on the fetched topic it folds every fetch outcome of a
+// revisiting crawl into the partition's revisit schedule (revisit.Observe:
+// the pure policy; ClickHouse tables revisits and change_history through
+// Store), keeps a copy in memory while the partition is assigned, and
+// produces each due URL as a revisit fetch request with its stored
+// validators. A scheduler joins the group only once some crawl revisits
+// (WaitRevisiting).
+package schedule
 
 import (
 	"context"
@@ -13,64 +21,30 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
 )
 
-// RevisitStore is the durable revisit schedule: rows go through batching
-// writers, Load reads a partition's latest states. Safe for concurrent use.
-type RevisitStore interface {
-	WriteRevisits(ctx context.Context, rows ...chstore.RevisitRow) error
-	WriteChanges(ctx context.Context, rows ...chstore.ChangeRow) error
-	LoadRevisits(ctx context.Context, partition int, fn func(chstore.RevisitRow)) error
+// Producer writes records durably (acks=all; *kafkaio.Writer). Safe for
+// concurrent use; blocks.
+type Producer interface {
+	Write(ctx context.Context, msgs ...kafka.Message) error
 }
 
-// StoreRevisits is the ClickHouse RevisitStore.
-type StoreRevisits struct {
-	Revisits *chstore.BatchWriter[chstore.RevisitRow]
-	Changes  *chstore.BatchWriter[chstore.ChangeRow]
-	Store    *chstore.Store
+// Store is the durable revisit schedule (sinks.Revisits): rows go through
+// batching writers, Load reads a partition's latest states. Safe for
+// concurrent use.
+type Store interface {
+	WriteRevisits(ctx context.Context, rows ...rows.RevisitRow) error
+	WriteChanges(ctx context.Context, rows ...rows.ChangeRow) error
+	LoadRevisits(ctx context.Context, partition int, fn func(rows.RevisitRow)) error
 }
 
-// WriteRevisits implements RevisitStore.
-func (s StoreRevisits) WriteRevisits(ctx context.Context, rows ...chstore.RevisitRow) error {
-	return s.Revisits.Write(ctx, rows...)
-}
-
-// WriteChanges implements RevisitStore.
-func (s StoreRevisits) WriteChanges(ctx context.Context, rows ...chstore.ChangeRow) error {
-	return s.Changes.Write(ctx, rows...)
-}
-
-// LoadRevisits implements RevisitStore: the latest state of every URL of
-// the partition.
-func (s StoreRevisits) LoadRevisits(ctx context.Context, partition int, fn func(chstore.RevisitRow)) error {
-	rows, err := s.Store.Conn().Query(ctx, `SELECT crawl_id, url, url_fp, host, depth, etag, last_modified,
-	content_fp, interval_s, next_visit, changes, visits, updated_at
-FROM revisits FINAL WHERE partition = ?`, uint16(partition))
-	if err != nil {
-		return fmt.Errorf("query revisits: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r := chstore.RevisitRow{Partition: uint16(partition)}
-		if err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.Depth, &r.ETag, &r.LastModified,
-			&r.ContentFP, &r.IntervalS, &r.NextVisit, &r.Changes, &r.Visits, &r.UpdatedAt); err != nil {
-			return fmt.Errorf("scan revisits: %w", err)
-		}
-		fn(r)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read revisits: %w", err)
-	}
-	return nil
-}
-
-// RevisitConfig configures the revisit consumer.
-type RevisitConfig struct {
+// Config configures the revisit consumer.
+type Config struct {
 	Topics     kafkaio.Topics
 	Partitions int
 	// Policy returns a crawl's revisit policy and whether it revisits
@@ -92,9 +66,9 @@ type RevisitConfig struct {
 // assigned) and produces the due revisits. Its Assign is the group's
 // AssignFunc. Safe for concurrent use.
 type Revisiter struct {
-	cfg      RevisitConfig
+	cfg      Config
 	producer Producer
-	store    RevisitStore
+	store    Store
 	now      func() time.Time
 	log      *zap.Logger
 	m        *revisitMetrics
@@ -107,8 +81,8 @@ type revisitMetrics struct {
 	tracked   prometheus.Gauge
 }
 
-// NewRevisiter returns a revisit consumer.
-func NewRevisiter(cfg RevisitConfig, p Producer, st RevisitStore, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Revisiter, error) {
+// New returns a revisit consumer.
+func New(cfg Config, p Producer, st Store, now func() time.Time, log *zap.Logger, reg prometheus.Registerer) (*Revisiter, error) {
 	if cfg.Topics.Fetch == "" || cfg.Partitions < 1 || cfg.Policy == nil {
 		return nil, errors.New("new revisiter: fetch topic, partitions and policy required")
 	}
@@ -149,8 +123,8 @@ func (r *Revisiter) Assign(ctx context.Context, topic string, partition int) (ka
 	log := r.log.With(telemetry.Topic(topic), telemetry.Partition(partition))
 	delay := 200 * time.Millisecond
 	for {
-		sched := make(map[uint64]*chstore.RevisitRow)
-		err := r.store.LoadRevisits(ctx, partition, func(row chstore.RevisitRow) {
+		sched := make(map[uint64]*rows.RevisitRow)
+		err := r.store.LoadRevisits(ctx, partition, func(row rows.RevisitRow) {
 			sched[row.URLFP] = &row
 		})
 		if err == nil {
@@ -191,7 +165,7 @@ type revisitHandler struct {
 	wg        sync.WaitGroup
 
 	mu    sync.Mutex
-	sched map[uint64]*chstore.RevisitRow // by url_fp (fingerprints are per crawl)
+	sched map[uint64]*rows.RevisitRow // by url_fp (fingerprints are per crawl)
 }
 
 // Handle folds the batch's fetch outcomes into the schedule, persists the
@@ -200,10 +174,10 @@ func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack 
 	r := h.r
 	now := r.now()
 	var (
-		rows    []chstore.RevisitRow
-		changes []chstore.ChangeRow
+		states  []rows.RevisitRow
+		changes []rows.ChangeRow
 	)
-	next := make(map[uint64]chstore.RevisitRow)
+	next := make(map[uint64]rows.RevisitRow)
 	h.mu.Lock()
 	for _, msg := range batch {
 		var page crawlv1.FetchedPage
@@ -215,7 +189,7 @@ func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack 
 		if !ok || !revisit.Counts(&page) {
 			continue
 		}
-		var prev *chstore.RevisitRow
+		var prev *rows.RevisitRow
 		if p, ok := next[page.GetUrlFp()]; ok {
 			prev = &p
 		} else if p := h.sched[page.GetUrlFp()]; p != nil {
@@ -223,7 +197,7 @@ func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack 
 		}
 		row, ch := revisit.Observe(pol, prev, &page, h.partition, string(msg.Key), now)
 		next[row.URLFP] = row
-		rows = append(rows, row)
+		states = append(states, row)
 		changes = append(changes, ch)
 	}
 	// The schedule takes the new states now, under the same lock: the
@@ -239,10 +213,10 @@ func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack 
 		h.sched[fp] = &row
 	}
 	h.mu.Unlock()
-	if len(rows) > 0 {
+	if len(states) > 0 {
 		var g errgroup.Group
 		g.Go(func() error {
-			if err := r.store.WriteRevisits(ctx, rows...); err != nil {
+			if err := r.store.WriteRevisits(ctx, states...); err != nil {
 				return fmt.Errorf("persist revisit schedule: %w", err)
 			}
 			return nil
@@ -295,7 +269,7 @@ func (h *revisitHandler) releaseDue(ctx context.Context) error {
 	now := r.now()
 	var (
 		msgs   []kafka.Message
-		leased []chstore.RevisitRow
+		leased []rows.RevisitRow
 	)
 	h.mu.Lock()
 	for _, row := range h.sched {

@@ -1,0 +1,395 @@
+// Package rows holds the row types of the crawler's ClickHouse tables,
+// their column lists and the schema constants that code deciding what to
+// write needs, apart from the driver: a package that builds rows (the
+// fetcher's outcome, the scheduler's revisit policy) imports this one and
+// does not link the ClickHouse driver. libs/chstore inserts and queries
+// them and re-exports every name here.
+package rows
+
+import "time"
+
+// FetchLogRow is one fetch attempt (table fetch_log).
+type FetchLogRow struct {
+	CrawlID          string
+	URL              string
+	URLFP            uint64
+	Host             string
+	Partition        uint16
+	Attempt          uint16
+	FetchedAt        time.Time // second precision in ClickHouse
+	FetchedAtMs      uint16    // millisecond part of FetchedAt, kept for ordering
+	Status           uint16    // HTTP status, 0 when none
+	ErrorKind        string    // "" on success; e.g. timeout, connect, dns, body_too_large, robots_denied, not_html, refused_address, redirect
+	ErrorMessage     string
+	Bytes            uint64
+	ContentType      string
+	DurationMs       uint32
+	RedirectLocation string
+	Depth            uint16
+	Fetcher          string // instance id
+}
+
+// SeenRow is one admitted URL fingerprint of a partition (table url_seen).
+type SeenRow struct {
+	CrawlID   string
+	Partition uint16
+	FP        uint64
+	URL       string
+	Depth     uint16
+	FirstSeen time.Time
+}
+
+// DocumentRow is one extracted document (table documents).
+type DocumentRow struct {
+	CrawlID     string
+	URL         string
+	URLFP       uint64
+	Host        string
+	FetchedAt   time.Time
+	Status      uint16
+	Title       string
+	Text        string
+	ContentFP   uint64
+	Outlinks    uint32
+	ContentType string
+	Language    string
+}
+
+// Table describes how rows of type T are inserted.
+type Table[T any] struct {
+	Name    string
+	Columns []string
+	Values  func(T) []any // in Columns order
+}
+
+// The crawler's tables.
+var (
+	FetchLog = Table[FetchLogRow]{
+		Name: "fetch_log",
+		Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt",
+			"fetched_at", "fetched_at_ms", "status", "error_kind", "error_message", "bytes",
+			"content_type", "duration_ms", "redirect_location", "depth", "fetcher"},
+		Values: func(r FetchLogRow) []any {
+			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.Attempt,
+				r.FetchedAt, r.FetchedAtMs, r.Status, r.ErrorKind, r.ErrorMessage, r.Bytes,
+				r.ContentType, r.DurationMs, r.RedirectLocation, r.Depth, r.Fetcher}
+		},
+	}
+	URLSeen = Table[SeenRow]{
+		Name:    "url_seen",
+		Columns: []string{"crawl_id", "partition", "fp", "url", "depth", "first_seen"},
+		Values: func(r SeenRow) []any {
+			return []any{r.CrawlID, r.Partition, r.FP, r.URL, r.Depth, r.FirstSeen}
+		},
+	}
+	Documents = Table[DocumentRow]{
+		Name: "documents",
+		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status",
+			"title", "text", "content_fp", "outlinks", "content_type", "language"},
+		Values: func(r DocumentRow) []any {
+			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Status,
+				r.Title, r.Text, r.ContentFP, r.Outlinks, r.ContentType, r.Language}
+		},
+	}
+)
+
+// Millis returns the millisecond part of t, for FetchLogRow.FetchedAtMs
+// (ClickHouse DateTime keeps whole seconds).
+func Millis(t time.Time) uint16 {
+	return uint16(t.Nanosecond() / int(time.Millisecond))
+}
+
+// RobotsRow is the robots.txt of one origin as the fetcher applies it
+// (table robots_txt).
+type RobotsRow struct {
+	Partition    uint16
+	Origin       string // scheme://host[:port]
+	Host         string // politeness key
+	Agent        string // product token the rules were selected for
+	Outcome      string // parsed (2xx) or allow_all (4xx, too many redirects)
+	Status       uint16 // HTTP status of the last answer
+	Rules        string // the rules that apply to Agent, normalized, robots.txt syntax
+	CrawlDelayMs uint32
+	Sitemaps     []string
+	BodyBytes    uint32    // size of the robots.txt received
+	FetchedAt    time.Time // second precision in ClickHouse
+	Expires      time.Time // the fetcher asks again from then on
+	Fetcher      string    // instance id
+}
+
+// RobotsTxt is the fetcher's robots.txt table.
+var RobotsTxt = Table[RobotsRow]{
+	Name: "robots_txt",
+	Columns: []string{"partition", "origin", "host", "agent", "outcome", "status", "rules",
+		"crawl_delay_ms", "sitemaps", "body_bytes", "fetched_at", "expires", "fetcher"},
+	Values: func(r RobotsRow) []any {
+		sitemaps := r.Sitemaps
+		if sitemaps == nil {
+			sitemaps = []string{}
+		}
+		return []any{r.Partition, r.Origin, r.Host, r.Agent, r.Outcome, r.Status, r.Rules,
+			r.CrawlDelayMs, sitemaps, r.BodyBytes, r.FetchedAt, r.Expires, r.Fetcher}
+	},
+}
+
+// AttemptKey names one fetch attempt of a URL in fetch_log.
+type AttemptKey struct {
+	Host    string // politeness key
+	URLFP   uint64
+	Attempt uint16
+}
+
+// DocumentMetaRow is the parser's per-document metadata (table
+// document_meta), joined with documents on (crawl_id, url_fp).
+type DocumentMetaRow struct {
+	CrawlID       string
+	URL           string
+	URLFP         uint64
+	Host          string
+	FetchedAt     time.Time
+	Description   string
+	CanonicalURL  string
+	Simhash       uint64
+	ContentFP     uint64
+	IsDuplicate   bool
+	DuplicateOf   string
+	IsDetail      bool
+	TextTruncated bool
+	Depth         uint16
+}
+
+// ContentSeenRow records the first URL of a content fingerprint in a crawl
+// (table content_seen).
+type ContentSeenRow struct {
+	CrawlID   string
+	ContentFP uint64
+	URL       string
+	FirstSeen time.Time
+}
+
+// LinksDroppedRow counts links dropped by the parser (table links_dropped).
+type LinksDroppedRow struct {
+	CrawlID string
+	Host    string
+	Reason  string
+	Minute  time.Time // truncated to the minute
+	N       uint64
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// The parser's tables.
+var (
+	DocumentMeta = Table[DocumentMetaRow]{
+		Name: "document_meta",
+		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "description", "canonical_url",
+			"simhash", "content_fp", "is_duplicate", "duplicate_of", "is_detail", "text_truncated", "depth"},
+		Values: func(r DocumentMetaRow) []any {
+			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Description, r.CanonicalURL,
+				r.Simhash, r.ContentFP, b2u(r.IsDuplicate), r.DuplicateOf, b2u(r.IsDetail), b2u(r.TextTruncated), r.Depth}
+		},
+	}
+	ContentSeen = Table[ContentSeenRow]{
+		Name:    "content_seen",
+		Columns: []string{"crawl_id", "content_fp", "url", "first_seen"},
+		Values: func(r ContentSeenRow) []any {
+			return []any{r.CrawlID, r.ContentFP, r.URL, r.FirstSeen}
+		},
+	}
+	LinksDropped = Table[LinksDroppedRow]{
+		Name:    "links_dropped",
+		Columns: []string{"crawl_id", "host", "reason", "minute", "n"},
+		Values: func(r LinksDroppedRow) []any {
+			return []any{r.CrawlID, r.Host, r.Reason, r.Minute, r.N}
+		},
+	}
+)
+
+// Frontier states (frontier_v2.state).
+const (
+	FrontierPending  uint8 = 0
+	FrontierReleased uint8 = 1
+	// FrontierCancelled marks a deferred URL of a cancelled crawl: dropped
+	// (recorded in url_events as cancelled), never released.
+	FrontierCancelled uint8 = 2
+)
+
+// FrontierRow is one admitted URL deferred by its host's quota, or its
+// release (table frontier).
+type FrontierRow struct {
+	Partition    uint16
+	CrawlID      string
+	Host         string
+	FP           uint64
+	Depth        uint16
+	URL          string
+	ParentURL    string
+	AnchorText   string
+	SerpEngine   string
+	DiscoveredAt time.Time
+	State        uint8
+	UpdatedAt    time.Time
+}
+
+// Frontier is the frontier table (frontier_v2 since migration 302; the
+// table frontier of migration 301 is no longer written).
+var Frontier = Table[FrontierRow]{
+	Name: "frontier_v2",
+	Columns: []string{"partition", "crawl_id", "host", "fp", "depth", "url", "parent_url",
+		"anchor_text", "serp_engine", "discovered_at", "state", "updated_at"},
+	Values: func(r FrontierRow) []any {
+		return []any{r.Partition, r.CrawlID, r.Host, r.FP, r.Depth, r.URL, r.ParentURL,
+			r.AnchorText, r.SerpEngine, r.DiscoveredAt, r.State, r.UpdatedAt}
+	},
+}
+
+// URLEventRow is one scheduler-side terminal state of a discovered URL
+// (table url_events).
+type URLEventRow struct {
+	CrawlID   string
+	URL       string // canonical, or as received when it does not canonicalize
+	URLFP     uint64
+	Host      string // politeness key, "" when the URL is invalid
+	Partition uint16
+	State     string // duplicate, out_of_scope, budget_exhausted, invalid
+	Reason    string // the scheduler's drop reason (duplicate, too_deep, invalid_url…)
+	Depth     uint16
+	EventTime time.Time
+}
+
+// URLEvents is the url_events table.
+var URLEvents = Table[URLEventRow]{
+	Name:    "url_events",
+	Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time"},
+	Values: func(r URLEventRow) []any {
+		return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.State, r.Reason, r.Depth, r.EventTime}
+	},
+}
+
+// RevisitRow is the revisit state of one URL (table revisits).
+type RevisitRow struct {
+	CrawlID      string
+	Partition    uint16
+	URL          string
+	URLFP        uint64
+	Host         string
+	Depth        uint16
+	ETag         string
+	LastModified string
+	ContentFP    uint64
+	IntervalS    uint32
+	NextVisit    time.Time
+	Changes      uint32
+	Visits       uint32
+	UpdatedAt    time.Time
+}
+
+// Revisits is the revisits table.
+var Revisits = Table[RevisitRow]{
+	Name: "revisits",
+	Columns: []string{"crawl_id", "partition", "url", "url_fp", "host", "depth", "etag", "last_modified",
+		"content_fp", "interval_s", "next_visit", "changes", "visits", "updated_at"},
+	Values: func(r RevisitRow) []any {
+		return []any{r.CrawlID, r.Partition, r.URL, r.URLFP, r.Host, r.Depth, r.ETag, r.LastModified,
+			r.ContentFP, r.IntervalS, r.NextVisit, r.Changes, r.Visits, r.UpdatedAt}
+	},
+}
+
+// ChangeRow is one visit of a URL under a revisit policy (table
+// change_history).
+type ChangeRow struct {
+	CrawlID     string
+	Host        string
+	URLFP       uint64
+	URL         string
+	VisitedAt   time.Time
+	Visit       uint32 // 1 for the first fetch
+	Status      uint16
+	NotModified uint8 // 1: 304 to a conditional request
+	Changed     uint8 // 1: the content fingerprint differs from the previous visit's
+	ContentFP   uint64
+	IntervalS   uint32 // interval chosen after this visit
+}
+
+// ChangeHistory is the change_history table.
+var ChangeHistory = Table[ChangeRow]{
+	Name: "change_history",
+	Columns: []string{"crawl_id", "host", "url_fp", "url", "visited_at", "visit", "status", "not_modified",
+		"changed", "content_fp", "interval_s"},
+	Values: func(r ChangeRow) []any {
+		return []any{r.CrawlID, r.Host, r.URLFP, r.URL, r.VisitedAt, r.Visit, r.Status, r.NotModified,
+			r.Changed, r.ContentFP, r.IntervalS}
+	},
+}
+
+// LinkRow is one link of a parsed page (table links).
+type LinkRow struct {
+	CrawlID    string
+	TargetHost string
+	TargetURL  string
+	TargetFP   uint64
+	SourceHost string
+	SourceURL  string
+	SourceFP   uint64
+	Position   uint16 // the link's place among the page's followable links (nofollow ones are not extracted), from 1
+	AnchorText string
+	Rel        string
+	Tag        string // a, area, frame, iframe, link, meta, …
+	Depth      uint16 // the target's depth: the source's plus one
+	FoundAt    time.Time
+}
+
+// SimhashBandRow is one band of a document's simhash (table
+// simhash_bands).
+type SimhashBandRow struct {
+	CrawlID   string
+	BandKey   uint64 // simhash.Band.Packed
+	Simhash   uint64
+	URL       string
+	FirstSeen time.Time
+}
+
+// NearDuplicateRow records a document found within the crawl's distance
+// of an earlier one (table near_duplicates).
+type NearDuplicateRow struct {
+	CrawlID         string
+	URL             string
+	URLFP           uint64
+	Host            string
+	NearDuplicateOf string
+	Distance        uint8
+	Simhash         uint64
+	FoundAt         time.Time
+}
+
+// The parser's near-duplicate and link-graph tables.
+var (
+	SimhashBands = Table[SimhashBandRow]{
+		Name:    "simhash_bands",
+		Columns: []string{"crawl_id", "band_key", "simhash", "url", "first_seen"},
+		Values: func(r SimhashBandRow) []any {
+			return []any{r.CrawlID, r.BandKey, r.Simhash, r.URL, r.FirstSeen}
+		},
+	}
+	NearDuplicates = Table[NearDuplicateRow]{
+		Name:    "near_duplicates",
+		Columns: []string{"crawl_id", "url", "url_fp", "host", "near_duplicate_of", "distance", "simhash", "found_at"},
+		Values: func(r NearDuplicateRow) []any {
+			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.NearDuplicateOf, r.Distance, r.Simhash, r.FoundAt}
+		},
+	}
+	Links = Table[LinkRow]{
+		Name: "links",
+		Columns: []string{"crawl_id", "target_host", "target_url", "target_fp", "source_host", "source_url", "source_fp",
+			"position", "anchor_text", "rel", "tag", "depth", "found_at"},
+		Values: func(r LinkRow) []any {
+			return []any{r.CrawlID, r.TargetHost, r.TargetURL, r.TargetFP, r.SourceHost, r.SourceURL, r.SourceFP,
+				r.Position, r.AnchorText, r.Rel, r.Tag, r.Depth, r.FoundAt}
+		},
+	}
+)

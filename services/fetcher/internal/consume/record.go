@@ -1,0 +1,209 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
+)
+
+// Outcomes: what a turn leaves behind (outcome.Of), encoded, handed to the
+// recorder and acked once durable; cancelled and paused requests.
+
+// finish hands the outcome of t's request (its FetchedPage with the next
+// attempt of a transient failure or the target of a redirect, the host
+// state, the fetch-log row) to the recorder and returns at once; t is
+// acked when the outcome is durable. Until then it counts as in flight, so
+// Close waits for it.
+func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
+	msgs, page, row, kind, err := h.outcome(t, res)
+	if err != nil {
+		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+		return
+	}
+	h.recording.Add(1)
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []rows.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
+		defer h.recording.Done()
+		if err != nil {
+			h.settle(t, false)
+			if ctx.Err() == nil {
+				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+			}
+			return
+		}
+		h.count(res.Status, kind)
+		h.settle(t, true)
+		t.ack(t.msg)
+	}})
+}
+
+// count updates the metrics of a recorded outcome.
+func (h *handler) count(status int, kind failure.Kind) {
+	h.s.m.fetches.WithLabelValues(statusClass(status), string(kind)).Inc()
+	if status == 304 {
+		h.s.m.unchanged.Inc()
+	}
+}
+
+// outcome returns the records of one attempt of t.url (outcome.Of),
+// encoded: the next attempt, redirect target, host state and proxy
+// feedback; the FetchedPage, to be produced after them
+// (recorder.Outcome.Last); the fetch-log row; and the attempt's final
+// error kind (a redirect loop or a chain too long turns a redirect into a
+// failure).
+func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
+	s := h.s
+	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: t.req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
+	if r.Redirect != outcome.RedirectNone {
+		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
+		if r.Redirect == outcome.RedirectInvalid {
+			h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(t.url), zap.Error(r.RedirectErr))
+		}
+	}
+	key := []byte(t.host)
+	if len(key) == 0 {
+		key = []byte(t.req.GetUrl()) // invalid URL: any stable key
+	}
+	if r.Exhausted {
+		s.m.retries.WithLabelValues("exhausted").Inc()
+	}
+	if r.Retry != nil {
+		m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.host), r.Retry)
+		if err != nil {
+			h.log.Warn("skipped retry", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+			r.Page.WillRetry = false
+		} else {
+			s.m.retries.WithLabelValues("queued").Inc()
+			msgs = append(msgs, m)
+		}
+	}
+	if r.Target != nil {
+		if m, ok := h.redirect(t, r.Target); ok {
+			msgs = append(msgs, m)
+		}
+	}
+	page, err = kafkaio.NewMessage(s.opts.Topics.Fetched, key, r.Page)
+	if err != nil {
+		return nil, kafka.Message{}, rows.FetchLogRow{}, "", fmt.Errorf("encode fetched page: %w", err)
+	}
+	page.Headers = append(page.Headers, kafka.Header{Key: published.FetcherHeader, Value: []byte(s.opts.InstanceID)})
+	msgs = append(msgs, t.state...)
+	t.state = nil
+	if r.Proxy != nil {
+		s.m.proxyOutcomes.WithLabelValues(r.Proxy.GetOutcome()).Inc()
+		if m, err := kafkaio.NewMessage(s.opts.Topics.ProxyFeedback, []byte(r.Proxy.GetProxyId()), r.Proxy); err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs, page, r.Row, failure.Kind(r.Page.GetErrorKind()), nil
+}
+
+// redirect encodes the DiscoveredURL of a redirect target: it goes back
+// through the scheduler's dedup to whichever partition owns its host.
+func (h *handler) redirect(t *task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
+	key, err := kafkaio.Key(d.GetUrl())
+	if err != nil {
+		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.url), zap.Error(err))
+		return kafka.Message{}, false
+	}
+	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
+	if err != nil {
+		h.log.Warn("skipped redirect target", telemetry.URL(d.GetUrl()), zap.Error(err))
+		return kafka.Message{}, false
+	}
+	return msg, true
+}
+
+// recordCancelled records the requests of a cancelled crawl without
+// fetching them (FetchedPage and fetch-log row of kind failure.Cancelled,
+// one outcome for all of them) and acks them once that is durable.
+func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
+	var msgs, pages []kafka.Message
+	var robotsRows []rows.RobotsRow
+	logRows := make([]rows.FetchLogRow, 0, len(ts))
+	kinds := make([]failure.Kind, 0, len(ts))
+	for _, t := range ts {
+		robotsRows = append(robotsRows, t.robots...)
+		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
+		m, page, row, kind, err := h.outcome(t, res)
+		if err != nil {
+			h.log.Warn("left cancelled request unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+			continue
+		}
+		msgs = append(msgs, m...)
+		pages = append(pages, page)
+		logRows = append(logRows, row)
+		kinds = append(kinds, kind)
+	}
+	h.recording.Add(1)
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: logRows, Robots: robotsRows, Done: func(err error) {
+		defer h.recording.Done()
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("left cancelled requests unacked, redelivered later", zap.Int("count", len(ts)), zap.Error(err))
+			}
+			return
+		}
+		for i, t := range ts {
+			h.count(0, kinds[i])
+			h.settle(t, true)
+			t.ack(t.msg)
+		}
+	}})
+}
+
+// pauseDeferral returns the record that holds t of a paused crawl: the
+// same request due PauseRecheck from now.
+func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
+	req := proto.CloneOf(t.req)
+	req.NotBefore = timestamppb.New(now.Add(h.s.opts.PauseRecheck))
+	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.host), req)
+	if err != nil {
+		return kafka.Message{}, false
+	}
+	return m, true
+}
+
+// hold defers a due request of a paused crawl durably and acks it; if
+// that fails it waits in its queue for the next check.
+//
+// Its attempt's claim is released before the copy is produced: the copy is
+// the request from then on, and this partition may read it back before
+// Write returns (a late acknowledgement); a claim still held then makes the
+// copy a repeat of itself, acked without a request, and the URL is lost.
+func (h *handler) hold(ctx context.Context, t *task) {
+	now := h.s.opts.Now()
+	recheck := now.Add(h.s.opts.PauseRecheck)
+	m, ok := h.pauseDeferral(t, now)
+	if !ok {
+		h.engine.Push(t.host, t, recheck) // still claimed
+		return
+	}
+	h.settle(t, false)
+	if err := h.s.prod.Write(ctx, m); err == nil {
+		h.s.m.pausedHeld.Inc()
+		t.ack(t.msg)
+		return
+	}
+	if ctx.Err() != nil {
+		return // abandoned at close: unacked, and no longer claimed
+	}
+	// Claimed again, it waits in its queue; if the copy was written after
+	// all and read back meanwhile, t is the copy's repeat and push acks it.
+	h.push(t, recheck)
+}

@@ -1,0 +1,236 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+)
+
+// A turn of a host: robots.txt when it is due, the server gate, the fetch
+// and the politeness feedback of its answer.
+
+// turn is the dispatch.Work of a partition: one turn of host with t,
+// taken from the engine at dispatched.
+func (h *handler) turn(ctx context.Context, host string, t *task, dispatched time.Time) {
+	if !t.waited {
+		t.waited = true
+		h.s.m.politenessWait.Observe(dispatched.Sub(t.enqueued).Seconds())
+	}
+	h.process(ctx, host, t)
+	h.syncGauges() // the dispatcher looks for the next host on return
+}
+
+// process runs one turn of host: robots.txt if needed, else the page.
+func (h *handler) process(ctx context.Context, host string, t *task) {
+	s := h.s
+	switch h.crawlState(t.req) {
+	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+		h.engine.Release(host) // no request made
+		h.recordCancelled(ctx, []*task{t})
+		return
+	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+		h.engine.Release(host)
+		h.hold(ctx, t)
+		return
+	}
+	rules, fresh := s.robots.Lookup(t.origin)
+	if fresh && rules.Outcome == robots.Unavailable && t.req.GetAttempt() > 0 && t.req.GetNotBefore() != nil &&
+		rules.FetchedAt.Before(t.req.GetNotBefore().AsTime()) {
+		// A retry of a URL refused because robots.txt was unavailable:
+		// it is the "later" of "retry later", so robots.txt is asked
+		// again unless someone asked since this retry became due.
+		fresh = false
+	}
+	if !fresh {
+		// robots.txt is a request to the host: it takes this turn, and
+		// the page waits the delay after it.
+		server, ok := h.claimServer(ctx, host, t)
+		if !ok {
+			return
+		}
+		rules = s.robots.Fetch(ctx, t.origin, host)
+		h.serverDone(server, s.opts.Now())
+		if ctx.Err() != nil {
+			h.engine.Done(host, s.opts.Now())
+			return // abandoned at close: unacked
+		}
+		s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
+		t.robots = h.robotsRows(host, rules)
+		h.publishSitemaps(ctx, t, rules)
+		if h.setDelay(host, t, rules.CrawlDelay) {
+			s.m.crawlDelayCaped.Inc()
+			h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
+		}
+		h.engine.Done(host, s.opts.Now())
+		if rules.Check(t.url) == robots.Allowed {
+			h.engine.PushFront(host, t)
+			return
+		}
+		h.refuse(ctx, t, rules)
+		return
+	}
+	h.setDelay(host, t, rules.CrawlDelay)
+	if rules.Check(t.url) != robots.Allowed {
+		h.engine.Release(host) // no request made: the delay clock is unchanged
+		h.refuse(ctx, t, rules)
+		return
+	}
+	r := httpfetch.Request{URL: t.url, Host: host, Sitemap: strings.HasSuffix(t.req.GetParentUrl(), "/robots.txt"),
+		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified()}
+	server, ok := h.claimServer(ctx, host, t)
+	if !ok {
+		return
+	}
+	res := s.fetch.Fetch(ctx, r)
+	end := s.opts.Now()
+	h.serverDone(server, end)
+	h.engine.ObserveDuration(host, res.Duration)
+	if ctx.Err() != nil {
+		h.engine.Done(host, end)
+		return // abandoned at close: unacked
+	}
+	switch {
+	case politeness.SlowsDown(res.Status, res.Kind):
+		h.engine.SlowDown(host, end, res.RetryAfter)
+		t.retryAfter = end.Add(res.RetryAfter)
+	case res.Status > 0:
+		h.engine.Recovered(host)
+	}
+	class := statusClass(res.Status)
+	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
+	s.m.bytes.Add(float64(res.BodyBytes))
+	h.engine.Done(host, end)
+	t.state = h.stateMsg(host)
+	h.finish(ctx, t, res)
+}
+
+// claimServer claims the server of host (Options.Servers) for the request
+// t is about to make and returns its key ("" when servers are not grouped
+// or host does not resolve: nothing to release). When another host's
+// request holds the server, t goes back to the head of host's queue until
+// the server may be free, the host's turn ends, and ok is false.
+func (h *handler) claimServer(ctx context.Context, host string, t *task) (key string, ok bool) {
+	s := h.s
+	if s.opts.Servers == nil {
+		return "", true
+	}
+	addr, err := s.opts.Resolve(ctx, host)
+	if err != nil {
+		// the fetch fails on the same error and records it
+		return "", true
+	}
+	key = politeness.ServerKey(addr)
+	claimed, retryAt := s.opts.Servers.Acquire(key)
+	if !claimed {
+		s.m.serverWaits.Inc()
+		h.engine.Requeue(host, t, retryAt)
+		return "", false
+	}
+	return key, true
+}
+
+// serverDone ends the request claimed by claimServer.
+func (h *handler) serverDone(key string, end time.Time) {
+	if key != "" {
+		h.s.opts.Servers.Done(key, end)
+	}
+}
+
+// maxSitemaps bounds the Sitemap lines of one robots.txt published.
+const maxSitemaps = 50
+
+// publishSitemaps reports the Sitemap lines of a freshly fetched robots.txt
+// as DiscoveredURLs (source SITEMAP) of the crawl whose request fetched it,
+// at that request's depth (so a sitemap never widens a depth-limited
+// crawl), to be deduplicated and scheduled like any URL. Best effort: a
+// failure is logged; the lines come back with the next robots.txt fetch.
+func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Rules) {
+	if len(rules.Sitemaps) == 0 {
+		return
+	}
+	now := timestamppb.New(h.s.opts.Now())
+	var msgs []kafka.Message
+	for _, sm := range rules.Sitemaps[:min(len(rules.Sitemaps), maxSitemaps)] {
+		u, err := urlcanon.Canonicalize(sm)
+		if err != nil {
+			continue
+		}
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			continue
+		}
+		m, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, &crawlv1.DiscoveredURL{
+			CrawlId:      t.req.GetCrawlId(),
+			Url:          u,
+			Depth:        t.req.GetDepth(),
+			ParentUrl:    rules.Origin + "/robots.txt",
+			DiscoveredAt: now,
+			Source:       crawlv1.Source_SOURCE_SITEMAP,
+		})
+		if err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	if err := h.s.prod.Write(ctx, msgs...); err != nil {
+		h.log.Warn("lost robots.txt sitemaps", telemetry.URL(rules.Origin), zap.Error(err))
+		return
+	}
+	h.s.m.sitemaps.Add(float64(len(msgs)))
+}
+
+// refuse records a URL that robots.txt denies or that cannot be fetched
+// now because robots.txt is unavailable.
+func (h *handler) refuse(ctx context.Context, t *task, rules *robots.Rules) {
+	res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.RobotsDenied, Err: errors.New("disallowed by robots.txt")}
+	if rules.Outcome == robots.Unavailable {
+		res.Kind, res.Err = rules.Kind, rules.Err
+		if res.Kind == failure.None || res.Kind == failure.Redirect {
+			res.Kind = failure.RobotsUnavailable
+		}
+		if res.Err == nil {
+			res.Err = fmt.Errorf("robots.txt unavailable (status %d)", rules.Status)
+		}
+		res.Status = 0
+	}
+	h.s.m.robotsVerdicts.WithLabelValues(robotsVerdict(res.Kind)).Inc()
+	h.finish(ctx, t, res)
+}
+
+func robotsVerdict(k failure.Kind) string {
+	if k == failure.RobotsDenied {
+		return "disallowed"
+	}
+	return "unavailable"
+}
+
+// setDelay applies the Crawl-delay d of host's robots.txt with the
+// politeness of t's crawl, when its spec has one: the crawl's delay raises
+// the host's delay and its max_crawl_delay replaces the cap, never below
+// the fetcher's --delay floor. A host shared by crawls takes, after each
+// request, the delay of that request's crawl.
+func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) {
+	var minDelay, maxCrawlDelay time.Duration
+	if h.s.opts.Crawls != nil {
+		p := h.s.opts.Crawls.Get(t.req.GetCrawlId()).GetPoliteness()
+		minDelay, maxCrawlDelay = p.GetDelay().AsDuration(), p.GetMaxCrawlDelay().AsDuration()
+	}
+	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
+}

@@ -1,0 +1,255 @@
+package frontier
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/chstore/rows"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
+)
+
+// Store holds the admitted URLs deferred by the host quota or a pause
+// (table frontier_v2; sinks.Frontier). Safe for concurrent use.
+type Store interface {
+	// Write inserts rows (pending or released), blocking until they are
+	// durable or returning an error.
+	Write(ctx context.Context, rows ...rows.FrontierRow) error
+	// Pending returns up to perHost still-pending rows of every host of
+	// the partition, shallowest first, leaving out the crawls in skip.
+	Pending(ctx context.Context, partition, perHost int, skip []string) ([]rows.FrontierRow, error)
+}
+
+// Producer writes records durably (acks=all; *kafkaio.Writer). Safe for
+// concurrent use; blocks.
+type Producer interface {
+	Write(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// EventWriter inserts url_events rows (*chstore.BatchWriter). Safe for
+// concurrent use; blocks until they are durable.
+type EventWriter interface {
+	Write(ctx context.Context, rows ...rows.URLEventRow) error
+}
+
+// PendingRow is the pending frontier row of an admitted fetch request of
+// host, deferred at now.
+func PendingRow(partition int, host string, fr *crawlv1.FetchRequest, now time.Time) rows.FrontierRow {
+	r := rows.FrontierRow{
+		Partition:  uint16(partition),
+		CrawlID:    fr.GetCrawlId(),
+		Host:       host,
+		FP:         fr.GetUrlFp(),
+		Depth:      uint16(min(fr.GetDepth(), 65535)),
+		URL:        fr.GetUrl(),
+		ParentURL:  fr.GetParentUrl(),
+		AnchorText: fr.GetAnchorText(),
+		SerpEngine: fr.GetSerpEngine(),
+		State:      rows.FrontierPending,
+		UpdatedAt:  now,
+	}
+	if fr.GetDiscoveredAt() != nil {
+		r.DiscoveredAt = fr.GetDiscoveredAt().AsTime()
+	}
+	return r
+}
+
+// PumpConfig configures the pumps of a scheduler.
+type PumpConfig struct {
+	Topic string // the fetch topic
+	// PerHost is the host quota of a window (0: unlimited, and a read
+	// takes at most UnlimitedPerHost pending URLs per host).
+	PerHost int
+	Window  time.Duration // the pump's interval
+	// Paused, optional, lists the crawls whose rows stay pending.
+	Paused func() []string
+	// Changed, optional, returns a channel closed at the next change of
+	// the crawl specifications: the pump then runs at once.
+	Changed func() <-chan struct{}
+	// State, optional, is a crawl's operator state (RUNNING without it).
+	State func(crawlID string) crawlv1.CrawlState
+	// Key returns the record key of a canonical URL.
+	Key func(canonical string) ([]byte, error)
+	Now func() time.Time
+	// Released counts the fetch requests released; Cancelled the pending
+	// URLs of cancelled crawls dropped.
+	Released, Cancelled prometheus.Counter
+}
+
+// UnlimitedPerHost bounds one pump read per host when there is no quota.
+const UnlimitedPerHost = 1000
+
+// Pump releases a partition's deferred URLs as their hosts' quota allows:
+// every window it reads up to one quota of pending URLs per host
+// (shallowest first), produces the fetch requests that fit, then records
+// them released. A crash between the two re-releases them (fetched twice,
+// at most one window's quota per host). Errors are logged and retried at
+// the next tick; the partition keeps running.
+//
+// A pump whose last read found nothing pending stays idle (no query)
+// until the partition defers a URL (MarkDeferred) or a crawl specification
+// changes (a resumed crawl's URLs become releasable): a crawl without
+// quota or pause costs no frontier query every window per partition.
+type Pump struct {
+	cfg       PumpConfig
+	partition int
+	quota     *Quota
+	store     Store
+	prod      Producer
+	events    EventWriter
+	log       *zap.Logger
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	deferred  atomic.Int64 // URLs the partition deferred, counted once durable
+}
+
+// StartPump starts the pump of partition, sharing quota with the
+// partition's handler. Stop ends it.
+func StartPump(cfg PumpConfig, partition int, quota *Quota, store Store, prod Producer, events EventWriter, log *zap.Logger) *Pump {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pump{cfg: cfg, partition: partition, quota: quota, store: store, prod: prod, events: events, log: log, cancel: cancel}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.run(ctx)
+	}()
+	return p
+}
+
+// MarkDeferred tells the pump that n more URLs wait in the frontier.
+// Safe for concurrent use.
+func (p *Pump) MarkDeferred(n int) { p.deferred.Add(int64(n)) }
+
+// Stop ends the pump and waits for it.
+func (p *Pump) Stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+func (p *Pump) run(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Window)
+	defer t.Stop()
+	idle := false // the first read finds what a previous owner left
+	var seen int64
+	for {
+		var changed <-chan struct{} // nil: never
+		if p.cfg.Changed != nil {
+			changed = p.cfg.Changed()
+		}
+		if d := p.deferred.Load(); !idle || d != seen {
+			seen = d
+			n, err := p.releaseOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				p.log.Warn("release frontier failed, retrying next window", zap.Error(err))
+			}
+			idle = err == nil && n == 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-changed:
+			idle = false
+		}
+	}
+}
+
+// releaseOnce releases what the quota allows and returns how many pending
+// URLs it read.
+func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
+	perHost := p.cfg.PerHost
+	if perHost <= 0 {
+		perHost = UnlimitedPerHost
+	}
+	var skip []string
+	if p.cfg.Paused != nil {
+		skip = p.cfg.Paused()
+	}
+	pending, err := p.store.Pending(ctx, p.partition, perHost, skip)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		msgs     []kafka.Message
+		released []rows.FrontierRow
+		events   []rows.URLEventRow
+	)
+	now := p.cfg.Now()
+	for _, r := range pending {
+		switch p.crawlState(r.CrawlID) {
+		case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+			continue // paused after the query started
+		case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+			r.State, r.UpdatedAt = rows.FrontierCancelled, now
+			released = append(released, r)
+			events = append(events, rows.URLEventRow{
+				CrawlID: r.CrawlID, URL: r.URL, URLFP: r.FP, Host: r.Host, Partition: r.Partition,
+				State: admit.StateCancelled, Reason: string(admit.Cancelled), Depth: r.Depth, EventTime: now,
+			})
+			continue
+		}
+		if !p.quota.Take(r.Host) {
+			continue
+		}
+		key, err := p.cfg.Key(r.URL)
+		if err != nil {
+			return len(pending), fmt.Errorf("key frontier url: %w", err)
+		}
+		fr := &crawlv1.FetchRequest{
+			CrawlId:      r.CrawlID,
+			Url:          r.URL,
+			UrlFp:        r.FP,
+			Depth:        uint32(r.Depth),
+			ParentUrl:    r.ParentURL,
+			AnchorText:   r.AnchorText,
+			SerpEngine:   r.SerpEngine,
+			DiscoveredAt: timestamppb.New(r.DiscoveredAt),
+			ScheduledAt:  timestamppb.New(now),
+		}
+		m, err := kafkaio.NewMessage(p.cfg.Topic, key, fr)
+		if err != nil {
+			return len(pending), fmt.Errorf("encode fetch request: %w", err)
+		}
+		msgs = append(msgs, m)
+		r.State, r.UpdatedAt = rows.FrontierReleased, now
+		released = append(released, r)
+	}
+	if len(released) == 0 {
+		return len(pending), nil
+	}
+	if len(msgs) > 0 {
+		if err := p.prod.Write(ctx, msgs...); err != nil {
+			return len(pending), fmt.Errorf("produce released fetch requests: %w", err)
+		}
+	}
+	// The cancelled URLs' terminal rows go in before their frontier rows
+	// stop being pending: a crash in between only writes them again.
+	if len(events) > 0 {
+		if err := p.events.Write(ctx, events...); err != nil {
+			return len(pending), fmt.Errorf("record cancelled urls: %w", err)
+		}
+	}
+	if err := p.store.Write(ctx, released...); err != nil {
+		return len(pending), fmt.Errorf("record released urls: %w", err)
+	}
+	p.cfg.Released.Add(float64(len(msgs)))
+	p.cfg.Cancelled.Add(float64(len(events)))
+	return len(pending), nil
+}
+
+// crawlState is a crawl's operator state (RUNNING without PumpConfig.State).
+func (p *Pump) crawlState(crawlID string) crawlv1.CrawlState {
+	if p.cfg.State == nil {
+		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
+	}
+	return p.cfg.State(crawlID)
+}
