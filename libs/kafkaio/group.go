@@ -142,6 +142,7 @@ type groupMetrics struct {
 	commits      prometheus.Counter
 	commitErrors prometheus.Counter
 	inflight     prometheus.Gauge
+	lag          prometheus.Gauge
 	assigned     prometheus.Gauge
 	rebalances   prometheus.Counter
 }
@@ -158,6 +159,7 @@ func newGroupMetrics(reg prometheus.Registerer, topic string) *groupMetrics {
 		commits:      counter("kafka_commits_total", "Successful offset commits, by topic."),
 		commitErrors: counter("kafka_commit_errors_total", "Failed offset commits (retried at the next interval), by topic."),
 		inflight:     gauge("kafka_inflight", "Records handed to handlers and not yet acked, by topic."),
+		lag:          gauge("kafka_lag", "Records on this member's partitions it has not read yet (high watermark minus the next offset at its last read), by topic: what autoscaling on consumer lag reads."),
 		assigned:     gauge("kafka_assigned_partitions", "Partitions currently assigned to this member, by topic."),
 		rebalances:   counter("kafka_rebalances_total", "Consumer group generations joined, by topic."),
 	}
@@ -165,7 +167,7 @@ func newGroupMetrics(reg prometheus.Registerer, topic string) *groupMetrics {
 
 // NewGroup returns a runner; reg receives the group's metrics
 // (kafka_consumed_total, kafka_commits_total, kafka_commit_errors_total,
-// kafka_inflight, kafka_assigned_partitions, kafka_rebalances_total, all
+// kafka_inflight, kafka_lag, kafka_assigned_partitions, kafka_rebalances_total, all
 // labelled by topic; nil leaves them unexported). Zero GroupConfig fields
 // take their defaults.
 func NewGroup(c Config, gc GroupConfig, assign AssignFunc, log *zap.Logger, reg prometheus.Registerer) (*Group, error) {
@@ -295,7 +297,7 @@ func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sy
 	parts := make([]*partitionRun, len(assignments))
 	ids := make([]int, len(assignments))
 	for i, pa := range assignments {
-		parts[i] = newPartitionRun(pa, g.metrics.inflight)
+		parts[i] = newPartitionRun(pa, g.metrics.inflight, g.metrics.lag)
 		ids[i] = pa.ID
 	}
 	g.mu.Lock()
@@ -487,6 +489,7 @@ func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, p
 			return fmt.Errorf("read partition %d: %w", pr.partition, err)
 		}
 		batch := make([]kafka.Message, 0, min(g.gc.MaxBatch, 64))
+		pr.read(msg)
 		if pr.add(msg.Offset) {
 			batch = append(batch, msg)
 		}
@@ -507,6 +510,7 @@ func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, p
 					bcancel()
 					return fmt.Errorf("read partition %d: %w", pr.partition, err)
 				}
+				pr.read(msg)
 				if pr.add(msg.Offset) {
 					batch = append(batch, msg)
 				}
@@ -533,15 +537,17 @@ type partitionRun struct {
 	partition int
 	start     int64 // assignment offset (absolute, or kafka.FirstOffset)
 	inflight  prometheus.Gauge
+	lagGauge  prometheus.Gauge
 	space     chan struct{} // signalled by ack: capacity may be available
 
 	mu            sync.Mutex
 	tracker       *offsetTracker
 	lastCommitted int64 // -1 before the first commit of this generation
 	closed        bool  // handler closed: acks no longer move the gauge
+	lag           int64 // this partition's share of lagGauge
 }
 
-func newPartitionRun(pa kafka.PartitionAssignment, inflight prometheus.Gauge) *partitionRun {
+func newPartitionRun(pa kafka.PartitionAssignment, inflight, lag prometheus.Gauge) *partitionRun {
 	last := int64(-1)
 	if pa.Offset >= 0 {
 		last = pa.Offset
@@ -550,9 +556,22 @@ func newPartitionRun(pa kafka.PartitionAssignment, inflight prometheus.Gauge) *p
 		partition:     pa.ID,
 		start:         pa.Offset,
 		inflight:      inflight,
+		lagGauge:      lag,
 		space:         make(chan struct{}, 1),
 		tracker:       newOffsetTracker(),
 		lastCommitted: last,
+	}
+}
+
+// read records the partition's lag after reading msg: the records
+// between it and the high watermark the broker reported with it.
+func (pr *partitionRun) read(msg kafka.Message) {
+	lag := max(msg.HighWaterMark-msg.Offset-1, 0)
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if !pr.closed {
+		pr.lagGauge.Add(float64(lag - pr.lag))
+		pr.lag = lag
 	}
 }
 
@@ -648,5 +667,7 @@ func (pr *partitionRun) close() {
 	if !pr.closed {
 		pr.closed = true
 		pr.inflight.Sub(float64(pr.tracker.Unacked()))
+		pr.lagGauge.Sub(float64(pr.lag))
+		pr.lag = 0
 	}
 }

@@ -594,3 +594,76 @@ func TestGroupCommittedOffsetOutOfRange(t *testing.T) {
 		t.Errorf("committed = %d, want 10", got)
 	}
 }
+
+// TestGroupLagGauge: kafka_lag counts the records of the member's
+// partitions it has not read: with reading paused at MaxInFlight it is the
+// rest of the topic, once everything is acked and read it is 0, and it
+// leaves with the partitions when the member stops.
+func TestGroupLagGauge(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Discovered
+	gc := groupConfig(c, topic)
+	gc.MaxInFlight = 10
+	gc.MaxBatch = 10
+	const n = 100
+	produce(t, c, topic, "lag", n)
+	var (
+		mu   sync.Mutex
+		held []kafka.Message
+		ack  func(kafka.Message)
+	)
+	assign := func(context.Context, string, int) (kafkaio.Handler, error) {
+		return handlerFunc(func(_ context.Context, batch []kafka.Message, a func(kafka.Message)) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ack, held = a, append(held, batch...)
+			return nil
+		}), nil
+	}
+	reg := prometheus.NewRegistry()
+	g, err := kafkaio.NewGroup(c, gc, assign, zaptest.NewLogger(t), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	lag := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "kafka_lag" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	eventually(t, 20*time.Second, "reading paused at MaxInFlight", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(held) == gc.MaxInFlight
+	})
+	// The reader may have decoded a few records ahead of the batch loop:
+	// at most the read-ahead more than the held ones are read.
+	if l := lag(); l > n-float64(gc.MaxInFlight) || l < n-float64(gc.MaxInFlight)-16 {
+		t.Errorf("kafka_lag with %d of %d records held = %v, want about %d", gc.MaxInFlight, n, l, n-gc.MaxInFlight)
+	}
+	// Ack as records arrive until all are read and acked.
+	eventually(t, 20*time.Second, "every record read and acked", func() bool {
+		mu.Lock()
+		pending := held
+		held = nil
+		a := ack
+		mu.Unlock()
+		for _, m := range pending {
+			a(m)
+		}
+		return lag() == 0 && len(pending) == 0
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if l := lag(); l != 0 {
+		t.Errorf("kafka_lag after the member stopped = %v, want 0", l)
+	}
+}
