@@ -75,7 +75,7 @@ func TestAnalystQueries(t *testing.T) {
 		t.Fatalf("read docs: %v", err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	s := chtest.NewStore(t)
 	now := time.Now().Truncate(time.Second)

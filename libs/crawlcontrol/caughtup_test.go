@@ -29,7 +29,7 @@ func TestFollowCaughtUp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := kafkatest.Config(t, 4)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			w := kafkaio.NewWriter(c, nil, nil)
 			defer w.Close()

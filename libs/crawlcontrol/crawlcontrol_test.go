@@ -55,7 +55,7 @@ func TestSpecsStateDefaultsToRunning(t *testing.T) {
 // record to a real broker and checks the table the follower builds.
 func TestFollow(t *testing.T) {
 	c := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	w := kafkaio.NewWriter(c, nil, nil)
 	defer w.Close()

@@ -24,7 +24,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	if again, _ := s.Listen(); again.String() != addr.String() {
 		t.Errorf("second Listen = %v, want %v", again, addr)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -53,10 +53,10 @@ func TestListenTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := New("api", addr.String(), &http.Server{}, 0, zap.NewNop())
-	if err := b.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen api") {
+	if err := b.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "listen api") {
 		t.Fatalf("Run on a taken address = %v, want a listen error", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := a.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestShutdownTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	got := make(chan error, 1)

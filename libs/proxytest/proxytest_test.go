@@ -249,7 +249,7 @@ func TestCloseEndsOpenTunnel(t *testing.T) {
 func TestWrongContentBreaksTLSTunnel(t *testing.T) {
 	srv, hits := origin(t, "127.0.0.2", true)
 	p := proxytest.Start(t, "127.0.0.7", proxytest.Options{Mode: proxytest.WrongContent})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	resp, err := client(t, p.URL(), srv, 0).Do(req)

@@ -92,7 +92,7 @@ func TestShutdownOrder(t *testing.T) {
 		ev.add("writer flushes, healthz %d", status(t, base+"/healthz"))
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	<-ready
@@ -132,7 +132,7 @@ func TestReadyzWhileDraining(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	cancel()
@@ -182,7 +182,7 @@ func TestComponentEndsRun(t *testing.T) {
 			}
 			s.Go(tt.stage, "failing", func(context.Context) error { return tt.err })
 			// Not cancelled: the failing component alone ends the run.
-			err := s.Run(context.Background())
+			err := s.Run(t.Context())
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("Run = %v, want nil", err)
@@ -210,7 +210,7 @@ func TestRunAdminAddrTaken(t *testing.T) {
 		t.Error("component started")
 		return nil
 	})
-	if err := s.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen admin server") {
+	if err := s.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "listen admin server") {
 		t.Fatalf("Run = %v, want a listen error", err)
 	}
 }

@@ -203,7 +203,7 @@ func startAdmin(t *testing.T, a *Admin) (string, func() error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	var once sync.Once
@@ -362,7 +362,7 @@ func TestAdminListenErrors(t *testing.T) {
 		t.Fatalf("second Listen = %v, %v; want %v", again, err, addr)
 	}
 	b := NewAdmin(addr.String(), NewRegistry(), zap.NewNop())
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if err := b.Run(ctx); err == nil {
 		t.Fatal("Run on a taken address succeeded")

@@ -45,7 +45,7 @@ var (
 func serviceBins(t *testing.T) map[string]string {
 	t.Helper()
 	buildOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 		defer cancel()
 		wd, err := os.Getwd()
 		if err != nil {

@@ -69,7 +69,7 @@ type crawlView struct {
 // reports it drained, and checks the counts and the document export
 // against what the crawl stored.
 func TestCrawlJobsAPI(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 3, PagesPerHost: 20, FirstHostOctet: 150}, delay: e2eDelay})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

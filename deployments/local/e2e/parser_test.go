@@ -26,7 +26,7 @@ import (
 // publishes the target, which no parser judged, and the scheduler drops it
 // by the same scope (url_events: out_of_scope).
 func TestParserScope(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	e := startEnv(t, ctx, envConfig{
 		site:  demosite.Config{Hosts: 2, PagesPerHost: 12, FirstHostOctet: 80},

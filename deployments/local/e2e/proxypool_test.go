@@ -23,7 +23,7 @@ import (
 // mid-crawl, and checks that the crawl still completes: every reachable
 // allowed page is fetched and every HTML page has its document.
 func TestCrawlThroughDyingProxies(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 
 	var checks atomic.Int64 // every check passes through one proxy

@@ -132,7 +132,7 @@ func TestRecrawlAdaptsToChange(t *testing.T) {
 		pages   = 3
 		observe = 30 * time.Second
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 1, PagesPerHost: 1, FirstHostOctet: 245}, delay: e2eDelay})
 	site := startChangingSite(t, "127.0.0.246", pages)

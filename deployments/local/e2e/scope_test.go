@@ -30,7 +30,7 @@ import (
 // host 0's links to it must all be dropped. The budget (12 pages per host)
 // is below what host 0 has in scope.
 func TestLauncherScope(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	site, err := demosite.Start(demosite.Config{Hosts: 3, PagesPerHost: 40, FirstHostOctet: 100})
 	if err != nil {

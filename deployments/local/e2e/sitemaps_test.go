@@ -92,7 +92,7 @@ func (s *sitemapSite) hitsOf(path string) int {
 // the seeder, and checks that the pipeline fetched and stored every one of
 // them, once.
 func TestSeedFromSitemaps(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	site := startSitemapSite(t, "127.0.0.175")
 	e := startEnv(t, ctx, envConfig{

@@ -95,7 +95,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // the run through Check with its log tail; Stop then stops the healthy
 // one cleanly and counts the restarts.
 func TestAutoRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	var (
 		mu     sync.Mutex
@@ -163,7 +163,7 @@ func TestAutoRestart(t *testing.T) {
 // TestNoAutoRestart: without AutoRestart a killed service stays down and
 // Check reports it, and Restart brings it back (what the kill tests use).
 func TestNoAutoRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	p := fakePipeline(t, false, nil)
 	proc, err := p.StartService(ctx, "fake", "svc", []string{childArg})

@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
 
 func TestPollDrainSummary(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	kc := kafkatest.Config(t, 4)
 	store := chtest.NewStore(t)

@@ -34,7 +34,7 @@ func TestRunStartsAndStops(t *testing.T) {
 		"-use-proxies",
 	}
 	env := func(string) (string, bool) { return "", false }
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, env) }()
 	select {
@@ -60,7 +60,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		}
 		return "", false
 	}
-	err := run(context.Background(), nil, env)
+	err := run(t.Context(), nil, env)
 	if err == nil || !strings.Contains(err.Error(), "workers") {
 		t.Fatalf("run = %v, want a workers validation error", err)
 	}

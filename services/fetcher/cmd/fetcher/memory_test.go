@@ -42,7 +42,7 @@ func BenchmarkMemoryWaitingURLs(b *testing.B) {
 	const partitions = 8
 	kcfg := kafkatest.Config(b, partitions)
 	ch := chtest.Config(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 	defer cancel()
 
 	bin := filepath.Join(b.TempDir(), "fetcher")

@@ -20,7 +20,7 @@ import (
 // earlier batch is marked its duplicate even while that batch's
 // content_seen row is not inserted yet (its writer flushes every 10s).
 func TestDuplicateOfPageBeingStored(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t)
@@ -57,7 +57,7 @@ func TestDuplicateOfPageBeingStored(t *testing.T) {
 // batch is never acked (nothing committed) and the partition's next batch
 // fails the group run.
 func TestFailedStoreLeavesBatchUnacked(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
 	broken := chstore.NewBatchWriter(store, chstore.Documents, chstore.BatchOptions{}, zaptest.NewLogger(t), nil)

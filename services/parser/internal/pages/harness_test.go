@@ -48,7 +48,7 @@ func startParser(t *testing.T, cfg pages.Config, sinks pages.Sinks, now time.Tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	r.stop = cancel
 	go func() { r.done <- group.Run(ctx) }()
 	t.Cleanup(cancel)
@@ -58,7 +58,7 @@ func startParser(t *testing.T, cfg pages.Config, sinks pages.Sinks, now time.Tim
 // runWriters runs batch writers until cleanup.
 func runWriters(t *testing.T, ws ...interface{ Run(context.Context) error }) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, len(ws))
 	for _, w := range ws {
 		go func() { done <- w.Run(ctx) }()

@@ -44,7 +44,7 @@ func TestCoalescedLookups(t *testing.T) {
 	for i := range 20 {
 		crawl := []string{"a", "b"}[i%2]
 		wg.Go(func() {
-			got, err := c.SeenContent(context.Background(), crawl, []uint64{1, uint64(i + 2)})
+			got, err := c.SeenContent(t.Context(), crawl, []uint64{1, uint64(i + 2)})
 			if err != nil {
 				t.Errorf("batch %d: %v", i, err)
 				return
@@ -71,13 +71,13 @@ func TestCoalescedLookups(t *testing.T) {
 func TestCoalescedLookupsErrors(t *testing.T) {
 	boom := errors.New("clickhouse down")
 	c := newCoalescedIndex(&mapIndex{err: boom}, 10*time.Millisecond)
-	if _, err := c.SeenContent(context.Background(), "a", []uint64{1}); !errors.Is(err, boom) {
+	if _, err := c.SeenContent(t.Context(), "a", []uint64{1}); !errors.Is(err, boom) {
 		t.Errorf("error = %v, want the query's", err)
 	}
 
 	idx := &mapIndex{first: map[string]map[uint64]string{"a": {1: "http://a/1"}}}
 	c = newCoalescedIndex(idx, 200*time.Millisecond)
-	cancelled, cancel := context.WithCancel(context.Background())
+	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
 	leader := make(chan error, 1)
 	go func() {
@@ -91,7 +91,7 @@ func TestCoalescedLookupsErrors(t *testing.T) {
 	if _, err := c.SeenContent(cancelled, "a", []uint64{1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled follower: %v, want its context's error", err)
 	}
-	got, err := c.SeenContent(context.Background(), "a", []uint64{1})
+	got, err := c.SeenContent(t.Context(), "a", []uint64{1})
 	if err != nil || got[1] != "http://a/1" {
 		t.Errorf("follower of a cancelled leader: %v, %v", got, err)
 	}

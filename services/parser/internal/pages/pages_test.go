@@ -34,7 +34,7 @@ type wantLink struct {
 }
 
 func TestConsumeFetchedPages(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	log := zaptest.NewLogger(t)
 	kc := kafkatest.Config(t, partitions)

@@ -18,7 +18,7 @@ import (
 // per depth it is first seen at; the repeats are counted as dropped
 // "published", and the document still counts every link it has.
 func TestLinksPublishedOnce(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
 	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, zaptest.NewLogger(t), nil)

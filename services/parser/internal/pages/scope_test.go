@@ -32,7 +32,7 @@ import (
 // followed; a sitemap's URLs are published with lastmod; a result page
 // yields only its result links.
 func TestScopeDuplicatesSitemapsSERP(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	log := zaptest.NewLogger(t)
 	kc := kafkatest.Config(t, partitions)

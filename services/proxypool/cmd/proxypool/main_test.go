@@ -46,7 +46,7 @@ func start(t *testing.T, kcfg kafkaio.Config, args ...string) (admin, apiAddr st
 		"--kafka-partitions", fmt.Sprint(kcfg.Partitions),
 		"--admin-addr", admin, "--api-addr", apiAddr, "--log-level", "warn",
 	}, args...)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, noEnv) }()
 	t.Cleanup(func() {
@@ -136,7 +136,7 @@ func TestRunChecksAndPublishes(t *testing.T) {
 
 	var mu sync.Mutex
 	latest := map[string]kafka.Message{}
-	fctx, fcancel := context.WithCancel(context.Background())
+	fctx, fcancel := context.WithCancel(t.Context())
 	fdone := make(chan error, 1)
 	go func() {
 		fdone <- kafkaio.Follow(fctx, kcfg, kcfg.Topics().Proxies, func(m kafka.Message) {
@@ -216,7 +216,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"--admin-addr", "127.0.0.1:0", "--log-level", "error"}, tt.args...)
-			err := run(context.Background(), args, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			err := run(t.Context(), args, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("run() = %v, want an error containing %q", err, tt.want)
 			}

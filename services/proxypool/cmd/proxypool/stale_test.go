@@ -30,7 +30,7 @@ func topicState(t *testing.T, kcfg kafkaio.Config) func() (map[string]bool, int)
 		latest = map[string]bool{}
 		n      int
 	)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- kafkaio.Follow(ctx, kcfg, kcfg.Topics().Proxies, func(m kafka.Message) {
@@ -60,7 +60,7 @@ func topicState(t *testing.T, kcfg kafkaio.Config) func() (map[string]bool, int)
 // prepublish writes live records for ids, as a previous run would have.
 func prepublish(t *testing.T, kcfg kafkaio.Config, ids ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kcfg); err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func (s *source) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // target size.
 func TestPoolHealsWhenProxiesDie(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kcfg); err != nil {
 		t.Fatal(err)

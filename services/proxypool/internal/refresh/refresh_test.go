@@ -43,7 +43,7 @@ type topicState struct {
 func follow(t *testing.T, cfg kafkaio.Config, topic string) *topicState {
 	t.Helper()
 	s := &topicState{records: map[string][]kafka.Message{}}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- kafkaio.Follow(ctx, cfg, topic, func(m kafka.Message) {
@@ -168,7 +168,7 @@ func TestRoundsPublishLiveAndTombstoneDead(t *testing.T) {
 	checker := check.New(check.Config{URL: page.URL, Expect: checkBody, Timeout: 500 * time.Millisecond}, check.ProxyClient, time.Now)
 	loop := refresh.New(refresh.Config{Interval: time.Hour, Concurrency: 2}, p, checker, pub, log, metrics)
 	state := follow(t, kcfg, topic)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	// Round 1: healthy and dying are live; the others are tombstoned (a
 	// previous run may have left them live in the compacted topic).

@@ -39,7 +39,7 @@ func TestRunSchedulesAndStops(t *testing.T) {
 		"CRAWLER_CLICKHOUSE_DATABASE": ch.Database,
 		"CRAWLER_MAX_DEPTH":           "1",
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok }) }()
@@ -95,7 +95,7 @@ func TestRunSchedulesAndStops(t *testing.T) {
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
-	err := run(context.Background(), []string{"--max-pages=-5"}, func(string) (string, bool) { return "", false })
+	err := run(t.Context(), []string{"--max-pages=-5"}, func(string) (string, bool) { return "", false })
 	if err == nil || !strings.Contains(err.Error(), "max-pages") {
 		t.Fatalf("run = %v, want a max-pages config error", err)
 	}

@@ -51,7 +51,7 @@ func consumeDiscovered(t *testing.T, kc kafkaio.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	t.Cleanup(func() {
@@ -66,7 +66,7 @@ func consumeDiscovered(t *testing.T, kc kafkaio.Config) {
 func startAPI(t *testing.T) (string, *chstore.Store) {
 	t.Helper()
 	kc := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func ctl(t *testing.T, ctx context.Context, url string, stdin string, args ...st
 
 func TestSubmitWatchControlExport(t *testing.T) {
 	url, store := startAPI(t)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	job := filepath.Join(t.TempDir(), "job.json")
 	if err := os.WriteFile(job, []byte(`{"crawl_id":"fromfile","seeds":["http://127.0.0.2/"]}`), 0o644); err != nil {
@@ -190,10 +190,10 @@ func TestSubmitWatchControlExport(t *testing.T) {
 // TestWatchStopsOnCancel checks that Ctrl-C (ctx) ends a watch cleanly.
 func TestWatchStopsOnCancel(t *testing.T) {
 	url, _ := startAPI(t)
-	if _, err := ctl(t, context.Background(), url, "", "submit", "--crawl-id", "w", "--seed", "http://127.0.0.2/"); err != nil {
+	if _, err := ctl(t, t.Context(), url, "", "submit", "--crawl-id", "w", "--seed", "http://127.0.0.2/"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	out, err := ctl(t, ctx, url, "", "watch", "--interval", "50ms", "w")
 	if err != nil || !strings.Contains(out, "w [") || !strings.Contains(out, "running") {
@@ -203,7 +203,7 @@ func TestWatchStopsOnCancel(t *testing.T) {
 
 func insert[T any](t *testing.T, s *chstore.Store, table chstore.Table[T], rows []T) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	b, err := s.Conn().PrepareBatch(ctx, "INSERT INTO "+table.Name+" ("+strings.Join(table.Columns, ", ")+")")
 	if err != nil {
 		t.Error(err)

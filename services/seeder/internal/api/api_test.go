@@ -53,7 +53,7 @@ func newEnv(t *testing.T) env {
 func newEnvWith(t *testing.T, sm api.SitemapSource) env {
 	t.Helper()
 	kc := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestCreateRejects(t *testing.T) {
 // readTopic reads records of topic until n arrived (and 300ms more).
 func readTopic(t *testing.T, kc kafkaio.Config, topic string, n int) []kafka.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var (
 		out   []kafka.Message
@@ -504,7 +504,7 @@ func TestCreateSkipInvalidAndGeneratedID(t *testing.T) {
 // admitted, does not make it look attempted); a document stored twice.
 func insertRows(t *testing.T, s *chstore.Store) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Second)
 	insert(t, ctx, s, chstore.URLSeen, []chstore.SeenRow{
 		{CrawlID: "life", FP: 1, URL: "http://127.0.0.2/a", FirstSeen: now},

@@ -28,7 +28,7 @@ import (
 // every crawl published before, so a reused id is 409, never a duplicate.
 func TestRestartRefusesUntilCaughtUp(t *testing.T) {
 	kc := kafkatest.Config(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestRestartRefusesUntilCaughtUp(t *testing.T) {
 // follower is caught up without waiting for a record.
 func TestEmptyControlTopicCaughtUpAtOnce(t *testing.T) {
 	kc := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)

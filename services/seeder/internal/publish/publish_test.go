@@ -21,7 +21,7 @@ import (
 func TestSeedsAcrossBatches(t *testing.T) {
 	const partitions = 3
 	kc := kafkatest.Config(t, partitions)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	w := kafkaio.NewWriter(kc, zap.NewNop(), prometheus.NewRegistry())
 	defer w.Close()

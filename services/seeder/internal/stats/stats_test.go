@@ -1,7 +1,6 @@
 package stats_test
 
 import (
-	"context"
 	"os"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
 // TestPartitions reads the partitions of a crawl's admitted URLs.
 func TestPartitions(t *testing.T) {
 	s := chtest.NewStore(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Second)
 	rows := []chstore.SeenRow{
 		{CrawlID: "c", Partition: 7, FP: 1, URL: "http://127.0.0.2/a", FirstSeen: now},
