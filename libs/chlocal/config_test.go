@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"io"
 	"strconv"
 	"testing"
@@ -45,7 +46,7 @@ func TestConfigWellFormed(t *testing.T) {
 			d := xml.NewDecoder(&buf)
 			for {
 				_, err := d.Token()
-				if err == io.EOF {
+				if errors.Is(err, io.EOF) {
 					break
 				}
 				if err != nil {

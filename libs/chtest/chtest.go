@@ -78,14 +78,16 @@ func server(ctx context.Context) (string, func(), error) {
 	// The data is thrown away: no need to wait long for a graceful stop.
 	srv, err := chlocal.StartWith(ctx, dir, chlocal.Options{StopTimeout: 2 * time.Second})
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best effort: the start error is the one to report
 		return "", nil, fmt.Errorf("start private clickhouse: %w", err)
 	}
 	return srv.Addr(), func() {
 		if err := srv.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "chtest: stop clickhouse: %v\n", err)
 		}
-		os.RemoveAll(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "chtest: remove server dir: %v\n", err)
+		}
 	}, nil
 }
 
@@ -131,7 +133,11 @@ func NewStore(t testing.TB) *chstore.Store {
 	if err != nil {
 		t.Fatalf("chtest: open store: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("chtest: close store: %v", err)
+		}
+	})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("chtest: migrate: %v", err)
 	}

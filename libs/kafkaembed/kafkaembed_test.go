@@ -69,7 +69,7 @@ func TestRestartKeepsData(t *testing.T) {
 
 func TestStartAddress(t *testing.T) {
 	// A fixed free port is honoured.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

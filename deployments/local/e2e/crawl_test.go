@@ -219,7 +219,7 @@ func TestBadInputs(t *testing.T) {
 	})
 
 	// A port on another loopback address with nothing listening.
-	ln, err := net.Listen("tcp", "127.0.0.61:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.61:0")
 	if err != nil {
 		t.Fatalf("reserve a port: %v", err)
 	}

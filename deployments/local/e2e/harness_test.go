@@ -28,7 +28,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort, in the temporary directory
 	binDir = dir
 	return chtest.Main(m)
 }
@@ -99,7 +99,7 @@ func startEnv(t *testing.T, ctx context.Context, ec envConfig) *crawlEnv {
 	t.Helper()
 	b := serviceBins(t)
 	e := &crawlEnv{t: t, delay: ec.delay, crawlID: "e2e-" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")}
-	site, err := demosite.Start(ec.site)
+	site, err := demosite.Start(ctx, ec.site)
 	if err != nil {
 		t.Fatalf("start demo site: %v", err)
 	}

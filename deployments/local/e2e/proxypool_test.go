@@ -27,11 +27,11 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 	defer cancel()
 
 	var checks atomic.Int64 // every check passes through one proxy
-	checkPage := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	checkPage := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		checks.Add(1)
 		fmt.Fprint(w, "proxy check page")
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.179:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.179:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 	if err := os.WriteFile(file, []byte(list), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
+	apiLn, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,11 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 
 func liveProxies(t *testing.T, addr string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/proxies")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/proxies", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0
 	}

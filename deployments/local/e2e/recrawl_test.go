@@ -42,7 +42,7 @@ const stableLastModified = "Thu, 01 Jan 2026 00:00:00 GMT"
 
 func startChangingSite(t *testing.T, ip string, n int) *changingSite {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}

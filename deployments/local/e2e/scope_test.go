@@ -32,7 +32,7 @@ import (
 func TestLauncherScope(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
-	site, err := demosite.Start(demosite.Config{Hosts: 3, PagesPerHost: 40, FirstHostOctet: 100})
+	site, err := demosite.Start(ctx, demosite.Config{Hosts: 3, PagesPerHost: 40, FirstHostOctet: 100})
 	if err != nil {
 		t.Fatalf("start demo site: %v", err)
 	}

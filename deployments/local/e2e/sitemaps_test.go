@@ -29,7 +29,7 @@ type sitemapSite struct {
 
 func startSitemapSite(t *testing.T, ip string) *sitemapSite {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen %s: %v", ip, err)
 	}

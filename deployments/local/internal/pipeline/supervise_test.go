@@ -44,7 +44,7 @@ func child(args []string) int {
 			return 1
 		}
 	}
-	srv := &http.Server{Addr: os.Getenv("CRAWLER_ADMIN_ADDR"), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{Addr: os.Getenv("CRAWLER_ADMIN_ADDR"), Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	})}
 	term := make(chan os.Signal, 1)

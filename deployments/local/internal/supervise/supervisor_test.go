@@ -133,7 +133,7 @@ func TestSupervisorRestartsKilledProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer proc.Kill()
+	defer func() { _ = proc.Kill() }() // an error here is "already stopped"
 	events := make(chan Event, 10)
 	sup := NewSupervisor(proc, Policy{Backoff: 50 * time.Millisecond, MaxBackoff: time.Second, MaxRestarts: 3, Window: time.Minute},
 		func(ev Event) { events <- ev })

@@ -26,7 +26,7 @@ import (
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t *testing.T, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +63,12 @@ func start(t *testing.T, kcfg kafkaio.Config, args ...string) (admin, apiAddr st
 	return admin, apiAddr
 }
 
-func httpGet(addr, path string) (int, string, error) {
-	resp, err := http.Get("http://" + addr + path)
+func httpGet(t *testing.T, addr, path string) (int, string, error) {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -85,7 +89,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func proxies(t *testing.T, apiAddr string) []api.Proxy {
 	t.Helper()
-	status, body, err := httpGet(apiAddr, "/proxies")
+	status, body, err := httpGet(t, apiAddr, "/proxies")
 	if err != nil || status != 200 {
 		return nil
 	}
@@ -100,13 +104,13 @@ func TestRunIdle(t *testing.T) {
 	kcfg := kafkatest.Config(t, 4)
 	admin, apiAddr := start(t, kcfg)
 	eventually(t, "ready", func() bool {
-		status, _, _ := httpGet(admin, "/readyz")
+		status, _, _ := httpGet(t, admin, "/readyz")
 		return status == 200
 	})
-	if status, _, _ := httpGet(admin, "/healthz"); status != 200 {
+	if status, _, _ := httpGet(t, admin, "/healthz"); status != 200 {
 		t.Errorf("/healthz = %d", status)
 	}
-	if status, body, err := httpGet(apiAddr, "/proxies"); err != nil || status != 200 || strings.TrimSpace(body) != "[]" {
+	if status, body, err := httpGet(t, apiAddr, "/proxies"); err != nil || status != 200 || strings.TrimSpace(body) != "[]" {
 		t.Errorf("/proxies = %d %q %v, want 200 []", status, body, err)
 	}
 }
@@ -114,9 +118,9 @@ func TestRunIdle(t *testing.T) {
 func TestRunChecksAndPublishes(t *testing.T) {
 	kcfg := kafkatest.Config(t, 4)
 	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "known page")
+		_, _ = io.WriteString(w, "known page")
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.52:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.52:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +188,8 @@ func TestRunChecksAndPublishes(t *testing.T) {
 		}
 		return live == 1 && tomb == 1
 	})
-	_, body, _ := httpGet(apiAddr, "/proxies")
-	_, metrics, _ := httpGet(admin, "/metrics")
+	_, body, _ := httpGet(t, apiAddr, "/proxies")
+	_, metrics, _ := httpGet(t, admin, "/metrics")
 	for name, text := range map[string]string{"api": body, "metrics": metrics} {
 		if strings.Contains(text, password) {
 			t.Errorf("%s leaks the password", name)
@@ -232,10 +236,10 @@ func TestRunRejectsBadConfig(t *testing.T) {
 // the metrics and the topic, none of which may show the password.
 func TestRunHarvestsSources(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
-	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, "known page")
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.55:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.55:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +265,8 @@ func TestRunHarvestsSources(t *testing.T) {
 		ps := proxies(t, apiAddr)
 		return len(ps) == 1 && ps[0].Alive && ps[0].Addr == healthy.Addr() && ps[0].Success > 0
 	})
-	_, body, _ := httpGet(apiAddr, "/proxies")
-	_, metrics, _ := httpGet(admin, "/metrics")
+	_, body, _ := httpGet(t, apiAddr, "/proxies")
+	_, metrics, _ := httpGet(t, admin, "/metrics")
 	for name, text := range map[string]string{"api": body, "metrics": metrics} {
 		if strings.Contains(text, password) {
 			t.Errorf("%s leaks the password", name)

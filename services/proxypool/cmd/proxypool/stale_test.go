@@ -80,9 +80,9 @@ func prepublish(t *testing.T, kcfg kafkaio.Config, ids ...string) {
 func TestRunTombstonesStaleProxies(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
 	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "known page")
+		_, _ = io.WriteString(w, "known page")
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.58:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.58:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRunTombstonesStaleProxies(t *testing.T) {
 		t.Errorf("topic ids %v, want 3", s)
 	}
 	eventually(t, "metric", func() bool {
-		_, metrics, _ := httpGet(admin, "/metrics")
+		_, metrics, _ := httpGet(t, admin, "/metrics")
 		return strings.Contains(metrics, "crawler_proxypool_stale_proxies_tombstoned_total 2")
 	})
 }

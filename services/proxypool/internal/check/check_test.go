@@ -34,7 +34,7 @@ func origin(t *testing.T, ip string, useTLS bool) *httptest.Server {
 		}
 		fmt.Fprintf(w, "<html><body>%s</body></html>", checkBody)
 	}))
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestLeakCheck(t *testing.T) {
 			fmt.Fprintf(w, "%s: %s\n", k, strings.Join(vs, ", "))
 		}
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.60:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.60:0")
 	if err != nil {
 		t.Fatal(err)
 	}

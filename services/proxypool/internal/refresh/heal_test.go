@@ -76,7 +76,7 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 	}
 	src := &source{}
 	src.set(px[0].Addr(), px[1].Addr(), px[2].Addr())
-	ln, err := net.Listen("tcp", "127.0.0.88:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.88:0")
 	if err != nil {
 		t.Fatal(err)
 	}

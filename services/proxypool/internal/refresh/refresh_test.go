@@ -116,10 +116,10 @@ func (r *recordingPublisher) Publish(ctx context.Context, cs []pool.Change) erro
 
 func origin(t *testing.T, ip string) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "<p>%s</p>", checkBody)
 	}))
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // index, which lists a url set and a text sitemap; /sitemap.xml is missing.
 func sitemapSite(t *testing.T, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Skipf("listen on %s: %v", ip, err)
 	}

@@ -92,7 +92,7 @@ func newEnvWith(t *testing.T, sm api.SitemapSource) env {
 // (when not nil); it returns the status and the raw body.
 func (e env) do(t *testing.T, method, path, body string, out any) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestAuth(t *testing.T) {
 	for _, r := range api.Routes() {
 		path := strings.ReplaceAll(r.Path, "{id}", "some-crawl")
 		for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x", token} {
-			req, _ := http.NewRequest(r.Method, e.url+path, strings.NewReader("{}"))
+			req, _ := http.NewRequestWithContext(t.Context(), r.Method, e.url+path, strings.NewReader("{}"))
 			if auth != "" {
 				req.Header.Set("Authorization", auth)
 			}
@@ -194,7 +194,11 @@ func requestCounts(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 // OpenAPI document and that the document describes no other route.
 func TestOpenAPIInSync(t *testing.T) {
 	e := newEnv(t)
-	resp, err := http.Get(e.url + "/v1/openapi.json")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+"/v1/openapi.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +268,7 @@ func TestCreateRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/crawls", strings.NewReader(tt.body))
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/v1/crawls", strings.NewReader(tt.body))
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Content-Type", "application/json")
 			if tt.ctype != "" {
@@ -448,7 +452,7 @@ func TestCrawlLifecycle(t *testing.T) {
 	}
 
 	// Export.
-	req, _ := http.NewRequest(http.MethodGet, e.url+"/v1/crawls/life/documents", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+"/v1/crawls/life/documents", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

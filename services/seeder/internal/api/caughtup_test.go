@@ -66,7 +66,7 @@ func TestRestartRefusesUntilCaughtUp(t *testing.T) {
 		{http.MethodGet, "/v1/crawls", ""},
 		{http.MethodGet, "/v1/crawls/old-01", ""},
 	} {
-		req, _ := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
+		req, _ := http.NewRequestWithContext(t.Context(), tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)

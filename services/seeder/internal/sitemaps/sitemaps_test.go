@@ -33,7 +33,7 @@ type site struct {
 
 func startSite(t *testing.T, ip string) *site {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Skipf("listen on %s: %v", ip, err)
 	}
