@@ -55,7 +55,7 @@ func TestParserScope(t *testing.T) {
 	if err := w.Write(ctx, []kafka.Message{msg}...); err != nil {
 		t.Fatalf("publish crawl spec: %v", err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) //nolint:forbidigo // the services show nothing when they have read the control topic
 	e.seed(ctx, []string{e.site.URL(0, demosite.PathIndex)}, "")
 	s := e.drain(ctx, 90*time.Second)
 	t.Logf("crawl drained: %s", s.Line())

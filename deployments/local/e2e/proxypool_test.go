@@ -68,16 +68,22 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 		},
 	})
 
-	// Wait until the pool has published all three.
-	deadline := time.Now().Add(30 * time.Second)
-	for live := 0; live < 3; {
-		if time.Now().After(deadline) {
+	// Wait until the pool has published all three (its API is polled: the
+	// pool is another process).
+	deadline := time.NewTimer(30 * time.Second)
+	poll := time.NewTicker(200 * time.Millisecond)
+	for live := 0; live < 3; live = liveProxies(t, poolAPI) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("proxy pool has %d live proxies", live)
+		case <-poll.C:
 		}
-		time.Sleep(200 * time.Millisecond)
-		live = liveProxies(t, poolAPI)
 	}
-	time.Sleep(time.Second) // let the fetchers follow the proxies topic
+	poll.Stop()
+	deadline.Stop()
+	// The fetcher processes show nothing when they have read the proxies
+	// topic; give them a second.
+	time.Sleep(time.Second) //nolint:forbidigo // no signal from the fetcher processes that they follow the proxies topic
 
 	e.seed(ctx, e.site.Seeds(), "")
 	// Kill two proxies once a quarter of the site is fetched.

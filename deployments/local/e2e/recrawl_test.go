@@ -149,7 +149,7 @@ func TestRecrawlAdaptsToChange(t *testing.T) {
 		t.Fatalf("publish crawl spec: %v", err)
 	}
 	_ = w.Close()
-	time.Sleep(time.Second) // the scheduler follows the control topic
+	time.Sleep(time.Second) //nolint:forbidigo // the scheduler process shows nothing when it has read the control topic
 	e.seed(ctx, []string{site.base + "/"}, "")
 	select {
 	case <-ctx.Done():

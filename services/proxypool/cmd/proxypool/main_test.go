@@ -77,12 +77,20 @@ func httpGet(t *testing.T, addr, path string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-// eventually polls cond for up to 15s.
+// eventually polls cond for up to 15s. The conditions are over the state
+// a running service shows through its HTTP API and topics, which send no
+// signal when it changes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
 			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
 		}
 	}
 }

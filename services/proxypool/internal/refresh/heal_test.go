@@ -147,7 +147,8 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	group, err := feedback.NewGroup(kcfg, p, fbMetrics, zap.NewNop(), reg)
+	fed := &signallingPool{Pool: p, fed: make(chan struct{}, 1)}
+	group, err := feedback.NewGroup(kcfg, fed, fbMetrics, zap.NewNop(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,13 +174,8 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 	if err := w.Write(ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !banned(p, ids[3]) {
-		if time.Now().After(deadline) {
-			t.Fatalf("proxy 3 not banned: %+v", p.Snapshot())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitSignalled(t, fed.fed, func() bool { return banned(p, ids[3]) },
+		func() string { return fmt.Sprintf("proxy 3 not banned: %+v", p.Snapshot()) })
 	src.set(px[2].Addr(), px[3].Addr(), px[4].Addr(), px[5].Addr(), px[6].Addr())
 	if err := loop.Round(ctx); err != nil {
 		t.Fatal(err)
@@ -199,6 +195,19 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+}
+
+// signallingPool is the pool the feedback group feeds, leaving a token on
+// fed after each report.
+type signallingPool struct {
+	*pool.Pool
+	fed chan struct{}
+}
+
+func (p *signallingPool) Feedback(proxyID, host, outcome string) bool {
+	ok := p.Pool.Feedback(proxyID, host, outcome)
+	signal(p.fed)
+	return ok
 }
 
 func banned(p *pool.Pool, id string) bool {

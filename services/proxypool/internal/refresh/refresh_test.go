@@ -38,11 +38,12 @@ const (
 type topicState struct {
 	mu      sync.Mutex
 	records map[string][]kafka.Message
+	changed chan struct{} // a token after each record
 }
 
 func follow(t *testing.T, cfg kafkaio.Config, topic string) *topicState {
 	t.Helper()
-	s := &topicState{records: map[string][]kafka.Message{}}
+	s := &topicState{records: map[string][]kafka.Message{}, changed: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
@@ -50,6 +51,7 @@ func follow(t *testing.T, cfg kafkaio.Config, topic string) *topicState {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.records[string(m.Key)] = append(s.records[string(m.Key)], m)
+			signal(s.changed)
 		})
 	}()
 	t.Cleanup(func() {
@@ -61,23 +63,41 @@ func follow(t *testing.T, cfg kafkaio.Config, topic string) *topicState {
 	return s
 }
 
-// waitFor polls cond over the records until it holds or 15s pass.
+// waitFor checks cond over the records each time one arrives, until it
+// holds or 15s pass.
 func (s *topicState) waitFor(t *testing.T, what string, cond func(map[string][]kafka.Message) bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	waitSignalled(t, s.changed, func() bool {
 		s.mu.Lock()
-		ok := cond(s.records)
-		s.mu.Unlock()
-		if ok {
-			return
+		defer s.mu.Unlock()
+		return cond(s.records)
+	}, func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return fmt.Sprintf("timed out waiting for %s; records: %v", what, describe(s.records))
+	})
+}
+
+// signal leaves a token in c (capacity 1) unless one is there.
+func signal(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// waitSignalled checks cond now and after each token on changed, until it
+// holds; after 15s it fails with failure().
+func waitSignalled(t *testing.T, changed <-chan struct{}, cond func() bool, failure func() string) {
+	t.Helper()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatal(failure())
 		}
-		if time.Now().After(deadline) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			t.Fatalf("timed out waiting for %s; records: %v", what, describe(s.records))
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -146,19 +146,23 @@ func TestSubmitWatchControlExport(t *testing.T) {
 		t.Errorf("wrong token: %v", err)
 	}
 
-	// watch redraws until the crawl drains: the rows arrive while it watches.
+	// watch redraws until the crawl drains: the rows arrive once it has
+	// drawn the running crawl.
 	done := make(chan struct{})
-	var (
-		out string
-		err error
-	)
+	var err error
+	screen := &firstWriteSignal{wrote: make(chan struct{})}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	go func() {
 		defer close(done)
-		out, err = ctl(t, wctx, url, "", "watch", "--interval", "50ms", "fromfile")
+		env := map[string]string{"CRAWLER_API_TOKEN": token, "CRAWLER_API_URL": url}
+		err = run(wctx, []string{"watch", "--interval", "50ms", "fromfile"}, strings.NewReader(""), screen,
+			func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	}()
-	time.Sleep(200 * time.Millisecond) // usually lets watch draw the running crawl first; not asserted
+	select {
+	case <-screen.wrote:
+	case <-done:
+	}
 	now := time.Now().UTC().Truncate(time.Second)
 	// The pipeline's order: document and fetch log first, admission last
 	// (the crawl looks drained as soon as url_seen is all attempted).
@@ -168,6 +172,10 @@ func TestSubmitWatchControlExport(t *testing.T) {
 	<-done
 	if err != nil || wctx.Err() != nil {
 		t.Fatalf("watch: %v (ctx %v)", err, wctx.Err())
+	}
+	out := screen.String()
+	if !strings.Contains(out, "running") {
+		t.Errorf("watch output %q: the running crawl was not drawn before it drained", out)
 	}
 	if !strings.HasPrefix(out, "\r\x1b[K") || !strings.Contains(out, "[##############################] 100% 1/1 urls, 1 fetched, 0 errors, 1 documents, drained") {
 		t.Errorf("watch output %q", out)
@@ -199,6 +207,29 @@ func TestWatchStopsOnCancel(t *testing.T) {
 	if err != nil || !strings.Contains(out, "w [") || !strings.Contains(out, "running") {
 		t.Errorf("watch = %q, %v", out, err)
 	}
+}
+
+// firstWriteSignal is a screen that closes wrote at its first Write. Safe
+// for concurrent use.
+type firstWriteSignal struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{}
+}
+
+func (w *firstWriteSignal) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len() == 0 && len(p) > 0 {
+		close(w.wrote)
+	}
+	return w.buf.Write(p)
+}
+
+func (w *firstWriteSignal) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 func insert[T any](t *testing.T, s *chstore.Store, table chstore.Table[T], rows []T) {
