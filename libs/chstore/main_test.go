@@ -7,4 +7,4 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }

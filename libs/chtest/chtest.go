@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chlocal"
@@ -51,6 +52,22 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	stop()
 	return code
+}
+
+// MainLeakChecked is Main for a package whose tests start goroutines: when
+// the tests pass, goleak then checks that none of them is left running
+// (goleak retries for a while, which covers goroutines that are exiting).
+// Call it from TestMain as os.Exit(chtest.MainLeakChecked(m)).
+func MainLeakChecked(m *testing.M, opts ...goleak.Option) int {
+	code := Main(m)
+	if code != 0 {
+		return code
+	}
+	if err := goleak.Find(opts...); err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: goroutines left running after the tests: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // server returns the address of a reachable server and how to stop it.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 )
 
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
 		os.Exit(child(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func child(args []string) int {

@@ -18,7 +18,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 func TestPollDrainSummary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // childEnv selects what the test binary does when it runs as a child.
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("child boom: cannot read its config")
 		os.Exit(3)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func childSpec(t *testing.T, name, mode string) Spec {

@@ -12,7 +12,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 // TestRunStartsAndStops wires the whole service against a real broker and
 // ClickHouse, lets it join the group, then stops it like SIGTERM would and

@@ -19,7 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 func noEnv(string) (string, bool) { return "", false }
 

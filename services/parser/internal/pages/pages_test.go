@@ -23,7 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 const partitions = 4
 

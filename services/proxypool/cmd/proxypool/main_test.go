@@ -16,12 +16,17 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.uber.org/goleak"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/api"
 )
+
+// TestMain checks that no test leaves a goroutine behind (goleak retries
+// for a while, which covers goroutines that are exiting).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t *testing.T, ip string) string {

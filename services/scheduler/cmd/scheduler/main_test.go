@@ -17,7 +17,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 // TestRunSchedulesAndStops runs the whole service against a real broker and
 // ClickHouse: a discovered URL becomes a fetch request, and cancelling the

@@ -14,7 +14,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 // TestServe runs `seeder serve` against a real broker and ClickHouse,
 // submits a crawl through it and stops it.
@@ -44,7 +44,7 @@ func TestServe(t *testing.T) {
 	}
 
 	post := func(tok string) int {
-		req, _ := http.NewRequest(http.MethodPost, base+"/v1/crawls", strings.NewReader(`{"crawl_id":"served","seeds":["http://127.0.0.2/"]}`))
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/crawls", strings.NewReader(`{"crawl_id":"served","seeds":["http://127.0.0.2/"]}`))
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}

@@ -26,7 +26,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 const token = "ctl-token-0123456789"
 

@@ -32,7 +32,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 const token = "test-token-0123456789"
 

@@ -12,7 +12,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 // TestPartitions reads the partitions of a crawl's admitted URLs.
 func TestPartitions(t *testing.T) {
