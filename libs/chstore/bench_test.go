@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // BenchmarkLoadSeen reloads a partition of one million fingerprints, as a

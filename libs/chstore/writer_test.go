@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // base is a fixed second-aligned time so that rows round-trip exactly.

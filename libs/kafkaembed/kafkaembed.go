@@ -2,7 +2,7 @@
 // kfake) for local development: one broker, listening on a TCP address,
 // persisting its log and group state in a data directory so that a crawl
 // survives restarts of the launcher. Production uses a real Kafka cluster;
-// tests use libs/kafkatest.
+// tests use testkit/kafkatest.
 package kafkaembed
 
 import (

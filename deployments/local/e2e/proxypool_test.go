@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 // TestCrawlThroughDyingProxies crawls the demo site with every fetch going

@@ -12,8 +12,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/launcher"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestLauncherScope runs a whole crawl the way `make crawl` does

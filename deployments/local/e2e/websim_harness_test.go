@@ -16,8 +16,8 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // webEnv is one test's crawl of a generated web (internal/websim): the

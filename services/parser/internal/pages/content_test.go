@@ -10,10 +10,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestDuplicateOfPageBeingStored: a page whose content matches a page of an

@@ -13,8 +13,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // parserRun is one parser consumer group over a test's own topics.

@@ -15,12 +15,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }

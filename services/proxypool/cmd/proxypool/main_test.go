@@ -19,9 +19,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/api"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 // TestMain checks that no test leaves a goroutine behind (goleak retries

@@ -16,9 +16,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 // topicState follows the proxies topic and returns a function giving the

@@ -16,8 +16,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

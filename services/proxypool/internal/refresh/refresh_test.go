@@ -20,13 +20,13 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/check"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/publish"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/refresh"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 const (

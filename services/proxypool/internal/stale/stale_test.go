@@ -9,8 +9,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/stale"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 func TestLiveIDs(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 const partitions = 4

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // sitemapSite serves robots.txt with a Sitemap line to a gzip sitemap

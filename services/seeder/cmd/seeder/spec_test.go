@@ -15,8 +15,8 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // controlSpec reads the control topic to its end and returns the spec of

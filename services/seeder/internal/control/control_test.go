@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestInFlightByPartitions: unconsumed records on the fetch and fetched

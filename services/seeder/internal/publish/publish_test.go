@@ -12,8 +12,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/publish"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestSeedsAcrossBatches publishes more seeds than one Write carries and

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }

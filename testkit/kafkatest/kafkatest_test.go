@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

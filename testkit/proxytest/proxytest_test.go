@@ -20,7 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/trawl-crawler/trawl/libs/proxytest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
