@@ -11,7 +11,12 @@ BENCH_MODULES := $(filter ./libs ./services/%,$(MODULES))
 SEEDS ?=
 ARGS  ?=
 
-.PHONY: crawl test bench bench-crawl profile proto vet fmt tidy images
+.PHONY: crawl test bench bench-crawl profile proto vet fmt tidy lint lint-install images
+
+# golangci-lint, pinned: `make lint-install` builds it with the local Go
+# (a prebuilt release may be built with an older Go than go.work asks for).
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 
 crawl:
 	$(GO) run ./deployments/local/cmd/crawl $(if $(SEEDS),--seeds-file $(SEEDS),--demo) $(ARGS)
@@ -74,6 +79,15 @@ proto:
 
 vet:
 	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./...); done
+
+# make lint                     golangci-lint (.golangci.yml) over every module
+lint: lint-install
+	@set -e; for m in $(MODULES); do echo "== lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...); done
+
+lint-install:
+	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q "version $(GOLANGCI_LINT_VERSION:v%=%) " || { \
+		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION)"; \
+		GOBIN=$(dir $(GOLANGCI_LINT)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); }
 
 fmt:
 	gofmt -w $(MODULES)

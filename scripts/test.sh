@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: for every module in go.work, a gofmt check,
-# go vet and go test -race. Tests need a real ClickHouse: the server at
+# go vet, golangci-lint (make lint: .golangci.yml, the pinned version that
+# make lint-install builds) and go test -race. Tests need a real ClickHouse: the server at
 # CRAWLER_CLICKHOUSE_ADDR when it answers, otherwise ONE private server
 # (deployments/local/cmd/chserver) started here for the whole run.
 set -euo pipefail
@@ -90,10 +91,14 @@ gofmt_check() {
 	fi
 }
 
+# golangci-lint, built once with the local Go when missing (a few minutes).
+step "lint-install" make -s lint-install
+
 for m in $modules; do
 	echo "== $m"
 	step "gofmt $m" gofmt_check "$m"
 	step "vet $m" bash -c "cd '$root/$m' && go vet ./..."
+	step "lint $m" make -s lint MODULES="$m"
 	step "test $m" bash -c "cd '$root/$m' && go test -race -count=1 -timeout 30m ./..."
 done
 

@@ -1,7 +1,6 @@
 package checks
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,7 +50,7 @@ func TestComposeLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := opts.LoadProject(context.Background())
+	p, err := opts.LoadProject(t.Context())
 	if err != nil {
 		t.Fatalf("load compose.yaml: %v", err)
 	}

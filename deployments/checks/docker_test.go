@@ -102,7 +102,7 @@ func TestDockerfiles(t *testing.T) {
 			// The same command, into a temporary directory, from the
 			// repository root (the build context).
 			dir := t.TempDir()
-			cmd := exec.Command("sh", "-c", strings.ReplaceAll(goBuild, "/out/", dir+"/"))
+			cmd := exec.CommandContext(t.Context(), "sh", "-c", strings.ReplaceAll(goBuild, "/out/", dir+"/"))
 			cmd.Dir = root
 			if b, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s: %v\n%s", goBuild, err, b)

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
@@ -43,7 +45,7 @@ func TestPromtoolRules(t *testing.T) {
 	promtool := needTool(t, "promtool")
 	dir := filepath.Join(monitoringDir(t), "prometheus")
 	for _, args := range [][]string{{"check", "rules", "rules.yml"}, {"test", "rules", "rules_test.yml"}} {
-		cmd := exec.Command(promtool, args...)
+		cmd := exec.CommandContext(t.Context(), promtool, args...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -158,7 +160,7 @@ func metricRefs(expr string) (names []string, patterns []*labels.Matcher, err er
 			names = append(names, vs.Name)
 		}
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type != labels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type != labels.MatchEqual {
 				patterns = append(patterns, m)
 			}
 		}
@@ -167,8 +169,11 @@ func metricRefs(expr string) (names []string, patterns []*labels.Matcher, err er
 	return names, patterns, nil
 }
 
-// promAPI is a client of Prometheus's HTTP API.
-type promAPI struct{ base string }
+// promAPI is a client of Prometheus's HTTP API; its requests end with ctx.
+type promAPI struct {
+	ctx  context.Context //nolint:containedctx // a test's client: its requests end with the test
+	base string
+}
 
 type apiResult struct {
 	Status    string          `json:"status"`
@@ -179,7 +184,11 @@ type apiResult struct {
 
 func (p promAPI) get(path string, q url.Values) (apiResult, error) {
 	var r apiResult
-	resp, err := http.Get(p.base + path + "?" + q.Encode())
+	req, err := http.NewRequestWithContext(p.ctx, http.MethodGet, p.base+path+"?"+q.Encode(), nil)
+	if err != nil {
+		return r, err
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return r, err
 	}
@@ -259,7 +268,7 @@ func startPrometheus(t *testing.T, prom string, admin map[string]string, logDir 
 		"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr}, nil, nil)
 	waitHTTP(t, p, "http://"+addr+"/-/ready", 60*time.Second)
-	return promAPI{base: "http://" + addr}
+	return promAPI{ctx: t.Context(), base: "http://" + addr}
 }
 
 // TestDashboardsAndRulesAgainstACrawl starts the five services the way
@@ -301,8 +310,10 @@ func TestDashboardsAndRulesAgainstACrawl(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(3 * time.Minute)
+	poll := time.NewTicker(3 * time.Second)
+	defer poll.Stop()
 	for len(pending) > 0 && time.Now().Before(deadline) {
-		time.Sleep(3 * time.Second)
+		<-poll.C
 		s.checkAlive(t)
 		for i := range pending {
 			n, err := api.instant(all[i].expr)

@@ -53,7 +53,7 @@ func buildStack(t testing.TB, dir string) map[string]string {
 			bins[name] = filepath.Join(dir, name)
 		}
 	}
-	cmd := exec.Command("go", args...)
+	cmd := exec.CommandContext(t.Context(), "go", args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -65,7 +65,7 @@ func buildStack(t testing.TB, dir string) map[string]string {
 // freeAddr returns a loopback address with a port free a moment ago.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func startProc(t testing.TB, logDir, name, bin string, args, env []string, stdou
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, args...) //nolint:noctx // stopped with SIGTERM at cleanup, after the test's context is cancelled
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CRAWLER_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -160,8 +160,14 @@ func (p *proc) tail(n int) string {
 func waitHTTP(t testing.TB, p *proc, url string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	poll := time.NewTicker(200 * time.Millisecond)
+	defer poll.Stop()
 	for {
-		resp, err := http.Get(url)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -174,7 +180,7 @@ func waitHTTP(t testing.TB, p *proc, url string, timeout time.Duration) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %s did not answer 200 within %v:\n%s", p.name, url, timeout, p.tail(40))
 		}
-		time.Sleep(200 * time.Millisecond)
+		<-poll.C
 	}
 }
 
@@ -182,8 +188,11 @@ func waitHTTP(t testing.TB, p *proc, url string, timeout time.Duration) {
 func waitTCP(t testing.TB, p *proc, addr string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	poll := time.NewTicker(200 * time.Millisecond)
+	defer poll.Stop()
+	dialer := net.Dialer{Timeout: time.Second}
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := dialer.DialContext(t.Context(), "tcp", addr)
 		if err == nil {
 			c.Close()
 			return
@@ -194,7 +203,7 @@ func waitTCP(t testing.TB, p *proc, addr string, timeout time.Duration) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %s refused connections for %v:\n%s", p.name, addr, timeout, p.tail(40))
 		}
-		time.Sleep(200 * time.Millisecond)
+		<-poll.C
 	}
 }
 
@@ -224,7 +233,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // at cleanup; it returns its address.
 func startForwardProxy(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +263,7 @@ func startForwardProxy(t testing.TB) string {
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		tr.CloseIdleConnections()
@@ -304,6 +313,8 @@ func startStack(t testing.TB) *stack {
 		addrFile := filepath.Join(work, "ch.addr")
 		ch := startProc(t, s.logDir, "chserver", s.bins["chserver"], []string{"-dir", filepath.Join(work, "ch"), "-addr-file", addrFile}, nil, nil)
 		deadline := time.Now().Add(60 * time.Second)
+		poll := time.NewTicker(300 * time.Millisecond)
+		defer poll.Stop()
 		for {
 			if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
 				chAddr = strings.TrimSpace(string(b))
@@ -312,7 +323,7 @@ func startStack(t testing.TB) *stack {
 			if done, err := ch.exited(); done || time.Now().After(deadline) {
 				t.Fatalf("private ClickHouse did not start (%v):\n%s", err, ch.tail(40))
 			}
-			time.Sleep(300 * time.Millisecond)
+			<-poll.C
 		}
 	}
 
@@ -389,7 +400,7 @@ func (s *stack) submit(t testing.TB, crawlID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(s.bins["trawlctl"], "submit", "--file", "-")
+	cmd := exec.CommandContext(t.Context(), s.bins["trawlctl"], "submit", "--file", "-")
 	cmd.Env = append(os.Environ(), "CRAWLER_API_URL="+s.apiURL, "CRAWLER_API_TOKEN="+s.token)
 	cmd.Stdin = strings.NewReader(string(body))
 	out, err := cmd.CombinedOutput()
@@ -412,7 +423,11 @@ func (s *stack) checkAlive(t testing.TB) {
 // scrape returns the metric family names an admin server exports.
 func scrape(t testing.TB, addr string) map[string]bool {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("scrape %s: %v", addr, err)
 	}

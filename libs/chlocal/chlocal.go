@@ -120,7 +120,7 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 		s.tmpl = o.configTemplate
 	}
 	if s.tcpPort == 0 || s.httpPort == 0 {
-		ports, err := freePorts(2)
+		ports, err := freePorts(ctx, 2)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +180,7 @@ func (s *Server) start(ctx context.Context) error {
 	// A server already answering on our port would pass the readiness
 	// check below while ours fails to bind.
 	for _, p := range []int{s.tcpPort, s.httpPort} {
-		if err := portFree(p); err != nil {
+		if err := portFree(ctx, p); err != nil {
 			return fmt.Errorf("start clickhouse: %w", err)
 		}
 	}
@@ -189,20 +189,19 @@ func (s *Server) start(ctx context.Context) error {
 		return fmt.Errorf("open server output log: %w", err)
 	}
 	args := append(append([]string{}, s.bin[1:]...), "--config-file="+s.configPath())
-	// Not CommandContext: ctx bounds the start-up wait, not the server's life.
-	cmd := exec.Command(s.bin[0], args...)
+	cmd := exec.Command(s.bin[0], args...) //nolint:noctx // not CommandContext: ctx bounds the start-up wait, not the server's life
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
-		out.Close()
+		_ = out.Close() // the start error is the one to report
 		return fmt.Errorf("start %s: %w", s.bin[0], err)
 	}
 	done := make(chan struct{})
 	var werr error // written before done is closed
 	go func() {
 		werr = cmd.Wait()
-		out.Close()
+		_ = out.Close() // the server is gone; a lost line of its output changes nothing
 		close(done)
 	}()
 	s.mu.Lock()
@@ -225,10 +224,10 @@ func (s *Server) start(ctx context.Context) error {
 			s.mu.Lock()
 			s.cmd = nil
 			s.mu.Unlock()
-			return fmt.Errorf("start clickhouse: server exited (%v): %s", werr, s.logTail())
+			return fmt.Errorf("start clickhouse: server exited (%w): %s", werr, s.logTail())
 		case <-wctx.Done():
 			_ = s.Stop()
-			return fmt.Errorf("start clickhouse: not answering on %s: %w (last ping: %v): %s", s.Addr(), wctx.Err(), perr, s.logTail())
+			return fmt.Errorf("start clickhouse: not answering on %s: %w (last ping: %w): %s", s.Addr(), wctx.Err(), perr, s.logTail())
 		case <-tick.C:
 		}
 	}
@@ -304,7 +303,7 @@ func Ping(ctx context.Context, addr string) error {
 // freePorts returns n distinct free loopback TCP ports (bound and released;
 // another process could take one before the server binds it, which makes
 // Start fail with the server's error).
-func freePorts(n int) ([]int, error) {
+func freePorts(ctx context.Context, n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -313,7 +312,7 @@ func freePorts(n int) ([]int, error) {
 	}()
 	ports := make([]int, 0, n)
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("pick free port: %w", err)
 		}
@@ -323,8 +322,8 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func portFree(port int) error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+func portFree(ctx context.Context, port int) error {
+	l, err := new(net.ListenConfig).Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("port %d in use: %w", port, err)
 	}

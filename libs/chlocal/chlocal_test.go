@@ -15,7 +15,7 @@ import (
 // TestStartRestartKeepsData: a server answers after Start, keeps its data
 // and ports across Stop and Restart, and stops answering after Stop.
 func TestStartRestartKeepsData(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
 	srv, err := chlocal.Start(ctx, t.TempDir())
@@ -75,7 +75,7 @@ func TestFindBinary(t *testing.T) {
 }
 
 func TestStartRefusesBusyPort(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	a, err := chlocal.Start(ctx, t.TempDir())
 	if err != nil {

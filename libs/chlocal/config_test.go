@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"io"
 	"strconv"
 	"testing"
@@ -45,7 +46,7 @@ func TestConfigWellFormed(t *testing.T) {
 			d := xml.NewDecoder(&buf)
 			for {
 				_, err := d.Token()
-				if err == io.EOF {
+				if errors.Is(err, io.EOF) {
 					break
 				}
 				if err != nil {
@@ -60,7 +61,7 @@ func TestConfigWellFormed(t *testing.T) {
 // invariant 18.16 needs holds: the pool entries that must be free before a
 // merge is lowered stay below the pool size, or big merges never run.
 func TestConfigApplied(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	srv, err := Start(ctx, t.TempDir())
 	if err != nil {

@@ -98,7 +98,7 @@ func BenchmarkCrawlInsertLoad(b *testing.B) {
 	if *loadRate <= 0 || *loadDuration <= 0 || *loadFlush <= 0 {
 		b.Fatal("load.rate, load.duration and load.flush must be positive")
 	}
-	ctx := context.Background()
+	ctx := b.Context()
 	addr, pid := *loadAddr, *loadPid
 	if addr == "" {
 		srv := startLoadServer(ctx, b)
@@ -114,7 +114,7 @@ func BenchmarkCrawlInsertLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	if *loadAddr != "" {
-		b.Cleanup(func() { _ = store.Conn().Exec(context.Background(), "DROP DATABASE IF EXISTS "+db) })
+		b.Cleanup(func() { _ = store.Conn().Exec(context.WithoutCancel(b.Context()), "DROP DATABASE IF EXISTS "+db) })
 	}
 	mon, err := newLoadMonitor(addr, pid)
 	if err != nil {

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // BenchmarkLoadSeen reloads a partition of one million fingerprints, as a
 // scheduler does when a rebalance hands it the partition.
 func BenchmarkLoadSeen(b *testing.B) {
 	const n = 1_000_000
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 	defer cancel()
 	s := chtest.NewStore(b)
 	// Fill with INSERT … SELECT on the server: the benchmark is the read.
@@ -40,11 +40,11 @@ func BenchmarkLoadSeen(b *testing.B) {
 // through a BatchWriter (one Write per batch).
 func BenchmarkBatchWriterInsert(b *testing.B) {
 	const batch = 100_000
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 	defer cancel()
 	s := chtest.NewStore(b)
 	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{MaxRows: batch, MaxBuffered: batch}, nil, nil)
-	runCtx, stop := context.WithCancel(context.Background())
+	runCtx, stop := context.WithCancel(b.Context())
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(runCtx) }()
 	defer func() {

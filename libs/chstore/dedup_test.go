@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestRepeatedInsertCollapses: redelivered rows (the same rows inserted
@@ -35,7 +35,7 @@ func TestRepeatedInsertCollapses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			s := chtest.NewStore(t)
 			for range repeats {
@@ -113,7 +113,7 @@ func docRow(crawl string, i int) chstore.DocumentRow {
 // TestLoadSeen: LoadSeen returns exactly the fingerprints written for the
 // partition, across crawls, and nothing of other partitions.
 func TestLoadSeen(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	s := chtest.NewStore(t)
 	type key struct {

@@ -10,15 +10,15 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/simhash"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestNearCandidates: a simhash a few bits from an indexed one finds it
 // through a shared band, with its first-seen URL; an unrelated simhash and
 // another crawl find nothing.
 func TestNearCandidates(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	s := chtest.NewStore(t)
 	const orig = uint64(0x9e3779b97f4a7c15)
@@ -70,7 +70,7 @@ func TestNearCandidates(t *testing.T) {
 // asked, not the crawl's index: with 300 000 rows, a two-band lookup stays
 // under a read limit of 16 384 rows (a few granules of 1 024).
 func TestNearCandidatesUseTheIndex(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	s := chtest.NewStore(t)
 	rng := rand.New(rand.NewPCG(9, 9))

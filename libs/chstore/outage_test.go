@@ -18,7 +18,7 @@ import (
 // writer retries; once a server is back on the same data directory and
 // port, every row arrives.
 func TestWriterSurvivesOutage(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	// A server with client connections takes its time to stop; an outage
 	// may as well be abrupt.
@@ -98,7 +98,7 @@ func TestWriterSurvivesOutage(t *testing.T) {
 // TestWriterStopFailsPendingWrites: rows that cannot be written before Run
 // returns make their Write calls fail; they are never dropped silently.
 func TestWriterStopFailsPendingWrites(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	// A server with client connections takes its time to stop; an outage
 	// may as well be abrupt.

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestLoadRobots: LoadRobots returns, for one partition and one agent, the
@@ -19,7 +19,7 @@ import (
 // inserts come back once, other partitions and agents stay out, and the
 // columns (sitemaps included) come back as written.
 func TestLoadRobots(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	s := chtest.NewStore(t)
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -10,21 +10,37 @@ import (
 // libs/chstore/rows, which does not import the ClickHouse driver, so that
 // packages that only build rows do not link it. They are re-exported here
 // for the adapters that insert and query them.
+
 type (
-	FetchLogRow      = rows.FetchLogRow
-	SeenRow          = rows.SeenRow
-	DocumentRow      = rows.DocumentRow
-	RobotsRow        = rows.RobotsRow
-	AttemptKey       = rows.AttemptKey
-	DocumentMetaRow  = rows.DocumentMetaRow
-	ContentSeenRow   = rows.ContentSeenRow
-	LinksDroppedRow  = rows.LinksDroppedRow
-	FrontierRow      = rows.FrontierRow
-	URLEventRow      = rows.URLEventRow
-	RevisitRow       = rows.RevisitRow
-	ChangeRow        = rows.ChangeRow
-	LinkRow          = rows.LinkRow
-	SimhashBandRow   = rows.SimhashBandRow
+	// FetchLogRow is rows.FetchLogRow.
+	FetchLogRow = rows.FetchLogRow
+	// SeenRow is rows.SeenRow.
+	SeenRow = rows.SeenRow
+	// DocumentRow is rows.DocumentRow.
+	DocumentRow = rows.DocumentRow
+	// RobotsRow is rows.RobotsRow.
+	RobotsRow = rows.RobotsRow
+	// AttemptKey is rows.AttemptKey.
+	AttemptKey = rows.AttemptKey
+	// DocumentMetaRow is rows.DocumentMetaRow.
+	DocumentMetaRow = rows.DocumentMetaRow
+	// ContentSeenRow is rows.ContentSeenRow.
+	ContentSeenRow = rows.ContentSeenRow
+	// LinksDroppedRow is rows.LinksDroppedRow.
+	LinksDroppedRow = rows.LinksDroppedRow
+	// FrontierRow is rows.FrontierRow.
+	FrontierRow = rows.FrontierRow
+	// URLEventRow is rows.URLEventRow.
+	URLEventRow = rows.URLEventRow
+	// RevisitRow is rows.RevisitRow.
+	RevisitRow = rows.RevisitRow
+	// ChangeRow is rows.ChangeRow.
+	ChangeRow = rows.ChangeRow
+	// LinkRow is rows.LinkRow.
+	LinkRow = rows.LinkRow
+	// SimhashBandRow is rows.SimhashBandRow.
+	SimhashBandRow = rows.SimhashBandRow
+	// NearDuplicateRow is rows.NearDuplicateRow.
 	NearDuplicateRow = rows.NearDuplicateRow
 )
 

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // base is a fixed second-aligned time so that rows round-trip exactly.
@@ -44,7 +44,7 @@ func fetchRow(crawl string, i int) chstore.FetchLogRow {
 // Run's error.
 func runWriter[T any](t *testing.T, w *chstore.BatchWriter[T]) func() error {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(ctx) }()
 	var once sync.Once
@@ -60,7 +60,7 @@ func runWriter[T any](t *testing.T, w *chstore.BatchWriter[T]) func() error {
 func count(t *testing.T, s *chstore.Store, query string, args ...any) uint64 {
 	t.Helper()
 	var n uint64
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := s.Conn().QueryRow(ctx, query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
@@ -86,7 +86,7 @@ func TestBatchWriterConcurrent(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			w := chstore.NewBatchWriter(s, chstore.FetchLog, tt.opts, zaptest.NewLogger(t), reg)
 			stop := runWriter(t, w)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 
 			var wg sync.WaitGroup
@@ -181,7 +181,7 @@ func TestBatchWriterLargeBatchIsOnePart(t *testing.T) {
 	if wantBytes < 3*chstore.BlockBytes {
 		t.Fatalf("test batch of %d bytes does not span several blocks of %d", wantBytes, chstore.BlockBytes)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	if err := w.Write(ctx, rows...); err != nil {
 		t.Fatalf("write: %v", err)

@@ -11,7 +11,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestFollowCaughtUp checks on a real broker that caughtUp comes only once
@@ -29,7 +29,7 @@ func TestFollowCaughtUp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := kafkatest.Config(t, 4)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			w := kafkaio.NewWriter(c, nil, nil)
 			defer w.Close()
@@ -99,7 +99,7 @@ func TestFollowCaughtUp(t *testing.T) {
 // crawl without one gets nil; a table nobody follows answers at once.
 func TestGetSynced(t *testing.T) {
 	c := kafkatest.Config(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	specs := crawlcontrol.NewSpecs()
 	caught := make(chan struct{})

@@ -11,7 +11,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 func TestSpecsApplyKeepsNewestRevision(t *testing.T) {
@@ -55,7 +55,7 @@ func TestSpecsStateDefaultsToRunning(t *testing.T) {
 // record to a real broker and checks the table the follower builds.
 func TestFollow(t *testing.T) {
 	c := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	w := kafkaio.NewWriter(c, nil, nil)
 	defer w.Close()

@@ -47,13 +47,13 @@ func New(name, addr string, srv *http.Server, shutdownTimeout time.Duration, log
 // Listen binds the listener, so that a start fails early on a taken port
 // and the address is known before Run. Calling it again returns the address
 // already bound.
-func (s *Server) Listen() (net.Addr, error) {
+func (s *Server) Listen(ctx context.Context) (net.Addr, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ln != nil {
 		return s.ln.Addr(), nil
 	}
-	ln, err := net.Listen("tcp", s.addr)
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", s.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s %s: %w", s.name, s.addr, err)
 	}
@@ -66,7 +66,7 @@ func (s *Server) Listen() (net.Addr, error) {
 // left. It returns nil after a shutdown caused by ctx, and an error when
 // serving fails or the graceful shutdown ran out of time.
 func (s *Server) Run(ctx context.Context) error {
-	addr, err := s.Listen()
+	addr, err := s.Listen(ctx)
 	if err != nil {
 		return err
 	}

@@ -17,18 +17,22 @@ func hello(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "h
 
 func TestRunServesUntilCancelled(t *testing.T) {
 	s := New("api", "127.0.0.1:0", &http.Server{Handler: http.HandlerFunc(hello)}, 0, zap.NewNop())
-	addr, err := s.Listen()
+	addr, err := s.Listen(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := s.Listen(); again.String() != addr.String() {
+	if again, _ := s.Listen(t.Context()); again.String() != addr.String() {
 		t.Errorf("second Listen = %v, want %v", again, addr)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get("http://" + addr.String() + "/")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr.String()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,22 +45,23 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
-	if _, err := client.Get("http://" + addr.String() + "/"); err == nil {
+	if resp, err := client.Do(req); err == nil {
+		_ = resp.Body.Close()
 		t.Error("still serving after Run returned")
 	}
 }
 
 func TestListenTaken(t *testing.T) {
 	a := New("api", "127.0.0.1:0", &http.Server{}, 0, zap.NewNop())
-	addr, err := a.Listen()
+	addr, err := a.Listen(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := New("api", addr.String(), &http.Server{}, 0, zap.NewNop())
-	if err := b.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen api") {
+	if err := b.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "listen api") {
 		t.Fatalf("Run on a taken address = %v, want a listen error", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := a.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -68,21 +73,26 @@ func TestListenTaken(t *testing.T) {
 func TestShutdownTimeout(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		close(entered)
 		<-release
 	})
 	s := New("api", "127.0.0.1:0", &http.Server{Handler: h}, 1, zap.NewNop()) // 1ns: expires at once
-	addr, err := s.Listen()
+	addr, err := s.Listen(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	got := make(chan error, 1)
 	go func() {
-		resp, err := http.Get("http://" + addr.String() + "/")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr.String()+"/", nil)
+		if err != nil {
+			got <- err
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 		}

@@ -2,7 +2,7 @@
 // kfake) for local development: one broker, listening on a TCP address,
 // persisting its log and group state in a data directory so that a crawl
 // survives restarts of the launcher. Production uses a real Kafka cluster;
-// tests use libs/kafkatest.
+// tests use testkit/kafkatest.
 package kafkaembed
 
 import (
@@ -55,7 +55,7 @@ func Start(ctx context.Context, dir, addr string, opts ...kfake.Opt) (*Broker, e
 		kfake.NumBrokers(1),
 		// kfake always asks for 127.0.0.1:<port>; listen where asked.
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			return net.Listen(network, net.JoinHostPort(host, port))
+			return new(net.ListenConfig).Listen(ctx, network, net.JoinHostPort(host, port))
 		}),
 		kfake.GroupMinSessionTimeout(100 * time.Millisecond),
 		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(MaxMessageBytes)}),

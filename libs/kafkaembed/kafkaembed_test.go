@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // directory, and reads them back.
 func TestRestartKeepsData(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 
 	b, err := kafkaembed.Start(ctx, dir, "127.0.0.1:0")
@@ -69,13 +69,13 @@ func TestRestartKeepsData(t *testing.T) {
 
 func TestStartAddress(t *testing.T) {
 	// A fixed free port is honoured.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b, err := kafkaembed.Start(context.Background(), t.TempDir(), addr)
+	b, err := kafkaembed.Start(t.Context(), t.TempDir(), addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestStartAddress(t *testing.T) {
 	if b.Addr() != addr {
 		t.Errorf("Addr() = %s, want %s", b.Addr(), addr)
 	}
-	if _, err := kafkaembed.Start(context.Background(), t.TempDir(), "nonsense"); err == nil {
+	if _, err := kafkaembed.Start(t.Context(), t.TempDir(), "nonsense"); err == nil {
 		t.Error("Start with a bad address succeeded")
 	}
 }

@@ -72,7 +72,7 @@ func readPartitionToEnd(ctx context.Context, c Config, client *kafka.Client, top
 		MaxBytes:  c.MaxMessageBytes,
 		MaxWait:   readToEndMaxWait,
 	})
-	defer rd.Close()
+	defer func() { _ = rd.Close() }() // a reader of a finished read: nothing to flush
 	fetchAt := func(offset int64) (kafka.Message, error) {
 		if err := rd.SetOffset(offset); err != nil {
 			return kafka.Message{}, fmt.Errorf("seek %s partition %d: %w", topic, partition, err)

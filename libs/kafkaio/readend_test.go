@@ -10,7 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestReadToEnd reads the host-state topic (compacted, 3 partitions) of a
@@ -20,7 +20,7 @@ import (
 func TestReadToEnd(t *testing.T) {
 	c := kafkatest.Config(t, 3)
 	topic := c.Topics().HostState
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	// partition 0: k0..k9 stamped a minute apart, then a tombstone of k3;

@@ -189,7 +189,7 @@ func (s *Service) AddCheck(name string, c telemetry.Check) { s.admin.AddCheck(na
 
 // Listen binds the admin server early (Run does otherwise) and returns its
 // address, for a start log line or a test.
-func (s *Service) Listen() (net.Addr, error) { return s.admin.Listen() }
+func (s *Service) Listen(ctx context.Context) (net.Addr, error) { return s.admin.Listen(ctx) }
 
 // SetReady turns readiness on (once the service has what it needs to work);
 // /readyz answers 503 before. It does nothing once shutdown has begun.
@@ -239,7 +239,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.running = true
 	stages := s.components
 	s.mu.Unlock()
-	if _, err := s.admin.Listen(); err != nil {
+	if _, err := s.admin.Listen(ctx); err != nil {
 		return err
 	}
 

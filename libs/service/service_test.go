@@ -29,7 +29,7 @@ func newTest(t *testing.T) (*Service, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	addr, err := s.Listen()
+	addr, err := s.Listen(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,11 @@ func newTest(t *testing.T) (*Service, string) {
 func status(t *testing.T, url string) int {
 	t.Helper()
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	resp, err := c.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Errorf("GET %s: %v", url, err)
 		return 0
@@ -48,6 +52,21 @@ func status(t *testing.T, url string) int {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
+}
+
+// stillServes reports whether a GET of url gets an answer.
+func stillServes(t *testing.T, c *http.Client, url string) bool {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return true
 }
 
 // events is a concurrency-safe event log.
@@ -92,7 +111,7 @@ func TestShutdownOrder(t *testing.T) {
 		ev.add("writer flushes, healthz %d", status(t, base+"/healthz"))
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	<-ready
@@ -108,7 +127,7 @@ func TestShutdownOrder(t *testing.T) {
 		t.Errorf("shutdown order:\n got %s\nwant %s", got, want)
 	}
 	// The admin server stopped last: nothing listens any more.
-	if _, err := http.Get(base + "/healthz"); err == nil {
+	if stillServes(t, http.DefaultClient, base+"/healthz") {
 		t.Error("admin server still answers after Run returned")
 	}
 }
@@ -132,7 +151,7 @@ func TestReadyzWhileDraining(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	cancel()
@@ -182,7 +201,7 @@ func TestComponentEndsRun(t *testing.T) {
 			}
 			s.Go(tt.stage, "failing", func(context.Context) error { return tt.err })
 			// Not cancelled: the failing component alone ends the run.
-			err := s.Run(context.Background())
+			err := s.Run(t.Context())
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("Run = %v, want nil", err)
@@ -210,7 +229,7 @@ func TestRunAdminAddrTaken(t *testing.T) {
 		t.Error("component started")
 		return nil
 	})
-	if err := s.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen admin server") {
+	if err := s.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "listen admin server") {
 		t.Fatalf("Run = %v, want a listen error", err)
 	}
 }

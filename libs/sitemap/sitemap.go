@@ -220,7 +220,7 @@ func parseText(br *bufio.Reader, line, maxEntries int) (Result, error) {
 	urls := 0
 	for ; ; line++ {
 		text, tooLong, err := readLine(br, MaxLocBytes)
-		if err != nil && err != io.EOF {
+		if err != nil && !errors.Is(err, io.EOF) {
 			res.Cut, res.CutPos = fmt.Errorf("read text sitemap: %w", err), line
 			break // the line is incomplete
 		}
@@ -241,7 +241,7 @@ func parseText(br *bufio.Reader, line, maxEntries int) (Result, error) {
 			}
 			res.Entries = append(res.Entries, e)
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 	}
@@ -267,7 +267,7 @@ func readLine(br *bufio.Reader, limit int) (line string, tooLong bool, err error
 		if room := limit + 2 - len(b); room > 0 { // +2: a CRLF ending
 			b = append(b, chunk[:min(room, len(chunk))]...)
 		}
-		if err != bufio.ErrBufferFull {
+		if !errors.Is(err, bufio.ErrBufferFull) {
 			break
 		}
 	}
@@ -298,7 +298,7 @@ func parseXML(r io.Reader, maxEntries int) (Result, error) {
 	)
 	for {
 		tok, err := dec.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

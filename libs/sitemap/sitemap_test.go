@@ -37,8 +37,8 @@ func gz(t testing.TB, b []byte) []byte {
 	return buf.Bytes()
 }
 
-func date(y int, m time.Month, d, h, min int) time.Time {
-	return time.Date(y, m, d, h, min, 0, 0, time.UTC)
+func date(y int, m time.Month, d, h, mi int) time.Time {
+	return time.Date(y, m, d, h, mi, 0, 0, time.UTC)
 }
 
 // checkEntries compares entries field by field (Lastmod with Equal, Err

@@ -34,7 +34,7 @@ func StartProfiles(c Config, log *zap.Logger) (stop func(), err error) {
 		return nil, fmt.Errorf("create cpu profile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		_ = f.Close() // nothing was written to it
 		return nil, fmt.Errorf("start cpu profile: %w", err)
 	}
 	return func() {

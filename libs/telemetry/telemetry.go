@@ -142,14 +142,30 @@ func Registerer(reg prometheus.Registerer, service string) prometheus.Registerer
 }
 
 // Field constructors: the same key for the same thing in every service.
-func URL(u string) zap.Field          { return zap.String("url", u) }
-func Host(h string) zap.Field         { return zap.String("host", h) }
-func Crawl(id string) zap.Field       { return zap.String("crawl", id) }
-func Topic(t string) zap.Field        { return zap.String("topic", t) }
-func Partition(p int) zap.Field       { return zap.Int("partition", p) }
-func Offset(o int64) zap.Field        { return zap.Int64("offset", o) }
+
+// URL is the "url" field.
+func URL(u string) zap.Field { return zap.String("url", u) }
+
+// Host is the "host" field: a politeness key.
+func Host(h string) zap.Field { return zap.String("host", h) }
+
+// Crawl is the "crawl" field: a crawl id.
+func Crawl(id string) zap.Field { return zap.String("crawl", id) }
+
+// Topic is the "topic" field.
+func Topic(t string) zap.Field { return zap.String("topic", t) }
+
+// Partition is the "partition" field.
+func Partition(p int) zap.Field { return zap.Int("partition", p) }
+
+// Offset is the "offset" field.
+func Offset(o int64) zap.Field { return zap.Int64("offset", o) }
+
+// ErrorKind is the "error_kind" field: a bounded class, as in metrics.
 func ErrorKind(kind string) zap.Field { return zap.String("error_kind", kind) }
-func Status(code int) zap.Field       { return zap.Int("status", code) }
+
+// Status is the "status" field: an HTTP status code.
+func Status(code int) zap.Field { return zap.Int("status", code) }
 
 // Check is a readiness check; a non-nil error makes /readyz answer 503.
 // It must return promptly once ctx is done: /readyz gives all checks
@@ -236,7 +252,7 @@ func (a *Admin) SetReady(ready bool) { a.ready.Store(ready) }
 
 // Listen binds the listener, so that a taken port fails the start early;
 // calling it again returns the address already bound.
-func (a *Admin) Listen() (net.Addr, error) { return a.srv.Listen() }
+func (a *Admin) Listen(ctx context.Context) (net.Addr, error) { return a.srv.Listen(ctx) }
 
 // Run serves until ctx is done, then shuts down gracefully (readiness false
 // first). Calls Listen if it was not called. It returns nil after a

@@ -199,11 +199,11 @@ func TestRegistry(t *testing.T) {
 // URL and a stop function that cancels it and returns Run's error.
 func startAdmin(t *testing.T, a *Admin) (string, func() error) {
 	t.Helper()
-	addr, err := a.Listen()
+	addr, err := a.Listen(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	var once sync.Once
@@ -225,7 +225,11 @@ func startAdmin(t *testing.T, a *Admin) (string, func() error) {
 
 func get(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
-	resp, err := c.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
@@ -262,7 +266,7 @@ func TestAdmin(t *testing.T) {
 
 	var kafkaErr error
 	var mu sync.Mutex
-	a.AddCheck("kafka", func(ctx context.Context) error {
+	a.AddCheck("kafka", func(context.Context) error {
 		mu.Lock()
 		defer mu.Unlock()
 		return kafkaErr
@@ -307,7 +311,12 @@ func TestAdmin(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Run = %v, want nil after cancel", err)
 	}
-	if _, err := client.Get(base + "/healthz"); err == nil {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := client.Do(req); err == nil {
+		_ = resp.Body.Close()
 		t.Fatal("server still answers after shutdown")
 	}
 }
@@ -321,12 +330,12 @@ func TestAdminCheckTimeoutAndPanic(t *testing.T) {
 	base, stop := startAdmin(t, a)
 	client := &http.Client{Timeout: 10 * time.Second}
 	a.SetReady(true)
-	a.AddCheck("fast", func(ctx context.Context) error { return nil })
+	a.AddCheck("fast", func(context.Context) error { return nil })
 	a.AddCheck("slow", func(ctx context.Context) error {
 		<-ctx.Done() // honours ctx, as a Check must
 		return ctx.Err()
 	})
-	a.AddCheck("broken", func(ctx context.Context) error { panic("boom") })
+	a.AddCheck("broken", func(context.Context) error { panic("boom") })
 
 	start := time.Now()
 	code, body := get(t, client, base+"/readyz")
@@ -353,16 +362,16 @@ func TestAdminCheckTimeoutAndPanic(t *testing.T) {
 
 func TestAdminListenErrors(t *testing.T) {
 	a := NewAdmin("127.0.0.1:0", NewRegistry(), zap.NewNop())
-	addr, err := a.Listen()
+	addr, err := a.Listen(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := a.Listen()
+	again, err := a.Listen(t.Context())
 	if err != nil || again.String() != addr.String() {
 		t.Fatalf("second Listen = %v, %v; want %v", again, err, addr)
 	}
 	b := NewAdmin(addr.String(), NewRegistry(), zap.NewNop())
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if err := b.Run(ctx); err == nil {
 		t.Fatal("Run on a taken address succeeded")

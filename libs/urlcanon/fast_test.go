@@ -97,7 +97,7 @@ func checkResolveFast(t *testing.T, base, ref string) {
 		for _, c := range []*ResolveCache{nil, NewResolveCache(4)} {
 			r, _ := NewResolver(base)
 			got, err := r.WithCache(c).Resolve(ref)
-			if got != want || errClass(err) != errClass(werr) {
+			if got != want || !errors.Is(errClass(err), errClass(werr)) {
 				t.Fatalf("Resolve(%q, %q) = %q, %v; slow = %q, %v", base, ref, got, err, want, werr)
 			}
 		}

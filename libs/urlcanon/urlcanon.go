@@ -323,7 +323,7 @@ func plainAuthority(auth string) bool {
 				return false
 			}
 		}
-		host, port = auth[:end+1], auth[end+1:]
+		port = auth[end+1:]
 		if port != "" && port[0] != ':' {
 			return false
 		}

@@ -108,7 +108,7 @@ func requestsAfter(reqs []demosite.Request, t time.Time) []string {
 // injected into the fetch topic: each must get a cancelled row and no
 // request.
 func TestCancelCrawl(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 4, PagesPerHost: 200, FirstHostOctet: 220}, delay: e2eDelay})
 	e.seed(ctx, e.site.Seeds(), "")
@@ -153,7 +153,7 @@ func TestCancelCrawl(t *testing.T) {
 // completes with every reachable page fetched exactly once.
 func TestPauseResumeCrawl(t *testing.T) {
 	const pausedFor = 8 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 4, PagesPerHost: 60, FirstHostOctet: 230}, delay: e2eDelay})
 	e.seed(ctx, e.site.Seeds(), "")

@@ -22,7 +22,7 @@ const e2eDelay = 150 * time.Millisecond
 const jitter = 10 * time.Millisecond
 
 func TestCrawlEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	start := time.Now()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 5, PagesPerHost: 50, FirstHostOctet: 20}, delay: e2eDelay})
@@ -105,7 +105,7 @@ func TestCrawlEndToEnd(t *testing.T) {
 }
 
 func TestCrawlSurvivesKills(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 170*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 170*time.Second)
 	defer cancel()
 	start := time.Now()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 5, PagesPerHost: 50, FirstHostOctet: 40}, delay: e2eDelay})
@@ -174,7 +174,7 @@ func TestCrawlSurvivesKills(t *testing.T) {
 // not restart it: the supervisor does, and the crawl still fetches every
 // reachable page.
 func TestCrawlHealsKilledFetcher(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	start := time.Now()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 4, PagesPerHost: 40, FirstHostOctet: 120}, delay: e2eDelay, autoRestart: true})
@@ -206,7 +206,7 @@ func TestCrawlHealsKilledFetcher(t *testing.T) {
 }
 
 func TestBadInputs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	start := time.Now()
 	const maxBody = 256 << 10
@@ -219,7 +219,7 @@ func TestBadInputs(t *testing.T) {
 	})
 
 	// A port on another loopback address with nothing listening.
-	ln, err := net.Listen("tcp", "127.0.0.61:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.61:0")
 	if err != nil {
 		t.Fatalf("reserve a port: %v", err)
 	}

@@ -63,7 +63,7 @@ func TestFaultCostPerService(t *testing.T) {
 	var results []result
 	for _, f := range faults {
 		t.Run(strings.ReplaceAll(f.name, " ", "_"), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 			defer cancel()
 			start := time.Now()
 			e := startWebEnv(t, ctx, webEnvConfig{

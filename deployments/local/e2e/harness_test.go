@@ -15,7 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 func TestMain(m *testing.M) {
@@ -28,7 +28,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort, in the temporary directory
 	binDir = dir
 	return chtest.Main(m)
 }
@@ -45,7 +45,7 @@ var (
 func serviceBins(t *testing.T) map[string]string {
 	t.Helper()
 	buildOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 		defer cancel()
 		wd, err := os.Getwd()
 		if err != nil {
@@ -99,7 +99,7 @@ func startEnv(t *testing.T, ctx context.Context, ec envConfig) *crawlEnv {
 	t.Helper()
 	b := serviceBins(t)
 	e := &crawlEnv{t: t, delay: ec.delay, crawlID: "e2e-" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")}
-	site, err := demosite.Start(ec.site)
+	site, err := demosite.Start(ctx, ec.site)
 	if err != nil {
 		t.Fatalf("start demo site: %v", err)
 	}

@@ -69,10 +69,10 @@ type crawlView struct {
 // reports it drained, and checks the counts and the document export
 // against what the crawl stored.
 func TestCrawlJobsAPI(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 3, PagesPerHost: 20, FirstHostOctet: 150}, delay: e2eDelay})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

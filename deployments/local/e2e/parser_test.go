@@ -26,7 +26,7 @@ import (
 // publishes the target, which no parser judged, and the scheduler drops it
 // by the same scope (url_events: out_of_scope).
 func TestParserScope(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	e := startEnv(t, ctx, envConfig{
 		site:  demosite.Config{Hosts: 2, PagesPerHost: 12, FirstHostOctet: 80},
@@ -55,7 +55,7 @@ func TestParserScope(t *testing.T) {
 	if err := w.Write(ctx, []kafka.Message{msg}...); err != nil {
 		t.Fatalf("publish crawl spec: %v", err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) //nolint:forbidigo // the services show nothing when they have read the control topic
 	e.seed(ctx, []string{e.site.URL(0, demosite.PathIndex)}, "")
 	s := e.drain(ctx, 90*time.Second)
 	t.Logf("crawl drained: %s", s.Line())

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 // TestCrawlThroughDyingProxies crawls the demo site with every fetch going
@@ -23,15 +23,15 @@ import (
 // mid-crawl, and checks that the crawl still completes: every reachable
 // allowed page is fetched and every HTML page has its document.
 func TestCrawlThroughDyingProxies(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 
 	var checks atomic.Int64 // every check passes through one proxy
-	checkPage := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	checkPage := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		checks.Add(1)
 		fmt.Fprint(w, "proxy check page")
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.179:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.179:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 	if err := os.WriteFile(file, []byte(list), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
+	apiLn, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,16 +68,22 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 		},
 	})
 
-	// Wait until the pool has published all three.
-	deadline := time.Now().Add(30 * time.Second)
-	for live := 0; live < 3; {
-		if time.Now().After(deadline) {
+	// Wait until the pool has published all three (its API is polled: the
+	// pool is another process).
+	deadline := time.NewTimer(30 * time.Second)
+	poll := time.NewTicker(200 * time.Millisecond)
+	for live := 0; live < 3; live = liveProxies(t, poolAPI) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("proxy pool has %d live proxies", live)
+		case <-poll.C:
 		}
-		time.Sleep(200 * time.Millisecond)
-		live = liveProxies(t, poolAPI)
 	}
-	time.Sleep(time.Second) // let the fetchers follow the proxies topic
+	poll.Stop()
+	deadline.Stop()
+	// The fetcher processes show nothing when they have read the proxies
+	// topic; give them a second.
+	time.Sleep(time.Second) //nolint:forbidigo // no signal from the fetcher processes that they follow the proxies topic
 
 	e.seed(ctx, e.site.Seeds(), "")
 	// Kill two proxies once a quarter of the site is fetched.
@@ -118,7 +124,11 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 
 func liveProxies(t *testing.T, addr string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/proxies")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/proxies", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0
 	}

@@ -42,7 +42,7 @@ const stableLastModified = "Thu, 01 Jan 2026 00:00:00 GMT"
 
 func startChangingSite(t *testing.T, ip string, n int) *changingSite {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -132,7 +132,7 @@ func TestRecrawlAdaptsToChange(t *testing.T) {
 		pages   = 3
 		observe = 30 * time.Second
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 1, PagesPerHost: 1, FirstHostOctet: 245}, delay: e2eDelay})
 	site := startChangingSite(t, "127.0.0.246", pages)
@@ -149,7 +149,7 @@ func TestRecrawlAdaptsToChange(t *testing.T) {
 		t.Fatalf("publish crawl spec: %v", err)
 	}
 	_ = w.Close()
-	time.Sleep(time.Second) // the scheduler follows the control topic
+	time.Sleep(time.Second) //nolint:forbidigo // the scheduler process shows nothing when it has read the control topic
 	e.seed(ctx, []string{site.base + "/"}, "")
 	select {
 	case <-ctx.Done():

@@ -21,7 +21,7 @@ import (
 // every deferred URL was released, and asks the documented crawl_status
 // and url_journey queries where the URLs went.
 func TestSchedulerKilledSkewedCrawl(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 170*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 170*time.Second)
 	defer cancel()
 	start := time.Now()
 	seed := uint64(time.Now().UnixNano())

@@ -12,8 +12,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/launcher"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestLauncherScope runs a whole crawl the way `make crawl` does
@@ -30,9 +30,9 @@ import (
 // host 0's links to it must all be dropped. The budget (12 pages per host)
 // is below what host 0 has in scope.
 func TestLauncherScope(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
-	site, err := demosite.Start(demosite.Config{Hosts: 3, PagesPerHost: 40, FirstHostOctet: 100})
+	site, err := demosite.Start(ctx, demosite.Config{Hosts: 3, PagesPerHost: 40, FirstHostOctet: 100})
 	if err != nil {
 		t.Fatalf("start demo site: %v", err)
 	}

@@ -29,7 +29,7 @@ type sitemapSite struct {
 
 func startSitemapSite(t *testing.T, ip string) *sitemapSite {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen %s: %v", ip, err)
 	}
@@ -92,7 +92,7 @@ func (s *sitemapSite) hitsOf(path string) int {
 // the seeder, and checks that the pipeline fetched and stored every one of
 // them, once.
 func TestSeedFromSitemaps(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	site := startSitemapSite(t, "127.0.0.175")
 	e := startEnv(t, ctx, envConfig{

@@ -30,7 +30,7 @@ var webArgs = map[string][]string{
 // request fetches something already fetched, leaves the scope, or asks
 // for a disallowed page; the only repeats are the retries of the 500s.
 func TestWebCrawlNoWastedRequest(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	start := time.Now()
 	e := startWebEnv(t, ctx, webEnvConfig{

@@ -16,8 +16,8 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // webEnv is one test's crawl of a generated web (internal/websim): the
@@ -51,7 +51,7 @@ type webEnvConfig struct {
 func startWebEnv(t *testing.T, ctx context.Context, wc webEnvConfig) *webEnv {
 	t.Helper()
 	b := serviceBins(t)
-	web, err := websim.Start(wc.web)
+	web, err := websim.Start(ctx, wc.web)
 	if err != nil {
 		t.Fatalf("start websim: %v", err)
 	}
@@ -62,7 +62,7 @@ func startWebEnv(t *testing.T, ctx context.Context, wc webEnvConfig) *webEnv {
 		dataDir:  t.TempDir(),
 	}
 	if wc.ownBroker {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatalf("reserve a broker port: %v", err)
 		}

@@ -14,21 +14,28 @@ import (
 
 // The request and its parts, as the API decodes them.
 type (
-	Request    = jobs.Request
-	Scope      = jobs.Scope
-	Limits     = jobs.Limits
+	// Request is a crawl request, the body of POST /v1/crawls.
+	Request = jobs.Request
+	// Scope is a request's scope rules.
+	Scope = jobs.Scope
+	// Limits is a request's page limits.
+	Limits = jobs.Limits
+	// Politeness is a request's politeness overrides.
 	Politeness = jobs.Politeness
-	Revisit    = jobs.Revisit
-	Keywords   = jobs.Keywords
-	SiteRules  = jobs.SiteRules
+	// Revisit is a request's revisit policy.
+	Revisit = jobs.Revisit
+	// Keywords is a request's keyword search: queries and engines.
+	Keywords = jobs.Keywords
+	// SiteRules are a scope's filters of one site.
+	SiteRules = jobs.SiteRules
 )
 
 // FieldError is one problem of a request, naming its JSON field
-// ("scope.deny_patterns[1]"); FieldErrors is every problem at once.
-type (
-	FieldError  = jobs.FieldError
-	FieldErrors = jobs.FieldErrors
-)
+// ("scope.deny_patterns[1]").
+type FieldError = jobs.FieldError
+
+// FieldErrors is every problem of a request at once.
+type FieldErrors = jobs.FieldErrors
 
 // Decode reads one request strictly: an unknown field or a wrong JSON type
 // is a FieldErrors, anything else that is not one JSON object an error

@@ -55,13 +55,13 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("parse -first-addr: %w", err)
 	}
 	cfg.FirstAddr = a
-	web, err := websim.Start(cfg)
+	web, err := websim.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer web.Close()
+	defer func() { _ = web.Close() }() // closes listeners at exit: nothing to lose
 
-	ln, err := net.Listen("tcp", *statsAddr)
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", *statsAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *statsAddr, err)
 	}

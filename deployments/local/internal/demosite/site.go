@@ -97,7 +97,7 @@ type Site struct {
 
 // Start generates the site and serves every host on its own loopback
 // address (127.0.0.x) and a free port. Close stops it.
-func Start(cfg Config) (*Site, error) {
+func Start(ctx context.Context, cfg Config) (*Site, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func Start(cfg Config) (*Site, error) {
 	var lns []net.Listener
 	for h := range cfg.Hosts {
 		ip := fmt.Sprintf("127.0.0.%d", cfg.FirstHostOctet+h)
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		ln, err := new(net.ListenConfig).Listen(ctx, "tcp", net.JoinHostPort(ip, "0"))
 		if err != nil {
 			for _, l := range lns {
 				l.Close()

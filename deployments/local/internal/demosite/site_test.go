@@ -40,7 +40,11 @@ func crawlReference(t *testing.T, site *Site) (fetched []string) {
 		if IsDisallowed(pu.Path) {
 			continue
 		}
-		resp, err := client.Get(u)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("get %s: %v", u, err)
 		}
@@ -96,7 +100,7 @@ func TestReferenceCrawlMatchesGraph(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			site, err := Start(tt.cfg)
+			site, err := Start(t.Context(), tt.cfg)
 			if err != nil {
 				t.Fatalf("start: %v", err)
 			}
@@ -146,7 +150,7 @@ func TestReferenceCrawlMatchesGraph(t *testing.T) {
 }
 
 func TestSpecialResponses(t *testing.T) {
-	site, err := Start(Config{Hosts: 2, PagesPerHost: 5, FirstHostOctet: 230, BigBytes: 100_000, SlowDelay: 50 * time.Millisecond})
+	site, err := Start(t.Context(), Config{Hosts: 2, PagesPerHost: 5, FirstHostOctet: 230, BigBytes: 100_000, SlowDelay: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -170,7 +174,11 @@ func TestSpecialResponses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			start := time.Now()
-			resp, err := client.Get(site.URL(0, tt.path))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, site.URL(0, tt.path), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatalf("get: %v", err)
 			}
@@ -206,7 +214,7 @@ func minus(a, b []string) []string {
 }
 
 func TestSkewedSite(t *testing.T) {
-	s, err := Start(Config{Hosts: 4, PagesPerHost: 10, FirstHostPages: 60, FirstHostOctet: 240})
+	s, err := Start(t.Context(), Config{Hosts: 4, PagesPerHost: 10, FirstHostPages: 60, FirstHostOctet: 240})
 	if err != nil {
 		t.Fatal(err)
 	}

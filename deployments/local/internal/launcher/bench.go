@@ -74,7 +74,7 @@ func firstJSONLine(path string) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
@@ -108,7 +108,7 @@ func (w *web) stats(ctx context.Context) (websim.Stats, error) {
 // in dataDir/kafka, and returns it with its address once it accepts
 // connections.
 func startBroker(ctx context.Context, bin, dataDir, profileDir string) (*supervise.Process, string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", fmt.Errorf("find a port for the broker: %w", err)
 	}
@@ -125,7 +125,7 @@ func startBroker(ctx context.Context, bin, dataDir, profileDir string) (*supervi
 		return nil, "", err
 	}
 	err = waitFor(ctx, proc, 60*time.Second, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
 		if err == nil {
 			c.Close()
 		}
@@ -148,7 +148,7 @@ func waitFor(ctx context.Context, proc *supervise.Process, limit time.Duration, 
 	for !ok() {
 		select {
 		case <-proc.Done():
-			return fmt.Errorf("%s exited (%v); log tail:\n%s", proc.Name(), proc.Err(), proc.LogTail(20))
+			return fmt.Errorf("%s exited (%w); log tail:\n%s", proc.Name(), proc.ExitError(), proc.LogTail(20))
 		case <-ctx.Done():
 			return fmt.Errorf("wait for %s: %w; log tail:\n%s", proc.Name(), ctx.Err(), proc.LogTail(20))
 		case <-t.C:

@@ -227,11 +227,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		defer func() { _ = broker.Stop(30 * time.Second) }()
 	}
 	if cfg.Demo {
-		site, err := demosite.Start(demosite.Config{Hosts: cfg.DemoHosts, PagesPerHost: cfg.DemoPages / cfg.DemoHosts})
+		site, err := demosite.Start(ctx, demosite.Config{Hosts: cfg.DemoHosts, PagesPerHost: cfg.DemoPages / cfg.DemoHosts})
 		if err != nil {
 			return err
 		}
-		defer site.Close()
+		defer func() { _ = site.Close() }() // closes listeners at exit: nothing to lose
 		seeds = append(seeds, site.Seeds()...)
 		allowPrivate = true // the demo lives on loopback addresses
 		fmt.Fprintf(out, "demo site: %d hosts %v, %d pages a crawler must fetch\n",
@@ -388,9 +388,12 @@ func copyStdin(stdin io.Reader, dataDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create seeds file: %w", err)
 	}
-	defer f.Close()
 	if _, err := io.Copy(f, stdin); err != nil {
+		_ = f.Close() // the copy error is the one to report
 		return "", fmt.Errorf("copy seeds from stdin: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write seeds file: %w", err)
 	}
 	return f.Name(), nil
 }

@@ -181,7 +181,7 @@ func (c Config) CrawlRequest(now time.Time) (crawlspec.Request, error) {
 			return req, fmt.Errorf("open spec: %w", err)
 		}
 		req, err = crawlspec.Decode(f)
-		f.Close()
+		_ = f.Close() // read only
 		if err != nil {
 			return req, fmt.Errorf("read spec %s: %w", c.SpecFile, listed(err))
 		}

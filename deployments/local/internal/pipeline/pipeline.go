@@ -267,7 +267,7 @@ func (p *Pipeline) LogFile(name string) string {
 // until its /readyz answers 200; with AutoRestart it is supervised from
 // then on.
 func (p *Pipeline) StartService(ctx context.Context, service, name string, extra []string) (*supervise.Process, error) {
-	admin, err := freeAddr()
+	admin, err := freeAddr(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +342,7 @@ func (p *Pipeline) WaitReady(ctx context.Context, proc *supervise.Process) error
 		}
 		select {
 		case <-proc.Done():
-			return fmt.Errorf("%s exited before it was ready (%v); log tail:\n%s", proc.Name(), proc.Err(), proc.LogTail(30))
+			return fmt.Errorf("%s exited before it was ready (%w); log tail:\n%s", proc.Name(), proc.ExitError(), proc.LogTail(30))
 		case <-ctx.Done():
 			return fmt.Errorf("wait for %s to be ready: %w; log tail:\n%s", proc.Name(), ctx.Err(), proc.LogTail(30))
 		case <-t.C:
@@ -400,7 +400,7 @@ type SeedRun struct {
 // Seed runs the seeder once and waits for it to exit. The returned process
 // holds the exit status and log.
 func (p *Pipeline) Seed(ctx context.Context, run SeedRun) (*supervise.Process, error) {
-	admin, err := freeAddr()
+	admin, err := freeAddr(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +444,7 @@ func (p *Pipeline) Check() error {
 	}
 	for _, proc := range p.procs {
 		if !p.stopping[proc] && !proc.Running() {
-			return fmt.Errorf("%s exited unexpectedly (%v); log tail:\n%s", proc.Name(), proc.Err(), proc.LogTail(30))
+			return fmt.Errorf("%s exited unexpectedly (%w); log tail:\n%s", proc.Name(), proc.ExitError(), proc.LogTail(30))
 		}
 	}
 	return nil
@@ -530,8 +530,8 @@ func (p *Pipeline) LogTails(n int) string {
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(ctx context.Context) (string, error) {
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)
 	}

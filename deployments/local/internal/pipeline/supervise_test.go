@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 )
 
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
 		os.Exit(child(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func child(args []string) int {
@@ -44,7 +46,7 @@ func child(args []string) int {
 			return 1
 		}
 	}
-	srv := &http.Server{Addr: os.Getenv("CRAWLER_ADMIN_ADDR"), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{Addr: os.Getenv("CRAWLER_ADMIN_ADDR"), Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	})}
 	term := make(chan os.Signal, 1)
@@ -95,7 +97,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // the run through Check with its log tail; Stop then stops the healthy
 // one cleanly and counts the restarts.
 func TestAutoRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	var (
 		mu     sync.Mutex
@@ -163,7 +165,7 @@ func TestAutoRestart(t *testing.T) {
 // TestNoAutoRestart: without AutoRestart a killed service stays down and
 // Check reports it, and Restart brings it back (what the kill tests use).
 func TestNoAutoRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	p := fakePipeline(t, false, nil)
 	proc, err := p.StartService(ctx, "fake", "svc", []string{childArg})

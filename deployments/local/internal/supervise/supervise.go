@@ -154,7 +154,7 @@ func (p *Process) start() error {
 	if err != nil {
 		return fmt.Errorf("open log of %s: %w", p.spec.Name, err)
 	}
-	cmd := exec.Command(p.spec.Path, p.spec.Args...)
+	cmd := exec.Command(p.spec.Path, p.spec.Args...) //nolint:noctx // a service outlives any context here: Stop and Kill end it
 	cmd.Env = p.spec.Env
 	var w io.Writer = f
 	if p.spec.Echo != nil {
@@ -167,7 +167,7 @@ func (p *Process) start() error {
 	// service whose launcher died without stopping it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close() // nothing was written; the start error is the one to report
 		return fmt.Errorf("start %s: %w", p.spec.Name, err)
 	}
 	done := make(chan struct{})
@@ -190,7 +190,7 @@ func (p *Process) wait(cmd *exec.Cmd, f *os.File, done chan struct{}) {
 	}
 	p.waitErr = err
 	p.mu.Unlock()
-	f.Close()
+	_ = f.Close() // the process is gone; a lost line of its log changes nothing
 	close(done)
 }
 
@@ -226,6 +226,18 @@ func (p *Process) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.waitErr
+}
+
+// ErrExitedCleanly is ExitError's answer for a run that exited with code 0.
+var ErrExitedCleanly = errors.New("exit status 0")
+
+// ExitError is Err, or ErrExitedCleanly for a clean exit: the status to
+// report, and wrap, when a process should not have exited at all.
+func (p *Process) ExitError() error {
+	if err := p.Err(); err != nil {
+		return err
+	}
+	return ErrExitedCleanly
 }
 
 // Wait waits for the current run to exit and returns its exit status.
@@ -308,7 +320,7 @@ func Tail(path string, n int) string {
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	const window = 64 << 10
 	st, err := f.Stat()
 	if err != nil {

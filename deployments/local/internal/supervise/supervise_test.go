@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,9 +25,9 @@ func TestStop(t *testing.T) {
 		script  string
 		wantErr string
 	}{
-		{"clean exit on term", `trap 'echo bye; exit 0' TERM; echo hello; while :; do sleep 0.05; done`, ""},
-		{"exit code on term", `trap 'exit 3' TERM; while :; do sleep 0.05; done`, "exit status 3"},
-		{"ignores term", `trap '' TERM; while :; do sleep 0.05; done`, "killed"},
+		{"clean exit on term", `trap 'echo bye; exit 0' TERM; echo trapped; while :; do sleep 0.05; done`, ""},
+		{"exit code on term", `trap 'exit 3' TERM; echo trapped; while :; do sleep 0.05; done`, "exit status 3"},
+		{"ignores term", `trap '' TERM; echo trapped; while :; do sleep 0.05; done`, "killed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,7 +35,7 @@ func TestStop(t *testing.T) {
 			if err != nil {
 				t.Fatalf("start: %v", err)
 			}
-			time.Sleep(200 * time.Millisecond) // let the shell install its trap
+			waitLog(t, p, "trapped", 1) // the shell has installed its trap
 			err = p.Stop(500 * time.Millisecond)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("stop: %v, want error containing %q", err, tt.wantErr)
@@ -52,7 +53,7 @@ func TestKillRestartUsage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitLog(t, p, "started", 1) // the CPU is burnt
 	if err := p.Kill(); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
@@ -69,7 +70,7 @@ func TestKillRestartUsage(t *testing.T) {
 	if err := p.Restart(); err == nil {
 		t.Fatal("restart of a running process succeeded")
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitLog(t, p, "started", 2)
 	if err := p.Kill(); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
@@ -80,6 +81,15 @@ func TestKillRestartUsage(t *testing.T) {
 	if got := p.LogTail(10); strings.Count(got, "started") != 2 {
 		t.Fatalf("log tail %q, want two runs", got)
 	}
+}
+
+// waitLog waits until the process's log holds n lines with what: the
+// line the script writes once it is where the test wants it.
+func waitLog(t *testing.T, p *Process, what string, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d× %q in the log", n, what), func() bool {
+		return strings.Count(p.LogTail(20), what) >= n
+	})
 }
 
 // TestProcUsage reads this test process's own CPU time and peak memory,

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // childEnv selects what the test binary does when it runs as a child.
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("child boom: cannot read its config")
 		os.Exit(3)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func childSpec(t *testing.T, name, mode string) Spec {
@@ -133,11 +135,11 @@ func TestSupervisorRestartsKilledProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer proc.Kill()
+	defer func() { _ = proc.Kill() }() // an error here is "already stopped"
 	events := make(chan Event, 10)
 	sup := NewSupervisor(proc, Policy{Backoff: 50 * time.Millisecond, MaxBackoff: time.Second, MaxRestarts: 3, Window: time.Minute},
 		func(ev Event) { events <- ev })
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	runErr := make(chan error, 1)
 	go func() { runErr <- sup.Run(ctx) }()
 
@@ -181,7 +183,7 @@ func TestSupervisorCrashLoop(t *testing.T) {
 	var events []Event
 	sup := NewSupervisor(proc, Policy{Backoff: 10 * time.Millisecond, MaxBackoff: 30 * time.Millisecond, MaxRestarts: 3, Window: time.Minute},
 		func(ev Event) { events = append(events, ev) })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	err = sup.Run(ctx)
 	var loop *CrashLoopError
@@ -231,7 +233,7 @@ func TestSupervisorMissingBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	sup := NewSupervisor(proc, Policy{Backoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxRestarts: 2, Window: time.Minute}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	err = sup.Run(ctx)
 	var loop *CrashLoopError

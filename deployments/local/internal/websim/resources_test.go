@@ -9,7 +9,7 @@ import (
 // spelling of one article is one resource, and a 500 answered three times
 // has three hits with their statuses.
 func TestResources(t *testing.T) {
-	w, err := Start(Config{Hosts: 1, Articles: 3, FirstAddr: mustAddr(t, "127.1.5.1"), TrapEvery: -1})
+	w, err := Start(t.Context(), Config{Hosts: 1, Articles: 3, FirstAddr: mustAddr(t, "127.1.5.1"), TrapEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestResources(t *testing.T) {
 // TestContentIDs: the content pages a careful crawl fetches are the
 // resources ContentIDs names, Pages() of them.
 func TestContentIDs(t *testing.T) {
-	w, err := Start(Config{Hosts: 2, Articles: 12, PerList: 5, FirstAddr: mustAddr(t, "127.1.5.20"), TrapEvery: -1})
+	w, err := Start(t.Context(), Config{Hosts: 2, Articles: 12, PerList: 5, FirstAddr: mustAddr(t, "127.1.5.20"), TrapEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

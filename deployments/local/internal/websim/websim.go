@@ -35,6 +35,7 @@
 package websim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -172,13 +173,13 @@ type Web struct {
 
 // Start generates the web and serves every host, plus the off-site host, on
 // its own loopback address; all hosts share one port. Close stops it.
-func Start(cfg Config) (*Web, error) {
+func Start(ctx context.Context, cfg Config) (*Web, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("websim: %w", err)
 	}
 	w := &Web{cfg: cfg, started: time.Now()}
-	if err := w.listen(); err != nil {
+	if err := w.listen(ctx); err != nil {
 		return nil, err
 	}
 	w.stats = newStats(cfg.Hosts)
@@ -204,11 +205,11 @@ func Start(cfg Config) (*Web, error) {
 
 // listen binds one port on every host address, retrying with another port
 // when one address has it taken.
-func (w *Web) listen() error {
+func (w *Web) listen(ctx context.Context) error {
 	n := w.cfg.Hosts + 1
 	var lastErr error
 	for range 20 {
-		first, err := net.Listen("tcp", netip.AddrPortFrom(w.cfg.FirstAddr, 0).String())
+		first, err := new(net.ListenConfig).Listen(ctx, "tcp", netip.AddrPortFrom(w.cfg.FirstAddr, 0).String())
 		if err != nil {
 			return fmt.Errorf("websim: listen on %s: %w", w.cfg.FirstAddr, err)
 		}
@@ -217,7 +218,7 @@ func (w *Web) listen() error {
 		a := w.cfg.FirstAddr
 		for len(lns) < n {
 			a = a.Next()
-			ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(port)).String())
+			ln, err := new(net.ListenConfig).Listen(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
 			if err != nil {
 				lastErr = err
 				break

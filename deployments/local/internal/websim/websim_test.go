@@ -24,7 +24,11 @@ var (
 // get fetches u and returns status, content type and body.
 func get(t *testing.T, c *http.Client, u string) (int, string, []byte) {
 	t.Helper()
-	resp, err := c.Get(u)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("get %s: %v", u, err)
 	}
@@ -53,7 +57,7 @@ func norm(u *url.URL) string {
 // checks its shape: every content page reached once, the counted duplicate
 // and retry requests, page sizes and link counts, GBK pages that decode.
 func TestCrawlWholeWeb(t *testing.T) {
-	w, err := Start(Config{Hosts: 10, Articles: 30, FirstAddr: mustAddr(t, "127.1.3.1"), Seed: 7,
+	w, err := Start(t.Context(), Config{Hosts: 10, Articles: 30, FirstAddr: mustAddr(t, "127.1.3.1"), Seed: 7,
 		GBKEvery: 4, TrapEvery: 3, BigEvery: 5, BigBytes: 64 << 10, SlowEvery: 5, SlowDelay: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +181,7 @@ func TestCrawlWholeWeb(t *testing.T) {
 }
 
 func TestBigSlowAndErrors(t *testing.T) {
-	w, err := Start(Config{Hosts: 2, Articles: 3, FirstAddr: mustAddr(t, "127.1.4.1"),
+	w, err := Start(t.Context(), Config{Hosts: 2, Articles: 3, FirstAddr: mustAddr(t, "127.1.4.1"),
 		BigEvery: 1, BigBytes: 1 << 20, SlowEvery: 1, SlowDelay: 100 * time.Millisecond, TrapEvery: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +236,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Start(tt.cfg)
+			_, err := Start(t.Context(), tt.cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Start: %v, want an error with %q", err, tt.want)
 			}
@@ -252,7 +256,7 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 // TestConnectionsCounted: the web counts the connections a client opens,
 // so that the benchmark shows whether the crawler reuses them.
 func TestConnectionsCounted(t *testing.T) {
-	w, err := Start(Config{Hosts: 1, Articles: 2, FirstAddr: mustAddr(t, "127.1.4.9")})
+	w, err := Start(t.Context(), Config{Hosts: 1, Articles: 2, FirstAddr: mustAddr(t, "127.1.4.9")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 // TestRunStartsAndStops wires the whole service against a real broker and
 // ClickHouse, lets it join the group, then stops it like SIGTERM would and
@@ -34,7 +34,7 @@ func TestRunStartsAndStops(t *testing.T) {
 		"-use-proxies",
 	}
 	env := func(string) (string, bool) { return "", false }
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, env) }()
 	select {
@@ -60,7 +60,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		}
 		return "", false
 	}
-	err := run(context.Background(), nil, env)
+	err := run(t.Context(), nil, env)
 	if err == nil || !strings.Contains(err.Error(), "workers") {
 		t.Fatalf("run = %v, want a workers validation error", err)
 	}

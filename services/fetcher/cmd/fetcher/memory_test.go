@@ -16,10 +16,10 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // memoryBoundMiB is the RSS the fetcher process must stay under while a
@@ -42,7 +42,7 @@ func BenchmarkMemoryWaitingURLs(b *testing.B) {
 	const partitions = 8
 	kcfg := kafkatest.Config(b, partitions)
 	ch := chtest.Config(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 	defer cancel()
 
 	bin := filepath.Join(b.TempDir(), "fetcher")
@@ -94,13 +94,21 @@ func BenchmarkMemoryWaitingURLs(b *testing.B) {
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("start fetcher: %v", err)
 	}
+	// Sample the real process's RSS once a second for 20 s: a measurement
+	// cadence, not a wait for something to happen.
 	peak := 0
+	tick := time.NewTicker(time.Second)
 	for range 20 {
-		time.Sleep(time.Second)
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			b.Fatal(ctx.Err())
+		}
 		if rss := rssKiB(cmd.Process.Pid); rss > peak {
 			peak = rss
 		}
 	}
+	tick.Stop()
 	_ = cmd.Process.Signal(os.Interrupt)
 	if err := cmd.Wait(); err != nil {
 		b.Errorf("fetcher exit: %v", err)

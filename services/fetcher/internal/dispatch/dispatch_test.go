@@ -36,7 +36,7 @@ type turn struct {
 	start, end time.Time
 }
 
-func (r *recorder) work(ctx context.Context, host, item string, dispatched time.Time) {
+func (r *recorder) work(ctx context.Context, host, item string, _ time.Time) {
 	r.mu.Lock()
 	r.running[host]++
 	r.now++

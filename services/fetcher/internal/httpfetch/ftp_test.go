@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trawl-crawler/trawl/libs/ftptest"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/testkit/ftptest"
 )
 
 // TestFetchFTP fetches files and directory listings from a real FTP server

@@ -102,7 +102,7 @@ func TestOf(t *testing.T) {
 			before := res
 			r := Of(o, Attempt{Req: req, Host: "a.example", Partition: 5, RetryAfter: tt.retryAfter}, &res, now)
 
-			if res.Kind != before.Kind || res.Err != before.Err {
+			if res.Kind != before.Kind || res.Err != before.Err { //nolint:errorlint // identity: Of must not replace the error
 				t.Errorf("Of modified the response")
 			}
 			pg := r.Page

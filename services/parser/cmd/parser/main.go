@@ -46,7 +46,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return fmt.Errorf("open clickhouse: %w", err)
 	}
-	defer store.Close()
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Warn("close clickhouse", zap.Error(err))
+		}
+	}()
 	if err := store.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate clickhouse: %w", err)
 	}
@@ -55,7 +59,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	topics := cfg.Kafka.Topics()
 	writer := kafkaio.NewWriter(cfg.Kafka, log, sreg)
-	defer writer.Close()
+	defer func() {
+		if err := writer.Close(); err != nil {
+			log.Warn("close kafka writer", zap.Error(err))
+		}
+	}()
 	// A document row carries the page's text (16 KB on average on the
 	// bench web): an insert takes at most DocumentBatchRows of them and
 	// twice that may wait, so that the parser's memory stays bounded when

@@ -13,13 +13,13 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 func noEnv(string) (string, bool) { return "", false }
 
@@ -41,7 +41,7 @@ func TestRun(t *testing.T) {
 		"--log-level", "warn",
 		"--max-outlinks", "1",
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, noEnv) }()
@@ -119,7 +119,7 @@ func TestRunRejectsConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			err := run(context.Background(), tt.args, lookup)
+			err := run(t.Context(), tt.args, lookup)
 			if err == nil || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("err = %v, want it to mention %q", err, tt.wantMsg)
 			}

@@ -213,7 +213,7 @@ func title(root *goquery.Selection) string {
 }
 
 // metaContent is the collapsed content of the first <meta name=name>.
-func metaContent(root *goquery.Selection, name string, max int) string {
+func metaContent(root *goquery.Selection, name string, limit int) string {
 	var out string
 	root.Find("meta[name][content]").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		n, _ := s.Attr("name")
@@ -221,7 +221,7 @@ func metaContent(root *goquery.Selection, name string, max int) string {
 			return true
 		}
 		c, _ := s.Attr("content")
-		out = collapseString(c, max)
+		out = collapseString(c, limit)
 		return false
 	})
 	return out
@@ -474,8 +474,8 @@ type linkSink struct {
 	dropped map[string]int
 }
 
-func newLinkSink(page string, max int) *linkSink {
-	return &linkSink{max: max, pageKey: urlcanon.Key(page), seen: make(map[string]struct{})}
+func newLinkSink(page string, limit int) *linkSink {
+	return &linkSink{max: limit, pageKey: urlcanon.Key(page), seen: make(map[string]struct{})}
 }
 
 func (k *linkSink) drop(reason string) {
@@ -754,9 +754,9 @@ func (w *textWriter) walk(n *html.Node) {
 
 // visibleText is the text under nodes; hint sizes the buffer (half the
 // body is typical of text-heavy pages and saves the builder's regrowth).
-func visibleText(nodes []*html.Node, max, hint int) (string, bool) {
-	w := textWriter{max: max, newlines: true}
-	w.b.Grow(min(max, hint))
+func visibleText(nodes []*html.Node, limit, hint int) (string, bool) {
+	w := textWriter{max: limit, newlines: true}
+	w.b.Grow(min(limit, hint))
 	for _, n := range nodes {
 		w.walk(n)
 	}
@@ -764,9 +764,9 @@ func visibleText(nodes []*html.Node, max, hint int) (string, bool) {
 }
 
 // collapse is the text content of nodes on one line (script and style
-// excluded), whitespace collapsed, at most max bytes.
-func collapse(nodes []*html.Node, max int) string {
-	w := textWriter{max: max}
+// excluded), whitespace collapsed, at most limit bytes.
+func collapse(nodes []*html.Node, limit int) string {
+	w := textWriter{max: limit}
 	for _, n := range nodes {
 		if n.Type == html.ElementNode && n.DataAtom == atom.Title {
 			// title is skipped by walk; its content is plain text.
@@ -782,8 +782,8 @@ func collapse(nodes []*html.Node, max int) string {
 	return w.b.String()
 }
 
-func collapseString(s string, max int) string {
-	w := textWriter{max: max}
+func collapseString(s string, limit int) string {
+	w := textWriter{max: limit}
 	w.text(s)
 	return w.b.String()
 }

@@ -10,17 +10,17 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestDuplicateOfPageBeingStored: a page whose content matches a page of an
 // earlier batch is marked its duplicate even while that batch's
 // content_seen row is not inserted yet (its writer flushes every 10s).
 func TestDuplicateOfPageBeingStored(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t)
@@ -57,7 +57,7 @@ func TestDuplicateOfPageBeingStored(t *testing.T) {
 // batch is never acked (nothing committed) and the partition's next batch
 // fails the group run.
 func TestFailedStoreLeavesBatchUnacked(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
 	broken := chstore.NewBatchWriter(store, chstore.Documents, chstore.BatchOptions{}, zaptest.NewLogger(t), nil)

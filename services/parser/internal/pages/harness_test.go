@@ -13,8 +13,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // parserRun is one parser consumer group over a test's own topics.
@@ -48,7 +48,7 @@ func startParser(t *testing.T, cfg pages.Config, sinks pages.Sinks, now time.Tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	r.stop = cancel
 	go func() { r.done <- group.Run(ctx) }()
 	t.Cleanup(cancel)
@@ -58,7 +58,7 @@ func startParser(t *testing.T, cfg pages.Config, sinks pages.Sinks, now time.Tim
 // runWriters runs batch writers until cleanup.
 func runWriters(t *testing.T, ws ...interface{ Run(context.Context) error }) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, len(ws))
 	for _, w := range ws {
 		go func() { done <- w.Run(ctx) }()

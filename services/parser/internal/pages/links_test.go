@@ -8,8 +8,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestLinksTable: every in-scope link of a page lands in the links table
@@ -17,7 +17,7 @@ import (
 // page; links the crawl does not follow (here: nofollow and the trap
 // guard) do not; a redelivered page adds no row.
 func TestLinksTable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -33,8 +34,13 @@ func (m *mapIndex) SeenContent(_ context.Context, crawlID string, fps []uint64) 
 
 // TestCoalescedLookups: twenty batches of two crawls asking at once make
 // one round of one query per crawl, and each gets the answer for its own
-// fingerprints.
+// fingerprints. In a synctest bubble the window's clock stands still until
+// every batch waits, so all twenty are sure to join the first round.
 func TestCoalescedLookups(t *testing.T) {
+	synctest.Test(t, testCoalescedLookups)
+}
+
+func testCoalescedLookups(t *testing.T) {
 	idx := &mapIndex{first: map[string]map[uint64]string{
 		"a": {1: "http://a/1", 3: "http://a/3"},
 		"b": {1: "http://b/1"},
@@ -44,7 +50,7 @@ func TestCoalescedLookups(t *testing.T) {
 	for i := range 20 {
 		crawl := []string{"a", "b"}[i%2]
 		wg.Go(func() {
-			got, err := c.SeenContent(context.Background(), crawl, []uint64{1, uint64(i + 2)})
+			got, err := c.SeenContent(t.Context(), crawl, []uint64{1, uint64(i + 2)})
 			if err != nil {
 				t.Errorf("batch %d: %v", i, err)
 				return
@@ -67,17 +73,22 @@ func TestCoalescedLookups(t *testing.T) {
 // TestCoalescedLookupsErrors: a failed query fails every batch of its
 // round; a follower whose context ends stops waiting; a leader whose
 // context ended still answers its round (the query has a context of its
-// own), and itself.
+// own), and itself. Run in a synctest bubble: synctest.Wait returns when
+// the leader waits on its window's timer, the round open.
 func TestCoalescedLookupsErrors(t *testing.T) {
+	synctest.Test(t, testCoalescedLookupsErrors)
+}
+
+func testCoalescedLookupsErrors(t *testing.T) {
 	boom := errors.New("clickhouse down")
 	c := newCoalescedIndex(&mapIndex{err: boom}, 10*time.Millisecond)
-	if _, err := c.SeenContent(context.Background(), "a", []uint64{1}); !errors.Is(err, boom) {
+	if _, err := c.SeenContent(t.Context(), "a", []uint64{1}); !errors.Is(err, boom) {
 		t.Errorf("error = %v, want the query's", err)
 	}
 
 	idx := &mapIndex{first: map[string]map[uint64]string{"a": {1: "http://a/1"}}}
 	c = newCoalescedIndex(idx, 200*time.Millisecond)
-	cancelled, cancel := context.WithCancel(context.Background())
+	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
 	leader := make(chan error, 1)
 	go func() {
@@ -87,33 +98,21 @@ func TestCoalescedLookupsErrors(t *testing.T) {
 		}
 		leader <- err
 	}()
-	waitRound(t, c)
+	synctest.Wait() // the leader waits on the round's window
+	c.c.mu.Lock()
+	open := c.c.next != nil
+	c.c.mu.Unlock()
+	if !open {
+		t.Fatal("no round opened")
+	}
 	if _, err := c.SeenContent(cancelled, "a", []uint64{1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled follower: %v, want its context's error", err)
 	}
-	got, err := c.SeenContent(context.Background(), "a", []uint64{1})
+	got, err := c.SeenContent(t.Context(), "a", []uint64{1})
 	if err != nil || got[1] != "http://a/1" {
 		t.Errorf("follower of a cancelled leader: %v, %v", got, err)
 	}
 	if err := <-leader; err != nil {
 		t.Errorf("cancelled leader: %v, want the round's answer", err)
-	}
-}
-
-// waitRound waits until a round is gathering.
-func waitRound(t *testing.T, c *coalescedIndex) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c.c.mu.Lock()
-		open := c.c.next != nil
-		c.c.mu.Unlock()
-		if open {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no round opened")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestNearDuplicates: a page on another host whose text is its original's
@@ -22,7 +22,7 @@ import (
 // through the parser's own memory when the original's rows are not
 // inserted yet — and its links are not followed; unrelated pages are not.
 func TestNearDuplicates(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t)

@@ -114,7 +114,7 @@ func TestFalsePositivesBounded(t *testing.T) {
 	}
 }
 
-func TestConcurrent(t *testing.T) {
+func TestConcurrent(_ *testing.T) {
 	l := New(1 << 10)
 	var wg sync.WaitGroup
 	for g := range 8 {

@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		})
 	}
 	apiSrv := api.New(cfg.APIAddr, p, log)
-	if _, err := apiSrv.Listen(); err != nil {
+	if _, err := apiSrv.Listen(ctx); err != nil {
 		return err
 	}
 	svc.Go(service.Consume, "api", apiSrv.Run)

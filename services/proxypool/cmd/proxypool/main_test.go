@@ -16,17 +16,22 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.uber.org/goleak"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/api"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
+
+// TestMain checks that no test leaves a goroutine behind (goleak retries
+// for a while, which covers goroutines that are exiting).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t *testing.T, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +51,7 @@ func start(t *testing.T, kcfg kafkaio.Config, args ...string) (admin, apiAddr st
 		"--kafka-partitions", fmt.Sprint(kcfg.Partitions),
 		"--admin-addr", admin, "--api-addr", apiAddr, "--log-level", "warn",
 	}, args...)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, noEnv) }()
 	t.Cleanup(func() {
@@ -63,8 +68,12 @@ func start(t *testing.T, kcfg kafkaio.Config, args ...string) (admin, apiAddr st
 	return admin, apiAddr
 }
 
-func httpGet(addr, path string) (int, string, error) {
-	resp, err := http.Get("http://" + addr + path)
+func httpGet(t *testing.T, addr, path string) (int, string, error) {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -73,19 +82,27 @@ func httpGet(addr, path string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-// eventually polls cond for up to 15s.
+// eventually polls cond for up to 15s. The conditions are over the state
+// a running service shows through its HTTP API and topics, which send no
+// signal when it changes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
 			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
 		}
 	}
 }
 
 func proxies(t *testing.T, apiAddr string) []api.Proxy {
 	t.Helper()
-	status, body, err := httpGet(apiAddr, "/proxies")
+	status, body, err := httpGet(t, apiAddr, "/proxies")
 	if err != nil || status != 200 {
 		return nil
 	}
@@ -100,13 +117,13 @@ func TestRunIdle(t *testing.T) {
 	kcfg := kafkatest.Config(t, 4)
 	admin, apiAddr := start(t, kcfg)
 	eventually(t, "ready", func() bool {
-		status, _, _ := httpGet(admin, "/readyz")
+		status, _, _ := httpGet(t, admin, "/readyz")
 		return status == 200
 	})
-	if status, _, _ := httpGet(admin, "/healthz"); status != 200 {
+	if status, _, _ := httpGet(t, admin, "/healthz"); status != 200 {
 		t.Errorf("/healthz = %d", status)
 	}
-	if status, body, err := httpGet(apiAddr, "/proxies"); err != nil || status != 200 || strings.TrimSpace(body) != "[]" {
+	if status, body, err := httpGet(t, apiAddr, "/proxies"); err != nil || status != 200 || strings.TrimSpace(body) != "[]" {
 		t.Errorf("/proxies = %d %q %v, want 200 []", status, body, err)
 	}
 }
@@ -114,9 +131,9 @@ func TestRunIdle(t *testing.T) {
 func TestRunChecksAndPublishes(t *testing.T) {
 	kcfg := kafkatest.Config(t, 4)
 	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "known page")
+		_, _ = io.WriteString(w, "known page")
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.52:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.52:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +153,7 @@ func TestRunChecksAndPublishes(t *testing.T) {
 
 	var mu sync.Mutex
 	latest := map[string]kafka.Message{}
-	fctx, fcancel := context.WithCancel(context.Background())
+	fctx, fcancel := context.WithCancel(t.Context())
 	fdone := make(chan error, 1)
 	go func() {
 		fdone <- kafkaio.Follow(fctx, kcfg, kcfg.Topics().Proxies, func(m kafka.Message) {
@@ -184,8 +201,8 @@ func TestRunChecksAndPublishes(t *testing.T) {
 		}
 		return live == 1 && tomb == 1
 	})
-	_, body, _ := httpGet(apiAddr, "/proxies")
-	_, metrics, _ := httpGet(admin, "/metrics")
+	_, body, _ := httpGet(t, apiAddr, "/proxies")
+	_, metrics, _ := httpGet(t, admin, "/metrics")
 	for name, text := range map[string]string{"api": body, "metrics": metrics} {
 		if strings.Contains(text, password) {
 			t.Errorf("%s leaks the password", name)
@@ -216,7 +233,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"--admin-addr", "127.0.0.1:0", "--log-level", "error"}, tt.args...)
-			err := run(context.Background(), args, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			err := run(t.Context(), args, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("run() = %v, want an error containing %q", err, tt.want)
 			}
@@ -232,10 +249,10 @@ func TestRunRejectsBadConfig(t *testing.T) {
 // the metrics and the topic, none of which may show the password.
 func TestRunHarvestsSources(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
-	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, "known page")
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.55:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.55:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +278,8 @@ func TestRunHarvestsSources(t *testing.T) {
 		ps := proxies(t, apiAddr)
 		return len(ps) == 1 && ps[0].Alive && ps[0].Addr == healthy.Addr() && ps[0].Success > 0
 	})
-	_, body, _ := httpGet(apiAddr, "/proxies")
-	_, metrics, _ := httpGet(admin, "/metrics")
+	_, body, _ := httpGet(t, apiAddr, "/proxies")
+	_, metrics, _ := httpGet(t, admin, "/metrics")
 	for name, text := range map[string]string{"api": body, "metrics": metrics} {
 		if strings.Contains(text, password) {
 			t.Errorf("%s leaks the password", name)

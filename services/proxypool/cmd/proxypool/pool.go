@@ -96,7 +96,7 @@ func loadProxies(path string) ([]proxylist.Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open proxies file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	entries, err := proxylist.Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("parse proxies file %s: %w", path, err)

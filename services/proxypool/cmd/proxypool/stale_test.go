@@ -16,9 +16,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 // topicState follows the proxies topic and returns a function giving the
@@ -30,7 +30,7 @@ func topicState(t *testing.T, kcfg kafkaio.Config) func() (map[string]bool, int)
 		latest = map[string]bool{}
 		n      int
 	)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- kafkaio.Follow(ctx, kcfg, kcfg.Topics().Proxies, func(m kafka.Message) {
@@ -60,7 +60,7 @@ func topicState(t *testing.T, kcfg kafkaio.Config) func() (map[string]bool, int)
 // prepublish writes live records for ids, as a previous run would have.
 func prepublish(t *testing.T, kcfg kafkaio.Config, ids ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kcfg); err != nil {
 		t.Fatal(err)
@@ -80,9 +80,9 @@ func prepublish(t *testing.T, kcfg kafkaio.Config, ids ...string) {
 func TestRunTombstonesStaleProxies(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
 	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "known page")
+		_, _ = io.WriteString(w, "known page")
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.58:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.58:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRunTombstonesStaleProxies(t *testing.T) {
 		t.Errorf("topic ids %v, want 3", s)
 	}
 	eventually(t, "metric", func() bool {
-		_, metrics, _ := httpGet(admin, "/metrics")
+		_, metrics, _ := httpGet(t, admin, "/metrics")
 		return strings.Contains(metrics, "crawler_proxypool_stale_proxies_tombstoned_total 2")
 	})
 }

@@ -96,7 +96,7 @@ func New(addr string, src Source, log *zap.Logger) *Server {
 }
 
 // Listen binds the listener; idempotent.
-func (s *Server) Listen() (net.Addr, error) { return s.srv.Listen() }
+func (s *Server) Listen(ctx context.Context) (net.Addr, error) { return s.srv.Listen(ctx) }
 
 // Run serves until ctx is done, then shuts down gracefully.
 func (s *Server) Run(ctx context.Context) error { return s.srv.Run(ctx) }

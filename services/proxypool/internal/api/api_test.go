@@ -24,7 +24,7 @@ func TestProxies(t *testing.T) {
 	p.Record(check.Result{Entry: dead, Outcome: check.Connect, CheckedAt: at})
 
 	rec := httptest.NewRecorder()
-	Handler(p).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/proxies", nil))
+	Handler(p).ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/proxies", nil))
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("status %d type %q", rec.Code, rec.Header().Get("Content-Type"))
 	}
@@ -60,7 +60,7 @@ func TestProxies(t *testing.T) {
 		}
 	}
 	rec = httptest.NewRecorder()
-	Handler(p).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/proxies", nil))
+	Handler(p).ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/proxies", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST status = %d, want 405", rec.Code)
 	}

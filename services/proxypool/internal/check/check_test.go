@@ -16,8 +16,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,7 +34,7 @@ func origin(t *testing.T, ip string, useTLS bool) *httptest.Server {
 		}
 		fmt.Fprintf(w, "<html><body>%s</body></html>", checkBody)
 	}))
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestCheck(t *testing.T) {
 					return c, err
 				}
 			}
-			r := New(cfg, newClient, time.Now).Check(context.Background(), e)
+			r := New(cfg, newClient, time.Now).Check(t.Context(), e)
 			if r.Outcome != tt.outcome {
 				t.Fatalf("outcome = %q (err %v), want %q", r.Outcome, r.Err, tt.outcome)
 			}
@@ -148,7 +148,7 @@ func TestCheck(t *testing.T) {
 func TestCheckCanceled(t *testing.T) {
 	plain := origin(t, "127.0.0.30", false)
 	slow := proxytest.Start(t, "127.0.0.33", proxytest.Options{Mode: proxytest.Slow, Delay: 5 * time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	r := New(Config{URL: plain.URL, Timeout: 5 * time.Second}, ProxyClient, time.Now).Check(ctx, entry(t, slow.URL()))
 	if r.Outcome != Canceled || r.Alive {
@@ -195,7 +195,7 @@ func TestLeakCheck(t *testing.T) {
 			fmt.Fprintf(w, "%s: %s\n", k, strings.Join(vs, ", "))
 		}
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.60:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.60:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestLeakCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			px := proxytest.Start(t, fmt.Sprintf("127.0.0.%d", 61+i), proxytest.Options{Leak: tt.leak})
 			c := New(Config{URL: echo.URL + "/", Expect: checkBody, Timeout: 5 * time.Second, LeakCheck: tt.leakCheck}, ProxyClient, time.Now)
-			r := c.Check(context.Background(), entry(t, px.Addr()))
+			r := c.Check(t.Context(), entry(t, px.Addr()))
 			if r.Outcome != tt.wantOutcome || r.Anonymity != tt.wantAnon || r.Alive != (tt.wantOutcome == OK) {
 				t.Errorf("outcome %s anonymity %q alive %v (%v), want %s %q", r.Outcome, r.Anonymity, r.Alive, r.Err, tt.wantOutcome, tt.wantAnon)
 			}

@@ -304,7 +304,7 @@ func (h *Harvester) read(ctx context.Context, src string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open source: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		return readCapped(f)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)

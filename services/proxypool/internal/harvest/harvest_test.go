@@ -1,7 +1,6 @@
 package harvest_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,7 +56,7 @@ func TestHarvestSources(t *testing.T) {
 	srv := httptest.NewServer(http.FileServer(http.Dir("testdata")))
 	defer srv.Close()
 	h := harvest.New([]string{srv.URL + "/table.html", filepath.Join("testdata", "list.json"), srv.URL + "/missing", filepath.Join("testdata", "nope")}, 5*time.Second)
-	res := h.Harvest(context.Background())
+	res := h.Harvest(t.Context())
 	if len(res) != 4 {
 		t.Fatalf("%d results", len(res))
 	}

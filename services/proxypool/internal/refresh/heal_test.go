@@ -18,8 +18,6 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/check"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/feedback"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/harvest"
@@ -27,6 +25,8 @@ import (
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/publish"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/refresh"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 // source serves a proxy list (an HTML table page) that the test changes.
@@ -59,7 +59,7 @@ func (s *source) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // target size.
 func TestPoolHealsWhenProxiesDie(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kcfg); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 	}
 	src := &source{}
 	src.set(px[0].Addr(), px[1].Addr(), px[2].Addr())
-	ln, err := net.Listen("tcp", "127.0.0.88:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.88:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,8 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	group, err := feedback.NewGroup(kcfg, p, fbMetrics, zap.NewNop(), reg)
+	fed := &signallingPool{Pool: p, fed: make(chan struct{}, 1)}
+	group, err := feedback.NewGroup(kcfg, fed, fbMetrics, zap.NewNop(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,13 +174,8 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 	if err := w.Write(ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !banned(p, ids[3]) {
-		if time.Now().After(deadline) {
-			t.Fatalf("proxy 3 not banned: %+v", p.Snapshot())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitSignalled(t, fed.fed, func() bool { return banned(p, ids[3]) },
+		func() string { return fmt.Sprintf("proxy 3 not banned: %+v", p.Snapshot()) })
 	src.set(px[2].Addr(), px[3].Addr(), px[4].Addr(), px[5].Addr(), px[6].Addr())
 	if err := loop.Round(ctx); err != nil {
 		t.Fatal(err)
@@ -199,6 +195,19 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+}
+
+// signallingPool is the pool the feedback group feeds, leaving a token on
+// fed after each report.
+type signallingPool struct {
+	*pool.Pool
+	fed chan struct{}
+}
+
+func (p *signallingPool) Feedback(proxyID, host, outcome string) bool {
+	ok := p.Pool.Feedback(proxyID, host, outcome)
+	signal(p.fed)
+	return ok
 }
 
 func banned(p *pool.Pool, id string) bool {

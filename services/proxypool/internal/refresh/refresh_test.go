@@ -20,13 +20,13 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
-	"github.com/trawl-crawler/trawl/libs/proxytest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/check"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/publish"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/refresh"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 const (
@@ -38,18 +38,20 @@ const (
 type topicState struct {
 	mu      sync.Mutex
 	records map[string][]kafka.Message
+	changed chan struct{} // a token after each record
 }
 
 func follow(t *testing.T, cfg kafkaio.Config, topic string) *topicState {
 	t.Helper()
-	s := &topicState{records: map[string][]kafka.Message{}}
-	ctx, cancel := context.WithCancel(context.Background())
+	s := &topicState{records: map[string][]kafka.Message{}, changed: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- kafkaio.Follow(ctx, cfg, topic, func(m kafka.Message) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.records[string(m.Key)] = append(s.records[string(m.Key)], m)
+			signal(s.changed)
 		})
 	}()
 	t.Cleanup(func() {
@@ -61,23 +63,41 @@ func follow(t *testing.T, cfg kafkaio.Config, topic string) *topicState {
 	return s
 }
 
-// waitFor polls cond over the records until it holds or 15s pass.
+// waitFor checks cond over the records each time one arrives, until it
+// holds or 15s pass.
 func (s *topicState) waitFor(t *testing.T, what string, cond func(map[string][]kafka.Message) bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	waitSignalled(t, s.changed, func() bool {
 		s.mu.Lock()
-		ok := cond(s.records)
-		s.mu.Unlock()
-		if ok {
-			return
+		defer s.mu.Unlock()
+		return cond(s.records)
+	}, func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return fmt.Sprintf("timed out waiting for %s; records: %v", what, describe(s.records))
+	})
+}
+
+// signal leaves a token in c (capacity 1) unless one is there.
+func signal(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// waitSignalled checks cond now and after each token on changed, until it
+// holds; after 15s it fails with failure().
+func waitSignalled(t *testing.T, changed <-chan struct{}, cond func() bool, failure func() string) {
+	t.Helper()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatal(failure())
 		}
-		if time.Now().After(deadline) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			t.Fatalf("timed out waiting for %s; records: %v", what, describe(s.records))
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -116,10 +136,10 @@ func (r *recordingPublisher) Publish(ctx context.Context, cs []pool.Change) erro
 
 func origin(t *testing.T, ip string) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "<p>%s</p>", checkBody)
 	}))
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +188,7 @@ func TestRoundsPublishLiveAndTombstoneDead(t *testing.T) {
 	checker := check.New(check.Config{URL: page.URL, Expect: checkBody, Timeout: 500 * time.Millisecond}, check.ProxyClient, time.Now)
 	loop := refresh.New(refresh.Config{Interval: time.Hour, Concurrency: 2}, p, checker, pub, log, metrics)
 	state := follow(t, kcfg, topic)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	// Round 1: healthy and dying are live; the others are tombstoned (a
 	// previous run may have left them live in the compacted topic).

@@ -9,8 +9,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/stale"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 func TestLiveIDs(t *testing.T) {
@@ -33,7 +33,7 @@ func TestLiveIDs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			kc := kafkatest.Config(t, 2)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 				t.Fatal(err)

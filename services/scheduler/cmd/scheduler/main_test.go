@@ -11,13 +11,13 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 // TestRunSchedulesAndStops runs the whole service against a real broker and
 // ClickHouse: a discovered URL becomes a fetch request, and cancelling the
@@ -39,7 +39,7 @@ func TestRunSchedulesAndStops(t *testing.T) {
 		"CRAWLER_CLICKHOUSE_DATABASE": ch.Database,
 		"CRAWLER_MAX_DEPTH":           "1",
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok }) }()
@@ -95,7 +95,7 @@ func TestRunSchedulesAndStops(t *testing.T) {
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
-	err := run(context.Background(), []string{"--max-pages=-5"}, func(string) (string, bool) { return "", false })
+	err := run(t.Context(), []string{"--max-pages=-5"}, func(string) (string, bool) { return "", false })
 	if err == nil || !strings.Contains(err.Error(), "max-pages") {
 		t.Fatalf("run = %v, want a max-pages config error", err)
 	}

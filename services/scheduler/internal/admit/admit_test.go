@@ -64,7 +64,7 @@ func (b *budget) Unreserve(_ int, _ string, n int64) { b.left += int(n) }
 // decide is Decide without per-host budgets, which never fails.
 func decide(t *testing.T, p Policy, u *crawlv1.DiscoveredURL, partition int, seen Seen, b Budget) Decision {
 	t.Helper()
-	d, err := p.Decide(context.Background(), u, partition, seen, b, nil)
+	d, err := p.Decide(t.Context(), u, partition, seen, b, nil)
 	if err != nil {
 		t.Fatalf("Decide: %v", err)
 	}
@@ -300,7 +300,7 @@ func TestDecideHostBudget(t *testing.T) {
 			if strings.HasSuffix(tt.url, "/deep") {
 				depth = 6
 			}
-			d, err := p.Decide(context.Background(), &crawlv1.DiscoveredURL{CrawlId: tt.crawl, Url: tt.url, Depth: depth}, 0, seen, b, hb)
+			d, err := p.Decide(t.Context(), &crawlv1.DiscoveredURL{CrawlId: tt.crawl, Url: tt.url, Depth: depth}, 0, seen, b, hb)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("error %v, want one: %v", err, tt.wantErr)
 			}

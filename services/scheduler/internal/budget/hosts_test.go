@@ -10,7 +10,7 @@ import (
 // admission; the limit holds per host; Give returns a page; unlimited
 // crawls load nothing; a failed load is retried at the next Take.
 func TestHosts(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	loads := map[string]int{}
 	fail := true
 	h := NewHosts(3, func(crawl string) int64 {

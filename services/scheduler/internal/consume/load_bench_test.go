@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/dedup"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // BenchmarkLoadSeen10M times what Assign does for a partition of ten million

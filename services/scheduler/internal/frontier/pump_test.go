@@ -116,8 +116,8 @@ func TestPump(t *testing.T) {
 		var mu sync.Mutex
 		states := map[string]crawlv1.CrawlState{"gone": crawlv1.CrawlState_CRAWL_STATE_CANCELLED, "held": crawlv1.CrawlState_CRAWL_STATE_PAUSED}
 		changed := make(chan struct{})
-		released := prometheus.NewCounter(prometheus.CounterOpts{Name: "released"})
-		cancelled := prometheus.NewCounter(prometheus.CounterOpts{Name: "cancelled"})
+		released := prometheus.NewCounter(prometheus.CounterOpts{Name: "released_total", Help: "Frontier rows released."})
+		cancelled := prometheus.NewCounter(prometheus.CounterOpts{Name: "cancelled_total", Help: "Frontier rows cancelled."})
 		cfg := PumpConfig{
 			Topic: "fetch", PerHost: 2, Window: window,
 			Paused: func() []string {
@@ -142,7 +142,7 @@ func TestPump(t *testing.T) {
 			Now:      time.Now,
 			Released: released, Cancelled: cancelled,
 		}
-		_ = store.Write(context.Background(),
+		_ = store.Write(t.Context(),
 			pending("c", "http://a.example/3", "a.example", 3, 3),
 			pending("c", "http://a.example/1", "a.example", 1, 1),
 			pending("c", "http://a.example/2", "a.example", 2, 2),
@@ -194,7 +194,7 @@ func TestPump(t *testing.T) {
 		<-tick.C
 		synctest.Wait()
 		q = store.count()
-		_ = store.Write(context.Background(), pending("c", "http://c.example/1", "c.example", 20, 1))
+		_ = store.Write(t.Context(), pending("c", "http://c.example/1", "c.example", 20, 1))
 		p.MarkDeferred(1)
 		tick.Reset(window)
 		<-tick.C

@@ -19,8 +19,8 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 const partitions = 4
@@ -39,7 +39,7 @@ type record struct {
 // a short while more (to catch extra records).
 func readDiscovered(t *testing.T, kc kafkaio.Config, n int) []record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var (
 		out   []record
@@ -114,7 +114,7 @@ func TestSeedFileWithInvalidLines(t *testing.T) {
 	cfg := config.Seed{Kafka: kc, CrawlID: "crawl-1", SeedsFile: file,
 		Seeds: envflag.Strings{"http://127.0.0.4/flag", "javascript:void(0)"}}
 	before := time.Now()
-	sum, err := seed(context.Background(), cfg, nil, nil, zap.New(core), prometheus.NewRegistry())
+	sum, err := seed(t.Context(), cfg, nil, nil, zap.New(core), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("seed: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestRunStdin(t *testing.T) {
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	before := time.Now()
 	stdin := strings.NewReader("\uFEFFhttp://127.0.0.5/\nhttp://127.0.0.6/x\n")
-	if err := run(context.Background(), args, stdin, lookup); err != nil {
+	if err := run(t.Context(), args, stdin, lookup); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	checkRecords(t, readDiscovered(t, kc, 3), "env.crawl_2",
@@ -198,7 +198,7 @@ func TestRunRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// The broker is never reached: every case fails before.
 			args := append([]string{"--kafka-brokers", "127.0.0.1:1", "--log-level", "error"}, tt.args...)
-			err := run(context.Background(), args, strings.NewReader(""), noEnv)
+			err := run(t.Context(), args, strings.NewReader(""), noEnv)
 			switch {
 			case err == nil:
 				t.Fatal("run succeeded, want an error")

@@ -154,7 +154,7 @@ func readFile(path string, stdin io.Reader) ([]seeds.Seed, []seeds.LineError, er
 		if err != nil {
 			return nil, nil, fmt.Errorf("open seeds file: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		r = f
 	}
 	s, bad, err := seeds.Read(r)
@@ -176,7 +176,7 @@ func loadSpec(path, crawlID string, stdin io.Reader, now time.Time) (jobs.Job, e
 		if err != nil {
 			return jobs.Job{}, fmt.Errorf("open spec: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		r = f
 	}
 	req, err := jobs.Decode(r)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/httpserve"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -42,12 +44,20 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	if err != nil {
 		return fmt.Errorf("open clickhouse: %w", err)
 	}
-	defer store.Close()
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Warn("close clickhouse", zap.Error(err))
+		}
+	}()
 	if err := store.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate clickhouse: %w", err)
 	}
 	w := kafkaio.NewWriter(cfg.Kafka, log, svc.Metrics())
-	defer w.Close()
+	defer func() {
+		if err := w.Close(); err != nil {
+			log.Warn("close kafka writer", zap.Error(err))
+		}
+	}()
 	ctl := control.New(cfg.Kafka, w, log)
 	apiMetrics, err := api.NewMetrics(svc.Metrics())
 	if err != nil {
@@ -57,7 +67,7 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	defer discoverer.Close()
 	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Sitemaps: discoverer}, ctl, stats.New(store), apiMetrics, log)
 	httpSrv := httpserve.New("api", cfg.APIAddr, &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}, apiShutdownTimeout, log)
-	addr, err := httpSrv.Listen()
+	addr, err := httpSrv.Listen(ctx)
 	if err != nil {
 		return err
 	}

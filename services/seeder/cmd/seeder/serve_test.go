@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 // TestServe runs `seeder serve` against a real broker and ClickHouse,
 // submits a crawl through it and stops it.
@@ -30,7 +30,7 @@ func TestServe(t *testing.T) {
 	env := map[string]string{"CRAWLER_KAFKA_TOPIC_PREFIX": kc.TopicPrefix, "CRAWLER_API_TOKEN": "serve-token-0123456789"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -44,7 +44,7 @@ func TestServe(t *testing.T) {
 	}
 
 	post := func(tok string) int {
-		req, _ := http.NewRequest(http.MethodPost, base+"/v1/crawls", strings.NewReader(`{"crawl_id":"served","seeds":["http://127.0.0.2/"]}`))
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/crawls", strings.NewReader(`{"crawl_id":"served","seeds":["http://127.0.0.2/"]}`))
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
@@ -81,7 +81,7 @@ func TestServeRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := run(context.Background(), append([]string{"serve", "--kafka-brokers", "127.0.0.1:1"}, tt.args...), nil, noEnv)
+			err := run(t.Context(), append([]string{"serve", "--kafka-brokers", "127.0.0.1:1"}, tt.args...), nil, noEnv)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,14 +12,14 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // sitemapSite serves robots.txt with a Sitemap line to a gzip sitemap
 // index, which lists a url set and a text sitemap; /sitemap.xml is missing.
 func sitemapSite(t *testing.T, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Skipf("listen on %s: %v", ip, err)
 	}
@@ -68,7 +67,7 @@ func TestRunSitemaps(t *testing.T) {
 		"--sitemaps", "--allow-private", "--sitemap-delay", "10ms",
 		"--log-level", "error",
 	}
-	if err := run(context.Background(), args, strings.NewReader(""), noEnv); err != nil {
+	if err := run(t.Context(), args, strings.NewReader(""), noEnv); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	got := readDiscovered(t, kc, 3)
@@ -105,7 +104,7 @@ func TestRunSitemapsRefusesPrivate(t *testing.T) {
 		"--kafka-topic-prefix", kc.TopicPrefix,
 		"--crawl-id", "maps", "--seed", "http://" + host + "/", "--sitemaps", "--log-level", "error",
 	}
-	if err := run(context.Background(), args, strings.NewReader(""), noEnv); err != nil {
+	if err := run(t.Context(), args, strings.NewReader(""), noEnv); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	if got := readDiscovered(t, kc, 1); len(got) != 1 || got[0].msg.Source != crawlv1.Source_SOURCE_SEED {

@@ -15,15 +15,15 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // controlSpec reads the control topic to its end and returns the spec of
 // crawlID (nil when none).
 func controlSpec(t *testing.T, kc kafkaio.Config, crawlID string) *crawlv1.CrawlSpec {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	specs := crawlcontrol.NewSpecs()
 	caught := make(chan struct{})
@@ -72,7 +72,7 @@ func TestRunSpec(t *testing.T) {
 	before := time.Now()
 	// --crawl-id overrides the file's crawl_id.
 	args := append(append([]string{}, base...), "--spec", spec, "--crawl-id", "spec.crawl", "--seed", "http://127.0.0.3/")
-	if err := run(context.Background(), args, strings.NewReader(""), noEnv); err != nil {
+	if err := run(t.Context(), args, strings.NewReader(""), noEnv); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	checkRecords(t, readDiscovered(t, kc, 2), "spec.crawl", []string{"http://127.0.0.2/", "http://127.0.0.3/"}, before)
@@ -93,7 +93,7 @@ func TestRunSpec(t *testing.T) {
 	// Again with other limits: the next revision, created_at kept.
 	spec2 := writeFile(t, "spec2.json", `{"crawl_id": "spec.crawl", "limits": {"max_pages": 50}}`)
 	args = append(append([]string{}, base...), "--spec", spec2, "--seed", "http://127.0.0.3/")
-	if err := run(context.Background(), args, strings.NewReader(""), noEnv); err != nil {
+	if err := run(t.Context(), args, strings.NewReader(""), noEnv); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
 	got2 := controlSpec(t, kc, "spec.crawl")
@@ -112,11 +112,11 @@ func TestRunSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := kafkaio.NewWriter(kc, nil, nil)
-	if err := w.Write(context.Background(), []kafka.Message{msg}...); err != nil {
+	if err := w.Write(t.Context(), []kafka.Message{msg}...); err != nil {
 		t.Fatal(err)
 	}
 	_ = w.Close()
-	err = run(context.Background(), args, strings.NewReader(""), noEnv)
+	err = run(t.Context(), args, strings.NewReader(""), noEnv)
 	if !errors.Is(err, jobs.ErrFinal) {
 		t.Errorf("run on a cancelled crawl: %v, want %v", err, jobs.ErrFinal)
 	}
@@ -149,7 +149,7 @@ func TestRunSpecRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			file := writeFile(t, "spec.json", tt.spec)
 			args := append([]string{"--kafka-brokers", "127.0.0.1:1", "--log-level", "error", "--spec", file}, tt.args...)
-			err := run(context.Background(), args, strings.NewReader(""), noEnv)
+			err := run(t.Context(), args, strings.NewReader(""), noEnv)
 			if err == nil {
 				t.Fatal("run succeeded, want an error")
 			}

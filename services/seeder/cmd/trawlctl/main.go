@@ -56,7 +56,7 @@ func (c config) validate() error {
 	return errors.Join(errs...)
 }
 
-const usage = "usage: trawlctl [--api-url URL] [--api-token TOKEN] submit|watch|get|list|pause|resume|cancel|export ..."
+const usage = "usage: trawlctl [--api-url URL] [--api-token TOKEN] submit|watch|get|list|pause|resume|cancel|export [ARGS]"
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, lookupEnv func(string) (string, bool)) error {
 	var cfg config
@@ -256,7 +256,7 @@ func export(ctx context.Context, c *client.Client, args []string, stdout io.Writ
 		if err != nil {
 			return fmt.Errorf("create export file: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // for the error paths: closed and checked below
 		w = f
 	}
 	if _, err := c.Export(ctx, id, w); err != nil {

@@ -17,16 +17,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 const token = "ctl-token-0123456789"
 
@@ -51,7 +51,7 @@ func consumeDiscovered(t *testing.T, kc kafkaio.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	t.Cleanup(func() {
@@ -66,7 +66,7 @@ func consumeDiscovered(t *testing.T, kc kafkaio.Config) {
 func startAPI(t *testing.T) (string, *chstore.Store) {
 	t.Helper()
 	kc := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func ctl(t *testing.T, ctx context.Context, url string, stdin string, args ...st
 
 func TestSubmitWatchControlExport(t *testing.T) {
 	url, store := startAPI(t)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	job := filepath.Join(t.TempDir(), "job.json")
 	if err := os.WriteFile(job, []byte(`{"crawl_id":"fromfile","seeds":["http://127.0.0.2/"]}`), 0o644); err != nil {
@@ -146,19 +146,23 @@ func TestSubmitWatchControlExport(t *testing.T) {
 		t.Errorf("wrong token: %v", err)
 	}
 
-	// watch redraws until the crawl drains: the rows arrive while it watches.
+	// watch redraws until the crawl drains: the rows arrive once it has
+	// drawn the running crawl.
 	done := make(chan struct{})
-	var (
-		out string
-		err error
-	)
+	var err error
+	screen := &firstWriteSignal{wrote: make(chan struct{})}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	go func() {
 		defer close(done)
-		out, err = ctl(t, wctx, url, "", "watch", "--interval", "50ms", "fromfile")
+		env := map[string]string{"CRAWLER_API_TOKEN": token, "CRAWLER_API_URL": url}
+		err = run(wctx, []string{"watch", "--interval", "50ms", "fromfile"}, strings.NewReader(""), screen,
+			func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	}()
-	time.Sleep(200 * time.Millisecond) // usually lets watch draw the running crawl first; not asserted
+	select {
+	case <-screen.wrote:
+	case <-done:
+	}
 	now := time.Now().UTC().Truncate(time.Second)
 	// The pipeline's order: document and fetch log first, admission last
 	// (the crawl looks drained as soon as url_seen is all attempted).
@@ -168,6 +172,10 @@ func TestSubmitWatchControlExport(t *testing.T) {
 	<-done
 	if err != nil || wctx.Err() != nil {
 		t.Fatalf("watch: %v (ctx %v)", err, wctx.Err())
+	}
+	out := screen.String()
+	if !strings.Contains(out, "running") {
+		t.Errorf("watch output %q: the running crawl was not drawn before it drained", out)
 	}
 	if !strings.HasPrefix(out, "\r\x1b[K") || !strings.Contains(out, "[##############################] 100% 1/1 urls, 1 fetched, 0 errors, 1 documents, drained") {
 		t.Errorf("watch output %q", out)
@@ -190,10 +198,10 @@ func TestSubmitWatchControlExport(t *testing.T) {
 // TestWatchStopsOnCancel checks that Ctrl-C (ctx) ends a watch cleanly.
 func TestWatchStopsOnCancel(t *testing.T) {
 	url, _ := startAPI(t)
-	if _, err := ctl(t, context.Background(), url, "", "submit", "--crawl-id", "w", "--seed", "http://127.0.0.2/"); err != nil {
+	if _, err := ctl(t, t.Context(), url, "", "submit", "--crawl-id", "w", "--seed", "http://127.0.0.2/"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	out, err := ctl(t, ctx, url, "", "watch", "--interval", "50ms", "w")
 	if err != nil || !strings.Contains(out, "w [") || !strings.Contains(out, "running") {
@@ -201,9 +209,32 @@ func TestWatchStopsOnCancel(t *testing.T) {
 	}
 }
 
+// firstWriteSignal is a screen that closes wrote at its first Write. Safe
+// for concurrent use.
+type firstWriteSignal struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{}
+}
+
+func (w *firstWriteSignal) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len() == 0 && len(p) > 0 {
+		close(w.wrote)
+	}
+	return w.buf.Write(p)
+}
+
+func (w *firstWriteSignal) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
 func insert[T any](t *testing.T, s *chstore.Store, table chstore.Table[T], rows []T) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	b, err := s.Conn().PrepareBatch(ctx, "INSERT INTO "+table.Name+" ("+strings.Join(table.Columns, ", ")+")")
 	if err != nil {
 		t.Error(err)

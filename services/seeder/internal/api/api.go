@@ -196,7 +196,7 @@ func (s *Server) Handler() http.Handler {
 		pattern := r.Method + " " + r.Path
 		mux.Handle(pattern, s.instrument(pattern, hf))
 	}
-	mux.Handle("/", s.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", s.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route", nil)
 	})))
 	return mux
@@ -444,7 +444,7 @@ type ListResponse struct {
 	Crawls []CrawlView `json:"crawls"`
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+func (s *Server) list(w http.ResponseWriter, _ *http.Request) {
 	all := s.control.All()
 	sort.Slice(all, func(i, j int) bool {
 		a, b := all[i].GetCreatedAt().AsTime(), all[j].GetCreatedAt().AsTime()
@@ -535,7 +535,7 @@ func (s *Server) documents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(openAPI)
 }

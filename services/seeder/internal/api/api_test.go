@@ -21,24 +21,25 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 const token = "test-token-0123456789"
 
 // env is an API server over a real broker and a real ClickHouse.
 type env struct {
 	url   string
+	srv   *httptest.Server
 	kafka kafkaio.Config
 	store *chstore.Store
 	reg   *prometheus.Registry
@@ -53,7 +54,7 @@ func newEnv(t *testing.T) env {
 func newEnvWith(t *testing.T, sm api.SitemapSource) env {
 	t.Helper()
 	kc := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
@@ -85,14 +86,14 @@ func newEnvWith(t *testing.T, sm api.SitemapSource) env {
 		wg.Wait()
 		w.Close()
 	})
-	return env{url: srv.URL, kafka: kc, store: store, reg: reg}
+	return env{url: srv.URL, srv: srv, kafka: kc, store: store, reg: reg}
 }
 
 // do sends a request with the token and decodes a JSON answer into out
 // (when not nil); it returns the status and the raw body.
 func (e env) do(t *testing.T, method, path, body string, out any) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestAuth(t *testing.T) {
 	for _, r := range api.Routes() {
 		path := strings.ReplaceAll(r.Path, "{id}", "some-crawl")
 		for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x", token} {
-			req, _ := http.NewRequest(r.Method, e.url+path, strings.NewReader("{}"))
+			req, _ := http.NewRequestWithContext(t.Context(), r.Method, e.url+path, strings.NewReader("{}"))
 			if auth != "" {
 				req.Header.Set("Authorization", auth)
 			}
@@ -147,18 +148,11 @@ func TestAuth(t *testing.T) {
 	}
 	// Requests are counted by route pattern, never by crawl id. The
 	// middleware counts after the handler returns, which for a large body
-	// (openapi.json) can be after the client read the whole response, so
-	// wait briefly for the last increments.
-	var counted map[string]float64
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		counted = requestCounts(t, e.reg)
-		if counted["GET /v1/crawls/{id} 401"] == 4 && counted["GET /v1/openapi.json 200"] == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("api_requests_total = %v", counted)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// (openapi.json) can be after the client read the whole response:
+	// closing the server waits for every request's handler to return.
+	e.srv.Close()
+	if counted := requestCounts(t, e.reg); counted["GET /v1/crawls/{id} 401"] != 4 || counted["GET /v1/openapi.json 200"] != 4 {
+		t.Errorf("api_requests_total = %v", counted)
 	}
 }
 
@@ -194,7 +188,11 @@ func requestCounts(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 // OpenAPI document and that the document describes no other route.
 func TestOpenAPIInSync(t *testing.T) {
 	e := newEnv(t)
-	resp, err := http.Get(e.url + "/v1/openapi.json")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+"/v1/openapi.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +262,7 @@ func TestCreateRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/crawls", strings.NewReader(tt.body))
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/v1/crawls", strings.NewReader(tt.body))
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Content-Type", "application/json")
 			if tt.ctype != "" {
@@ -307,7 +305,7 @@ func TestCreateRejects(t *testing.T) {
 // readTopic reads records of topic until n arrived (and 300ms more).
 func readTopic(t *testing.T, kc kafkaio.Config, topic string, n int) []kafka.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var (
 		out   []kafka.Message
@@ -448,7 +446,7 @@ func TestCrawlLifecycle(t *testing.T) {
 	}
 
 	// Export.
-	req, _ := http.NewRequest(http.MethodGet, e.url+"/v1/crawls/life/documents", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+"/v1/crawls/life/documents", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -504,7 +502,7 @@ func TestCreateSkipInvalidAndGeneratedID(t *testing.T) {
 // admitted, does not make it look attempted); a document stored twice.
 func insertRows(t *testing.T, s *chstore.Store) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Second)
 	insert(t, ctx, s, chstore.URLSeen, []chstore.SeenRow{
 		{CrawlID: "life", FP: 1, URL: "http://127.0.0.2/a", FirstSeen: now},

@@ -13,13 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestRestartRefusesUntilCaughtUp: a second API instance (a restart)
@@ -28,7 +28,7 @@ import (
 // every crawl published before, so a reused id is 409, never a duplicate.
 func TestRestartRefusesUntilCaughtUp(t *testing.T) {
 	kc := kafkatest.Config(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestRestartRefusesUntilCaughtUp(t *testing.T) {
 		{http.MethodGet, "/v1/crawls", ""},
 		{http.MethodGet, "/v1/crawls/old-01", ""},
 	} {
-		req, _ := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
+		req, _ := http.NewRequestWithContext(t.Context(), tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
@@ -111,7 +111,7 @@ func TestRestartRefusesUntilCaughtUp(t *testing.T) {
 // follower is caught up without waiting for a record.
 func TestEmptyControlTopicCaughtUpAtOnce(t *testing.T) {
 	kc := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)

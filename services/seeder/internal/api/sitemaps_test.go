@@ -18,7 +18,7 @@ import (
 // explicit sitemap URL against a site on 127.0.0.10, and checks the
 // response (counts and problems) and the records on the discovered topic.
 func TestCreateWithSitemaps(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.10:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.10:0")
 	if err != nil {
 		t.Skipf("listen: %v", err)
 	}

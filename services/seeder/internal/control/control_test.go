@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestInFlightByPartitions: unconsumed records on the fetch and fetched
@@ -19,7 +19,7 @@ import (
 func TestInFlightByPartitions(t *testing.T) {
 	const partitions = 4
 	kc := kafkatest.Config(t, partitions)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)

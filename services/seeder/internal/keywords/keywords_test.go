@@ -121,7 +121,7 @@ var slugRE = regexp.MustCompile(`[^a-z0-9]`)
 // every generated URL is answered by its fixture (the engine decoded the
 // query and the offset we meant) and that every fixture was asked for.
 func TestExpandAgainstFakeEngine(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Skipf("no 127.0.0.2: %v", err)
 	}
@@ -149,7 +149,11 @@ func TestExpandAgainstFakeEngine(t *testing.T) {
 	pages := keywords.Expand(queries, []keywords.Template{tmpl}, 2)
 	var served []string
 	for _, p := range pages {
-		resp, err := http.Get(p.URL)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, p.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

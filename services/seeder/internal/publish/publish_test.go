@@ -12,8 +12,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/publish"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestSeedsAcrossBatches publishes more seeds than one Write carries and
@@ -21,7 +21,7 @@ import (
 func TestSeedsAcrossBatches(t *testing.T) {
 	const partitions = 3
 	kc := kafkatest.Config(t, partitions)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	w := kafkaio.NewWriter(kc, zap.NewNop(), prometheus.NewRegistry())
 	defer w.Close()

@@ -60,10 +60,10 @@ func Read(r io.Reader) ([]Seed, []LineError, error) {
 	br := bufio.NewReaderSize(r, 4096)
 	for line := 1; ; line++ {
 		text, tooLong, err := readLine(br)
-		if err != nil && err != io.EOF {
+		if err != nil && !errors.Is(err, io.EOF) {
 			return seeds, bad, fmt.Errorf("read seeds line %d: %w", line, err)
 		}
-		if err == io.EOF && text == "" && !tooLong {
+		if errors.Is(err, io.EOF) && text == "" && !tooLong {
 			return seeds, bad, nil
 		}
 		if line == 1 {
@@ -82,7 +82,7 @@ func Read(r io.Reader) ([]Seed, []LineError, error) {
 			}
 			seeds = append(seeds, Seed{Line: line, URL: u})
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return seeds, bad, nil
 		}
 	}

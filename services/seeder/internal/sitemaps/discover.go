@@ -97,7 +97,7 @@ func New(cfg Config) *Discoverer {
 	client := &http.Client{
 		Transport: tr,
 		Timeout:   cfg.Timeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("too many redirects")
 			}

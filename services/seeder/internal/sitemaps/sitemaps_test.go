@@ -33,7 +33,7 @@ type site struct {
 
 func startSite(t *testing.T, ip string) *site {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Skipf("listen on %s: %v", ip, err)
 	}
@@ -86,7 +86,7 @@ func TestDiscoverLocalSite(t *testing.T) {
 	s := startSite(t, "127.0.0.2")
 	d := sitemaps.New(testConfig())
 	defer d.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	res := d.Discover(ctx, []string{"http://" + s.host + "/", "http://" + s.host + "/other"}, nil)
 
@@ -156,7 +156,7 @@ func TestDiscoverExplicitAndMaxURLs(t *testing.T) {
 	cfg.MaxURLs = 2
 	d := sitemaps.New(cfg)
 	defer d.Close()
-	res := d.Discover(context.Background(), nil, []string{"http://" + s.host + "/pages.xml.gz", "mailto:x@y"})
+	res := d.Discover(t.Context(), nil, []string{"http://" + s.host + "/pages.xml.gz", "mailto:x@y"})
 	if len(res.Entries) != 2 {
 		t.Errorf("%d entries, want 2 (the bound)", len(res.Entries))
 	}
@@ -176,7 +176,7 @@ func TestDiscoverRefusesPrivate(t *testing.T) {
 	cfg.AllowPrivate = false
 	d := sitemaps.New(cfg)
 	defer d.Close()
-	res := d.Discover(context.Background(), []string{"http://" + s.host + "/"}, nil)
+	res := d.Discover(t.Context(), []string{"http://" + s.host + "/"}, nil)
 	if len(res.Entries) != 0 || len(s.requests()) != 0 {
 		t.Fatalf("entries %d, requests %q: the private site was contacted", len(res.Entries), s.requests())
 	}

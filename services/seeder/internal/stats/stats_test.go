@@ -1,7 +1,6 @@
 package stats_test
 
 import (
-	"context"
 	"os"
 	"slices"
 	"strings"
@@ -9,16 +8,16 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 // TestPartitions reads the partitions of a crawl's admitted URLs.
 func TestPartitions(t *testing.T) {
 	s := chtest.NewStore(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Second)
 	rows := []chstore.SeenRow{
 		{CrawlID: "c", Partition: 7, FP: 1, URL: "http://127.0.0.2/a", FirstSeen: now},

@@ -18,15 +18,15 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/chtest"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/schedtest"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestMain runs the tests against a real ClickHouse (chtest) and fails
@@ -90,8 +90,8 @@ func (e *env) startRevisiter(policy func(string) (revisit.Policy, bool)) (*Revis
 	if err != nil {
 		e.t.Fatalf("NewGroup: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	wctx, wcancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(e.t.Context())
+	wctx, wcancel := context.WithCancel(e.t.Context())
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); _ = revW.Run(wctx) }()
@@ -123,7 +123,7 @@ func (e *env) publishFetched(pages ...*crawlv1.FetchedPage) {
 		}
 		msgs = append(msgs, m)
 	}
-	if err := e.producer.Write(context.Background(), msgs...); err != nil {
+	if err := e.producer.Write(e.t.Context(), msgs...); err != nil {
 		e.t.Fatalf("publish fetched: %v", err)
 	}
 }
@@ -186,11 +186,11 @@ func TestRevisitSchedule(t *testing.T) {
 	_, stop2 := e.startRevisiter(policy)
 	var n uint64
 	waitFor(t, "second visits recorded", func() bool {
-		err := e.store.Conn().QueryRow(context.Background(), "SELECT count() FROM change_history FINAL WHERE crawl_id = 'rv' AND visit = 2").Scan(&n)
+		err := e.store.Conn().QueryRow(t.Context(), "SELECT count() FROM change_history FINAL WHERE crawl_id = 'rv' AND visit = 2").Scan(&n)
 		return err == nil && n == 2
 	})
 	stop2()
-	rows, err := e.store.Conn().Query(context.Background(),
+	rows, err := e.store.Conn().Query(t.Context(),
 		"SELECT url, visits, changes, interval_s, etag FROM revisits FINAL WHERE crawl_id = 'rv' ORDER BY url")
 	if err != nil {
 		t.Fatalf("query revisits: %v", err)
@@ -231,12 +231,12 @@ func TestWaitRevisiting(t *testing.T) {
 	specs := crawlcontrol.NewSpecs()
 	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "plain", Revision: 1})
 	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "off", Revision: 1, Revisit: &crawlv1.Revisit{Enabled: false}})
-	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	short, cancelShort := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancelShort()
 	if err := WaitRevisiting(short, specs); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitRevisiting with no revisiting crawl = %v, want the deadline", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- WaitRevisiting(ctx, specs) }()
@@ -253,7 +253,7 @@ func TestWaitRevisiting(t *testing.T) {
 	if err := WaitRevisiting(ctx, specs); err != nil {
 		t.Fatal(err)
 	}
-	stopped, stop := context.WithCancel(context.Background())
+	stopped, stop := context.WithCancel(t.Context())
 	stop()
 	if err := WaitRevisiting(stopped, crawlcontrol.NewSpecs()); err == nil {
 		t.Error("a cancelled wait returned nil")

@@ -20,7 +20,7 @@ import (
 // of reaching the target. URL returns socks5://[user:pass@]host:port.
 func StartSOCKS5(t testing.TB, ip string, o Options) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatalf("proxytest: listen on %s: %v", ip, err)
 	}
@@ -82,7 +82,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 		}
 	}
 	if p.opts.Mode != WrongContent {
-		upstream, err = net.DialTimeout("tcp", target, dialTimeout)
+		upstream, err = net.DialTimeout("tcp", target, dialTimeout) //nolint:noctx // no context reaches a connection's goroutine: Close ends it
 		if err != nil {
 			_, _ = c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0}) // connection refused
 			return

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/libs/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,7 +24,7 @@ func TestConfig(t *testing.T) {
 	}
 	// Topics exist: ensuring them again with the same count succeeds, and
 	// the prefix differs from another test's.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, c); err != nil {
 		t.Fatal(err)

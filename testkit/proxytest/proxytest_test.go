@@ -20,7 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/trawl-crawler/trawl/libs/proxytest"
+	"github.com/trawl-crawler/trawl/testkit/proxytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -35,7 +35,7 @@ func origin(t *testing.T, ip string, tlsOn bool) (*httptest.Server, *atomic.Int6
 		w.Header().Set("X-Saw-Proxy-Authorization", r.Header.Get("Proxy-Authorization"))
 		fmt.Fprintf(w, "hello %s", r.URL.Path)
 	}))
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +70,12 @@ func client(t *testing.T, proxyURL string, tlsSrv *httptest.Server, timeout time
 	return &http.Client{Transport: tr, Timeout: timeout}
 }
 
-func get(c *http.Client, u string) (int, http.Header, string, error) {
-	resp, err := c.Get(u)
+func get(t *testing.T, c *http.Client, u string) (int, http.Header, string, error) {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -119,7 +123,7 @@ func TestForward(t *testing.T) {
 			if tt.tls {
 				tlsSrv = srv
 			}
-			status, hdr, body, err := get(client(t, pu, tlsSrv, 5*time.Second), srv.URL+"/a")
+			status, hdr, body, err := get(t, client(t, pu, tlsSrv, 5*time.Second), srv.URL+"/a")
 			if tt.tls && tt.status == http.StatusProxyAuthRequired {
 				// http.Transport turns a failed CONNECT into an error.
 				if err == nil || !strings.Contains(err.Error(), "Proxy Authentication Required") {
@@ -158,7 +162,7 @@ func TestForward(t *testing.T) {
 func TestSlowTimesOut(t *testing.T) {
 	srv, hits := origin(t, "127.0.0.2", false)
 	p := proxytest.Start(t, "127.0.0.4", proxytest.Options{Mode: proxytest.Slow, Delay: 10 * time.Second})
-	_, _, _, err := get(client(t, p.URL(), nil, 100*time.Millisecond), srv.URL+"/")
+	_, _, _, err := get(t, client(t, p.URL(), nil, 100*time.Millisecond), srv.URL+"/")
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("err = %v, want a client timeout", err)
@@ -177,23 +181,23 @@ func TestCloseRefusesConnections(t *testing.T) {
 	srv, _ := origin(t, "127.0.0.2", false)
 	p := proxytest.Start(t, "127.0.0.5", proxytest.Options{})
 	c := client(t, p.URL(), nil, 2*time.Second)
-	if status, _, _, err := get(c, srv.URL+"/"); err != nil || status != 200 {
+	if status, _, _, err := get(t, c, srv.URL+"/"); err != nil || status != 200 {
 		t.Fatalf("before close: status %d, err %v", status, err)
 	}
 	p.Close()
 	p.Close() // idempotent
-	_, err := net.DialTimeout("tcp", p.Addr(), time.Second)
+	_, err := (&net.Dialer{Timeout: time.Second}).DialContext(t.Context(), "tcp", p.Addr())
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("dial after close: err = %v, want connection refused", err)
 	}
-	if _, _, _, err := get(c, srv.URL+"/"); err == nil {
+	if _, _, _, err := get(t, c, srv.URL+"/"); err == nil {
 		t.Fatal("get through closed proxy succeeded")
 	}
 }
 
 func TestCloseEndsOpenTunnel(t *testing.T) {
 	// A raw TCP upstream that never speaks: the tunnel stays open until Close.
-	up, err := net.Listen("tcp", "127.0.0.2:0")
+	up, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +211,7 @@ func TestCloseEndsOpenTunnel(t *testing.T) {
 		close(accepted)
 	}()
 	p := proxytest.Start(t, "127.0.0.6", proxytest.Options{})
-	conn, err := net.Dial("tcp", p.Addr())
+	conn, err := new(net.Dialer).DialContext(t.Context(), "tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +222,7 @@ func TestCloseEndsOpenTunnel(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("connect: %v %v", resp, err)
 	}
+	defer resp.Body.Close() // empty: the tunnel is conn itself
 	upConn := <-accepted
 	if upConn == nil {
 		t.Fatal("upstream not dialed")
@@ -249,7 +254,7 @@ func TestCloseEndsOpenTunnel(t *testing.T) {
 func TestWrongContentBreaksTLSTunnel(t *testing.T) {
 	srv, hits := origin(t, "127.0.0.2", true)
 	p := proxytest.Start(t, "127.0.0.7", proxytest.Options{Mode: proxytest.WrongContent})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	resp, err := client(t, p.URL(), srv, 0).Do(req)
@@ -303,7 +308,7 @@ func TestSOCKS5(t *testing.T) {
 			if tt.tls {
 				tlsSrv = srv
 			}
-			status, _, body, err := get(client(t, pu, tlsSrv, 5*time.Second), srv.URL+"/a")
+			status, _, body, err := get(t, client(t, pu, tlsSrv, 5*time.Second), srv.URL+"/a")
 			if tt.wantErr {
 				if err == nil {
 					t.Fatalf("got status %d body %q, want an error", status, body)
@@ -324,13 +329,13 @@ func TestSOCKS5(t *testing.T) {
 func TestSOCKS5SlowAndClose(t *testing.T) {
 	srv, _ := origin(t, "127.0.0.2", false)
 	p := proxytest.StartSOCKS5(t, "127.0.0.9", proxytest.Options{Mode: proxytest.Slow, Delay: 10 * time.Second})
-	_, _, _, err := get(client(t, p.URL(), nil, 100*time.Millisecond), srv.URL+"/")
+	_, _, _, err := get(t, client(t, p.URL(), nil, 100*time.Millisecond), srv.URL+"/")
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("err = %v, want a client timeout", err)
 	}
 	p.Close()
-	if _, err := net.DialTimeout("tcp", p.Addr(), time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+	if _, err := (&net.Dialer{Timeout: time.Second}).DialContext(t.Context(), "tcp", p.Addr()); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("dial after close: %v, want connection refused", err)
 	}
 }

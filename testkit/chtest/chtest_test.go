@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawl-crawler/trawl/libs/chtest"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
@@ -43,7 +43,7 @@ func TestNewStoreIsolated(t *testing.T) {
 	t.Run("inner", func(t *testing.T) {
 		s := chtest.NewStore(t)
 		db = s.Database()
-		if err := s.Ping(context.Background()); err != nil {
+		if err := s.Ping(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -51,7 +51,7 @@ func TestNewStoreIsolated(t *testing.T) {
 	if s.Database() == db {
 		t.Fatalf("two tests share database %s", db)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	var n uint64
 	if err := s.Conn().QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", db).Scan(&n); err != nil {

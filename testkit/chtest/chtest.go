@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chlocal"
@@ -53,6 +54,22 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// MainLeakChecked is Main for a package whose tests start goroutines: when
+// the tests pass, goleak then checks that none of them is left running
+// (goleak retries for a while, which covers goroutines that are exiting).
+// Call it from TestMain as os.Exit(chtest.MainLeakChecked(m)).
+func MainLeakChecked(m *testing.M, opts ...goleak.Option) int {
+	code := Main(m)
+	if code != 0 {
+		return code
+	}
+	if err := goleak.Find(opts...); err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: goroutines left running after the tests: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
 // server returns the address of a reachable server and how to stop it.
 func server(ctx context.Context) (string, func(), error) {
 	if a := os.Getenv(EnvAddr); a != "" {
@@ -78,14 +95,16 @@ func server(ctx context.Context) (string, func(), error) {
 	// The data is thrown away: no need to wait long for a graceful stop.
 	srv, err := chlocal.StartWith(ctx, dir, chlocal.Options{StopTimeout: 2 * time.Second})
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best effort: the start error is the one to report
 		return "", nil, fmt.Errorf("start private clickhouse: %w", err)
 	}
 	return srv.Addr(), func() {
 		if err := srv.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "chtest: stop clickhouse: %v\n", err)
 		}
-		os.RemoveAll(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "chtest: remove server dir: %v\n", err)
+		}
 	}, nil
 }
 
@@ -131,7 +150,11 @@ func NewStore(t testing.TB) *chstore.Store {
 	if err != nil {
 		t.Fatalf("chtest: open store: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("chtest: close store: %v", err)
+		}
+	})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("chtest: migrate: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 // Mode selects how a proxy behaves.
 type Mode int
 
+// The modes.
 const (
 	Healthy      Mode = iota // forwards requests faithfully
 	Slow                     // forwards after Options.Delay
@@ -51,6 +52,7 @@ type Options struct {
 // Leak is what a proxy reveals in forwarded requests.
 type Leak int
 
+// The leaks, from none to all.
 const (
 	LeakNone   Leak = iota // elite: nothing added
 	LeakVia                // anonymous: Via
@@ -87,7 +89,7 @@ type Proxy struct {
 // it is closed at test cleanup.
 func Start(t testing.TB, ip string, o Options) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatalf("proxytest: listen on %s: %v", ip, err)
 	}

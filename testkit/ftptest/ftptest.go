@@ -44,7 +44,7 @@ type Server struct {
 // closed at test cleanup.
 func Start(t testing.TB, ip string, o Options) *Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatalf("ftptest: listen on %s: %v", ip, err)
 	}
@@ -205,7 +205,7 @@ func (ss *session) handle(cmd, arg string) bool {
 		if ss.pasv != nil {
 			_ = ss.pasv.Close()
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(ss.s.ip, "0"))
+		ln, err := net.Listen("tcp", net.JoinHostPort(ss.s.ip, "0")) //nolint:noctx // no context reaches a session's goroutine: Close ends it
 		if err != nil {
 			ss.reply(425, "cannot open data connection")
 			return true
