@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		Topics: topics, Partitions: cfg.Kafka.Partitions,
 		MaxDepth: uint32(cfg.MaxDepth), DepthLimit: config.SpecDepth(specs), Scope: config.SpecScope(specs, log),
 		State: specs.State, Paused: config.PausedCrawls(specs), Changed: specs.Changed,
+		SyncSpec:  func(ctx context.Context, crawlID string) error { _, err := specs.GetSynced(ctx, crawlID); return err },
 		HostLimit: config.SpecHostPages(specs), HostCounts: sinks.CountHosts(store),
 		HostQuota: cfg.HostQuota, QuotaWindow: cfg.QuotaWindow,
 	}, producer, writers.Seen, writers.Events, sinks.Frontier{W: writers.Frontier, Store: store}, store, tracker, time.Now, log, sreg)

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,6 +109,11 @@ type Config struct {
 	// HostCounts loads it (per crawl, on first need) from url_seen.
 	HostLimit  func(crawlID string) int64
 	HostCounts func(ctx context.Context, partition int, crawlID string) (map[string]int64, error)
+	// SyncSpec, optional, waits for a crawl's specification that may be on
+	// its way (crawlcontrol.Specs.GetSynced): the seeder publishes it just
+	// before the seeds, and a seed admitted before its crawl's limits and
+	// state are known would be admitted on the defaults.
+	SyncSpec func(ctx context.Context, crawlID string) error
 }
 
 // Validate reports a configuration error.
@@ -320,12 +326,20 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 	}
 	now := s.now()
+	var synced []string
 	for _, msg := range batch {
 		var u crawlv1.DiscoveredURL
 		if err := kafkaio.Decode(msg, &u); err != nil {
 			dropped[Malformed]++
 			h.log.Warn("undecodable record skipped", telemetry.Offset(msg.Offset), zap.Error(err))
 			continue
+		}
+		if s.cfg.SyncSpec != nil && !slices.Contains(synced, u.GetCrawlId()) {
+			synced = append(synced, u.GetCrawlId())
+			if err := s.cfg.SyncSpec(ctx, u.GetCrawlId()); err != nil {
+				undo()
+				return fmt.Errorf("wait for the specification of crawl %s: %w", u.GetCrawlId(), err)
+			}
 		}
 		d, err := s.policy.Decide(ctx, &u, h.partition, view, s.budget, hosts)
 		if err != nil {
