@@ -82,7 +82,7 @@ vet:
 
 # make lint                     golangci-lint (.golangci.yml) over every module
 lint: lint-install
-	@set -e; for m in $(MODULES); do echo "== lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...); done
+	@set -e; for m in $(MODULES); do echo "== lint $$m"; (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners ./...); done
 
 lint-install:
 	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q "version $(GOLANGCI_LINT_VERSION:v%=%) " || { \
