@@ -25,7 +25,7 @@ func TestFollowSurvivesBrokerRestart(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
 	defer cancel()
 	b, err := kafkaembed.Start(ctx, dir, addr)
 	if err != nil {

@@ -113,7 +113,7 @@ func produce(t *testing.T, c kafkaio.Config, topic, prefix string, n int) []stri
 		values = append(values, v)
 		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(fmt.Sprintf("host%d.example", i%13)), Value: []byte(v)})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := w.Write(ctx, msgs...); err != nil {
 		t.Fatalf("produce: %v", err)
@@ -125,7 +125,7 @@ func produce(t *testing.T, c kafkaio.Config, topic, prefix string, n int) []stri
 // returns Run's error (failing the test if Run does not return in time).
 func runGroup(t *testing.T, g *kafkaio.Group) (stop func() error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() { errc <- g.Run(ctx) }()
 	var once sync.Once
@@ -169,7 +169,7 @@ func groupConfig(c kafkaio.Config, topic string) kafkaio.GroupConfig {
 
 func lagOf(t *testing.T, c kafkaio.Config, group, topic string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	lag, err := kafkaio.Lag(ctx, c, group, topic)
 	if err != nil {
@@ -180,7 +180,7 @@ func lagOf(t *testing.T, c kafkaio.Config, group, topic string) int64 {
 
 func committed(t *testing.T, c kafkaio.Config, group, topic string) map[int]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	parts, err := kafkaio.GroupOffsets(ctx, c, group, topic)
 	if err != nil {
@@ -230,7 +230,7 @@ func TestGroupConsumesAndCommitsEverything(t *testing.T) {
 	if rec.closed != 4 {
 		t.Errorf("handlers closed = %d, want 4", rec.closed)
 	}
-	if err := g.Run(context.Background()); !errors.Is(err, kafkaio.ErrClosed) {
+	if err := g.Run(t.Context()); !errors.Is(err, kafkaio.ErrClosed) {
 		t.Errorf("second Run = %v, want ErrClosed", err)
 	}
 	if got := testutilValue(t, reg, "kafka_consumed_total", topic); got < n+50 {
@@ -498,7 +498,7 @@ func TestGroupHandlerErrorFailsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := g.Run(ctx); !errors.Is(err, boom) {
 		t.Fatalf("run = %v, want %v", err, boom)
@@ -519,7 +519,7 @@ func TestGroupAssignErrorFailsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := g.Run(ctx); !errors.Is(err, boom) {
 		t.Fatalf("run = %v, want %v", err, boom)
@@ -564,7 +564,7 @@ func TestGroupCommittedOffsetOutOfRange(t *testing.T) {
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: tr}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	resp, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
 		GroupID:      gc.GroupID,

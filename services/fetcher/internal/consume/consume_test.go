@@ -169,7 +169,7 @@ func TestConsumeIntegration(t *testing.T) {
 		hostA.base + "/not-html": {failure.None, 200},
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	// publish the requests (sorted, so host queues are deterministic) and one poison record
@@ -411,7 +411,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	defer w.Close()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	rec, stopRec := startRecorder(t, context.Background(), w, flog, nil, reg)
+	rec, stopRec := startRecorder(t, t.Context(), w, flog, nil, reg)
 	defer stopRec()
 
 	svc, err := New(Options{Topics: kcfg.Topics(), Workers: 2, InstanceID: "t",
@@ -419,7 +419,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := svc.Assign(context.Background(), kcfg.Topics().Fetch, 0)
+	h, err := svc.Assign(t.Context(), kcfg.Topics().Fetch, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,10 +437,10 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 		m.Offset = int64(i)
 		batch = append(batch, m)
 	}
-	if err := h.Handle(context.Background(), batch, ack); err != nil {
+	if err := h.Handle(t.Context(), batch, ack); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	select {
 	case <-hanging:
@@ -452,7 +452,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 		defer mu.Unlock()
 		return acked[0]
 	})
-	closeCtx, closeCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	closeCtx, closeCancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer closeCancel()
 	start := time.Now()
 	if err := h.Close(closeCtx); err != nil {

@@ -38,7 +38,7 @@ func TestCrawlControl(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	specs := crawlcontrol.NewSpecs()
@@ -171,7 +171,7 @@ func TestPausedRequestsSurviveSlowAcks(t *testing.T) {
 	kcfg := kafkatest.Config(t, 1)
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	specs := crawlcontrol.NewSpecs()

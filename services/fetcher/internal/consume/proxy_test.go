@@ -38,7 +38,7 @@ func TestProxyFeedback(t *testing.T) {
 	store := chtest.NewStore(t)
 	topics := kcfg.Topics()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	mux := pageHandler("")

@@ -117,7 +117,7 @@ func TestRebalanceKeepsPoliteness(t *testing.T) {
 	kcfg := kafkatest.Config(t, 4)
 	store := chtest.NewStore(t)
 	topics := kcfg.Topics()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 
 	type hostSpec struct {

@@ -105,7 +105,7 @@ func TestRetriesRedirects(t *testing.T) {
 	hostF := startSite(t, "127.0.0.12", pageHandler("")) // one request due far ahead
 	ftpSrv := ftptest.Start(t, "127.0.0.41", ftptest.Options{Files: map[string]string{"/pub/a.txt": "file a", "/pub/b/c.txt": "file c"}})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	farAt := time.Now().Add(2 * time.Second)
 	const maxRedirects = 4

@@ -40,7 +40,7 @@ func startRobotsProc(t *testing.T, kcfg kafkaio.Config, store *chstore.Store, lo
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
 	rlog := chstore.NewBatchWriter(store, chstore.RobotsTxt, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	rec, stopRec := startRecorder(t, context.Background(), w, flog, rlog, reg)
+	rec, stopRec := startRecorder(t, t.Context(), w, flog, rlog, reg)
 	rc := robots.NewCache(f, now, robots.Options{UserAgent: f.UserAgent()})
 	svc, err := New(Options{
 		Topics: kcfg.Topics(), Workers: 8, InstanceID: "robots-test", Now: now,
@@ -123,7 +123,7 @@ func TestRobotsSurviveRestart(t *testing.T) {
 			store := chtest.NewStore(t)
 			topic := kcfg.Topics().Fetch
 			const partition = 2
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 
 			var (

@@ -2,7 +2,6 @@ package httpfetch
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -181,7 +180,7 @@ func TestFetch(t *testing.T) {
 			}
 			f := New(o)
 			defer f.Close()
-			r := f.Fetch(context.Background(), Request{URL: tt.url})
+			r := f.Fetch(t.Context(), Request{URL: tt.url})
 			if r.Status != tt.wantStatus || r.Kind != tt.wantKind {
 				t.Fatalf("status, kind = %d %q (err %v), want %d %q", r.Status, r.Kind, r.Err, tt.wantStatus, tt.wantKind)
 			}
@@ -224,7 +223,7 @@ func TestFetchRetryAfter(t *testing.T) {
 	}))
 	f := New(Options{AllowPrivate: true})
 	defer f.Close()
-	r := f.Fetch(context.Background(), Request{URL: base + "/"})
+	r := f.Fetch(t.Context(), Request{URL: base + "/"})
 	var se *failure.StatusError
 	if !errors.As(r.Err, &se) || se.Code != 429 || se.RetryAfter != 7*time.Second {
 		t.Fatalf("err = %v, want StatusError 429 retry after 7s", r.Err)
@@ -239,7 +238,7 @@ func TestFetchSendsHeaders(t *testing.T) {
 	}))
 	f := New(Options{AllowPrivate: true, UserAgent: "trawl-test/1"})
 	defer f.Close()
-	r := f.Fetch(context.Background(), Request{URL: base + "/", ETag: `"e"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"})
+	r := f.Fetch(t.Context(), Request{URL: base + "/", ETag: `"e"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"})
 	if r.Status != 304 || r.Kind != failure.None {
 		t.Fatalf("status, kind = %d %q, want 304 none", r.Status, r.Kind)
 	}

@@ -1,7 +1,6 @@
 package proxies
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -128,7 +127,7 @@ func TestFetchThroughProxy(t *testing.T) {
 			}
 			f := httpfetch.New(httpfetch.Options{AllowPrivate: tt.allowPrivate, Proxies: pool})
 			defer f.Close()
-			r := f.Fetch(context.Background(), httpfetch.Request{URL: srv.URL + "/", Host: "127.0.0.2"})
+			r := f.Fetch(t.Context(), httpfetch.Request{URL: srv.URL + "/", Host: "127.0.0.2"})
 			if r.Kind != tt.wantKind {
 				t.Fatalf("kind = %q (err %v), want %q", r.Kind, r.Err, tt.wantKind)
 			}

@@ -1,7 +1,6 @@
 package robots
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -118,7 +117,7 @@ func TestCacheFetch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := time.Now()
 			c := NewCache(f, func() time.Time { return clock }, Options{UserAgent: ua})
-			r := c.Fetch(context.Background(), tt.origin, "h")
+			r := c.Fetch(t.Context(), tt.origin, "h")
 			if r.Outcome != tt.wantOutcome || r.Kind != tt.wantKind || r.Requests != tt.wantRequests {
 				t.Fatalf("outcome, kind, requests = %q %q %d (err %v), want %q %q %d", r.Outcome, r.Kind, r.Requests, r.Err, tt.wantOutcome, tt.wantKind, tt.wantRequests)
 			}
@@ -162,7 +161,7 @@ func TestCacheBounded(t *testing.T) {
 	defer f.Close()
 	c := NewCache(f, time.Now, Options{UserAgent: ua, MaxEntries: 3})
 	for i := range 10 {
-		c.Fetch(context.Background(), fmt.Sprintf("%s/o%d", base, i), "h")
+		c.Fetch(t.Context(), fmt.Sprintf("%s/o%d", base, i), "h")
 		if _, ok := c.Lookup(base + "/o0"); !ok && i < 3 {
 			t.Fatalf("origin 0 evicted after %d fetches although recently used", i+1)
 		}
@@ -267,9 +266,9 @@ func TestRecordRestore(t *testing.T) {
 	defer f.Close()
 	fetchedAt := time.Now()
 	first := NewCache(f, func() time.Time { return fetchedAt }, Options{UserAgent: ua})
-	ok := first.Fetch(context.Background(), base+"/ok", "h")
-	gone := first.Fetch(context.Background(), base+"/gone", "h")
-	down := first.Fetch(context.Background(), base+"/down", "h")
+	ok := first.Fetch(t.Context(), base+"/ok", "h")
+	gone := first.Fetch(t.Context(), base+"/gone", "h")
+	down := first.Fetch(t.Context(), base+"/down", "h")
 	if _, kept := down.Record(); kept {
 		t.Fatalf("an Unavailable robots.txt has a durable form")
 	}

@@ -54,7 +54,7 @@ func newEnv(t *testing.T) *env {
 	e.seenW = chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	e.eventsW = chstore.NewBatchWriter(e.store, chstore.URLEvents, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	e.frontW = chstore.NewBatchWriter(e.store, chstore.Frontier, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 3)
 	go func() { done <- e.seenW.Run(ctx) }()
 	go func() { done <- e.eventsW.Run(ctx) }()
@@ -101,7 +101,7 @@ func (e *env) startWith(cfg Config, maxPages int64) *instance {
 	if err != nil {
 		e.t.Fatalf("NewGroup: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(e.t.Context())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	var once sync.Once
@@ -145,7 +145,7 @@ func (e *env) publish(recs ...rec) {
 		}
 		msgs = append(msgs, m)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(e.t.Context(), 10*time.Second)
 	defer cancel()
 	if err := e.producer.Write(ctx, msgs...); err != nil {
 		e.t.Fatalf("publish: %v", err)
@@ -156,7 +156,7 @@ func (e *env) publish(recs ...rec) {
 // (so everything they caused is produced and persisted).
 func (e *env) drain() {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(e.t.Context(), 30*time.Second)
 	defer cancel()
 	for {
 		lag, err := kafkaio.Lag(ctx, e.kafka, e.kafka.GroupFor("scheduler"), e.kafka.Topics().Discovered)
@@ -198,7 +198,7 @@ type seenRow struct {
 
 func (e *env) seenRows() []seenRow {
 	e.t.Helper()
-	rows, err := e.store.Conn().Query(context.Background(),
+	rows, err := e.store.Conn().Query(e.t.Context(),
 		"SELECT crawl_id, partition, fp, url, depth FROM url_seen FINAL ORDER BY crawl_id, url")
 	if err != nil {
 		e.t.Fatalf("query url_seen: %v", err)
@@ -319,7 +319,7 @@ func TestSchedulesEachCanonicalURLOnce(t *testing.T) {
 	want[[2]string{"c1", "http://rekeyed.example/p"}] = 1
 	// A record that is not a DiscoveredURL at all.
 	e.publish(recs...)
-	if err := e.producer.Write(context.Background(), kafka.Message{Topic: e.kafka.Topics().Discovered, Key: []byte("x"), Value: []byte{0xff, 0xff}}); err != nil {
+	if err := e.producer.Write(t.Context(), kafka.Message{Topic: e.kafka.Topics().Discovered, Key: []byte("x"), Value: []byte{0xff, 0xff}}); err != nil {
 		t.Fatalf("publish garbage: %v", err)
 	}
 	e.drain()
@@ -355,7 +355,7 @@ func TestSchedulesEachCanonicalURLOnce(t *testing.T) {
 	// Every URL not admitted has its terminal state in url_events (a
 	// duplicate URL once, however often it was rediscovered).
 	events := map[string]uint64{}
-	rows, err := e.store.Conn().Query(context.Background(),
+	rows, err := e.store.Conn().Query(t.Context(),
 		"SELECT concat(state, '/', reason), count() FROM url_events FINAL GROUP BY state, reason")
 	if err != nil {
 		t.Fatalf("query url_events: %v", err)
@@ -466,7 +466,7 @@ func TestMaxPagesBudget(t *testing.T) {
 		t.Fatalf("after restart fetch requests per crawl = %v, want big:%d small:4", n, maxPages)
 	}
 
-	counts, err := sinks.CountSeen(e.store)(context.Background(), []string{"big", "small", "none"})
+	counts, err := sinks.CountSeen(e.store)(t.Context(), []string{"big", "small", "none"})
 	if err != nil {
 		t.Fatalf("CountSeen: %v", err)
 	}
@@ -586,7 +586,7 @@ func TestFrontierSurvivesRestart(t *testing.T) {
 func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 	e := newEnv(t)
 	broken := chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{}, e.log, nil)
-	stopped, stopBroken := context.WithCancel(context.Background())
+	stopped, stopBroken := context.WithCancel(t.Context())
 	stopBroken()
 	if err := broken.Run(stopped); err != nil { // stopped: every Write fails
 		t.Fatal(err)
@@ -603,7 +603,7 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
@@ -665,7 +665,7 @@ func TestIdlePumpsDoNotQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	defer func() {

@@ -1,7 +1,6 @@
 package consume
 
 import (
-	"context"
 	"fmt"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 	"testing"
@@ -50,7 +49,7 @@ func serpDisc(crawl, url string) rec {
 // eventCounts returns url_events rows per crawl and state/reason.
 func (e *env) eventCounts() map[string]int {
 	e.t.Helper()
-	rows, err := e.store.Conn().Query(context.Background(),
+	rows, err := e.store.Conn().Query(e.t.Context(),
 		"SELECT concat(crawl_id, ':', state, '/', reason), count() FROM url_events FINAL GROUP BY crawl_id, state, reason")
 	if err != nil {
 		e.t.Fatalf("query url_events: %v", err)
@@ -137,7 +136,7 @@ func TestCrawlStates(t *testing.T) {
 		t.Errorf("url_events = %v, want 3 cancelled rows for gone and for paused2", ev)
 	}
 	var pending uint64
-	if err := e.store.Conn().QueryRow(context.Background(), `SELECT count() FROM
+	if err := e.store.Conn().QueryRow(t.Context(), `SELECT count() FROM
 		(SELECT fp, max(state) AS st FROM frontier_v2 GROUP BY crawl_id, fp) WHERE st = 0`).Scan(&pending); err != nil {
 		t.Fatalf("query frontier_v2: %v", err)
 	}
