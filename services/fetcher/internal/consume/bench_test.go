@@ -71,7 +71,7 @@ func runPoliteness(b *testing.B, healthy, throttled int, giant bool) {
 	}
 	tooMany := http.NewServeMux()
 	tooMany.Handle("/robots.txt", pageHandler(""))
-	tooMany.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	tooMany.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "slow down", http.StatusTooManyRequests)
 	})

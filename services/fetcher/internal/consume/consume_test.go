@@ -117,17 +117,17 @@ func TestConsumeIntegration(t *testing.T) {
 
 	// host A: pages, a slow page, an oversized page, a redirect
 	muxA := pageHandler("User-agent: *\nAllow: /\n")
-	muxA.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+	muxA.HandleFunc("/slow", func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second):
 		}
 	})
-	muxA.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+	muxA.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write([]byte(strings.Repeat("<p>big</p>", 4000)))
 	})
-	muxA.HandleFunc("/not-html", func(w http.ResponseWriter, r *http.Request) {
+	muxA.HandleFunc("/not-html", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write([]byte("\x89PNG binary"))
 	})
@@ -395,7 +395,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	mux := pageHandler("")
 	hanging := make(chan struct{}, 1)
-	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/hang", func(_ http.ResponseWriter, r *http.Request) {
 		hanging <- struct{}{}
 		select {
 		case <-r.Context().Done():

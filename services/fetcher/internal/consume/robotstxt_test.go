@@ -138,7 +138,7 @@ func TestRobotsSurviveRestart(t *testing.T) {
 				now = append(now, s.base+"/p1", s.base+"/private/x")
 			}
 			// a site whose robots.txt fails: nothing of it may be stored
-			broken := startSite(t, "127.0.2.30", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }))
+			broken := startSite(t, "127.0.2.30", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
 			quiet := zap.NewNop()
 			p1 := startRobotsProc(t, kcfg, store, store, time.Now, quiet)
 			p1.fetchAll(ctx, t, topic, partition, append(first, broken.base+"/p0"))

@@ -70,42 +70,42 @@ func TestFetch(t *testing.T) {
 	big := strings.Repeat("a", 100<<10)
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("ETag", `"v1"`)
 		_, _ = w.Write([]byte("<html><body>héllo</body></html>"))
 	})
-	mux.HandleFunc("/gbk-header", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/gbk-header", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=GBK")
 		_, _ = w.Write(gbk(t, page))
 	})
-	mux.HandleFunc("/gbk-meta", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/gbk-meta", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write(gbk(t, metaPage))
 	})
-	mux.HandleFunc("/gbk-undeclared", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/gbk-undeclared", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write(gbk(t, page))
 	})
-	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte(big))
 	})
-	mux.HandleFunc("/png", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/png", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write(bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 1000))
 	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/elsewhere?x=1", http.StatusMovedPermanently)
 	})
-	mux.HandleFunc("/busy", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/busy", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "7")
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	mux.HandleFunc("/missing", func(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 	})
-	mux.HandleFunc("/slow-headers", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/slow-headers", func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second):
@@ -217,7 +217,7 @@ func TestFetch(t *testing.T) {
 }
 
 func TestFetchRetryAfter(t *testing.T) {
-	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "7")
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))

@@ -88,7 +88,7 @@ func TestFetchConnectionReuse(t *testing.T) {
 // lookup per TTL, and the private-address check applied to the cached
 // addresses on every dial.
 func TestFetchDNSCache(t *testing.T) {
-	base := serve(t, "127.0.0.73", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := serve(t, "127.0.0.73", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Connection", "close") // every fetch dials again
 		fmt.Fprint(w, "ok")
 	}))

@@ -47,15 +47,15 @@ Sitemap: http://example.com/sitemap.xml
 func TestCacheFetch(t *testing.T) {
 	var requests atomic.Int64
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ok/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/ok/robots.txt", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(rulesBody))
 	})
 	// each "origin" below is emulated by a path prefix: the test calls
 	// Fetch with origin = base + prefix.
 	mux.HandleFunc("/missing/robots.txt", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
-	mux.HandleFunc("/forbidden/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) })
-	mux.HandleFunc("/broken/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
-	mux.HandleFunc("/limited/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) })
+	mux.HandleFunc("/forbidden/robots.txt", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(403) })
+	mux.HandleFunc("/broken/robots.txt", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) })
+	mux.HandleFunc("/limited/robots.txt", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(429) })
 	mux.HandleFunc("/moved/robots.txt", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/moved2/robots.txt", http.StatusFound)
 	})
@@ -65,7 +65,7 @@ func TestCacheFetch(t *testing.T) {
 	mux.HandleFunc("/loop/robots.txt", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/loop/robots.txt", http.StatusFound)
 	})
-	mux.HandleFunc("/huge/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/huge/robots.txt", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("User-agent: *\nDisallow: /x\n"))
 		_, _ = w.Write([]byte(strings.Repeat("# padding padding padding padding\n", 20000)))
 		_, _ = w.Write([]byte("Disallow: /beyond-the-cap\n"))
@@ -154,7 +154,7 @@ func TestCacheFetch(t *testing.T) {
 }
 
 func TestCacheBounded(t *testing.T) {
-	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("User-agent: *\nDisallow: /x\n"))
 	}))
 	f := httpfetch.New(httpfetch.Options{AllowPrivate: true})

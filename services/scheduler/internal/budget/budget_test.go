@@ -124,7 +124,7 @@ func TestTracker(t *testing.T) {
 					tr.Unreserve(s.partition, s.crawl, s.n)
 				case "refresh":
 					counts := s.counts
-					err := tr.Refresh(context.Background(), func(_ context.Context, ids []string) (map[string]int64, error) {
+					err := tr.Refresh(t.Context(), func(context.Context, []string) (map[string]int64, error) {
 						return counts, nil
 					})
 					if err != nil {
