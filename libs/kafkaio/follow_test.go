@@ -18,7 +18,7 @@ import (
 // returns nor misses a record, and reads on once the broker is back. The
 // services run it in their run groups, where an error ends the process.
 func TestFollowSurvivesBrokerRestart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ type span struct {
 func startSite(t testing.TB, ip string, h http.Handler) *site {
 	t.Helper()
 	s := &site{hits: map[string]int{}}
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -139,7 +139,7 @@ func TestConsumeIntegration(t *testing.T) {
 	// host B: robots.txt disallows /private
 	hostB := startSite(t, "127.0.0.3", pageHandler("User-agent: *\nDisallow: /private\n"))
 	// an unreachable host
-	ln, err := net.Listen("tcp", "127.0.0.5:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.5:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func serve(t *testing.T, ip string, h http.Handler) string {
 // unstartedOn returns a server of h listening on ip, not started.
 func unstartedOn(t *testing.T, ip string, h http.Handler) *httptest.Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -128,7 +128,7 @@ func TestFetch(t *testing.T) {
 	base := serve(t, "127.0.0.2", mux)
 
 	// a port with nothing listening
-	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.3:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestFetchThroughProxy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ const ua = "trawl/0.1 (+https://github.com/trawl-crawler/trawl)"
 
 func serve(t *testing.T, ip string, h http.Handler) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestCacheFetch(t *testing.T) {
 		requests.Add(1)
 		mux.ServeHTTP(w, r)
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.3:0")
 	if err != nil {
 		t.Fatal(err)
 	}
