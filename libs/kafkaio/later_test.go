@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,20 +31,19 @@ func TestLater(t *testing.T) {
 		}
 	})
 	t.Run("first failure kept for Err and Close", func(t *testing.T) {
-		l := NewLater(t.Context(), zap.NewNop())
-		boom := errors.New("insert failed")
-		l.Go(func(context.Context) error { return boom })
-		deadline := time.Now().Add(5 * time.Second)
-		for l.Err() == nil && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		l.Go(func(context.Context) error { return errors.New("later failure") })
-		if err := l.Close(t.Context()); !errors.Is(err, boom) {
-			t.Errorf("Close = %v, want the first failure", err)
-		}
-		if !errors.Is(l.Err(), boom) {
-			t.Errorf("Err = %v, want the first failure", l.Err())
-		}
+		synctest.Test(t, func(t *testing.T) {
+			l := NewLater(t.Context(), zap.NewNop())
+			boom := errors.New("insert failed")
+			l.Go(func(context.Context) error { return boom })
+			synctest.Wait() // the failing work returned and was recorded
+			l.Go(func(context.Context) error { return errors.New("later failure") })
+			if err := l.Close(t.Context()); !errors.Is(err, boom) {
+				t.Errorf("Close = %v, want the first failure", err)
+			}
+			if !errors.Is(l.Err(), boom) {
+				t.Errorf("Err = %v, want the first failure", l.Err())
+			}
+		})
 	})
 	t.Run("Close gives up at its deadline and cancels", func(t *testing.T) {
 		l := NewLater(t.Context(), zap.NewNop())
