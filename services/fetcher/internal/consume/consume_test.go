@@ -386,6 +386,41 @@ func waitFor(ctx context.Context, t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// holdsFor polls cond for window and fails the test the first time it does
+// not hold: what a test checks when the point is that nothing happens.
+func holdsFor(ctx context.Context, t testing.TB, window time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.NewTimer(window)
+	defer end.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if !cond() {
+			t.Fatalf("%s stopped holding", what)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("context ended while checking %s", what)
+		case <-end.C:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// noRepeat reports whether no path of s was requested twice.
+func noRepeat(s *site) func() bool {
+	return func() bool {
+		_, hits := s.snapshot()
+		for path, n := range hits {
+			if path != "/robots.txt" && n > 1 {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // TestCloseHandsBackInFlight checks that a partition closing while a fetch
 // is in flight returns within its deadline and leaves the record unacked
 // (redelivered to the next owner), while finished records are acked.

@@ -205,7 +205,12 @@ func TestRetriesRedirects(t *testing.T) {
 		outMu.Unlock()
 		return err == nil && lag == 0 && n >= wantPages
 	})
-	time.Sleep(3 * delay) // nothing more may come
+	// nothing more may come
+	holdsFor(ctx, t, 3*delay, fmt.Sprintf("at most %d fetched pages published", wantPages), func() bool {
+		outMu.Lock()
+		defer outMu.Unlock()
+		return len(pages) <= wantPages
+	})
 	if err := stopFetcher(); err != nil {
 		t.Fatalf("consumer: %v", err)
 	}

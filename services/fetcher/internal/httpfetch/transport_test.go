@@ -109,7 +109,7 @@ func TestFetchDNSCache(t *testing.T) {
 		name        string
 		allow       bool
 		ttl         time.Duration
-		sleep       time.Duration // between the two fetches
+		advance     time.Duration // of the DNS cache's clock between the two fetches
 		wantKind    failure.Kind
 		wantLookups int32
 	}{
@@ -122,9 +122,12 @@ func TestFetchDNSCache(t *testing.T) {
 			lookups.Store(0)
 			f := New(Options{AllowPrivate: tt.allow, DNSCacheTTL: tt.ttl, Lookup: lookup})
 			defer f.Close()
+			start := time.Now()
+			var elapsed atomic.Int64 // of the cache's clock
+			f.dns.now = func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
 			for i := range 2 {
 				if i == 1 {
-					time.Sleep(tt.sleep)
+					elapsed.Add(int64(tt.advance))
 				}
 				res := f.Fetch(t.Context(), Request{URL: named})
 				if res.Kind != tt.wantKind {
