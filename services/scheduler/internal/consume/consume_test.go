@@ -521,14 +521,9 @@ func TestHostQuotaDefersAndReleases(t *testing.T) {
 	}
 	e.publish(recs...)
 	e.drain()
-	deadline := time.Now().Add(20 * time.Second)
-	for testutil.ToFloat64(inst.s.metrics.released) < 8 {
-		if time.Now().After(deadline) {
-			t.Fatalf("released %v of 8 deferred URLs", testutil.ToFloat64(inst.s.metrics.released))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond) // a wrong second release would show
+	waitFor(t, "8 deferred URLs released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) >= 8 })
+	// a wrong second release would show
+	holdsFor(t, 500*time.Millisecond, "8 deferred URLs released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) <= 8 })
 	checkFetches(t, e, want)
 	if got := testutil.ToFloat64(inst.s.metrics.deferred); got != 8 {
 		t.Errorf("deferred = %v, want 8", got)
@@ -568,14 +563,9 @@ func TestFrontierSurvivesRestart(t *testing.T) {
 		t.Fatalf("%d fetch requests before the restart, want 2 (the quota)", got)
 	}
 	second := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 100 * time.Millisecond}, 0)
-	deadline := time.Now().Add(20 * time.Second)
-	for testutil.ToFloat64(second.s.metrics.released) < 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("second instance released %v of 4 deferred URLs", testutil.ToFloat64(second.s.metrics.released))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(400 * time.Millisecond) // a wrong second release would show
+	waitFor(t, "4 deferred URLs released by the second instance", func() bool { return testutil.ToFloat64(second.s.metrics.released) >= 4 })
+	// a wrong second release would show
+	holdsFor(t, 400*time.Millisecond, "4 deferred URLs released by the second instance", func() bool { return testutil.ToFloat64(second.s.metrics.released) <= 4 })
 	checkFetches(t, e, want)
 }
 
@@ -677,10 +667,10 @@ func TestIdlePumpsDoNotQuery(t *testing.T) {
 	e.publish(disc("run", "http://a.example/x", 1))
 	e.drain()
 	waitFor(t, "every pump's first read", func() bool { return fr.reads.Load() >= partitions })
-	time.Sleep(time.Second) // twenty windows
-	if n := fr.reads.Load(); n != partitions {
-		t.Errorf("%d frontier reads over twenty windows of %d idle pumps, want %d", n, partitions, partitions)
-	}
+	// twenty windows
+	holdsFor(t, time.Second, fmt.Sprintf("%d frontier reads over twenty windows of %d idle pumps", partitions, partitions), func() bool {
+		return fr.reads.Load() == partitions
+	})
 	before := fr.reads.Load()
 	e.publish(disc("p", "http://b.example/held", 1))
 	e.drain()

@@ -74,6 +74,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	schedtest.WaitFor(t, what, cond)
 }
 
+func holdsFor(t *testing.T, window time.Duration, what string, cond func() bool) {
+	t.Helper()
+	schedtest.HoldsFor(t, window, what, cond)
+}
+
 // TestCrawlStates: a running crawl's URLs go out at once carrying their
 // SERP engine; a cancelled crawl's URLs are dropped and recorded as
 // cancelled; a paused crawl's URLs are held in the frontier until it runs
@@ -96,7 +101,8 @@ func TestCrawlStates(t *testing.T) {
 	}
 	e.publish(recs...)
 	e.drain()
-	time.Sleep(400 * time.Millisecond) // several pump ticks: nothing may leave
+	// several pump ticks: nothing may leave
+	holdsFor(t, 400*time.Millisecond, "one fetch request while paused", func() bool { return len(e.fetches()) <= 1 })
 	got := e.fetches()
 	if len(got) != 1 || got[0].req.CrawlId != "run" || got[0].req.SerpEngine != "demo" {
 		t.Fatalf("fetch requests while paused = %v, want only crawl run's with serp engine demo", got)
@@ -109,7 +115,8 @@ func TestCrawlStates(t *testing.T) {
 	setState(t, specs, "paused", 2, crawlv1.CrawlState_CRAWL_STATE_RUNNING)
 	waitFor(t, "held urls released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) >= 3 })
 	waitFor(t, "held urls of the cancelled crawl dropped", func() bool { return dropped(inst.s, admit.Cancelled) >= 6 })
-	time.Sleep(400 * time.Millisecond) // a wrong second release would show
+	// a wrong second release would show
+	holdsFor(t, 400*time.Millisecond, "three held urls released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) <= 3 })
 	// Not checkFetches: paused2's URLs were admitted (url_seen) before
 	// the crawl was cancelled.
 	fetched := make(map[[2]string]int)
