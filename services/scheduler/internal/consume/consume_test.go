@@ -54,7 +54,9 @@ func newEnv(t *testing.T) *env {
 	e.seenW = chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	e.eventsW = chstore.NewBatchWriter(e.store, chstore.URLEvents, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	e.frontW = chstore.NewBatchWriter(e.store, chstore.Frontier, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
-	ctx, cancel := context.WithCancel(t.Context())
+	// Cancelled by the cleanup, after the instances' (registered later,
+	// run first): not by the test's end, which would stop them together.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	done := make(chan error, 3)
 	go func() { done <- e.seenW.Run(ctx) }()
 	go func() { done <- e.eventsW.Run(ctx) }()
@@ -101,7 +103,9 @@ func (e *env) startWith(cfg Config, maxPages int64) *instance {
 	if err != nil {
 		e.t.Fatalf("NewGroup: %v", err)
 	}
-	ctx, cancel := context.WithCancel(e.t.Context())
+	// Ended by stop (at the latest in a cleanup, before the writers'), not
+	// by the test's end.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(e.t.Context()))
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	var once sync.Once
