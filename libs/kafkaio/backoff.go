@@ -10,7 +10,7 @@ type backoff struct {
 	next, max time.Duration
 }
 
-func newBackoff(start, max time.Duration) *backoff { return &backoff{next: start, max: max} }
+func newBackoff(start, limit time.Duration) *backoff { return &backoff{next: start, max: limit} }
 
 // wait sleeps for the current delay, doubling it, or returns ctx's error.
 func (b *backoff) wait(ctx context.Context) error {

@@ -25,7 +25,7 @@ func BenchmarkWrite(b *testing.B) {
 	for i := range batch {
 		batch[i] = kafka.Message{Topic: c.Topics().Fetch, Key: []byte(fmt.Sprintf("host%d.example", i%97)), Value: value}
 	}
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ResetTimer()
 	for b.Loop() {
 		if err := w.Write(ctx, batch...); err != nil {
@@ -43,7 +43,7 @@ func BenchmarkGroupConsume(b *testing.B) {
 	w := kafkaio.NewWriter(c, zap.NewNop(), nil)
 	value := make([]byte, 200)
 	total := 0
-	ctx := context.Background()
+	ctx := b.Context()
 	for range b.N {
 		batch := make([]kafka.Message, 500)
 		for i := range batch {

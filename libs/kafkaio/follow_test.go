@@ -18,14 +18,14 @@ import (
 // returns nor misses a record, and reads on once the broker is back. The
 // services run it in their run groups, where an error ends the process.
 func TestFollowSurvivesBrokerRestart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
 	defer cancel()
 	b, err := kafkaembed.Start(ctx, dir, addr)
 	if err != nil {

@@ -609,8 +609,8 @@ func (pr *partitionRun) ack(msg kafka.Message) {
 func (pr *partitionRun) fresh() bool {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	_, any := pr.tracker.Committable()
-	return !any
+	_, read := pr.tracker.Committable()
+	return !read
 }
 
 func (pr *partitionRun) unacked() int {
@@ -619,9 +619,9 @@ func (pr *partitionRun) unacked() int {
 	return pr.tracker.Unacked()
 }
 
-// waitCapacity blocks while max records are unacked.
-func (pr *partitionRun) waitCapacity(ctx context.Context, max int) error {
-	for pr.unacked() >= max {
+// waitCapacity blocks while limit records are unacked.
+func (pr *partitionRun) waitCapacity(ctx context.Context, limit int) error {
+	for pr.unacked() >= limit {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -113,7 +113,7 @@ func produce(t *testing.T, c kafkaio.Config, topic, prefix string, n int) []stri
 		values = append(values, v)
 		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(fmt.Sprintf("host%d.example", i%13)), Value: []byte(v)})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := w.Write(ctx, msgs...); err != nil {
 		t.Fatalf("produce: %v", err)
@@ -125,7 +125,7 @@ func produce(t *testing.T, c kafkaio.Config, topic, prefix string, n int) []stri
 // returns Run's error (failing the test if Run does not return in time).
 func runGroup(t *testing.T, g *kafkaio.Group) (stop func() error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() { errc <- g.Run(ctx) }()
 	var once sync.Once
@@ -145,15 +145,59 @@ func runGroup(t *testing.T, g *kafkaio.Group) (stop func() error) {
 	return stop
 }
 
-// eventually polls cond every 20ms until it holds or timeout passes.
+// pollInterval is how often eventually, consistently and stableFor look
+// at state kept by the broker, another process.
+const pollInterval = 20 * time.Millisecond
+
+// eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	stableFor(t, timeout, 0, what, cond)
+}
+
+// stableFor polls cond until it has held at every poll for window, or
+// fails the test when timeout passes first.
+func stableFor(t *testing.T, timeout, window time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	var since time.Time // when cond started to hold; zero while it does not
+	for {
+		if !cond() {
+			since = time.Time{}
+		} else if since.IsZero() {
+			since = time.Now()
 		}
-		time.Sleep(20 * time.Millisecond)
+		if !since.IsZero() && time.Since(since) >= window {
+			return
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		case <-tick.C:
+		}
+	}
+}
+
+// consistently polls cond for window and fails the test the first time it
+// does not hold.
+func consistently(t *testing.T, window time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.NewTimer(window)
+	defer end.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		if !cond() {
+			t.Fatalf("%s stopped holding", what)
+		}
+		select {
+		case <-end.C:
+			return
+		case <-tick.C:
+		}
 	}
 }
 
@@ -169,7 +213,7 @@ func groupConfig(c kafkaio.Config, topic string) kafkaio.GroupConfig {
 
 func lagOf(t *testing.T, c kafkaio.Config, group, topic string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	lag, err := kafkaio.Lag(ctx, c, group, topic)
 	if err != nil {
@@ -180,7 +224,7 @@ func lagOf(t *testing.T, c kafkaio.Config, group, topic string) int64 {
 
 func committed(t *testing.T, c kafkaio.Config, group, topic string) map[int]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	parts, err := kafkaio.GroupOffsets(ctx, c, group, topic)
 	if err != nil {
@@ -230,7 +274,7 @@ func TestGroupConsumesAndCommitsEverything(t *testing.T) {
 	if rec.closed != 4 {
 		t.Errorf("handlers closed = %d, want 4", rec.closed)
 	}
-	if err := g.Run(context.Background()); !errors.Is(err, kafkaio.ErrClosed) {
+	if err := g.Run(t.Context()); !errors.Is(err, kafkaio.ErrClosed) {
 		t.Errorf("second Run = %v, want ErrClosed", err)
 	}
 	if got := testutilValue(t, reg, "kafka_consumed_total", topic); got < n+50 {
@@ -262,10 +306,12 @@ func TestGroupCommitsLowestUnacked(t *testing.T) {
 		return committed(t, c, gc.GroupID, topic)[0] == heldOffset
 	})
 	// It must not move past the held record, even after more intervals.
-	time.Sleep(5 * gc.CommitInterval)
-	if got := committed(t, c, gc.GroupID, topic)[0]; got != heldOffset {
-		t.Fatalf("committed = %d with offset %d unacked, want %d", got, heldOffset, heldOffset)
-	}
+	consistently(t, 5*gc.CommitInterval, "commit at the held record", func() bool {
+		if got := committed(t, c, gc.GroupID, topic)[0]; got != heldOffset {
+			t.Fatalf("committed = %d with offset %d unacked, want %d", got, heldOffset, heldOffset)
+		}
+		return true
+	})
 	if lag := lagOf(t, c, gc.GroupID, topic); lag != n-heldOffset {
 		t.Errorf("lag = %d, want %d", lag, n-heldOffset)
 	}
@@ -320,10 +366,12 @@ func TestGroupOutOfOrderAcks(t *testing.T) {
 	for _, m := range held[:n-1] {
 		ack(m)
 	}
-	time.Sleep(5 * gc.CommitInterval)
-	if got := committed(t, c, gc.GroupID, topic)[0]; got > 0 {
-		t.Fatalf("committed = %d with offset 0 unacked, want 0 or none", got)
-	}
+	consistently(t, 5*gc.CommitInterval, "no commit", func() bool {
+		if got := committed(t, c, gc.GroupID, topic)[0]; got > 0 {
+			t.Fatalf("committed = %d with offset 0 unacked, want 0 or none", got)
+		}
+		return true
+	})
 	ack(held[n-1]) // offset 0
 	eventually(t, 10*time.Second, "commit of all", func() bool { return committed(t, c, gc.GroupID, topic)[0] == n })
 	if err := stop(); err != nil {
@@ -366,7 +414,10 @@ func TestGroupMaxInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runGroup(t, g)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		mu.Lock()
 		done := handled == n && len(outstanding) == 0
@@ -386,10 +437,13 @@ func TestGroupMaxInFlight(t *testing.T) {
 		if m.Value != nil {
 			a(m)
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
+			mu.Lock()
+			defer mu.Unlock()
 			t.Fatalf("timed out: handled %d of %d", handled, n)
+		case <-tick.C:
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
@@ -498,7 +552,7 @@ func TestGroupHandlerErrorFailsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := g.Run(ctx); !errors.Is(err, boom) {
 		t.Fatalf("run = %v, want %v", err, boom)
@@ -519,7 +573,7 @@ func TestGroupAssignErrorFailsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := g.Run(ctx); !errors.Is(err, boom) {
 		t.Fatalf("run = %v, want %v", err, boom)
@@ -564,7 +618,7 @@ func TestGroupCommittedOffsetOutOfRange(t *testing.T) {
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: tr}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	resp, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
 		GroupID:      gc.GroupID,

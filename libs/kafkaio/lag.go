@@ -169,7 +169,8 @@ func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer reader.Close()
+			// A reader outside a group only reads: nothing to commit or flush.
+			defer func() { _ = reader.Close() }()
 			if err := reader.SetOffset(kafka.FirstOffset); err != nil {
 				errOnce.Do(func() { readErr = fmt.Errorf("follow %s partition %d: %w", topic, id, err) })
 				cancel()

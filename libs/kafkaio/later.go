@@ -18,7 +18,7 @@ import (
 // Safe for concurrent use.
 type Later struct {
 	log    *zap.Logger
-	ctx    context.Context
+	ctx    context.Context //nolint:containedctx // the work outlives Handle and the revoke; only Close ends it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 

@@ -267,9 +267,8 @@ func TestStickyBalancerMovesAgainstRange(t *testing.T) {
 				delete(stops, s.member)
 				delete(groups, s.member)
 			}
-			eventually(t, 60*time.Second, name+" balanced after "+s.member, stable)
-			time.Sleep(300 * time.Millisecond) // a second rebalance would show here
-			eventually(t, 60*time.Second, name+" balanced after "+s.member, stable)
+			// Balanced for 300ms: a second rebalance would show there.
+			stableFor(t, 60*time.Second, 300*time.Millisecond, name+" balanced after "+s.member, stable)
 			cur := assignment()
 			moved, fromSurvivors := moves(prev, cur)
 			n := len(prev)

@@ -21,7 +21,7 @@ func topicPartitions(t *testing.T, brokers []string, topics ...string) map[strin
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
@@ -41,7 +41,7 @@ func topicConfigs(t *testing.T, brokers []string, topic string) map[string]strin
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
 		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic},
@@ -71,7 +71,7 @@ func TestEnsureTopicsCreatesAndIsIdempotent(t *testing.T) {
 	errs := make([]error, 6)
 	for i := range errs {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
 			errs[i] = kafkaio.EnsureTopics(ctx, c)
 		})
@@ -83,7 +83,7 @@ func TestEnsureTopicsCreatesAndIsIdempotent(t *testing.T) {
 		}
 	}
 	// And again, sequentially.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, c); err != nil {
 		t.Fatalf("second EnsureTopics: %v", err)
@@ -121,7 +121,7 @@ func TestEnsureTopicsCreatesAndIsIdempotent(t *testing.T) {
 func TestEnsureTopicsPartitionMismatch(t *testing.T) {
 	c := kafkatest.Config(t, 4)
 	c.Partitions = 8
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	err := kafkaio.EnsureTopics(ctx, c)
 	if !errors.Is(err, kafkaio.ErrPartitionMismatch) {
@@ -142,7 +142,7 @@ func TestEnsureTopicsReplicationFactor(t *testing.T) {
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{c.Topics().Fetch}})
 	if err != nil {
@@ -158,7 +158,7 @@ func TestEnsureTopicsReplicationFactor(t *testing.T) {
 func TestEnsureTopicsUnreachable(t *testing.T) {
 	c := kafkaio.DefaultConfig()
 	c.Brokers = []string{"127.0.0.1:1"} // nothing listens on port 1
-	ctx, cancel := context.WithTimeout(context.Background(), 1*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 1*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, c); err == nil {
 		t.Fatal("EnsureTopics against no broker succeeded")
@@ -202,7 +202,7 @@ func TestFollow(t *testing.T) {
 	topic := c.Topics().Proxies
 	w := kafkaio.NewWriter(c, nopLogger(t), nil)
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	msgs := []kafka.Message{
 		{Topic: topic, Key: []byte("p1"), Value: []byte("v1")},

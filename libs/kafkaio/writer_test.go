@@ -22,7 +22,7 @@ import (
 // were read or the deadline passes.
 func readAll(t *testing.T, c kafkaio.Config, topic string, n int) []kafka.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	got := make(chan kafka.Message, n)
 	errc := make(chan error, 1)
@@ -82,7 +82,7 @@ func testWriterRoundTrip(t *testing.T, c kafkaio.Config) {
 		want[u] = req
 		msgs = append(msgs, m)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	// Two concurrent callers share batches.
 	errc := make(chan error, 2)
@@ -136,7 +136,7 @@ func TestWriterRecordTooLarge(t *testing.T) {
 	c := kafkatest.Config(t, 1)
 	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), prometheus.NewRegistry())
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	big := kafka.Message{Topic: c.Topics().Fetch, Key: []byte("k"), Value: make([]byte, c.MaxMessageBytes+1)}
 	err := w.Write(ctx, big)
@@ -153,7 +153,7 @@ func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 	c := kafkatest.Config(t, 1)
 	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), prometheus.NewRegistry())
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
 	err := w.Write(ctx, kafka.Message{Topic: c.TopicPrefix + "missing", Key: []byte("k"), Value: []byte("v")})
 	if !errors.Is(err, context.DeadlineExceeded) {

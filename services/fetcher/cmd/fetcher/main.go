@@ -53,7 +53,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return fmt.Errorf("open clickhouse: %w", err)
 	}
-	defer store.Close()
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Warn("close clickhouse", zap.Error(err))
+		}
+	}()
 	if err := store.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate clickhouse: %w", err)
 	}

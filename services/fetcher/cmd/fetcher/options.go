@@ -56,7 +56,8 @@ func readCredentials(path string) (map[string]httpfetch.Credential, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open credentials file: %w", err)
 	}
-	defer f.Close()
+	// Only read: a failed Close loses nothing.
+	defer func() { _ = f.Close() }()
 	creds, err := httpfetch.ReadCredentials(f)
 	if err != nil {
 		return nil, fmt.Errorf("read credentials file %s: %w", path, err)

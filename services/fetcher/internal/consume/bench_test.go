@@ -55,7 +55,7 @@ func runPoliteness(b *testing.B, healthy, throttled int, giant bool) {
 	kcfg := kafkatest.Config(b, 1)
 	store := chtest.NewStore(b)
 	topics := kcfg.Topics()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 	defer cancel()
 
 	type host struct {
@@ -71,7 +71,7 @@ func runPoliteness(b *testing.B, healthy, throttled int, giant bool) {
 	}
 	tooMany := http.NewServeMux()
 	tooMany.Handle("/robots.txt", pageHandler(""))
-	tooMany.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	tooMany.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "slow down", http.StatusTooManyRequests)
 	})

@@ -50,7 +50,7 @@ type span struct {
 func startSite(t testing.TB, ip string, h http.Handler) *site {
 	t.Helper()
 	s := &site{hits: map[string]int{}}
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -117,17 +117,17 @@ func TestConsumeIntegration(t *testing.T) {
 
 	// host A: pages, a slow page, an oversized page, a redirect
 	muxA := pageHandler("User-agent: *\nAllow: /\n")
-	muxA.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+	muxA.HandleFunc("/slow", func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second):
 		}
 	})
-	muxA.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+	muxA.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write([]byte(strings.Repeat("<p>big</p>", 4000)))
 	})
-	muxA.HandleFunc("/not-html", func(w http.ResponseWriter, r *http.Request) {
+	muxA.HandleFunc("/not-html", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write([]byte("\x89PNG binary"))
 	})
@@ -139,7 +139,7 @@ func TestConsumeIntegration(t *testing.T) {
 	// host B: robots.txt disallows /private
 	hostB := startSite(t, "127.0.0.3", pageHandler("User-agent: *\nDisallow: /private\n"))
 	// an unreachable host
-	ln, err := net.Listen("tcp", "127.0.0.5:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.5:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestConsumeIntegration(t *testing.T) {
 		hostA.base + "/not-html": {failure.None, 200},
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	// publish the requests (sorted, so host queues are deterministic) and one poison record
@@ -386,6 +386,41 @@ func waitFor(ctx context.Context, t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// holdsFor polls cond for window and fails the test the first time it does
+// not hold: what a test checks when the point is that nothing happens.
+func holdsFor(ctx context.Context, t testing.TB, window time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.NewTimer(window)
+	defer end.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if !cond() {
+			t.Fatalf("%s stopped holding", what)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("context ended while checking %s", what)
+		case <-end.C:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// noRepeat reports whether no path of s was requested twice.
+func noRepeat(s *site) func() bool {
+	return func() bool {
+		_, hits := s.snapshot()
+		for path, n := range hits {
+			if path != "/robots.txt" && n > 1 {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // TestCloseHandsBackInFlight checks that a partition closing while a fetch
 // is in flight returns within its deadline and leaves the record unacked
 // (redelivered to the next owner), while finished records are acked.
@@ -395,7 +430,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	mux := pageHandler("")
 	hanging := make(chan struct{}, 1)
-	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/hang", func(_ http.ResponseWriter, r *http.Request) {
 		hanging <- struct{}{}
 		select {
 		case <-r.Context().Done():
@@ -411,7 +446,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	defer w.Close()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	rec, stopRec := startRecorder(t, context.Background(), w, flog, nil, reg)
+	rec, stopRec := startRecorder(t, t.Context(), w, flog, nil, reg)
 	defer stopRec()
 
 	svc, err := New(Options{Topics: kcfg.Topics(), Workers: 2, InstanceID: "t",
@@ -419,7 +454,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := svc.Assign(context.Background(), kcfg.Topics().Fetch, 0)
+	h, err := svc.Assign(t.Context(), kcfg.Topics().Fetch, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,10 +472,10 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 		m.Offset = int64(i)
 		batch = append(batch, m)
 	}
-	if err := h.Handle(context.Background(), batch, ack); err != nil {
+	if err := h.Handle(t.Context(), batch, ack); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	select {
 	case <-hanging:
@@ -452,7 +487,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 		defer mu.Unlock()
 		return acked[0]
 	})
-	closeCtx, closeCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	closeCtx, closeCancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer closeCancel()
 	start := time.Now()
 	if err := h.Close(closeCtx); err != nil {

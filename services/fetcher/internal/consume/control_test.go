@@ -38,7 +38,7 @@ func TestCrawlControl(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	specs := crawlcontrol.NewSpecs()
@@ -84,13 +84,14 @@ func TestCrawlControl(t *testing.T) {
 	waitFor(ctx, t, "running crawls fetched", func() bool {
 		return sites["slow"].pageHits() == pages && sites["low"].pageHits() == pages
 	})
-	time.Sleep(time.Second) // the paused crawl has been due for a while
+	// the paused crawl has been due for a while
+	holdsFor(ctx, t, time.Second, "no request to the paused crawl", func() bool { return len(mustSpans(sites["later"])) == 0 })
 	if n := len(mustSpans(sites["later"])); n != 0 {
 		t.Errorf("paused crawl: %d requests while paused", n)
 	}
 	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "later", Revision: 2, State: crawlv1.CrawlState_CRAWL_STATE_RUNNING})
 	waitFor(ctx, t, "resumed crawl fetched", func() bool { return sites["later"].pageHits() == pages })
-	time.Sleep(500 * time.Millisecond) // a duplicate would show now
+	holdsFor(ctx, t, 500*time.Millisecond, "no duplicate request", noRepeat(sites["later"])) // a duplicate would show here
 	_, hits := sites["later"].snapshot()
 	for i := range pages {
 		if n := hits[fmt.Sprintf("/p%d", i)]; n != 1 {
@@ -171,7 +172,7 @@ func TestPausedRequestsSurviveSlowAcks(t *testing.T) {
 	kcfg := kafkatest.Config(t, 1)
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	specs := crawlcontrol.NewSpecs()
@@ -204,7 +205,7 @@ func TestPausedRequestsSurviveSlowAcks(t *testing.T) {
 	defer p.stop(t)
 
 	// every request is held through a few rechecks
-	time.Sleep(3*recheck + lateAck)
+	holdsFor(ctx, t, 3*recheck+lateAck, "no request while paused", func() bool { return s.pageHits() == 0 })
 	if n := s.pageHits(); n != 0 {
 		t.Fatalf("%d requests while paused", n)
 	}
@@ -214,7 +215,7 @@ func TestPausedRequestsSurviveSlowAcks(t *testing.T) {
 	waitFor(wctx, t, fmt.Sprintf("the %d held pages to be requested after the resume", pages), func() bool {
 		return s.pageHits() >= pages
 	})
-	time.Sleep(2 * lateAck) // a duplicate would show now
+	holdsFor(ctx, t, 2*lateAck, "no duplicate request", noRepeat(s)) // a duplicate would show here
 	_, hits := s.snapshot()
 	for i := range pages {
 		if n := hits[fmt.Sprintf("/p%d", i)]; n != 1 {

@@ -38,15 +38,15 @@ func TestProxyFeedback(t *testing.T) {
 	store := chtest.NewStore(t)
 	topics := kcfg.Topics()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	mux := pageHandler("")
-	mux.HandleFunc("/forbidden", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusForbidden) })
-	mux.HandleFunc("/throttled", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/forbidden", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusForbidden) })
+	mux.HandleFunc("/throttled", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "slow down", http.StatusTooManyRequests)
 	})
-	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/hang", func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second):

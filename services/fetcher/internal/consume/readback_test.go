@@ -58,7 +58,7 @@ func TestPublishedNotRefetched(t *testing.T) {
 			kcfg := kafkatest.Config(t, 2)
 			store := chtest.NewStore(t)
 			topics := kcfg.Topics()
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			s := startSite(t, "127.0.0.52", pageHandler(""))
 			key, err := kafkaio.Key(s.base + "/")

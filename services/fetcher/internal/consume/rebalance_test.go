@@ -117,7 +117,7 @@ func TestRebalanceKeepsPoliteness(t *testing.T) {
 	kcfg := kafkatest.Config(t, 4)
 	store := chtest.NewStore(t)
 	topics := kcfg.Topics()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 
 	type hostSpec struct {
@@ -163,10 +163,25 @@ func TestRebalanceKeepsPoliteness(t *testing.T) {
 	}
 	a := startFetcher(ctx, t, kcfg, store, "fetcher-a", 100, o)
 	waitFor(ctx, t, "fetcher a assigned", func() bool { return len(a.group.Assigned()) == 4 })
-	time.Sleep(1500 * time.Millisecond)
+	// Mid-crawl: every host fetched from a few times more before each move.
+	progressed := func(more int) func() bool {
+		base := make([]int, len(hosts))
+		for i, h := range hosts {
+			base[i] = h.site.pageHits()
+		}
+		return func() bool {
+			for i, h := range hosts {
+				if h.site.pageHits() < base[i]+more {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(ctx, t, "every host fetched twice by a", progressed(2))
 	b := startFetcher(ctx, t, kcfg, store, "fetcher-b", 100, o)
 	waitFor(ctx, t, "partitions shared", func() bool { return len(b.group.Assigned()) > 0 && len(a.group.Assigned()) > 0 })
-	time.Sleep(1500 * time.Millisecond)
+	waitFor(ctx, t, "every host fetched twice more with a and b", progressed(2))
 	a.stop(t) // scale in: everything moves to b
 	waitFor(ctx, t, "fetcher b owns everything", func() bool { return len(b.group.Assigned()) == 4 })
 	waitFor(ctx, t, "crawl drained", func() bool {

@@ -61,7 +61,7 @@ func TestRetriesRedirects(t *testing.T) {
 
 	var flaky atomic.Int32
 	mux := pageHandler("")
-	mux.HandleFunc("/flaky", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/flaky", func(w http.ResponseWriter, _ *http.Request) {
 		if flaky.Add(1) <= 2 {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
@@ -69,13 +69,13 @@ func TestRetriesRedirects(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, "<p>finally</p>")
 	})
-	mux.HandleFunc("/always500", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/always500", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "broken", http.StatusInternalServerError)
 	})
 	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
 	mux.HandleFunc("/r1", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/r2", http.StatusMovedPermanently) })
 	mux.HandleFunc("/r2", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/final", http.StatusFound) })
-	mux.HandleFunc("/final", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/final", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, "<p>arrived</p>")
 	})
@@ -93,7 +93,7 @@ func TestRetriesRedirects(t *testing.T) {
 	var robotsHits atomic.Int32
 	muxU := http.NewServeMux()
 	muxU.Handle("/", pageHandler(""))
-	muxU.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+	muxU.HandleFunc("/robots.txt", func(w http.ResponseWriter, _ *http.Request) {
 		if robotsHits.Add(1) == 1 {
 			http.Error(w, "later", http.StatusServiceUnavailable)
 			return
@@ -105,7 +105,7 @@ func TestRetriesRedirects(t *testing.T) {
 	hostF := startSite(t, "127.0.0.12", pageHandler("")) // one request due far ahead
 	ftpSrv := ftptest.Start(t, "127.0.0.41", ftptest.Options{Files: map[string]string{"/pub/a.txt": "file a", "/pub/b/c.txt": "file c"}})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	farAt := time.Now().Add(2 * time.Second)
 	const maxRedirects = 4
@@ -205,7 +205,12 @@ func TestRetriesRedirects(t *testing.T) {
 		outMu.Unlock()
 		return err == nil && lag == 0 && n >= wantPages
 	})
-	time.Sleep(3 * delay) // nothing more may come
+	// nothing more may come
+	holdsFor(ctx, t, 3*delay, fmt.Sprintf("at most %d fetched pages published", wantPages), func() bool {
+		outMu.Lock()
+		defer outMu.Unlock()
+		return len(pages) <= wantPages
+	})
 	if err := stopFetcher(); err != nil {
 		t.Fatalf("consumer: %v", err)
 	}

@@ -40,7 +40,7 @@ func startRobotsProc(t *testing.T, kcfg kafkaio.Config, store *chstore.Store, lo
 	w := kafkaio.NewWriter(kcfg, log, reg)
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
 	rlog := chstore.NewBatchWriter(store, chstore.RobotsTxt, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
-	rec, stopRec := startRecorder(t, context.Background(), w, flog, rlog, reg)
+	rec, stopRec := startRecorder(t, t.Context(), w, flog, rlog, reg)
 	rc := robots.NewCache(f, now, robots.Options{UserAgent: f.UserAgent()})
 	svc, err := New(Options{
 		Topics: kcfg.Topics(), Workers: 8, InstanceID: "robots-test", Now: now,
@@ -123,7 +123,7 @@ func TestRobotsSurviveRestart(t *testing.T) {
 			store := chtest.NewStore(t)
 			topic := kcfg.Topics().Fetch
 			const partition = 2
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 
 			var (
@@ -138,7 +138,7 @@ func TestRobotsSurviveRestart(t *testing.T) {
 				now = append(now, s.base+"/p1", s.base+"/private/x")
 			}
 			// a site whose robots.txt fails: nothing of it may be stored
-			broken := startSite(t, "127.0.2.30", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }))
+			broken := startSite(t, "127.0.2.30", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
 			quiet := zap.NewNop()
 			p1 := startRobotsProc(t, kcfg, store, store, time.Now, quiet)
 			p1.fetchAll(ctx, t, topic, partition, append(first, broken.base+"/p0"))

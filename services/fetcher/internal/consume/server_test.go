@@ -41,7 +41,7 @@ func TestServerGrouping(t *testing.T) {
 		kcfg := kafkatest.Config(t, 3)
 		store := chtest.NewStore(t)
 		log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
 
 		srv := startSite(t, ip, pageHandler(""))

@@ -21,7 +21,7 @@ func TestLoad(t *testing.T) {
 	const parts = 3
 	kcfg := kafkatest.Config(t, parts)
 	topic := kcfg.Topics().HostState
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	now := time.Now().Truncate(time.Millisecond)
 	states := map[string]politeness.HostState{

@@ -1,7 +1,6 @@
 package httpfetch
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -50,15 +49,15 @@ func TestFetchCredentialsAndCookies(t *testing.T) {
 		{a + "/check", 200, "cookie=false auth=true"},
 	}
 	for _, tt := range tests {
-		res := f.Fetch(context.Background(), Request{URL: tt.url})
+		res := f.Fetch(t.Context(), Request{URL: tt.url})
 		if res.Status != tt.status || (tt.body != "" && string(res.Body) != tt.body) {
 			t.Errorf("%s: %d %q, want %d %q", tt.url, res.Status, res.Body, tt.status, tt.body)
 		}
 	}
 	plain := New(Options{AllowPrivate: true})
 	defer plain.Close()
-	_ = plain.Fetch(context.Background(), Request{URL: b + "/set"})
-	if res := plain.Fetch(context.Background(), Request{URL: b + "/check"}); string(res.Body) != "cookie=false auth=false" {
+	_ = plain.Fetch(t.Context(), Request{URL: b + "/set"})
+	if res := plain.Fetch(t.Context(), Request{URL: b + "/check"}); string(res.Body) != "cookie=false auth=false" {
 		t.Errorf("without cookies enabled: %q, want no cookie sent", res.Body)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -122,7 +121,7 @@ func TestFetchContentEncoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			res := f.Fetch(context.Background(), Request{URL: base + tt.path})
+			res := f.Fetch(t.Context(), Request{URL: base + tt.path})
 			if res.Kind != tt.wantKind {
 				t.Fatalf("kind = %q (%v), want %q", res.Kind, res.Err, tt.wantKind)
 			}
@@ -169,14 +168,14 @@ func TestFetchTooSlow(t *testing.T) {
 	f := New(Options{AllowPrivate: true, MinTransferRate: 1000, TransferRateWindow: 200 * time.Millisecond, FetchTimeout: 10 * time.Second})
 	defer f.Close()
 
-	res := f.Fetch(context.Background(), Request{URL: base + "/trickle"})
+	res := f.Fetch(t.Context(), Request{URL: base + "/trickle"})
 	if res.Kind != failure.TooSlow {
 		t.Fatalf("trickle: kind = %q (%v), want too_slow", res.Kind, res.Err)
 	}
 	if res.Duration > 2*time.Second {
 		t.Errorf("trickle cut after %v, want about one 200ms window", res.Duration)
 	}
-	res = f.Fetch(context.Background(), Request{URL: base + "/steady"})
+	res = f.Fetch(t.Context(), Request{URL: base + "/steady"})
 	if res.Kind != failure.None || res.BodyBytes != 4000 {
 		t.Fatalf("steady: kind = %q (%v), %d bytes, want a full 4000-byte body", res.Kind, res.Err, res.BodyBytes)
 	}
@@ -207,7 +206,7 @@ func TestFetchNotModified(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.req.URL = base + "/p"
-			res := f.Fetch(context.Background(), tt.req)
+			res := f.Fetch(t.Context(), tt.req)
 			if res.Status != tt.wantStatus || res.Kind != failure.None || res.Err != nil {
 				t.Fatalf("status %d kind %q err %v, want %d without error", res.Status, res.Kind, res.Err, tt.wantStatus)
 			}

@@ -1,7 +1,6 @@
 package httpfetch
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -42,7 +41,7 @@ func TestFetchFTP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			res := f.Fetch(context.Background(), Request{URL: base + tt.path})
+			res := f.Fetch(t.Context(), Request{URL: base + tt.path})
 			if res.Status != tt.status || res.Kind != tt.kind {
 				t.Fatalf("status %d kind %q (%v), want %d %q", res.Status, res.Kind, res.Err, tt.status, tt.kind)
 			}
@@ -61,7 +60,7 @@ func TestFetchFTP(t *testing.T) {
 	}
 	refused := New(Options{})
 	defer refused.Close()
-	if res := refused.Fetch(context.Background(), Request{URL: base + "/pub/readme.txt"}); res.Kind != failure.RefusedAddress {
+	if res := refused.Fetch(t.Context(), Request{URL: base + "/pub/readme.txt"}); res.Kind != failure.RefusedAddress {
 		t.Errorf("private ftp server: kind %q (%v), want refused_address", res.Kind, res.Err)
 	}
 }

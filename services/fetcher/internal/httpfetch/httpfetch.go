@@ -516,7 +516,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 // refusePrivate is the dialer's Control: it runs on the resolved address
 // of every connection, so neither DNS nor a redirect can reach a refused
 // address.
-func refusePrivate(network, address string, _ syscall.RawConn) error {
+func refusePrivate(_, address string, _ syscall.RawConn) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return fmt.Errorf("split %q: %w", address, failure.ErrRefusedAddress)

@@ -2,7 +2,6 @@ package httpfetch
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -30,7 +29,7 @@ func serve(t *testing.T, ip string, h http.Handler) string {
 // unstartedOn returns a server of h listening on ip, not started.
 func unstartedOn(t *testing.T, ip string, h http.Handler) *httptest.Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -71,42 +70,42 @@ func TestFetch(t *testing.T) {
 	big := strings.Repeat("a", 100<<10)
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("ETag", `"v1"`)
 		_, _ = w.Write([]byte("<html><body>héllo</body></html>"))
 	})
-	mux.HandleFunc("/gbk-header", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/gbk-header", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=GBK")
 		_, _ = w.Write(gbk(t, page))
 	})
-	mux.HandleFunc("/gbk-meta", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/gbk-meta", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write(gbk(t, metaPage))
 	})
-	mux.HandleFunc("/gbk-undeclared", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/gbk-undeclared", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write(gbk(t, page))
 	})
-	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte(big))
 	})
-	mux.HandleFunc("/png", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/png", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write(bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 1000))
 	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/elsewhere?x=1", http.StatusMovedPermanently)
 	})
-	mux.HandleFunc("/busy", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/busy", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "7")
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	mux.HandleFunc("/missing", func(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 	})
-	mux.HandleFunc("/slow-headers", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/slow-headers", func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second):
@@ -129,7 +128,7 @@ func TestFetch(t *testing.T) {
 	base := serve(t, "127.0.0.2", mux)
 
 	// a port with nothing listening
-	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.3:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +180,7 @@ func TestFetch(t *testing.T) {
 			}
 			f := New(o)
 			defer f.Close()
-			r := f.Fetch(context.Background(), Request{URL: tt.url})
+			r := f.Fetch(t.Context(), Request{URL: tt.url})
 			if r.Status != tt.wantStatus || r.Kind != tt.wantKind {
 				t.Fatalf("status, kind = %d %q (err %v), want %d %q", r.Status, r.Kind, r.Err, tt.wantStatus, tt.wantKind)
 			}
@@ -218,13 +217,13 @@ func TestFetch(t *testing.T) {
 }
 
 func TestFetchRetryAfter(t *testing.T) {
-	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "7")
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	f := New(Options{AllowPrivate: true})
 	defer f.Close()
-	r := f.Fetch(context.Background(), Request{URL: base + "/"})
+	r := f.Fetch(t.Context(), Request{URL: base + "/"})
 	var se *failure.StatusError
 	if !errors.As(r.Err, &se) || se.Code != 429 || se.RetryAfter != 7*time.Second {
 		t.Fatalf("err = %v, want StatusError 429 retry after 7s", r.Err)
@@ -239,7 +238,7 @@ func TestFetchSendsHeaders(t *testing.T) {
 	}))
 	f := New(Options{AllowPrivate: true, UserAgent: "trawl-test/1"})
 	defer f.Close()
-	r := f.Fetch(context.Background(), Request{URL: base + "/", ETag: `"e"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"})
+	r := f.Fetch(t.Context(), Request{URL: base + "/", ETag: `"e"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"})
 	if r.Status != 304 || r.Kind != failure.None {
 		t.Fatalf("status, kind = %d %q, want 304 none", r.Status, r.Kind)
 	}

@@ -62,7 +62,7 @@ func TestFetchConnectionReuse(t *testing.T) {
 			f := New(o)
 			defer f.Close()
 			for i := range 2 {
-				res := f.Fetch(context.Background(), Request{URL: base + fmt.Sprintf("/p%d", i)})
+				res := f.Fetch(t.Context(), Request{URL: base + fmt.Sprintf("/p%d", i)})
 				if res.Err != nil || res.Status != 200 {
 					t.Fatalf("fetch %d: status %d err %v", i, res.Status, res.Err)
 				}
@@ -88,7 +88,7 @@ func TestFetchConnectionReuse(t *testing.T) {
 // lookup per TTL, and the private-address check applied to the cached
 // addresses on every dial.
 func TestFetchDNSCache(t *testing.T) {
-	base := serve(t, "127.0.0.73", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := serve(t, "127.0.0.73", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Connection", "close") // every fetch dials again
 		fmt.Fprint(w, "ok")
 	}))
@@ -109,7 +109,7 @@ func TestFetchDNSCache(t *testing.T) {
 		name        string
 		allow       bool
 		ttl         time.Duration
-		sleep       time.Duration // between the two fetches
+		advance     time.Duration // of the DNS cache's clock between the two fetches
 		wantKind    failure.Kind
 		wantLookups int32
 	}{
@@ -122,11 +122,14 @@ func TestFetchDNSCache(t *testing.T) {
 			lookups.Store(0)
 			f := New(Options{AllowPrivate: tt.allow, DNSCacheTTL: tt.ttl, Lookup: lookup})
 			defer f.Close()
+			start := time.Now()
+			var elapsed atomic.Int64 // of the cache's clock
+			f.dns.now = func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
 			for i := range 2 {
 				if i == 1 {
-					time.Sleep(tt.sleep)
+					elapsed.Add(int64(tt.advance))
 				}
-				res := f.Fetch(context.Background(), Request{URL: named})
+				res := f.Fetch(t.Context(), Request{URL: named})
 				if res.Kind != tt.wantKind {
 					t.Errorf("fetch %d: kind %q (status %d, err %v), want %q", i, res.Kind, res.Status, res.Err, tt.wantKind)
 				}
@@ -138,7 +141,7 @@ func TestFetchDNSCache(t *testing.T) {
 	}
 	f := New(Options{AllowPrivate: true, Lookup: lookup})
 	defer f.Close()
-	if res := f.Fetch(context.Background(), Request{URL: "http://missing.test/"}); res.Kind != failure.DNS {
+	if res := f.Fetch(t.Context(), Request{URL: "http://missing.test/"}); res.Kind != failure.DNS {
 		t.Errorf("unknown name: kind %q (err %v), want dns", res.Kind, res.Err)
 	}
 }
@@ -150,7 +153,7 @@ func TestDNSCacheBounded(t *testing.T) {
 		return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
 	}, time.Minute, size)
 	for i := range 100 {
-		if _, err := c.resolve(context.Background(), fmt.Sprintf("h%d.test", i)); err != nil {
+		if _, err := c.resolve(t.Context(), fmt.Sprintf("h%d.test", i)); err != nil {
 			t.Fatal(err)
 		}
 		c.mu.Lock()
@@ -238,7 +241,7 @@ func TestFetchGzipSitemap(t *testing.T) {
 	defer f.Close()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := f.Fetch(context.Background(), Request{URL: base + tt.path, Sitemap: tt.sitemap})
+			res := f.Fetch(t.Context(), Request{URL: base + tt.path, Sitemap: tt.sitemap})
 			if res.Err != nil || res.Status != 200 {
 				t.Fatalf("status %d err %v", res.Status, res.Err)
 			}
@@ -265,7 +268,7 @@ func TestResolve(t *testing.T) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.74"), netip.MustParseAddr("127.0.0.75")}, nil
 	}})
 	defer f.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	for host, want := range map[string]string{
 		"192.0.2.1": "192.0.2.1", "192.0.2.1:8080": "192.0.2.1", "[2001:db8::1]": "2001:db8::1",
 		"[2001:db8::1]:8080": "2001:db8::1", "site.test": "127.0.0.74", "site.test:8080": "127.0.0.74",
@@ -320,7 +323,7 @@ func TestFetchReusesConnectionAfterUnreadBody(t *testing.T) {
 	defer f.Close()
 	fetch := func(path string, wantStatus int) {
 		t.Helper()
-		res := f.Fetch(context.Background(), Request{URL: srv.URL + path})
+		res := f.Fetch(t.Context(), Request{URL: srv.URL + path})
 		if res.Status != wantStatus {
 			t.Fatalf("fetch %s: status %d err %v, want %d", path, res.Status, res.Err, wantStatus)
 		}

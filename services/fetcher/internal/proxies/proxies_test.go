@@ -1,7 +1,6 @@
 package proxies
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -97,11 +96,11 @@ func TestApply(t *testing.T) {
 }
 
 func TestFetchThroughProxy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write([]byte("<p>origin</p>"))
 	}))
@@ -128,7 +127,7 @@ func TestFetchThroughProxy(t *testing.T) {
 			}
 			f := httpfetch.New(httpfetch.Options{AllowPrivate: tt.allowPrivate, Proxies: pool})
 			defer f.Close()
-			r := f.Fetch(context.Background(), httpfetch.Request{URL: srv.URL + "/", Host: "127.0.0.2"})
+			r := f.Fetch(t.Context(), httpfetch.Request{URL: srv.URL + "/", Host: "127.0.0.2"})
 			if r.Kind != tt.wantKind {
 				t.Fatalf("kind = %q (err %v), want %q", r.Kind, r.Err, tt.wantKind)
 			}

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestRecent(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
 	topic := kcfg.Topics().Fetched
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	w := kafkaio.NewWriter(kcfg, zaptest.NewLogger(t), prometheus.NewRegistry())
 	defer w.Close()

@@ -60,7 +60,7 @@ func TestLastAfterTheRest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			recCtx, stop := context.WithCancel(ctx)
 			var g errgroup.Group

@@ -42,7 +42,7 @@ func TestRecordBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	recCtx, stopRec := context.WithCancel(ctx)
 	writerCtx, stopWriter := context.WithCancel(ctx)
@@ -133,7 +133,7 @@ func TestInsertWaitHoldsNoWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	recCtx, stopRec := context.WithCancel(ctx)
 	writerCtx, stopWriter := context.WithCancel(ctx)
@@ -190,7 +190,7 @@ func TestRecordFailsWithoutBroker(t *testing.T) {
 	}
 	cluster.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	recCtx, stopRec := context.WithCancel(ctx)
 	writerCtx, stopWriter := context.WithCancel(ctx)
@@ -273,7 +273,7 @@ func TestRecordRobotsWithoutWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	recCtx, stopRec := context.WithCancel(ctx)
 	writerCtx, stopWriter := context.WithCancel(ctx)

@@ -1,7 +1,6 @@
 package robots
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,7 +19,7 @@ const ua = "trawl/0.1 (+https://github.com/trawl-crawler/trawl)"
 
 func serve(t *testing.T, ip string, h http.Handler) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -48,15 +47,15 @@ Sitemap: http://example.com/sitemap.xml
 func TestCacheFetch(t *testing.T) {
 	var requests atomic.Int64
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ok/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/ok/robots.txt", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(rulesBody))
 	})
 	// each "origin" below is emulated by a path prefix: the test calls
 	// Fetch with origin = base + prefix.
 	mux.HandleFunc("/missing/robots.txt", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
-	mux.HandleFunc("/forbidden/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) })
-	mux.HandleFunc("/broken/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
-	mux.HandleFunc("/limited/robots.txt", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) })
+	mux.HandleFunc("/forbidden/robots.txt", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(403) })
+	mux.HandleFunc("/broken/robots.txt", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) })
+	mux.HandleFunc("/limited/robots.txt", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(429) })
 	mux.HandleFunc("/moved/robots.txt", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/moved2/robots.txt", http.StatusFound)
 	})
@@ -66,7 +65,7 @@ func TestCacheFetch(t *testing.T) {
 	mux.HandleFunc("/loop/robots.txt", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/loop/robots.txt", http.StatusFound)
 	})
-	mux.HandleFunc("/huge/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/huge/robots.txt", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("User-agent: *\nDisallow: /x\n"))
 		_, _ = w.Write([]byte(strings.Repeat("# padding padding padding padding\n", 20000)))
 		_, _ = w.Write([]byte("Disallow: /beyond-the-cap\n"))
@@ -75,7 +74,7 @@ func TestCacheFetch(t *testing.T) {
 		requests.Add(1)
 		mux.ServeHTTP(w, r)
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.3:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +117,7 @@ func TestCacheFetch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := time.Now()
 			c := NewCache(f, func() time.Time { return clock }, Options{UserAgent: ua})
-			r := c.Fetch(context.Background(), tt.origin, "h")
+			r := c.Fetch(t.Context(), tt.origin, "h")
 			if r.Outcome != tt.wantOutcome || r.Kind != tt.wantKind || r.Requests != tt.wantRequests {
 				t.Fatalf("outcome, kind, requests = %q %q %d (err %v), want %q %q %d", r.Outcome, r.Kind, r.Requests, r.Err, tt.wantOutcome, tt.wantKind, tt.wantRequests)
 			}
@@ -155,14 +154,14 @@ func TestCacheFetch(t *testing.T) {
 }
 
 func TestCacheBounded(t *testing.T) {
-	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("User-agent: *\nDisallow: /x\n"))
 	}))
 	f := httpfetch.New(httpfetch.Options{AllowPrivate: true})
 	defer f.Close()
 	c := NewCache(f, time.Now, Options{UserAgent: ua, MaxEntries: 3})
 	for i := range 10 {
-		c.Fetch(context.Background(), fmt.Sprintf("%s/o%d", base, i), "h")
+		c.Fetch(t.Context(), fmt.Sprintf("%s/o%d", base, i), "h")
 		if _, ok := c.Lookup(base + "/o0"); !ok && i < 3 {
 			t.Fatalf("origin 0 evicted after %d fetches although recently used", i+1)
 		}
@@ -267,9 +266,9 @@ func TestRecordRestore(t *testing.T) {
 	defer f.Close()
 	fetchedAt := time.Now()
 	first := NewCache(f, func() time.Time { return fetchedAt }, Options{UserAgent: ua})
-	ok := first.Fetch(context.Background(), base+"/ok", "h")
-	gone := first.Fetch(context.Background(), base+"/gone", "h")
-	down := first.Fetch(context.Background(), base+"/down", "h")
+	ok := first.Fetch(t.Context(), base+"/ok", "h")
+	gone := first.Fetch(t.Context(), base+"/gone", "h")
+	down := first.Fetch(t.Context(), base+"/down", "h")
 	if _, kept := down.Record(); kept {
 		t.Fatalf("an Unavailable robots.txt has a durable form")
 	}

@@ -57,10 +57,10 @@ type Tracker struct {
 	parts  map[int]map[string]int64 // partition → crawl → fingerprints held
 }
 
-// NewTracker returns a tracker allowing max pages per crawl (0 = unlimited).
-func NewTracker(max int64) *Tracker {
+// NewTracker returns a tracker allowing maxPages pages per crawl (0 = unlimited).
+func NewTracker(maxPages int64) *Tracker {
 	return &Tracker{
-		max:    max,
+		max:    maxPages,
 		crawls: make(map[string]*crawl),
 		parts:  make(map[int]map[string]int64),
 	}

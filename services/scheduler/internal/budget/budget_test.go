@@ -124,7 +124,7 @@ func TestTracker(t *testing.T) {
 					tr.Unreserve(s.partition, s.crawl, s.n)
 				case "refresh":
 					counts := s.counts
-					err := tr.Refresh(context.Background(), func(_ context.Context, ids []string) (map[string]int64, error) {
+					err := tr.Refresh(t.Context(), func(context.Context, []string) (map[string]int64, error) {
 						return counts, nil
 					})
 					if err != nil {
@@ -143,7 +143,7 @@ func TestRefreshError(t *testing.T) {
 	tr := NewTracker(5)
 	tr.Reserve(0, "a")
 	boom := errors.New("boom")
-	err := tr.Refresh(context.Background(), func(context.Context, []string) (map[string]int64, error) { return nil, boom })
+	err := tr.Refresh(t.Context(), func(context.Context, []string) (map[string]int64, error) { return nil, boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("Refresh error = %v, want wrapping %v", err, boom)
 	}

@@ -54,7 +54,9 @@ func newEnv(t *testing.T) *env {
 	e.seenW = chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	e.eventsW = chstore.NewBatchWriter(e.store, chstore.URLEvents, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
 	e.frontW = chstore.NewBatchWriter(e.store, chstore.Frontier, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
-	ctx, cancel := context.WithCancel(context.Background())
+	// Cancelled by the cleanup, after the instances' (registered later,
+	// run first): not by the test's end, which would stop them together.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	done := make(chan error, 3)
 	go func() { done <- e.seenW.Run(ctx) }()
 	go func() { done <- e.eventsW.Run(ctx) }()
@@ -101,7 +103,9 @@ func (e *env) startWith(cfg Config, maxPages int64) *instance {
 	if err != nil {
 		e.t.Fatalf("NewGroup: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// Ended by stop (at the latest in a cleanup, before the writers'), not
+	// by the test's end.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(e.t.Context()))
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	var once sync.Once
@@ -145,7 +149,7 @@ func (e *env) publish(recs ...rec) {
 		}
 		msgs = append(msgs, m)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(e.t.Context(), 10*time.Second)
 	defer cancel()
 	if err := e.producer.Write(ctx, msgs...); err != nil {
 		e.t.Fatalf("publish: %v", err)
@@ -156,7 +160,7 @@ func (e *env) publish(recs ...rec) {
 // (so everything they caused is produced and persisted).
 func (e *env) drain() {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(e.t.Context(), 30*time.Second)
 	defer cancel()
 	for {
 		lag, err := kafkaio.Lag(ctx, e.kafka, e.kafka.GroupFor("scheduler"), e.kafka.Topics().Discovered)
@@ -198,7 +202,7 @@ type seenRow struct {
 
 func (e *env) seenRows() []seenRow {
 	e.t.Helper()
-	rows, err := e.store.Conn().Query(context.Background(),
+	rows, err := e.store.Conn().Query(e.t.Context(),
 		"SELECT crawl_id, partition, fp, url, depth FROM url_seen FINAL ORDER BY crawl_id, url")
 	if err != nil {
 		e.t.Fatalf("query url_seen: %v", err)
@@ -319,7 +323,7 @@ func TestSchedulesEachCanonicalURLOnce(t *testing.T) {
 	want[[2]string{"c1", "http://rekeyed.example/p"}] = 1
 	// A record that is not a DiscoveredURL at all.
 	e.publish(recs...)
-	if err := e.producer.Write(context.Background(), kafka.Message{Topic: e.kafka.Topics().Discovered, Key: []byte("x"), Value: []byte{0xff, 0xff}}); err != nil {
+	if err := e.producer.Write(t.Context(), kafka.Message{Topic: e.kafka.Topics().Discovered, Key: []byte("x"), Value: []byte{0xff, 0xff}}); err != nil {
 		t.Fatalf("publish garbage: %v", err)
 	}
 	e.drain()
@@ -355,7 +359,7 @@ func TestSchedulesEachCanonicalURLOnce(t *testing.T) {
 	// Every URL not admitted has its terminal state in url_events (a
 	// duplicate URL once, however often it was rediscovered).
 	events := map[string]uint64{}
-	rows, err := e.store.Conn().Query(context.Background(),
+	rows, err := e.store.Conn().Query(t.Context(),
 		"SELECT concat(state, '/', reason), count() FROM url_events FINAL GROUP BY state, reason")
 	if err != nil {
 		t.Fatalf("query url_events: %v", err)
@@ -466,7 +470,7 @@ func TestMaxPagesBudget(t *testing.T) {
 		t.Fatalf("after restart fetch requests per crawl = %v, want big:%d small:4", n, maxPages)
 	}
 
-	counts, err := sinks.CountSeen(e.store)(context.Background(), []string{"big", "small", "none"})
+	counts, err := sinks.CountSeen(e.store)(t.Context(), []string{"big", "small", "none"})
 	if err != nil {
 		t.Fatalf("CountSeen: %v", err)
 	}
@@ -521,14 +525,9 @@ func TestHostQuotaDefersAndReleases(t *testing.T) {
 	}
 	e.publish(recs...)
 	e.drain()
-	deadline := time.Now().Add(20 * time.Second)
-	for testutil.ToFloat64(inst.s.metrics.released) < 8 {
-		if time.Now().After(deadline) {
-			t.Fatalf("released %v of 8 deferred URLs", testutil.ToFloat64(inst.s.metrics.released))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond) // a wrong second release would show
+	waitFor(t, "8 deferred URLs released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) >= 8 })
+	// a wrong second release would show
+	holdsFor(t, 500*time.Millisecond, "8 deferred URLs released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) <= 8 })
 	checkFetches(t, e, want)
 	if got := testutil.ToFloat64(inst.s.metrics.deferred); got != 8 {
 		t.Errorf("deferred = %v, want 8", got)
@@ -568,14 +567,9 @@ func TestFrontierSurvivesRestart(t *testing.T) {
 		t.Fatalf("%d fetch requests before the restart, want 2 (the quota)", got)
 	}
 	second := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 100 * time.Millisecond}, 0)
-	deadline := time.Now().Add(20 * time.Second)
-	for testutil.ToFloat64(second.s.metrics.released) < 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("second instance released %v of 4 deferred URLs", testutil.ToFloat64(second.s.metrics.released))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(400 * time.Millisecond) // a wrong second release would show
+	waitFor(t, "4 deferred URLs released by the second instance", func() bool { return testutil.ToFloat64(second.s.metrics.released) >= 4 })
+	// a wrong second release would show
+	holdsFor(t, 400*time.Millisecond, "4 deferred URLs released by the second instance", func() bool { return testutil.ToFloat64(second.s.metrics.released) <= 4 })
 	checkFetches(t, e, want)
 }
 
@@ -586,7 +580,7 @@ func TestFrontierSurvivesRestart(t *testing.T) {
 func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 	e := newEnv(t)
 	broken := chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{}, e.log, nil)
-	stopped, stopBroken := context.WithCancel(context.Background())
+	stopped, stopBroken := context.WithCancel(t.Context())
 	stopBroken()
 	if err := broken.Run(stopped); err != nil { // stopped: every Write fails
 		t.Fatal(err)
@@ -603,7 +597,7 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
@@ -665,7 +659,7 @@ func TestIdlePumpsDoNotQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	defer func() {
@@ -677,10 +671,10 @@ func TestIdlePumpsDoNotQuery(t *testing.T) {
 	e.publish(disc("run", "http://a.example/x", 1))
 	e.drain()
 	waitFor(t, "every pump's first read", func() bool { return fr.reads.Load() >= partitions })
-	time.Sleep(time.Second) // twenty windows
-	if n := fr.reads.Load(); n != partitions {
-		t.Errorf("%d frontier reads over twenty windows of %d idle pumps, want %d", n, partitions, partitions)
-	}
+	// twenty windows
+	holdsFor(t, time.Second, fmt.Sprintf("%d frontier reads over twenty windows of %d idle pumps", partitions, partitions), func() bool {
+		return fr.reads.Load() == partitions
+	})
 	before := fr.reads.Load()
 	e.publish(disc("p", "http://b.example/held", 1))
 	e.drain()

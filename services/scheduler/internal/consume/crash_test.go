@@ -46,7 +46,7 @@ func TestDeferredURLSurvivesCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var recs []rec
 	want := make(map[[2]string]uint32)
@@ -79,7 +79,10 @@ func TestDeferredURLSurvivesCrash(t *testing.T) {
 
 	second := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 100 * time.Millisecond}, 0)
 	e.drain()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		got := map[string]bool{}
 		for _, f := range e.fetches() {
@@ -94,10 +97,11 @@ func TestDeferredURLSurvivesCrash(t *testing.T) {
 		if len(missing) == 0 {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("never requested after the crash: %v (second instance released %v from the frontier)",
 				missing, testutil.ToFloat64(second.s.metrics.released))
+		case <-tick.C:
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -17,7 +17,7 @@ import (
 //	go test -run '^$' -bench LoadSeen10M -benchtime 3x ./internal/consume
 func BenchmarkLoadSeen10M(b *testing.B) {
 	const n = 10_000_000
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 	defer cancel()
 	s := chtest.NewStore(b)
 	err := s.Conn().Exec(ctx, `INSERT INTO url_seen (crawl_id, partition, fp, url, depth, first_seen)

@@ -1,7 +1,6 @@
 package consume
 
 import (
-	"context"
 	"fmt"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/sinks"
 	"testing"
@@ -50,7 +49,7 @@ func serpDisc(crawl, url string) rec {
 // eventCounts returns url_events rows per crawl and state/reason.
 func (e *env) eventCounts() map[string]int {
 	e.t.Helper()
-	rows, err := e.store.Conn().Query(context.Background(),
+	rows, err := e.store.Conn().Query(e.t.Context(),
 		"SELECT concat(crawl_id, ':', state, '/', reason), count() FROM url_events FINAL GROUP BY crawl_id, state, reason")
 	if err != nil {
 		e.t.Fatalf("query url_events: %v", err)
@@ -75,6 +74,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	schedtest.WaitFor(t, what, cond)
 }
 
+func holdsFor(t *testing.T, window time.Duration, what string, cond func() bool) {
+	t.Helper()
+	schedtest.HoldsFor(t, window, what, cond)
+}
+
 // TestCrawlStates: a running crawl's URLs go out at once carrying their
 // SERP engine; a cancelled crawl's URLs are dropped and recorded as
 // cancelled; a paused crawl's URLs are held in the frontier until it runs
@@ -97,7 +101,8 @@ func TestCrawlStates(t *testing.T) {
 	}
 	e.publish(recs...)
 	e.drain()
-	time.Sleep(400 * time.Millisecond) // several pump ticks: nothing may leave
+	// several pump ticks: nothing may leave
+	holdsFor(t, 400*time.Millisecond, "one fetch request while paused", func() bool { return len(e.fetches()) <= 1 })
 	got := e.fetches()
 	if len(got) != 1 || got[0].req.CrawlId != "run" || got[0].req.SerpEngine != "demo" {
 		t.Fatalf("fetch requests while paused = %v, want only crawl run's with serp engine demo", got)
@@ -110,7 +115,8 @@ func TestCrawlStates(t *testing.T) {
 	setState(t, specs, "paused", 2, crawlv1.CrawlState_CRAWL_STATE_RUNNING)
 	waitFor(t, "held urls released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) >= 3 })
 	waitFor(t, "held urls of the cancelled crawl dropped", func() bool { return dropped(inst.s, admit.Cancelled) >= 6 })
-	time.Sleep(400 * time.Millisecond) // a wrong second release would show
+	// a wrong second release would show
+	holdsFor(t, 400*time.Millisecond, "three held urls released", func() bool { return testutil.ToFloat64(inst.s.metrics.released) <= 3 })
 	// Not checkFetches: paused2's URLs were admitted (url_seen) before
 	// the crawl was cancelled.
 	fetched := make(map[[2]string]int)
@@ -137,7 +143,7 @@ func TestCrawlStates(t *testing.T) {
 		t.Errorf("url_events = %v, want 3 cancelled rows for gone and for paused2", ev)
 	}
 	var pending uint64
-	if err := e.store.Conn().QueryRow(context.Background(), `SELECT count() FROM
+	if err := e.store.Conn().QueryRow(t.Context(), `SELECT count() FROM
 		(SELECT fp, max(state) AS st FROM frontier_v2 GROUP BY crawl_id, fp) WHERE st = 0`).Scan(&pending); err != nil {
 		t.Fatalf("query frontier_v2: %v", err)
 	}

@@ -25,8 +25,8 @@ import (
 
 // Default bounds when a crawl's Revisit policy leaves them unset.
 const (
-	DefaultMin = time.Hour
-	DefaultMax = 30 * 24 * time.Hour
+	DefaultMinInterval = time.Hour
+	DefaultMaxInterval = 30 * 24 * time.Hour
 )
 
 // Policy is a crawl's revisit policy with its defaults applied.
@@ -44,13 +44,13 @@ func FromSpec(r *crawlv1.Revisit) (Policy, bool) {
 	}
 	p := Policy{Min: r.GetMinInterval().AsDuration(), Max: r.GetMaxInterval().AsDuration(), Initial: r.GetInitialInterval().AsDuration()}
 	if p.Min < time.Second {
-		p.Min = DefaultMin
+		p.Min = DefaultMinInterval
 		if r.GetMinInterval() != nil && r.GetMinInterval().AsDuration() > 0 {
 			p.Min = time.Second // DateTime resolution
 		}
 	}
 	if p.Max <= 0 {
-		p.Max = max(DefaultMax, p.Min)
+		p.Max = max(DefaultMaxInterval, p.Min)
 	}
 	p.Max = max(p.Max, p.Min)
 	if p.Initial <= 0 {

@@ -19,7 +19,7 @@ func TestFromSpec(t *testing.T) {
 	}{
 		{name: "disabled", in: &crawlv1.Revisit{MinInterval: durationpb.New(time.Second)}},
 		{name: "nil", in: nil},
-		{name: "defaults", in: &crawlv1.Revisit{Enabled: true}, want: Policy{Min: DefaultMin, Max: DefaultMax, Initial: DefaultMin}, wantOK: true},
+		{name: "defaults", in: &crawlv1.Revisit{Enabled: true}, want: Policy{Min: DefaultMinInterval, Max: DefaultMaxInterval, Initial: DefaultMinInterval}, wantOK: true},
 		{name: "set", in: &crawlv1.Revisit{Enabled: true, MinInterval: durationpb.New(time.Second), MaxInterval: durationpb.New(8 * time.Second), InitialInterval: durationpb.New(2 * time.Second)},
 			want: Policy{Min: time.Second, Max: 8 * time.Second, Initial: 2 * time.Second}, wantOK: true},
 		{name: "sub-second min raised", in: &crawlv1.Revisit{Enabled: true, MinInterval: durationpb.New(time.Millisecond), MaxInterval: durationpb.New(4 * time.Second)},

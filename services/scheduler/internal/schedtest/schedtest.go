@@ -68,3 +68,24 @@ func WaitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// HoldsFor checks cond every 50ms for window and fails the test the first
+// time it does not hold: what a test checks when the point is that nothing
+// happens (no second release, no request while paused).
+func HoldsFor(t *testing.T, window time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.NewTimer(window)
+	defer end.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if !cond() {
+			t.Fatalf("%s stopped holding", what)
+		}
+		select {
+		case <-end.C:
+			return
+		case <-tick.C:
+		}
+	}
+}
