@@ -41,8 +41,7 @@ func TestParserScope(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Publish the spec, and give the parser's control-topic follower a
-	// moment before the first page arrives.
+	// Publish the spec, then seed at once.
 	w := kafkaio.NewWriter(e.p.Kafka, zap.NewNop(), prometheus.NewRegistry())
 	defer w.Close()
 	msg, err := crawlcontrol.Message(e.p.Kafka.Topics().Control, &crawlv1.CrawlSpec{
@@ -55,7 +54,9 @@ func TestParserScope(t *testing.T) {
 	if err := w.Write(ctx, []kafka.Message{msg}...); err != nil {
 		t.Fatalf("publish crawl spec: %v", err)
 	}
-	time.Sleep(time.Second) //nolint:forbidigo // the services show nothing when they have read the control topic
+	// No wait: the scheduler and the parser meet a crawl they have no
+	// spec of by reading the control topic to its end first
+	// (crawlcontrol.Specs.GetSynced).
 	e.seed(ctx, []string{e.site.URL(0, demosite.PathIndex)}, "")
 	s := e.drain(ctx, 90*time.Second)
 	t.Logf("crawl drained: %s", s.Line())

@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,9 +83,24 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 	}
 	poll.Stop()
 	deadline.Stop()
-	// The fetcher processes show nothing when they have read the proxies
-	// topic; give them a second.
-	time.Sleep(time.Second) //nolint:forbidigo // no signal from the fetcher processes that they follow the proxies topic
+	// Wait until every fetcher knows the three (its proxies_known gauge:
+	// the fetchers are other processes).
+	for _, proc := range e.p.Processes() {
+		if !strings.HasPrefix(proc.Name(), "fetcher") {
+			continue
+		}
+		deadline := time.NewTimer(30 * time.Second)
+		poll := time.NewTicker(100 * time.Millisecond)
+		for known := 0.0; known < 3; known = gaugeValue(t, e.p.AdminAddr(proc), "crawler_fetcher_proxies_known") {
+			select {
+			case <-deadline.C:
+				t.Fatalf("%s knows %v proxies, want 3", proc.Name(), known)
+			case <-poll.C:
+			}
+		}
+		poll.Stop()
+		deadline.Stop()
+	}
 
 	e.seed(ctx, e.site.Seeds(), "")
 	// Kill two proxies once a quarter of the site is fetched.
@@ -124,20 +141,11 @@ func TestCrawlThroughDyingProxies(t *testing.T) {
 
 func liveProxies(t *testing.T, addr string) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/proxies", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, ok := getBody(t, "http://"+addr+"/proxies")
 	var ps []struct {
 		Alive bool `json:"alive"`
 	}
-	if json.Unmarshal(b, &ps) != nil {
+	if !ok || json.Unmarshal(b, &ps) != nil {
 		return 0
 	}
 	n := 0
@@ -147,4 +155,37 @@ func liveProxies(t *testing.T, addr string) int {
 		}
 	}
 	return n
+}
+
+// getBody returns the body of a GET of url; ok is false when the server
+// did not answer (yet).
+func getBody(t *testing.T, url string) (body []byte, ok bool) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return b, err == nil
+}
+
+// gaugeValue reads an unlabelled gauge from an admin server's /metrics
+// (0 when it cannot be read yet).
+func gaugeValue(t *testing.T, addr, name string) float64 {
+	t.Helper()
+	b, _ := getBody(t, "http://"+addr+"/metrics")
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return 0
 }

@@ -149,7 +149,8 @@ func TestRecrawlAdaptsToChange(t *testing.T) {
 		t.Fatalf("publish crawl spec: %v", err)
 	}
 	_ = w.Close()
-	time.Sleep(time.Second) //nolint:forbidigo // the scheduler process shows nothing when it has read the control topic
+	// No wait: the scheduler reads the control topic to its end before it
+	// admits the seeds of a crawl it has no spec of (GetSynced).
 	e.seed(ctx, []string{site.base + "/"}, "")
 	select {
 	case <-ctx.Done():

@@ -381,6 +381,10 @@ func (p *Pipeline) Process(name string) *supervise.Process {
 	return nil
 }
 
+// AdminAddr returns the admin server address of a long-running process
+// ("" for one the pipeline did not start).
+func (p *Pipeline) AdminAddr(proc *supervise.Process) string { return p.admin[proc] }
+
 // Processes returns the long-running processes in start order.
 func (p *Pipeline) Processes() []*supervise.Process {
 	return append([]*supervise.Process(nil), p.procs...)

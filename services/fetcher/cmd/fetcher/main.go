@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
@@ -69,6 +70,13 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	var pool *proxies.Pool
 	if cfg.UseProxies {
 		pool = proxies.NewPool()
+		known := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "proxies_known",
+			Help: "Proxies this fetcher knows from the proxies topic.",
+		}, func() float64 { return float64(pool.Len()) })
+		if err := freg.Register(known); err != nil {
+			return fmt.Errorf("register proxies_known: %w", err)
+		}
 	}
 	fo, err := fetchOptions(cfg, pool)
 	if err != nil {
