@@ -119,13 +119,10 @@ func (s *Specs) Sync(ctx context.Context) error {
 	}
 }
 
-// read records that the follower read m (of src's control topic).
-func (s *Specs) read(src kafkaio.Config, m kafka.Message) {
+// read records that the follower (see following) read m.
+func (s *Specs) read(m kafka.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.source == nil {
-		s.source = &src
-	}
 	// Compaction keeps the latest record of every key, so the last
 	// record of a partition is always there to be read.
 	s.next[m.Partition] = max(s.next[m.Partition], m.Offset+1)
@@ -267,7 +264,7 @@ func FollowCaughtUp(ctx context.Context, c kafkaio.Config, specs *Specs, caughtU
 	// kafkaio.Follow serializes calls: pending needs no lock.
 	err = kafkaio.Follow(ctx, c, topic, func(m kafka.Message) {
 		apply(specs, m, onError)
-		specs.read(c, m)
+		specs.read(m)
 		if end, ok := pending[m.Partition]; ok && (m.Offset+1 >= end || (m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark)) {
 			delete(pending, m.Partition)
 			if len(pending) == 0 {

@@ -55,8 +55,7 @@ func newRecentNear(size int) *recentNear {
 // candidates from ClickHouse and the documents remembered here), at most
 // maxDist bits away and at another URL, and then remembers this one. ok is
 // false when there is none: the document is not a near duplicate.
-func (n *recentNear) claim(crawl string, sim uint64, url string, seen time.Time, stored []chstore.NearCandidate, maxDist int) (of string, dist int, ok bool) {
-	bands := simhash.Bands(sim)
+func (n *recentNear) claim(crawl string, sim uint64, bands []simhash.Band, url string, seen time.Time, stored []chstore.NearCandidate, maxDist int) (of string, dist int, ok bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var best chstore.NearCandidate
@@ -89,7 +88,7 @@ func (n *recentNear) claim(crawl string, sim uint64, url string, seen time.Time,
 
 // remember indexes doc under its bands, forgetting the oldest document
 // when full. The caller holds mu.
-func (n *recentNear) remember(doc nearDoc, bands [simhash.BandCount]simhash.Band) {
+func (n *recentNear) remember(doc nearDoc, bands []simhash.Band) {
 	if len(n.ring) < cap(n.ring) {
 		n.ring = append(n.ring, doc)
 	} else {
@@ -156,12 +155,13 @@ func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
 		if d == nil || r.nearDist <= 0 || d.row.Text == "" || d.meta.IsDuplicate || d.meta.Simhash == 0 {
 			continue
 		}
+		bands := simhash.Bands(d.meta.Simhash)
+		d.bands = bands[:]
 		var cands []chstore.NearCandidate
-		for _, b := range simhash.Bands(d.meta.Simhash) {
+		for _, b := range d.bands {
 			cands = append(cands, stored[r.crawlID][b]...)
 		}
-		of, dist, ok := p.near.claim(r.crawlID, d.meta.Simhash, d.row.URL, d.row.FetchedAt, cands, r.nearDist)
-		d.indexed = true
+		of, dist, ok := p.near.claim(r.crawlID, d.meta.Simhash, d.bands, d.row.URL, d.row.FetchedAt, cands, r.nearDist)
 		if !ok {
 			continue
 		}
@@ -176,10 +176,11 @@ func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
 	}
 }
 
-// bandRows returns the simhash_bands rows of a document.
+// bandRows returns the simhash_bands rows of a document markNearDuplicates
+// looked at (none for the others).
 func bandRows(d *document) []chstore.SimhashBandRow {
-	rows := make([]chstore.SimhashBandRow, 0, simhash.BandCount)
-	for _, b := range simhash.Bands(d.meta.Simhash) {
+	rows := make([]chstore.SimhashBandRow, 0, len(d.bands))
+	for _, b := range d.bands {
 		rows = append(rows, chstore.SimhashBandRow{CrawlID: d.row.CrawlID, BandKey: b.Packed(),
 			Simhash: d.meta.Simhash, URL: d.row.URL, FirstSeen: d.row.FetchedAt})
 	}

@@ -246,11 +246,11 @@ type result struct {
 
 // document is a page to store, before duplicate detection.
 type document struct {
-	row     chstore.DocumentRow
-	meta    chstore.DocumentMetaRow
-	msg     *crawlv1.Document
-	indexed bool                      // its simhash goes into the near-duplicate index
-	near    *chstore.NearDuplicateRow // set when it nearly duplicates an earlier document
+	row   chstore.DocumentRow
+	meta  chstore.DocumentMetaRow
+	msg   *crawlv1.Document
+	bands []simhash.Band            // its simhash's bands, when it goes into the near-duplicate index
+	near  *chstore.NearDuplicateRow // set when it nearly duplicates an earlier document
 }
 
 func (r *result) drop(reason string, n int) {
@@ -353,9 +353,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		if !d.meta.IsDuplicate && d.row.Text != "" {
 			firsts = append(firsts, chstore.ContentSeenRow{CrawlID: d.row.CrawlID, ContentFP: d.row.ContentFP, URL: d.row.URL, FirstSeen: d.row.FetchedAt})
 		}
-		if d.indexed {
-			bands = append(bands, bandRows(d)...)
-		}
+		bands = append(bands, bandRows(d)...)
 		if d.near != nil {
 			nears = append(nears, *d.near)
 		}
