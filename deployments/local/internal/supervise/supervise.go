@@ -105,7 +105,7 @@ type Spec struct {
 // Usage is what a process consumed over all its runs.
 type Usage struct {
 	CPU    time.Duration // user + system time of exited runs
-	MaxRSS int64         // peak resident set size in bytes over exited runs
+	MaxRSS int64         // peak resident set size in bytes over exited runs (see PeakRSS)
 	Faults int64         // page faults (minor and major) of exited runs
 	Starts int           // how many times it was started
 }
@@ -120,8 +120,20 @@ type Process struct {
 	waitErr error         // exit status of the last run
 	started time.Time     // when the current run started
 	usage   Usage
+	runPeak int64 // the current run's VmHWM as last sampled (see PeakRSS)
 	logf    *os.File
 }
+
+// The peak RSS of a running process is read every peakSampleInterval,
+// every peakSampleStartInterval in its first peakSampleStart (a one-shot
+// command lives less than a second). The high-water mark only rises, so a
+// sample misses at most what the last interval before the exit added, and
+// a stop samples before it signals.
+const (
+	peakSampleInterval      = 250 * time.Millisecond
+	peakSampleStartInterval = 10 * time.Millisecond
+	peakSampleStart         = 2 * time.Second
+)
 
 // ErrRunning is returned (wrapped) by Restart when the process runs.
 var ErrRunning = errors.New("already running")
@@ -171,10 +183,45 @@ func (p *Process) start() error {
 		return fmt.Errorf("start %s: %w", p.spec.Name, err)
 	}
 	done := make(chan struct{})
-	p.cmd, p.done, p.logf, p.waitErr, p.started = cmd, done, f, nil, time.Now()
+	p.cmd, p.done, p.logf, p.waitErr, p.started, p.runPeak = cmd, done, f, nil, time.Now(), 0
 	p.usage.Starts++
 	go p.wait(cmd, f, done)
+	go p.samplePeaks(cmd.Process.Pid, done)
 	return nil
+}
+
+// samplePeaks samples the peak RSS of the run pid until done; it is owned
+// by the run and ends with it.
+func (p *Process) samplePeaks(pid int, done <-chan struct{}) {
+	start := time.Now()
+	t := time.NewTicker(peakSampleStartInterval)
+	defer t.Stop()
+	for slow := false; ; {
+		p.samplePeak(pid)
+		if !slow && time.Since(start) > peakSampleStart {
+			slow = true
+			t.Reset(peakSampleInterval)
+		}
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// samplePeak records the peak RSS of the run pid if it is still running;
+// a run that has exited (or is exiting) keeps its last sample.
+func (p *Process) samplePeak(pid int) {
+	hwm, err := PeakRSS(pid)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	if p.cmd != nil && p.cmd.Process.Pid == pid && hwm > p.runPeak {
+		p.runPeak = hwm
+	}
+	p.mu.Unlock()
 }
 
 // wait reaps one run; it is owned by the run it reaps and ends with it.
@@ -184,9 +231,13 @@ func (p *Process) wait(cmd *exec.Cmd, f *os.File, done chan struct{}) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
 		p.usage.CPU += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		p.usage.Faults += ru.Minflt + ru.Majflt
-		if rss := ru.Maxrss * 1024; rss > p.usage.MaxRSS { // Linux reports KiB
-			p.usage.MaxRSS = rss
+		// maxrss counts the launcher's memory too (see PeakRSS): only
+		// where VmHWM could not be read.
+		rss := p.runPeak
+		if rss == 0 {
+			rss = ru.Maxrss * 1024 // Linux reports KiB
 		}
+		p.usage.MaxRSS = max(p.usage.MaxRSS, rss)
 	}
 	p.waitErr = err
 	p.mu.Unlock()
@@ -257,6 +308,7 @@ func (p *Process) signal(sig syscall.Signal) error {
 	if isClosed(done) {
 		return nil
 	}
+	p.samplePeak(cmd.Process.Pid) // what the run used up to its end
 	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("signal %s: %w", p.spec.Name, err)
 	}

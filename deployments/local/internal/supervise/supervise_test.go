@@ -115,3 +115,30 @@ func TestProcUsage(t *testing.T) {
 		t.Error("usage of a process that does not exist: no error")
 	}
 }
+
+// TestUsagePeakIsTheChilds shows that a child's peak RSS is its own: a
+// small shell started while this process holds 128 MiB reports far less,
+// where its rusage maxrss would report at least the 128 MiB (see PeakRSS).
+func TestUsagePeakIsTheChilds(t *testing.T) {
+	ballast := make([]byte, 128<<20)
+	for i := 0; i < len(ballast); i += os.Getpagesize() {
+		ballast[i] = 1
+	}
+	parent, err := PeakRSS(os.Getpid())
+	if err != nil {
+		t.Skipf("no VmHWM here: %v", err)
+	}
+	p, err := Start(shSpec(t, "small", `echo started; while :; do sleep 0.05; done`))
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	waitLog(t, p, "started", 1)
+	if err := p.Stop(time.Second); err == nil {
+		t.Fatal("stop: the shell exited cleanly on SIGTERM, want killed by it")
+	}
+	u := p.Usage()
+	if u.MaxRSS <= 0 || u.MaxRSS >= 64<<20 || parent < 128<<20 {
+		t.Fatalf("child's peak RSS %d B with this process at %d B: want the child's own, above 0 and far below 128 MiB", u.MaxRSS, parent)
+	}
+	ballast[0]++ // the ballast stays live until the child has run
+}
