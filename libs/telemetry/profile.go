@@ -55,10 +55,14 @@ func writeAllocs(dir string) error {
 
 // ApplyMemoryLimit sets the Go runtime's soft memory limit to
 // c.MemoryLimit when it is set (a container's limit, less headroom for
-// what the runtime does not count); otherwise the limit stays as the
-// GOMEMLIMIT variable set it.
+// what the runtime does not count) and the collector's target to
+// c.GCPercent when that is set; otherwise each stays as the GOMEMLIMIT
+// and GOGC variables set it.
 func ApplyMemoryLimit(c Config) {
 	if c.MemoryLimit > 0 {
 		debug.SetMemoryLimit(c.MemoryLimit)
+	}
+	if c.GCPercent > 0 {
+		debug.SetGCPercent(c.GCPercent)
 	}
 }

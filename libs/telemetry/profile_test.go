@@ -64,6 +64,19 @@ func TestApplyMemoryLimit(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != 96<<20 {
 		t.Errorf("limit %d, want %d", got, 96<<20)
 	}
+	beforeGC := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(beforeGC) })
+	ApplyMemoryLimit(Config{GCPercent: 40})
+	if got := debug.SetGCPercent(100); got != 40 {
+		t.Errorf("gc percent %d after ApplyMemoryLimit with 40", got)
+	}
+	ApplyMemoryLimit(Config{})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("gc percent %d after ApplyMemoryLimit without one, want GOGC's 100 kept", got)
+	}
+	if err := (Config{GCPercent: -1}).Validate(); err == nil {
+		t.Error("negative gc percent validates")
+	}
 	if err := (Config{MemoryLimit: -1}).Validate(); err == nil {
 		t.Error("a negative memory limit validated")
 	}

@@ -46,6 +46,11 @@ type Config struct {
 	// soft memory limit (as GOMEMLIMIT): the collector runs more often as
 	// the process nears it (ApplyMemoryLimit).
 	MemoryLimit int64
+	// GCPercent (flag gc-percent; 0: as GOGC says, 100 unless set) is the
+	// Go collector's target: a new cycle starts when the heap has grown
+	// by this percentage of what the last one left live. Lower trades CPU
+	// for peak memory (ApplyMemoryLimit).
+	GCPercent int
 }
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -55,6 +60,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AdminAddr, "admin-addr", DefaultAdminAddr, "listen address of the admin server (/metrics, /healthz, /readyz)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write cpu.pprof (the whole run) and allocs.pprof (at exit) here")
 	fs.Int64Var(&c.MemoryLimit, "memory-limit", 0, "soft memory limit of the Go runtime in bytes, as GOMEMLIMIT (0: none, or GOMEMLIMIT's)")
+	fs.IntVar(&c.GCPercent, "gc-percent", 0, "Go collector target percentage, as GOGC (0: GOGC's, 100 unless set)")
 }
 
 // Validate reports a configuration error. Empty fields mean their defaults.
@@ -69,6 +75,9 @@ func (c Config) Validate() error {
 	}
 	if c.MemoryLimit < 0 {
 		return fmt.Errorf("validate memory-limit %d: must not be negative", c.MemoryLimit)
+	}
+	if c.GCPercent < 0 {
+		return fmt.Errorf("validate gc-percent %d: must not be negative", c.GCPercent)
 	}
 	if c.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
