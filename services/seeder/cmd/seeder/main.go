@@ -4,12 +4,11 @@
 // --spec FILE (a POST /v1/crawls body) it first publishes the crawl's
 // specification (scope, limits, politeness, revisit) to the control topic,
 // as the API does, and seeds the file's seeds too.
-// `seeder serve` runs the crawl-jobs HTTP API instead.
+// `seeder serve` runs the crawl-jobs HTTP API instead (serve.go).
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,14 +17,12 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/service"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/app"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
-	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
 
-const name = "seeder"
-
 func main() {
-	service.Main(name, func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdin, os.LookupEnv) })
+	service.Main(app.Name, func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdin, os.LookupEnv) })
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(string) (string, bool)) error {
@@ -33,7 +30,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(str
 		return serve(ctx, args[1:], lookupEnv, nil)
 	}
 	var cfg config.Seed
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(app.Name, flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
 	if err := envflag.Parse(fs, args, lookupEnv); err != nil {
 		return err
@@ -41,26 +38,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(str
 	if fs.NArg() > 0 {
 		return fmt.Errorf("parse arguments: unexpected %q (seeds go in --seed or --seeds-file)", fs.Args())
 	}
-	// The spec is read and checked before anything else happens, so that a
-	// bad file publishes nothing.
-	var job *jobs.Job
-	if cfg.SpecFile == "-" && cfg.SeedsFile == "-" {
-		return errors.New("validate config: --spec and --seeds-file cannot both read standard input")
+	job, err := app.LoadJob(&cfg, stdin, time.Now())
+	if err != nil {
+		return err
 	}
-	if cfg.SpecFile != "" {
-		j, err := loadSpec(cfg.SpecFile, cfg.CrawlID, stdin, time.Now())
-		if err != nil {
-			return err
-		}
-		job = &j
-		cfg.CrawlID = j.Spec.GetCrawlId()
-		cfg.Sitemaps = cfg.Sitemaps || j.Sitemaps
-		cfg.SitemapURLs = append(cfg.SitemapURLs, j.SitemapURLs...)
-	}
-	if err := cfg.Validate(job != nil && len(job.Seeds) > 0); err != nil {
-		return fmt.Errorf("validate config: %w", err)
-	}
-	svc, err := service.New(name, cfg.Telemetry)
+	svc, err := service.New(app.Name, cfg.Telemetry)
 	if err != nil {
 		return err
 	}
@@ -68,7 +50,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(str
 	// The admin server lives as long as the command, so that a run on a
 	// large seed list can be watched; the run ends when seeding does.
 	svc.Go(service.Consume, "seeding", func(ctx context.Context) error {
-		_, err := seed(ctx, cfg, job, stdin, svc.Log(), svc.Metrics())
+		_, err := app.Seed(ctx, cfg, job, stdin, svc.Log(), svc.Metrics())
 		return err
 	})
 	svc.SetReady()

@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/app"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
@@ -114,11 +115,11 @@ func TestSeedFileWithInvalidLines(t *testing.T) {
 	cfg := config.Seed{Kafka: kc, CrawlID: "crawl-1", SeedsFile: file,
 		Seeds: envflag.Strings{"http://127.0.0.4/flag", "javascript:void(0)"}}
 	before := time.Now()
-	sum, err := seed(t.Context(), cfg, nil, nil, zap.New(core), prometheus.NewRegistry())
+	sum, err := app.Seed(t.Context(), cfg, nil, nil, zap.New(core), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("seed: %v", err)
 	}
-	if sum != (summary{Published: 4, Invalid: 4}) {
+	if sum != (app.Summary{Published: 4, Invalid: 4}) {
 		t.Errorf("summary = %+v, want 4 published, 4 invalid", sum)
 	}
 
@@ -192,7 +193,7 @@ func TestRunRejects(t *testing.T) {
 		{name: "no seeds", args: []string{"--crawl-id", "c"}, wantMsg: "--seed or --seeds-file"},
 		{name: "positional args", args: []string{"--crawl-id", "c", "http://a/"}, wantMsg: "unexpected"},
 		{name: "missing file", args: []string{"--crawl-id", "c", "--seeds-file", filepath.Join(dir, "nope")}, wantErr: os.ErrNotExist},
-		{name: "nothing valid", args: []string{"--crawl-id", "c", "--seeds-file", bad, "--seed", " "}, wantErr: errNoValidSeeds},
+		{name: "nothing valid", args: []string{"--crawl-id", "c", "--seeds-file", bad, "--seed", " "}, wantErr: app.ErrNoValidSeeds},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

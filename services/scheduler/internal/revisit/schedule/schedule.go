@@ -196,15 +196,17 @@ func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack 
 			prev = p
 		}
 		row, ch := revisit.Observe(pol, prev, &page, h.partition, string(msg.Key), now)
+		if prev != nil {
+			row.UpdatedAt = nextVersion(prev.UpdatedAt, now)
+		}
 		next[row.URLFP] = row
 		states = append(states, row)
 		changes = append(changes, ch)
 	}
 	// The schedule takes the new states now, under the same lock: the
-	// pump must never lease a URL's older state after this one (both rows
-	// carry the same second as their version, and the later insert wins).
-	// A failed write below fails the partition, whose next owner reloads
-	// the schedule from ClickHouse.
+	// pump must never lease a URL's older state after this one. A failed
+	// write below fails the partition, whose next owner reloads the
+	// schedule from ClickHouse.
 	for fp, row := range next {
 		if h.sched[fp] == nil {
 			r.m.tracked.Inc()
@@ -300,7 +302,11 @@ func (h *revisitHandler) releaseDue(ctx context.Context) error {
 		msgs = append(msgs, m)
 		l := *row
 		l.NextVisit = now.Add(time.Duration(max(row.IntervalS, 1)) * time.Second)
-		l.UpdatedAt = now
+		l.UpdatedAt = nextVersion(row.UpdatedAt, now)
+		// The lease's version is taken now: an outcome folded while the
+		// lease is produced gets a later one (Handle), so that the lease,
+		// whenever it is inserted, never replaces it.
+		row.UpdatedAt = l.UpdatedAt
 		leased = append(leased, l)
 	}
 	h.mu.Unlock()
@@ -311,18 +317,36 @@ func (h *revisitHandler) releaseDue(ctx context.Context) error {
 		return fmt.Errorf("produce revisits: %w", err)
 	}
 	h.mu.Lock()
+	current := leased[:0]
 	for _, l := range leased {
-		// Unless an outcome rescheduled it meanwhile.
+		// Unless an outcome rescheduled it meanwhile: its state is the
+		// newer one, the lease is not persisted.
 		if cur := h.sched[l.URLFP]; cur != nil && cur.Visits == l.Visits {
-			cur.NextVisit, cur.UpdatedAt = l.NextVisit, l.UpdatedAt
+			cur.NextVisit = l.NextVisit
+			current = append(current, l)
 		}
 	}
 	h.mu.Unlock()
 	r.m.scheduled.Add(float64(len(msgs)))
-	if err := r.store.WriteRevisits(ctx, leased...); err != nil {
+	if err := r.store.WriteRevisits(ctx, current...); err != nil {
 		return fmt.Errorf("persist revisit leases: %w", err)
 	}
 	return nil
+}
+
+// nextVersion returns the version (updated_at, whole seconds in
+// ClickHouse) of a URL's next revisits row: now, or the second after
+// prev's when now is not later, so that each row the schedule writes for a
+// URL replaces the ones it wrote before in ReplacingMergeTree whatever the
+// order in which the rows are inserted (a lease produced while an outcome
+// is folded is inserted after it). A URL gets at most an outcome and a
+// lease per interval (at least 1s), so the version runs at most a few
+// seconds ahead of the clock.
+func nextVersion(prev, now time.Time) time.Time {
+	if after := prev.Truncate(time.Second).Add(time.Second); now.Before(after) {
+		return after
+	}
+	return now
 }
 
 // Close stops the pump and forgets the schedule (the next owner reloads

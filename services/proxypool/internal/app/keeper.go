@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -31,20 +31,20 @@ type keeper struct {
 	sources   int
 	interval  time.Duration
 	log       *zap.Logger
-	// topicsReady is closed once the topics exist; ready marks the
-	// service ready.
+	// topicsReady is closed once the topics exist.
 	topicsReady chan struct{}
-	ready       func()
 }
 
-func (k *keeper) run(ctx context.Context) error {
+// run keeps the pool until ctx is done; ready is called once the topics
+// exist.
+func (k *keeper) run(ctx context.Context, ready func()) error {
 	if err := kafkaio.EnsureTopics(ctx, k.kafka); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("ensure topics: %w", err)
 	}
-	k.ready()
+	ready()
 	close(k.topicsReady)
 	topic := k.kafka.Topics().Proxies
 	// A previous run may have left proxies live on the topic that are no

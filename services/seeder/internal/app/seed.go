@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -23,34 +23,34 @@ import (
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 )
 
-// errNoValidSeeds is returned when every given seed was invalid.
-var errNoValidSeeds = errors.New("no valid seeds")
+// ErrNoValidSeeds is returned when every given seed was invalid.
+var ErrNoValidSeeds = errors.New("no valid seeds")
 
-// summary is the outcome of one seeding run.
-type summary struct {
+// Summary is the outcome of one seeding run.
+type Summary struct {
 	Published int
 	Invalid   int
 	Sitemap   int // URLs taken from sitemaps (included in Published)
 }
 
-// seed reads and validates the configured seeds, reports every invalid one
+// Seed reads and validates the configured seeds, reports every invalid one
 // (with its line number for a file, its position for --seed), publishes
-// the valid ones and logs a summary. It fails with errNoValidSeeds when
+// the valid ones and logs a summary. It fails with ErrNoValidSeeds when
 // nothing valid was given, after reporting why. With a job (--spec, see
-// loadSpec) it publishes the job's crawl spec to the control topic before
+// LoadJob) it publishes the job's crawl spec to the control topic before
 // any seed, and the job's seeds (validated already) before the flags'.
-func seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, log *zap.Logger, reg prometheus.Registerer) (summary, error) {
+func Seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, log *zap.Logger, reg prometheus.Registerer) (Summary, error) {
 	published := prometheus.NewCounter(prometheus.CounterOpts{Name: "seeds_published_total", Help: "Seeds published to the discovered topic."})
 	invalid := prometheus.NewCounter(prometheus.CounterOpts{Name: "seeds_invalid_total", Help: "Seeds rejected as invalid."})
 	for _, c := range []prometheus.Collector{published, invalid} {
 		if err := reg.Register(c); err != nil {
-			return summary{}, fmt.Errorf("register seeder metrics: %w", err)
+			return Summary{}, fmt.Errorf("register seeder metrics: %w", err)
 		}
 	}
 
 	var (
 		urls []string
-		sum  summary
+		sum  Summary
 		// serps are the job's search-engine result pages: seeds, but no
 		// hosts to read sitemaps of.
 		serps []publish.Seed
@@ -119,7 +119,7 @@ func seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, 
 		log.Info("sitemaps read", zap.Int("requests", res.Fetched), zap.Int("urls", sum.Sitemap), zap.Int("problems", len(res.Problems)))
 	}
 	if len(batch) == 0 {
-		return sum, errNoValidSeeds
+		return sum, ErrNoValidSeeds
 	}
 
 	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
@@ -162,6 +162,31 @@ func readFile(path string, stdin io.Reader) ([]seeds.Seed, []seeds.LineError, er
 		return nil, nil, fmt.Errorf("read seeds file %s: %w", path, err)
 	}
 	return s, bad, nil
+}
+
+// LoadJob reads the crawl request of --spec, when cfg names one, and
+// merges it into cfg (its crawl id, its sitemap settings), then validates
+// cfg, the job's seeds counting as seeds. The spec is read and checked
+// before anything else happens, so that a bad file publishes nothing.
+func LoadJob(cfg *config.Seed, stdin io.Reader, now time.Time) (*jobs.Job, error) {
+	var job *jobs.Job
+	if cfg.SpecFile == "-" && cfg.SeedsFile == "-" {
+		return nil, errors.New("validate config: --spec and --seeds-file cannot both read standard input")
+	}
+	if cfg.SpecFile != "" {
+		j, err := loadSpec(cfg.SpecFile, cfg.CrawlID, stdin, now)
+		if err != nil {
+			return nil, err
+		}
+		job = &j
+		cfg.CrawlID = j.Spec.GetCrawlId()
+		cfg.Sitemaps = cfg.Sitemaps || j.Sitemaps
+		cfg.SitemapURLs = append(cfg.SitemapURLs, j.SitemapURLs...)
+	}
+	if err := cfg.Validate(job != nil && len(job.Seeds) > 0); err != nil {
+		return nil, fmt.Errorf("validate config: %w", err)
+	}
+	return job, nil
 }
 
 // loadSpec reads the crawl request at path ("-": stdin) as POST /v1/crawls

@@ -1,0 +1,195 @@
+// Package app assembles the fetcher from its configuration: New opens
+// ClickHouse (migrated), makes sure the topics exist, and builds the proxy
+// pool, the HTTP fetcher and the robots.txt cache, the Kafka writer, the
+// fetch-log and robots.txt batch writers, the recorder, the consumer
+// (consume) and its group, and the table of crawl specifications they
+// read; options.go turns the configuration into the fetcher's and the
+// consumer's options. cmd/fetcher adds the parts to the service's run
+// group; Close releases the clients once the group is done.
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+)
+
+// Name is the service's name: its metric prefix, its log field and its
+// consumer group's id.
+const Name = "fetcher"
+
+// ControlWait bounds the wait for the control topic at start (WaitSpecs).
+const ControlWait = 10 * time.Second
+
+// Fetcher is the fetcher's parts, built from its configuration.
+type Fetcher struct {
+	cfg         config.Config
+	log         *zap.Logger
+	store       *chstore.Store
+	pool        *proxies.Pool // nil without --use-proxies
+	fetcher     *httpfetch.Fetcher
+	producer    *kafkaio.Writer
+	recorder    *recorder.Recorder
+	specs       *crawlcontrol.Specs
+	group       *kafkaio.Group
+	writers     []Writer
+	controlWait time.Duration
+
+	caughtUpOnce sync.Once
+	caughtUp     chan struct{} // closed once the control topic was read to its end
+}
+
+// Writer is a ClickHouse batch writer as the run group sees it: Run
+// flushes batches until its context is done, then flushes what is
+// buffered.
+type Writer struct {
+	Name string
+	Run  func(ctx context.Context) error
+}
+
+// New builds the fetcher: ClickHouse opened and migrated, the topics
+// created, every part constructed but nothing running yet. On error, what
+// was opened is closed again.
+func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus.Registerer) (_ *Fetcher, err error) {
+	f := &Fetcher{cfg: cfg, log: log, specs: crawlcontrol.NewSpecs(), controlWait: ControlWait, caughtUp: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	if f.store, err = chstore.Open(ctx, cfg.ClickHouse, log); err != nil {
+		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	if err := f.store.Migrate(ctx); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse: %w", err)
+	}
+	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
+		return nil, fmt.Errorf("ensure topics: %w", err)
+	}
+	topics := cfg.Kafka.Topics()
+
+	if cfg.UseProxies {
+		pool := proxies.NewPool()
+		known := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "proxies_known",
+			Help: "Proxies this fetcher knows from the proxies topic.",
+		}, func() float64 { return float64(pool.Len()) })
+		if err := reg.Register(known); err != nil {
+			return nil, fmt.Errorf("register proxies_known: %w", err)
+		}
+		f.pool = pool
+	}
+	fo, err := fetchOptions(cfg, f.pool)
+	if err != nil {
+		return nil, err
+	}
+	f.fetcher = httpfetch.New(fo)
+	robotsCache := robots.NewCache(f.fetcher, time.Now, robots.Options{UserAgent: cfg.UserAgent})
+
+	f.producer = kafkaio.NewWriter(cfg.Kafka, log, reg)
+	fetchLog := chstore.NewBatchWriter(f.store, chstore.FetchLog, cfg.ClickHouse.Batch(), log, reg)
+	robotsLog := chstore.NewBatchWriter(f.store, chstore.RobotsTxt, cfg.ClickHouse.Batch(), log, reg)
+	f.writers = []Writer{{"fetch log writer", fetchLog.Run}, {"robots.txt writer", robotsLog.Run}}
+	if f.recorder, err = recorder.New(recorder.Options{}, f.producer, fetchLog, robotsLog, reg); err != nil {
+		return nil, fmt.Errorf("create recorder: %w", err)
+	}
+
+	consumer, err := consume.New(consumeOptions(cfg, f.specs, f.store, f.fetcher), f.fetcher, robotsCache, f.producer, f.recorder, log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("create consumer: %w", err)
+	}
+	f.group, err = kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
+		GroupID:      cfg.Kafka.GroupFor(Name),
+		Topic:        topics.Fetch,
+		MaxInFlight:  cfg.MaxInflightPerPartition,
+		CloseTimeout: cfg.DrainTimeout,
+	}, consumer.Assign, log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("create consumer group: %w", err)
+	}
+	return f, nil
+}
+
+// Ping checks ClickHouse (the readiness check).
+func (f *Fetcher) Ping(ctx context.Context) error { return f.store.Ping(ctx) }
+
+// FollowSpecs reads the control topic into the crawl specifications until
+// ctx is done; WaitSpecs returns once it has read the topic to its end.
+func (f *Fetcher) FollowSpecs(ctx context.Context) error {
+	caughtUp := func() { f.caughtUpOnce.Do(func() { close(f.caughtUp) }) }
+	return crawlcontrol.FollowCaughtUp(ctx, f.cfg.Kafka, f.specs, caughtUp, func(err error) {
+		f.log.Warn("skipped undecodable crawl spec", zap.Error(err))
+	})
+}
+
+// WaitSpecs returns true once the crawl states published so far are known
+// (FollowSpecs read the control topic to its end), or once ControlWait has
+// passed, with a warning: a broken control topic does not stop the crawl.
+// It returns false when ctx is done first.
+func (f *Fetcher) WaitSpecs(ctx context.Context) bool {
+	t := time.NewTimer(f.controlWait)
+	defer t.Stop()
+	select {
+	case <-f.caughtUp:
+	case <-t.C:
+		f.log.Warn("started before the crawl states were read", zap.Duration("waited", f.controlWait))
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// UsesProxies reports whether requests go through the proxy pool
+// (--use-proxies), which FollowProxies fills.
+func (f *Fetcher) UsesProxies() bool { return f.pool != nil }
+
+// FollowProxies reads the proxies topic into the pool until ctx is done.
+func (f *Fetcher) FollowProxies(ctx context.Context) error {
+	return proxies.Follow(ctx, f.cfg.Kafka, f.cfg.Kafka.Topics().Proxies, f.pool, f.log)
+}
+
+// Fetch runs the consumer group of fetch requests until ctx is done: the
+// partitions' handlers finish or hand back their in-flight work and the
+// offsets are committed before it returns.
+func (f *Fetcher) Fetch(ctx context.Context) error { return f.group.Run(ctx) }
+
+// Record writes the fetch outcomes the handlers queued (published pages,
+// fetch-log and robots.txt rows) until ctx is done, then those still
+// queued, for at most --drain-timeout.
+func (f *Fetcher) Record(ctx context.Context) error { return f.recorder.Run(ctx, f.cfg.DrainTimeout) }
+
+// Writers returns the ClickHouse batch writers: the fetch log and
+// robots.txt.
+func (f *Fetcher) Writers() []Writer { return f.writers }
+
+// Close closes the Kafka writer, the HTTP fetcher's idle connections and
+// ClickHouse, logging what fails; call it once every part has stopped.
+func (f *Fetcher) Close() {
+	if f.producer != nil {
+		if err := f.producer.Close(); err != nil {
+			f.log.Warn("close kafka writer failed, ignored", zap.Error(err))
+		}
+	}
+	if f.fetcher != nil {
+		f.fetcher.Close()
+	}
+	if f.store != nil {
+		if err := f.store.Close(); err != nil {
+			f.log.Warn("close clickhouse", zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,127 @@
+// Package app assembles the proxy pool from its configuration: New reads
+// the proxies file and builds the pool, the check loop with its harvester
+// (refresh, check, harvest), the publisher of the proxies topic, the
+// consumer group of the fetchers' feedback and the API server (bound at
+// once). keeper.go is the pool's main component: once the topics exist it
+// tombstones what a previous run left live, then runs the check loop.
+// cmd/proxypool adds the parts to the service's run group; Close releases
+// the Kafka writer once the group is done.
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/api"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/check"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/config"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/feedback"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/harvest"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/publish"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/refresh"
+)
+
+// Name is the service's name: its metric prefix and its log field.
+const Name = "proxypool"
+
+// Proxypool is the proxy pool's parts, built from its configuration.
+type Proxypool struct {
+	log      *zap.Logger
+	writer   *kafkaio.Writer
+	keeper   *keeper
+	feedback *kafkaio.Group // nil: feedback not consumed
+	api      *api.Server
+}
+
+// New builds the proxy pool, nothing running yet but the API server
+// bound. The topics are created by Keep, not here: the API answers while
+// the broker is still out of reach. On error, what was opened is closed
+// again.
+func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus.Registerer) (_ *Proxypool, err error) {
+	pp := &Proxypool{log: log}
+	defer func() {
+		if err != nil {
+			pp.Close()
+		}
+	}()
+	entries, err := loadProxies(cfg.ProxiesFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Pool.CheckTimeout = cfg.Check.Timeout
+	p := pool.NewWithConfig(cfg.Pool)
+	p.Set(entries)
+	metrics, err := refresh.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	pp.writer = kafkaio.NewWriter(cfg.Kafka, log, reg)
+	k := &keeper{
+		kafka: cfg.Kafka, publisher: publish.New(pp.writer, cfg.Kafka.Topics().Proxies), log: log,
+		proxies: len(entries), sources: len(cfg.Sources), interval: cfg.Refresh.Interval,
+		topicsReady: make(chan struct{}),
+	}
+	if len(entries) > 0 || len(cfg.Sources) > 0 {
+		checker := check.New(cfg.Check, check.ProxyClient, time.Now)
+		k.loop = refresh.New(cfg.Refresh, p, checker, k.publisher, log, metrics)
+		if len(cfg.Sources) > 0 {
+			k.loop.WithHarvester(harvest.New(cfg.Sources, cfg.SourceTO))
+		}
+	}
+	pp.keeper = k
+	// An idle pool (no proxies, no sources) has no proxy to score: it
+	// does not consume the feedback topic's partitions for nothing.
+	if cfg.Feedback && k.loop != nil {
+		fbMetrics, err := feedback.NewMetrics(reg)
+		if err != nil {
+			return nil, err
+		}
+		if pp.feedback, err = feedback.NewGroup(cfg.Kafka, p, fbMetrics, log, reg); err != nil {
+			return nil, err
+		}
+	}
+	pp.api = api.New(cfg.APIAddr, p, log)
+	if _, err := pp.api.Listen(ctx); err != nil {
+		return nil, err
+	}
+	return pp, nil
+}
+
+// Keep keeps the pool until ctx is done: it creates the topics, calls
+// ready, tombstones the proxies a previous run left live on the proxies
+// topic, then checks, harvests and publishes (idle without proxies or
+// sources).
+func (pp *Proxypool) Keep(ctx context.Context, ready func()) error { return pp.keeper.run(ctx, ready) }
+
+// ConsumesFeedback reports whether the pool applies the fetchers' feedback
+// (--feedback, and a pool that is not idle).
+func (pp *Proxypool) ConsumesFeedback() bool { return pp.feedback != nil }
+
+// ApplyFeedback runs the consumer group of the fetchers' feedback until
+// ctx is done, from the moment Keep has created the topics.
+func (pp *Proxypool) ApplyFeedback(ctx context.Context) error {
+	select {
+	case <-pp.keeper.topicsReady:
+		return pp.feedback.Run(ctx)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// ServeAPI serves GET /proxies until ctx is done.
+func (pp *Proxypool) ServeAPI(ctx context.Context) error { return pp.api.Run(ctx) }
+
+// Close closes the Kafka writer, logging a failure; call it once every
+// part has stopped.
+func (pp *Proxypool) Close() {
+	if pp.writer != nil {
+		if err := pp.writer.Close(); err != nil {
+			pp.log.Warn("close kafka writer", zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/httpserve"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
+)
+
+// apiShutdownTimeout bounds how long in-flight API requests may finish.
+const apiShutdownTimeout = 10 * time.Second
+
+// Server is the crawl-jobs API's parts (seeder serve), built from its
+// configuration.
+type Server struct {
+	log        *zap.Logger
+	store      *chstore.Store
+	writer     *kafkaio.Writer
+	control    *control.Control
+	discoverer *sitemaps.Discoverer
+	http       *httpserve.Server
+	addr       net.Addr
+}
+
+// NewServer builds the API: the topics created, ClickHouse opened and
+// migrated, the control-topic follower and the HTTP server (bound at
+// once) constructed but nothing running yet. On error, what was opened is
+// closed again.
+func NewServer(ctx context.Context, cfg config.Serve, log *zap.Logger, reg prometheus.Registerer) (_ *Server, err error) {
+	s := &Server{log: log}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
+		return nil, fmt.Errorf("ensure topics: %w", err)
+	}
+	if s.store, err = chstore.Open(ctx, cfg.ClickHouse, log); err != nil {
+		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	if err := s.store.Migrate(ctx); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse: %w", err)
+	}
+	s.writer = kafkaio.NewWriter(cfg.Kafka, log, reg)
+	s.control = control.New(cfg.Kafka, s.writer, log)
+	apiMetrics, err := api.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	s.discoverer = sitemaps.New(cfg.Sitemap)
+	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Sitemaps: s.discoverer}, s.control, stats.New(s.store), apiMetrics, log)
+	s.http = httpserve.New("api", cfg.APIAddr, &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}, apiShutdownTimeout, log)
+	if s.addr, err = s.http.Listen(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Addr is the API's listening address.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Ping checks ClickHouse (the readiness check).
+func (s *Server) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
+
+// FollowControl reads the control topic (the crawls' specifications the
+// API answers from and revises) until ctx is done.
+func (s *Server) FollowControl(ctx context.Context) error { return s.control.Run(ctx) }
+
+// WaitCaughtUp returns once FollowControl has read the control topic to
+// its end (the API answers 503 before), or ctx's error.
+func (s *Server) WaitCaughtUp(ctx context.Context) error { return s.control.WaitCaughtUp(ctx) }
+
+// Serve serves the API until ctx is done.
+func (s *Server) Serve(ctx context.Context) error { return s.http.Run(ctx) }
+
+// Close closes the sitemap discoverer, the Kafka writer and ClickHouse,
+// logging what fails; call it once every part has stopped.
+func (s *Server) Close() {
+	if s.discoverer != nil {
+		s.discoverer.Close()
+	}
+	if s.writer != nil {
+		if err := s.writer.Close(); err != nil {
+			s.log.Warn("close kafka writer", zap.Error(err))
+		}
+	}
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			s.log.Warn("close clickhouse", zap.Error(err))
+		}
+	}
+}

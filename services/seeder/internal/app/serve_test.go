@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+)
+
+// closedAddr returns a loopback address nothing listens on any more.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// loadServe returns the configuration of `seeder serve` for a real broker
+// and a fresh ClickHouse database; broken replaces the broker or ClickHouse
+// address by one nothing listens on.
+func loadServe(t *testing.T, broken string) config.Serve {
+	t.Helper()
+	kcfg := kafkatest.Config(t, 2)
+	ch := chtest.Config(t)
+	brokers, chAddr := strings.Join(kcfg.Brokers, ","), strings.Join(ch.Addr, ",")
+	switch broken {
+	case "kafka":
+		brokers = closedAddr(t)
+	case "clickhouse":
+		chAddr = closedAddr(t)
+	}
+	cfg, err := config.LoadServe([]string{
+		"--kafka-brokers", brokers,
+		"--kafka-partitions", strconv.Itoa(kcfg.Partitions),
+		"--kafka-topic-prefix", kcfg.TopicPrefix,
+		"--clickhouse-addr", chAddr,
+		"--clickhouse-database", ch.Database,
+		"--clickhouse-dial-timeout", "2s",
+		"--api-addr", "127.0.0.1:0",
+		"--api-token", "0123456789abcdef",
+	}, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestNewServer builds the API against a real broker and ClickHouse: it is
+// bound at once, answers once served, catches up with the (empty) control
+// topic, and everything stops with its context (TestMain finds no
+// goroutine left).
+func TestNewServer(t *testing.T) {
+	s, err := NewServer(t.Context(), loadServe(t, ""), zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	defer s.Close()
+	if err := s.Ping(t.Context()); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 2)
+	go func() { done <- s.FollowControl(ctx) }()
+	go func() { done <- s.Serve(ctx) }()
+	if err := s.WaitCaughtUp(ctx); err != nil {
+		t.Errorf("WaitCaughtUp: %v", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Addr().String()+"/v1/crawls/none", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer 0123456789abcdef")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("GET /v1/crawls/none: %v", err)
+	} else {
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET /v1/crawls/none = %d, want 404", resp.StatusCode)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Errorf("stopped part: %v", err)
+		}
+	}
+}
+
+// TestNewServerFails: a part that cannot be built fails NewServer with
+// the step named, and what was opened before it is closed.
+func TestNewServerFails(t *testing.T) {
+	tests := []struct {
+		broken, wantErr string
+	}{
+		{broken: "kafka", wantErr: "ensure topics"},
+		{broken: "clickhouse", wantErr: "open clickhouse"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.broken, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+			defer cancel()
+			s, err := NewServer(ctx, loadServe(t, tt.broken), zaptest.NewLogger(t), prometheus.NewRegistry())
+			if err == nil {
+				s.Close()
+				t.Fatal("NewServer succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("NewServer = %v, want an error mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+}
