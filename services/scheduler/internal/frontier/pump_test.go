@@ -223,6 +223,10 @@ func TestFreshURLsWaitBehindBacklog(t *testing.T) {
 		prod := &memProducer{}
 		q := NewQuota(2, window, time.Now)
 		var order []string // fetch requests in the order they leave the partition
+		advance := func(d time.Duration) { // the bubble's clock, once every goroutine is blocked
+			tm := time.NewTimer(d)
+			<-tm.C
+		}
 		admit := func(url string, depth uint16) {
 			if q.Admit("a.example", uint32(depth)) {
 				order = append(order, url)
@@ -234,7 +238,7 @@ func TestFreshURLsWaitBehindBacklog(t *testing.T) {
 		admit("http://a.example/1b", 1)
 		admit("http://a.example/1c", 1)
 		admit("http://a.example/1d", 1)
-		time.Sleep(500 * time.Millisecond)
+		advance(500 * time.Millisecond)
 		cfg := PumpConfig{
 			Topic: "fetch", PerHost: 2, Window: window,
 			Key: func(u string) ([]byte, error) { return []byte(u), nil }, Now: time.Now,
@@ -244,13 +248,13 @@ func TestFreshURLsWaitBehindBacklog(t *testing.T) {
 		p := StartPump(cfg, 0, q, store, prod, &memEvents{}, zap.NewNop())
 		defer p.Stop()
 		synctest.Wait() // the first pass: the window's quota is spent
-		time.Sleep(window - 300*time.Millisecond)
+		advance(window - 300*time.Millisecond)
 		admit("http://a.example/3a", 3) // 10.2 s
 		admit("http://a.example/3b", 3)
 		p.MarkDeferred(2)
-		time.Sleep(300 * time.Millisecond)
+		advance(300 * time.Millisecond)
 		synctest.Wait() // 10.5 s
-		time.Sleep(window)
+		advance(window)
 		synctest.Wait() // 20.5 s
 		order = append(order, prod.released()...)
 		want := []string{"http://a.example/1a", "http://a.example/1b", "http://a.example/1c", "http://a.example/1d", "http://a.example/3a", "http://a.example/3b"}
@@ -260,12 +264,12 @@ func TestFreshURLsWaitBehindBacklog(t *testing.T) {
 		if n := q.Backlogged(); n != 1 {
 			t.Fatalf("%d hosts backlogged after the pass that read the last rows, want a.example until a read settles it", n)
 		}
-		time.Sleep(window)
+		advance(window)
 		synctest.Wait() // 30.5 s: the read finds nothing and settles
 		if n := q.Backlogged(); n != 0 {
 			t.Fatalf("%d hosts backlogged after the backlog drained, want 0", n)
 		}
-		time.Sleep(window)
+		advance(window)
 		admit("http://a.example/4a", 4)
 		if order[len(order)-1] != "http://a.example/4a" {
 			t.Fatalf("a fresh URL after the backlog drained was deferred: %v", order)
