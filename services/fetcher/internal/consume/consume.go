@@ -275,7 +275,7 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 	h := &handler{
 		s:         s,
 		partition: partition,
-		engine:    politeness.New[*task](s.opts.Now, s.opts.Politeness),
+		engine:    politeness.NewRanked(s.opts.Now, s.opts.Politeness, depthOf),
 		log:       s.log.With(telemetry.Topic(topic), telemetry.Partition(partition)),
 		claimed:   make(map[*task]struct{}),
 		cancel:    cancel,
@@ -433,6 +433,13 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				}
 			}
 		}
+		if ev, m, ok := h.makeRoom(t, notBefore, now); ok {
+			// A deeper request of the host leaves the full queue instead.
+			deferred = append(deferred, ev)
+			deferMsgs = append(deferMsgs, m)
+			h.push(t, notBefore)
+			continue
+		}
 		if m, ok := h.deferral(t, notBefore, now); ok {
 			deferred = append(deferred, t)
 			deferMsgs = append(deferMsgs, m)
@@ -483,24 +490,72 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	return nil
 }
 
-// deferral returns the record that defers t, when t is not to be held:
-// its host's queue is full, or the host is backed off and t would wait
-// longer than MaxHostWait
-// (the new not_before is when the queue ahead of it and the host's
-// back-off can have passed), or its not_before is beyond the hold horizon.
-func (h *handler) deferral(t *task, notBefore, now time.Time) (kafka.Message, bool) {
+// depthOf ranks a request in its host's queue: breadth-first, so that a
+// crawl stopped by its budget, a cancel or a rebalance has its shallowest
+// pages (see politeness.NewRanked).
+func depthOf(t *task) uint32 { return t.req.GetDepth() }
+
+// hostFull reports whether host's queue takes no more requests: it holds
+// MaxHostQueue, or the host is backed off and a new request would wait
+// longer than MaxHostWait; wait is how long the queue ahead of a new
+// request and the host's back-off can take to pass.
+func (h *handler) hostFull(host string, now time.Time) (wait time.Duration, full bool) {
 	o := h.s.opts
-	queued, delay, next := h.engine.HostQueue(t.host)
-	wait := max(next.Sub(now), 0) + time.Duration(queued)*delay
+	queued, delay, next := h.engine.HostQueue(host)
+	wait = max(next.Sub(now), 0) + time.Duration(queued)*delay
+	return wait, queued >= o.MaxHostQueue || (queued > 0 && next.Sub(now) > delay && wait > o.MaxHostWait)
+}
+
+// deferral returns the record that defers t, when t is not to be held:
+// its host's queue is full (hostFull; the new not_before is when the queue
+// ahead of it and the host's back-off can have passed), or its not_before
+// is beyond the hold horizon.
+func (h *handler) deferral(t *task, notBefore, now time.Time) (kafka.Message, bool) {
+	wait, full := h.hostFull(t.host, now)
 	switch {
-	case queued >= o.MaxHostQueue || (queued > 0 && next.Sub(now) > delay && wait > o.MaxHostWait):
+	case full:
 		if at := now.Add(wait); at.After(notBefore) {
 			notBefore = at
 		}
-	case notBefore.After(now.Add(o.HoldHorizon)):
+	case notBefore.After(now.Add(h.s.opts.HoldHorizon)):
 	default:
 		return kafka.Message{}, false
 	}
+	return h.deferMessage(t, notBefore)
+}
+
+// makeRoom keeps a host's bounded queue breadth-first: when t would be
+// deferred only because its host's queue is full, and the queue holds a
+// deeper request, that request is taken out (the deepest, latest pushed)
+// and its deferral record returned, so that t can be queued in its place.
+// The evicted request's claim is released before its copy is produced
+// (see hold). ok is false when t is to be handled as usual.
+func (h *handler) makeRoom(t *task, notBefore, now time.Time) (evicted *task, m kafka.Message, ok bool) {
+	wait, full := h.hostFull(t.host, now)
+	if !full || notBefore.After(now.Add(h.s.opts.HoldHorizon)) {
+		return nil, kafka.Message{}, false
+	}
+	ev, ok := h.engine.EvictAbove(t.host, depthOf(t))
+	if !ok {
+		return nil, kafka.Message{}, false
+	}
+	h.settle(ev, false)
+	evAt := now.Add(wait)
+	if nb := ev.req.GetNotBefore(); nb != nil && nb.AsTime().After(evAt) {
+		evAt = nb.AsTime()
+	}
+	if m, ok = h.deferMessage(ev, evAt); !ok {
+		h.push(ev, evAt) // not encodable (not seen): it stays, one over the bound
+		return nil, kafka.Message{}, false
+	}
+	h.s.m.evicted.Inc()
+	return ev, m, true
+}
+
+// deferMessage returns the record that puts t back on the fetch topic,
+// due at notBefore.
+func (h *handler) deferMessage(t *task, notBefore time.Time) (kafka.Message, bool) {
+	o := h.s.opts
 	req := proto.CloneOf(t.req)
 	req.NotBefore = timestamppb.New(notBefore)
 	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.host), req)

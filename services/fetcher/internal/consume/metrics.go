@@ -24,6 +24,7 @@ type metrics struct {
 
 	retries          *prometheus.CounterVec // outcome: queued, exhausted
 	deferred         prometheus.Counter
+	evicted          prometheus.Counter
 	pausedHeld       prometheus.Counter
 	redirects        *prometheus.CounterVec // outcome: redirect* constants
 	repeatsSkipped   *prometheus.CounterVec // by: skip* constants
@@ -95,6 +96,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "deferred_total",
 			Help: "Requests produced again to the fetch topic because their host queue was full or their not-before was far.",
 		}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "evicted_total",
+			Help: "Requests taken out of a full host queue for a shallower one of the host and deferred (also counted in deferred_total): the queue keeps the shallowest.",
+		}),
 		repeatsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "repeats_skipped_total",
 			Help: "Fetch requests acked without a request because their attempt was done already, by how it was known: recorded (a previous owner's fetch-log row), published (a previous owner's FetchedPage without its fetch-log row, which is written then), held (held or finished by this fetcher).",
@@ -138,7 +143,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
+		m.retries, m.deferred, m.evicted, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

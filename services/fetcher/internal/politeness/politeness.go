@@ -1,7 +1,12 @@
 // Package politeness schedules the requests of one Kafka partition so that
-// every host is treated politely: a FIFO queue per host, at most one request
-// in flight per host, and a minimum delay between the end of one request to a
+// every host is treated politely: a queue per host, at most one request in
+// flight per host, and a minimum delay between the end of one request to a
 // host and the start of the next (what the site sees).
+//
+// A host's queue is breadth-first: of the items that may start, the one
+// with the lowest rank (the link depth, given by the rank function of
+// NewRanked) goes first, and among equal ranks the one pushed first. New
+// ranks every item 0, which is first-in first-out.
 //
 // An Engine is a plain data structure with an injected clock: it starts no
 // goroutines and never sleeps. The dispatcher asks it for the next eligible
@@ -56,17 +61,29 @@ func (o Options) withDefaults() Options {
 type entry[T any] struct {
 	item      T
 	notBefore time.Time
+	rank      uint32 // the rank function's value: the link depth
 	seq       uint64 // push order (PushFront and Requeue go before every other)
 }
 
+// before reports whether a starts before b in a host's ready queue: lower
+// rank first (breadth-first), then push order.
+func (a *entry[T]) before(b *entry[T]) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	return a.seq < b.seq
+}
+
 // hostState is one host's queue and timing. Its items are in two queues:
-// ready holds the items that could start now, in push order; later holds
-// the items whose not_before was ahead when they were pushed (a retry
-// after a back-off, a deferred request), by not_before. A retry due in ten
-// seconds therefore never holds back the host's other URLs.
+// ready holds the items that could start now, by rank then push order;
+// later holds the items whose not_before was ahead when they were pushed
+// (a retry after a back-off, a deferred request), by not_before, and moves
+// them to ready when they come due. A retry due in ten seconds therefore
+// never holds back the host's other URLs, and once due it takes its place
+// by rank.
 type hostState[T any] struct {
 	name      string
-	ready     []entry[T]   // by seq; ready[0] is the head
+	ready     readyHeap[T] // by rank, then seq; ready[0] is the head
 	later     laterHeap[T] // by notBefore, then seq
 	active    bool         // a request is in flight
 	next      time.Time    // earliest start of the next request
@@ -101,34 +118,122 @@ func (h *hostState[T]) eligibleAt() time.Time {
 // queued returns the number of items of h.
 func (h *hostState[T]) queued() int { return len(h.ready) + len(h.later) }
 
-// take removes and returns the item to start at now: the earlier pushed of
-// the ready head and the due later head, or the later head alone.
+// take removes and returns the item to start at now: the first by rank
+// and push order of the ready items and the later items due by now. The
+// caller knows the host is eligible, so one of them exists.
 func (h *hostState[T]) take(now time.Time) entry[T] {
-	var zero entry[T]
-	due := len(h.later) > 0 && !h.later[0].notBefore.After(now)
-	if len(h.ready) == 0 || (due && h.later[0].seq < h.ready[0].seq) {
+	for len(h.later) > 0 && !h.later[0].notBefore.After(now) {
+		h.ready.push(heap.Pop(&h.later).(entry[T]))
+	}
+	if len(h.ready) == 0 { // not reached: an eligible host has a due item
 		return heap.Pop(&h.later).(entry[T])
 	}
-	it := h.ready[0]
-	h.ready[0] = zero
-	h.ready = h.ready[1:]
-	if len(h.ready) == 0 {
-		h.ready = nil
+	return h.ready.pop()
+}
+
+// put queues it: in later when its not_before is after now, else in ready.
+func (h *hostState[T]) put(it entry[T], now time.Time) {
+	if it.notBefore.After(now) {
+		heap.Push(&h.later, it)
+		return
+	}
+	h.ready.push(it)
+}
+
+// removeLast removes and returns the host's queued item that would start
+// last among those ranked above rank (the highest rank, then the latest
+// pushed), ready and later alike; ok is false when no item ranks above
+// rank. Linear in the host's queue: it serves the bounded queue's
+// overflow, not the dispatch path.
+func (h *hostState[T]) removeLast(rank uint32) (it entry[T], ok bool) {
+	inReady, at := false, -1
+	var worst *entry[T]
+	for i := range h.ready {
+		if e := &h.ready[i]; e.rank > rank && (worst == nil || worst.before(e)) {
+			worst, inReady, at = e, true, i
+		}
+	}
+	for i := range h.later {
+		if e := &h.later[i]; e.rank > rank && (worst == nil || worst.before(e)) {
+			worst, inReady, at = e, false, i
+		}
+	}
+	if worst == nil {
+		return it, false
+	}
+	if inReady {
+		return h.ready.remove(at), true
+	}
+	return heap.Remove(&h.later, at).(entry[T]), true
+}
+
+// readyHeap is a binary min-heap of entries by rank, then push order,
+// written out rather than through container/heap so that a push or pop
+// boxes nothing (the dispatch path allocates no memory per item).
+type readyHeap[T any] []entry[T]
+
+func (q *readyHeap[T]) push(it entry[T]) {
+	*q = append(*q, it)
+	q.up(len(*q) - 1)
+}
+
+func (q *readyHeap[T]) pop() entry[T] {
+	return q.remove(0)
+}
+
+// remove removes and returns the entry at index i.
+func (q *readyHeap[T]) remove(i int) entry[T] {
+	old := *q
+	n := len(old) - 1
+	it := old[i]
+	if i != n {
+		old[i] = old[n]
+	}
+	var zero entry[T]
+	old[n] = zero
+	*q = old[:n]
+	if n == 0 {
+		*q = nil
+		return it
+	}
+	if i != n {
+		if !q.down(i) {
+			q.up(i)
+		}
 	}
 	return it
 }
 
-// put queues it: in later when its not_before is after now, else in ready
-// (at the head when front).
-func (h *hostState[T]) put(it entry[T], now time.Time, front bool) {
-	switch {
-	case it.notBefore.After(now):
-		heap.Push(&h.later, it)
-	case front:
-		h.ready = append([]entry[T]{it}, h.ready...)
-	default:
-		h.ready = append(h.ready, it)
+func (q readyHeap[T]) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !q[i].before(&q[parent]) {
+			return
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
 	}
+}
+
+// down sifts the entry at i down; it reports whether it moved.
+func (q readyHeap[T]) down(i int) bool {
+	start, n := i, len(q)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && q[r].before(&q[l]) {
+			c = r
+		}
+		if !q[c].before(&q[i]) {
+			break
+		}
+		q[i], q[c] = q[c], q[i]
+		i = c
+	}
+	return i > start
 }
 
 // laterHeap orders a host's not-yet-due items by not_before, then push
@@ -162,6 +267,7 @@ func (q *laterHeap[T]) Pop() any {
 type Engine[T any] struct {
 	mu         sync.Mutex
 	now        func() time.Time
+	rank       func(T) uint32 // nil: every item ranks 0 (FIFO)
 	opts       Options
 	assignedAt time.Time
 	hosts      map[string]*hostState[T]
@@ -173,12 +279,22 @@ type Engine[T any] struct {
 	sweepAt    int    // sweep idle hosts when the map reaches this size
 }
 
-// New returns the engine of a partition assigned now. No host's first
-// request may start before now + Delay, so that a rebalance or a restart
-// never makes two fetchers hit a host closer than the delay.
+// New returns the engine of a partition assigned now, with first-in
+// first-out host queues. No host's first request may start before now +
+// Delay, so that a rebalance or a restart never makes two fetchers hit a
+// host closer than the delay.
 func New[T any](now func() time.Time, o Options) *Engine[T] {
+	return NewRanked[T](now, o, nil)
+}
+
+// NewRanked is New with breadth-first host queues: of a host's items that
+// may start, the one of lowest rank(item) goes first (the fetcher ranks a
+// request by its link depth), then the one pushed first. rank is called
+// once per push, under the engine's lock; nil ranks every item 0.
+func NewRanked[T any](now func() time.Time, o Options, rank func(T) uint32) *Engine[T] {
 	return &Engine[T]{
 		now:        now,
+		rank:       rank,
 		opts:       o.withDefaults(),
 		assignedAt: now(),
 		hosts:      make(map[string]*hostState[T]),
@@ -186,34 +302,45 @@ func New[T any](now func() time.Time, o Options) *Engine[T] {
 	}
 }
 
+// entry returns item's queue entry with its rank.
+func (e *Engine[T]) entry(item T, notBefore time.Time, seq uint64) entry[T] {
+	it := entry[T]{item: item, notBefore: notBefore, seq: seq}
+	if e.rank != nil {
+		it.rank = e.rank(item)
+	}
+	return it
+}
+
 // Push queues item for host, not to start before notBefore (zero for no
-// constraint). Items that may start go in push order; an item whose
-// notBefore is ahead waits apart and holds back no other item of the host.
+// constraint). Items that may start go by rank, then in push order; an
+// item whose notBefore is ahead waits apart and holds back no other item
+// of the host.
 func (e *Engine[T]) Push(host string, item T, notBefore time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
 	e.seq++
-	h.put(entry[T]{item: item, notBefore: notBefore, seq: midSeq + e.seq}, e.now(), false)
+	h.put(e.entry(item, notBefore, midSeq+e.seq), e.now())
 	e.queued++
 	e.fix(h)
 }
 
 // PushFront puts item back at the head of host's queue, for example after
-// the host's slot was spent on robots.txt.
+// the host's slot was spent on robots.txt: before every item of its rank
+// (an item of a lower rank pushed meanwhile still goes first).
 func (e *Engine[T]) PushFront(host string, item T) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
-	h.put(entry[T]{item: item, seq: e.front()}, time.Time{}, true)
+	h.put(e.entry(item, time.Time{}, e.front()), time.Time{})
 	e.queued++
 	e.fix(h)
 }
 
 // Requeue ends host's turn without a request (the next-allowed time is
-// unchanged) and puts item back at the head of its queue; the host starts
-// nothing before notBefore: it waits for something outside the engine,
-// such as its server's Gate, without holding a worker.
+// unchanged) and puts item back at the head of its queue, as PushFront;
+// the host starts nothing before notBefore: it waits for something outside
+// the engine, such as its server's Gate, without holding a worker.
 func (e *Engine[T]) Requeue(host string, item T, notBefore time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -222,9 +349,31 @@ func (e *Engine[T]) Requeue(host string, item T, notBefore time.Time) {
 	if notBefore.After(h.hold) {
 		h.hold = notBefore
 	}
-	h.put(entry[T]{item: item, seq: e.front()}, time.Time{}, true)
+	h.put(e.entry(item, time.Time{}, e.front()), time.Time{})
 	e.queued++
 	e.fix(h)
+}
+
+// EvictAbove removes and returns host's queued item that would start last
+// (the highest rank, then the latest pushed) when its rank is above rank;
+// ok is false when no queued item of host ranks above rank. A bounded
+// host queue that is full makes room with it for a shallower item, so
+// that what it holds in memory is the host's shallowest work and the
+// deepest is what waits outside.
+func (e *Engine[T]) EvictAbove(host string, rank uint32) (item T, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, known := e.hosts[host]
+	if !known {
+		return item, false
+	}
+	it, ok := h.removeLast(rank)
+	if !ok {
+		return item, false
+	}
+	e.queued--
+	e.fix(h)
+	return it.item, true
 }
 
 // midSeq splits the push sequence: Push numbers count up from it and

@@ -244,57 +244,63 @@ func TestEngine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := t0
 			e := New[string](func() time.Time { return clock }, tt.opts)
-			for i, s := range tt.steps {
-				clock = at(s.clock)
-				where := fmt.Sprintf("step %d (t=%dms)", i, s.clock)
-				switch {
-				case s.push != "" && s.front:
-					e.PushFront(s.push, s.item)
-				case s.push != "":
-					var nb time.Time
-					if s.notBefore > 0 {
-						nb = at(s.notBefore)
-					}
-					e.Push(s.push, s.item, nb)
-				case s.next:
-					host, item, ok := e.Next(clock)
-					if s.wantHost == "" {
-						if ok {
-							t.Fatalf("%s: Next = %q %q, want nothing eligible", where, host, item)
-						}
-						continue
-					}
-					if !ok || host != s.wantHost || item != s.wantItem {
-						t.Fatalf("%s: Next = %q %q %v, want %q %q", where, host, item, ok, s.wantHost, s.wantItem)
-					}
-				case s.done != "":
-					e.Done(s.done, clock)
-				case s.release != "":
-					e.Release(s.release)
-				case s.requeue != "":
-					e.Requeue(s.requeue, s.item, at(s.notBefore))
-				case s.crawl != "":
-					if got := e.SetCrawlDelay(s.crawl, s.crawlD); got != s.capped {
-						t.Fatalf("%s: SetCrawlDelay capped = %v, want %v", where, got, s.capped)
-					}
-				case s.backoff != "":
-					e.Backoff(s.backoff, clock.Add(s.backoffD))
-				case s.wakeup:
-					w, ok := e.NextWakeup()
-					if s.wantWake < 0 {
-						if ok {
-							t.Fatalf("%s: NextWakeup = %v, want none", where, w)
-						}
-						continue
-					}
-					if !ok || !w.Equal(at(s.wantWake)) {
-						t.Fatalf("%s: NextWakeup = %v %v, want %v", where, w.Sub(t0), ok, time.Duration(s.wantWake)*time.Millisecond)
-					}
-				default:
-					t.Fatalf("%s: empty step", where)
-				}
-			}
+			play(t, e, &clock, tt.steps)
 		})
+	}
+}
+
+// play runs steps against e, setting *clock (e's clock) before each.
+func play(t *testing.T, e *Engine[string], clock *time.Time, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		*clock = at(s.clock)
+		where := fmt.Sprintf("step %d (t=%dms)", i, s.clock)
+		switch {
+		case s.push != "" && s.front:
+			e.PushFront(s.push, s.item)
+		case s.push != "":
+			var nb time.Time
+			if s.notBefore > 0 {
+				nb = at(s.notBefore)
+			}
+			e.Push(s.push, s.item, nb)
+		case s.next:
+			host, item, ok := e.Next(*clock)
+			if s.wantHost == "" {
+				if ok {
+					t.Fatalf("%s: Next = %q %q, want nothing eligible", where, host, item)
+				}
+				continue
+			}
+			if !ok || host != s.wantHost || item != s.wantItem {
+				t.Fatalf("%s: Next = %q %q %v, want %q %q", where, host, item, ok, s.wantHost, s.wantItem)
+			}
+		case s.done != "":
+			e.Done(s.done, *clock)
+		case s.release != "":
+			e.Release(s.release)
+		case s.requeue != "":
+			e.Requeue(s.requeue, s.item, at(s.notBefore))
+		case s.crawl != "":
+			if got := e.SetCrawlDelay(s.crawl, s.crawlD); got != s.capped {
+				t.Fatalf("%s: SetCrawlDelay capped = %v, want %v", where, got, s.capped)
+			}
+		case s.backoff != "":
+			e.Backoff(s.backoff, clock.Add(s.backoffD))
+		case s.wakeup:
+			w, ok := e.NextWakeup()
+			if s.wantWake < 0 {
+				if ok {
+					t.Fatalf("%s: NextWakeup = %v, want none", where, w)
+				}
+				continue
+			}
+			if !ok || !w.Equal(at(s.wantWake)) {
+				t.Fatalf("%s: NextWakeup = %v %v, want %v", where, w.Sub(t0), ok, time.Duration(s.wantWake)*time.Millisecond)
+			}
+		default:
+			t.Fatalf("%s: empty step", where)
+		}
 	}
 }
 

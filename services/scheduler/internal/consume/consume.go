@@ -361,7 +361,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				Depth:     uint16(min(u.GetDepth(), 65535)),
 				FirstSeen: now,
 			}
-			if !d.Hold && h.quota.Take(string(d.Key)) {
+			if !d.Hold && h.quota.Admit(string(d.Key), d.Fetch.GetDepth()) {
 				m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, d.Key, d.Fetch)
 				if err != nil {
 					undo()

@@ -110,6 +110,7 @@ type Pump struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	deferred  atomic.Int64 // URLs the partition deferred, counted once durable
+	since     uint64       // the quota's Generation at the previous read (run's goroutine)
 }
 
 // StartPump starts the pump of partition, sharing quota with the
@@ -174,9 +175,24 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 	if p.cfg.Paused != nil {
 		skip = p.cfg.Paused()
 	}
+	since := p.since
+	p.since = p.quota.Generation()
 	pending, err := p.store.Pending(ctx, p.partition, perHost, skip)
 	if err != nil {
 		return 0, err
+	}
+	// What the read leaves pending per host, for the quota's backlogs:
+	// the first row the quota refused, or, when a host's every row was
+	// released but the read was cut at perHost, its last row's depth.
+	left := make(map[string]uint32)
+	read := make(map[string]int)
+	settle := func() {
+		for host, n := range read {
+			if _, ok := left[host]; !ok && n >= perHost {
+				left[host] = lastDepth(pending, host)
+			}
+		}
+		p.quota.Settle(left, since)
 	}
 	var (
 		msgs     []kafka.Message
@@ -197,7 +213,11 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 			})
 			continue
 		}
-		if !p.quota.Take(r.Host) {
+		read[r.Host]++
+		if _, refused := left[r.Host]; refused || !p.quota.Take(r.Host) {
+			if !refused {
+				left[r.Host] = uint32(r.Depth)
+			}
 			continue
 		}
 		key, err := p.cfg.Key(r.URL)
@@ -224,6 +244,7 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 		released = append(released, r)
 	}
 	if len(released) == 0 {
+		settle()
 		return len(pending), nil
 	}
 	if len(msgs) > 0 {
@@ -243,7 +264,18 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 	}
 	p.cfg.Released.Add(float64(len(msgs)))
 	p.cfg.Cancelled.Add(float64(len(events)))
+	settle()
 	return len(pending), nil
+}
+
+// lastDepth is the depth of host's last row in rows.
+func lastDepth(rs []rows.FrontierRow, host string) uint32 {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].Host == host {
+			return uint32(rs[i].Depth)
+		}
+	}
+	return 0
 }
 
 // crawlState is a crawl's operator state (RUNNING without PumpConfig.State).

@@ -207,3 +207,72 @@ func TestPump(t *testing.T) {
 		}
 	})
 }
+
+// TestFreshURLsWaitBehindBacklog: a host's fresh URLs do not overtake its
+// backlog in the frontier. Quota 2 per 10 s window; at 0 s the handler
+// admits two depth-1 URLs of a.example and defers two more; the pump runs
+// from 0.5 s, so at 10.2 s a new window has begun and its pass has not yet
+// come. Two depth-3 URLs admitted then would have taken that window's
+// quota ahead of the depth-1 backlog (Take alone); Admit defers them, and
+// the pump releases depth 1 at 10.5 s, then depth 3 at 20.5 s. Once the
+// backlog is drained and settled, fresh URLs go straight out again.
+func TestFreshURLsWaitBehindBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const window = 10 * time.Second
+		store := &memStore{}
+		prod := &memProducer{}
+		q := NewQuota(2, window, time.Now)
+		var order []string // fetch requests in the order they leave the partition
+		advance := func(d time.Duration) { // the bubble's clock, once every goroutine is blocked
+			tm := time.NewTimer(d)
+			<-tm.C
+		}
+		admit := func(url string, depth uint16) {
+			if q.Admit("a.example", uint32(depth)) {
+				order = append(order, url)
+				return
+			}
+			_ = store.Write(t.Context(), pending("c", url, "a.example", uint64(len(store.rows)+100), depth))
+		}
+		admit("http://a.example/1a", 1)
+		admit("http://a.example/1b", 1)
+		admit("http://a.example/1c", 1)
+		admit("http://a.example/1d", 1)
+		advance(500 * time.Millisecond)
+		cfg := PumpConfig{
+			Topic: "fetch", PerHost: 2, Window: window,
+			Key: func(u string) ([]byte, error) { return []byte(u), nil }, Now: time.Now,
+			Released:  prometheus.NewCounter(prometheus.CounterOpts{Name: "released_total", Help: "Frontier rows released."}),
+			Cancelled: prometheus.NewCounter(prometheus.CounterOpts{Name: "cancelled_total", Help: "Frontier rows cancelled."}),
+		}
+		p := StartPump(cfg, 0, q, store, prod, &memEvents{}, zap.NewNop())
+		defer p.Stop()
+		synctest.Wait() // the first pass: the window's quota is spent
+		advance(window - 300*time.Millisecond)
+		admit("http://a.example/3a", 3) // 10.2 s
+		admit("http://a.example/3b", 3)
+		p.MarkDeferred(2)
+		advance(300 * time.Millisecond)
+		synctest.Wait() // 10.5 s
+		advance(window)
+		synctest.Wait() // 20.5 s
+		order = append(order, prod.released()...)
+		want := []string{"http://a.example/1a", "http://a.example/1b", "http://a.example/1c", "http://a.example/1d", "http://a.example/3a", "http://a.example/3b"}
+		if !slices.Equal(order, want) {
+			t.Fatalf("fetch requests left in the order %v, want %v", order, want)
+		}
+		if n := q.Backlogged(); n != 1 {
+			t.Fatalf("%d hosts backlogged after the pass that read the last rows, want a.example until a read settles it", n)
+		}
+		advance(window)
+		synctest.Wait() // 30.5 s: the read finds nothing and settles
+		if n := q.Backlogged(); n != 0 {
+			t.Fatalf("%d hosts backlogged after the backlog drained, want 0", n)
+		}
+		advance(window)
+		admit("http://a.example/4a", 4)
+		if order[len(order)-1] != "http://a.example/4a" {
+			t.Fatalf("a fresh URL after the backlog drained was deferred: %v", order)
+		}
+	})
+}

@@ -17,19 +17,36 @@ import (
 // Quota counts the fetch requests released per host in fixed windows. The
 // zero limit means unlimited. Safe for concurrent use (a partition's
 // handler and its pump share one).
+//
+// It also keeps the partition's per-host frontier breadth-first: a host
+// whose URLs were deferred has a backlog (the shallowest depth waiting),
+// and a fresh URL of that host as deep or deeper waits behind it (Admit)
+// even when the window's quota has room, so the pump, which releases a
+// host's backlog shallowest first, decides its order; only a shallower
+// fresh URL may go ahead. The pump settles the backlog after each read
+// (Settle).
 type Quota struct {
 	limit  int
 	window time.Duration
 	now    func() time.Time
 
-	mu     sync.Mutex
-	start  time.Time
-	counts map[string]int
+	mu      sync.Mutex
+	start   time.Time
+	counts  map[string]int
+	backlog map[string]backlog // hosts with URLs waiting in the frontier
+	gen     uint64             // deferrals so far (Admit refusals)
+}
+
+// backlog is what a host has waiting in the frontier: its shallowest
+// depth, and the generation of its latest deferral.
+type backlog struct {
+	depth uint32
+	gen   uint64
 }
 
 // NewQuota returns a quota of limit releases per host per window.
 func NewQuota(limit int, window time.Duration, now func() time.Time) *Quota {
-	return &Quota{limit: limit, window: window, now: now, counts: make(map[string]int)}
+	return &Quota{limit: limit, window: window, now: now, counts: make(map[string]int), backlog: make(map[string]backlog)}
 }
 
 // roll starts a new window when the current one is over. mu is held.
@@ -48,12 +65,87 @@ func (q *Quota) Take(host string) bool {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.take(host)
+}
+
+func (q *Quota) take(host string) bool {
 	q.roll()
 	if q.counts[host] >= q.limit {
 		return false
 	}
 	q.counts[host]++
 	return true
+}
+
+// Admit is Take for a freshly admitted URL of host at depth: it also
+// reports false, taking nothing, when the host has a backlog at depth or
+// shallower. A URL refused is deferred by the caller and joins the
+// host's backlog.
+func (q *Quota) Admit(host string, depth uint32) bool {
+	if q.limit <= 0 {
+		return true
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if b, ok := q.backlog[host]; (!ok || depth < b.depth) && q.take(host) {
+		return true
+	}
+	q.gen++
+	b, ok := q.backlog[host]
+	if !ok || depth < b.depth {
+		b.depth = depth
+	}
+	b.gen = q.gen
+	q.backlog[host] = b
+	return false
+}
+
+// Generation returns the number of deferrals so far; the pump reads it
+// before its query, for Settle.
+func (q *Quota) Generation() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.gen
+}
+
+// Settle records what the pump's read left of the hosts' backlogs: left
+// holds every host with URLs still pending after the read's releases, at
+// its shallowest pending depth; every other host's backlog is drained.
+// A host whose latest deferral came after generation since keeps its
+// backlog (at least as shallow as it was): its row may have been written
+// after the read. The pump passes the Generation of its previous read, a
+// window earlier, so that the rows of older deferrals are in the table.
+func (q *Quota) Settle(left map[string]uint32, since uint64) {
+	if q.limit <= 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for host, b := range q.backlog {
+		depth, pending := left[host]
+		switch {
+		case b.gen > since && pending:
+			b.depth = min(b.depth, depth)
+			q.backlog[host] = b
+		case b.gen > since:
+		case pending:
+			q.backlog[host] = backlog{depth: depth, gen: b.gen}
+		default:
+			delete(q.backlog, host)
+		}
+	}
+	for host, depth := range left {
+		if _, ok := q.backlog[host]; !ok {
+			q.backlog[host] = backlog{depth: depth} // found by the read (a previous owner's rows)
+		}
+	}
+}
+
+// Backlogged returns the number of hosts with a backlog.
+func (q *Quota) Backlogged() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.backlog)
 }
 
 // Limited reports whether the quota limits anything.

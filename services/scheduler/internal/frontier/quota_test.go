@@ -45,3 +45,59 @@ func TestQuota(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaBacklog: a host with URLs deferred has a backlog at their
+// shallowest depth; a fresh URL as deep or deeper is refused even when the
+// window has room, a shallower one may go; Settle moves the backlog to
+// what a pump read left, or drops it, unless a deferral came after the
+// read's generation.
+func TestQuotaBacklog(t *testing.T) {
+	now := time.Unix(1000, 0)
+	q := NewQuota(2, 10*time.Second, func() time.Time { return now })
+	admit := func(host string, depth uint32, want bool) {
+		t.Helper()
+		if got := q.Admit(host, depth); got != want {
+			t.Fatalf("Admit(%s, %d) = %v, want %v", host, depth, got, want)
+		}
+	}
+	admit("a", 2, true)
+	admit("a", 2, true)
+	admit("a", 2, false) // over quota: deferred, backlog at depth 2
+	now = now.Add(10 * time.Second)
+	admit("a", 3, false) // room in the new window, but deeper than the backlog
+	admit("a", 2, false) // as deep
+	admit("a", 1, true)  // shallower: goes ahead
+	admit("b", 5, true)  // b has no backlog
+	if n := q.Backlogged(); n != 1 {
+		t.Fatalf("%d hosts backlogged, want a", n)
+	}
+	gen := q.Generation()
+	q.Settle(nil, gen-1) // a read from before a's last deferral: kept
+	if q.Backlogged() != 1 {
+		t.Fatal("a read older than the last deferral dropped the backlog")
+	}
+	q.Settle(map[string]uint32{"a": 4}, gen) // the read left depth 4 pending
+	now = now.Add(10 * time.Second)
+	admit("a", 3, true)
+	admit("a", 4, false)
+	q.Settle(map[string]uint32{"a": 4}, gen) // the deferral at 4 came after gen
+	admit("a", 4, false)
+	q.Settle(nil, q.Generation()) // drained
+	if q.Backlogged() != 0 {
+		t.Fatal("a drained backlog was kept")
+	}
+	now = now.Add(10 * time.Second)
+	admit("a", 9, true)
+	q.Settle(map[string]uint32{"c": 0}, q.Generation()) // a previous owner's rows
+	admit("c", 0, false)
+
+	u := NewQuota(0, time.Second, func() time.Time { return now })
+	for range 3 {
+		if !u.Admit("a", 0) {
+			t.Fatal("unlimited quota refused")
+		}
+	}
+	if u.Backlogged() != 0 {
+		t.Fatal("unlimited quota keeps a backlog")
+	}
+}
