@@ -513,11 +513,22 @@ var ErrFinal = fmt.Errorf("crawl is cancelled")
 
 // Counts is a crawl's progress, from ClickHouse.
 type Counts struct {
-	Admitted  uint64 `json:"admitted"`  // distinct URLs admitted by the scheduler
+	Admitted uint64 `json:"admitted"` // distinct URLs admitted by the scheduler
+	// Terminal of those reached a terminal state (fetched, redirected,
+	// robots-denied, failed after the last retry, cancelled); Pending did
+	// not: Retrying of them wait for a scheduled retry, Queued have no
+	// attempt yet.
+	Terminal  uint64 `json:"terminal"`
+	Pending   uint64 `json:"pending"`
+	Retrying  uint64 `json:"retrying"`
+	Queued    uint64 `json:"queued"`
 	Fetched   uint64 `json:"fetched"`   // distinct URLs fetched without error
 	Errors    uint64 `json:"errors"`    // failed fetch attempts
 	Documents uint64 `json:"documents"` // distinct documents extracted
-	Queued    uint64 `json:"queued"`    // admitted but never attempted
+	// Finished: URLs were admitted and none is pending (exact, from
+	// ClickHouse; outlinks of the last pages may still be on their way,
+	// which InFlight sees).
+	Finished bool `json:"finished"`
 	// InFlight is the records the scheduler, fetcher and parser groups
 	// have not finished (consumer-group lag): every partition of the
 	// discovered topic, and the partitions of the crawl's hosts on the
@@ -540,8 +551,8 @@ type Document struct {
 }
 
 // Status names a crawl's status from its state and counts: running,
-// paused, cancelled, or drained (running, URLs admitted, none left queued
-// and nothing in flight in the pipeline).
+// paused, cancelled, or drained (running, finished: URLs admitted and
+// none pending, and nothing in flight in the pipeline).
 func Status(state crawlv1.CrawlState, c Counts, haveCounts bool) string {
 	switch state {
 	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
@@ -549,7 +560,7 @@ func Status(state crawlv1.CrawlState, c Counts, haveCounts bool) string {
 	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 		return "cancelled"
 	}
-	if haveCounts && c.Admitted > 0 && c.Queued == 0 && c.InFlight == 0 {
+	if haveCounts && c.Finished && c.InFlight == 0 {
 		return "drained"
 	}
 	return "running"

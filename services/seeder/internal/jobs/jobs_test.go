@@ -86,11 +86,11 @@ func TestStatus(t *testing.T) {
 		want   string
 	}{
 		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{}, true, "running"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Queued: 1}, true, "running"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3}, true, "drained"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, InFlight: 2}, true, "running"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, InFlight: -1}, true, "running"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3}, false, "running"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 2, Pending: 1, Queued: 1}, true, "running"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 3, Finished: true}, true, "drained"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 3, Finished: true, InFlight: 2}, true, "running"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 3, Finished: true, InFlight: -1}, true, "running"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 3, Finished: true}, false, "running"},
 		{crawlv1.CrawlState_CRAWL_STATE_PAUSED, jobs.Counts{Admitted: 3}, true, "paused"},
 		{crawlv1.CrawlState_CRAWL_STATE_CANCELLED, jobs.Counts{Admitted: 3, Queued: 2}, true, "cancelled"},
 	}
