@@ -102,6 +102,10 @@ type Limits struct {
 type Politeness struct {
 	Delay         string `json:"delay,omitempty"`
 	MaxCrawlDelay string `json:"max_crawl_delay,omitempty"`
+	// SerpIgnoreRobots fetches the result pages generated from the
+	// request's keywords even where the engine's robots.txt disallows
+	// them (crawlv1.Politeness.serp_ignore_robots); only with keywords.
+	SerpIgnoreRobots bool `json:"serp_ignore_robots,omitempty"`
 }
 
 // Revisit mirrors crawlv1.Revisit; durations are Go durations ("6h").
@@ -294,8 +298,15 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 	}
 	if p := req.Politeness; p != nil {
 		spec.Politeness = &crawlv1.Politeness{
-			Delay:         duration("politeness.delay", p.Delay, &errs),
-			MaxCrawlDelay: duration("politeness.max_crawl_delay", p.MaxCrawlDelay, &errs),
+			Delay:            duration("politeness.delay", p.Delay, &errs),
+			MaxCrawlDelay:    duration("politeness.max_crawl_delay", p.MaxCrawlDelay, &errs),
+			SerpIgnoreRobots: p.SerpIgnoreRobots,
+		}
+		if p.SerpIgnoreRobots && req.Keywords == nil {
+			// an exception to robots.txt is only for result pages the
+			// user asked for by keywords; without them it would be a
+			// flag waiting to apply to something else
+			errs.add("politeness.serp_ignore_robots", "applies only to the result pages of keywords; the request has none")
 		}
 	}
 	if r := req.Revisit; r != nil {

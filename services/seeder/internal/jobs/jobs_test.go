@@ -101,6 +101,26 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+// TestBuildSerpIgnoreRobots: the exception to robots.txt for result pages
+// reaches the spec only with keywords to apply it to; without them it is
+// a field error.
+func TestBuildSerpIgnoreRobots(t *testing.T) {
+	polite := &jobs.Politeness{SerpIgnoreRobots: true}
+	job, err := jobs.Build(jobs.Request{CrawlID: "kw", Politeness: polite,
+		Keywords: &jobs.Keywords{Terms: []string{"solar"}, Engines: []string{"bing"}}}, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !job.Spec.GetPoliteness().GetSerpIgnoreRobots() || len(job.Seeds) != 1 || job.Seeds[0].Engine != "bing" {
+		t.Errorf("spec politeness %v, seeds %+v; want the exception and one bing result page", job.Spec.GetPoliteness(), job.Seeds)
+	}
+	_, err = jobs.Build(jobs.Request{CrawlID: "s", Politeness: polite, Seeds: []string{"http://127.0.0.2/"}}, nil, now)
+	var fe jobs.FieldErrors
+	if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "politeness.serp_ignore_robots" {
+		t.Errorf("err = %v, want a politeness.serp_ignore_robots field error", err)
+	}
+}
+
 func TestBuildSpecNeedsNoSeeds(t *testing.T) {
 	scope := &jobs.Scope{SameHostOnly: true, DenyPatterns: []string{`/sec1/`}}
 	if _, err := jobs.Build(jobs.Request{CrawlID: "c", Scope: scope}, nil, now); err == nil {
