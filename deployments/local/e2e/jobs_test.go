@@ -57,6 +57,7 @@ type crawlView struct {
 		Admitted  uint64 `json:"admitted"`
 		Terminal  uint64 `json:"terminal"`
 		Pending   uint64 `json:"pending"`
+		Retrying  uint64 `json:"retrying"`
 		Finished  bool   `json:"finished"`
 		Fetched   uint64 `json:"fetched"`
 		Errors    uint64 `json:"errors"`
