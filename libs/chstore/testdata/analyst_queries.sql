@@ -298,7 +298,7 @@ FROM
                 UNION ALL
                 SELECT crawl_id, fp AS url_fp, toUInt8(1) AS final, updated_at AS fetched_at, toUInt16(0) AS fetched_at_ms, toUInt16(0) AS attempt, 'cancelled' AS error_kind
                 FROM frontier_v2
-                WHERE state = 2
+                WHERE state = 2 AND (crawl_id, fp) IN (SELECT crawl_id, fp FROM url_seen)
             )
             GROUP BY crawl_id, url_fp
         )

@@ -24,10 +24,11 @@ func New(store *chstore.Store) *Stats { return &Stats{store: store} }
 // dropped from the frontier of a cancelled crawl) and the pending rest,
 // split into retrying (an attempt failed, its retry scheduled) and queued
 // (no attempt yet); distinct URLs fetched without error; failed fetch
-// attempts (each once, however often its row was inserted); documents. Fetches of URLs never admitted do not count. The
-// terminal states are those of the crawl_status analyst query
-// (docs/analyst-queries.md), counted the same way: distinct fingerprints,
-// so a redelivered row counts once.
+// attempts (each once, however often its row was inserted); documents.
+// Fetches of URLs never admitted do not count. The terminal states are
+// those of the crawl_status analyst query (docs/analyst-queries.md),
+// counted the same way: distinct fingerprints, so a redelivered row
+// counts once.
 func (s *Stats) Counts(ctx context.Context, crawlID string) (jobs.Counts, error) {
 	var c jobs.Counts
 	conn := s.store.Conn()
@@ -51,10 +52,10 @@ FROM
         UNION ALL
         SELECT fp AS url_fp, toUInt8(1) AS done, toUInt8(0) AS ok, toUInt64(0) AS failed
         FROM frontier_v2
-        WHERE crawl_id = ? AND state = 2
+        WHERE crawl_id = ? AND state = 2 AND fp IN (SELECT fp FROM url_seen WHERE crawl_id = ?)
     )
     GROUP BY url_fp
-)`, crawlID, crawlID, crawlID).Scan(&c.Terminal, &c.Retrying, &c.Fetched, &c.Errors); err != nil {
+)`, crawlID, crawlID, crawlID, crawlID).Scan(&c.Terminal, &c.Retrying, &c.Fetched, &c.Errors); err != nil {
 		return c, fmt.Errorf("count fetch_log: %w", err)
 	}
 	if err := conn.QueryRow(ctx, "SELECT uniqExact(url_fp) FROM documents WHERE crawl_id = ?", crawlID).Scan(&c.Documents); err != nil {
