@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-// fetcherMigrations are the schema versions 100-199, owned by the fetcher (per-host state, retries, robots). Append; never edit
-// an applied version.
+// fetcherMigrations are the schema versions 100-199, owned by the fetcher
+// (per-host state, retries, robots), and the columns added to fetch_log
+// from 203 on (numbered after the parser's 200-202, which came first).
+// Append; never edit an applied version.
 var fetcherMigrations = []Migration{
 	{
 		Version: 100,
@@ -37,6 +39,22 @@ var fetcherMigrations = []Migration{
 	expires DateTime,
 	fetcher String
 ) ENGINE = ReplacingMergeTree(fetched_at) ORDER BY (partition, origin)`,
+		},
+	},
+	{
+		Version: 203,
+		Name:    "fetch_log.final: whether an attempt is its request's last",
+		Statements: []string{
+			// 1 when the fetcher will not try the request again (fetched,
+			// failed for good or after its last retry, robots-denied,
+			// redirected, cancelled), 0 when it scheduled a retry. An
+			// admitted URL is terminal once it has a final row, so a
+			// crawl's pending URLs are the admitted ones without one
+			// (crawl_status). Rows from before this column read 1: the
+			// old answer, which counted every attempt as an outcome. A
+			// redelivered row carries the same value, so counting
+			// distinct fingerprints stays exact without FINAL.
+			`ALTER TABLE fetch_log ADD COLUMN final UInt8 DEFAULT 1`,
 		},
 	},
 }

@@ -55,6 +55,10 @@ type crawlView struct {
 	Status  string `json:"status"`
 	Counts  *struct {
 		Admitted  uint64 `json:"admitted"`
+		Terminal  uint64 `json:"terminal"`
+		Pending   uint64 `json:"pending"`
+		Retrying  uint64 `json:"retrying"`
+		Finished  bool   `json:"finished"`
 		Fetched   uint64 `json:"fetched"`
 		Errors    uint64 `json:"errors"`
 		Documents uint64 `json:"documents"`
@@ -112,7 +116,8 @@ func TestCrawlJobsAPI(t *testing.T) {
 
 	docs := e.documents(ctx)
 	html := e.site.HTMLPages()
-	if v.Counts.Documents != uint64(len(docs)) || len(docs) != len(html) || v.Counts.Queued != 0 || v.Counts.Fetched < uint64(len(html)) {
+	if v.Counts.Documents != uint64(len(docs)) || len(docs) != len(html) || v.Counts.Queued != 0 || v.Counts.Fetched < uint64(len(html)) ||
+		!v.Counts.Finished || v.Counts.Pending != 0 || v.Counts.Terminal != v.Counts.Admitted {
 		t.Errorf("counts %+v; stored documents %d, HTML pages %d", *v.Counts, len(docs), len(html))
 	}
 

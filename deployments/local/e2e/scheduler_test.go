@@ -114,23 +114,23 @@ func TestSchedulerKilledSkewedCrawl(t *testing.T) {
 	found := false
 	for rows.Next() {
 		var (
-			crawl, st         string
-			admitted, fetched uint64
-			pending           int64
-			dropped           uint64
-			last              time.Time
+			crawl, st                                                  string
+			admitted, terminal                                         uint64
+			pending                                                    int64
+			retrying, fetched, redirected, denied, failed, cx, dropped uint64
 		)
-		if err := rows.Scan(&crawl, &admitted, &fetched, &pending, &dropped, &last, &st); err != nil {
+		if err := rows.Scan(&crawl, &admitted, &terminal, &pending, &retrying, &fetched, &redirected, &denied, &failed, &cx, &dropped, &st); err != nil {
 			t.Fatalf("scan crawl_status: %v", err)
 		}
 		if crawl != e.crawlID {
 			continue
 		}
 		found = true
-		t.Logf("crawl_status: admitted %d, fetched %d, pending %d, dropped %d, status %s", admitted, fetched, pending, dropped, st)
-		if pending != 0 || st == "running" || admitted < uint64(total) || dropped == 0 {
-			t.Errorf("crawl_status after drain: admitted %d fetched %d pending %d dropped %d status %s; want every admitted URL terminal, not running, duplicates recorded",
-				admitted, fetched, pending, dropped, st)
+		t.Logf("crawl_status: admitted %d, terminal %d (fetched %d, redirected %d, robots_denied %d, failed %d, cancelled %d), pending %d, dropped %d, status %s",
+			admitted, terminal, fetched, redirected, denied, failed, cx, pending, dropped, st)
+		if pending != 0 || st != "finished" || admitted < uint64(total) || dropped == 0 || fetched+redirected+denied+failed+cx != terminal {
+			t.Errorf("crawl_status after drain: admitted %d terminal %d pending %d dropped %d status %s; want every admitted URL terminal, finished, duplicates recorded",
+				admitted, terminal, pending, dropped, st)
 		}
 	}
 	rows.Close()

@@ -19,7 +19,7 @@ type FetchLogRow struct {
 	FetchedAt        time.Time // second precision in ClickHouse
 	FetchedAtMs      uint16    // millisecond part of FetchedAt, kept for ordering
 	Status           uint16    // HTTP status, 0 when none
-	ErrorKind        string    // "" on success; e.g. timeout, connect, dns, body_too_large, robots_denied, not_html, refused_address, redirect
+	ErrorKind        string    // "" when an answer arrived; otherwise a failure.Kind of the fetcher: timeout, connect, dns, body_too_large, robots_denied, refused_address, redirect, …
 	ErrorMessage     string
 	Bytes            uint64
 	ContentType      string
@@ -27,6 +27,11 @@ type FetchLogRow struct {
 	RedirectLocation string
 	Depth            uint16
 	Fetcher          string // instance id
+	// Final: no further attempt of this request will follow (it ended
+	// fetched, failed for good, retries exhausted, robots-denied,
+	// redirected, cancelled); false when the fetcher scheduled a retry
+	// (FetchedPage.will_retry). Column final, migration 203.
+	Final bool
 }
 
 // SeenRow is one admitted URL fingerprint of a partition (table url_seen).
@@ -68,11 +73,11 @@ var (
 		Name: "fetch_log",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt",
 			"fetched_at", "fetched_at_ms", "status", "error_kind", "error_message", "bytes",
-			"content_type", "duration_ms", "redirect_location", "depth", "fetcher"},
+			"content_type", "duration_ms", "redirect_location", "depth", "fetcher", "final"},
 		Values: func(r FetchLogRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.Attempt,
 				r.FetchedAt, r.FetchedAtMs, r.Status, r.ErrorKind, r.ErrorMessage, r.Bytes,
-				r.ContentType, r.DurationMs, r.RedirectLocation, r.Depth, r.Fetcher}
+				r.ContentType, r.DurationMs, r.RedirectLocation, r.Depth, r.Fetcher, boolByte(r.Final)}
 		},
 	}
 	URLSeen = Table[SeenRow]{
@@ -92,6 +97,14 @@ var (
 		},
 	}
 )
+
+// boolByte is a UInt8 column's value of b.
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // Millis returns the millisecond part of t, for FetchLogRow.FetchedAtMs
 // (ClickHouse DateTime keeps whole seconds).

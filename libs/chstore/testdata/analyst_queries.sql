@@ -250,34 +250,64 @@ ORDER BY crawl_id;
 SELECT
     crawl_id,
     admitted,
+    terminal,
+    toInt64(admitted) - toInt64(terminal) AS pending,
+    retrying,
     fetched,
-    toInt64(admitted) - toInt64(fetched) AS pending,
+    redirected,
+    robots_denied,
+    failed,
+    cancelled,
     dropped,
-    greatest(last_seen_activity, last_event) AS last_activity,
-    multiIf(fetched < admitted, 'running', last_activity < now() - INTERVAL 1 MINUTE, 'finished', 'drained') AS status
+    if(pending = 0, 'finished', 'running') AS status
 FROM
 (
-    SELECT
-        crawl_id,
-        admitted,
-        fetched,
-        greatest(last_admit, last_fetch) AS last_seen_activity
+    SELECT crawl_id, admitted, terminal, retrying, fetched, redirected, robots_denied, failed, cancelled
     FROM
     (
-        SELECT crawl_id, uniqExact(fp) AS admitted, max(first_seen) AS last_admit
+        SELECT crawl_id, uniqExact(fp) AS admitted
         FROM url_seen
         GROUP BY crawl_id
     )
     ANY LEFT JOIN
     (
-        SELECT crawl_id, uniqExact(url_fp) AS fetched, max(fetched_at) AS last_fetch
-        FROM fetch_log
+        SELECT
+            crawl_id,
+            countIf(done) AS terminal,
+            countIf(NOT done) AS retrying,
+            countIf(done AND outcome = 'fetched') AS fetched,
+            countIf(done AND outcome = 'redirected') AS redirected,
+            countIf(done AND outcome = 'robots_denied') AS robots_denied,
+            countIf(done AND outcome = 'failed') AS failed,
+            countIf(done AND outcome = 'cancelled') AS cancelled
+        FROM
+        (
+            SELECT
+                crawl_id,
+                url_fp,
+                max(final) AS done,
+                argMaxIf(
+                    multiIf(error_kind = '', 'fetched', error_kind = 'redirect', 'redirected', error_kind = 'robots_denied', 'robots_denied', error_kind = 'cancelled', 'cancelled', 'failed'),
+                    (fetched_at, fetched_at_ms, attempt),
+                    final = 1) AS outcome
+            FROM
+            (
+                SELECT crawl_id, url_fp, final, fetched_at, fetched_at_ms, attempt, error_kind
+                FROM fetch_log
+                WHERE (crawl_id, url_fp) IN (SELECT crawl_id, fp FROM url_seen)
+                UNION ALL
+                SELECT crawl_id, fp AS url_fp, toUInt8(1) AS final, updated_at AS fetched_at, toUInt16(0) AS fetched_at_ms, toUInt16(0) AS attempt, 'cancelled' AS error_kind
+                FROM frontier_v2
+                WHERE state = 2 AND (crawl_id, fp) IN (SELECT crawl_id, fp FROM url_seen)
+            )
+            GROUP BY crawl_id, url_fp
+        )
         GROUP BY crawl_id
     ) USING crawl_id
 )
 ANY LEFT JOIN
 (
-    SELECT crawl_id, uniqExact(url_fp, state) AS dropped, max(event_time) AS last_event
+    SELECT crawl_id, uniqExact(url_fp, state) AS dropped
     FROM url_events
     GROUP BY crawl_id
 ) USING crawl_id
@@ -296,7 +326,7 @@ FROM
     WHERE crawl_id = 'crawl-1' AND url = 'http://h0.test/p/0'
     UNION ALL
     SELECT
-        multiIf(error_kind = '', 'fetched', error_kind = 'robots_denied', 'robots_denied', 'failed') AS state,
+        multiIf(final = 0, 'retry_scheduled', error_kind = '', 'fetched', error_kind = 'redirect', 'redirected', error_kind = 'robots_denied', 'robots_denied', 'failed') AS state,
         if(error_kind = '', toString(status), concat(error_kind, ': ', error_message)) AS detail,
         fetched_at AS time
     FROM fetch_log

@@ -496,8 +496,14 @@ type Politeness struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Delay         *durationpb.Duration   `protobuf:"bytes,1,opt,name=delay,proto3" json:"delay,omitempty"`
 	MaxCrawlDelay *durationpb.Duration   `protobuf:"bytes,2,opt,name=max_crawl_delay,json=maxCrawlDelay,proto3" json:"max_crawl_delay,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// serp_ignore_robots fetches the crawl's own search-engine result pages
+	// (seeds the seeder generated from its keywords: serp_engine set, depth
+	// 0, not reached through a redirect) even where the engine's robots.txt
+	// disallows them. Nothing else of the crawl is exempt; every exempted
+	// request is counted and its host logged by the fetcher.
+	SerpIgnoreRobots bool `protobuf:"varint,3,opt,name=serp_ignore_robots,json=serpIgnoreRobots,proto3" json:"serp_ignore_robots,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Politeness) Reset() {
@@ -542,6 +548,13 @@ func (x *Politeness) GetMaxCrawlDelay() *durationpb.Duration {
 		return x.MaxCrawlDelay
 	}
 	return nil
+}
+
+func (x *Politeness) GetSerpIgnoreRobots() bool {
+	if x != nil {
+		return x.SerpIgnoreRobots
+	}
+	return false
 }
 
 // Revisit is the adaptive re-crawl policy (seeds 003 and 004).
@@ -662,11 +675,12 @@ const file_control_proto_rawDesc = "" +
 	"\x06Limits\x12\x1b\n" +
 	"\tmax_depth\x18\x01 \x01(\rR\bmaxDepth\x12\x1b\n" +
 	"\tmax_pages\x18\x02 \x01(\x04R\bmaxPages\x12+\n" +
-	"\x12max_pages_per_host\x18\x03 \x01(\x04R\x0fmaxPagesPerHost\"\x80\x01\n" +
+	"\x12max_pages_per_host\x18\x03 \x01(\x04R\x0fmaxPagesPerHost\"\xae\x01\n" +
 	"\n" +
 	"Politeness\x12/\n" +
 	"\x05delay\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12A\n" +
-	"\x0fmax_crawl_delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\rmaxCrawlDelay\"\xe5\x01\n" +
+	"\x0fmax_crawl_delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\rmaxCrawlDelay\x12,\n" +
+	"\x12serp_ignore_robots\x18\x03 \x01(\bR\x10serpIgnoreRobots\"\xe5\x01\n" +
 	"\aRevisit\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12<\n" +
 	"\fmin_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vminInterval\x12<\n" +

@@ -241,6 +241,9 @@ type Service struct {
 	log     *zap.Logger
 	m       *metrics
 	workers *dispatch.Pool // shared by every partition
+	// serpLogged: the (crawl, host) pairs whose robots.txt exception for
+	// result pages was logged (serp.go).
+	serpLogged serpLog
 
 	outcomeOpts outcome.Options
 }

@@ -36,6 +36,9 @@ type metrics struct {
 	sitemaps         prometheus.Counter
 	proxyOutcomes    *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
 	serverWaits      prometheus.Counter
+	// serpRobotsOverridden: result pages fetched although robots.txt
+	// disallows them (serp.go).
+	serpRobotsOverridden prometheus.Counter
 }
 
 var statusClasses = []string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
@@ -140,10 +143,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "robots_refusals_total",
 			Help: "URLs not requested because of robots.txt, by verdict (disallowed, unavailable).",
 		}, []string{"verdict"}),
+		serpRobotsOverridden: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "serp_robots_overridden_total",
+			Help: "Search result pages generated from a crawl's keywords fetched although robots.txt disallows them, because the crawl's spec sets politeness.serp_ignore_robots.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.evicted, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits} {
+		m.retries, m.deferred, m.evicted, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.serpRobotsOverridden} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -341,19 +341,27 @@ func TestRetriesRedirects(t *testing.T) {
 		t.Errorf("robots.txt of the unavailable host requested %d times, want 2", robotsHits.Load())
 	}
 
-	// one fetch_log row per attempt
-	rows, err := store.Conn().Query(ctx, "SELECT url, error_kind, status, attempt FROM fetch_log FINAL WHERE crawl_id = 'c2'")
+	// one fetch_log row per attempt, final exactly when no retry follows
+	rows, err := store.Conn().Query(ctx, "SELECT url, error_kind, status, attempt, final FROM fetch_log FINAL WHERE crawl_id = 'c2'")
 	if err != nil {
 		t.Fatalf("query fetch_log: %v", err)
 	}
 	defer rows.Close()
 	logged := map[string][]logRow{}
+	finals := map[string]map[uint16]bool{}
 	for rows.Next() {
-		var r logRow
-		if err := rows.Scan(&r.url, &r.kind, &r.status, &r.attempt); err != nil {
+		var (
+			r     logRow
+			final uint8
+		)
+		if err := rows.Scan(&r.url, &r.kind, &r.status, &r.attempt, &final); err != nil {
 			t.Fatal(err)
 		}
 		logged[r.url] = append(logged[r.url], r)
+		if finals[r.url] == nil {
+			finals[r.url] = map[uint16]bool{}
+		}
+		finals[r.url][r.attempt] = final == 1
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -361,6 +369,11 @@ func TestRetriesRedirects(t *testing.T) {
 	for u, want := range wantAttempts {
 		if len(logged[u]) != len(want) {
 			t.Errorf("%s: %d fetch_log rows, want %d", u, len(logged[u]), len(want))
+		}
+		for i, a := range want {
+			if final, ok := finals[u][uint16(i)]; !ok || final == a.willRetry {
+				t.Errorf("%s attempt %d: fetch_log final %v (row %v), want %v", u, i, final, ok, !a.willRetry)
+			}
 		}
 	}
 	if got := testutil.ToFloat64(svc.m.retries.WithLabelValues("exhausted")); got != 1 {

@@ -77,7 +77,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 			h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
 		}
 		h.engine.Done(host, s.opts.Now())
-		if rules.Check(t.url) == robots.Allowed {
+		if h.robotsAllow(host, t, rules, false) {
 			h.engine.PushFront(host, t)
 			return
 		}
@@ -85,7 +85,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		return
 	}
 	h.setDelay(host, t, rules.CrawlDelay)
-	if rules.Check(t.url) != robots.Allowed {
+	if !h.robotsAllow(host, t, rules, true) {
 		h.engine.Release(host) // no request made: the delay clock is unchanged
 		h.refuse(ctx, t, rules)
 		return

@@ -271,6 +271,7 @@ func FetchLogRow(page *crawlv1.FetchedPage, host, fetcher string) rows.FetchLogR
 		RedirectLocation: page.GetRedirectLocation(),
 		Depth:            uint16(min(page.GetDepth(), 65535)),
 		Fetcher:          fetcher,
+		Final:            !page.GetWillRetry(),
 	}
 }
 

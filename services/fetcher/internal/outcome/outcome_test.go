@@ -126,6 +126,9 @@ func TestOf(t *testing.T) {
 			if r.Row != FetchLogRow(pg, "a.example", "f-1") {
 				t.Errorf("row %+v is not the page's", r.Row)
 			}
+			if r.Row.Final != tt.wantRetryAt.IsZero() {
+				t.Errorf("row final = %v, want %v (final exactly when no retry follows)", r.Row.Final, tt.wantRetryAt.IsZero())
+			}
 
 			if tt.wantRetryAt.IsZero() {
 				if r.Retry != nil || pg.GetWillRetry() {
@@ -216,9 +219,15 @@ func TestFetchLogRow(t *testing.T) {
 	want := rows.FetchLogRow{
 		CrawlID: "c1", URL: "http://a.example/p", URLFP: 42, Host: "a.example", Partition: 7, Attempt: 65535,
 		FetchedAt: at, FetchedAtMs: 987, Status: 200, ContentType: "text/html", DurationMs: 12, Depth: 3, Fetcher: "f-1",
+		Final: true,
 	}
 	if got := FetchLogRow(page, "a.example", "f-1"); got != want {
 		t.Fatalf("row\n %+v\nwant\n %+v", got, want)
+	}
+	page.WillRetry = true
+	want.Final = false
+	if got := FetchLogRow(page, "a.example", "f-1"); got != want {
+		t.Fatalf("row of an attempt that will be retried\n %+v\nwant\n %+v", got, want)
 	}
 }
 

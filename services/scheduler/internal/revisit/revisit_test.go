@@ -110,7 +110,7 @@ func TestCounts(t *testing.T) {
 		{name: "redirect", page: &crawlv1.FetchedPage{StatusCode: 301}},
 		{name: "timeout", page: &crawlv1.FetchedPage{ErrorKind: "timeout"}},
 		{name: "will retry", page: &crawlv1.FetchedPage{StatusCode: 200, WillRetry: true}},
-		{name: "200 refused", page: &crawlv1.FetchedPage{StatusCode: 200, ErrorKind: "not_html"}},
+		{name: "200 cut off", page: &crawlv1.FetchedPage{StatusCode: 200, ErrorKind: "body_too_large"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -137,6 +137,7 @@ func submit(ctx context.Context, c *client.Client, args []string, stdin io.Reade
 		maxDepth                       uint
 		maxPages                       uint64
 		pages                          int
+		serpIgnoreRobots               bool
 	)
 	fs := flag.NewFlagSet("trawlctl submit", flag.ContinueOnError)
 	fs.StringVar(&file, "file", "", `crawl request as JSON (the body of POST /v1/crawls); "-" reads standard input`)
@@ -150,6 +151,7 @@ func submit(ctx context.Context, c *client.Client, args []string, stdin io.Reade
 	fs.UintVar(&maxDepth, "max-depth", 0, "maximum link depth (0: service default)")
 	fs.Uint64Var(&maxPages, "max-pages", 0, "maximum pages (0: unlimited)")
 	fs.StringVar(&delay, "delay", "", "politeness delay between two requests to a host, e.g. 2s")
+	fs.BoolVar(&serpIgnoreRobots, "serp-ignore-robots", false, "fetch the --keyword result pages even where the engine's robots.txt disallows them (only those)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -177,8 +179,8 @@ func submit(ctx context.Context, c *client.Client, args []string, stdin io.Reade
 		if maxDepth > 0 || maxPages > 0 {
 			req.Limits = &jobs.Limits{MaxDepth: uint32(maxDepth), MaxPages: maxPages}
 		}
-		if delay != "" {
-			req.Politeness = &jobs.Politeness{Delay: delay}
+		if delay != "" || serpIgnoreRobots {
+			req.Politeness = &jobs.Politeness{Delay: delay, SerpIgnoreRobots: serpIgnoreRobots}
 		}
 		b, err := json.Marshal(req)
 		if err != nil {

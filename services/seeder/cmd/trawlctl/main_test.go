@@ -167,7 +167,7 @@ func TestSubmitWatchControlExport(t *testing.T) {
 	// The pipeline's order: document and fetch log first, admission last
 	// (the crawl looks drained as soon as url_seen is all attempted).
 	insert(t, store, chstore.Documents, []chstore.DocumentRow{{CrawlID: "fromfile", URLFP: 1, URL: "http://127.0.0.2/", Title: "Home", Status: 200, FetchedAt: now}})
-	insert(t, store, chstore.FetchLog, []chstore.FetchLogRow{{CrawlID: "fromfile", URLFP: 1, URL: "http://127.0.0.2/", Status: 200, FetchedAt: now}})
+	insert(t, store, chstore.FetchLog, []chstore.FetchLogRow{{CrawlID: "fromfile", URLFP: 1, URL: "http://127.0.0.2/", Status: 200, FetchedAt: now, Final: true}})
 	insert(t, store, chstore.URLSeen, []chstore.SeenRow{{CrawlID: "fromfile", FP: 1, URL: "http://127.0.0.2/", FirstSeen: now}})
 	<-done
 	if err != nil || wctx.Err() != nil {

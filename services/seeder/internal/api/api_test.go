@@ -375,7 +375,7 @@ func TestCrawlLifecycle(t *testing.T) {
 		t.Fatalf("get: %d %s", code, raw)
 	}
 	// The 5 seeds are still unconsumed on the discovered topic: in flight.
-	wantCounts := jobs.Counts{Admitted: 3, Fetched: 1, Errors: 2, Documents: 1, Queued: 1, InFlight: 5}
+	wantCounts := jobs.Counts{Admitted: 3, Terminal: 2, Pending: 1, Queued: 1, Fetched: 1, Errors: 2, Documents: 1, InFlight: 5}
 	if v.Counts == nil || *v.Counts != wantCounts || v.Status != "running" {
 		t.Errorf("get: counts %+v status %q (%s), want %+v running", v.Counts, v.Status, v.CountsError, wantCounts)
 	}
@@ -511,11 +511,11 @@ func insertRows(t *testing.T, s *chstore.Store) {
 		{CrawlID: "other", FP: 4, URL: "http://127.0.0.2/d", FirstSeen: now},
 	})
 	insert(t, ctx, s, chstore.FetchLog, []chstore.FetchLogRow{
-		{CrawlID: "life", URLFP: 1, URL: "http://127.0.0.2/a", Status: 200, FetchedAt: now},
+		{CrawlID: "life", URLFP: 1, URL: "http://127.0.0.2/a", Status: 200, FetchedAt: now, Final: true},
 		{CrawlID: "life", URLFP: 2, URL: "http://127.0.0.2/b", ErrorKind: "timeout", FetchedAt: now},
-		{CrawlID: "life", URLFP: 2, URL: "http://127.0.0.2/b", ErrorKind: "timeout", Attempt: 1, FetchedAt: now},
-		{CrawlID: "life", URLFP: 9, URL: "http://127.0.0.2/robots.txt", Status: 200, FetchedAt: now},
-		{CrawlID: "other", URLFP: 4, URL: "http://127.0.0.2/d", Status: 200, FetchedAt: now},
+		{CrawlID: "life", URLFP: 2, URL: "http://127.0.0.2/b", ErrorKind: "timeout", Attempt: 1, FetchedAt: now, Final: true},
+		{CrawlID: "life", URLFP: 9, URL: "http://127.0.0.2/robots.txt", Status: 200, FetchedAt: now, Final: true},
+		{CrawlID: "other", URLFP: 4, URL: "http://127.0.0.2/d", Status: 200, FetchedAt: now, Final: true},
 	})
 	insert(t, ctx, s, chstore.Documents, []chstore.DocumentRow{
 		{CrawlID: "life", URLFP: 1, URL: "http://127.0.0.2/a", Host: "127.0.0.2", Status: 200, Title: "Old title", FetchedAt: now.Add(-time.Hour)},

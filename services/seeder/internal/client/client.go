@@ -176,7 +176,7 @@ func (c *Client) Export(ctx context.Context, id string, w io.Writer) (int64, err
 func Finished(v api.CrawlView) bool { return v.Status == "drained" || v.Status == "cancelled" }
 
 // Progress renders one progress line of width bar cells: a bar of
-// attempted over admitted URLs and the counts.
+// terminal over admitted URLs and the counts.
 func Progress(v api.CrawlView, width int) string {
 	if width < 1 {
 		width = 1
@@ -185,7 +185,7 @@ func Progress(v api.CrawlView, width int) string {
 		return fmt.Sprintf("%s [%s] %s (counts unavailable)", v.CrawlID, strings.Repeat(" ", width), v.Status)
 	}
 	c := *v.Counts
-	done := c.Admitted - c.Queued
+	done := c.Terminal
 	frac := 0.0
 	if c.Admitted > 0 {
 		frac = float64(done) / float64(c.Admitted)

@@ -102,6 +102,10 @@ type Limits struct {
 type Politeness struct {
 	Delay         string `json:"delay,omitempty"`
 	MaxCrawlDelay string `json:"max_crawl_delay,omitempty"`
+	// SerpIgnoreRobots fetches the result pages generated from the
+	// request's keywords even where the engine's robots.txt disallows
+	// them (crawlv1.Politeness.serp_ignore_robots); only with keywords.
+	SerpIgnoreRobots bool `json:"serp_ignore_robots,omitempty"`
 }
 
 // Revisit mirrors crawlv1.Revisit; durations are Go durations ("6h").
@@ -294,8 +298,15 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 	}
 	if p := req.Politeness; p != nil {
 		spec.Politeness = &crawlv1.Politeness{
-			Delay:         duration("politeness.delay", p.Delay, &errs),
-			MaxCrawlDelay: duration("politeness.max_crawl_delay", p.MaxCrawlDelay, &errs),
+			Delay:            duration("politeness.delay", p.Delay, &errs),
+			MaxCrawlDelay:    duration("politeness.max_crawl_delay", p.MaxCrawlDelay, &errs),
+			SerpIgnoreRobots: p.SerpIgnoreRobots,
+		}
+		if p.SerpIgnoreRobots && req.Keywords == nil {
+			// an exception to robots.txt is only for result pages the
+			// user asked for by keywords; without them it would be a
+			// flag waiting to apply to something else
+			errs.add("politeness.serp_ignore_robots", "applies only to the result pages of keywords; the request has none")
 		}
 	}
 	if r := req.Revisit; r != nil {
@@ -513,11 +524,22 @@ var ErrFinal = fmt.Errorf("crawl is cancelled")
 
 // Counts is a crawl's progress, from ClickHouse.
 type Counts struct {
-	Admitted  uint64 `json:"admitted"`  // distinct URLs admitted by the scheduler
+	Admitted uint64 `json:"admitted"` // distinct URLs admitted by the scheduler
+	// Terminal of those reached a terminal state (fetched, redirected,
+	// robots-denied, failed after the last retry, cancelled); Pending did
+	// not: Retrying of them wait for a scheduled retry, Queued have no
+	// attempt yet.
+	Terminal  uint64 `json:"terminal"`
+	Pending   uint64 `json:"pending"`
+	Retrying  uint64 `json:"retrying"`
+	Queued    uint64 `json:"queued"`
 	Fetched   uint64 `json:"fetched"`   // distinct URLs fetched without error
 	Errors    uint64 `json:"errors"`    // failed fetch attempts
 	Documents uint64 `json:"documents"` // distinct documents extracted
-	Queued    uint64 `json:"queued"`    // admitted but never attempted
+	// Finished: URLs were admitted and none is pending (exact, from
+	// ClickHouse; outlinks of the last pages may still be on their way,
+	// which InFlight sees).
+	Finished bool `json:"finished"`
 	// InFlight is the records the scheduler, fetcher and parser groups
 	// have not finished (consumer-group lag): every partition of the
 	// discovered topic, and the partitions of the crawl's hosts on the
@@ -540,8 +562,8 @@ type Document struct {
 }
 
 // Status names a crawl's status from its state and counts: running,
-// paused, cancelled, or drained (running, URLs admitted, none left queued
-// and nothing in flight in the pipeline).
+// paused, cancelled, or drained (running, finished: URLs admitted and
+// none pending, and nothing in flight in the pipeline).
 func Status(state crawlv1.CrawlState, c Counts, haveCounts bool) string {
 	switch state {
 	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
@@ -549,7 +571,7 @@ func Status(state crawlv1.CrawlState, c Counts, haveCounts bool) string {
 	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 		return "cancelled"
 	}
-	if haveCounts && c.Admitted > 0 && c.Queued == 0 && c.InFlight == 0 {
+	if haveCounts && c.Finished && c.InFlight == 0 {
 		return "drained"
 	}
 	return "running"

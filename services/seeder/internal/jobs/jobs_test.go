@@ -86,11 +86,11 @@ func TestStatus(t *testing.T) {
 		want   string
 	}{
 		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{}, true, "running"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Queued: 1}, true, "running"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3}, true, "drained"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, InFlight: 2}, true, "running"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, InFlight: -1}, true, "running"},
-		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3}, false, "running"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 2, Pending: 1, Queued: 1}, true, "running"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 3, Finished: true}, true, "drained"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 3, Finished: true, InFlight: 2}, true, "running"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 3, Finished: true, InFlight: -1}, true, "running"},
+		{crawlv1.CrawlState_CRAWL_STATE_RUNNING, jobs.Counts{Admitted: 3, Terminal: 3, Finished: true}, false, "running"},
 		{crawlv1.CrawlState_CRAWL_STATE_PAUSED, jobs.Counts{Admitted: 3}, true, "paused"},
 		{crawlv1.CrawlState_CRAWL_STATE_CANCELLED, jobs.Counts{Admitted: 3, Queued: 2}, true, "cancelled"},
 	}
@@ -98,6 +98,26 @@ func TestStatus(t *testing.T) {
 		if got := jobs.Status(tt.state, tt.counts, tt.have); got != tt.want {
 			t.Errorf("Status(%v, %+v, %v) = %s, want %s", tt.state, tt.counts, tt.have, got, tt.want)
 		}
+	}
+}
+
+// TestBuildSerpIgnoreRobots: the exception to robots.txt for result pages
+// reaches the spec only with keywords to apply it to; without them it is
+// a field error.
+func TestBuildSerpIgnoreRobots(t *testing.T) {
+	polite := &jobs.Politeness{SerpIgnoreRobots: true}
+	job, err := jobs.Build(jobs.Request{CrawlID: "kw", Politeness: polite,
+		Keywords: &jobs.Keywords{Terms: []string{"solar"}, Engines: []string{"bing"}}}, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !job.Spec.GetPoliteness().GetSerpIgnoreRobots() || len(job.Seeds) != 1 || job.Seeds[0].Engine != "bing" {
+		t.Errorf("spec politeness %v, seeds %+v; want the exception and one bing result page", job.Spec.GetPoliteness(), job.Seeds)
+	}
+	_, err = jobs.Build(jobs.Request{CrawlID: "s", Politeness: polite, Seeds: []string{"http://127.0.0.2/"}}, nil, now)
+	var fe jobs.FieldErrors
+	if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "politeness.serp_ignore_robots" {
+		t.Errorf("err = %v, want a politeness.serp_ignore_robots field error", err)
 	}
 }
 

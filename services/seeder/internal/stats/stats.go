@@ -20,27 +20,54 @@ type Stats struct {
 func New(store *chstore.Store) *Stats { return &Stats{store: store} }
 
 // Counts returns the crawl's counts: URLs admitted by the scheduler
-// (url_seen); of those, distinct URLs fetched successfully, failed fetch
-// attempts, and queued = admitted − attempted; documents. Fetches of URLs
-// never admitted (robots.txt) do not count.
+// (url_seen); of those, the terminal ones (a final fetch_log row, or
+// dropped from the frontier of a cancelled crawl) and the pending rest,
+// split into retrying (an attempt failed, its retry scheduled) and queued
+// (no attempt yet); distinct URLs fetched without error; failed fetch
+// attempts (each once, however often its row was inserted); documents.
+// Fetches of URLs never admitted do not count. The terminal states are
+// those of the crawl_status analyst query (docs/analyst-queries.md),
+// counted the same way: distinct fingerprints, so a redelivered row
+// counts once.
 func (s *Stats) Counts(ctx context.Context, crawlID string) (jobs.Counts, error) {
 	var c jobs.Counts
 	conn := s.store.Conn()
 	if err := conn.QueryRow(ctx, "SELECT uniqExact(fp) FROM url_seen WHERE crawl_id = ?", crawlID).Scan(&c.Admitted); err != nil {
 		return c, fmt.Errorf("count url_seen: %w", err)
 	}
-	var attempted uint64
-	if err := conn.QueryRow(ctx, `SELECT uniqExactIf(url_fp, error_kind = ''), uniqExact(url_fp), countIf(error_kind != '')
-FROM fetch_log WHERE crawl_id = ? AND url_fp IN (SELECT fp FROM url_seen WHERE crawl_id = ?)`,
-		crawlID, crawlID).Scan(&c.Fetched, &attempted, &c.Errors); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT countIf(done), countIf(NOT done), countIf(ok), sum(failed)
+FROM
+(
+    SELECT url_fp, max(done) AS done, max(ok) AS ok, sum(failed) AS failed
+    FROM
+    (
+        SELECT
+            url_fp,
+            max(final) AS done,
+            max(error_kind = '') AS ok,
+            uniqExactIf(fetched_at, fetched_at_ms, attempt, error_kind != '') AS failed
+        FROM fetch_log
+        WHERE crawl_id = ? AND url_fp IN (SELECT fp FROM url_seen WHERE crawl_id = ?)
+        GROUP BY url_fp
+        UNION ALL
+        SELECT fp AS url_fp, toUInt8(1) AS done, toUInt8(0) AS ok, toUInt64(0) AS failed
+        FROM frontier_v2
+        WHERE crawl_id = ? AND state = 2 AND fp IN (SELECT fp FROM url_seen WHERE crawl_id = ?)
+    )
+    GROUP BY url_fp
+)`, crawlID, crawlID, crawlID, crawlID).Scan(&c.Terminal, &c.Retrying, &c.Fetched, &c.Errors); err != nil {
 		return c, fmt.Errorf("count fetch_log: %w", err)
 	}
 	if err := conn.QueryRow(ctx, "SELECT uniqExact(url_fp) FROM documents WHERE crawl_id = ?", crawlID).Scan(&c.Documents); err != nil {
 		return c, fmt.Errorf("count documents: %w", err)
 	}
-	if c.Admitted > attempted {
-		c.Queued = c.Admitted - attempted
+	if c.Admitted > c.Terminal {
+		c.Pending = c.Admitted - c.Terminal
 	}
+	if c.Pending > c.Retrying {
+		c.Queued = c.Pending - c.Retrying
+	}
+	c.Finished = c.Admitted > 0 && c.Pending == 0
 	return c, nil
 }
 

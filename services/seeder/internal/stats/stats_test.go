@@ -1,6 +1,8 @@
 package stats_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
@@ -46,5 +49,69 @@ func TestPartitions(t *testing.T) {
 		if err != nil || !slices.Equal(got, tt.want) || got == nil {
 			t.Errorf("Partitions(%s) = %v, %v; want %v", tt.crawl, got, err, tt.want)
 		}
+	}
+}
+
+// TestCountsTerminal: the counts of a crawl walked through the states the
+// old counts got wrong (rows written with the real writer's table
+// description to the real ClickHouse, each twice, as a redelivery does):
+// two admitted URLs with one never fetched are not finished, even with a
+// fetch_log row of a URL never admitted; a failed attempt whose retry is
+// scheduled leaves its URL pending; a redirect is terminal and its target,
+// once admitted, is pending until fetched; then the crawl is finished.
+func TestCountsTerminal(t *testing.T) {
+	s := chtest.NewStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Second)
+	st := stats.New(s)
+	seen := func(fp uint64) chstore.SeenRow {
+		return chstore.SeenRow{CrawlID: "c", Partition: 1, FP: fp, URL: fmt.Sprintf("http://127.0.0.2/%d", fp), FirstSeen: now}
+	}
+	attempt := func(fp uint64, n uint16, status uint16, kind string, final bool) chstore.FetchLogRow {
+		return chstore.FetchLogRow{CrawlID: "c", URLFP: fp, URL: fmt.Sprintf("http://127.0.0.2/%d", fp), Host: "127.0.0.2",
+			Attempt: n, FetchedAt: now.Add(time.Duration(n) * time.Second), Status: status, ErrorKind: kind, Final: final}
+	}
+	steps := []struct {
+		name    string
+		seen    []chstore.SeenRow
+		fetches []chstore.FetchLogRow
+		want    jobs.Counts
+	}{
+		{"two admitted, one never fetched", []chstore.SeenRow{seen(1), seen(2)},
+			[]chstore.FetchLogRow{attempt(1, 0, 200, "", true), attempt(99, 0, 200, "", true)},
+			jobs.Counts{Admitted: 2, Terminal: 1, Pending: 1, Queued: 1, Fetched: 1}},
+		{"a retry pending", nil, []chstore.FetchLogRow{attempt(2, 0, 0, "timeout", false)},
+			jobs.Counts{Admitted: 2, Terminal: 1, Pending: 1, Retrying: 1, Fetched: 1, Errors: 1}},
+		{"redirected, the target admitted", []chstore.SeenRow{seen(3)}, []chstore.FetchLogRow{attempt(2, 1, 301, "redirect", true)},
+			jobs.Counts{Admitted: 3, Terminal: 2, Pending: 1, Queued: 1, Fetched: 1, Errors: 2}},
+		{"the target fetched", nil, []chstore.FetchLogRow{attempt(3, 0, 200, "", true)},
+			jobs.Counts{Admitted: 3, Terminal: 3, Fetched: 2, Errors: 2, Finished: true}},
+	}
+	for _, tt := range steps {
+		insertRows(ctx, t, s, chstore.URLSeen, append(tt.seen, tt.seen...))
+		insertRows(ctx, t, s, chstore.FetchLog, append(tt.fetches, tt.fetches...))
+		got, err := st.Counts(ctx, "c")
+		if err != nil || got != tt.want {
+			t.Errorf("%s: Counts = %+v, %v\nwant %+v", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+func insertRows[T any](ctx context.Context, t *testing.T, s *chstore.Store, table chstore.Table[T], rows []T) {
+	t.Helper()
+	if len(rows) == 0 {
+		return
+	}
+	b, err := s.Conn().PrepareBatch(ctx, "INSERT INTO "+table.Name+" ("+strings.Join(table.Columns, ", ")+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if err := b.Append(table.Values(r)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,90 @@
+package consume
+
+import (
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+)
+
+// The search engines' robots.txt disallow their result pages (/search,
+// /s, /html/), so a crawl seeded from keywords (seed 001) would refuse
+// every seed it has. A crawl may therefore ask, explicitly, for one
+// exception: politeness.serp_ignore_robots fetches the result pages the
+// seeder generated from the crawl's keywords although robots.txt
+// disallows them. Only those: a request with serp_engine set, at depth 0,
+// not reached through a redirect (a redirect target inherits serp_engine,
+// but is the engine's answer, not the user's query). The result links the
+// parser extracts, every other URL of the engine's host and of every other
+// host, and robots.txt that cannot be read are never exempt. Every
+// exempted request is counted (serp_robots_overridden_total) and the first
+// of each crawl and host is logged.
+
+// maxSERPLogged bounds the (crawl, host) pairs remembered as logged; past
+// it every further exemption is still counted, and logged at debug.
+const maxSERPLogged = 4096
+
+// serpLog remembers the (crawl, host) pairs whose exemption was logged.
+// Safe for concurrent use.
+type serpLog struct {
+	mu     sync.Mutex
+	logged map[[2]string]struct{}
+}
+
+// first reports whether (crawl, host) is logged for the first time.
+func (l *serpLog) first(crawl, host string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := [2]string{crawl, host}
+	if _, ok := l.logged[k]; ok || len(l.logged) >= maxSERPLogged {
+		return false
+	}
+	if l.logged == nil {
+		l.logged = make(map[[2]string]struct{})
+	}
+	l.logged[k] = struct{}{}
+	return true
+}
+
+// robotsAllow reports whether t of host may be requested under rules:
+// robots.txt allows it, or it disallows it and t is a result page its
+// crawl asked to fetch anyway (serpExempt). With request set the caller
+// makes the request now, and an exemption is counted and logged; without
+// it (the turn that fetched robots.txt puts t back for the next) nothing
+// is.
+func (h *handler) robotsAllow(host string, t *task, rules *robots.Rules, request bool) bool {
+	switch rules.Check(t.url) {
+	case robots.Allowed:
+		return true
+	case robots.Denied:
+		if !h.serpExempt(t) {
+			return false
+		}
+		if !request {
+			return true
+		}
+		h.s.m.serpRobotsOverridden.Inc()
+		fields := []zap.Field{telemetry.Crawl(t.req.GetCrawlId()), telemetry.Host(host),
+			zap.String("serp_engine", t.req.GetSerpEngine()), telemetry.URL(t.url)}
+		if h.s.serpLogged.first(t.req.GetCrawlId(), host) {
+			h.log.Info("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
+		} else {
+			h.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
+		}
+		return true
+	default: // robots.txt unavailable: try later, exception or not
+		return false
+	}
+}
+
+// serpExempt reports whether t is a result page of its crawl's keywords
+// and the crawl's spec asks to fetch those despite robots.txt.
+func (h *handler) serpExempt(t *task) bool {
+	req := t.req
+	if req.GetSerpEngine() == "" || req.GetDepth() != 0 || req.GetRedirectHops() != 0 || h.s.opts.Crawls == nil {
+		return false
+	}
+	return h.s.opts.Crawls.Get(req.GetCrawlId()).GetPoliteness().GetSerpIgnoreRobots()
+}
