@@ -74,13 +74,20 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&c.Database, "clickhouse-database", DefaultDatabase, "ClickHouse database (created if missing)")
-	fs.StringVar(&c.Username, "clickhouse-user", DefaultUsername, "ClickHouse user")
 	fs.StringVar(&c.Password, "clickhouse-password", "", "ClickHouse password (deprecated: shows in process listings; use -clickhouse-password-file)")
-	fs.StringVar(&c.PasswordFile, "clickhouse-password-file", "", "file holding the ClickHouse password (a mounted secret; a trailing line break is ignored)")
-	c.TLS.RegisterFlags(fs, "clickhouse", "ClickHouse servers")
+	c.RegisterSecurityFlags(fs)
 	fs.DurationVar(&c.DialTimeout, "clickhouse-dial-timeout", DefaultDialTimeout, "ClickHouse connect timeout")
 	fs.DurationVar(&c.FlushInterval, "clickhouse-flush-interval", DefaultFlushInterval, "longest wait before buffered rows of a table are inserted (one part per insert)")
 	fs.IntVar(&c.BatchRows, "clickhouse-batch-rows", DefaultBatchRows, "rows of a table inserted together at most")
+}
+
+// RegisterSecurityFlags binds the user, the password file and the TLS
+// settings (RegisterFlags includes them; a launcher that passes them on
+// to services registers them alone).
+func (c *Config) RegisterSecurityFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Username, "clickhouse-user", DefaultUsername, "ClickHouse user")
+	fs.StringVar(&c.PasswordFile, "clickhouse-password-file", "", "file holding the ClickHouse password (a mounted secret; a trailing line break is ignored)")
+	c.TLS.RegisterFlags(fs, "clickhouse", "ClickHouse servers")
 }
 
 // Batch returns the options of the service's batch writers: flush every

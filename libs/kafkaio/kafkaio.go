@@ -110,7 +110,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RebalanceTimeout, "kafka-rebalance-timeout", d.RebalanceTimeout, "consumer group rebalance timeout")
 	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", d.MaxMessageBytes, "largest record batch in bytes (topic max.message.bytes, writer batch bytes)")
 	fs.StringVar(&c.Compression, "kafka-compression", d.Compression, "codec of produced record batches: "+strings.Join(Compressions, ", "))
-	c.registerSecurityFlags(fs)
+	c.RegisterSecurityFlags(fs)
 }
 
 // brokerList is a flag.Value for a comma-separated broker list.

@@ -42,7 +42,8 @@ type SASL struct {
 	PasswordFile string // flag kafka-sasl-password-file: file holding the password
 }
 
-func (s *SASL) registerFlags(fs *flag.FlagSet) {
+// RegisterFlags binds the fields to the kafka-sasl-… flags.
+func (s *SASL) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Mechanism, "kafka-sasl-mechanism", "", "SASL mechanism to authenticate to the Kafka brokers: "+strings.Join(SASLMechanisms, ", ")+" (empty: none; use with -kafka-tls, or the password crosses the network in the clear with PLAIN)")
 	fs.StringVar(&s.Username, "kafka-sasl-username", "", "SASL user name")
 	fs.StringVar(&s.PasswordFile, "kafka-sasl-password-file", "", "file holding the SASL password (a mounted secret; a trailing line break is ignored)")
@@ -100,10 +101,12 @@ func (s SASL) mechanism() (sasl.Mechanism, error) {
 	}
 }
 
-// registerSecurityFlags binds c.TLS and c.SASL.
-func (c *Config) registerSecurityFlags(fs *flag.FlagSet) {
+// RegisterSecurityFlags binds c.TLS and c.SASL to the kafka-tls… and
+// kafka-sasl-… flags (RegisterFlags includes them; a launcher that
+// passes them on to services registers them alone).
+func (c *Config) RegisterSecurityFlags(fs *flag.FlagSet) {
 	c.TLS.RegisterFlags(fs, "kafka", "Kafka brokers")
-	c.SASL.registerFlags(fs)
+	c.SASL.RegisterFlags(fs)
 }
 
 // security is the TLS configuration and SASL mechanism every connection

@@ -72,7 +72,7 @@ func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
 	return &Writer{
 		err: err,
 		sec: sec,
-		tr: tr,
+		tr:  tr,
 		w: &kafka.Writer{
 			Transport:              tr,
 			Addr:                   kafka.TCP(c.Brokers...),
