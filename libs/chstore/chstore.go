@@ -31,6 +31,7 @@ type Config struct {
 	Addr        []string      // flag clickhouse-addr, comma separated native-protocol host:port (default 127.0.0.1:9000)
 	Database    string        // flag clickhouse-database (default "crawler")
 	Username    string        // flag clickhouse-user (default "default")
+	DialTimeout time.Duration // flag clickhouse-dial-timeout (default 5s)
 	// Password (flag clickhouse-password, deprecated: a flag's value
 	// shows in process listings) or PasswordFile (flag
 	// clickhouse-password-file: a file holding it, a mounted secret).
@@ -42,7 +43,6 @@ type Config struct {
 	// the native protocol over TLS (ClickHouse's tcp_port_secure, 9440;
 	// ClickHouse Cloud's native port).
 	TLS tlsfiles.Config
-	DialTimeout time.Duration // flag clickhouse-dial-timeout (default 5s)
 	// FlushInterval and BatchRows (flags clickhouse-flush-interval,
 	// clickhouse-batch-rows) are every batch writer's BatchOptions: see
 	// Config.Batch.
