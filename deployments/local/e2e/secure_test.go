@@ -3,8 +3,10 @@ package e2e_test
 import (
 	"context"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,16 +68,54 @@ func TestLauncherSecureInfra(t *testing.T) {
 		"--clickhouse-tls-ca-file", pki.CAFile,
 		"--clickhouse-tls-cert-file", pki.ClientCert, "--clickhouse-tls-key-file", pki.ClientKey,
 	}
-	var cfg launcher.Config
-	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
-	cfg.RegisterFlags(fs)
-	if err := envflag.Parse(fs, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
-		t.Fatalf("flags: %v", err)
+	parse := func(args []string, env map[string]string) launcher.Config {
+		t.Helper()
+		var cfg launcher.Config
+		fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
+		cfg.RegisterFlags(fs)
+		if err := envflag.Parse(fs, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+			t.Fatalf("flags: %v", err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("flags: %v", err)
+		}
+		cfg.Bins = serviceBins(t)
+		return cfg
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("flags: %v", err)
+
+	// A wrong Kafka password and an untrusted ClickHouse certificate end
+	// the launcher at once, saying why.
+	stranger := certtest.New(t, "stranger")
+	refusals := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"wrong kafka password", args, map[string]string{
+			"CRAWLER_KAFKA_SASL_PASSWORD_FILE": pki.WriteSecret(t, "wrong-kafka-password", "not it"),
+		}, "kafka authentication failed"},
+		{"untrusted clickhouse certificate", append(slices.Clone(args), "--clickhouse-tls-ca-file", stranger.CAFile), nil,
+			"certificate signed by unknown authority"},
 	}
-	cfg.Bins = serviceBins(t)
+	for _, r := range refusals {
+		renv := maps.Clone(env)
+		maps.Copy(renv, r.env)
+		cfg := parse(r.args, renv)
+		cfg.DataDir = filepath.Join(dir, "refused")
+		start := time.Now()
+		err := launcher.Run(ctx, cfg, strings.NewReader(""), devNull(t))
+		took := time.Since(start)
+		t.Logf("%s: after %v: %v", r.name, took.Round(time.Millisecond), err)
+		if err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%s: error %v, want one saying %q", r.name, err, r.want)
+		}
+		if took > 30*time.Second {
+			t.Errorf("%s: refused after %v, want at once", r.name, took)
+		}
+	}
+
+	cfg := parse(args, env)
 	out, err := os.Create(filepath.Join(dir, "out.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -123,4 +163,15 @@ func TestLauncherSecureInfra(t *testing.T) {
 		t.Errorf("%d pages fetched through the secured infrastructure, want the demo site's (at least 10)", fetched)
 	}
 	t.Logf("%d pages fetched", fetched)
+}
+
+// devNull is an output file that discards what is written.
+func devNull(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
 }
