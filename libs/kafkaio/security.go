@@ -112,9 +112,10 @@ func (c *Config) RegisterSecurityFlags(fs *flag.FlagSet) {
 // security is the TLS configuration and SASL mechanism every connection
 // of a client uses; both nil for a plain-text, unauthenticated cluster.
 type security struct {
-	tls  *tls.Config
-	sasl sasl.Mechanism // a trackedMechanism when not nil
-	auth *authTracker   // the SASL sessions of sasl, nil without SASL
+	tls   *tls.Config
+	sasl  sasl.Mechanism // a trackedMechanism when not nil
+	auth  *authTracker   // the SASL sessions of sasl, nil without SASL
+	conns *connTracker   // the client's connections
 }
 
 // loadSecurity reads the certificate, key and password files. Each client
@@ -127,11 +128,60 @@ func (c Config) loadSecurity() (security, error) {
 	if err := errors.Join(terr, serr); err != nil {
 		return security{}, err
 	}
-	if m == nil {
-		return security{tls: t}, nil
+	sec := security{tls: t, conns: &connTracker{}}
+	if m != nil {
+		sec.auth = &authTracker{}
+		sec.sasl = trackedMechanism{Mechanism: m, auth: sec.auth}
 	}
-	auth := &authTracker{}
-	return security{tls: t, sasl: trackedMechanism{Mechanism: m, auth: auth}, auth: auth}, nil
+	return sec, nil
+}
+
+// connTracker counts a client's TCP connections and notes whether any of
+// them ever received a byte. A TLS listener reached in plain text (a
+// missing -kafka-tls) closes every connection without a word, which
+// kafka-go reports as an unexpected EOF like any dropped connection; a
+// client whose every one of several connections was closed so is
+// misconfigured, not unlucky.
+type connTracker struct {
+	dials    atomic.Int64
+	answered atomic.Bool
+}
+
+// silentDials is how many connections closed without an answer (and no
+// answer ever) make a client misconfigured rather than unlucky.
+const silentDials = 3
+
+// silent reports whether the brokers closed silentDials connections and
+// never answered one.
+func (t *connTracker) silent() bool {
+	return t != nil && t.dials.Load() >= silentDials && !t.answered.Load()
+}
+
+// dialer returns a dial function with kafka-go's defaults (timeout, dual
+// stack) whose connections report to t.
+func (t *connTracker) dialer(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout, DualStack: true} //nolint:staticcheck // DualStack: kafka-go's default, kept
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		t.dials.Add(1)
+		return &trackedConn{Conn: c, t: t}, nil
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	t *connTracker
+}
+
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && !c.t.answered.Load() {
+		c.t.answered.Store(true)
+	}
+	return n, err
 }
 
 // authTracker counts the SASL sessions of one client that started and
@@ -185,6 +235,8 @@ func (s security) classify(err error) error {
 	case s.auth != nil && s.auth.started.Load() > 0 && s.auth.completed.Load() == 0 &&
 		(errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
 		return authError(fmt.Errorf("the brokers closed the connection during SASL authentication (wrong password, user or mechanism): %w", err))
+	case s.conns.silent() && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
+		return authError(fmt.Errorf("the brokers closed %d connections without answering (a TLS listener reached without -kafka-tls, or not a Kafka port): %w", s.conns.dials.Load(), err))
 	default:
 		return err
 	}
@@ -197,12 +249,15 @@ const dialTimeout = 10 * time.Second
 // dialer returns a dialer for readers and consumer groups: kafka-go's
 // default one plus the security settings.
 func (s security) dialer() *kafka.Dialer {
-	return &kafka.Dialer{Timeout: dialTimeout, DualStack: true, TLS: s.tls, SASLMechanism: s.sasl}
+	return &kafka.Dialer{Timeout: dialTimeout, DualStack: true, TLS: s.tls, SASLMechanism: s.sasl, DialFunc: s.conns.dialer(0)}
 }
+
+// transportDialTimeout is kafka-go's default for transports.
+const transportDialTimeout = 3 * time.Second
 
 // transport returns a transport for admin clients and writers.
 func (s security) transport() *kafka.Transport {
-	return &kafka.Transport{TLS: s.tls, SASL: s.sasl}
+	return &kafka.Transport{TLS: s.tls, SASL: s.sasl, Dial: s.conns.dialer(transportDialTimeout)}
 }
 
 // ErrAuth marks a connection the brokers or the client refused for its
@@ -254,10 +309,18 @@ func IsAuthError(err error) bool {
 		// The server does not speak TLS (-kafka-tls against a plain-text
 		// listener).
 		return true
+	case strings.Contains(err.Error(), expectsTLS):
+		// The other way round: plain text to a TLS listener, which
+		// kafka-go recognises in the TLS alert it got back.
+		return true
 	default:
 		return false
 	}
 }
+
+// expectsTLS is how kafka-go says that a plain-text request got a TLS
+// alert back (its only sign of it: the error is an io.ErrUnexpectedEOF).
+const expectsTLS = "broker appears to be expecting TLS"
 
 // authError wraps an authentication failure so that it says what to check.
 func authError(err error) error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/tlsfiles"
 	"github.com/trawl-crawler/trawl/testkit/certtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
@@ -100,19 +101,26 @@ func TestSecureRefusals(t *testing.T) {
 		name   string
 		modify func(*kafkaio.Config)
 		want   string // in the error text
+		// silent: the brokers close the connection without a word, which
+		// only repeated connections tell from a dropped one (after
+		// silentDials), so a one-shot call (Lag) reports the bare EOF.
+		silent bool
 	}{
 		{"wrong password", func(c *kafkaio.Config) {
 			c.SASL.PasswordFile = pki.WriteSecret(t, "wrong-password", "Tr0ub4dor&3")
-		}, "sasl authentication"},
+		}, "sasl authentication", false},
 		{"wrong mechanism", func(c *kafkaio.Config) {
 			c.SASL.Mechanism = kafkaio.SASLPlain
-		}, "sasl authentication"},
+		}, "sasl authentication", false},
 		{"untrusted server certificate", func(c *kafkaio.Config) {
 			c.TLS.CAFile = stranger.CAFile
-		}, "certificate signed by unknown authority"},
+		}, "certificate signed by unknown authority", false},
 		{"no client certificate", func(c *kafkaio.Config) {
 			c.TLS.CertFile, c.TLS.KeyFile = "", ""
-		}, "certificate required"},
+		}, "certificate required", false},
+		{"plain text to a TLS listener", func(c *kafkaio.Config) {
+			c.TLS = tlsfiles.Config{}
+		}, "without answering", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,12 +151,20 @@ func TestSecureRefusals(t *testing.T) {
 				start := time.Now()
 				err := call()
 				took := time.Since(start)
+				t.Logf("%s: gave up after %v, %d connections", what, took.Round(time.Millisecond), accepted.Load()-before)
 				check(what, err)
 				if conns := accepted.Load() - before; conns > maxConns {
 					t.Errorf("%s: %d connections before giving up, want at most %d", what, conns, maxConns)
 				}
-				if took > 10*time.Second {
-					t.Errorf("%s: gave up after %v, want at once", what, took)
+				// A silent close costs silentDials connections, each
+				// waiting for Go's TLS server to give up on a record
+				// header that is a Kafka request (about 3s each here).
+				limit := 10 * time.Second
+				if tt.silent {
+					limit = 25 * time.Second
+				}
+				if took > limit {
+					t.Errorf("%s: gave up after %v, want within %v", what, took, limit)
 				}
 			}
 			run("ensure topics", func() error { return kafkaio.EnsureTopics(ctx, c) })
@@ -157,10 +173,16 @@ func TestSecureRefusals(t *testing.T) {
 				defer w.Close()
 				return w.Write(ctx, kafka.Message{Topic: c.Topics().Fetch, Key: []byte("k"), Value: []byte("v")})
 			})
-			run("lag", func() error {
-				_, err := kafkaio.Lag(ctx, c, c.GroupFor("x"), c.Topics().Fetch)
-				return err
-			})
+			if tt.silent {
+				if _, err := kafkaio.Lag(ctx, c, c.GroupFor("x"), c.Topics().Fetch); err == nil {
+					t.Error("lag: no error")
+				}
+			} else {
+				run("lag", func() error {
+					_, err := kafkaio.Lag(ctx, c, c.GroupFor("x"), c.Topics().Fetch)
+					return err
+				})
+			}
 			run("group", func() error {
 				g, err := kafkaio.NewGroup(c, groupConfig(c, c.Topics().Fetch), newRecorder(nil).assign, nopLogger(t), nil)
 				if err != nil {
