@@ -46,7 +46,6 @@ func ReadToEnd(ctx context.Context, c Config, topic string, o ReadOptions, fn fu
 	defer closeClient()
 	ids := o.Partitions
 	if len(ids) == 0 {
-		var err error
 		if ids, err = partitionsOf(ctx, client, topic); err != nil {
 			return sec.classify(err)
 		}
