@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,13 +71,17 @@ func Install(ctx context.Context) error {
 // Server is a running private ClickHouse server. Its methods are safe for
 // concurrent use.
 type Server struct {
-	dir         string
-	bin         []string
-	tcpPort     int
-	httpPort    int
-	stopTimeout time.Duration
-	tmpl        *template.Template
-	legacy      bool // an 18.x server: see configTmpl
+	dir      string
+	bin      []string
+	tcpPort  int
+	httpPort int
+	tlsPort  int  // 0: no TLS port
+	tls      *TLS // the TLS port's certificate
+	// userPasswords are Options.Users.
+	userPasswords map[string]string
+	stopTimeout   time.Duration
+	tmpl          *template.Template
+	legacy        bool // an 18.x server: see configTmpl
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -95,11 +100,32 @@ type Options struct {
 	TCPPort     int           // native protocol port (default: a free port)
 	HTTPPort    int           // HTTP port (default: a free port)
 	StopTimeout time.Duration // Stop sends SIGKILL after this long (default 10s)
+	// TLS, when not nil, opens the native protocol's TLS port too
+	// (TLSAddr) with its certificate; TLSPort fixes the port (default: a
+	// free port).
+	TLS     *TLS
+	TLSPort int
+	// Users are users to create besides "default" (which has no
+	// password), by name, with their passwords (stored hashed in the
+	// config). Names must be identifiers ([A-Za-z_][A-Za-z0-9_]*).
+	Users map[string]string
 
 	// configTemplate replaces configTmpl (same fields); set by this
 	// package's load benchmark to measure candidate settings.
 	configTemplate *template.Template
 }
+
+// TLS is the server certificate of the TLS port: PEM files, read by the
+// server (absolute paths, readable by the user the server runs as).
+type TLS struct {
+	CertFile string // server certificate (its chain)
+	KeyFile  string // its private key
+	// ClientCAFile, when set, makes the server require a client
+	// certificate signed by one of its CAs (mutual TLS).
+	ClientCAFile string
+}
+
+var userNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // StartWith is Start with options (e.g. fixed ports).
 func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
@@ -119,8 +145,20 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 	if o.configTemplate != nil {
 		s.tmpl = o.configTemplate
 	}
-	if s.tcpPort == 0 || s.httpPort == 0 {
-		ports, err := freePorts(ctx, 2)
+	for name := range o.Users {
+		if !userNameRE.MatchString(name) || name == "default" {
+			return nil, fmt.Errorf("start clickhouse: user name %q is not an identifier other than default", name)
+		}
+	}
+	s.userPasswords = o.Users
+	if o.TLS != nil {
+		if o.TLS.CertFile == "" || o.TLS.KeyFile == "" {
+			return nil, errors.New("start clickhouse: TLS needs a certificate and a key file")
+		}
+		s.tls, s.tlsPort = o.TLS, o.TLSPort
+	}
+	if s.tcpPort == 0 || s.httpPort == 0 || (s.tls != nil && s.tlsPort == 0) {
+		ports, err := freePorts(ctx, 3)
 		if err != nil {
 			return nil, err
 		}
@@ -129,6 +167,9 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 		}
 		if s.httpPort == 0 {
 			s.httpPort = ports[1]
+		}
+		if s.tls != nil && s.tlsPort == 0 {
+			s.tlsPort = ports[2]
 		}
 	}
 	if err := s.writeConfig(); err != nil {
@@ -165,6 +206,15 @@ func (s *Server) Pid() int {
 // Addr returns the native-protocol address (host:port).
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tcpPort)) }
 
+// TLSAddr returns the native protocol's TLS address (host:port), "" when
+// the server has no TLS port (Options.TLS).
+func (s *Server) TLSAddr() string {
+	if s.tlsPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
+}
+
 // HTTPAddr returns the HTTP interface address (host:port).
 func (s *Server) HTTPAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.httpPort)) }
 
@@ -179,7 +229,10 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	// A server already answering on our port would pass the readiness
 	// check below while ours fails to bind.
-	for _, p := range []int{s.tcpPort, s.httpPort} {
+	for _, p := range []int{s.tcpPort, s.httpPort, s.tlsPort} {
+		if p == 0 {
+			continue
+		}
 		if err := portFree(ctx, p); err != nil {
 			return fmt.Errorf("start clickhouse: %w", err)
 		}

@@ -3,11 +3,15 @@ package chlocal
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"text/template"
 	"time"
@@ -23,6 +27,16 @@ type configData struct {
 	// in memory, and it reads the merge pool size from the default
 	// profile. Current releases get none of the Legacy settings.
 	Legacy bool
+	// TLSPort, when not 0, is the native protocol's TLS port
+	// (tcp_port_secure) with the certificate in TLS.
+	TLSPort int
+	TLS     *TLS
+	Users   []user // users besides default, with passwords
+}
+
+// user is a password-protected user of the server's config.
+type user struct {
+	Name, PasswordSHA256 string // hex SHA-256 of the password
 }
 
 // configTmpl is the server configuration for a local crawl on a laptop or a
@@ -47,6 +61,30 @@ var configTmpl = template.Must(template.New("config").Parse(`<?xml version="1.0"
   <listen_host>127.0.0.1</listen_host>
   <tcp_port>{{.TCPPort}}</tcp_port>
   <http_port>{{.HTTPPort}}</http_port>
+{{- if .TLSPort}}
+  <!-- The native protocol over TLS. Both 18.16 (Poco with the system's
+       OpenSSL) and current releases read this openSSL block; no
+       dhParamsFile: ECDHE needs none, and Poco's default DH parameters
+       serve the rest. With a client CA the server requires a client
+       certificate signed by it (strict), otherwise it asks for none. -->
+  <tcp_port_secure>{{.TLSPort}}</tcp_port_secure>
+  <openSSL>
+    <server>
+      <certificateFile>{{.TLS.CertFile}}</certificateFile>
+      <privateKeyFile>{{.TLS.KeyFile}}</privateKeyFile>
+{{- if .TLS.ClientCAFile}}
+      <caConfig>{{.TLS.ClientCAFile}}</caConfig>
+      <verificationMode>strict</verificationMode>
+{{- else}}
+      <verificationMode>none</verificationMode>
+{{- end}}
+      <loadDefaultCAFile>false</loadDefaultCAFile>
+      <cacheSessions>true</cacheSessions>
+      <disableProtocols>sslv2,sslv3,tlsv1,tlsv1_1</disableProtocols>
+      <preferServerCiphers>true</preferServerCiphers>
+    </server>
+  </openSSL>
+{{- end}}
   <path>{{.Dir}}/data/</path>
   <tmp_path>{{.Dir}}/tmp/</tmp_path>
   <user_files_path>{{.Dir}}/user_files/</user_files_path>
@@ -99,6 +137,14 @@ var configTmpl = template.Must(template.New("config").Parse(`<?xml version="1.0"
       <profile>default</profile>
       <quota>default</quota>
     </default>
+{{- range .Users}}
+    <{{.Name}}>
+      <password_sha256_hex>{{.PasswordSHA256}}</password_sha256_hex>
+      <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+      <profile>default</profile>
+      <quota>default</quota>
+    </{{.Name}}>
+{{- end}}
   </users>
   <profiles>
     <default>
@@ -132,7 +178,8 @@ func (s *Server) writeConfig() error {
 		}
 	}
 	var buf bytes.Buffer
-	err := s.tmpl.Execute(&buf, configData{Dir: s.dir, TCPPort: s.tcpPort, HTTPPort: s.httpPort, Legacy: s.legacy})
+	err := s.tmpl.Execute(&buf, configData{Dir: s.dir, TCPPort: s.tcpPort, HTTPPort: s.httpPort, Legacy: s.legacy,
+		TLSPort: s.tlsPort, TLS: s.tls, Users: s.users()})
 	if err != nil {
 		return fmt.Errorf("render server config: %w", err)
 	}
@@ -140,6 +187,16 @@ func (s *Server) writeConfig() error {
 		return fmt.Errorf("write server config: %w", err)
 	}
 	return nil
+}
+
+// users returns Options.Users sorted by name, passwords hashed.
+func (s *Server) users() []user {
+	out := make([]user, 0, len(s.userPasswords))
+	for _, name := range slices.Sorted(maps.Keys(s.userPasswords)) {
+		sum := sha256.Sum256([]byte(s.userPasswords[name]))
+		out = append(out, user{Name: name, PasswordSHA256: hex.EncodeToString(sum[:])})
+	}
+	return out
 }
 
 // versionRE finds the version in `clickhouse-server --version` output

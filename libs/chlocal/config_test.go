@@ -40,7 +40,10 @@ func TestConfigWellFormed(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run("legacy="+strconv.FormatBool(legacy), func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := configTmpl.Execute(&buf, configData{Dir: "/d", TCPPort: 1, HTTPPort: 2, Legacy: legacy}); err != nil {
+			data := configData{Dir: "/d", TCPPort: 1, HTTPPort: 2, Legacy: legacy,
+				TLSPort: 3, TLS: &TLS{CertFile: "/c.crt", KeyFile: "/c.key", ClientCAFile: "/ca.crt"},
+				Users: []user{{Name: "trawl", PasswordSHA256: "00"}}}
+			if err := configTmpl.Execute(&buf, data); err != nil {
 				t.Fatal(err)
 			}
 			d := xml.NewDecoder(&buf)

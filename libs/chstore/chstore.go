@@ -11,6 +11,7 @@ package chstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/tlsfiles"
 )
 
 // Config is the ClickHouse configuration shared by every service.
@@ -28,8 +31,18 @@ type Config struct {
 	Addr        []string      // flag clickhouse-addr, comma separated native-protocol host:port (default 127.0.0.1:9000)
 	Database    string        // flag clickhouse-database (default "crawler")
 	Username    string        // flag clickhouse-user (default "default")
-	Password    string        // flag clickhouse-password
 	DialTimeout time.Duration // flag clickhouse-dial-timeout (default 5s)
+	// Password (flag clickhouse-password, deprecated: a flag's value
+	// shows in process listings) or PasswordFile (flag
+	// clickhouse-password-file: a file holding it, a mounted secret).
+	Password     string
+	PasswordFile string
+	// TLS (flags clickhouse-tls, clickhouse-tls-ca-file,
+	// clickhouse-tls-cert-file, clickhouse-tls-key-file,
+	// clickhouse-tls-server-name, clickhouse-tls-insecure-skip-verify):
+	// the native protocol over TLS (ClickHouse's tcp_port_secure, 9440;
+	// ClickHouse Cloud's native port).
+	TLS tlsfiles.Config
 	// FlushInterval and BatchRows (flags clickhouse-flush-interval,
 	// clickhouse-batch-rows) are every batch writer's BatchOptions: see
 	// Config.Batch.
@@ -61,11 +74,20 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&c.Database, "clickhouse-database", DefaultDatabase, "ClickHouse database (created if missing)")
-	fs.StringVar(&c.Username, "clickhouse-user", DefaultUsername, "ClickHouse user")
-	fs.StringVar(&c.Password, "clickhouse-password", "", "ClickHouse password")
+	fs.StringVar(&c.Password, "clickhouse-password", "", "ClickHouse password (deprecated: shows in process listings; use -clickhouse-password-file)")
+	c.RegisterSecurityFlags(fs)
 	fs.DurationVar(&c.DialTimeout, "clickhouse-dial-timeout", DefaultDialTimeout, "ClickHouse connect timeout")
 	fs.DurationVar(&c.FlushInterval, "clickhouse-flush-interval", DefaultFlushInterval, "longest wait before buffered rows of a table are inserted (one part per insert)")
 	fs.IntVar(&c.BatchRows, "clickhouse-batch-rows", DefaultBatchRows, "rows of a table inserted together at most")
+}
+
+// RegisterSecurityFlags binds the user, the password file and the TLS
+// settings (RegisterFlags includes them; a launcher that passes them on
+// to services registers them alone).
+func (c *Config) RegisterSecurityFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Username, "clickhouse-user", DefaultUsername, "ClickHouse user")
+	fs.StringVar(&c.PasswordFile, "clickhouse-password-file", "", "file holding the ClickHouse password (a mounted secret; a trailing line break is ignored)")
+	c.TLS.RegisterFlags(fs, "clickhouse", "ClickHouse servers")
 }
 
 // Batch returns the options of the service's batch writers: flush every
@@ -108,7 +130,42 @@ func (c Config) Validate() error {
 	if c.FlushInterval < 0 || c.BatchRows < 0 {
 		return errors.New("clickhouse-flush-interval and clickhouse-batch-rows: must not be negative")
 	}
+	// The files are read here too, so that a missing or malformed one
+	// fails the service at start naming its flag.
+	if _, err := c.connSecurity(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// connSecurity is the password and TLS configuration of the connections.
+type connSecurity struct {
+	password string
+	tls      *tls.Config // nil: plain text
+}
+
+// connSecurity reads the password file and the TLS files.
+func (c Config) connSecurity() (connSecurity, error) {
+	var errs []error
+	password := c.Password
+	if c.PasswordFile != "" {
+		if c.Password != "" {
+			errs = append(errs, errors.New("clickhouse-password, clickhouse-password-file: give one, not both"))
+		}
+		p, err := tlsfiles.ReadSecret("clickhouse-password-file", c.PasswordFile)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		password = p
+	}
+	t, err := c.TLS.Load("clickhouse")
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return connSecurity{}, err
+	}
+	return connSecurity{password: password, tls: t}, nil
 }
 
 // Store is an open ClickHouse connection to the crawler's database. Safe
@@ -119,10 +176,11 @@ type Store struct {
 	log  *zap.Logger
 }
 
-func options(c Config, db string) *clickhouse.Options {
+func options(c Config, sec connSecurity, db string) *clickhouse.Options {
 	return &clickhouse.Options{
 		Addr:             c.Addr,
-		Auth:             clickhouse.Auth{Database: db, Username: c.Username, Password: c.Password},
+		Auth:             clickhouse.Auth{Database: db, Username: c.Username, Password: sec.password},
+		TLS:              sec.tls,
 		DialTimeout:      c.DialTimeout,
 		MaxOpenConns:     10,
 		MaxIdleConns:     5,
@@ -146,7 +204,11 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	boot, err := clickhouse.Open(options(c, "default"))
+	sec, err := c.connSecurity()
+	if err != nil {
+		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	boot, err := clickhouse.Open(options(c, sec, "default"))
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
@@ -156,7 +218,7 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 		return nil, fmt.Errorf("create database %s: %w", c.Database, err)
 	}
 	boot.Close()
-	conn, err := clickhouse.Open(options(c, c.Database))
+	conn, err := clickhouse.Open(options(c, sec, c.Database))
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
@@ -165,6 +227,25 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 		return nil, fmt.Errorf("ping clickhouse: %w", err)
 	}
 	return &Store{conn: conn, db: c.Database, log: log}, nil
+}
+
+// Ping connects to the server of c (its "default" database, which every
+// server has) and pings it: whether the address answers and takes the
+// credentials and TLS settings of c. It creates nothing.
+func Ping(ctx context.Context, c Config) error {
+	sec, err := c.connSecurity()
+	if err != nil {
+		return fmt.Errorf("ping clickhouse: %w", err)
+	}
+	conn, err := clickhouse.Open(options(c, sec, "default"))
+	if err != nil {
+		return fmt.Errorf("ping clickhouse: %w", err)
+	}
+	defer conn.Close()
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("ping clickhouse %s: %w", strings.Join(c.Addr, ","), err)
+	}
+	return nil
 }
 
 // Conn exposes the driver connection for queries.

@@ -127,6 +127,7 @@ var ErrClosed = errors.New("group closed")
 // Run may be called once. Assigned is safe for concurrent use.
 type Group struct {
 	cfg     Config
+	sec     security // TLS and SASL of the group's and its readers' connections
 	gc      GroupConfig
 	assign  AssignFunc
 	log     *zap.Logger
@@ -181,8 +182,13 @@ func NewGroup(c Config, gc GroupConfig, assign AssignFunc, log *zap.Logger, reg 
 	if assign == nil {
 		return nil, errors.New("new group: nil assign func")
 	}
+	sec, err := c.loadSecurity()
+	if err != nil {
+		return nil, fmt.Errorf("new group: %w", err)
+	}
 	return &Group{
 		cfg:      c,
+		sec:      sec,
 		gc:       gc,
 		assign:   assign,
 		log:      log.With(telemetry.Topic(gc.Topic), zap.String("group", gc.GroupID)),
@@ -214,6 +220,7 @@ func (g *Group) Run(ctx context.Context) error {
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                g.gc.GroupID,
 		Brokers:           g.cfg.Brokers,
+		Dialer:            g.sec.dialer(),
 		Topics:            []string{g.gc.Topic},
 		SessionTimeout:    g.cfg.SessionTimeout,
 		RebalanceTimeout:  g.cfg.RebalanceTimeout,
@@ -251,6 +258,12 @@ func (g *Group) Run(ctx context.Context) error {
 				// Normal while members join or leave; kafka-go rejoins.
 				g.log.Debug("rebalance in progress, rejoining")
 				continue
+			}
+			if err = g.sec.classify(err); errors.Is(err, ErrAuth) {
+				// Wrong credentials stay wrong: stop instead of rejoining
+				// every second.
+				fail(fmt.Errorf("join consumer group: %w", err))
+				break
 			}
 			// kafka-go backs off before the next attempt.
 			g.log.Warn("join consumer group failed, retrying", zap.Error(err))
@@ -419,6 +432,7 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 
 	reader := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   g.cfg.Brokers,
+		Dialer:    g.sec.dialer(),
 		Topic:     g.gc.Topic,
 		Partition: pr.partition,
 		MinBytes:  1,

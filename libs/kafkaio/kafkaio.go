@@ -26,6 +26,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/tlsfiles"
 )
 
 // DefaultPartitions is the partition count of every URL topic.
@@ -50,6 +52,13 @@ type Config struct {
 	RebalanceTimeout time.Duration // flag kafka-rebalance-timeout (default 10s)
 	MaxMessageBytes  int           // flag kafka-max-message-bytes (default 16 MiB): topic max.message.bytes and writer batch bytes
 	Compression      string        // flag kafka-compression (default snappy): codec of produced batches
+	// TLS (flags kafka-tls, kafka-tls-ca-file, kafka-tls-cert-file,
+	// kafka-tls-key-file, kafka-tls-server-name,
+	// kafka-tls-insecure-skip-verify) and SASL (flags kafka-sasl-mechanism,
+	// kafka-sasl-username, kafka-sasl-password-file) secure every
+	// connection: admin client, writers, readers and consumer groups.
+	TLS  tlsfiles.Config
+	SASL SASL
 }
 
 // Defaults of Config, as registered by RegisterFlags.
@@ -101,6 +110,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RebalanceTimeout, "kafka-rebalance-timeout", d.RebalanceTimeout, "consumer group rebalance timeout")
 	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", d.MaxMessageBytes, "largest record batch in bytes (topic max.message.bytes, writer batch bytes)")
 	fs.StringVar(&c.Compression, "kafka-compression", d.Compression, "codec of produced record batches: "+strings.Join(Compressions, ", "))
+	c.RegisterSecurityFlags(fs)
 }
 
 // brokerList is a flag.Value for a comma-separated broker list.
@@ -131,7 +141,8 @@ const MaxPartitions = 10000
 // with room for the record batch overhead.
 const maxMessageBytesLimit = 1 << 30
 
-// Validate reports a configuration error.
+// Validate reports a configuration error, reading the TLS and SASL files
+// to check them.
 func (c Config) Validate() error {
 	var errs []error
 	if len(c.Brokers) == 0 {
@@ -160,6 +171,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageBytes < 1<<20 || c.MaxMessageBytes > maxMessageBytesLimit {
 		errs = append(errs, fmt.Errorf("kafka-max-message-bytes: %d not in [1 MiB, 1 GiB]", c.MaxMessageBytes))
+	}
+	// The certificate, key and password files are read here too, so that
+	// a missing or malformed one fails the service at start with the
+	// flag's name rather than at its first connection.
+	if _, err := c.loadSecurity(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

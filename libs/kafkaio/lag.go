@@ -53,11 +53,14 @@ func (p PartitionOffsets) Lag() int64 {
 // GroupOffsets returns, for every partition of topic, its first and end
 // offsets and the committed offset of group groupID.
 func GroupOffsets(ctx context.Context, c Config, groupID, topic string) ([]PartitionOffsets, error) {
-	client, closeClient := newClient(c)
+	client, closeClient, sec, err := newClient(c)
+	if err != nil {
+		return nil, err
+	}
 	defer closeClient()
 	ids, err := partitionsOf(ctx, client, topic)
 	if err != nil {
-		return nil, err
+		return nil, sec.classify(err)
 	}
 	fetched, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: groupID, Topics: map[string][]int{topic: ids}})
 	if err != nil {
@@ -139,9 +142,13 @@ func Lag(ctx context.Context, c Config, groupID, topic string) (int64, error) {
 // offset), so that a service following a state topic in its run group
 // does not exit when the broker restarts.
 func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message)) error {
-	client, closeClient := newClient(c)
+	client, closeClient, sec, err := newClient(c)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", topic, err)
+	}
 	ids, err := partitionsOf(ctx, client, topic)
 	closeClient()
+	err = sec.classify(err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -160,6 +167,7 @@ func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message))
 	for _, id := range ids {
 		reader := kafka.NewReader(kafka.ReaderConfig{
 			Brokers:   c.Brokers,
+			Dialer:    sec.dialer(),
 			Topic:     topic,
 			Partition: id,
 			MinBytes:  1,

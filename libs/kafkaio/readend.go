@@ -39,24 +39,26 @@ const readToEndMaxWait = 100 * time.Millisecond
 // empty partition calls fn for nothing. Errors are returned as they come
 // (no retry): the caller decides what a failed load costs.
 func ReadToEnd(ctx context.Context, c Config, topic string, o ReadOptions, fn func(kafka.Message)) error {
-	client, closeClient := newClient(c)
+	client, closeClient, sec, err := newClient(c)
+	if err != nil {
+		return err
+	}
 	defer closeClient()
 	ids := o.Partitions
 	if len(ids) == 0 {
-		var err error
 		if ids, err = partitionsOf(ctx, client, topic); err != nil {
-			return err
+			return sec.classify(err)
 		}
 	}
 	for _, id := range ids {
-		if err := readPartitionToEnd(ctx, c, client, topic, id, o, fn); err != nil {
+		if err := readPartitionToEnd(ctx, c, sec, client, topic, id, o, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readPartitionToEnd(ctx context.Context, c Config, client *kafka.Client, topic string, partition int, o ReadOptions, fn func(kafka.Message)) error {
+func readPartitionToEnd(ctx context.Context, c Config, sec security, client *kafka.Client, topic string, partition int, o ReadOptions, fn func(kafka.Message)) error {
 	first, end, err := partitionBounds(ctx, client, topic, partition)
 	if err != nil {
 		return err
@@ -66,6 +68,7 @@ func readPartitionToEnd(ctx context.Context, c Config, client *kafka.Client, top
 	}
 	rd := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   c.Brokers,
+		Dialer:    sec.dialer(),
 		Topic:     topic,
 		Partition: partition,
 		MinBytes:  1,

@@ -17,12 +17,18 @@ var ErrPartitionMismatch = errors.New("partition count mismatch")
 // adminTimeout bounds one admin request (metadata, create topics, offsets).
 const adminTimeout = 10 * time.Second
 
-// newClient returns an admin client with its own transport; call the
-// returned func to close its connections (the default transport would keep
-// connections and metadata goroutines alive for the process lifetime).
-func newClient(c Config) (*kafka.Client, func()) {
-	tr := &kafka.Transport{}
-	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: adminTimeout, Transport: tr}, tr.CloseIdleConnections
+// newClient returns an admin client with its own transport (secured per
+// c.TLS and c.SASL), and the security settings for the caller's readers;
+// call the returned func to close its connections (the default transport
+// would keep connections and metadata goroutines alive for the process
+// lifetime). It fails when a TLS or SASL file cannot be read.
+func newClient(c Config) (*kafka.Client, func(), security, error) {
+	sec, err := c.loadSecurity()
+	if err != nil {
+		return nil, nil, security{}, err
+	}
+	tr := sec.transport()
+	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: adminTimeout, Transport: tr}, tr.CloseIdleConnections, sec, nil
 }
 
 // topicSpec is a topic EnsureTopics wants to exist.
@@ -69,7 +75,10 @@ func EnsureTopics(ctx context.Context, c Config) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("ensure topics: %w", err)
 	}
-	client, closeClient := newClient(c)
+	client, closeClient, sec, err := newClient(c)
+	if err != nil {
+		return fmt.Errorf("ensure topics: %w", err)
+	}
 	defer closeClient()
 	specs := topicSpecs(c)
 	names := make([]string, len(specs))
@@ -80,7 +89,7 @@ func EnsureTopics(ctx context.Context, c Config) error {
 	backoff := newBackoff(50*time.Millisecond, time.Second)
 	var lastErr error
 	for {
-		done, err := ensureOnce(ctx, client, specs, names)
+		done, err := ensureOnce(ctx, client, sec, specs, names)
 		if done {
 			return err
 		}
@@ -95,8 +104,11 @@ func EnsureTopics(ctx context.Context, c Config) error {
 
 // ensureOnce makes one attempt. It returns done=false when the caller should
 // retry (topics not yet visible, transient errors).
-func ensureOnce(ctx context.Context, client *kafka.Client, specs []topicSpec, names []string) (bool, error) {
+func ensureOnce(ctx context.Context, client *kafka.Client, sec security, specs []topicSpec, names []string) (bool, error) {
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
+	if err = sec.classify(err); errors.Is(err, ErrAuth) {
+		return true, fmt.Errorf("read topic metadata: %w", err)
+	}
 	if err != nil {
 		return ctx.Err() != nil, fmt.Errorf("read topic metadata: %w", err)
 	}
@@ -130,6 +142,9 @@ func ensureOnce(ctx context.Context, client *kafka.Client, specs []topicSpec, na
 	}
 
 	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: missing})
+	if err = sec.classify(err); errors.Is(err, ErrAuth) {
+		return true, fmt.Errorf("create topics: %w", err)
+	}
 	if err != nil {
 		return ctx.Err() != nil, fmt.Errorf("create topics: %w", err)
 	}
@@ -139,6 +154,8 @@ func ensureOnce(ctx context.Context, client *kafka.Client, specs []topicSpec, na
 			// Created now or by a concurrent caller: the next metadata
 			// round checks its partition count.
 		case isRetryable(terr):
+		case IsAuthError(terr):
+			return true, fmt.Errorf("create topic %s: %w", name, authError(terr))
 		default:
 			return true, fmt.Errorf("create topic %s: %w", name, terr)
 		}

@@ -21,8 +21,13 @@ import (
 type Writer struct {
 	w       *kafka.Writer
 	tr      *kafka.Transport
+	sec     security
 	log     *zap.Logger
 	metrics *writerMetrics
+	// err, when not nil, is why the writer could not be built (a TLS or
+	// SASL file Config.Validate had read went missing since): every Write
+	// returns it.
+	err error
 }
 
 type writerMetrics struct {
@@ -58,11 +63,16 @@ const (
 
 // NewWriter returns a writer. reg receives the writer's metrics
 // (kafka_produced_total{topic}, kafka_produce_errors_total{topic}); nil
-// leaves them unexported.
+// leaves them unexported. Its connections are secured per c.TLS and
+// c.SASL; a TLS or SASL file that cannot be read (Config.Validate reports
+// it first) makes every Write fail with the reason.
 func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
-	tr := &kafka.Transport{}
+	sec, err := c.loadSecurity()
+	tr := sec.transport()
 	return &Writer{
-		tr: tr,
+		err: err,
+		sec: sec,
+		tr:  tr,
 		w: &kafka.Writer{
 			Transport:              tr,
 			Addr:                   kafka.TCP(c.Brokers...),
@@ -104,10 +114,14 @@ func compression(name string) kafka.Compression {
 // large, unknown error) is returned at once, wrapping kafka.WriteErrors when
 // the broker reported per-record errors.
 func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
+	if w.err != nil {
+		w.countErrors(msgs)
+		return fmt.Errorf("write %d records: %w", len(msgs), w.err)
+	}
 	pending := msgs
 	backoff := newBackoff(50*time.Millisecond, 2*time.Second)
 	for attempt := 1; ; attempt++ {
-		err := w.w.WriteMessages(ctx, pending...)
+		err := w.sec.classify(w.w.WriteMessages(ctx, pending...))
 		if err == nil {
 			w.countProduced(pending)
 			return nil
@@ -187,6 +201,10 @@ func isRetryable(err error) bool {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// The caller gave up; retrying would outlive its context.
+		return false
+	case IsAuthError(err):
+		// Wrong credentials or certificates stay wrong: no retry storm
+		// against the brokers, a clear error at once.
 		return false
 	case errors.As(err, &tooLarge):
 		// The record will never fit.

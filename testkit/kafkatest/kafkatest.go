@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/testkit/certtest"
 )
 
 // Timeouts of the returned Config: short so that rebalances in tests take
@@ -62,7 +63,17 @@ func Config(t testing.TB, partitions int) kafkaio.Config {
 // with a fresh topic prefix, and creates its topics.
 func ConfigFor(t testing.TB, brokers []string, partitions int) kafkaio.Config {
 	t.Helper()
+	return SecureConfigFor(t, brokers, partitions, nil)
+}
+
+// SecureConfigFor is ConfigFor with security settings: secure, when not
+// nil, sets the Config's TLS and SASL before the topics are created.
+func SecureConfigFor(t testing.TB, brokers []string, partitions int, secure func(*kafkaio.Config)) kafkaio.Config {
+	t.Helper()
 	c := kafkaio.DefaultConfig()
+	if secure != nil {
+		secure(&c)
+	}
 	c.Brokers = brokers
 	c.Partitions = partitions
 	c.TopicPrefix = prefixFor(t)
@@ -74,6 +85,37 @@ func ConfigFor(t testing.TB, brokers []string, partitions int) kafkaio.Config {
 		t.Fatalf("create test topics: %v", err)
 	}
 	return c
+}
+
+// Credentials of the SASL user of a Secure cluster.
+const (
+	SASLUser      = "trawl"
+	SASLPassword  = "correct horse battery staple"
+	SASLMechanism = kafkaio.SASLScramSHA512
+)
+
+// Secure starts a cluster (closed at cleanup) that accepts only TLS
+// connections presenting a client certificate signed by pki's CA (mutual
+// TLS) and authenticated with SASL SCRAM-SHA-512 as SASLUser, the way a
+// managed Kafka is reached. It returns the brokers and a function that
+// configures a kafkaio.Config for it (CA, client certificate and key,
+// SCRAM-SHA-512 with the password in a file) for SecureConfigFor. opts
+// come after the security options.
+func Secure(t testing.TB, pki *certtest.PKI, opts ...kfake.Opt) ([]string, func(*kafkaio.Config)) {
+	t.Helper()
+	sec := []kfake.Opt{
+		kfake.EnableSASL(),
+		kfake.Superuser(SASLMechanism, SASLUser, SASLPassword),
+		kfake.TLS(pki.ServerTLS(true)),
+	}
+	_, brokers := Cluster(t, append(sec, opts...)...)
+	passwordFile := pki.WriteSecret(t, "kafka-password", SASLPassword)
+	return brokers, func(c *kafkaio.Config) {
+		c.TLS.CAFile = pki.CAFile
+		c.TLS.CertFile = pki.ClientCert
+		c.TLS.KeyFile = pki.ClientKey
+		c.SASL = kafkaio.SASL{Mechanism: SASLMechanism, Username: SASLUser, PasswordFile: passwordFile}
+	}
 }
 
 // prefixFor derives a topic prefix from the test name plus a sequence

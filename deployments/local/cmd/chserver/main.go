@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/chboot"
+	"github.com/trawl-crawler/trawl/libs/chstore"
 )
 
 func main() {
@@ -36,7 +37,7 @@ func run(ctx context.Context) error {
 	if *dir == "" {
 		return errors.New("-dir is required")
 	}
-	srv, err := chboot.Ensure(ctx, "", *dir, os.Stderr)
+	srv, err := chboot.Ensure(ctx, chstore.Config{}, *dir, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chlocal"
+	"github.com/trawl-crawler/trawl/libs/chstore"
 )
 
 // Server is the ClickHouse server a crawl uses.
@@ -42,16 +44,22 @@ func (s *Server) Pid() int {
 	return s.srv.Pid()
 }
 
-// Ensure returns a ClickHouse server: addr when it is non-empty and answers,
-// otherwise a private server started with its data in dataDir/clickhouse.
-// Progress notes go to out.
-func Ensure(ctx context.Context, addr, dataDir string, out io.Writer) (*Server, error) {
-	if addr != "" {
+// Ensure returns a ClickHouse server: the one of external (its addresses,
+// credentials and TLS) when it has an address and answers, otherwise a
+// private server started with its data in dataDir/clickhouse. An external
+// server reached with a password or TLS that does not answer is an error,
+// not a reason to crawl into a private server instead: a refused
+// credential or certificate must be seen. Progress notes go to out.
+func Ensure(ctx context.Context, external chstore.Config, dataDir string, out io.Writer) (*Server, error) {
+	if addr := strings.Join(external.Addr, ","); addr != "" {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := chlocal.Ping(pctx, addr)
+		err := chstore.Ping(pctx, external)
 		cancel()
 		if err == nil {
 			return &Server{Addr: addr}, nil
+		}
+		if external.PasswordFile != "" || external.Password != "" || external.TLS.On() || external.Username != chstore.DefaultUsername {
+			return nil, fmt.Errorf("clickhouse at %s: %w", addr, err)
 		}
 		fmt.Fprintf(out, "clickhouse at %s does not answer (%v); starting a private server\n", addr, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/chboot"
@@ -22,6 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
+	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
 
@@ -67,7 +69,15 @@ type Config struct {
 	BenchJSON      string // flag bench-json: the benchmark's figures as JSON
 	ClickHouseAddr string // flag clickhouse-addr (empty: start a private server)
 	Database       string // flag clickhouse-database
-	Verbose        bool   // flag verbose: copy service logs to stderr
+	// KafkaBrokers (flag kafka-brokers, comma separated) is an existing
+	// Kafka to crawl through instead of the embedded broker.
+	KafkaBrokers string
+	// Security (the services' flags kafka-tls…, kafka-sasl-…,
+	// clickhouse-user, clickhouse-password-file, clickhouse-tls…) is how
+	// the launcher and every service reach an existing Kafka and
+	// ClickHouse.
+	Security pipeline.Security
+	Verbose  bool // flag verbose: copy service logs to stderr
 	// SpecFile (flag spec) is a crawl request as POST /v1/crawls takes it:
 	// its scope, limits, politeness and revisit policy are the crawl's, its
 	// seeds are crawled with the others. Scope flags override its fields.
@@ -114,6 +124,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.BenchJSON, "bench-json", "", "with -bench, also write the figures to this JSON file")
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", "", "ClickHouse native host:port (default: start a private server)")
 	fs.StringVar(&c.Database, "clickhouse-database", "crawler", "ClickHouse database")
+	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "", "comma-separated bootstrap brokers of an existing Kafka (default: start an embedded broker)")
+	c.Security.RegisterFlags(fs)
 	fs.BoolVar(&c.Verbose, "verbose", false, "copy the services' logs to stderr")
 	d := supervise.DefaultPolicy()
 	fs.BoolVar(&c.AutoRestart, "restart", true, "restart a service that exits on its own, with back-off (false: such an exit ends the crawl)")
@@ -144,10 +156,15 @@ func (c Config) Validate() error {
 		return errors.New("data-dir must not be empty")
 	case c.Timeout < 0:
 		return errors.New("timeout must not be negative")
+	case c.BrokerProcess && c.KafkaBrokers != "":
+		return errors.New("broker-process runs the embedded broker, kafka-brokers replaces it: give one")
 	case c.AutoRestart && (c.Restart.Backoff <= 0 || c.Restart.MaxBackoff <= 0 || c.Restart.MaxRestarts < 1 || c.Restart.Window <= 0):
 		return errors.New("restart-backoff, restart-max-backoff and restart-window must be positive, restart-max at least 1")
 	}
 	if err := c.Restart.Validate(); err != nil {
+		return err
+	}
+	if err := c.Security.Validate(); err != nil {
 		return err
 	}
 	return c.Scope.Validate()
@@ -194,7 +211,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if err != nil {
 		return err
 	}
-	ch, err := chboot.Ensure(ctx, cfg.ClickHouseAddr, dataDir, out)
+	ch, err := chboot.Ensure(ctx, cfg.Security.ClickHouseConfig(cfg.ClickHouseAddr, cfg.Database), dataDir, out)
 	if err != nil {
 		return err
 	}
@@ -219,8 +236,10 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		allowPrivate = true // the web lives on loopback addresses
 	}
 	var broker *supervise.Process
-	var brokerAddr string
-	if cfg.BrokerProcess || cfg.Bench {
+	brokerAddr := cfg.KafkaBrokers
+	if brokerAddr != "" {
+		fmt.Fprintf(out, "kafka at %s\n", brokerAddr)
+	} else if cfg.BrokerProcess || cfg.Bench {
 		if broker, brokerAddr, err = startBroker(ctx, bins["broker"], dataDir, cfg.ProfileDir); err != nil {
 			return err
 		}
@@ -245,7 +264,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	disp := &progress.Display{Out: out, TTY: isTTY(out)}
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		DataDir: dataDir, Bins: bins, BrokerAddr: brokerAddr, ClickHouseAddr: ch.Addr, Database: cfg.Database,
-		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg),
+		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg), Security: cfg.Security,
 		Partitions: cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
 		AllowPrivate: allowPrivate, Echo: echo,
 		AutoRestart: cfg.AutoRestart, Restart: cfg.Restart,
@@ -326,9 +345,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if cfg.ProfileDir != "" {
 		printProfiles(sctx, out, cfg.ProfileDir, bins)
 	}
-	chHost, chPort := splitAddr(ch.Addr)
-	fmt.Fprintf(out, "\nquery it:\n  clickhouse-client --host %s --port %s --database %s --query \"SELECT host, status, error_kind, count() FROM fetch_log FINAL WHERE crawl_id = '%s' GROUP BY host, status, error_kind ORDER BY host, status\"\n",
-		chHost, chPort, cfg.Database, cfg.CrawlID)
+	chHost, chPort := splitAddr(strings.Split(ch.Addr, ",")[0])
+	fmt.Fprintf(out, "\nquery it:\n  clickhouse-client --host %s --port %s%s --database %s --query \"SELECT host, status, error_kind, count() FROM fetch_log FINAL WHERE crawl_id = '%s' GROUP BY host, status, error_kind ORDER BY host, status\"\n",
+		chHost, chPort, clientAuthArgs(cfg.Security), cfg.Database, cfg.CrawlID)
 	if ch.Private {
 		fmt.Fprintf(out, "  (the private server stops now; `go run ./deployments/local/cmd/chserver -dir %s` serves that data again on a new port)\n",
 			dataDir)
@@ -409,6 +428,23 @@ func serviceArgs(cfg Config) map[string][]string {
 		return nil
 	}
 	return map[string][]string{"parser": {"--store-links"}}
+}
+
+// clientAuthArgs are the clickhouse-client arguments of a secured
+// ClickHouse: --secure, the user and the password read from its file by
+// the shell (never the password itself).
+func clientAuthArgs(s pipeline.Security) string {
+	var b strings.Builder
+	if s.ClickHouse.TLS.On() {
+		b.WriteString(" --secure")
+	}
+	if u := s.ClickHouse.Username; u != "" && u != chstore.DefaultUsername {
+		fmt.Fprintf(&b, " --user %s", u)
+	}
+	if f := s.ClickHouse.PasswordFile; f != "" {
+		fmt.Fprintf(&b, " --password \"$(cat %s)\"", f)
+	}
+	return b.String()
 }
 
 func splitAddr(addr string) (host, port string) {

@@ -9,10 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +36,8 @@ var Services = []string{"scheduler", "fetcher", "parser", "proxypool", "seeder"}
 type Config struct {
 	DataDir        string              // logs in DataDir/logs, broker log in DataDir/kafka
 	Bins           map[string]string   // service -> binary (see supervise.Build)
-	BrokerAddr     string              // "" starts an embedded broker
-	ClickHouseAddr string              // native host:port
+	BrokerAddr     string              // comma-separated brokers of an existing Kafka; "" starts an embedded broker
+	ClickHouseAddr string              // native host:port (comma-separated for several)
 	Database       string              // ClickHouse database (default "crawler")
 	Partitions     int                 // default 32
 	TopicPrefix    string              // default "crawler."
@@ -73,6 +74,11 @@ type Config struct {
 	// OnRestart, optional, is called with every exit a supervisor
 	// handles, from the supervisor's goroutine.
 	OnRestart func(supervise.Event)
+
+	// Security is the TLS and authentication of an existing Kafka
+	// (BrokerAddr) and ClickHouse, for the pipeline's connections and
+	// every service's (zero: plain text, ClickHouse user default).
+	Security Security
 }
 
 func (c *Config) setDefaults() {
@@ -161,6 +167,11 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 	if err := cfg.Restart.Validate(); err != nil {
 		return nil, fmt.Errorf("start pipeline: %w", err)
 	}
+	sec, err := cfg.Security.Absolute()
+	if err != nil {
+		return nil, fmt.Errorf("start pipeline: %w", err)
+	}
+	cfg.Security = sec
 	p := newPipeline(cfg)
 	cfg = p.cfg
 	defer func() {
@@ -178,20 +189,19 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 		addr = b.Addr()
 	}
 	p.Kafka = kafkaio.Config{
-		Brokers:          []string{addr},
+		Brokers:          splitList(addr),
 		Partitions:       cfg.Partitions,
 		TopicPrefix:      cfg.TopicPrefix,
 		SessionTimeout:   cfg.SessionTimeout,
 		RebalanceTimeout: cfg.SessionTimeout,
 		MaxMessageBytes:  16 << 20,
+		TLS:              cfg.Security.Kafka.TLS,
+		SASL:             cfg.Security.Kafka.SASL,
 	}
 	if err := kafkaio.EnsureTopics(ctx, p.Kafka); err != nil {
 		return nil, fmt.Errorf("create topics: %w", err)
 	}
-	p.Store, err = chstore.Open(ctx, chstore.Config{
-		Addr: []string{cfg.ClickHouseAddr}, Database: cfg.Database,
-		Username: chstore.DefaultUsername, DialTimeout: chstore.DefaultDialTimeout,
-	}, zap.NewNop())
+	p.Store, err = chstore.Open(ctx, cfg.Security.ClickHouseConfig(cfg.ClickHouseAddr, cfg.Database), zap.NewNop())
 	if err != nil {
 		return nil, err
 	}
@@ -223,48 +233,80 @@ func (p *Pipeline) fetcherArgs(i int) []string {
 }
 
 // CommonEnv returns the environment of the service process name: this
-// process's environment without its CRAWLER_* variables, plus the settings
-// every service shares (broker, ClickHouse, logging, admin address, the
-// profile directory) as CRAWLER_* variables. A service ignores the variables of flags it does not define
-// (the proxypool has no ClickHouse flags, for one), which command-line flags
-// would not allow.
+// process's environment plus the settings every service shares as
+// CRAWLER_* variables. A service ignores the variables of flags it does
+// not define (the proxypool has no ClickHouse flags, for one), which
+// command-line flags would not allow.
+//
+// The user's CRAWLER_* variables pass through (CRAWLER_USER_AGENT reaches
+// the fetchers), except where the pipeline decides: the wiring (brokers,
+// partitions, topic prefix, consumer timeouts, ClickHouse address and
+// database, the Kafka and ClickHouse security settings, admin address,
+// profile directory) is always the pipeline's, since a service that
+// disagreed with the others or with the launcher about them would break
+// the crawl or its progress display. The tuning the pipeline only
+// defaults (log level and format, memory limit, GC target) yields to a
+// CRAWLER_* variable the user set.
 func (p *Pipeline) CommonEnv(name, adminAddr string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CRAWLER_") {
-			env = append(env, kv)
-		}
+	env, user := userEnv()
+	owned := []string{
+		"CRAWLER_KAFKA_BROKERS=" + strings.Join(p.Kafka.Brokers, ","),
+		"CRAWLER_KAFKA_PARTITIONS=" + strconv.Itoa(p.Kafka.Partitions),
+		"CRAWLER_KAFKA_TOPIC_PREFIX=" + p.Kafka.TopicPrefix,
+		"CRAWLER_KAFKA_SESSION_TIMEOUT=" + p.Kafka.SessionTimeout.String(),
+		"CRAWLER_KAFKA_REBALANCE_TIMEOUT=" + p.Kafka.RebalanceTimeout.String(),
+		"CRAWLER_CLICKHOUSE_ADDR=" + p.cfg.ClickHouseAddr,
+		"CRAWLER_CLICKHOUSE_DATABASE=" + p.cfg.Database,
+		"CRAWLER_ADMIN_ADDR=" + adminAddr,
+		"CRAWLER_PROFILE_DIR=",
 	}
-	env = append(env,
-		"CRAWLER_KAFKA_BROKERS="+strings.Join(p.Kafka.Brokers, ","),
-		"CRAWLER_KAFKA_PARTITIONS="+strconv.Itoa(p.Kafka.Partitions),
-		"CRAWLER_KAFKA_TOPIC_PREFIX="+p.Kafka.TopicPrefix,
-		"CRAWLER_KAFKA_SESSION_TIMEOUT="+p.Kafka.SessionTimeout.String(),
-		"CRAWLER_KAFKA_REBALANCE_TIMEOUT="+p.Kafka.RebalanceTimeout.String(),
-		"CRAWLER_CLICKHOUSE_ADDR="+p.cfg.ClickHouseAddr,
-		"CRAWLER_CLICKHOUSE_DATABASE="+p.cfg.Database,
-		"CRAWLER_ADMIN_ADDR="+adminAddr,
-		"CRAWLER_LOG_LEVEL="+p.cfg.LogLevel,
-		"CRAWLER_LOG_FORMAT=json",
-	)
 	if p.cfg.ProfileDir != "" {
-		env = append(env, "CRAWLER_PROFILE_DIR="+filepath.Join(p.cfg.ProfileDir, name))
+		owned[len(owned)-1] += filepath.Join(p.cfg.ProfileDir, name)
+	}
+	owned = append(owned, p.cfg.Security.Env()...)
+	defaults := []string{
+		"CRAWLER_LOG_LEVEL=" + p.cfg.LogLevel,
+		"CRAWLER_LOG_FORMAT=json",
 	}
 	limits := p.cfg.MemoryLimits
 	if limits == nil {
 		limits = DefaultMemoryLimits
 	}
 	if l := limits[serviceOf(name)]; l > 0 {
-		env = append(env, "CRAWLER_MEMORY_LIMIT="+strconv.FormatInt(l, 10))
+		defaults = append(defaults, "CRAWLER_MEMORY_LIMIT="+strconv.FormatInt(l, 10))
 	}
 	gc := p.cfg.GCPercents
 	if gc == nil {
 		gc = DefaultGCPercents
 	}
 	if g := gc[serviceOf(name)]; g > 0 {
-		env = append(env, "CRAWLER_GC_PERCENT="+strconv.Itoa(g))
+		defaults = append(defaults, "CRAWLER_GC_PERCENT="+strconv.Itoa(g))
 	}
-	return env
+	for _, kv := range owned {
+		k, _, _ := strings.Cut(kv, "=")
+		delete(user, k)
+	}
+	for _, kv := range defaults {
+		if k, _, _ := strings.Cut(kv, "="); user[k] == "" {
+			delete(user, k)
+			env = append(env, kv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(user)) {
+		env = append(env, k+"="+user[k])
+	}
+	return append(env, owned...)
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // serviceOf is the service of a process name ("fetcher-1" -> "fetcher").
