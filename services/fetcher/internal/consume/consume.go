@@ -160,6 +160,13 @@ type Options struct {
 	// (default: NewAttempts(DefaultAttemptsLimit)); shared by every
 	// partition, so it survives a partition going and coming back.
 	Attempts *Attempts
+	// Budget, optional, charges the pages of crawls with a page budget
+	// (*budget.Tracker): the first attempt of a URL (not a retry, not a
+	// revisit) is charged when its host's turn requests it or robots.txt
+	// refuses it; once the crawl's budget is spent its remaining first
+	// attempts are recorded as failure.BudgetExhausted without a request.
+	// Nil: no budget.
+	Budget Budget
 	// RobotsTxt, optional, stores robots.txt beyond the process: every
 	// robots.txt fetched with a valid answer is recorded with the outcome
 	// of the request whose turn fetched it (so it is durable before that
@@ -174,6 +181,19 @@ type Options struct {
 type Crawls interface {
 	State(crawlID string) crawlv1.CrawlState
 	Get(crawlID string) *crawlv1.CrawlSpec
+}
+
+// Budget charges the pages of crawls with a page budget (*budget.Tracker).
+// Safe for concurrent use; Reserve may block once per crawl on a count.
+type Budget interface {
+	// Reserve charges one page to the crawl and reports whether one was
+	// left (an error says the count behind it could not be read; ok is
+	// still meaningful).
+	Reserve(ctx context.Context, crawlID string) (bool, error)
+	// Exhausted reports whether the crawl is known to have no page left.
+	Exhausted(crawlID string) bool
+	// Unreserve gives back a page charged for a request not made.
+	Unreserve(crawlID string)
 }
 
 // Published reads back the FetchedPages produced lately to a partition of
@@ -395,7 +415,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 		rebuilt = h.publishedBefore(ctx, suspect, recorded)
 	}
-	var deferred, cancelled, completed []*task
+	var deferred, cancelled, spent, completed []*task
 	var deferMsgs []kafka.Message
 	redeferred := 0 // records deferred before and again now
 	for _, t := range tasks {
@@ -423,6 +443,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 			cancelled = append(cancelled, t)
 			continue
+		case crawlv1.CrawlState_CRAWL_STATE_RUNNING:
+			if h.spent(t) {
+				spent = append(spent, t)
+				continue
+			}
 		case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
 			if !notBefore.After(now) {
 				// not held yet: defer it; a request deferred by a pause
@@ -455,6 +480,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	if len(cancelled) > 0 {
 		h.recordCancelled(ctx, cancelled)
+	}
+	if len(spent) > 0 {
+		h.recordSpent(ctx, spent)
 	}
 	if len(completed) > 0 {
 		h.recordPublished(ctx, completed, rebuilt)

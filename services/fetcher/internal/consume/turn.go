@@ -56,6 +56,12 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		// again unless someone asked since this retry became due.
 		fresh = false
 	}
+	if !fresh && h.spent(t) {
+		// Not even robots.txt is asked for a page the budget refuses.
+		h.engine.Release(host)
+		h.recordSpent(ctx, []*task{t})
+		return
+	}
 	if !fresh {
 		// robots.txt is a request to the host: it takes this turn, and
 		// the page waits the delay after it.
@@ -81,10 +87,16 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 			h.engine.PushFront(host, t)
 			return
 		}
-		h.refuse(ctx, t, rules)
+		if h.charge(ctx, t) {
+			h.refuse(ctx, t, rules)
+		}
 		return
 	}
 	h.setDelay(host, t, rules.CrawlDelay)
+	if !h.charge(ctx, t) {
+		h.engine.Release(host) // no request made: the delay clock is unchanged
+		return
+	}
 	if !h.robotsAllow(host, t, rules, true) {
 		h.engine.Release(host) // no request made: the delay clock is unchanged
 		h.refuse(ctx, t, rules)
@@ -94,6 +106,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified()}
 	server, ok := h.claimServer(ctx, host, t)
 	if !ok {
+		h.uncharge(t) // back in its queue: charged again at its turn
 		return
 	}
 	res := s.fetch.Fetch(ctx, r)
@@ -102,6 +115,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	h.engine.ObserveDuration(host, res.Duration)
 	if ctx.Err() != nil {
 		h.engine.Done(host, end)
+		h.uncharge(t)
 		return // abandoned at close: unacked
 	}
 	switch {
@@ -233,4 +247,43 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 		minDelay, maxCrawlDelay = p.GetDelay().AsDuration(), p.GetMaxCrawlDelay().AsDuration()
 	}
 	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
+}
+
+// charged reports whether t is charged to its crawl's page budget: a
+// first attempt (a retry's URL was charged by its first attempt; a
+// revisit is not a new page) of a fetcher with budgets.
+func (h *handler) charged(t *task) bool {
+	return h.s.opts.Budget != nil && t.req.GetAttempt() == 0 && !t.req.GetRevisit()
+}
+
+// spent reports whether t would be refused by its crawl's page budget,
+// known to be spent, without charging anything.
+func (h *handler) spent(t *task) bool {
+	return h.charged(t) && h.s.opts.Budget.Exhausted(t.req.GetCrawlId())
+}
+
+// charge takes a page of t's crawl's budget for the request (or the
+// robots.txt refusal) t's turn is about to settle. When none is left, t is
+// recorded as failure.BudgetExhausted and charge returns false: the caller
+// makes no request and releases the host. A count that could not be read
+// is logged; the page is charged on the local count.
+func (h *handler) charge(ctx context.Context, t *task) bool {
+	if !h.charged(t) {
+		return true
+	}
+	ok, err := h.s.opts.Budget.Reserve(ctx, t.req.GetCrawlId())
+	if err != nil {
+		h.log.Warn("charged page budget on this fetcher's count only", telemetry.Crawl(t.req.GetCrawlId()), zap.Error(err))
+	}
+	if !ok {
+		h.recordSpent(ctx, []*task{t})
+	}
+	return ok
+}
+
+// uncharge gives back t's page when its turn made no request after all.
+func (h *handler) uncharge(t *task) {
+	if h.charged(t) {
+		h.s.opts.Budget.Unreserve(t.req.GetCrawlId())
+	}
 }
