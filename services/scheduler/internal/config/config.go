@@ -22,17 +22,17 @@ type Config struct {
 	Kafka      kafkaio.Config
 	ClickHouse chstore.Config
 
-	MaxDepth      uint  // deepest link depth admitted
-	MaxPages      int64 // page budget per crawl, 0 = unlimited
+	MaxDepth uint  // deepest link depth admitted
+	MaxPages int64 // page budget per crawl, 0 = unlimited
 	// BudgetAdmitFactor: a crawl with a page budget of N pages has at
 	// most ceil(factor × N) URLs admitted; the fetchers charge the pages.
 	BudgetAdmitFactor float64
 	BudgetRefresh     time.Duration
-	MaxBatch      int // records per batch
-	MaxInFlight   int // unacked records per partition before reading pauses
-	HostQuota     int
-	QuotaWindow   time.Duration
-	RevisitTick   time.Duration
+	MaxBatch          int // records per batch
+	MaxInFlight       int // unacked records per partition before reading pauses
+	HostQuota         int
+	QuotaWindow       time.Duration
+	RevisitTick       time.Duration
 }
 
 // RegisterFlags binds the fields to flags with their defaults.
