@@ -108,16 +108,24 @@ func (t *Tracker) Reserve(ctx context.Context, crawlID string) (ok bool, err err
 }
 
 // Exhausted reports whether crawlID has no page left, without charging
-// one (a crawl not counted yet has pages left).
-func (t *Tracker) Exhausted(crawlID string) bool {
+// one. Like Reserve, the crawl's first call in the process runs one global
+// count first; when it fails the answer is the local one, with the error.
+func (t *Tracker) Exhausted(ctx context.Context, crawlID string) (bool, error) {
 	lim := t.limit(crawlID)
 	if lim <= 0 {
-		return false
+		return false, nil
+	}
+	t.mu.Lock()
+	c := t.crawl(crawlID)
+	loaded := c.loaded
+	t.mu.Unlock()
+	var err error
+	if !loaded {
+		err = t.first(ctx, crawlID)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := t.runs[crawlID]
-	return c != nil && max(c.local, c.remote+c.since) >= lim
+	return max(c.local, c.remote+c.since) >= lim, err
 }
 
 // Unreserve gives back a page charged for a request that was not made

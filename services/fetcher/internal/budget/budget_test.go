@@ -36,7 +36,7 @@ func (s *store) count(_ context.Context, ids []string) (map[string]int64, error)
 
 func TestTracker(t *testing.T) {
 	type step struct {
-		op      string // reserve, unreserve, refresh, record (n pages recorded by anyone), fail, heal
+		op      string // reserve, exhausted, unreserve, refresh, record (n pages recorded by anyone), fail, heal
 		crawl   string
 		n       int64
 		want    bool // reserve: a page was left
@@ -141,6 +141,15 @@ func TestTracker(t *testing.T) {
 			wantEstimate: 3, wantQueries: 1,
 		},
 		{
+			name:   "Exhausted counts a crawl first",
+			stored: map[string]int64{"a": 3},
+			steps: []step{
+				{op: "exhausted", crawl: "a", want: true},
+				{op: "reserve", crawl: "a", want: false},
+			},
+			wantEstimate: 3, wantQueries: 1,
+		},
+		{
 			name:   "a spent budget is not counted again",
 			stored: map[string]int64{"a": 5},
 			steps: []step{
@@ -166,6 +175,10 @@ func TestTracker(t *testing.T) {
 					if ok != st.want || (err != nil) != st.wantErr {
 						t.Fatalf("step %d: Reserve(%s) = %v, %v; want %v, error %v", i, st.crawl, ok, err, st.want, st.wantErr)
 					}
+				case "exhausted":
+					if spent, err := tr.Exhausted(ctx, st.crawl); spent != st.want || (err != nil) != st.wantErr {
+						t.Fatalf("step %d: Exhausted(%s) = %v, %v; want %v, error %v", i, st.crawl, spent, err, st.want, st.wantErr)
+					}
 				case "unreserve":
 					tr.Unreserve(st.crawl)
 				case "refresh":
@@ -188,8 +201,8 @@ func TestTracker(t *testing.T) {
 			if len(s.queries) != tt.wantQueries {
 				t.Errorf("%d counts %v, want %d", len(s.queries), s.queries, tt.wantQueries)
 			}
-			if tr.Exhausted("a") != (tt.wantEstimate >= limits["a"]) {
-				t.Errorf("Exhausted(a) = %v with estimate %d of %d", tr.Exhausted("a"), tt.wantEstimate, limits["a"])
+			if spent, _ := tr.Exhausted(ctx, "a"); spent != (tt.wantEstimate >= limits["a"]) {
+				t.Errorf("Exhausted(a) = %v with estimate %d of %d", spent, tt.wantEstimate, limits["a"])
 			}
 		})
 	}

@@ -190,8 +190,9 @@ type Budget interface {
 	// left (an error says the count behind it could not be read; ok is
 	// still meaningful).
 	Reserve(ctx context.Context, crawlID string) (bool, error)
-	// Exhausted reports whether the crawl is known to have no page left.
-	Exhausted(crawlID string) bool
+	// Exhausted reports whether the crawl has no page left (an error: as
+	// far as the count could be read).
+	Exhausted(ctx context.Context, crawlID string) (bool, error)
 	// Unreserve gives back a page charged for a request not made.
 	Unreserve(crawlID string)
 }
@@ -444,7 +445,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			cancelled = append(cancelled, t)
 			continue
 		case crawlv1.CrawlState_CRAWL_STATE_RUNNING:
-			if h.spent(t) {
+			if h.spent(ctx, t) {
 				spent = append(spent, t)
 				continue
 			}

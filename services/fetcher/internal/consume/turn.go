@@ -56,7 +56,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		// again unless someone asked since this retry became due.
 		fresh = false
 	}
-	if !fresh && h.spent(t) {
+	if !fresh && h.spent(ctx, t) {
 		// Not even robots.txt is asked for a page the budget refuses.
 		h.engine.Release(host)
 		h.recordSpent(ctx, []*task{t})
@@ -257,9 +257,16 @@ func (h *handler) charged(t *task) bool {
 }
 
 // spent reports whether t would be refused by its crawl's page budget,
-// known to be spent, without charging anything.
-func (h *handler) spent(t *task) bool {
-	return h.charged(t) && h.s.opts.Budget.Exhausted(t.req.GetCrawlId())
+// without charging anything.
+func (h *handler) spent(ctx context.Context, t *task) bool {
+	if !h.charged(t) {
+		return false
+	}
+	spent, err := h.s.opts.Budget.Exhausted(ctx, t.req.GetCrawlId())
+	if err != nil {
+		h.log.Warn("checked page budget on this fetcher's count only", telemetry.Crawl(t.req.GetCrawlId()), zap.Error(err))
+	}
+	return spent
 }
 
 // charge takes a page of t's crawl's budget for the request (or the
