@@ -312,7 +312,8 @@ func TestBudgetKeepsShallowPages(t *testing.T) {
 	if fetched != budget || refused == 0 {
 		t.Errorf("%d pages fetched and %d refused: want the budget of %d to stop the crawl", fetched, refused, budget)
 	}
-	if st.status != "finished" || st.pending != 0 || st.terminal != st.admitted {
-		t.Errorf("crawl_status %+v: want finished, every admitted URL terminal", st)
+	if st.status != "finished" || st.pending != 0 || st.terminal != st.admitted || st.budgetExhausted == 0 || st.failed != 0 ||
+		st.fetched+st.budgetExhausted != st.terminal {
+		t.Errorf("crawl_status %+v: want finished, every admitted URL terminal: fetched or budget_exhausted", st)
 	}
 }
