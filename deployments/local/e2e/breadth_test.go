@@ -144,38 +144,7 @@ func TestBreadthFirstBudget(t *testing.T) {
 	e.drain(ctx, 150*time.Second)
 	e.stop()
 
-	fetched := 0
-	for _, site := range []*graphSite{x, y} {
-		reqs := site.snapshot()
-		var order []string
-		seen := map[string]bool{}
-		for _, r := range reqs {
-			d, ok := depth[site.base][r.path]
-			if !ok {
-				t.Errorf("%s%s requested: not a page of the site", site.base, r.path)
-				continue
-			}
-			order = append(order, fmt.Sprintf("%s(%d)", r.path, d))
-			if seen[r.path] {
-				t.Errorf("%s%s requested twice", site.base, r.path)
-			}
-			seen[r.path] = true
-		}
-		t.Logf("%s fetched in this order: %s", site.base, strings.Join(order, " "))
-		fetched += len(seen)
-		for i, r := range reqs {
-			d := depth[site.base][r.path]
-			for path, shallower := range depth[site.base] {
-				if shallower >= d {
-					continue
-				}
-				before := slices.ContainsFunc(reqs[:i], func(q graphRequest) bool { return q.path == path })
-				if !before {
-					t.Errorf("%s%s (depth %d) fetched before %s (depth %d) was", site.base, r.path, d, path, shallower)
-				}
-			}
-		}
-	}
+	fetched := checkDepthOrder(t, depth, x, y)
 	refused := e.budgetRefused(ctx)
 	t.Logf("%d pages fetched, %d refused by the budget of %d", fetched, refused, budget)
 	if fetched != budget || refused == 0 {
