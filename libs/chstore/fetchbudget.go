@@ -4,26 +4,31 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // CountFetchedPages returns, for each of the given crawls, the pages its
-// fetchers charged to its page budget: distinct URL fingerprints in
-// fetch_log whose attempt was requested or refused by robots.txt, i.e.
+// fetchers charged to its page budget before the given time: distinct URL
+// fingerprints in fetch_log with an attempt started before it (fetched_at
+// and fetched_at_ms) that was requested or refused by robots.txt, i.e.
 // every error kind but cancelled and budget_exhausted (no request made).
-// Crawls without such rows are missing from the result. The query reads
-// the sort key's prefix (crawl_id).
-func (s *Store) CountFetchedPages(ctx context.Context, crawlIDs []string) (map[string]int64, error) {
+// A fetcher adds what it charged since that time itself, so nothing is
+// counted twice. Crawls without such rows are missing from the result.
+// The query reads the sort key's prefix (crawl_id).
+func (s *Store) CountFetchedPages(ctx context.Context, crawlIDs []string, before time.Time) (map[string]int64, error) {
 	out := make(map[string]int64, len(crawlIDs))
 	if len(crawlIDs) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(crawlIDs))
-	for i, id := range crawlIDs {
-		args[i] = id
+	args := make([]any, 0, len(crawlIDs)+1)
+	for _, id := range crawlIDs {
+		args = append(args, id)
 	}
+	args = append(args, before.UnixMilli())
 	q := "SELECT crawl_id, uniqExact(url_fp) FROM fetch_log WHERE crawl_id IN (" +
 		strings.TrimSuffix(strings.Repeat("?,", len(crawlIDs)), ",") +
-		") AND error_kind NOT IN ('cancelled', 'budget_exhausted') GROUP BY crawl_id"
+		") AND error_kind NOT IN ('cancelled', 'budget_exhausted')" +
+		" AND toInt64(toUnixTimestamp(fetched_at)) * 1000 + fetched_at_ms < ? GROUP BY crawl_id"
 	rows, err := s.conn.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("count fetched pages: %w", err)

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		return nil, fmt.Errorf("create recorder: %w", err)
 	}
 
-	f.budget = budget.NewTracker(config.PageBudget(cfg.MaxPages, f.specs), f.store.CountFetchedPages)
+	f.budget = budget.NewTracker(config.PageBudget(cfg.MaxPages, f.specs), f.store.CountFetchedPages, time.Now)
 	co := consumeOptions(cfg, f.specs, f.store, f.fetcher)
 	co.Budget = f.budget
 	consumer, err := consume.New(co, f.fetcher, robotsCache, f.producer, f.recorder, log, reg)

@@ -23,23 +23,31 @@
 //	estimate = max(local, remote + since)
 //
 // where local is what this process charged (exact), remote the last global
-// count (Count: distinct fingerprints in fetch_log, every fetcher) and
-// since what this process charged after that count started. A page is
-// charged only while estimate < budget. A crawl's first charge in the
-// process waits for one global count, so a restarted fetcher starts from
-// what is recorded.
+// count (Count: distinct fingerprints in fetch_log, every fetcher, of
+// attempts started before the count's start time t0) and since what this
+// process charged at or after t0. A page is charged only while estimate <
+// budget. A crawl's first charge in the process waits for one global
+// count, so a restarted fetcher starts from what is recorded.
 //
-// With one fetcher instance the estimate is never below the truth, so the
-// budget is never exceeded. With N instances each one misses what the
-// others charged since its last count and what they had in flight when it
-// ran (charged, not yet in fetch_log: the fetch itself plus the fetch log
-// writer's flush interval), so a crawl overshoots by at most
+// Counting only rows before t0 keeps a page from being counted twice (in
+// remote because its row was inserted before the query read the table, and
+// in since because it was charged after t0). With one fetcher instance the
+// estimate is then exact but for requests in flight at t0 (charged before,
+// recorded after: missing from remote, still in local, which the max
+// keeps), so the budget is neither exceeded nor undershot. With N instances
+// each one misses what the others charged since its last count and what
+// they had in flight at t0 (the fetch itself plus the fetch-log writer's
+// flush interval), so a crawl overshoots by at most
 //
 //	the other instances' page rate × (refresh interval + fetch time +
 //	flush interval + count query time)
 //
-// and undershoots only by requests charged and then abandoned at a
-// partition's close (given back with Unreserve).
+// plus their clocks' skew (rows carry the fetching instance's clock, t0 is
+// this one's): a row stamped before t0 but charged after by a fetcher whose
+// clock runs behind is counted twice (an undershoot), one stamped at or
+// after t0 and charged before is missed (an overshoot). Requests charged
+// and then put back or abandoned at a partition's close are given back
+// (Unreserve).
 package budget
 
 import (
@@ -50,9 +58,10 @@ import (
 )
 
 // CountFunc returns, for each of the given crawls, the pages recorded in
-// fetch_log by every fetcher (chstore.Store.CountFetchedPages). Crawls
-// without rows may be missing from the result.
-type CountFunc func(ctx context.Context, crawlIDs []string) (map[string]int64, error)
+// fetch_log by every fetcher with an attempt started before the given time
+// (chstore.Store.CountFetchedPages). Crawls without rows may be missing
+// from the result.
+type CountFunc func(ctx context.Context, crawlIDs []string, before time.Time) (map[string]int64, error)
 
 // crawl is the bookkeeping of one crawl with a budget.
 type crawl struct {
@@ -68,6 +77,7 @@ type crawl struct {
 type Tracker struct {
 	limit func(crawlID string) int64 // the crawl's budget, 0 = unlimited
 	count CountFunc
+	now   func() time.Time
 
 	load sync.Mutex // serializes first counts
 	mu   sync.Mutex
@@ -75,9 +85,10 @@ type Tracker struct {
 }
 
 // NewTracker returns a tracker of the budgets limit returns (0: none),
-// counting what the other fetchers charged with count.
-func NewTracker(limit func(crawlID string) int64, count CountFunc) *Tracker {
-	return &Tracker{limit: limit, count: count, runs: make(map[string]*crawl)}
+// counting what the other fetchers charged with count; now is the clock
+// that stamps a count's start (the one fetch_log rows are stamped with).
+func NewTracker(limit func(crawlID string) int64, count CountFunc, now func() time.Time) *Tracker {
+	return &Tracker{limit: limit, count: count, now: now, runs: make(map[string]*crawl)}
 }
 
 // Reserve charges one page to crawlID and reports whether one was left;
@@ -169,9 +180,9 @@ func (t *Tracker) first(ctx context.Context, crawlID string) error {
 		t.mu.Unlock()
 		return nil
 	}
-	started := c.since
+	started, t0 := c.since, t.now()
 	t.mu.Unlock()
-	counts, err := t.count(ctx, []string{crawlID})
+	counts, err := t.count(ctx, []string{crawlID}, t0)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// Marked loaded even when the count failed: the periodic refresh
@@ -202,11 +213,12 @@ func (t *Tracker) Refresh(ctx context.Context) error {
 		ids = append(ids, id)
 		started[id] = c.since
 	}
+	t0 := t.now()
 	t.mu.Unlock()
 	if len(ids) == 0 {
 		return nil
 	}
-	counts, err := t.count(ctx, ids)
+	counts, err := t.count(ctx, ids, t0)
 	if err != nil {
 		return fmt.Errorf("count fetched pages: %w", err)
 	}

@@ -7,18 +7,40 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // store is the global count as fetch_log would answer it: pages recorded
-// per crawl by every fetcher.
+// by every fetcher, each with the time its attempt started.
 type store struct {
 	mu      sync.Mutex
-	pages   map[string]int64
+	pages   []page
 	fail    bool
 	queries [][]string
+	during  func() // called while a count runs, if set (once)
 }
 
-func (s *store) count(_ context.Context, ids []string) (map[string]int64, error) {
+type page struct {
+	crawl string
+	at    time.Time
+}
+
+func (s *store) record(crawl string, n int64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.pages = append(s.pages, page{crawl, at})
+	}
+}
+
+func (s *store) count(_ context.Context, ids []string, before time.Time) (map[string]int64, error) {
+	s.mu.Lock()
+	during := s.during
+	s.during = nil
+	s.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queries = append(s.queries, slices.Clone(ids))
@@ -26,9 +48,9 @@ func (s *store) count(_ context.Context, ids []string) (map[string]int64, error)
 		return nil, errors.New("clickhouse down")
 	}
 	out := map[string]int64{}
-	for _, id := range ids {
-		if n, ok := s.pages[id]; ok {
-			out[id] = n
+	for _, p := range s.pages {
+		if slices.Contains(ids, p.crawl) && p.at.Before(before) {
+			out[p.crawl]++
 		}
 	}
 	return out, nil
@@ -36,7 +58,7 @@ func (s *store) count(_ context.Context, ids []string) (map[string]int64, error)
 
 func TestTracker(t *testing.T) {
 	type step struct {
-		op      string // reserve, exhausted, unreserve, refresh, record (n pages recorded by anyone), fail, heal
+		op      string // reserve, exhausted, unreserve, refresh, record (n pages recorded by anyone, started now), fail, heal, tick (the clock moves 1s), race (the next count sees a page charged and recorded while it runs)
 		crawl   string
 		n       int64
 		want    bool // reserve: a page was left
@@ -84,6 +106,7 @@ func TestTracker(t *testing.T) {
 				{op: "reserve", crawl: "a", want: true},
 				{op: "record", crawl: "a", n: 1}, // this fetcher's own page, now in fetch_log
 				{op: "record", crawl: "a", n: 2}, // another fetcher's
+				{op: "tick"},
 				{op: "refresh"},
 				{op: "reserve", crawl: "a", want: false},
 			},
@@ -94,13 +117,28 @@ func TestTracker(t *testing.T) {
 			steps: []step{
 				{op: "reserve", crawl: "a", want: true}, // first count: 0
 				{op: "reserve", crawl: "a", want: true},
-				{op: "refresh"},                         // both still in flight: remote 0, since 0, local 2
-				{op: "record", crawl: "a", n: 2},        // now recorded
+				{op: "refresh"},                  // both still in flight: remote 0, since 0, local 2
+				{op: "record", crawl: "a", n: 2}, // now recorded (started before that count)
+				{op: "tick"},
 				{op: "refresh"},                         // remote 2
 				{op: "reserve", crawl: "a", want: true}, // the third page
 				{op: "reserve", crawl: "a", want: false},
 			},
 			wantEstimate: 3, wantQueries: 3,
+		},
+		{
+			name: "a page charged and recorded while a count runs is counted once",
+			steps: []step{
+				{op: "reserve", crawl: "a", want: true}, // first count
+				{op: "tick"},
+				{op: "record", crawl: "a", n: 1},
+				{op: "tick"},
+				{op: "race", crawl: "a"}, // a second page, charged after the count started, in fetch_log before it reads
+				{op: "refresh"},
+				{op: "reserve", crawl: "a", want: true}, // the third: 2 used, not 3
+				{op: "reserve", crawl: "a", want: false},
+			},
+			wantEstimate: 3, wantQueries: 2,
 		},
 		{
 			name: "a failed first count leaves the local view, the refresh repairs it",
@@ -110,6 +148,7 @@ func TestTracker(t *testing.T) {
 				{op: "record", crawl: "a", n: 3},
 				{op: "reserve", crawl: "a", want: true}, // no second first count
 				{op: "heal"},
+				{op: "tick"},
 				{op: "refresh"},
 				{op: "reserve", crawl: "a", want: false},
 			},
@@ -162,11 +201,12 @@ func TestTracker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &store{pages: map[string]int64{}}
+			clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			s := &store{}
 			for id, n := range tt.stored {
-				s.pages[id] = n
+				s.record(id, n, clock.Add(-time.Hour))
 			}
-			tr := NewTracker(func(id string) int64 { return limits[id] }, s.count)
+			tr := NewTracker(func(id string) int64 { return limits[id] }, s.count, func() time.Time { return clock })
 			ctx := t.Context()
 			for i, st := range tt.steps {
 				switch st.op {
@@ -186,9 +226,18 @@ func TestTracker(t *testing.T) {
 						t.Fatalf("step %d: Refresh = %v, want error %v", i, err, st.wantErr)
 					}
 				case "record":
-					s.mu.Lock()
-					s.pages[st.crawl] += st.n
-					s.mu.Unlock()
+					s.record(st.crawl, st.n, clock)
+				case "tick":
+					clock = clock.Add(time.Second)
+				case "race":
+					crawl := st.crawl
+					s.during = func() {
+						clock = clock.Add(time.Millisecond)
+						if ok, err := tr.Reserve(ctx, crawl); !ok || err != nil {
+							t.Errorf("step %d: Reserve during a count = %v, %v", i, ok, err)
+						}
+						s.record(crawl, 1, clock)
+					}
 				case "fail", "heal":
 					s.mu.Lock()
 					s.fail = st.op == "fail"
@@ -212,8 +261,8 @@ func TestTracker(t *testing.T) {
 // with refreshes running: exactly the budget is handed out.
 func TestTrackerConcurrent(t *testing.T) {
 	const budget, workers, tries = 100, 16, 50
-	s := &store{pages: map[string]int64{}}
-	tr := NewTracker(func(string) int64 { return budget }, s.count)
+	s := &store{}
+	tr := NewTracker(func(string) int64 { return budget }, s.count, time.Now)
 	var granted atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {

@@ -72,9 +72,10 @@ func TestPageBudget(t *testing.T) {
 				return limit
 			}
 			return 0
-		}, store.CountFetchedPages)
+		}, store.CountFetchedPages, time.Now)
 	}
 	o := Options{Politeness: politeness.Options{Delay: 100 * time.Millisecond}, Budget: tracker()}
+	started := time.Now()
 	p := startFetcher(ctx, t, kcfg, store, "budget-1", 100, o)
 	kinds := func() map[string]string {
 		rows, err := store.Conn().Query(ctx, "SELECT url, error_kind, final FROM fetch_log FINAL WHERE crawl_id = 'b'")
@@ -123,7 +124,10 @@ func TestPageBudget(t *testing.T) {
 	if len(order) != 5 || order[0] != "/robots.txt" || order[1] != "/d1a" || order[2] != "/d1b" || order[3] != "/d2a" || order[4] != "/retry" {
 		t.Errorf("the site saw %v, want /robots.txt /d1a /d1b /d2a /retry", order)
 	}
-	counts, err := store.CountFetchedPages(ctx, []string{"b", "none"})
+	if counts, err := store.CountFetchedPages(ctx, []string{"b"}, started); err != nil || len(counts) != 0 {
+		t.Errorf("CountFetchedPages before the first request = %v, %v; want none", counts, err)
+	}
+	counts, err := store.CountFetchedPages(ctx, []string{"b", "none"}, time.Now().Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
