@@ -265,6 +265,8 @@ type Service struct {
 	// serpLogged: the (crawl, host) pairs whose robots.txt exception for
 	// result pages was logged (serp.go).
 	serpLogged serpLog
+	// spentLogged: the crawls (host "") whose spent page budget was logged.
+	spentLogged serpLog
 
 	outcomeOpts outcome.Options
 }

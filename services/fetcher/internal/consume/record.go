@@ -140,6 +140,11 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 // spent without fetching them (kind failure.BudgetExhausted, final: the
 // URL's terminal state), like recordCancelled.
 func (h *handler) recordSpent(ctx context.Context, ts []*task) {
+	for _, t := range ts {
+		if crawl := t.req.GetCrawlId(); h.s.spentLogged.first(crawl, "") {
+			h.log.Info("page budget spent, recording first attempts without a request", telemetry.Crawl(crawl))
+		}
+	}
 	h.recordUnrequested(ctx, ts, failure.BudgetExhausted, "page budget spent")
 }
 
