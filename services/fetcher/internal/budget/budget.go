@@ -150,6 +150,23 @@ func (t *Tracker) Unreserve(crawlID string) {
 	}
 }
 
+// Remaining returns the pages crawlID has left as the tracker knows it
+// (before its first count: what this process has not charged), negative
+// for a crawl without a budget.
+func (t *Tracker) Remaining(crawlID string) int64 {
+	lim := t.limit(crawlID)
+	if lim <= 0 {
+		return -1
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.runs[crawlID]
+	if c == nil {
+		return lim
+	}
+	return max(lim-max(c.local, c.remote+c.since), 0)
+}
+
 // Estimate returns the pages crawlID has used, as the tracker knows it.
 func (t *Tracker) Estimate(crawlID string) int64 {
 	t.mu.Lock()

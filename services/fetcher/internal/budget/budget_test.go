@@ -247,6 +247,12 @@ func TestTracker(t *testing.T) {
 			if got := tr.Estimate("a"); got != tt.wantEstimate {
 				t.Errorf("Estimate(a) = %d, want %d", got, tt.wantEstimate)
 			}
+			if got, want := tr.Remaining("a"), max(limits["a"]-tt.wantEstimate, 0); got != want {
+				t.Errorf("Remaining(a) = %d, want %d", got, want)
+			}
+			if got := tr.Remaining("b"); got >= 0 {
+				t.Errorf("Remaining(b) = %d for a crawl without a budget, want negative", got)
+			}
 			if len(s.queries) != tt.wantQueries {
 				t.Errorf("%d counts %v, want %d", len(s.queries), s.queries, tt.wantQueries)
 			}

@@ -2,10 +2,12 @@ package consume
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -148,5 +150,66 @@ func TestPageBudget(t *testing.T) {
 	}
 	if _, hits := s.snapshot(); hits["/late"] != 0 || hits["/robots.txt"] != 1 {
 		t.Errorf("after the restart the site saw %v, want nothing more", hits)
+	}
+}
+
+// TestPageBudgetPrefersShallow gives a crawl a budget of 3 pages and one
+// partition holding 3 depth-4 requests of host A and 3 depth-1 requests of
+// host B, both hosts at a 150 ms delay, A's read first. The host queues do
+// not order A against B; with the budget that short, A's requests yield
+// their turns while B's shallower ones would take the last pages: B gets
+// the 3 pages, A's requests are refused without a request. Without the
+// yield, A and B take turns and A's depth-4 pages take part of the budget.
+func TestPageBudgetPrefersShallow(t *testing.T) {
+	const limit = 3
+	kcfg := kafkatest.Config(t, 1)
+	store := chtest.NewStore(t)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	a := startSite(t, "127.0.0.67", pageHandler(""))
+	b := startSite(t, "127.0.0.68", pageHandler(""))
+	w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
+	defer w.Close()
+	var msgs []kafka.Message
+	fp := uint64(0)
+	for _, site := range []struct {
+		s     *site
+		depth uint32
+	}{{a, 4}, {b, 1}} {
+		for i := range 3 {
+			fp++
+			u := fmt.Sprintf("%s/p%d", site.s.base, i)
+			key, err := kafkaio.Key(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{
+				CrawlId: "s", Url: u, UrlFp: fp, Depth: site.depth, ScheduledAt: timestamppb.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	if err := w.Write(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	tracker := budget.NewTracker(func(string) int64 { return limit }, store.CountFetchedPages, time.Now)
+	p := startFetcher(ctx, t, kcfg, store, "shallow", 100, Options{
+		Politeness: politeness.Options{Delay: 150 * time.Millisecond}, Budget: tracker})
+	defer p.stop(t)
+	var spent uint64
+	waitFor(ctx, t, "A's requests refused", func() bool {
+		if err := store.Conn().QueryRow(ctx,
+			"SELECT uniqExact(url_fp) FROM fetch_log WHERE crawl_id = 's' AND error_kind = 'budget_exhausted'").Scan(&spent); err != nil {
+			t.Fatalf("query fetch_log: %v", err)
+		}
+		return spent+uint64(a.pageHits()+b.pageHits()) >= 6
+	})
+	t.Logf("A (depth 4): %d pages, B (depth 1): %d pages, %d refused, %v turns yielded",
+		a.pageHits(), b.pageHits(), spent, testutil.ToFloat64(p.svc.m.budgetYields))
+	if a.pageHits() != 0 || b.pageHits() != limit || spent != 3 {
+		t.Errorf("A fetched %d pages and B %d, %d refused; want B's %d shallow pages and none of A's", a.pageHits(), b.pageHits(), spent, limit)
 	}
 }

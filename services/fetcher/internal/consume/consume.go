@@ -195,6 +195,9 @@ type Budget interface {
 	Exhausted(ctx context.Context, crawlID string) (bool, error)
 	// Unreserve gives back a page charged for a request not made.
 	Unreserve(crawlID string)
+	// Remaining returns the pages the crawl has left as far as known,
+	// negative without a budget.
+	Remaining(crawlID string) int64
 }
 
 // Published reads back the FetchedPages produced lately to a partition of
@@ -334,6 +337,7 @@ type task struct {
 	origin   string // robots.txt key of url
 	enqueued time.Time
 	waited   bool // politeness wait observed (a robots turn re-queues it)
+	yields   int  // turns given up to shallower requests (yieldToShallower)
 
 	url        string          // the request's URL
 	state      []kafka.Message // host-state record of the last request, published with its outcome
@@ -364,6 +368,14 @@ type handler struct {
 
 	claimMu sync.Mutex
 	claimed map[*task]struct{} // claimed in Options.Attempts and not finished
+
+	// uncharged are the partition's requests that will be charged to a
+	// page budget at their turn (held in the engine or in a turn, not
+	// charged yet): yieldToShallower counts the shallower ones. A request
+	// joins when pushed and leaves when charged (or refused) or when it
+	// leaves the partition (evicted, held for a pause, cancelled).
+	unchargedMu sync.Mutex
+	uncharged   map[*task]struct{}
 
 	gaugeMu        sync.Mutex
 	reportedQueue  int
@@ -573,6 +585,7 @@ func (h *handler) makeRoom(t *task, notBefore, now time.Time) (evicted *task, m 
 	if !ok {
 		return nil, kafka.Message{}, false
 	}
+	h.pending(ev, false)
 	h.settle(ev, false)
 	evAt := now.Add(wait)
 	if nb := ev.req.GetNotBefore(); nb != nil && nb.AsTime().After(evAt) {
@@ -604,6 +617,7 @@ func (h *handler) deferMessage(t *task, notBefore time.Time) (kafka.Message, boo
 // finished already (see claim).
 func (h *handler) push(t *task, notBefore time.Time) {
 	if h.claim(t) {
+		h.pending(t, true)
 		h.engine.Push(t.host, t, notBefore)
 	}
 }

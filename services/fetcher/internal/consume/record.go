@@ -216,6 +216,7 @@ func (h *handler) hold(ctx context.Context, t *task) {
 		return
 	}
 	h.settle(t, false)
+	h.pending(t, false) // the copy is the request now (push adds t back)
 	if err := h.s.prod.Write(ctx, m); err == nil {
 		h.s.m.pausedHeld.Inc()
 		t.ack(t.msg)
