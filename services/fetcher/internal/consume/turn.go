@@ -324,6 +324,10 @@ func (h *handler) yieldToShallower(host string, t *task) bool {
 	crawl, depth := t.req.GetCrawlId(), t.req.GetDepth()
 	var shallower int64
 	h.unchargedMu.Lock()
+	if left > int64(len(h.uncharged)) {
+		h.unchargedMu.Unlock()
+		return false // more pages left than the partition holds: no scan
+	}
 	for o := range h.uncharged {
 		if o.req.GetDepth() < depth && o.req.GetCrawlId() == crawl {
 			if shallower++; shallower >= left {
