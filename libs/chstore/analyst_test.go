@@ -280,8 +280,8 @@ func TestAnalystQueries(t *testing.T) {
 		// crawl-1: /p/3 of h1 (the redirect's target) is pending; crawl-2:
 		// /a failed after its last retry, /b was cancelled in the frontier
 		"crawl_status": {true, []string{
-			"crawl-1 | 8 | 7 | 1 | 0 | 4 | 1 | 2 | 0 | 0 | 2 | running",
-			"crawl-2 | 3 | 3 | 0 | 0 | 1 | 0 | 0 | 1 | 1 | 0 | finished",
+			"crawl-1 | 8 | 7 | 1 | 0 | 4 | 1 | 2 | 0 | 0 | 0 | 2 | running",
+			"crawl-2 | 3 | 3 | 0 | 0 | 1 | 0 | 0 | 1 | 1 | 0 | 0 | finished",
 		}},
 		"url_journey": {true, []string{
 			"admitted | 0 | " + tm(b.Add(-10*time.Second)),

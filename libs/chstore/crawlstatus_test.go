@@ -16,13 +16,13 @@ type crawlStatus struct {
 	admitted, terminal                                      uint64
 	pending                                                 int64
 	retrying, fetched, redirected, robotsDenied, failed, cx uint64
-	dropped                                                 uint64
+	budgetExhausted, dropped                                uint64
 	status                                                  string
 }
 
 func (c crawlStatus) String() string {
-	return fmt.Sprintf("admitted %d terminal %d pending %d retrying %d fetched %d redirected %d robots_denied %d failed %d cancelled %d dropped %d %s",
-		c.admitted, c.terminal, c.pending, c.retrying, c.fetched, c.redirected, c.robotsDenied, c.failed, c.cx, c.dropped, c.status)
+	return fmt.Sprintf("admitted %d terminal %d pending %d retrying %d fetched %d redirected %d robots_denied %d failed %d cancelled %d budget_exhausted %d dropped %d %s",
+		c.admitted, c.terminal, c.pending, c.retrying, c.fetched, c.redirected, c.robotsDenied, c.failed, c.cx, c.budgetExhausted, c.dropped, c.status)
 }
 
 // queryCrawlStatus runs the documented crawl_status query and returns its
@@ -50,7 +50,7 @@ func queryCrawlStatus(ctx context.Context, t *testing.T, s *chstore.Store) map[s
 			c     crawlStatus
 		)
 		if err := rows.Scan(&crawl, &c.admitted, &c.terminal, &c.pending, &c.retrying, &c.fetched, &c.redirected,
-			&c.robotsDenied, &c.failed, &c.cx, &c.dropped, &c.status); err != nil {
+			&c.robotsDenied, &c.failed, &c.cx, &c.budgetExhausted, &c.dropped, &c.status); err != nil {
 			t.Fatalf("scan crawl_status: %v", err)
 		}
 		out[crawl] = c
@@ -137,13 +137,14 @@ func TestCrawlStatus(t *testing.T) {
 
 	// Another crawl ends in the other terminal states: robots-denied,
 	// failed after its last retry, failed at once, cancelled by the
-	// fetcher, cancelled in the scheduler's frontier (never fetched), and
-	// one deferred in the frontier, still pending.
+	// fetcher, cancelled in the scheduler's frontier (never fetched),
+	// refused by the fetcher because the page budget was spent, and one
+	// deferred in the frontier, still pending.
 	const (
-		denied, exhausted, tooLarge, cancelledFetch, cancelledFrontier, deferred = 11, 12, 13, 14, 15, 16
+		denied, exhausted, tooLarge, cancelledFetch, cancelledFrontier, deferred, overBudget = 11, 12, 13, 14, 15, 16, 17
 	)
 	var d []chstore.SeenRow
-	for _, fp := range []uint64{denied, exhausted, tooLarge, cancelledFetch, cancelledFrontier, deferred} {
+	for _, fp := range []uint64{denied, exhausted, tooLarge, cancelledFetch, cancelledFrontier, deferred, overBudget} {
 		d = append(d, seen("d", fp))
 	}
 	write(ctx, t, s, chstore.URLSeen, d)
@@ -153,6 +154,7 @@ func TestCrawlStatus(t *testing.T) {
 		attempt("d", exhausted, 2, 0, "timeout", true),
 		attempt("d", tooLarge, 0, 200, "body_too_large", true),
 		attempt("d", cancelledFetch, 0, 0, "cancelled", true),
+		attempt("d", overBudget, 0, 0, "budget_exhausted", true),
 	))
 	frontier := func(fp uint64, state uint8) chstore.FrontierRow {
 		return chstore.FrontierRow{Partition: uint16(fp % 3), CrawlID: "d", Host: "h.test", FP: fp, Depth: 1,
@@ -163,7 +165,7 @@ func TestCrawlStatus(t *testing.T) {
 		frontier(deferred, chstore.FrontierPending),
 	})
 	got := queryCrawlStatus(ctx, t, s)
-	want := crawlStatus{admitted: 6, terminal: 5, pending: 1, robotsDenied: 1, failed: 2, cx: 2, status: "running"}
+	want := crawlStatus{admitted: 7, terminal: 6, pending: 1, robotsDenied: 1, failed: 2, cx: 2, budgetExhausted: 1, status: "running"}
 	if got["d"] != want {
 		t.Errorf("crawl d:\n got %v\nwant %v", got["d"], want)
 	}

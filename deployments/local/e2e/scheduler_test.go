@@ -114,12 +114,12 @@ func TestSchedulerKilledSkewedCrawl(t *testing.T) {
 	found := false
 	for rows.Next() {
 		var (
-			crawl, st                                                  string
-			admitted, terminal                                         uint64
-			pending                                                    int64
-			retrying, fetched, redirected, denied, failed, cx, dropped uint64
+			crawl, st                                                         string
+			admitted, terminal                                                uint64
+			pending                                                           int64
+			retrying, fetched, redirected, denied, failed, cx, spent, dropped uint64
 		)
-		if err := rows.Scan(&crawl, &admitted, &terminal, &pending, &retrying, &fetched, &redirected, &denied, &failed, &cx, &dropped, &st); err != nil {
+		if err := rows.Scan(&crawl, &admitted, &terminal, &pending, &retrying, &fetched, &redirected, &denied, &failed, &cx, &spent, &dropped, &st); err != nil {
 			t.Fatalf("scan crawl_status: %v", err)
 		}
 		if crawl != e.crawlID {
@@ -128,7 +128,7 @@ func TestSchedulerKilledSkewedCrawl(t *testing.T) {
 		found = true
 		t.Logf("crawl_status: admitted %d, terminal %d (fetched %d, redirected %d, robots_denied %d, failed %d, cancelled %d), pending %d, dropped %d, status %s",
 			admitted, terminal, fetched, redirected, denied, failed, cx, pending, dropped, st)
-		if pending != 0 || st != "finished" || admitted < uint64(total) || dropped == 0 || fetched+redirected+denied+failed+cx != terminal {
+		if pending != 0 || st != "finished" || admitted < uint64(total) || dropped == 0 || fetched+redirected+denied+failed+cx+spent != terminal {
 			t.Errorf("crawl_status after drain: admitted %d terminal %d pending %d dropped %d status %s; want every admitted URL terminal, finished, duplicates recorded",
 				admitted, terminal, pending, dropped, st)
 		}

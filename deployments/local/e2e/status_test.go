@@ -18,6 +18,7 @@ type crawlStatusRow struct {
 	admitted, terminal                                    uint64
 	pending                                               int64
 	retrying, fetched, redirected, denied, failed, cx, dr uint64
+	budgetExhausted                                       uint64
 	status                                                string
 	found                                                 bool
 }
@@ -35,7 +36,7 @@ func (e *crawlEnv) crawlStatus(ctx context.Context, crawl string) crawlStatusRow
 			r  crawlStatusRow
 		)
 		if err := rows.Scan(&id, &r.admitted, &r.terminal, &r.pending, &r.retrying, &r.fetched, &r.redirected, &r.denied,
-			&r.failed, &r.cx, &r.dr, &r.status); err != nil {
+			&r.failed, &r.cx, &r.budgetExhausted, &r.dr, &r.status); err != nil {
 			e.t.Fatalf("scan crawl_status: %v", err)
 		}
 		if id == crawl {

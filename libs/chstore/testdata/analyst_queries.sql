@@ -258,11 +258,12 @@ SELECT
     robots_denied,
     failed,
     cancelled,
+    budget_exhausted,
     dropped,
     if(pending = 0, 'finished', 'running') AS status
 FROM
 (
-    SELECT crawl_id, admitted, terminal, retrying, fetched, redirected, robots_denied, failed, cancelled
+    SELECT crawl_id, admitted, terminal, retrying, fetched, redirected, robots_denied, failed, cancelled, budget_exhausted
     FROM
     (
         SELECT crawl_id, uniqExact(fp) AS admitted
@@ -279,7 +280,8 @@ FROM
             countIf(done AND outcome = 'redirected') AS redirected,
             countIf(done AND outcome = 'robots_denied') AS robots_denied,
             countIf(done AND outcome = 'failed') AS failed,
-            countIf(done AND outcome = 'cancelled') AS cancelled
+            countIf(done AND outcome = 'cancelled') AS cancelled,
+            countIf(done AND outcome = 'budget_exhausted') AS budget_exhausted
         FROM
         (
             SELECT
@@ -287,7 +289,7 @@ FROM
                 url_fp,
                 max(final) AS done,
                 argMaxIf(
-                    multiIf(error_kind = '', 'fetched', error_kind = 'redirect', 'redirected', error_kind = 'robots_denied', 'robots_denied', error_kind = 'cancelled', 'cancelled', 'failed'),
+                    multiIf(error_kind = '', 'fetched', error_kind = 'redirect', 'redirected', error_kind = 'robots_denied', 'robots_denied', error_kind = 'cancelled', 'cancelled', error_kind = 'budget_exhausted', 'budget_exhausted', 'failed'),
                     (fetched_at, fetched_at_ms, attempt),
                     final = 1) AS outcome
             FROM

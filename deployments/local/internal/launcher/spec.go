@@ -82,7 +82,7 @@ func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
 	listFlag(fs, &s.AllowPatterns, "allow-pattern", "RE2 `regexp` over the canonical URL; when any is given a link must match one (repeatable; scope.allow_patterns)")
 	listFlag(fs, &s.DenyPatterns, "deny-pattern", "RE2 `regexp` over the canonical URL; a matching link is dropped (repeatable; scope.deny_patterns)")
 	uintFlag(fs, &s.MaxDepth, 32, "max-depth", fmt.Sprintf("deepest link `depth` admitted, seeds being depth 0 and their links depth 1; at least 1 (limits.max_depth; default: the spec file's, else %d)", DefaultMaxDepth))
-	uintFlag(fs, &s.MaxPages, 64, "max-pages", "most `pages` the crawl admits, 0 = unlimited (limits.max_pages; default: the spec file's, else unlimited)")
+	uintFlag(fs, &s.MaxPages, 64, "max-pages", "most `pages` the crawl fetches, 0 = unlimited (limits.max_pages; default: the spec file's, else unlimited)")
 	uintFlag(fs, &s.MaxPagesPerHost, 64, "max-pages-per-host", "most `pages` the crawl admits per host, 0 = unlimited (limits.max_pages_per_host; default: the spec file's, else unlimited)")
 }
 

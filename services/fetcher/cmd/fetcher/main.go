@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	// robots.txt rows are flushed → the admin server stops.
 	svc.AddCheck("clickhouse", fetcher.Ping)
 	svc.Go(service.Consume, "crawl spec follower", fetcher.FollowSpecs)
+	svc.Go(service.Consume, "page budget counter", fetcher.CountBudgets)
 	if fetcher.UsesProxies() {
 		svc.Go(service.Consume, "proxies follower", fetcher.FollowProxies)
 	}

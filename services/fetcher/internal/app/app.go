@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
@@ -46,6 +47,7 @@ type Fetcher struct {
 	recorder    *recorder.Recorder
 	specs       *crawlcontrol.Specs
 	group       *kafkaio.Group
+	budget      *budget.Tracker
 	writers     []Writer
 	controlWait time.Duration
 
@@ -108,7 +110,10 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		return nil, fmt.Errorf("create recorder: %w", err)
 	}
 
-	consumer, err := consume.New(consumeOptions(cfg, f.specs, f.store, f.fetcher), f.fetcher, robotsCache, f.producer, f.recorder, log, reg)
+	f.budget = budget.NewTracker(config.PageBudget(cfg.MaxPages, f.specs), f.store.CountFetchedPages, time.Now)
+	co := consumeOptions(cfg, f.specs, f.store, f.fetcher)
+	co.Budget = f.budget
+	consumer, err := consume.New(co, f.fetcher, robotsCache, f.producer, f.recorder, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer: %w", err)
 	}
@@ -151,6 +156,15 @@ func (f *Fetcher) WaitSpecs(ctx context.Context) bool {
 		return false
 	}
 	return true
+}
+
+// CountBudgets counts, every --budget-refresh until ctx is done, the pages
+// every fetcher charged to the page budgets of the crawls this one
+// charged for (a crawl without a budget costs no query).
+func (f *Fetcher) CountBudgets(ctx context.Context) error {
+	return f.budget.Run(ctx, f.cfg.BudgetRefresh, func(err error) {
+		f.log.Warn("page budget count failed, keeping previous counts", zap.Error(err))
+	})
 }
 
 // UsesProxies reports whether requests go through the proxy pool

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -58,6 +60,8 @@ type Config struct {
 	DNSCacheTTL             time.Duration // --dns-cache-ttl: how long a host name's addresses are reused (default 5m)
 	DNSCacheSize            int           // --dns-cache-size: host names cached (default 10000)
 	PauseRecheck            time.Duration // --pause-recheck: requests of a paused crawl are deferred by this (default 5s)
+	MaxPages                int64         // --max-pages: page budget of a crawl whose spec sets none (0 = unlimited)
+	BudgetRefresh           time.Duration // --budget-refresh: how often page budgets are counted in fetch_log (default 5s)
 }
 
 // DefaultReadbackWindow is the default of --readback-window: ten times
@@ -102,6 +106,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.DurationVar(&c.DNSCacheTTL, "dns-cache-ttl", httpfetch.DefaultDNSCacheTTL, "how long the addresses of a host name are reused")
 	fs.IntVar(&c.DNSCacheSize, "dns-cache-size", httpfetch.DefaultDNSCacheSize, "host names kept in the DNS cache")
 	fs.DurationVar(&c.PauseRecheck, "pause-recheck", consume.DefaultPauseRecheck, "requests of a paused crawl are deferred to the fetch topic by this")
+	fs.Int64Var(&c.MaxPages, "max-pages", 0, "pages fetched per crawl whose spec sets no limits.max_pages, 0 = unlimited; the scheduler's --max-pages should match (see README)")
+	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the pages every fetcher charged to page budgets are counted in ClickHouse")
 	fs.DurationVar(&c.ReadbackWindow, "readback-window", DefaultReadbackWindow, "when a partition is assigned, the FetchedPages produced this long before its last one are read back, so that attempts its previous owner published but had not recorded in fetch_log when it died (rows are inserted up to --clickhouse-flush-interval later) are not fetched again (0 disables)")
 	fs.DurationVar(&c.HoldHorizon, "hold-horizon", consume.DefaultHoldHorizon, "requests due later than this are deferred to the fetch topic instead of held in memory")
 }
@@ -155,6 +161,12 @@ func (c Config) Validate() error {
 	if c.ReadbackWindow < 0 {
 		errs = append(errs, fmt.Errorf("readback-window: %v must not be negative", c.ReadbackWindow))
 	}
+	if c.MaxPages < 0 {
+		errs = append(errs, fmt.Errorf("max-pages: %d must not be negative", c.MaxPages))
+	}
+	if c.BudgetRefresh <= 0 {
+		errs = append(errs, fmt.Errorf("budget-refresh: %v must be positive", c.BudgetRefresh))
+	}
 	if c.DNSCacheTTL <= 0 || c.PauseRecheck <= 0 {
 		errs = append(errs, fmt.Errorf("dns-cache-ttl, pause-recheck: %v, %v must be positive", c.DNSCacheTTL, c.PauseRecheck))
 	}
@@ -192,4 +204,15 @@ func Load(args []string, lookupEnv func(string) (string, bool), defaultInstance 
 		return Config{}, fmt.Errorf("validate config: %w", err)
 	}
 	return c, nil
+}
+
+// PageBudget returns a crawl's page budget: its specification's
+// limits.max_pages when set, else maxPages (--max-pages); 0 = unlimited.
+func PageBudget(maxPages int64, specs *crawlcontrol.Specs) func(crawlID string) int64 {
+	return func(crawlID string) int64 {
+		if n := specs.Get(crawlID).GetLimits().GetMaxPages(); n > 0 {
+			return int64(min(n, math.MaxInt64))
+		}
+		return maxPages
+	}
 }

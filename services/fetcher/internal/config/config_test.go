@@ -19,7 +19,8 @@ func TestLoad(t *testing.T) {
 			check: func(t *testing.T, c Config) {
 				if c.Delay != time.Second || c.MaxCrawlDelay != 30*time.Second || c.Workers != 32 ||
 					c.MaxBodyBytes != 2<<20 || c.AllowPrivate || c.UseProxies || c.InstanceID != "host-1" ||
-					c.MaxInflightPerPartition != 1000 || !strings.HasPrefix(c.UserAgent, "trawl/") || !c.PersistRobots {
+					c.MaxInflightPerPartition != 1000 || !strings.HasPrefix(c.UserAgent, "trawl/") || !c.PersistRobots ||
+					c.MaxPages != 0 || c.BudgetRefresh != 5*time.Second {
 					t.Fatalf("defaults = %+v", c)
 				}
 			},
@@ -40,6 +41,8 @@ func TestLoad(t *testing.T) {
 		{name: "user agent without token", args: []string{"-user-agent", "/x"}, wantErr: "user-agent"},
 		{name: "zero cookie hosts", args: []string{"-max-cookie-hosts", "0"}, wantErr: "max-cookie-hosts"},
 		{name: "zero dns cache ttl", args: []string{"-dns-cache-ttl", "0s"}, wantErr: "dns-cache-ttl"},
+		{name: "negative page budget", args: []string{"-max-pages", "-1"}, wantErr: "max-pages"},
+		{name: "zero budget refresh", args: []string{"-budget-refresh", "0s"}, wantErr: "budget-refresh"},
 		{name: "bad env value", env: map[string]string{"CRAWLER_DELAY": "soon"}, wantErr: "CRAWLER_DELAY"},
 	}
 	for _, tt := range tests {

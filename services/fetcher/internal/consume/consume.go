@@ -160,6 +160,13 @@ type Options struct {
 	// (default: NewAttempts(DefaultAttemptsLimit)); shared by every
 	// partition, so it survives a partition going and coming back.
 	Attempts *Attempts
+	// Budget, optional, charges the pages of crawls with a page budget
+	// (*budget.Tracker): the first attempt of a URL (not a retry, not a
+	// revisit) is charged when its host's turn requests it or robots.txt
+	// refuses it; once the crawl's budget is spent its remaining first
+	// attempts are recorded as failure.BudgetExhausted without a request.
+	// Nil: no budget.
+	Budget Budget
 	// RobotsTxt, optional, stores robots.txt beyond the process: every
 	// robots.txt fetched with a valid answer is recorded with the outcome
 	// of the request whose turn fetched it (so it is durable before that
@@ -174,6 +181,23 @@ type Options struct {
 type Crawls interface {
 	State(crawlID string) crawlv1.CrawlState
 	Get(crawlID string) *crawlv1.CrawlSpec
+}
+
+// Budget charges the pages of crawls with a page budget (*budget.Tracker).
+// Safe for concurrent use; Reserve may block once per crawl on a count.
+type Budget interface {
+	// Reserve charges one page to the crawl and reports whether one was
+	// left (an error says the count behind it could not be read; ok is
+	// still meaningful).
+	Reserve(ctx context.Context, crawlID string) (bool, error)
+	// Exhausted reports whether the crawl has no page left (an error: as
+	// far as the count could be read).
+	Exhausted(ctx context.Context, crawlID string) (bool, error)
+	// Unreserve gives back a page charged for a request not made.
+	Unreserve(crawlID string)
+	// Remaining returns the pages the crawl has left as far as known,
+	// negative without a budget.
+	Remaining(crawlID string) int64
 }
 
 // Published reads back the FetchedPages produced lately to a partition of
@@ -244,6 +268,8 @@ type Service struct {
 	// serpLogged: the (crawl, host) pairs whose robots.txt exception for
 	// result pages was logged (serp.go).
 	serpLogged serpLog
+	// spentLogged: the crawls (host "") whose spent page budget was logged.
+	spentLogged serpLog
 
 	outcomeOpts outcome.Options
 }
@@ -311,6 +337,7 @@ type task struct {
 	origin   string // robots.txt key of url
 	enqueued time.Time
 	waited   bool // politeness wait observed (a robots turn re-queues it)
+	yields   int  // turns given up to shallower requests (yieldToShallower)
 
 	url        string          // the request's URL
 	state      []kafka.Message // host-state record of the last request, published with its outcome
@@ -341,6 +368,14 @@ type handler struct {
 
 	claimMu sync.Mutex
 	claimed map[*task]struct{} // claimed in Options.Attempts and not finished
+
+	// uncharged are the partition's requests that will be charged to a
+	// page budget at their turn (held in the engine or in a turn, not
+	// charged yet): yieldToShallower counts the shallower ones. A request
+	// joins when pushed and leaves when charged (or refused) or when it
+	// leaves the partition (evicted, held for a pause, cancelled).
+	unchargedMu sync.Mutex
+	uncharged   map[*task]struct{}
 
 	gaugeMu        sync.Mutex
 	reportedQueue  int
@@ -395,7 +430,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 		rebuilt = h.publishedBefore(ctx, suspect, recorded)
 	}
-	var deferred, cancelled, completed []*task
+	var deferred, cancelled, spent, completed []*task
 	var deferMsgs []kafka.Message
 	redeferred := 0 // records deferred before and again now
 	for _, t := range tasks {
@@ -423,6 +458,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 			cancelled = append(cancelled, t)
 			continue
+		case crawlv1.CrawlState_CRAWL_STATE_RUNNING:
+			if h.spent(ctx, t) {
+				spent = append(spent, t)
+				continue
+			}
 		case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
 			if !notBefore.After(now) {
 				// not held yet: defer it; a request deferred by a pause
@@ -455,6 +495,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	if len(cancelled) > 0 {
 		h.recordCancelled(ctx, cancelled)
+	}
+	if len(spent) > 0 {
+		h.recordSpent(ctx, spent)
 	}
 	if len(completed) > 0 {
 		h.recordPublished(ctx, completed, rebuilt)
@@ -542,6 +585,7 @@ func (h *handler) makeRoom(t *task, notBefore, now time.Time) (evicted *task, m 
 	if !ok {
 		return nil, kafka.Message{}, false
 	}
+	h.pending(ev, false)
 	h.settle(ev, false)
 	evAt := now.Add(wait)
 	if nb := ev.req.GetNotBefore(); nb != nil && nb.AsTime().After(evAt) {
@@ -573,6 +617,7 @@ func (h *handler) deferMessage(t *task, notBefore time.Time) (kafka.Message, boo
 // finished already (see claim).
 func (h *handler) push(t *task, notBefore time.Time) {
 	if h.claim(t) {
+		h.pending(t, true)
 		h.engine.Push(t.host, t, notBefore)
 	}
 }

@@ -25,6 +25,7 @@ type metrics struct {
 	retries          *prometheus.CounterVec // outcome: queued, exhausted
 	deferred         prometheus.Counter
 	evicted          prometheus.Counter
+	budgetYields     prometheus.Counter
 	pausedHeld       prometheus.Counter
 	redirects        *prometheus.CounterVec // outcome: redirect* constants
 	repeatsSkipped   *prometheus.CounterVec // by: skip* constants
@@ -99,6 +100,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "deferred_total",
 			Help: "Requests produced again to the fetch topic because their host queue was full or their not-before was far.",
 		}),
+		budgetYields: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "budget_yields_total",
+			Help: "Turns that made no request because the crawl's last pages of budget were kept for shallower requests of the partition.",
+		}),
 		evicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "evicted_total",
 			Help: "Requests taken out of a full host queue for a shallower one of the host and deferred (also counted in deferred_total): the queue keeps the shallowest.",
@@ -150,7 +155,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.evicted, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.serpRobotsOverridden} {
+		m.retries, m.deferred, m.evicted, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.serpRobotsOverridden} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -133,33 +133,54 @@ func (h *handler) redirect(t *task, d *crawlv1.DiscoveredURL) (kafka.Message, bo
 // fetching them (FetchedPage and fetch-log row of kind failure.Cancelled,
 // one outcome for all of them) and acks them once that is durable.
 func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
+	h.recordUnrequested(ctx, ts, failure.Cancelled, "crawl cancelled")
+}
+
+// recordSpent records the first attempts of a crawl whose page budget is
+// spent without fetching them (kind failure.BudgetExhausted, final: the
+// URL's terminal state), like recordCancelled.
+func (h *handler) recordSpent(ctx context.Context, ts []*task) {
+	for _, t := range ts {
+		if crawl := t.req.GetCrawlId(); h.s.spentLogged.first(crawl, "") {
+			h.log.Info("page budget spent, recording first attempts without a request", telemetry.Crawl(crawl))
+		}
+	}
+	h.recordUnrequested(ctx, ts, failure.BudgetExhausted, "page budget spent")
+}
+
+// recordUnrequested records requests settled without a request, with
+// error kind kind, one outcome for all of them, and acks them once that
+// is durable.
+func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failure.Kind, reason string) {
 	var msgs, pages []kafka.Message
 	var robotsRows []rows.RobotsRow
 	logRows := make([]rows.FetchLogRow, 0, len(ts))
 	kinds := make([]failure.Kind, 0, len(ts))
+	done := make([]*task, 0, len(ts)) // encoded: acked with the outcome
 	for _, t := range ts {
-		robotsRows = append(robotsRows, t.robots...)
-		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.Cancelled, Err: errors.New("crawl cancelled")}
-		m, page, row, kind, err := h.outcome(t, res)
+		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: kind, Err: errors.New(reason)}
+		m, page, row, k, err := h.outcome(t, res)
 		if err != nil {
-			h.log.Warn("left cancelled request unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+			h.log.Warn("left unrequested request unacked, redelivered later", telemetry.URL(t.url), telemetry.ErrorKind(string(kind)), zap.Error(err))
 			continue
 		}
+		robotsRows = append(robotsRows, t.robots...)
 		msgs = append(msgs, m...)
 		pages = append(pages, page)
 		logRows = append(logRows, row)
-		kinds = append(kinds, kind)
+		kinds = append(kinds, k)
+		done = append(done, t)
 	}
 	h.recording.Add(1)
 	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: logRows, Robots: robotsRows, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
 			if ctx.Err() == nil {
-				h.log.Warn("left cancelled requests unacked, redelivered later", zap.Int("count", len(ts)), zap.Error(err))
+				h.log.Warn("left unrequested requests unacked, redelivered later", zap.Int("count", len(done)), telemetry.ErrorKind(string(kind)), zap.Error(err))
 			}
 			return
 		}
-		for i, t := range ts {
+		for i, t := range done {
 			h.count(0, kinds[i])
 			h.settle(t, true)
 			t.ack(t.msg)
@@ -195,6 +216,7 @@ func (h *handler) hold(ctx context.Context, t *task) {
 		return
 	}
 	h.settle(t, false)
+	h.pending(t, false) // the copy is the request now (push adds t back)
 	if err := h.s.prod.Write(ctx, m); err == nil {
 		h.s.m.pausedHeld.Inc()
 		t.ack(t.msg)

@@ -41,6 +41,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	switch h.crawlState(t.req) {
 	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 		h.engine.Release(host) // no request made
+		h.pending(t, false)
 		h.recordCancelled(ctx, []*task{t})
 		return
 	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
@@ -55,6 +56,13 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		// it is the "later" of "retry later", so robots.txt is asked
 		// again unless someone asked since this retry became due.
 		fresh = false
+	}
+	if !fresh && h.spent(ctx, t) {
+		// Not even robots.txt is asked for a page the budget refuses.
+		h.engine.Release(host)
+		h.pending(t, false)
+		h.recordSpent(ctx, []*task{t})
+		return
 	}
 	if !fresh {
 		// robots.txt is a request to the host: it takes this turn, and
@@ -81,10 +89,19 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 			h.engine.PushFront(host, t)
 			return
 		}
-		h.refuse(ctx, t, rules)
+		if h.charge(ctx, t) {
+			h.refuse(ctx, t, rules)
+		}
 		return
 	}
 	h.setDelay(host, t, rules.CrawlDelay)
+	if h.yieldToShallower(host, t) {
+		return
+	}
+	if !h.charge(ctx, t) {
+		h.engine.Release(host) // no request made: the delay clock is unchanged
+		return
+	}
 	if !h.robotsAllow(host, t, rules, true) {
 		h.engine.Release(host) // no request made: the delay clock is unchanged
 		h.refuse(ctx, t, rules)
@@ -94,6 +111,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified()}
 	server, ok := h.claimServer(ctx, host, t)
 	if !ok {
+		h.uncharge(t) // back in its queue: charged again at its turn
 		return
 	}
 	res := s.fetch.Fetch(ctx, r)
@@ -102,6 +120,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	h.engine.ObserveDuration(host, res.Duration)
 	if ctx.Err() != nil {
 		h.engine.Done(host, end)
+		h.uncharge(t)
 		return // abandoned at close: unacked
 	}
 	switch {
@@ -233,4 +252,122 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 		minDelay, maxCrawlDelay = p.GetDelay().AsDuration(), p.GetMaxCrawlDelay().AsDuration()
 	}
 	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
+}
+
+// charged reports whether t is charged to its crawl's page budget: a
+// first attempt (a retry's URL was charged by its first attempt; a
+// revisit is not a new page) of a fetcher with budgets.
+func (h *handler) charged(t *task) bool {
+	return h.s.opts.Budget != nil && t.req.GetAttempt() == 0 && !t.req.GetRevisit()
+}
+
+// spent reports whether t would be refused by its crawl's page budget,
+// without charging anything.
+func (h *handler) spent(ctx context.Context, t *task) bool {
+	if !h.charged(t) {
+		return false
+	}
+	spent, err := h.s.opts.Budget.Exhausted(ctx, t.req.GetCrawlId())
+	if err != nil {
+		h.log.Warn("checked page budget on this fetcher's count only", telemetry.Crawl(t.req.GetCrawlId()), zap.Error(err))
+	}
+	return spent
+}
+
+// charge takes a page of t's crawl's budget for the request (or the
+// robots.txt refusal) t's turn is about to settle. When none is left, t is
+// recorded as failure.BudgetExhausted and charge returns false: the caller
+// makes no request and releases the host. A count that could not be read
+// is logged; the page is charged on the local count.
+func (h *handler) charge(ctx context.Context, t *task) bool {
+	if !h.charged(t) {
+		return true
+	}
+	ok, err := h.s.opts.Budget.Reserve(ctx, t.req.GetCrawlId())
+	h.pending(t, false) // charged, or refused: no longer a page to come
+	if err != nil {
+		h.log.Warn("charged page budget on this fetcher's count only", telemetry.Crawl(t.req.GetCrawlId()), zap.Error(err))
+	}
+	if !ok {
+		h.recordSpent(ctx, []*task{t})
+	}
+	return ok
+}
+
+// Yielding to shallower requests (yieldToShallower): the shortest wait,
+// and the most turns one request gives up, so that a shallower request
+// that is slow to come (a backed-off host) never holds a crawl back for
+// long.
+const (
+	minYield  = 100 * time.Millisecond
+	maxYields = 20
+)
+
+// yieldToShallower keeps the last pages of a crawl's budget for the
+// shallowest requests the partition holds: when the pages left are no
+// more than the crawl's uncharged requests of the partition at a lower
+// depth than t's (on other hosts, which the host queues do not order
+// against t, or on t's own host but not due yet), t does not take one:
+// its host's turn ends without a request and t waits at the head of its
+// queue for a delay (at least minYield), then asks again, at most
+// maxYields times. Once those have taken the pages t is refused as
+// budget_exhausted; if they leave the partition (deferred, a close) it
+// goes. It reports whether t yielded.
+func (h *handler) yieldToShallower(host string, t *task) bool {
+	if !h.charged(t) || t.yields >= maxYields {
+		return false
+	}
+	left := h.s.opts.Budget.Remaining(t.req.GetCrawlId())
+	if left <= 0 {
+		return false // unlimited, or spent (charge refuses t)
+	}
+	crawl, depth := t.req.GetCrawlId(), t.req.GetDepth()
+	var shallower int64
+	h.unchargedMu.Lock()
+	if left > int64(len(h.uncharged)) {
+		h.unchargedMu.Unlock()
+		return false // more pages left than the partition holds: no scan
+	}
+	for o := range h.uncharged {
+		if o.req.GetDepth() < depth && o.req.GetCrawlId() == crawl {
+			if shallower++; shallower >= left {
+				break
+			}
+		}
+	}
+	h.unchargedMu.Unlock()
+	if shallower < left {
+		return false
+	}
+	t.yields++
+	_, delay, _ := h.engine.HostQueue(host)
+	h.engine.Requeue(host, t, h.s.opts.Now().Add(max(delay, minYield)))
+	h.s.m.budgetYields.Inc()
+	return true
+}
+
+// pending adds t to the partition's uncharged requests (see
+// handler.uncharged), or removes it; only requests charged to a budget.
+func (h *handler) pending(t *task, add bool) {
+	if !h.charged(t) {
+		return
+	}
+	h.unchargedMu.Lock()
+	defer h.unchargedMu.Unlock()
+	if !add {
+		delete(h.uncharged, t)
+		return
+	}
+	if h.uncharged == nil {
+		h.uncharged = make(map[*task]struct{})
+	}
+	h.uncharged[t] = struct{}{}
+}
+
+// uncharge gives back t's page when its turn made no request after all.
+func (h *handler) uncharge(t *task) {
+	if h.charged(t) {
+		h.s.opts.Budget.Unreserve(t.req.GetCrawlId())
+		h.pending(t, true)
+	}
 }

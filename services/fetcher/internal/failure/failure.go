@@ -38,12 +38,13 @@ const (
 	TooManyRedirects  Kind = "too_many_redirects" // the URL was reached through --max-redirects redirects already; its target is not published
 	Unsupported       Kind = "unsupported"        // an answer we cannot decode (unknown Content-Encoding)
 	Cancelled         Kind = "cancelled"          // the crawl was cancelled before the request: no request made
+	BudgetExhausted   Kind = "budget_exhausted"   // the crawl's page budget was spent before the request: no request made
 	Other             Kind = "other"              // anything else
 )
 
 // Kinds lists every kind, for pre-initializing metrics.
 var Kinds = []Kind{None, DNS, Connect, Timeout, TLS, RefusedAddress, BodyTooLarge, RobotsDenied, RobotsUnavailable, Redirect, InvalidURL,
-	TooSlow, DecompressionBomb, RedirectLoop, TooManyRedirects, Unsupported, Cancelled, Other}
+	TooSlow, DecompressionBomb, RedirectLoop, TooManyRedirects, Unsupported, Cancelled, BudgetExhausted, Other}
 
 // ErrRefusedAddress is returned when the dialer refuses a target address.
 var ErrRefusedAddress = errors.New("refused address")
@@ -206,6 +207,9 @@ func IsRetryable(err error) bool {
 		return false
 	case Cancelled:
 		// the operator cancelled the crawl.
+		return false
+	case BudgetExhausted:
+		// the crawl's page budget stays spent.
 		return false
 	default:
 		// unknown failures (protocol errors, resets mid-body): one more

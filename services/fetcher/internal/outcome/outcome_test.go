@@ -74,6 +74,8 @@ func TestOf(t *testing.T) {
 			wantKind: failure.RobotsDenied, wantErrPrefix: "disallowed"},
 		{name: "cancelled", res: httpfetch.Response{Kind: failure.Cancelled, Err: errors.New("crawl cancelled")},
 			wantKind: failure.Cancelled, wantErrPrefix: "crawl cancelled"},
+		{name: "budget exhausted", res: httpfetch.Response{Kind: failure.BudgetExhausted, Err: errors.New("page budget of 10 spent")},
+			wantKind: failure.BudgetExhausted, wantErrPrefix: "page budget"},
 		{name: "redirect published", hops: 1, res: httpfetch.Response{Status: 301, Kind: failure.Redirect, RedirectLocation: "HTTP://B.example:80/q"},
 			wantKind: failure.Redirect, wantRedirect: RedirectPublished, wantTarget: "http://b.example/q"},
 		{name: "redirect to itself", res: httpfetch.Response{Status: 302, Kind: failure.Redirect, RedirectLocation: "http://a.example/p"},

@@ -1,6 +1,7 @@
 // Command scheduler turns discovered URLs into fetch requests: it
 // canonicalizes, deduplicates against the partition's seen set (persisted in
-// ClickHouse), applies the depth limit and the per-crawl page budget, and
+// ClickHouse), applies the depth limit and the per-crawl admission ceiling
+// of the page budget (the fetchers charge the budget itself), and
 // produces the admitted URLs to the fetch topic. See README.md.
 package main
 

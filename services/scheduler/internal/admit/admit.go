@@ -22,7 +22,9 @@
 //     redirect: it is the server's answer for a URL the crawl asked for.
 //  6. too_deep: depth above the maximum.
 //  7. duplicate: the fingerprint is already in the partition's seen set.
-//  8. budget_exhausted: the crawl reached its page budget (checked after
+//  8. budget_exhausted: the crawl reached its admission ceiling
+//     (--budget-admit-factor × its page budget, which the fetchers
+//     charge; checked after
 //     every rule that does not consume anything, because it consumes
 //     budget on success).
 //  9. host_budget_exhausted: the URL's host reached its crawl's per-host

@@ -64,7 +64,8 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	}
 	s.producer = kafkaio.NewWriter(cfg.Kafka, log, reg)
 	s.Writers = sinks.New(s.store, cfg.ClickHouse.Batch(), log, reg)
-	s.tracker = budget.NewTracker(cfg.MaxPages).WithLimits(config.SpecPages(s.specs))
+	s.tracker = budget.NewTracker(config.AdmitCeiling(cfg.MaxPages, cfg.BudgetAdmitFactor)).
+		WithLimits(config.SpecPages(s.specs, cfg.BudgetAdmitFactor))
 	if s.group, err = s.admission(reg); err != nil {
 		return nil, err
 	}

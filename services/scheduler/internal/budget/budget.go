@@ -1,6 +1,8 @@
-// Package budget enforces the per-crawl page budget (--max-pages) across the
-// partitions of one scheduler instance, with a periodic global count from
-// the URL-seen store for the partitions other instances own.
+// Package budget enforces the per-crawl admission ceiling (--max-pages, or
+// the spec's limits.max_pages, times --budget-admit-factor; the fetchers
+// charge the page budget itself) across the partitions of one scheduler
+// instance, with a periodic global count from the URL-seen store for the
+// partitions other instances own.
 //
 // # Approximation
 //

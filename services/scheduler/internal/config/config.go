@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
@@ -21,14 +22,17 @@ type Config struct {
 	Kafka      kafkaio.Config
 	ClickHouse chstore.Config
 
-	MaxDepth      uint  // deepest link depth admitted
-	MaxPages      int64 // page budget per crawl, 0 = unlimited
-	BudgetRefresh time.Duration
-	MaxBatch      int // records per batch
-	MaxInFlight   int // unacked records per partition before reading pauses
-	HostQuota     int
-	QuotaWindow   time.Duration
-	RevisitTick   time.Duration
+	MaxDepth uint  // deepest link depth admitted
+	MaxPages int64 // page budget per crawl, 0 = unlimited
+	// BudgetAdmitFactor: a crawl with a page budget of N pages has at
+	// most ceil(factor × N) URLs admitted; the fetchers charge the pages.
+	BudgetAdmitFactor float64
+	BudgetRefresh     time.Duration
+	MaxBatch          int // records per batch
+	MaxInFlight       int // unacked records per partition before reading pauses
+	HostQuota         int
+	QuotaWindow       time.Duration
+	RevisitTick       time.Duration
 }
 
 // RegisterFlags binds the fields to flags with their defaults.
@@ -37,13 +41,34 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
 	fs.UintVar(&c.MaxDepth, "max-depth", 16, "deepest link depth admitted (seeds are depth 0)")
-	fs.Int64Var(&c.MaxPages, "max-pages", 0, "pages admitted per crawl, 0 = unlimited (approximate with several schedulers, see README)")
+	fs.Int64Var(&c.MaxPages, "max-pages", 0, "page budget of a crawl whose spec sets no limits.max_pages, 0 = unlimited; charged by the fetchers (give them the same --max-pages), which are sent at most --budget-admit-factor times as many URLs")
+	fs.Float64Var(&c.BudgetAdmitFactor, "budget-admit-factor", DefaultBudgetAdmitFactor, "URLs admitted per page of a crawl's page budget, at most (≥ 1; approximate with several schedulers, see README)")
 	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the per-crawl admitted count is read from ClickHouse when --max-pages is set")
 	fs.IntVar(&c.MaxBatch, "max-batch", kafkaio.DefaultMaxBatch, "discovered URLs decided, produced and persisted together")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", kafkaio.DefaultMaxInFlight, "unacknowledged records per partition before reading pauses")
 	fs.IntVar(&c.HostQuota, "host-quota", 0, "fetch requests released per host per --host-quota-window, the rest waits in the frontier table (0 = unlimited)")
 	fs.DurationVar(&c.QuotaWindow, "host-quota-window", 10*time.Second, "window of --host-quota (also how often held URLs of paused crawls are checked)")
 	fs.DurationVar(&c.RevisitTick, "revisit-tick", time.Second, "how often each partition's due revisits are produced")
+}
+
+// DefaultBudgetAdmitFactor is --budget-admit-factor's default: twice the
+// page budget admitted leaves the fetchers room to keep each host's
+// shallowest pages at the cost of one url_seen row (and one fetch_log row
+// of kind budget_exhausted) per surplus URL, while a crawl's admissions
+// stay bounded by its budget.
+const DefaultBudgetAdmitFactor = 2
+
+// AdmitCeiling returns the URLs a crawl with a page budget of pages may
+// have admitted: ceil(factor × pages), 0 (unlimited) for 0.
+func AdmitCeiling(pages int64, factor float64) int64 {
+	if pages <= 0 {
+		return 0
+	}
+	c := math.Ceil(float64(pages) * factor)
+	if c >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(int64(c), pages)
 }
 
 // Validate reports a configuration error.
@@ -54,6 +79,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPages < 0 {
 		errs = append(errs, fmt.Errorf("max-pages: %d must not be negative", c.MaxPages))
+	}
+	if !(c.BudgetAdmitFactor >= 1 && c.BudgetAdmitFactor <= 1000) {
+		errs = append(errs, fmt.Errorf("budget-admit-factor: %v not in [1, 1000]", c.BudgetAdmitFactor))
 	}
 	if c.BudgetRefresh <= 0 {
 		errs = append(errs, fmt.Errorf("budget-refresh: %v must be positive", c.BudgetRefresh))

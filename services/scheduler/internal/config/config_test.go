@@ -23,6 +23,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "depth beyond uint16", args: []string{"--max-depth=70000"}, wantErr: "max-depth"},
 		{name: "batch above in-flight", args: []string{"--max-batch=500", "--max-in-flight=100"}, wantErr: "max-in-flight"},
 		{name: "zero refresh", env: map[string]string{"CRAWLER_BUDGET_REFRESH": "0s"}, wantErr: "budget-refresh"},
+		{name: "admit factor below one", args: []string{"--budget-admit-factor=0.5"}, wantErr: "budget-admit-factor"},
+		{name: "admit factor not a number", args: []string{"--budget-admit-factor=NaN"}, wantErr: "budget-admit-factor"},
 		{name: "zero revisit tick", args: []string{"--revisit-tick=0s"}, wantErr: "revisit-tick"},
 	}
 	for _, tt := range tests {
@@ -45,5 +47,24 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("MaxDepth = %d, want %d", cfg.MaxDepth, tt.depth)
 			}
 		})
+	}
+}
+
+func TestAdmitCeiling(t *testing.T) {
+	tests := []struct {
+		pages  int64
+		factor float64
+		want   int64
+	}{
+		{0, 2, 0},
+		{10, 2, 20},
+		{10, 1, 10},
+		{3, 1.5, 5},
+		{1 << 62, 1000, 1<<63 - 1},
+	}
+	for _, tt := range tests {
+		if got := AdmitCeiling(tt.pages, tt.factor); got != tt.want {
+			t.Errorf("AdmitCeiling(%d, %v) = %d, want %d", tt.pages, tt.factor, got, tt.want)
+		}
 	}
 }

@@ -39,12 +39,13 @@ func SpecScope(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) 
 	}
 }
 
-// SpecPages returns a crawl's page budget from its specification, when it
-// sets one (limits.max_pages); other crawls use --max-pages.
-func SpecPages(specs *crawlcontrol.Specs) func(crawlID string) (int64, bool) {
+// SpecPages returns a crawl's admission ceiling from its specification,
+// when it sets a page budget (limits.max_pages, times factor, see
+// AdmitCeiling); other crawls use --max-pages's.
+func SpecPages(specs *crawlcontrol.Specs, factor float64) func(crawlID string) (int64, bool) {
 	return func(crawlID string) (int64, bool) {
 		if n := specs.Get(crawlID).GetLimits().GetMaxPages(); n > 0 {
-			return int64(min(n, math.MaxInt64)), true
+			return AdmitCeiling(int64(min(n, math.MaxInt64)), factor), true
 		}
 		return 0, false
 	}

@@ -24,7 +24,9 @@ func New(store *chstore.Store) *Stats { return &Stats{store: store} }
 // dropped from the frontier of a cancelled crawl) and the pending rest,
 // split into retrying (an attempt failed, its retry scheduled) and queued
 // (no attempt yet); distinct URLs fetched without error; failed fetch
-// attempts (each once, however often its row was inserted); documents.
+// attempts (each once, however often its row was inserted; a first
+// attempt the fetcher refused because the crawl's page budget was spent
+// is terminal, not a failure); documents.
 // Fetches of URLs never admitted do not count. The terminal states are
 // those of the crawl_status analyst query (docs/analyst-queries.md),
 // counted the same way: distinct fingerprints, so a redelivered row
@@ -45,7 +47,7 @@ FROM
             url_fp,
             max(final) AS done,
             max(error_kind = '') AS ok,
-            uniqExactIf(fetched_at, fetched_at_ms, attempt, error_kind != '') AS failed
+            uniqExactIf(fetched_at, fetched_at_ms, attempt, error_kind NOT IN ('', 'budget_exhausted')) AS failed
         FROM fetch_log
         WHERE crawl_id = ? AND url_fp IN (SELECT fp FROM url_seen WHERE crawl_id = ?)
         GROUP BY url_fp

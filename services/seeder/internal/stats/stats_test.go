@@ -58,7 +58,8 @@ func TestPartitions(t *testing.T) {
 // two admitted URLs with one never fetched are not finished, even with a
 // fetch_log row of a URL never admitted; a failed attempt whose retry is
 // scheduled leaves its URL pending; a redirect is terminal and its target,
-// once admitted, is pending until fetched; then the crawl is finished.
+// once admitted, is pending until fetched; then the crawl is finished; a
+// URL the fetcher refused because the page budget was spent is terminal.
 func TestCountsTerminal(t *testing.T) {
 	s := chtest.NewStore(t)
 	ctx := t.Context()
@@ -86,6 +87,9 @@ func TestCountsTerminal(t *testing.T) {
 			jobs.Counts{Admitted: 3, Terminal: 2, Pending: 1, Queued: 1, Fetched: 1, Errors: 2}},
 		{"the target fetched", nil, []chstore.FetchLogRow{attempt(3, 0, 200, "", true)},
 			jobs.Counts{Admitted: 3, Terminal: 3, Fetched: 2, Errors: 2, Finished: true}},
+		{"one refused by the page budget: terminal, not an error", []chstore.SeenRow{seen(4)},
+			[]chstore.FetchLogRow{attempt(4, 0, 0, "budget_exhausted", true)},
+			jobs.Counts{Admitted: 4, Terminal: 4, Fetched: 2, Errors: 2, Finished: true}},
 	}
 	for _, tt := range steps {
 		insertRows(ctx, t, s, chstore.URLSeen, append(tt.seen, tt.seen...))
