@@ -63,6 +63,9 @@ FROM
 	if err := conn.QueryRow(ctx, "SELECT uniqExact(url_fp) FROM documents WHERE crawl_id = ?", crawlID).Scan(&c.Documents); err != nil {
 		return c, fmt.Errorf("count documents: %w", err)
 	}
+	// The fetch_log query reads url_seen after the first count did: a URL
+	// admitted in between is terminal or retrying there, and admitted.
+	c.Admitted = max(c.Admitted, c.Terminal+c.Retrying)
 	if c.Admitted > c.Terminal {
 		c.Pending = c.Admitted - c.Terminal
 	}
