@@ -193,6 +193,8 @@ func (s *Store) Close() error {
 const (
 	codeTableAlreadyExists    = 57
 	codeDatabaseAlreadyExists = 82
+	codeDuplicateColumn       = 15 // ALTER TABLE … ADD COLUMN of an existing column (current releases)
+	codeIllegalColumn         = 44 // the same on 18.16, among other column errors
 )
 
 // isAlreadyExists reports an "already exists" error, which concurrent
@@ -204,4 +206,18 @@ func isAlreadyExists(err error) bool {
 		return ex.Code == codeTableAlreadyExists || ex.Code == codeDatabaseAlreadyExists
 	}
 	return false
+}
+
+// isColumnExists reports that "ALTER TABLE … ADD COLUMN" found the column
+// there already: a migration applied but not recorded, or applied by
+// another service at the same moment. 18.16 has no ADD COLUMN IF NOT
+// EXISTS; it answers code 44 ("column with this name already exists"),
+// current releases code 15.
+func isColumnExists(err error) bool {
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) {
+		return false
+	}
+	return ex.Code == codeDuplicateColumn ||
+		ex.Code == codeIllegalColumn && strings.Contains(ex.Message, "already exists")
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // Migration is one versioned schema change. Every statement is idempotent
-// (IF NOT EXISTS), so a migration that was applied but not yet recorded, or
+// (IF NOT EXISTS, or an ADD COLUMN whose "already exists" answer counts
+// as done), so a migration that was applied but not yet recorded, or
 // that two services apply at the same moment, is harmless to repeat.
 // Statements run on the Store's database; names are unqualified.
 type Migration struct {
@@ -35,7 +36,8 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // scheduler 300-399 (schema_scheduler.go), crawl jobs and proxies 400-499
 // (schema_jobs.go). Versions are applied in ascending order, each once.
 func Migrations() []Migration {
-	ms := slices.Concat(coreMigrations(), fetcherMigrations, parserMigrations, schedulerMigrations, jobsMigrations)
+	ms := slices.Concat(coreMigrations(), fetcherMigrations, parserMigrations, schedulerMigrations, jobsMigrations,
+		warcMigrations)
 	slices.SortStableFunc(ms, func(a, b Migration) int { return cmp.Compare(a.Version, b.Version) })
 	return ms
 }
@@ -210,9 +212,11 @@ func (s *Store) AppliedMigrations(ctx context.Context) ([]uint32, error) {
 }
 
 // execIdempotent runs an IF NOT EXISTS statement, treating the "already
-// exists" error that racing creators can get as success.
+// exists" error that racing creators can get as success, or an ALTER
+// TABLE … ADD COLUMN, treating the column's presence as success (18.16 has
+// no ADD COLUMN IF NOT EXISTS).
 func (s *Store) execIdempotent(ctx context.Context, stmt string) error {
-	if err := s.conn.Exec(ctx, stmt); err != nil && !isAlreadyExists(err) {
+	if err := s.conn.Exec(ctx, stmt); err != nil && !isAlreadyExists(err) && !isColumnExists(err) {
 		return err
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/warc"
 )
 
 const name = "fetcher"
@@ -100,7 +101,18 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 
 	specs := crawlcontrol.NewSpecs()
-	consumer, err := consume.New(consumeOptions(cfg, specs, store, fetcher), fetcher, robotsCache, producer, rec, log, freg)
+	co := consumeOptions(cfg, specs, store, fetcher)
+	if cfg.Warc.Dir != "" {
+		warcFiles := chstore.NewBatchWriter(store, chstore.WarcFiles, cfg.ClickHouse.Batch(), log, freg)
+		archive, err := warc.Open(cfg.Warc.Options(cfg.InstanceID, cfg.UserAgent, cfg.MaxBodyBytes, specs.All), warcFiles, log, freg)
+		if err != nil {
+			return fmt.Errorf("open warc archive: %w", err)
+		}
+		co.Archive = archive
+		svc.Go(service.Drain, "warc writer", archive.Run) // closes its files after the group stopped
+		svc.Go(service.Flush, "warc_files writer", warcFiles.Run)
+	}
+	consumer, err := consume.New(co, fetcher, robotsCache, producer, rec, log, freg)
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
 	}

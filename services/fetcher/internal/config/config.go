@@ -17,6 +17,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/warc"
 )
 
 // Config is the whole fetcher configuration.
@@ -58,6 +59,7 @@ type Config struct {
 	DNSCacheTTL             time.Duration // --dns-cache-ttl: how long a host name's addresses are reused (default 5m)
 	DNSCacheSize            int           // --dns-cache-size: host names cached (default 10000)
 	PauseRecheck            time.Duration // --pause-recheck: requests of a paused crawl are deferred by this (default 5s)
+	Warc                    warc.Config   // --warc-*: the WARC archive (off by default)
 }
 
 // DefaultReadbackWindow is the default of --readback-window: ten times
@@ -71,6 +73,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
+	c.Warc.RegisterFlags(fs)
 	fs.StringVar(&c.InstanceID, "instance-id", defaultInstance, "instance id written to fetch_log.fetcher")
 	fs.IntVar(&c.Workers, "workers", 32, "concurrent requests across all partitions")
 	fs.IntVar(&c.MaxInflightPerPartition, "max-inflight-per-partition", 1000, "unacked fetch requests per partition before reading pauses")
@@ -109,7 +112,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 // Validate reports every configuration error.
 func (c Config) Validate() error {
 	var errs []error
-	for _, v := range []interface{ Validate() error }{c.Telemetry, c.Kafka, c.ClickHouse} {
+	for _, v := range []interface{ Validate() error }{c.Telemetry, c.Kafka, c.ClickHouse, c.Warc} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

@@ -36,6 +36,7 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 		return
 	}
+	row.WarcFile, row.WarcOffset = t.warcFile, uint64(t.warcOffset)
 	h.recording.Add(1)
 	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []rows.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
 		defer h.recording.Done()
