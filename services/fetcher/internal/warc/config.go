@@ -13,7 +13,7 @@ import (
 type Config struct {
 	Dir         string        // --warc-dir: where WARC files are written; "" (default): no archive
 	Prefix      string        // --warc-prefix (default "trawl")
-	MaxFileSize int64         // --warc-max-file-bytes (default 1 GiB)
+	MaxFileSize int64         // --warc-max-file-bytes: a file is closed once this size is reached (default 1 GiB)
 	MaxFileAge  time.Duration // --warc-max-file-age (default 1h)
 	MaxDigests  int           // --warc-digests: payload digests remembered for revisit records (default 100000)
 	Fsync       bool          // --warc-fsync: fsync every fetch's records before it is acked
@@ -23,7 +23,7 @@ type Config struct {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Dir, "warc-dir", "", "when set, archive every fetch as WARC/1.1 files in this directory (one fetcher per directory)")
 	fs.StringVar(&c.Prefix, "warc-prefix", DefaultPrefix, "prefix of the WARC file names")
-	fs.Int64Var(&c.MaxFileSize, "warc-max-file-bytes", DefaultMaxFileSize, "a WARC file is closed before it grows past this")
+	fs.Int64Var(&c.MaxFileSize, "warc-max-file-bytes", DefaultMaxFileSize, "a WARC file is closed after the fetch that takes it to this size")
 	fs.DurationVar(&c.MaxFileAge, "warc-max-file-age", DefaultMaxFileAge, "a WARC file is closed this long after it was opened")
 	fs.IntVar(&c.MaxDigests, "warc-digests", DefaultMaxDigests, "payload digests remembered to write revisit records for identical payloads (0: none)")
 	fs.BoolVar(&c.Fsync, "warc-fsync", false, "fsync the records of every fetch before it is acknowledged (survives a machine crash, costs a disk flush per fetch)")

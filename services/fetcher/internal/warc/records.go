@@ -110,7 +110,7 @@ func (w *Writer) record(t gowarc.RecordType, uri string, date time.Time, content
 	rb.AddWarcHeaderTime(gowarc.WarcDate, date)
 	rb.AddWarcHeader(gowarc.ContentType, contentType)
 	if refersTo != "" {
-		rb.AddWarcHeader(gowarc.WarcRefersTo, refersTo)
+		rb.AddWarcHeader(gowarc.WarcRefersTo, "<"+refersTo+">")
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
 		if extra[i+1] != "" {

@@ -55,7 +55,7 @@ type Options struct {
 	Dir         string        // directory of the files; one fetcher process per directory (locked)
 	Prefix      string        // file name prefix (default "trawl")
 	Instance    string        // the fetcher's instance id, in file names and warcinfo
-	MaxFileSize int64         // a file is closed before it grows past this (default 1 GiB)
+	MaxFileSize int64         // a file is closed after the fetch that takes it to this size (default 1 GiB)
 	MaxFileAge  time.Duration // a file is closed this long after it was opened (default 1h)
 	// MaxDigests bounds the payload digests (and as many attempts)
 	// remembered for revisit records and duplicate counts (default
@@ -134,6 +134,9 @@ type Writer struct {
 	closed   []closedFile         // closed files not indexed yet
 	notify   chan struct{}        // a file was closed
 	stopping atomic.Bool
+
+	rotateMu sync.Mutex
+	rotated  string // the last file closed for its size
 }
 
 // closedFile is a file to index and list.
@@ -186,7 +189,9 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 		gowarc.WithCompression(true),
 		gowarc.WithCompressedFileSuffix(".gz"),
 		gowarc.WithOpenFileSuffix(openSuffix),
-		gowarc.WithMaxFileSize(o.MaxFileSize),
+		// Size rotation is Archive's, between fetches: gowarc's would
+		// split one fetch's records over two files.
+		gowarc.WithMaxFileSize(0),
 		gowarc.WithMaxConcurrentWriters(1),
 		gowarc.WithFlush(o.Fsync),
 		gowarc.WithAddWarcConcurrentToHeader(true),
@@ -236,6 +241,9 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 	}
 	main := resps[b.main]
 	w.attempts.put(key, struct{}{})
+	if last := resps[len(resps)-1]; last.FileOffset >= w.opts.MaxFileSize {
+		w.rotateFull(last.FileName)
+	}
 	if b.digest != "" {
 		rec := b.recs[b.main]
 		w.digests.put(b.digest, revisitTarget{id: rec.RecordId(), uri: req.GetUrl(),
@@ -274,6 +282,22 @@ func (w *Writer) Run(ctx context.Context) error {
 		if err := w.indexClosed(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("index warc files, retried on the next close", zap.Error(err))
 		}
+	}
+}
+
+// rotateFull closes the file name, full, unless it was closed already
+// (concurrent fetches find it full together). The next fetch opens a new
+// file.
+func (w *Writer) rotateFull(name string) {
+	w.rotateMu.Lock()
+	defer w.rotateMu.Unlock()
+	if w.rotated == name {
+		return
+	}
+	w.rotated = name
+	if err := w.gw.Rotate(); err != nil {
+		w.log.Warn("rotate full warc file, retried after the next fetch", zap.Error(err))
+		w.rotated = ""
 	}
 }
 
