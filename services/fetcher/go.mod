@@ -22,7 +22,7 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/nlnwa/gowarc/v3 v3.1.0 // indirect
+require github.com/nlnwa/gowarc/v3 v3.1.0
 
 require (
 	github.com/ClickHouse/ch-go v0.74.0 // indirect

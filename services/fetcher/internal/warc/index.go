@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -30,11 +29,13 @@ type member struct {
 var errStop = errors.New("stop")
 
 // scan reads the gzip members of the WARC file at path in order, parses
-// each as a WARC record and verifies its Content-Length and digests, and
-// calls fn with it. It returns the end of the last good member: a member
-// cut short (a crash mid-write) or a record that does not verify ends the
-// scan with bad set to its error.
-func scan(path string, fn func(m member) error) (end int64, bad error, err error) {
+// each as a WARC record, with verify checks its header, Content-Length and
+// digests, and calls fn with it. It returns the end of the last good
+// member: a member cut short (a crash mid-write) or a record that does not
+// parse (verify) ends the scan with bad set to its error. Files this
+// process closed are indexed without verify (a third of the cost of
+// archiving a fetch otherwise); files a crash left are verified.
+func scan(path string, verify bool, fn func(m member) error) (end int64, bad error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, nil, fmt.Errorf("open warc file: %w", err)
@@ -45,7 +46,13 @@ func scan(path string, fn func(m member) error) (end int64, bad error, err error
 	pos := func() int64 { return cr.n - int64(br.Buffered()) }
 	zr := new(gzip.Reader)
 	var buf bytes.Buffer
-	unmarshaler := gowarc.NewUnmarshaler(gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail))
+	opts := []gowarc.WarcRecordOption{gowarc.WithNoValidation()}
+	if verify {
+		opts = []gowarc.WarcRecordOption{gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail)}
+	}
+	gowarcMu.Lock()
+	unmarshaler := gowarc.NewUnmarshaler(opts...)
+	gowarcMu.Unlock()
 	for {
 		start := pos()
 		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
@@ -64,9 +71,11 @@ func scan(path string, fn func(m member) error) (end int64, bad error, err error
 		if err != nil {
 			return start, fmt.Errorf("record at %d: %w", start, err), nil
 		}
-		if _, err := rec.ValidateDigest(); err != nil {
-			_ = rec.Close()
-			return start, fmt.Errorf("record at %d: %w", start, err), nil
+		if verify {
+			if _, err := rec.ValidateDigest(); err != nil {
+				_ = rec.Close()
+				return start, fmt.Errorf("record at %d: %w", start, err), nil
+			}
 		}
 		err = fn(member{offset: start, length: length, record: rec})
 		_ = rec.Close()
@@ -100,10 +109,10 @@ type fileIndex struct {
 
 // indexFile reads the closed WARC file at path and returns its CDXJ lines
 // and counts. A file that does not read to its end is an error.
-func indexFile(path string) (fileIndex, error) {
+func indexFile(path string, verify bool) (fileIndex, error) {
 	var ix fileIndex
 	name := filepath.Base(path)
-	_, bad, err := scan(path, func(m member) error {
+	_, bad, err := scan(path, verify, func(m member) error {
 		ix.add(name, m)
 		return nil
 	})
@@ -145,9 +154,7 @@ func (ix *fileIndex) add(file string, m member) {
 		e.Status = fmt.Sprint(b.HttpStatusCode())
 		e.Mime = mediaType(b.HttpHeader().Get("Content-Type"))
 	case gowarc.ProtocolHeaderBlock: // revisit: the HTTP header only
-		if resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(b.ProtocolHeaderBytes())), nil); err == nil {
-			e.Status = fmt.Sprint(resp.StatusCode)
-		}
+		e.Status = statusOf(b.ProtocolHeaderBytes())
 	}
 	if r.Type() == gowarc.Revisit {
 		e.Mime = "warc/revisit"
@@ -169,6 +176,18 @@ type cdxEntry struct {
 	Length   int64  `json:"length"`
 	Offset   int64  `json:"offset"`
 	Filename string `json:"filename"`
+}
+
+// statusOf is the status code of an HTTP status line ("HTTP/1.1 304 Not
+// Modified" → "304"), "" when it is none.
+func statusOf(header []byte) string {
+	line, _, _ := bytes.Cut(header, []byte("\r\n"))
+	_, rest, ok := bytes.Cut(line, []byte(" "))
+	code, _, _ := bytes.Cut(rest, []byte(" "))
+	if !ok || len(code) != 3 {
+		return ""
+	}
+	return string(code)
 }
 
 func mediaType(ct string) string {

@@ -79,7 +79,7 @@ func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) (b bu
 		}
 		b.recs, b.main, b.kind = []gowarc.WarcRecord{rec}, 0, "resource"
 	} else {
-		reqRec, err := w.record(gowarc.Request, uri, date, httpRequestType, "", requestBlock(ex))
+		reqRec, err := w.record(gowarc.Request, uri, date, httpRequestType, "", [][]byte{requestBlock(ex)})
 		if err != nil {
 			return b, fmt.Errorf("build request record: %w", err)
 		}
@@ -88,14 +88,11 @@ func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) (b bu
 		if err != nil {
 			return b, err
 		}
-		rec.WarcHeader().Set(attemptField, attemptKey(req))
 		b.recs, b.main, b.kind, b.digest = append(b.recs, rec), 1, kind, digest
 	}
-	if ex.FTP {
-		b.recs[0].WarcHeader().Set(attemptField, attemptKey(req))
-	}
+	b.recs[b.main].WarcHeader().Set(attemptField, attemptKey(req))
 	meta, err := w.record(gowarc.Metadata, uri, date, gowarc.ApplicationWarcFields, b.recs[b.main].RecordId(),
-		w.metadataBlock(req, res))
+		[][]byte{w.metadataBlock(req, res)})
 	if err != nil {
 		return b, fmt.Errorf("build metadata record: %w", err)
 	}
@@ -103,8 +100,9 @@ func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) (b bu
 	return b, nil
 }
 
-// record builds a record of type t with the given block.
-func (w *Writer) record(t gowarc.RecordType, uri string, date time.Time, contentType, refersTo string, block []byte, extra ...string) (gowarc.WarcRecord, error) {
+// record builds a record of type t whose block is the concatenation of
+// parts (copied once, into the record's buffer).
+func (w *Writer) record(t gowarc.RecordType, uri string, date time.Time, contentType, refersTo string, parts [][]byte, extra ...string) (gowarc.WarcRecord, error) {
 	rb := gowarc.NewRecordBuilder(t, w.recOpts...)
 	rb.AddWarcHeader(gowarc.WarcTargetURI, uri)
 	rb.AddWarcHeaderTime(gowarc.WarcDate, date)
@@ -117,9 +115,11 @@ func (w *Writer) record(t gowarc.RecordType, uri string, date time.Time, content
 			rb.AddWarcHeader(extra[i], extra[i+1])
 		}
 	}
-	if _, err := rb.Write(block); err != nil {
-		_ = rb.Close()
-		return nil, fmt.Errorf("buffer record block: %w", err)
+	for _, p := range parts {
+		if _, err := rb.Write(p); err != nil {
+			_ = rb.Close()
+			return nil, fmt.Errorf("buffer record block: %w", err)
+		}
 	}
 	rec, _, err := rb.Build()
 	if err != nil {
@@ -140,7 +140,7 @@ func (w *Writer) response(uri string, date time.Time, res *httpfetch.Response) (
 			ip = h
 		}
 	}
-	rec, err = w.record(gowarc.Response, uri, date, httpResponseType, "", responseBlock(ex),
+	rec, err = w.record(gowarc.Response, uri, date, httpResponseType, "", [][]byte{responseHeader(ex), ex.Body},
 		gowarc.WarcIPAddress, ip, gowarc.WarcTruncated, truncation(res))
 	if err != nil {
 		return nil, "", "", fmt.Errorf("build response record: %w", err)
@@ -178,7 +178,7 @@ func (w *Writer) resource(uri string, date time.Time, res *httpfetch.Response) (
 	if res.Truncated {
 		trunc = "length"
 	}
-	rec, err := w.record(gowarc.Resource, uri, date, ct, "", res.Exchange.Body, gowarc.WarcTruncated, trunc)
+	rec, err := w.record(gowarc.Resource, uri, date, ct, "", [][]byte{res.Exchange.Body}, gowarc.WarcTruncated, trunc)
 	if err != nil {
 		return nil, fmt.Errorf("build resource record: %w", err)
 	}
@@ -214,21 +214,19 @@ func requestBlock(ex *httpfetch.Exchange) []byte {
 	return b.Bytes()
 }
 
-// responseBlock is the HTTP response as received: status line, headers,
-// body (content-coded as received). The transfer coding was removed by the
-// client, so a chunked answer's Transfer-Encoding is kept as
-// X-Crawler-Transfer-Encoding (as StormCrawler does) and its body is the
-// de-chunked payload.
-func responseBlock(ex *httpfetch.Exchange) []byte {
+// responseHeader is the header of the HTTP response as received: status
+// line and headers; the block goes on with the body (content-coded as
+// received). The transfer coding was removed by the client, so a chunked
+// answer's Transfer-Encoding is kept as X-Crawler-Transfer-Encoding (as
+// StormCrawler does) and its body is the de-chunked payload.
+func responseHeader(ex *httpfetch.Exchange) []byte {
 	var b bytes.Buffer
-	b.Grow(512 + len(ex.Body))
 	fmt.Fprintf(&b, "%s %s\r\n", ex.Proto, ex.Status)
 	_ = ex.Header.Write(&b)
 	if ex.TransferCoded {
 		b.WriteString("X-Crawler-Transfer-Encoding: chunked\r\n")
 	}
 	b.WriteString("\r\n")
-	b.Write(ex.Body)
 	return b.Bytes()
 }
 

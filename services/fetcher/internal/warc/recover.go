@@ -77,7 +77,7 @@ func (w *Writer) recoverFile(path string) error {
 	// then metadata: the file is cut after the last metadata record, so
 	// that a kept response always has its metadata.
 	keep := int64(0)
-	end, bad, err := scan(path, func(m member) error {
+	end, bad, err := scan(path, true, func(m member) error {
 		switch m.record.Type() {
 		case gowarc.Response, gowarc.Resource, gowarc.Revisit:
 			if a := m.record.WarcHeader().Get(attemptField); a != "" {

@@ -108,6 +108,9 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// gowarcMu serializes what makes gowarc record options (see Archive).
+var gowarcMu sync.Mutex
+
 // FileLister lists closed WARC files (chstore.BatchWriter of warc_files).
 // Write blocks until the rows are durable; safe for concurrent use.
 type FileLister interface {
@@ -215,8 +218,14 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 	if w.stopping.Load() {
 		return "", 0, errors.New("archive: writer closed")
 	}
+	// gowarc sets a package variable each time it makes record options
+	// (uuid.EnableRandPool), here and in its writer's warcinfo: building
+	// and writing are serialized (gowarc's single writer serializes the
+	// writes anyway).
+	gowarcMu.Lock()
 	b, err := w.build(req, res)
 	if err != nil {
+		gowarcMu.Unlock()
 		w.m.errors.Inc()
 		return "", 0, err
 	}
@@ -226,6 +235,7 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 		w.m.duplicates.Inc() // a re-delivered attempt archived again: harmless
 	}
 	resps := w.gw.Write(b.recs...)
+	gowarcMu.Unlock()
 	if len(resps) != len(b.recs) {
 		w.m.errors.Inc()
 		return "", 0, errors.New("archive: writer closed")
@@ -360,7 +370,7 @@ func (w *Writer) indexClosed(ctx context.Context) error {
 // then writes its CDXJ index beside it (a file without an index is
 // re-listed by the next start: the listing is idempotent).
 func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
-	ix, err := indexFile(f.path)
+	ix, err := indexFile(f.path, f.recovered)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 // must keep as received.
 func site(t testing.TB, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func request(crawl, u string, attempt uint32, etag string) *crawlv1.FetchRequest
 // verified), keep the bytes as received, and their CDXJ indexes point at
 // every response; warc_files lists every file (real ClickHouse).
 func TestArchiveCrawl(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	base := site(t, "127.0.0.61")
 	ftp := ftptest.Start(t, "127.0.0.62", ftptest.Options{Files: map[string]string{"/pub/data.bin": "\x00\x01binary\x02 file"}})
 	store := chtest.NewStore(t)
@@ -332,7 +332,7 @@ func child(dir, base string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctx := context.Background()
+	ctx := context.TODO() // a process of its own, killed: no test context
 	go func() { _ = w.Run(ctx) }()
 	f := httpfetch.New(httpfetch.Options{AllowPrivate: true})
 	out := bufio.NewWriter(os.Stdout)
@@ -364,7 +364,7 @@ func TestRecoverAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^$")
+	cmd := exec.CommandContext(t.Context(), exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+dir, "TRAWL_WARC_CHILD_SITE="+base)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -417,7 +417,7 @@ func TestRecoverAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	// The restarted process archives again a page of the file left open
@@ -502,7 +502,7 @@ func TestRecoverCuts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	f := httpfetch.New(httpfetch.Options{AllowPrivate: true})
@@ -549,7 +549,7 @@ func TestRecoverCuts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, stop := context.WithCancel(context.Background())
+			ctx, stop := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() { done <- w.Run(ctx) }()
 			stop()
