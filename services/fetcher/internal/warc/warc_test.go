@@ -55,7 +55,9 @@ func site(t testing.TB, ip string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	html := func(s string) string { return "<html><head><title>" + s + "</title></head><body>" + strings.Repeat(s+" ", 40) + "</body></html>" }
+	html := func(s string) string {
+		return "<html><head><title>" + s + "</title></head><body>" + strings.Repeat(s+" ", 40) + "</body></html>"
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gzip", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
