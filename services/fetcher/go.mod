@@ -9,6 +9,7 @@ require (
 	github.com/jimsmart/grobotstxt v1.0.3
 	github.com/jlaffaye/ftp v0.2.4
 	github.com/klauspost/compress v1.20.3
+	github.com/nlnwa/gowarc/v3 v3.1.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/saintfish/chardet v0.0.0-20230101081208-5e3ef4b5456d
@@ -21,8 +22,6 @@ require (
 	golang.org/x/text v0.43.0
 	google.golang.org/protobuf v1.36.12
 )
-
-require github.com/nlnwa/gowarc/v3 v3.1.0
 
 require (
 	github.com/ClickHouse/ch-go v0.74.0 // indirect
