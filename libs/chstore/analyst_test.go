@@ -3,6 +3,7 @@ package chstore_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -98,8 +99,17 @@ func TestAnalystQueries(t *testing.T) {
 			docsRow = append(docsRow, d)
 		}
 	}
+	for i := range fetches[:60] { // archived (--warc-dir)
+		fetches[i].WarcFile, fetches[i].WarcOffset = fmt.Sprintf("trawl-20261125100000-%05d-f1.warc.gz", i%3+1), uint64(i)*1500
+	}
 	write(ctx, t, s, chstore.FetchLog, fetches)
 	write(ctx, t, s, chstore.FetchLog, fetches[:20]) // redelivered
+	var warcs []chstore.WarcFileRow
+	for i := range 3 {
+		warcs = append(warcs, chstore.WarcFileRow{File: fmt.Sprintf("trawl-20261125100000-%05d-f1.warc.gz", i+1), Dir: "/data/warc",
+			Fetcher: "f1", OpenedAt: now.Add(-time.Hour), ClosedAt: now, Bytes: 1 << 30, Records: 90, Responses: 20})
+	}
+	write(ctx, t, s, chstore.WarcFiles, warcs)
 	write(ctx, t, s, chstore.URLSeen, seen)
 	write(ctx, t, s, chstore.Documents, docsRow)
 	var nears []chstore.NearDuplicateRow
