@@ -36,7 +36,6 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 		return
 	}
-	row.WarcFile, row.WarcOffset = t.warcFile, uint64(t.warcOffset)
 	h.recording.Add(1)
 	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []rows.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
 		defer h.recording.Done()
@@ -70,6 +69,10 @@ func (h *handler) count(status int, kind failure.Kind) {
 func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
 	s := h.s
 	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: t.req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
+	// Where the answer is archived: on the page too, so that a row rebuilt
+	// from it (read-back after a crash) points at the record as well.
+	r.Page.WarcFile, r.Page.WarcOffset = t.warcFile, uint64(t.warcOffset)
+	r.Row.WarcFile, r.Row.WarcOffset = t.warcFile, uint64(t.warcOffset)
 	if r.Redirect != outcome.RedirectNone {
 		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
 		if r.Redirect == outcome.RedirectInvalid {
