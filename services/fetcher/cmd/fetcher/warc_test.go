@@ -77,7 +77,8 @@ func TestWarcSurvivesKill(t *testing.T) {
 				return
 			}
 			n, _ := served.LoadOrStore(r.Host+r.URL.Path, new(int))
-			*n.(*int)++ // one host's requests are sequential
+			// One host's requests are sequential: no lock needed.
+			*n.(*int)++
 			rng := rand.New(rand.NewPCG(uint64(len(r.URL.Path)), uint64(h))) //nolint:gosec // test content
 			b := make([]byte, 64<<10)
 			for i := range b {
