@@ -28,6 +28,10 @@ type member struct {
 // errStop ends a scan early without error.
 var errStop = errors.New("stop")
 
+// errDamaged marks a closed file that does not read to its end (a write
+// failed in the middle of a record).
+var errDamaged = errors.New("damaged warc file")
+
 // scan reads the gzip members of the WARC file at path in order, parses
 // each as a WARC record, with verify checks its header, Content-Length and
 // digests, and calls fn with it. It returns the end of the last good
@@ -117,7 +121,7 @@ func indexFile(path string, verify bool) (fileIndex, error) {
 		return nil
 	})
 	if err == nil && bad != nil {
-		err = fmt.Errorf("index %s: %w", name, bad)
+		err = fmt.Errorf("index %s: %w: %w", name, errDamaged, bad)
 	}
 	if err != nil {
 		return ix, err

@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crawler_fetcher_warc_recovered_files_total",
-			Help: "Files left open by a crash, at start: closed (cut after the last complete fetch) or discarded.",
+			Help: "Files left open by a crash, at start: closed (cut after the last complete fetch) or discarded; closed files cut after a failed write (cut).",
 		}, []string{"outcome"}),
 	}
 	if reg == nil {

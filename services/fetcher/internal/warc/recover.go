@@ -71,65 +71,87 @@ func (w *Writer) recoverDir() error {
 // recoverFile closes the .open file at path.
 func (w *Writer) recoverFile(path string) error {
 	final := strings.TrimSuffix(path, openSuffix)
-	fetches := 0
+	c, err := cutAfterLastFetch(path)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", path, err)
+	}
+	if c.fetches == 0 {
+		w.m.recovered.WithLabelValues("discarded").Inc()
+		w.log.Warn("discarded warc file left open by a crash: no complete fetch", zap.String("file", filepath.Base(path)),
+			zap.Int64("bytes", c.size), zap.NamedError("cut", c.bad))
+		return nil
+	}
+	if err := os.Rename(path, final); err != nil {
+		return fmt.Errorf("close recovered warc file: %w", err)
+	}
+	for _, a := range c.attempts {
+		w.attempts.put(a, struct{}{})
+	}
+	w.m.recovered.WithLabelValues("closed").Inc()
+	w.log.Warn("closed warc file left open by a crash", zap.String("file", filepath.Base(final)),
+		zap.Int("fetches", c.fetches), zap.Int64("cut_bytes", c.size-c.keep), zap.NamedError("cut", c.bad))
+	return nil
+}
+
+// cut is what cutAfterLastFetch found and did.
+type cut struct {
+	fetches    int      // complete fetches kept
+	attempts   []string // their attempts
+	size, keep int64    // bytes before and after
+	bad        error    // why the scan stopped early, if it did
+}
+
+// cutAfterLastFetch reads the WARC file at path, verifying every record,
+// and cuts it after the last complete fetch, or removes it when it holds
+// none. A fetch's records are written in one call, response (or
+// resource) then metadata: the cut is after a metadata record, so that a
+// kept response always has its metadata; what follows (a member cut short
+// by a crash or a failed write) belongs to fetches never acknowledged.
+func cutAfterLastFetch(path string) (c cut, err error) {
 	var attempts []string
-	// A fetch's records are written in one call, response (or resource)
-	// then metadata: the file is cut after the last metadata record, so
-	// that a kept response always has its metadata.
-	keep := int64(0)
-	end, bad, err := scan(path, true, func(m member) error {
+	_, c.bad, err = scan(path, true, func(m member) error {
 		switch m.record.Type() {
 		case gowarc.Response, gowarc.Resource, gowarc.Revisit:
 			if a := m.record.WarcHeader().Get(attemptField); a != "" {
 				attempts = append(attempts, a)
 			}
 		case gowarc.Metadata:
-			fetches++
-			keep = m.offset + m.length
+			c.fetches++
+			c.keep = m.offset + m.length
+			c.attempts = append(c.attempts, attempts...)
+			attempts = attempts[:0]
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("recover %s: %w", path, err)
+		return c, err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("recover %s: %w", path, err)
+		return c, fmt.Errorf("stat warc file: %w", err)
 	}
-	if fetches == 0 {
+	c.size = st.Size()
+	if c.fetches == 0 {
 		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("remove empty warc file: %w", err)
+			return c, fmt.Errorf("remove warc file without a complete fetch: %w", err)
 		}
-		w.m.recovered.WithLabelValues("discarded").Inc()
-		w.log.Warn("discarded warc file left open by a crash: no complete fetch", zap.String("file", filepath.Base(path)),
-			zap.Int64("bytes", st.Size()), zap.NamedError("cut", bad))
-		return nil
+		return c, nil
 	}
-	if keep < st.Size() {
-		if err := os.Truncate(path, keep); err != nil {
-			return fmt.Errorf("truncate warc file: %w", err)
+	if c.keep < c.size {
+		if err := os.Truncate(path, c.keep); err != nil {
+			return c, fmt.Errorf("truncate warc file: %w", err)
 		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("open warc file: %w", err)
+		return c, fmt.Errorf("open warc file: %w", err)
 	}
 	serr := f.Sync()
 	if cerr := f.Close(); serr == nil {
 		serr = cerr
 	}
 	if serr != nil {
-		return fmt.Errorf("sync recovered warc file: %w", serr)
+		return c, fmt.Errorf("sync cut warc file: %w", serr)
 	}
-	if err := os.Rename(path, final); err != nil {
-		return fmt.Errorf("close recovered warc file: %w", err)
-	}
-	for _, a := range attempts {
-		w.attempts.put(a, struct{}{})
-	}
-	w.m.recovered.WithLabelValues("closed").Inc()
-	w.log.Warn("closed warc file left open by a crash", zap.String("file", filepath.Base(final)),
-		zap.Int("fetches", fetches), zap.Int64("cut_bytes", st.Size()-keep), zap.Int64("scanned_to", end),
-		zap.NamedError("cut", bad))
-	return nil
+	return c, nil
 }

@@ -235,17 +235,25 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 		w.m.duplicates.Inc() // a re-delivered attempt archived again: harmless
 	}
 	resps := w.gw.Write(b.recs...)
-	gowarcMu.Unlock()
 	if len(resps) != len(b.recs) {
+		gowarcMu.Unlock()
 		w.m.errors.Inc()
 		return "", 0, errors.New("archive: writer closed")
 	}
 	for _, r := range resps {
 		if r.Err != nil {
+			// The file may end in part of a record now: close it before
+			// anything else is written to it (its index cuts it after
+			// its last complete fetch; this one is not acknowledged).
+			if err := w.gw.Rotate(); err != nil {
+				w.log.Warn("close warc file after a failed write, next write retries", zap.Error(err))
+			}
+			gowarcMu.Unlock()
 			w.m.errors.Inc()
 			return "", 0, fmt.Errorf("write warc records to %s: %w", r.FileName, r.Err)
 		}
 	}
+	gowarcMu.Unlock()
 	for _, r := range b.recs {
 		w.m.records.WithLabelValues(r.Type().String()).Inc()
 	}
@@ -371,6 +379,21 @@ func (w *Writer) indexClosed(ctx context.Context) error {
 // re-listed by the next start: the listing is idempotent).
 func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
 	ix, err := indexFile(f.path, f.recovered)
+	if errors.Is(err, errDamaged) {
+		// A write failed mid-record (a full disk): keep what is whole.
+		c, cerr := cutAfterLastFetch(f.path)
+		if cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		w.m.recovered.WithLabelValues("cut").Inc()
+		w.log.Warn("cut a damaged warc file after its last complete fetch", zap.String("file", filepath.Base(f.path)),
+			zap.Int("fetches", c.fetches), zap.Int64("cut_bytes", c.size-c.keep), zap.NamedError("cut", err))
+		if c.fetches == 0 {
+			return nil // removed
+		}
+		f.recovered = true
+		ix, err = indexFile(f.path, true)
+	}
 	if err != nil {
 		return err
 	}

@@ -496,7 +496,9 @@ func openSize(dir string) int64 {
 // TestRecoverCuts: files a crash left open at each point of a fetch's
 // write: mid-member (a gzip member cut short), between the response and
 // the metadata of a fetch (the fetch is incomplete: cut), after only the
-// warcinfo (discarded), and complete (closed as is).
+// warcinfo (discarded), and complete (closed as is); and a closed file
+// ending in part of a record (a failed write closes the file at once):
+// cut when it is indexed.
 func TestRecoverCuts(t *testing.T) {
 	base := site(t, "127.0.0.65")
 	src := t.TempDir()
@@ -533,17 +535,23 @@ func TestRecoverCuts(t *testing.T) {
 		size    int64
 		want    int64 // size after recovery; -1: discarded
 		fetches int
+		closed  bool // a closed file without index (a write failed in it), not one left open
 	}{
-		{"mid-member", largeResp.offset + largeResp.length/2, firstFetch, 1},
-		{"response without metadata", largeResp.offset + largeResp.length, firstFetch, 1},
-		{"warcinfo only", recs[1].offset, -1, 0},
-		{"complete", int64(len(data)), int64(len(data)), 2},
+		{"mid-member", largeResp.offset + largeResp.length/2, firstFetch, 1, false},
+		{"response without metadata", largeResp.offset + largeResp.length, firstFetch, 1, false},
+		{"warcinfo only", recs[1].offset, -1, 0, false},
+		{"complete", int64(len(data)), int64(len(data)), 2, false},
+		{"closed after a failed write", largeResp.offset + largeResp.length/3, firstFetch, 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			name := filepath.Join(dir, filepath.Base(files[0]))
-			if err := os.WriteFile(name+".open", data[:tt.size], 0o644); err != nil {
+			written := name + ".open"
+			if tt.closed {
+				written = name
+			}
+			if err := os.WriteFile(written, data[:tt.size], 0o644); err != nil {
 				t.Fatal(err)
 			}
 			reg := prometheus.NewRegistry()
