@@ -102,15 +102,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	specs := crawlcontrol.NewSpecs()
 	co := consumeOptions(cfg, specs, store, fetcher)
-	if cfg.Warc.Dir != "" {
-		warcFiles := chstore.NewBatchWriter(store, chstore.WarcFiles, cfg.ClickHouse.Batch(), log, freg)
-		archive, err := warc.Open(cfg.Warc.Options(cfg.InstanceID, cfg.UserAgent, cfg.MaxBodyBytes, specs.All), warcFiles, log, freg)
-		if err != nil {
-			return fmt.Errorf("open warc archive: %w", err)
-		}
+	archive, err := warc.Setup(cfg.Warc, svc, store, cfg.ClickHouse.Batch(), cfg.InstanceID, cfg.UserAgent, cfg.MaxBodyBytes, specs.All)
+	if err != nil {
+		return err
+	}
+	if archive != nil { // a nil *warc.Writer must not become a non-nil Archiver
 		co.Archive = archive
-		svc.Go(service.Drain, "warc writer", archive.Run) // closes its files after the group stopped
-		svc.Go(service.Flush, "warc_files writer", warcFiles.Run)
 	}
 	consumer, err := consume.New(co, fetcher, robotsCache, producer, rec, log, freg)
 	if err != nil {
