@@ -38,7 +38,7 @@ BENCH_DIR  ?= .crawl/bench
 # which creates a file per column of every part, spent a fifth of its CPU
 # there when the old data had just been deleted.
 BENCH_PREP  = old=$(BENCH_DIR)/.old-$$$$ && mkdir -p $$old && \
-	for d in kafka clickhouse logs profiles; do [ ! -e $(BENCH_DIR)/$$d ] || mv $(BENCH_DIR)/$$d $$old/; done && \
+	for d in kafka clickhouse logs profiles warc; do [ ! -e $(BENCH_DIR)/$$d ] || mv $(BENCH_DIR)/$$d $$old/; done && \
 	$(GO) build -o $(BENCH_DIR)/crawl ./deployments/local/cmd/crawl
 BENCH_CRAWL = taskset -c $(BENCH_CPUS) $(BENCH_DIR)/crawl --web --delay 0 --max-depth 10 --bench --site-cpus $(SITE_CPUS) \
 		--data-dir $(BENCH_DIR) --bench-json $(BENCH_DIR)/bench.json

@@ -67,7 +67,8 @@ func readAnalystQueries(t *testing.T) []analystQuery {
 // TestAnalystQueries runs every documented analyst query against a small
 // crawl written with the real writers to every table the queries read
 // (fetch_log and its rollups, url_seen, url_events, frontier_v2,
-// documents, near_duplicates, links, change_history, revisits), some rows
+// documents, near_duplicates, links, change_history, revisits,
+// warc_files), some rows
 // twice as a redelivery writes them, and compares each query's answer with
 // the one worked out by hand below. Background merges of fetch_log and
 // url_seen are stopped, so that the raw row counts the duplicates query
@@ -131,10 +132,17 @@ func TestAnalystQueries(t *testing.T) {
 	f7, g1 := fetch(u2, 0, at(10), 200, "", "", 2000, 40, true), fetch(v0, 0, recent, 200, "", "", 500, 10, true)
 	f8 := fetch(u3, 0, at(11), 301, "redirect", "redirect to http://h1.test/p/3", 0, 30, true)
 	f8.RedirectLocation = url(u4)
+	// archived (--warc-dir): /p/0's last fetch and h1's /p/1 (f7, whose
+	// row is redelivered) and /p/7
+	const w1, w2 = "trawl-20261125100000-00001-f1.warc.gz", "trawl-20261125100000-00002-f1.warc.gz"
+	a0, a7 := fetch(u0, 0, at(120), 200, "", "", 1200, 100, true), fetch(u7, 0, at(12), 200, "", "", 300, 90, true)
+	a0.WarcFile, a0.WarcOffset = w2, 1500
+	a7.WarcFile, a7.WarcOffset = w1, 4200
+	f7.WarcFile, f7.WarcOffset = w1, 0
 	write(ctx, t, s, chstore.FetchLog, []chstore.FetchLogRow{
 		fetch(u0, 0, at(0), 200, "", "", 1000, 100, true),
 		fetch(u0, 0, at(60), 304, "", "", 0, 100, true),
-		fetch(u0, 0, at(120), 200, "", "", 1200, 100, true),
+		a0,
 		fetch(u1, 0, at(5), 0, "timeout", "timeout after 5s", 0, 5000, false),
 		fetch(u1, 1, at(65), 200, "", "", 800, 100, true),
 		fetch(u5, 0, at(6), 0, "robots_denied", "disallowed by robots.txt", 0, 0, true),
@@ -143,13 +151,18 @@ func TestAnalystQueries(t *testing.T) {
 		// h1's latencies 30, 40, 90: percentiles that need no rounding
 		// (18.16 returns the argument's integer type, current releases
 		// Float64)
-		fetch(u7, 0, at(12), 200, "", "", 300, 90, true),
+		a7,
 		g1,
 		fetch(v1, 0, at(0), 0, "connect", "connection refused", 0, 5, false),
 		fetch(v1, 1, at(30), 0, "connect", "connection refused", 0, 5, false),
 		fetch(v1, 2, at(90), 0, "connect", "connection refused", 0, 5, true),
 	})
 	write(ctx, t, s, chstore.FetchLog, []chstore.FetchLogRow{f7, g1}) // redelivered
+	warcFile := func(name string, closed time.Time) chstore.WarcFileRow {
+		return chstore.WarcFileRow{File: name, Dir: "/data/warc", Fetcher: "f1", OpenedAt: b, ClosedAt: closed, Bytes: 1 << 20, Records: 9, Responses: 3}
+	}
+	write(ctx, t, s, chstore.WarcFiles, []chstore.WarcFileRow{warcFile(w1, at(60)), warcFile(w2, at(180))})
+	write(ctx, t, s, chstore.WarcFiles, []chstore.WarcFileRow{warcFile(w1, at(60))}) // redelivered
 
 	write(ctx, t, s, chstore.URLEvents, []chstore.URLEventRow{
 		{CrawlID: c1, URL: url(u0), URLFP: u0.fp, Host: h0, State: "duplicate", Reason: "duplicate", Depth: 1, EventTime: at(30)},
@@ -300,6 +313,12 @@ func TestAnalystQueries(t *testing.T) {
 			"crawl-1 | h0.test | 7 | 3 | 1 | 1 | 0.5",
 			"crawl-2 | h2.test | 4 | 0 | 0 | 0 | 0",
 			"crawl-1 | h1.test | 3 | 0 | 0 | 0 | 0",
+		}},
+		// newest first; f7's redelivered row and w1's listed twice count once
+		"archived_responses": {true, []string{
+			"http://h0.test/p/0 | 200 | " + m2 + " | " + w2 + " | /data/warc | 1500 | " + tm(at(180)),
+			"http://h1.test/p/7 | 200 | " + tm(at(12)) + " | " + w1 + " | /data/warc | 4200 | " + m1,
+			"http://h1.test/p/1 | 200 | " + tm(at(10)) + " | " + w1 + " | /data/warc | 0 | " + m1,
 		}},
 		"revisit_schedule": {true, []string{
 			`http://h0.test/p/0 | 3 | 1 | 3600 | ` + tm(at(120+3600)) + ` | "v3" | `,

@@ -36,7 +36,8 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // scheduler 300-399 (schema_scheduler.go), crawl jobs and proxies 400-499
 // (schema_jobs.go). Versions are applied in ascending order, each once.
 func Migrations() []Migration {
-	ms := slices.Concat(coreMigrations(), fetcherMigrations, parserMigrations, schedulerMigrations, jobsMigrations)
+	ms := slices.Concat(coreMigrations(), fetcherMigrations, parserMigrations, schedulerMigrations, jobsMigrations,
+		warcMigrations)
 	slices.SortStableFunc(ms, func(a, b Migration) int { return cmp.Compare(a.Version, b.Version) })
 	return ms
 }

@@ -42,6 +42,8 @@ type (
 	SimhashBandRow = rows.SimhashBandRow
 	// NearDuplicateRow is rows.NearDuplicateRow.
 	NearDuplicateRow = rows.NearDuplicateRow
+	// WarcFileRow is rows.WarcFileRow.
+	WarcFileRow = rows.WarcFileRow
 )
 
 // Table describes how rows of type T are inserted (rows.Table).
@@ -63,6 +65,7 @@ var (
 	Links          = rows.Links
 	SimhashBands   = rows.SimhashBands
 	NearDuplicates = rows.NearDuplicates
+	WarcFiles      = rows.WarcFiles
 )
 
 // Frontier states (frontier_v2.state; rows).

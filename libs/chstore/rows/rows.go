@@ -23,6 +23,8 @@ type FetchLogRow struct {
 	ErrorMessage     string
 	Bytes            uint64
 	ContentType      string
+	WarcFile         string // WARC file (warc_files.file) of the response/revisit/resource record; "" when none (migration 204)
+	WarcOffset       uint64 // offset of that record's gzip member in WarcFile
 	DurationMs       uint32
 	RedirectLocation string
 	Depth            uint16
@@ -71,11 +73,11 @@ type Table[T any] struct {
 var (
 	FetchLog = Table[FetchLogRow]{
 		Name: "fetch_log",
-		Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt",
+		Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt", "warc_file", "warc_offset",
 			"fetched_at", "fetched_at_ms", "status", "error_kind", "error_message", "bytes",
 			"content_type", "duration_ms", "redirect_location", "depth", "fetcher", "final"},
 		Values: func(r FetchLogRow) []any {
-			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.Attempt,
+			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.Attempt, r.WarcFile, r.WarcOffset,
 				r.FetchedAt, r.FetchedAtMs, r.Status, r.ErrorKind, r.ErrorMessage, r.Bytes,
 				r.ContentType, r.DurationMs, r.RedirectLocation, r.Depth, r.Fetcher, boolByte(r.Final)}
 		},
@@ -406,3 +408,32 @@ var (
 		},
 	}
 )
+
+// WarcFileRow is one closed WARC file of a fetcher (table warc_files).
+type WarcFileRow struct {
+	File      string    // file name, <prefix>-<timestamp>-<serial>-<instance>.warc.gz
+	Dir       string    // directory it was written to (the fetcher's --warc-dir)
+	Fetcher   string    // instance id of the fetcher that wrote it
+	OpenedAt  time.Time // WARC-Date of its warcinfo record
+	ClosedAt  time.Time // when it was closed (or recovered)
+	Bytes     uint64    // size on disk
+	Records   uint32    // every record, warcinfo included
+	Responses uint32    // response and resource records
+	Revisits  uint32    // revisit records
+	Recovered bool      // closed by the next start after a crash
+}
+
+// WarcFiles is the table of closed WARC files.
+var WarcFiles = Table[WarcFileRow]{
+	Name: "warc_files",
+	Columns: []string{"file", "dir", "fetcher", "opened_at", "closed_at", "bytes", "records", "responses",
+		"revisits", "recovered"},
+	Values: func(r WarcFileRow) []any {
+		var recovered uint8
+		if r.Recovered {
+			recovered = 1
+		}
+		return []any{r.File, r.Dir, r.Fetcher, r.OpenedAt, r.ClosedAt, r.Bytes, r.Records, r.Responses,
+			r.Revisits, recovered}
+	},
+}

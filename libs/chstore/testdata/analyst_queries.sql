@@ -397,3 +397,20 @@ ANY LEFT JOIN
 ) USING (crawl_id, url_fp)
 ORDER BY visits = 0, next_visit, url
 LIMIT 1000;
+
+-- name: archived_responses
+-- Where a crawl's answers are archived (fetcher --warc-dir): the WARC file, its directory and the offset of the gzip member holding the response (revisit, resource) record.
+SELECT url, status, fetched_at, warc_file, dir, warc_offset, closed_at
+FROM
+(
+    SELECT url, status, fetched_at, warc_file, warc_offset
+    FROM fetch_log FINAL
+    WHERE crawl_id = 'crawl-1' AND warc_file != ''
+)
+ANY INNER JOIN
+(
+    SELECT file AS warc_file, dir, closed_at
+    FROM warc_files FINAL
+) USING warc_file
+ORDER BY fetched_at DESC
+LIMIT 100;

@@ -409,6 +409,8 @@ type FetchedPage struct {
 	WillRetry      bool   `protobuf:"varint,101,opt,name=will_retry,json=willRetry,proto3" json:"will_retry,omitempty"`               // a transient failure: attempt+1 was queued durably
 	Unchanged      bool   `protobuf:"varint,102,opt,name=unchanged,proto3" json:"unchanged,omitempty"`                                // 304 Not Modified to a conditional GET
 	RedirectedFrom string `protobuf:"bytes,103,opt,name=redirected_from,json=redirectedFrom,proto3" json:"redirected_from,omitempty"` // the URL whose redirect led here (its parent_url), when this URL is a redirect target
+	WarcFile       string `protobuf:"bytes,104,opt,name=warc_file,json=warcFile,proto3" json:"warc_file,omitempty"`                   // WARC file holding the archived answer (fetcher --warc-dir); empty when not archived
+	WarcOffset     uint64 `protobuf:"varint,105,opt,name=warc_offset,json=warcOffset,proto3" json:"warc_offset,omitempty"`            // offset of the gzip member of its response/revisit/resource record in warc_file
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -618,6 +620,20 @@ func (x *FetchedPage) GetRedirectedFrom() string {
 	return ""
 }
 
+func (x *FetchedPage) GetWarcFile() string {
+	if x != nil {
+		return x.WarcFile
+	}
+	return ""
+}
+
+func (x *FetchedPage) GetWarcOffset() uint64 {
+	if x != nil {
+		return x.WarcOffset
+	}
+	return 0
+}
+
 // Proxy is one live proxy of the pool, published to the compacted proxies
 // topic keyed by id. A record with an empty value (tombstone) removes it.
 type Proxy struct {
@@ -814,7 +830,7 @@ const file_crawl_proto_rawDesc = "" +
 	"\rredirect_hops\x18\r \x01(\rR\fredirectHops\x12 \n" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
 	"serpEngine\x12\x19\n" +
-	"\arevisit\x18\xc8\x01 \x01(\bR\arevisit\"\x83\a\n" +
+	"\arevisit\x18\xc8\x01 \x01(\bR\arevisit\"\xc1\a\n" +
 	"\vFetchedPage\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -849,7 +865,10 @@ const file_crawl_proto_rawDesc = "" +
 	"\n" +
 	"will_retry\x18e \x01(\bR\twillRetry\x12\x1c\n" +
 	"\tunchanged\x18f \x01(\bR\tunchanged\x12'\n" +
-	"\x0fredirected_from\x18g \x01(\tR\x0eredirectedFrom\x1a:\n" +
+	"\x0fredirected_from\x18g \x01(\tR\x0eredirectedFrom\x12\x1b\n" +
+	"\twarc_file\x18h \x01(\tR\bwarcFile\x12\x1f\n" +
+	"\vwarc_offset\x18i \x01(\x04R\n" +
+	"warcOffset\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -173,6 +174,50 @@ type Bench struct {
 	Tables []TableSize `json:"clickhouse_tables,omitempty"`
 	// Site processes are not the crawl's: listed, not totalled.
 	Site []string `json:"site_processes,omitempty"`
+	// Warc is the fetchers' WARC archive (flag warc), read after they
+	// stopped and closed their files.
+	Warc *WarcUsage `json:"warc,omitempty"`
+}
+
+// WarcUsage is the disk the WARC archive of a crawl takes.
+type WarcUsage struct {
+	Files      int   `json:"files"`
+	Bytes      int64 `json:"bytes"`       // the .warc.gz files
+	IndexBytes int64 `json:"index_bytes"` // their .cdxj indexes
+}
+
+// warcDir is where the fetchers write WARC files ("" without flag warc).
+func warcDir(cfg Config, dataDir string) string {
+	if !cfg.Warc {
+		return ""
+	}
+	return filepath.Join(dataDir, "warc")
+}
+
+// readWarcUsage sums the WARC files and indexes under dir.
+func readWarcUsage(dir string) (*WarcUsage, error) {
+	u := &WarcUsage{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.HasSuffix(path, ".warc.gz"):
+			u.Files++
+			u.Bytes += info.Size()
+		case strings.HasSuffix(path, ".cdxj"):
+			u.IndexBytes += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read warc archive: %w", err)
+	}
+	return u, nil
 }
 
 // clickHouseEvents are the server counters the benchmark reports.
@@ -324,6 +369,10 @@ func (b Bench) Print(out io.Writer) {
 			fmt.Fprintf(out, " %s %d (%.1f/page, %.1f)", t.Name, t.Rows, float64(t.Rows)/float64(max(pages, 1)), mib(int64(t.Bytes)))
 		}
 		fmt.Fprintln(out)
+	}
+	if w := b.Warc; w != nil {
+		fmt.Fprintf(out, "  warc: %d files, %.1f MiB (%.1f KiB per fetch of %d), CDXJ indexes %.1f MiB; the fetcher's cpu above includes writing them\n",
+			w.Files, mib(w.Bytes), float64(w.Bytes)/1024/float64(max(b.Summary.Fetched, 1)), b.Summary.Fetched, mib(w.IndexBytes))
 	}
 }
 

@@ -54,6 +54,7 @@ type Config struct {
 	Timeout      time.Duration // flag timeout (0: none)
 	Bench        bool          // flag bench
 	StoreLinks   bool          // flag store-links: the parser keeps the link graph
+	Warc         bool          // flag warc: the fetchers archive every fetch as WARC in DataDir/warc
 	// Web (flag web) serves the generated web of internal/websim
 	// (WebHosts hosts of WebArticles articles, flags web-hosts,
 	// web-articles) in a process of its own, pinned to SiteCPUs (flag
@@ -114,6 +115,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", ".crawl", "directory for binaries, logs, the broker log and a private ClickHouse")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up when the crawl has not drained after this long (0: never)")
 	fs.BoolVar(&c.StoreLinks, "store-links", false, "keep the link graph (source, target, anchor text) in ClickHouse's links table (the parser's --store-links; about 30 rows per page)")
+	fs.BoolVar(&c.Warc, "warc", false, "archive every fetch as WARC/1.1 files (with CDXJ indexes) in <data-dir>/warc/fetcher-<i> (the fetchers' --warc-dir); with -bench, the archive's size per page is reported")
 	fs.BoolVar(&c.Bench, "bench", false, "print pages/s, CPU seconds, CPU per request and peak memory of every process at the end (implies -broker-process)")
 	fs.BoolVar(&c.Web, "web", false, "serve the generated web (many hosts, 10-30 KB pages, links spelled every way, redirects, errors, a trap) on 127.1.x.y and crawl it, scoped to its hosts (implies -allow-private)")
 	fs.IntVar(&c.WebHosts, "web-hosts", websim.DefaultHosts, "hosts of the generated web")
@@ -266,7 +268,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		DataDir: dataDir, Bins: bins, BrokerAddr: brokerAddr, ClickHouseAddr: ch.Addr, Database: cfg.Database,
 		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg), Security: cfg.Security,
 		Partitions: cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
-		AllowPrivate: allowPrivate, Echo: echo,
+		AllowPrivate: allowPrivate, Echo: echo, WarcDir: warcDir(cfg, dataDir),
 		AutoRestart: cfg.AutoRestart, Restart: cfg.Restart,
 		OnRestart: func(ev supervise.Event) {
 			disp.Note(ev.String() + " (log: " + filepath.Join(dataDir, "logs", ev.Name+".log") + ")")
@@ -335,6 +337,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			bench.Processes["launcher"] = u
 		}
 		bench.Summary = sum
+		if cfg.Warc {
+			if bench.Warc, err = readWarcUsage(warcDir(cfg, dataDir)); err != nil {
+				return errors.Join(runErr, stopErr, err)
+			}
+		}
 		bench.Print(out)
 		if cfg.BenchJSON != "" {
 			if err := bench.WriteJSON(cfg.BenchJSON); err != nil {

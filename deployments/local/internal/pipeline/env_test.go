@@ -149,3 +149,20 @@ func TestSecurityEnvCoversFlags(t *testing.T) {
 		t.Errorf("%d variables for %d flags: %v", len(env), len(want), env)
 	}
 }
+
+// TestFetcherArgsWarc: with a WARC directory, each fetcher archives into
+// a directory of its own (a fetcher locks its --warc-dir); without, no
+// --warc-dir is passed.
+func TestFetcherArgsWarc(t *testing.T) {
+	with := newPipeline(Config{WarcDir: "/data/warc"})
+	for i, want := range []string{"/data/warc/fetcher-0", "/data/warc/fetcher-1"} {
+		args := with.fetcherArgs(i)
+		j := slices.Index(args, "--warc-dir")
+		if j < 0 || j+1 >= len(args) || args[j+1] != want {
+			t.Errorf("fetcher %d: args %q, want --warc-dir %s", i, args, want)
+		}
+	}
+	if args := newPipeline(Config{}).fetcherArgs(0); slices.Contains(args, "--warc-dir") {
+		t.Errorf("without a WARC directory: args %q", args)
+	}
+}

@@ -45,6 +45,7 @@ type Config struct {
 	Fetchers       int                 // fetcher processes (default 1)
 	Delay          time.Duration       // per-host delay (always passed; 0 means 1ms, the fetcher's smallest)
 	AllowPrivate   bool                // fetchers fetch, and the seeder reads sitemaps from, private addresses
+	WarcDir        string              // when set, fetcher i archives every fetch as WARC in WarcDir/fetcher-i (its --warc-dir)
 	LogLevel       string              // default "info"
 	Args           map[string][]string // extra arguments per service
 	Echo           io.Writer           // optional: service output is copied here
@@ -229,7 +230,11 @@ func (p *Pipeline) fetcherArgs(i int) []string {
 	a := []string{"--instance-id", fmt.Sprintf("fetcher-%d", i), "--allow-private=" + strconv.FormatBool(p.cfg.AllowPrivate)}
 	// The fetcher requires a positive delay; "no delay" (benchmarks) becomes
 	// the smallest one that still keeps requests to a host sequential.
-	return append(a, "--delay", max(p.cfg.Delay, time.Millisecond).String())
+	a = append(a, "--delay", max(p.cfg.Delay, time.Millisecond).String())
+	if p.cfg.WarcDir != "" { // a directory per fetcher: each locks its own
+		a = append(a, "--warc-dir", filepath.Join(p.cfg.WarcDir, fmt.Sprintf("fetcher-%d", i)))
+	}
+	return a
 }
 
 // CommonEnv returns the environment of the service process name: this

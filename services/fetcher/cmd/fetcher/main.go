@@ -62,6 +62,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fetcher.Fetch(ctx)
 	})
 	svc.Go(service.Drain, "recorder", fetcher.Record)
+	if archive := fetcher.Archive(); archive != nil {
+		svc.Go(service.Drain, "warc writer", archive)
+	}
 	for _, w := range fetcher.Writers() {
 		svc.Go(service.Flush, w.Name, w.Run)
 	}

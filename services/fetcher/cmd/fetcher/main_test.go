@@ -32,6 +32,7 @@ func TestRunStartsAndStops(t *testing.T) {
 		"-log-level", "warn",
 		"-workers", "4",
 		"-use-proxies",
+		"-warc-dir", t.TempDir(), // the archive wired too: opened, closed at the stop
 	}
 	env := func(string) (string, bool) { return "", false }
 	ctx, cancel := context.WithCancel(t.Context())

@@ -27,6 +27,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/warc"
 )
 
 // Name is the service's name: its metric prefix, its log field and its
@@ -49,6 +50,7 @@ type Fetcher struct {
 	group       *kafkaio.Group
 	budget      *budget.Tracker
 	writers     []Writer
+	archive     *warc.Writer // nil without --warc-dir
 	controlWait time.Duration
 
 	caughtUpOnce sync.Once
@@ -70,6 +72,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	f := &Fetcher{cfg: cfg, log: log, specs: crawlcontrol.NewSpecs(), controlWait: ControlWait, caughtUp: make(chan struct{})}
 	defer func() {
 		if err != nil {
+			if f.archive != nil {
+				f.archive.Release()
+			}
 			f.Close()
 		}
 	}()
@@ -113,6 +118,15 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	f.budget = budget.NewTracker(config.PageBudget(cfg.MaxPages, f.specs), f.store.CountFetchedPages, time.Now)
 	co := consumeOptions(cfg, f.specs, f.store, f.fetcher)
 	co.Budget = f.budget
+	if cfg.Warc.Dir != "" {
+		files := chstore.NewBatchWriter(f.store, chstore.WarcFiles, cfg.ClickHouse.Batch(), log, reg)
+		opts := cfg.Warc.Options(cfg.InstanceID, cfg.UserAgent, cfg.MaxBodyBytes, f.specs.All)
+		if f.archive, err = warc.Open(opts, files, log, reg); err != nil {
+			return nil, fmt.Errorf("open warc archive: %w", err)
+		}
+		f.writers = append(f.writers, Writer{"warc_files writer", files.Run})
+		co.Archive = f.archive
+	}
 	consumer, err := consume.New(co, f.fetcher, robotsCache, f.producer, f.recorder, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer: %w", err)
@@ -185,6 +199,16 @@ func (f *Fetcher) Fetch(ctx context.Context) error { return f.group.Run(ctx) }
 // fetch-log and robots.txt rows) until ctx is done, then those still
 // queued, for at most --drain-timeout.
 func (f *Fetcher) Record(ctx context.Context) error { return f.recorder.Run(ctx, f.cfg.DrainTimeout) }
+
+// Archive returns the WARC writer's loop (nil without --warc-dir): a
+// drain-stage component that closes, indexes and lists the files once
+// the consumer group stopped.
+func (f *Fetcher) Archive() func(ctx context.Context) error {
+	if f.archive == nil {
+		return nil
+	}
+	return f.archive.Run
+}
 
 // Writers returns the ClickHouse batch writers: the fetch log and
 // robots.txt.

@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/warc"
 )
 
 // Config is the whole fetcher configuration.
@@ -62,6 +63,7 @@ type Config struct {
 	PauseRecheck            time.Duration // --pause-recheck: requests of a paused crawl are deferred by this (default 5s)
 	MaxPages                int64         // --max-pages: page budget of a crawl whose spec sets none (0 = unlimited)
 	BudgetRefresh           time.Duration // --budget-refresh: how often page budgets are counted in fetch_log (default 5s)
+	Warc                    warc.Config   // --warc-*: the WARC archive (off by default)
 }
 
 // DefaultReadbackWindow is the default of --readback-window: ten times
@@ -75,6 +77,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
+	c.Warc.RegisterFlags(fs)
 	fs.StringVar(&c.InstanceID, "instance-id", defaultInstance, "instance id written to fetch_log.fetcher")
 	fs.IntVar(&c.Workers, "workers", 32, "concurrent requests across all partitions")
 	fs.IntVar(&c.MaxInflightPerPartition, "max-inflight-per-partition", 1000, "unacked fetch requests per partition before reading pauses")
@@ -115,7 +118,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 // Validate reports every configuration error.
 func (c Config) Validate() error {
 	var errs []error
-	for _, v := range []interface{ Validate() error }{c.Telemetry, c.Kafka, c.ClickHouse} {
+	for _, v := range []interface{ Validate() error }{c.Telemetry, c.Kafka, c.ClickHouse, c.Warc} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

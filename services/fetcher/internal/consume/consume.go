@@ -175,6 +175,19 @@ type Options struct {
 	// fetcher does not ask those sites again. Needs a Recorder that writes
 	// robots.txt rows. Nil: the cache lives in memory only.
 	RobotsTxt RobotsStore
+	// Archive, optional, keeps the raw exchange of every fetch that got
+	// an answer (package warc): the fetch is made with
+	// httpfetch.Request.Capture and archived before its outcome is
+	// recorded, and its fetch_log row carries the file and offset of the
+	// record. Nil: nothing is archived.
+	Archive Archiver
+}
+
+// Archiver archives a fetch (*warc.Writer). Archive blocks until the
+// records are written and returns where the main record is; it is safe
+// for concurrent use.
+type Archiver interface {
+	Archive(ctx context.Context, req *crawlv1.FetchRequest, res *httpfetch.Response) (file string, offset int64, err error)
 }
 
 // Crawls reports crawl specifications (crawlcontrol.Specs).
@@ -344,6 +357,9 @@ type task struct {
 	retryAfter time.Time       // earliest useful retry (robots.txt expiry, Retry-After)
 
 	robots []rows.RobotsRow // robots.txt its turn fetched, recorded with its outcome
+
+	warcFile   string // WARC file and offset of the archived answer (Options.Archive)
+	warcOffset int64
 }
 
 // handler is the kafkaio.Handler of one partition.

@@ -69,6 +69,10 @@ func (h *handler) count(status int, kind failure.Kind) {
 func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
 	s := h.s
 	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: t.req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
+	// Where the answer is archived: on the page too, so that a row rebuilt
+	// from it (read-back after a crash) points at the record as well.
+	r.Page.WarcFile, r.Page.WarcOffset = t.warcFile, uint64(t.warcOffset)
+	r.Row.WarcFile, r.Row.WarcOffset = t.warcFile, uint64(t.warcOffset)
 	if r.Redirect != outcome.RedirectNone {
 		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
 		if r.Redirect == outcome.RedirectInvalid {

@@ -108,7 +108,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		return
 	}
 	r := httpfetch.Request{URL: t.url, Host: host, Sitemap: strings.HasSuffix(t.req.GetParentUrl(), "/robots.txt"),
-		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified()}
+		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified(), Capture: s.opts.Archive != nil}
 	server, ok := h.claimServer(ctx, host, t)
 	if !ok {
 		h.uncharge(t) // back in its queue: charged again at its turn
@@ -135,7 +135,27 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	s.m.bytes.Add(float64(res.BodyBytes))
 	h.engine.Done(host, end)
 	t.state = h.stateMsg(host)
+	if !h.archive(ctx, t, res) {
+		return
+	}
 	h.finish(ctx, t, res)
+}
+
+// archive writes the exchange of t's fetch to the WARC archive, when one
+// is configured, before its outcome is recorded: an attempt is acked only
+// once its records are written. On failure t is left unacked (redelivered
+// after a restart or rebalance) and archive returns false.
+func (h *handler) archive(ctx context.Context, t *task, res *httpfetch.Response) bool {
+	if h.s.opts.Archive == nil {
+		return true
+	}
+	file, off, err := h.s.opts.Archive.Archive(ctx, t.req, res)
+	if err != nil {
+		h.log.Warn("left fetch unacked, not archived; redelivered later", telemetry.URL(t.url), zap.Error(err))
+		return false
+	}
+	t.warcFile, t.warcOffset = file, off
+	return true
 }
 
 // claimServer claims the server of host (Options.Servers) for the request

@@ -78,6 +78,9 @@ func (f *Fetcher) fetchFTP(ctx context.Context, u *url.URL, r Request, resp *Res
 			}
 			resp.Status = http.StatusOK
 			f.ftpBody(resp, r, body, limit, path.Ext(p))
+			if r.Capture {
+				resp.Exchange = &Exchange{FTP: true, BodyRead: true, Body: body[:min(int64(len(body)), limit)]}
+			}
 			return
 		}
 		if !isFTPUnavailable(err) {
@@ -100,6 +103,9 @@ func (f *Fetcher) fetchFTP(ctx context.Context, u *url.URL, r Request, resp *Res
 	resp.Charset = "utf-8"
 	resp.Body = ftpListing(u, entries)
 	resp.BodyBytes = int64(len(resp.Body))
+	if r.Capture {
+		resp.Exchange = &Exchange{FTP: true, BodyRead: true, Body: resp.Body}
+	}
 }
 
 // ftpBody fills resp with a retrieved file, typed by its extension or by

@@ -9,6 +9,7 @@
 package httpfetch
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -230,6 +231,9 @@ type Request struct {
 	// (application/gzip, application/x-gzip) is kept as received for the
 	// parser, as it is for any URL whose path ends in .xml.gz.
 	Sitemap bool
+	// Capture keeps the exchange as sent and received in
+	// Response.Exchange, for the WARC archive.
+	Capture bool
 }
 
 // Response is the outcome of one fetch. Kind is failure.None on an HTTP
@@ -254,6 +258,9 @@ type Response struct {
 	Duration         time.Duration
 	ProxyID          string
 	Host             string // Request.Host (politeness key)
+	// Exchange is the request and answer as sent and received, with
+	// Request.Capture, when an answer came (nil otherwise).
+	Exchange *Exchange
 }
 
 // keptHeaders are copied into Response.Header.
@@ -315,6 +322,11 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	if r.LastModified != "" {
 		req.Header.Set("If-Modified-Since", r.LastModified)
 	}
+	var ex *Exchange
+	if r.Capture {
+		ex = &Exchange{}
+		req = captureConn(req, ex)
+	}
 	hr, err := f.client.Do(req)
 	resp.TTFB = time.Since(resp.Start)
 	if err != nil {
@@ -322,6 +334,11 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		return resp
 	}
 	defer closeBody(hr)
+	if ex != nil {
+		requestExchange(req, ex)
+		responseExchange(hr, ex)
+		resp.Exchange = ex
+	}
 
 	resp.Status = hr.StatusCode
 	resp.ProtoMajor = hr.ProtoMajor
@@ -362,11 +379,20 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	wire := &countingReader{r: hr.Body}
 	watch := watchRate(wire, f.opts.MinTransferRate, f.opts.TransferRateWindow, cancelCause)
 	coding := hr.Header.Get("Content-Encoding")
-	dec, release, err := decodeBody(coding, wire)
+	identity := coding == "" || strings.EqualFold(strings.TrimSpace(coding), "identity")
+	var src io.Reader = wire
+	var wireCopy *bytes.Buffer
+	if ex != nil && !identity {
+		// The coded bytes differ from the body: keep a copy as received.
+		// An unencoded body is its own copy (below).
+		wireCopy = &bytes.Buffer{}
+		src = teeWire{r: wire, buf: wireCopy}
+	}
+	dec, release, err := decodeBody(coding, src)
 	var body []byte
 	if err == nil {
 		hint := int64(0) // the announced length of an unencoded body
-		if coding == "" || strings.EqualFold(strings.TrimSpace(coding), "identity") {
+		if identity {
 			hint = hr.ContentLength
 		}
 		body, err = readAll(io.LimitReader(dec, limit+1), min(hint, limit+1))
@@ -395,8 +421,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		resp.BodyBytes = limit
 		resp.Truncated = true
 		resp.Kind = failure.BodyTooLarge
-		encoded := coding != "" && !strings.EqualFold(strings.TrimSpace(coding), "identity")
-		if encoded && limit > bombRatio*resp.WireBytes {
+		if !identity && limit > bombRatio*resp.WireBytes {
 			// The cap was reached from a tiny download: a bomb, not a
 			// page. Nothing of it is worth keeping.
 			resp.Kind = failure.DecompressionBomb
@@ -405,6 +430,13 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		}
 		if resp.Err == nil {
 			resp.Err = fmt.Errorf("read body: over %d bytes: %w", limit, failure.ErrBodyTooLarge)
+		}
+	}
+	if ex != nil {
+		ex.BodyRead = true
+		ex.Body = body
+		if wireCopy != nil {
+			ex.Body = wireCopy.Bytes()
 		}
 	}
 	if len(body) == 0 {

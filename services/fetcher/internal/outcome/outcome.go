@@ -267,6 +267,8 @@ func FetchLogRow(page *crawlv1.FetchedPage, host, fetcher string) rows.FetchLogR
 		ErrorMessage:     page.GetErrorMessage(),
 		Bytes:            uint64(max(page.GetBodyBytes(), 0)),
 		ContentType:      page.GetContentType(),
+		WarcFile:         page.GetWarcFile(),
+		WarcOffset:       page.GetWarcOffset(),
 		DurationMs:       uint32(page.GetFetchDurationUs() / 1000),
 		RedirectLocation: page.GetRedirectLocation(),
 		Depth:            uint16(min(page.GetDepth(), 65535)),

@@ -1,0 +1,60 @@
+package warc
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+)
+
+// Config is the archive's part of the fetcher's flags.
+type Config struct {
+	Dir         string        // --warc-dir: where WARC files are written; "" (default): no archive
+	Prefix      string        // --warc-prefix (default "trawl")
+	MaxFileSize int64         // --warc-max-file-bytes: a file is closed once this size is reached (default 1 GiB)
+	MaxFileAge  time.Duration // --warc-max-file-age (default 1h)
+	MaxDigests  int           // --warc-digests: payload digests remembered for revisit records (default 100000)
+	Fsync       bool          // --warc-fsync: fsync every fetch's records before it is acked
+}
+
+// RegisterFlags registers the --warc-* flags on fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Dir, "warc-dir", "", "when set, archive every fetch as WARC/1.1 files in this directory (one fetcher per directory)")
+	fs.StringVar(&c.Prefix, "warc-prefix", DefaultPrefix, "prefix of the WARC file names")
+	fs.Int64Var(&c.MaxFileSize, "warc-max-file-bytes", DefaultMaxFileSize, "a WARC file is closed after the fetch that takes it to this size")
+	fs.DurationVar(&c.MaxFileAge, "warc-max-file-age", DefaultMaxFileAge, "a WARC file is closed this long after it was opened")
+	fs.IntVar(&c.MaxDigests, "warc-digests", DefaultMaxDigests, "payload digests remembered to write revisit records for identical payloads (0: none)")
+	fs.BoolVar(&c.Fsync, "warc-fsync", false, "fsync the records of every fetch before it is acknowledged (survives a machine crash, costs a disk flush per fetch)")
+}
+
+// Validate reports flags that cannot work.
+func (c Config) Validate() error {
+	if c.Dir == "" {
+		return nil
+	}
+	var errs []error
+	if c.MaxFileSize < 1<<20 {
+		errs = append(errs, fmt.Errorf("warc-max-file-bytes: %d is below 1 MiB", c.MaxFileSize))
+	}
+	if c.MaxFileAge < time.Second {
+		errs = append(errs, fmt.Errorf("warc-max-file-age: %v is below 1s", c.MaxFileAge))
+	}
+	if c.MaxDigests < 0 {
+		errs = append(errs, fmt.Errorf("warc-digests: %d must not be negative", c.MaxDigests))
+	}
+	return errors.Join(errs...)
+}
+
+// Options returns the Writer's options for a fetcher with the given
+// instance id, User-Agent and body cap, naming the crawl specs in each
+// file's warcinfo.
+func (c Config) Options(instance, userAgent string, maxBodyBytes int64, specs func() []*crawlv1.CrawlSpec) Options {
+	digests := c.MaxDigests
+	if digests == 0 {
+		digests = -1 // none (Options: 0 is the default)
+	}
+	return Options{Dir: c.Dir, Prefix: c.Prefix, Instance: instance, MaxFileSize: c.MaxFileSize, MaxFileAge: c.MaxFileAge,
+		MaxDigests: digests, Fsync: c.Fsync, MaxBodyBytes: maxBodyBytes, UserAgent: userAgent, Specs: specs}
+}

@@ -1,0 +1,248 @@
+package warc
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nlnwa/gowarc/v3"
+)
+
+// member is one gzip member of a WARC file: one record.
+type member struct {
+	offset, length int64
+	record         gowarc.WarcRecord // parsed, digests verified; closed by the caller of scan
+}
+
+// errStop ends a scan early without error.
+var errStop = errors.New("stop")
+
+// errDamaged marks a closed file that does not read to its end (a write
+// failed in the middle of a record).
+var errDamaged = errors.New("damaged warc file")
+
+// scan reads the gzip members of the WARC file at path in order, parses
+// each as a WARC record, with verify checks its header, Content-Length and
+// digests, and calls fn with it. It returns the end of the last good
+// member: a member cut short (a crash mid-write) or a record that does not
+// parse (verify) ends the scan with bad set to its error. Files this
+// process closed are indexed without verify (a third of the cost of
+// archiving a fetch otherwise); files a crash left are verified.
+func scan(path string, verify bool, fn func(m member) error) (end int64, bad error, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, fmt.Errorf("open warc file: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	cr := &countReader{r: f}
+	br := bufio.NewReaderSize(cr, 256<<10)
+	pos := func() int64 { return cr.n - int64(br.Buffered()) }
+	zr := new(gzip.Reader)
+	var buf bytes.Buffer
+	opts := []gowarc.WarcRecordOption{gowarc.WithNoValidation()}
+	if verify {
+		opts = []gowarc.WarcRecordOption{gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail)}
+	}
+	gowarcMu.Lock()
+	unmarshaler := gowarc.NewUnmarshaler(opts...)
+	gowarcMu.Unlock()
+	for {
+		start := pos()
+		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+			return start, nil, nil
+		}
+		if err := zr.Reset(br); err != nil {
+			return start, fmt.Errorf("gzip member at %d: %w", start, err), nil
+		}
+		zr.Multistream(false)
+		buf.Reset()
+		if _, err := io.Copy(&buf, zr); err != nil {
+			return start, fmt.Errorf("gzip member at %d: %w", start, err), nil
+		}
+		length := pos() - start
+		rec, _, _, err := unmarshaler.Unmarshal(bufio.NewReader(bytes.NewReader(buf.Bytes())))
+		if err != nil {
+			return start, fmt.Errorf("record at %d: %w", start, err), nil
+		}
+		if verify {
+			if _, err := rec.ValidateDigest(); err != nil {
+				_ = rec.Close()
+				return start, fmt.Errorf("record at %d: %w", start, err), nil
+			}
+		}
+		err = fn(member{offset: start, length: length, record: rec})
+		_ = rec.Close()
+		if errors.Is(err, errStop) {
+			return pos(), nil, nil
+		}
+		if err != nil {
+			return start, nil, err
+		}
+	}
+}
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// fileIndex is what a closed file holds.
+type fileIndex struct {
+	lines                        []string // CDXJ lines, sorted
+	opened                       time.Time
+	records, responses, revisits int
+	attempts                     []string
+}
+
+// indexFile reads the closed WARC file at path and returns its CDXJ lines
+// and counts. A file that does not read to its end is an error.
+func indexFile(path string, verify bool) (fileIndex, error) {
+	var ix fileIndex
+	name := filepath.Base(path)
+	_, bad, err := scan(path, verify, func(m member) error {
+		ix.add(name, m)
+		return nil
+	})
+	if err == nil && bad != nil {
+		err = fmt.Errorf("index %s: %w: %w", name, errDamaged, bad)
+	}
+	if err != nil {
+		return ix, err
+	}
+	slices.Sort(ix.lines)
+	return ix, nil
+}
+
+// add counts m and indexes it when it is a capture.
+func (ix *fileIndex) add(file string, m member) {
+	r := m.record
+	ix.records++
+	date, _ := r.Date()
+	switch r.Type() {
+	case gowarc.Warcinfo:
+		if ix.opened.IsZero() {
+			ix.opened = date.Truncate(time.Second)
+		}
+		return
+	case gowarc.Response, gowarc.Resource:
+		ix.responses++
+	case gowarc.Revisit:
+		ix.revisits++
+	default:
+		return
+	}
+	if a := r.WarcHeader().Get(attemptField); a != "" {
+		ix.attempts = append(ix.attempts, a)
+	}
+	uri := r.WarcHeader().Get(gowarc.WarcTargetURI)
+	e := cdxEntry{URL: uri, Digest: r.WarcHeader().Get(gowarc.WarcPayloadDigest), Length: m.length, Offset: m.offset, Filename: file}
+	switch b := r.Block().(type) {
+	case gowarc.HttpResponseBlock:
+		e.Status = fmt.Sprint(b.HttpStatusCode())
+		e.Mime = mediaType(b.HttpHeader().Get("Content-Type"))
+	case gowarc.ProtocolHeaderBlock: // revisit: the HTTP header only
+		e.Status = statusOf(b.ProtocolHeaderBytes())
+	}
+	if r.Type() == gowarc.Revisit {
+		e.Mime = "warc/revisit"
+	}
+	if r.Type() == gowarc.Resource {
+		e.Mime = mediaType(r.WarcHeader().Get(gowarc.ContentType))
+	}
+	js, _ := json.Marshal(e)
+	ix.lines = append(ix.lines, surt(uri)+" "+date.UTC().Format("20060102150405")+" "+string(js))
+}
+
+// cdxEntry is the JSON block of a CDXJ line (the fields pywb and OutbackCDX
+// read).
+type cdxEntry struct {
+	URL      string `json:"url"`
+	Mime     string `json:"mime,omitempty"`
+	Status   string `json:"status,omitempty"`
+	Digest   string `json:"digest,omitempty"`
+	Length   int64  `json:"length"`
+	Offset   int64  `json:"offset"`
+	Filename string `json:"filename"`
+}
+
+// statusOf is the status code of an HTTP status line ("HTTP/1.1 304 Not
+// Modified" → "304"), "" when it is none.
+func statusOf(header []byte) string {
+	line, _, _ := bytes.Cut(header, []byte("\r\n"))
+	_, rest, ok := bytes.Cut(line, []byte(" "))
+	code, _, _ := bytes.Cut(rest, []byte(" "))
+	if !ok || len(code) != 3 {
+		return ""
+	}
+	return string(code)
+}
+
+func mediaType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// surt is the SURT sort key of a URL as CDX indexes write it: scheme
+// dropped, host lower-cased without "www." and reversed with commas, a
+// non-default port kept, then ")" and the path and query lower-cased:
+// "http://www.Example.com/A?b" → "com,example)/a?b".
+func surt(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return strings.ToLower(raw)
+	}
+	host := strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.")
+	parts := strings.Split(host, ".")
+	slices.Reverse(parts)
+	key := strings.Join(parts, ",")
+	if p := u.Port(); p != "" && !(u.Scheme == "http" && p == "80") && !(u.Scheme == "https" && p == "443") &&
+		!(u.Scheme == "ftp" && p == "21") {
+		key += ":" + p
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	return key + ")" + strings.ToLower(path)
+}
+
+// writeIndex writes the CDXJ lines to path (through a temporary file, so
+// a reader never sees half an index).
+func writeIndex(path string, lines []string) error {
+	tmp := path + openSuffix
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write warc index: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename warc index: %w", err)
+	}
+	return nil
+}
