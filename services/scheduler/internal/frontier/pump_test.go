@@ -222,7 +222,7 @@ func TestFreshURLsWaitBehindBacklog(t *testing.T) {
 		store := &memStore{}
 		prod := &memProducer{}
 		q := NewQuota(2, window, time.Now)
-		var order []string // fetch requests in the order they leave the partition
+		var order []string                 // fetch requests in the order they leave the partition
 		advance := func(d time.Duration) { // the bubble's clock, once every goroutine is blocked
 			tm := time.NewTimer(d)
 			<-tm.C
