@@ -32,12 +32,19 @@ type Page struct {
 // DefaultMaxRecords bounds the records one Recent call reads.
 const DefaultMaxRecords = 50_000
 
+// ReadTimeout bounds one Recent call: the read back is an optimization
+// that holds up a newly assigned partition, and a broker that stops
+// answering (or a read that stops progressing) must cost its caller a
+// redelivered attempt fetched again, not the partition.
+const ReadTimeout = 30 * time.Second
+
 // Reader reads the recent pages of a partition. Safe for concurrent use.
 type Reader struct {
 	cfg        kafkaio.Config
 	topic      string
 	window     time.Duration
 	maxRecords int64
+	timeout    time.Duration // ReadTimeout
 }
 
 // NewReader returns a Reader of topic (the fetched topic) that reads the
@@ -47,7 +54,7 @@ func NewReader(c kafkaio.Config, topic string, window time.Duration, maxRecords 
 	if maxRecords <= 0 {
 		maxRecords = DefaultMaxRecords
 	}
-	return &Reader{cfg: c, topic: topic, window: window, maxRecords: int64(maxRecords)}
+	return &Reader{cfg: c, topic: topic, window: window, maxRecords: int64(maxRecords), timeout: ReadTimeout}
 }
 
 // Recent returns the pages produced to partition within the window before
@@ -55,8 +62,10 @@ func NewReader(c kafkaio.Config, topic string, window time.Duration, maxRecords 
 // window is measured back from the last record rather than from now: the
 // previous owner may have died long before the partition came back, and
 // nothing was produced to it in between. Without a window only the last
-// record is read.
+// record is read. It gives up after ReadTimeout.
 func (r *Reader) Recent(ctx context.Context, partition int) ([]Page, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	o := kafkaio.ReadOptions{Partitions: []int{partition}, Window: r.window, MaxRecords: r.maxRecords}
 	if r.window <= 0 {
 		o.MaxRecords = 1

@@ -2,7 +2,9 @@ package published
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -81,5 +83,44 @@ func TestRecent(t *testing.T) {
 				t.Errorf("pages %v, want %v", fps, tt.want)
 			}
 		})
+	}
+}
+
+// TestRecentGivesUp: against a "broker" that accepts connections and
+// never answers, Recent returns its deadline's error after its timeout
+// rather than holding the partition.
+func TestRecentGivesUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(silent)
+				return
+			}
+			silent <- c
+		}
+	}()
+	defer func() {
+		_ = ln.Close()
+		for c := range silent {
+			_ = c.Close()
+		}
+	}()
+	kcfg := kafkaio.DefaultConfig()
+	kcfg.Brokers = []string{ln.Addr().String()}
+	r := NewReader(kcfg, kcfg.Topics().Fetched, time.Minute, 0)
+	r.timeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err = r.Recent(t.Context(), 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Recent against a silent broker: %v, want the deadline's error", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Recent gave up after %s, want about its 300ms timeout", took)
 	}
 }
