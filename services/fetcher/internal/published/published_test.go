@@ -90,7 +90,7 @@ func TestRecent(t *testing.T) {
 // never answers, Recent returns its deadline's error after its timeout
 // rather than holding the partition.
 func TestRecentGivesUp(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
