@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,49 +19,19 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
-	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/svctest"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 
 func noEnv(string) (string, bool) { return "", false }
 
-// closedAddr returns a loopback address nothing listens on any more.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // load returns the configuration args give, on top of a real broker and a
 // fresh ClickHouse database; broken replaces the broker or ClickHouse
 // address by one nothing listens on.
 func load(t *testing.T, broken string, args ...string) config.Config {
 	t.Helper()
-	kcfg := kafkatest.Config(t, 2)
-	ch := chtest.Config(t)
-	brokers, chAddr := strings.Join(kcfg.Brokers, ","), strings.Join(ch.Addr, ",")
-	switch broken {
-	case "kafka":
-		brokers = closedAddr(t)
-	case "clickhouse":
-		chAddr = closedAddr(t)
-	}
-	cfg, err := config.Load(append([]string{
-		"-kafka-brokers", brokers,
-		"-kafka-partitions", strconv.Itoa(kcfg.Partitions),
-		"-kafka-topic-prefix", kcfg.TopicPrefix,
-		"-clickhouse-addr", chAddr,
-		"-clickhouse-database", ch.Database,
-		"-clickhouse-dial-timeout", "2s",
-	}, args...), noEnv, "test-1")
+	cfg, err := config.Load(append(svctest.Args(t, broken), args...), noEnv, "test-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,47 +14,17 @@ import (
 	"github.com/trawl-crawler/trawl/services/parser/internal/config"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
-	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/svctest"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
-
-// closedAddr returns a loopback address nothing listens on any more.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
 
 // load returns the configuration the flags give for a real broker and a
 // fresh ClickHouse database; broken replaces the broker or ClickHouse
 // address by one nothing listens on.
 func load(t *testing.T, broken string) config.Config {
 	t.Helper()
-	kcfg := kafkatest.Config(t, 2)
-	ch := chtest.Config(t)
-	brokers, chAddr := strings.Join(kcfg.Brokers, ","), strings.Join(ch.Addr, ",")
-	switch broken {
-	case "kafka":
-		brokers = closedAddr(t)
-	case "clickhouse":
-		chAddr = closedAddr(t)
-	}
-	cfg, err := config.Load([]string{
-		"-kafka-brokers", brokers,
-		"-kafka-partitions", strconv.Itoa(kcfg.Partitions),
-		"-kafka-topic-prefix", kcfg.TopicPrefix,
-		"-clickhouse-addr", chAddr,
-		"-clickhouse-database", ch.Database,
-		"-clickhouse-dial-timeout", "2s",
-	}, func(string) (string, bool) { return "", false })
+	cfg, err := config.Load(svctest.Args(t, broken), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}

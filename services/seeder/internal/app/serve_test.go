@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,48 +11,16 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
-	"github.com/trawl-crawler/trawl/testkit/chtest"
-	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/svctest"
 )
-
-// closedAddr returns a loopback address nothing listens on any more.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
 
 // loadServe returns the configuration of `seeder serve` for a real broker
 // and a fresh ClickHouse database; broken replaces the broker or ClickHouse
 // address by one nothing listens on.
 func loadServe(t *testing.T, broken string) config.Serve {
 	t.Helper()
-	kcfg := kafkatest.Config(t, 2)
-	ch := chtest.Config(t)
-	brokers, chAddr := strings.Join(kcfg.Brokers, ","), strings.Join(ch.Addr, ",")
-	switch broken {
-	case "kafka":
-		brokers = closedAddr(t)
-	case "clickhouse":
-		chAddr = closedAddr(t)
-	}
-	cfg, err := config.LoadServe([]string{
-		"--kafka-brokers", brokers,
-		"--kafka-partitions", strconv.Itoa(kcfg.Partitions),
-		"--kafka-topic-prefix", kcfg.TopicPrefix,
-		"--clickhouse-addr", chAddr,
-		"--clickhouse-database", ch.Database,
-		"--clickhouse-dial-timeout", "2s",
-		"--api-addr", "127.0.0.1:0",
-		"--api-token", "0123456789abcdef",
-	}, func(string) (string, bool) { return "", false })
+	args := append(svctest.Args(t, broken), "--api-addr", "127.0.0.1:0", "--api-token", "0123456789abcdef")
+	cfg, err := config.LoadServe(args, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
