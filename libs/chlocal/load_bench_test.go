@@ -30,7 +30,7 @@ import (
 var (
 	loadRate     = flag.Int("load.rate", 600, "CrawlInsertLoad: fetched pages per second to replay")
 	loadDuration = flag.Duration("load.duration", 30*time.Second, "CrawlInsertLoad: how long to replay")
-	loadFlush    = flag.Duration("load.flush", time.Second, "CrawlInsertLoad: BatchWriter flush interval of every table")
+	loadFlush    = flag.Duration("load.flush", chstore.DefaultFlushInterval, "CrawlInsertLoad: BatchWriter flush interval of every table")
 	loadMaxRows  = flag.Int("load.maxrows", 10000, "CrawlInsertLoad: BatchWriter MaxRows of every table")
 	loadSettle   = flag.Duration("load.settle", time.Minute, "CrawlInsertLoad: after the load, wait up to this long for merges to finish (counted)")
 	loadIdle     = flag.Duration("load.idle", 0, "CrawlInsertLoad: measure the idle server this long before and after the load")

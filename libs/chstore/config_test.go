@@ -17,7 +17,7 @@ func TestConfigFlags(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "defaults", want: chstore.Config{Addr: []string{"127.0.0.1:9000"}, Database: "crawler", Username: "default", DialTimeout: 5 * time.Second,
-			FlushInterval: time.Second, BatchRows: 10000}},
+			FlushInterval: 2 * time.Second, BatchRows: 10000}},
 		{
 			name: "all set",
 			args: []string{"-clickhouse-addr", "a:9000, b:9000", "-clickhouse-database", "crawl_2", "-clickhouse-user", "u", "-clickhouse-password", "p", "-clickhouse-dial-timeout", "2s",

@@ -137,7 +137,9 @@ func (s *Store) SeenContent(ctx context.Context, crawlID string, fps []uint64) (
 		return out, nil
 	}
 	// The fingerprints are numbers: inlined, they cannot inject anything,
-	// and 18.16 binds no array parameters.
+	// and 18.16 binds no array parameters. Sorted and each once: a batch
+	// of one site's copies asks about one text many times.
+	fps = slices.Compact(slices.Sorted(slices.Values(fps)))
 	var in strings.Builder
 	for i, fp := range fps {
 		if i > 0 {

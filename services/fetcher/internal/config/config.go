@@ -66,9 +66,9 @@ type Config struct {
 	Warc                    warc.Config   // --warc-*: the WARC archive (off by default)
 }
 
-// DefaultReadbackWindow is the default of --readback-window: ten times
-// the default ClickHouse flush interval, so rows of a healthy ClickHouse
-// are never missed.
+// DefaultReadbackWindow is the default of --readback-window: five times
+// the default ClickHouse flush interval (chstore.DefaultFlushInterval), so
+// rows of a healthy ClickHouse are never missed.
 const DefaultReadbackWindow = 10 * time.Second
 
 // RegisterFlags binds every field to a flag with its default.
