@@ -53,11 +53,55 @@ func (p PartitionOffsets) Lag() int64 {
 // GroupOffsets returns, for every partition of topic, its first and end
 // offsets and the committed offset of group groupID.
 func GroupOffsets(ctx context.Context, c Config, groupID, topic string) ([]PartitionOffsets, error) {
+	r, err := NewOffsetReader(c)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.GroupOffsets(ctx, groupID, topic)
+}
+
+// OffsetReader reads groups' offsets over connections it keeps open
+// between reads: a monitor that polls three groups every second would
+// otherwise dial three connections a second (GroupOffsets opens and
+// closes its own). Safe for concurrent use; Close releases the
+// connections.
+type OffsetReader struct {
+	client *kafka.Client
+	close  func()
+	sec    security
+}
+
+// NewOffsetReader returns a reader of c's cluster. It connects on first
+// use.
+func NewOffsetReader(c Config) (*OffsetReader, error) {
 	client, closeClient, sec, err := newClient(c)
 	if err != nil {
 		return nil, err
 	}
-	defer closeClient()
+	return &OffsetReader{client: client, close: closeClient, sec: sec}, nil
+}
+
+// Close closes the reader's idle connections.
+func (r *OffsetReader) Close() { r.close() }
+
+// Lag is the package's Lag over the reader's connections.
+func (r *OffsetReader) Lag(ctx context.Context, groupID, topic string) (int64, error) {
+	parts, err := r.GroupOffsets(ctx, groupID, topic)
+	if err != nil {
+		return 0, fmt.Errorf("measure lag: %w", err)
+	}
+	var lag int64
+	for _, p := range parts {
+		lag += p.Lag()
+	}
+	return lag, nil
+}
+
+// GroupOffsets is the package's GroupOffsets over the reader's
+// connections.
+func (r *OffsetReader) GroupOffsets(ctx context.Context, groupID, topic string) ([]PartitionOffsets, error) {
+	client, sec := r.client, r.sec
 	ids, err := partitionsOf(ctx, client, topic)
 	if err != nil {
 		return nil, sec.classify(err)
@@ -120,15 +164,12 @@ func GroupOffsets(ctx context.Context, c Config, groupID, topic string) ([]Parti
 // (high watermark - committed offset); a partition without a commit counts
 // from its first offset. Used by the launcher to detect a drained crawl.
 func Lag(ctx context.Context, c Config, groupID, topic string) (int64, error) {
-	parts, err := GroupOffsets(ctx, c, groupID, topic)
+	r, err := NewOffsetReader(c)
 	if err != nil {
 		return 0, fmt.Errorf("measure lag: %w", err)
 	}
-	var lag int64
-	for _, p := range parts {
-		lag += p.Lag()
-	}
-	return lag, nil
+	defer r.Close()
+	return r.Lag(ctx, groupID, topic)
 }
 
 // Follow reads every partition of topic from the first offset and keeps

@@ -3,9 +3,11 @@ package kafkaio_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,6 +196,59 @@ func TestLag(t *testing.T) {
 	produce(t, c, topic, "m", 10)
 	if got := lag(); got != 10 {
 		t.Fatalf("lag after 10 more = %d, want 10", got)
+	}
+}
+
+// TestOffsetReaderKeepsConnections reads lags the way the launcher's
+// monitor does, every second for three groups: the reader answers like
+// Lag, and once its first reads have opened its connections (kafka-go
+// opens a few per cluster, and now and then one more) it opens about
+// none, where Lag dials three to five for every read.
+func TestOffsetReaderKeepsConnections(t *testing.T) {
+	var accepted atomic.Int64
+	_, brokers := kafkatest.Cluster(t, countingListen(&accepted))
+	c := kafkatest.ConfigFor(t, brokers, 3)
+	topic := c.Topics().Fetched
+	produce(t, c, topic, "o", 30)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	r, err := kafkaio.NewOffsetReader(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	read := func(i int) {
+		t.Helper()
+		lag, err := r.Lag(ctx, c.GroupFor(fmt.Sprintf("g%d", i%3)), topic)
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		if lag != 30 {
+			t.Fatalf("read %d: lag %d, want 30", i, lag)
+		}
+	}
+	const warm, reads = 3, 10
+	before := accepted.Load()
+	for i := range warm {
+		read(i)
+	}
+	opened := accepted.Load() - before
+	before = accepted.Load()
+	for i := range reads {
+		read(i)
+	}
+	kept := accepted.Load() - before
+	before = accepted.Load()
+	for i := range reads {
+		if got := lagOf(t, c, c.GroupFor(fmt.Sprintf("g%d", i%3)), topic); got != 30 {
+			t.Fatalf("Lag %d: %d, want 30", i, got)
+		}
+	}
+	dialed := accepted.Load() - before
+	t.Logf("reader: %d connections in its first %d reads, %d in the next %d; Lag: %d in %d reads", opened, warm, kept, reads, dialed, reads)
+	if kept > 2 || dialed < 3*reads {
+		t.Errorf("reader opened %d connections after its first reads (want at most 2), Lag %d in %d reads (want at least 3 per read)", kept, dialed, reads)
 	}
 }
 

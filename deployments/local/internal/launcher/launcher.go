@@ -394,6 +394,7 @@ func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.S
 		defer cancel()
 	}
 	mon := p.Monitor(cfg.CrawlID)
+	defer mon.Close()
 	seeder, err := p.Seed(ctx, run)
 	if err != nil {
 		return err

@@ -57,6 +57,7 @@ func (s Snapshot) Rate() float64 {
 // Monitor polls one crawl.
 type Monitor struct {
 	kafka   kafkaio.Config
+	offsets *kafkaio.OffsetReader // opened by the first Poll, kept: Close
 	conn    driver.Conn
 	crawlID string
 	start   time.Time
@@ -77,6 +78,13 @@ func NewMonitor(kc kafkaio.Config, conn driver.Conn, crawlID string) *Monitor {
 	return &Monitor{kafka: kc, conn: conn, crawlID: crawlID, start: time.Now()}
 }
 
+// Close closes the monitor's broker connections.
+func (m *Monitor) Close() {
+	if m.offsets != nil {
+		m.offsets.Close()
+	}
+}
+
 // Poll reads the current state. Lag errors are reported in the snapshot
 // (a group that has not joined yet is normal early on); a ClickHouse error
 // is returned.
@@ -84,8 +92,15 @@ func (m *Monitor) Poll(ctx context.Context) (Snapshot, error) {
 	s := Snapshot{Lags: make(map[string]int64, len(Groups)), Elapsed: time.Since(m.start)}
 	topics := m.kafka.Topics()
 	topicOf := map[string]string{"scheduler": topics.Discovered, "fetcher": topics.Fetch, "parser": topics.Fetched}
+	if m.offsets == nil {
+		r, err := kafkaio.NewOffsetReader(m.kafka)
+		if err != nil {
+			return s, fmt.Errorf("read lags: %w", err)
+		}
+		m.offsets = r
+	}
 	for _, g := range Groups {
-		lag, err := kafkaio.Lag(ctx, m.kafka, m.kafka.GroupFor(g), topicOf[g])
+		lag, err := m.offsets.Lag(ctx, m.kafka.GroupFor(g), topicOf[g])
 		if err != nil {
 			s.LagErr = fmt.Errorf("read %s lag: %w", g, err)
 			lag = -1

@@ -76,6 +76,7 @@ func TestPollDrainSummary(t *testing.T) {
 	})
 
 	mon := NewMonitor(kc, store.Conn(), "c1")
+	defer mon.Close()
 	s, err := mon.Poll(ctx)
 	if err != nil {
 		t.Fatalf("poll: %v", err)
