@@ -328,17 +328,17 @@ func (l *Loop) round(ctx context.Context) error {
 		l.m.evicted.Add(float64(evicted))
 		l.log.Info("proxies evicted", zap.Int("evicted", evicted))
 	}
-	if l.state != nil {
-		if err := l.state.Flush(ctx); err != nil {
-			return err // Run stops; the next leader reloads the topic
-		}
-	}
 	live, dead := l.pool.Counts()
 	l.m.proxies.WithLabelValues("live").Set(float64(live))
 	l.m.proxies.WithLabelValues("dead").Set(float64(dead))
 	l.log.Info("check round done",
 		zap.Int("live", live), zap.Int("dead", dead), zap.Int("published", len(changes)),
 		zap.Duration("took", time.Since(start)))
+	if l.state != nil {
+		if err := l.state.Flush(ctx); err != nil {
+			return err // Run stops; the next leader reloads the topic
+		}
+	}
 	return nil
 }
 
