@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -216,6 +217,25 @@ func Message(topic string, spec *crawlv1.CrawlSpec) (kafka.Message, error) {
 	return kafkaio.NewMessage(topic, []byte(spec.GetCrawlId()), spec)
 }
 
+// ClaimKeyPrefix starts the key of every claim record on the control
+// topic ("claim/<crawl id>"): a crawl id never contains '/', so a claim
+// never shares a key with a specification and compaction keeps both.
+const ClaimKeyPrefix = "claim/"
+
+// ClaimMessage encodes claim as a control-topic record keyed
+// ClaimKeyPrefix + its crawl id: every claim of one id lands on one
+// partition, in the order the broker appended them.
+func ClaimMessage(topic string, claim *crawlv1.CrawlClaim) (kafka.Message, error) {
+	if claim.GetCrawlId() == "" {
+		return kafka.Message{}, ErrNoCrawlID
+	}
+	return kafkaio.NewMessage(topic, []byte(ClaimKeyPrefix+claim.GetCrawlId()), claim)
+}
+
+// IsClaim reports whether a control-topic record is a claim (or a claim
+// key's tombstone) rather than a specification.
+func IsClaim(m kafka.Message) bool { return strings.HasPrefix(string(m.Key), ClaimKeyPrefix) }
+
 // Follow reads the control topic of c from the beginning and keeps specs
 // up to date until ctx is done. Undecodable records are reported through
 // onError (may be nil) and skipped: one bad record must not stop the
@@ -237,6 +257,17 @@ const probeGroup = "control-probe"
 // A partition whose last records were removed by compaction counts as read
 // when a record reaches its high watermark.
 func FollowCaughtUp(ctx context.Context, c kafkaio.Config, specs *Specs, caughtUp func(), onError func(error)) error {
+	return FollowClaims(ctx, c, specs, caughtUp, nil, onError)
+}
+
+// FollowClaims is FollowCaughtUp that also hands every claim record
+// (crawlv1.CrawlClaim, see ClaimMessage) to onClaim (may be nil: claims
+// are skipped), in topic order with the specifications: when onClaim
+// runs, specs holds every specification that precedes the claim on its
+// partition (and possibly ones the caller applied itself). Calls of
+// onClaim are serialized with the table's updates by the follower. The
+// seeder's crawl API decides crawl-id ownership this way.
+func FollowClaims(ctx context.Context, c kafkaio.Config, specs *Specs, caughtUp func(), onClaim func(*crawlv1.CrawlClaim, kafka.Message), onError func(error)) error {
 	topic := c.Topics().Control
 	offsets, err := kafkaio.GroupOffsets(ctx, c, c.GroupFor(probeGroup), topic)
 	if err != nil {
@@ -263,7 +294,7 @@ func FollowCaughtUp(ctx context.Context, c kafkaio.Config, specs *Specs, caughtU
 	specs.following(c)
 	// kafkaio.Follow serializes calls: pending needs no lock.
 	err = kafkaio.Follow(ctx, c, topic, func(m kafka.Message) {
-		apply(specs, m, onError)
+		apply(specs, m, onClaim, onError)
 		specs.read(m)
 		if end, ok := pending[m.Partition]; ok && (m.Offset+1 >= end || (m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark)) {
 			delete(pending, m.Partition)
@@ -278,8 +309,23 @@ func FollowCaughtUp(ctx context.Context, c kafkaio.Config, specs *Specs, caughtU
 	return nil
 }
 
-// apply records one control-topic record in specs.
-func apply(specs *Specs, m kafka.Message, onError func(error)) {
+// apply records one control-topic record in specs, or hands a claim to
+// onClaim.
+func apply(specs *Specs, m kafka.Message, onClaim func(*crawlv1.CrawlClaim, kafka.Message), onError func(error)) {
+	if IsClaim(m) {
+		if onClaim == nil || m.Value == nil {
+			return // not a specification; a claim key's tombstone deletes no crawl
+		}
+		claim := &crawlv1.CrawlClaim{}
+		if err := kafkaio.Decode(m, claim); err != nil {
+			if onError != nil {
+				onError(fmt.Errorf("decode crawl claim at offset %d: %w", m.Offset, err))
+			}
+			return
+		}
+		onClaim(claim, m)
+		return
+	}
 	if m.Value == nil {
 		specs.Delete(string(m.Key))
 		return

@@ -107,3 +107,100 @@ func TestFollow(t *testing.T) {
 		t.Errorf("%d specs known, want 1 (b was deleted)", n)
 	}
 }
+
+// TestFollowClaims: claim records reach onClaim in topic order, each seeing
+// the specifications before it; a follower without onClaim (every other
+// service) skips them silently, and a claim key's tombstone deletes no
+// crawl.
+func TestFollowClaims(t *testing.T) {
+	c := kafkatest.Config(t, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	w := kafkaio.NewWriter(c, nil, nil)
+	defer w.Close()
+	topic := c.Topics().Control
+
+	spec := func(id string) kafka.Message {
+		m, err := crawlcontrol.Message(topic, &crawlv1.CrawlSpec{CrawlId: id, Revision: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	claim := func(id, by string) kafka.Message {
+		m, err := crawlcontrol.ClaimMessage(topic, &crawlv1.CrawlClaim{CrawlId: id, Claimant: by})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !crawlcontrol.IsClaim(m) {
+			t.Fatalf("claim record with key %q is not a claim", m.Key)
+		}
+		return m
+	}
+	if err := w.Write(ctx,
+		claim("a", "x"), spec("a"), claim("a", "y"), claim("b", "z"),
+		kafka.Message{Topic: topic, Key: []byte(crawlcontrol.ClaimKeyPrefix + "a")}, // a claim key's tombstone
+		spec("c"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crawlcontrol.ClaimMessage(topic, &crawlv1.CrawlClaim{}); !errors.Is(err, crawlcontrol.ErrNoCrawlID) {
+		t.Errorf("ClaimMessage without id: err = %v", err)
+	}
+
+	type seen struct {
+		id, by  string
+		specced bool
+	}
+	tests := []struct {
+		name    string
+		claims  bool
+		want    []seen
+		wantIDs int
+	}{
+		{"with onClaim", true, []seen{{"a", "x", false}, {"a", "y", true}, {"b", "z", false}}, 2},
+		{"without onClaim", false, nil, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			specs := crawlcontrol.NewSpecs()
+			var got []seen // written by the follower before caughtUp
+			var onClaim func(*crawlv1.CrawlClaim, kafka.Message)
+			if tt.claims {
+				onClaim = func(cl *crawlv1.CrawlClaim, _ kafka.Message) {
+					got = append(got, seen{cl.GetCrawlId(), cl.GetClaimant(), specs.Get(cl.GetCrawlId()) != nil})
+				}
+			}
+			var errs []error
+			caught := make(chan struct{})
+			fctx, fcancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() {
+				done <- crawlcontrol.FollowClaims(fctx, c, specs, func() { close(caught) }, onClaim, func(err error) { errs = append(errs, err) })
+			}()
+			select {
+			case <-caught:
+			case <-ctx.Done():
+				t.Fatal("follower never caught up")
+			}
+			fcancel()
+			if err := <-done; err != nil {
+				t.Errorf("FollowClaims returned %v after cancel", err)
+			}
+			if len(errs) > 0 {
+				t.Errorf("errors reported: %v", errs)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("claims seen %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("claim %d = %+v, want %+v", i, got[i], tt.want[i])
+				}
+			}
+			if n := len(specs.All()); n != tt.wantIDs || specs.Get("a") == nil || specs.Get("c") == nil {
+				t.Errorf("specs a=%v c=%v (%d in all), want a and c only", specs.Get("a"), specs.Get("c"), n)
+			}
+		})
+	}
+}

@@ -98,6 +98,7 @@ func TestTopics(t *testing.T) {
 		Fetch:         "crawler.urls.fetch",
 		Fetched:       "crawler.pages.fetched",
 		Proxies:       "crawler.proxies",
+		ProxyState:    "crawler.proxypool.state",
 		ProxyFeedback: "crawler.proxies.feedback",
 		Control:       "crawler.control",
 		HostState:     "crawler.fetcher.hoststate",

@@ -37,7 +37,8 @@ const DefaultPartitions = 32
 // one ordered log of crawl specifications, small after compaction.
 const ControlPartitions = 1
 
-// ProxiesPartitions is the partition count of the compacted Proxies topic.
+// ProxiesPartitions is the partition count of the compacted Proxies topic
+// and of the proxy pool's compacted ProxyState topic.
 // One partition keeps the proxy state in one totally ordered log that every
 // fetcher follows from the start; the topic is small (one record per proxy
 // after compaction), so it needs no parallelism.
@@ -198,6 +199,7 @@ type Topics struct {
 	Fetch         string // FetchRequest, keyed by politeness key
 	Fetched       string // FetchedPage, keyed by politeness key
 	Proxies       string // Proxy, compacted, keyed by proxy id
+	ProxyState    string // ProxyState (the proxy pool's own state), compacted, keyed by proxy id
 	ProxyFeedback string // ProxyFeedback, keyed by proxy id
 	Control       string // CrawlSpec, compacted, keyed by crawl id
 	HostState     string // fetcher per-host politeness state, compacted, keyed by politeness key
@@ -206,7 +208,7 @@ type Topics struct {
 
 // Topics returns the topic names under c.TopicPrefix:
 // <prefix>urls.discovered, <prefix>urls.fetch, <prefix>pages.fetched,
-// <prefix>proxies, <prefix>proxies.feedback, <prefix>control,
+// <prefix>proxies, <prefix>proxypool.state, <prefix>proxies.feedback, <prefix>control,
 // <prefix>fetcher.hoststate, <prefix>documents.
 func (c Config) Topics() Topics {
 	p := c.TopicPrefix
@@ -215,6 +217,7 @@ func (c Config) Topics() Topics {
 		Fetch:         p + "urls.fetch",
 		Fetched:       p + "pages.fetched",
 		Proxies:       p + "proxies",
+		ProxyState:    p + "proxypool.state",
 		ProxyFeedback: p + "proxies.feedback",
 		Control:       p + "control",
 		HostState:     p + "fetcher.hoststate",

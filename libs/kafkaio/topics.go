@@ -42,7 +42,7 @@ type topicSpec struct {
 func topicSpecs(c Config) []topicSpec {
 	t := c.Topics()
 	maxBytes := kafka.ConfigEntry{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(c.MaxMessageBytes)}
-	specs := make([]topicSpec, 0, 5)
+	specs := make([]topicSpec, 0, 9)
 	compact := kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "compact"}
 	for _, name := range t.URLTopics() {
 		configs := []kafka.ConfigEntry{maxBytes}
@@ -53,6 +53,7 @@ func topicSpecs(c Config) []topicSpec {
 	}
 	specs = append(specs,
 		topicSpec{name: t.Proxies, partitions: ProxiesPartitions, configs: []kafka.ConfigEntry{maxBytes, compact}},
+		topicSpec{name: t.ProxyState, partitions: ProxiesPartitions, configs: []kafka.ConfigEntry{maxBytes, compact}},
 		topicSpec{name: t.Control, partitions: ControlPartitions, configs: []kafka.ConfigEntry{maxBytes, compact}},
 		topicSpec{name: t.ProxyFeedback, partitions: c.Partitions, configs: []kafka.ConfigEntry{maxBytes}},
 	)
@@ -61,8 +62,8 @@ func topicSpecs(c Config) []topicSpec {
 
 // EnsureTopics creates every topic that is missing: the topics keyed by
 // politeness key (Discovered, Fetch, Fetched, HostState compacted,
-// Documents) with c.Partitions partitions, Proxies and Control compacted
-// (ProxiesPartitions, ControlPartitions), ProxyFeedback with c.Partitions
+// Documents) with c.Partitions partitions, Proxies, ProxyState and Control
+// compacted (ProxiesPartitions, ControlPartitions), ProxyFeedback with c.Partitions
 // partitions, all with max.message.bytes = c.MaxMessageBytes and a
 // replication factor of min(3, brokers). An existing URL topic with another
 // partition count is an error (it would break the one-partition-function

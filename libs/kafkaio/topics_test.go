@@ -93,10 +93,10 @@ func TestEnsureTopicsCreatesAndIsIdempotent(t *testing.T) {
 
 	tp := c.Topics()
 	got := topicPartitions(t, brokers, tp.Discovered, tp.Fetch, tp.Fetched, tp.HostState, tp.Documents,
-		tp.Proxies, tp.ProxyFeedback, tp.Control)
+		tp.Proxies, tp.ProxyState, tp.ProxyFeedback, tp.Control)
 	want := map[string]int{
 		tp.Discovered: 6, tp.Fetch: 6, tp.Fetched: 6, tp.HostState: 6, tp.Documents: 6,
-		tp.Proxies: kafkaio.ProxiesPartitions, tp.ProxyFeedback: 6, tp.Control: kafkaio.ControlPartitions,
+		tp.Proxies: kafkaio.ProxiesPartitions, tp.ProxyState: kafkaio.ProxiesPartitions, tp.ProxyFeedback: 6, tp.Control: kafkaio.ControlPartitions,
 	}
 	for name, n := range want {
 		if got[name] != n {
@@ -108,6 +108,7 @@ func TestEnsureTopicsCreatesAndIsIdempotent(t *testing.T) {
 	}{
 		{tp.Proxies, "cleanup.policy", "compact"},
 		{tp.Control, "cleanup.policy", "compact"},
+		{tp.ProxyState, "cleanup.policy", "compact"},
 		{tp.HostState, "cleanup.policy", "compact"},
 		{tp.Proxies, "max.message.bytes", strconv.Itoa(4 << 20)},
 		{tp.Fetched, "max.message.bytes", strconv.Itoa(4 << 20)},

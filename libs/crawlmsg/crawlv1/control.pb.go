@@ -626,6 +626,73 @@ func (x *Revisit) GetInitialInterval() *durationpb.Duration {
 	return nil
 }
 
+// CrawlClaim is an API server's claim of a new crawl id, written to the
+// control topic keyed "claim/<crawl_id>" (a key no crawl id can take, so
+// compaction never lets a claim replace a specification) before the
+// crawl's first specification. All claims of one id share that key, hence
+// one partition: the first claim of an id in partition order that follows
+// no specification of the id owns it; every other claimant answers 409.
+// Followers of specifications skip claims.
+type CrawlClaim struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CrawlId       string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
+	Claimant      string                 `protobuf:"bytes,2,opt,name=claimant,proto3" json:"claimant,omitempty"` // unique per submission: who wrote it
+	ClaimedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=claimed_at,json=claimedAt,proto3" json:"claimed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CrawlClaim) Reset() {
+	*x = CrawlClaim{}
+	mi := &file_control_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CrawlClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CrawlClaim) ProtoMessage() {}
+
+func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CrawlClaim.ProtoReflect.Descriptor instead.
+func (*CrawlClaim) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CrawlClaim) GetCrawlId() string {
+	if x != nil {
+		return x.CrawlId
+	}
+	return ""
+}
+
+func (x *CrawlClaim) GetClaimant() string {
+	if x != nil {
+		return x.Claimant
+	}
+	return ""
+}
+
+func (x *CrawlClaim) GetClaimedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ClaimedAt
+	}
+	return nil
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
@@ -685,7 +752,13 @@ const file_control_proto_rawDesc = "" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12<\n" +
 	"\fmin_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vminInterval\x12<\n" +
 	"\fmax_interval\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vmaxInterval\x12D\n" +
-	"\x10initial_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0finitialInterval*u\n" +
+	"\x10initial_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0finitialInterval\"~\n" +
+	"\n" +
+	"CrawlClaim\x12\x19\n" +
+	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x1a\n" +
+	"\bclaimant\x18\x02 \x01(\tR\bclaimant\x129\n" +
+	"\n" +
+	"claimed_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tclaimedAt*u\n" +
 	"\n" +
 	"CrawlState\x12\x1b\n" +
 	"\x17CRAWL_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -706,7 +779,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_control_proto_goTypes = []any{
 	(CrawlState)(0),               // 0: crawler.v1.CrawlState
 	(*CrawlSpec)(nil),             // 1: crawler.v1.CrawlSpec
@@ -715,28 +788,30 @@ var file_control_proto_goTypes = []any{
 	(*Limits)(nil),                // 4: crawler.v1.Limits
 	(*Politeness)(nil),            // 5: crawler.v1.Politeness
 	(*Revisit)(nil),               // 6: crawler.v1.Revisit
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
+	(*CrawlClaim)(nil),            // 7: crawler.v1.CrawlClaim
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
 }
 var file_control_proto_depIdxs = []int32{
 	0,  // 0: crawler.v1.CrawlSpec.state:type_name -> crawler.v1.CrawlState
-	7,  // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
+	8,  // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
 	2,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
 	4,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
 	5,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
 	6,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
-	7,  // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
 	3,  // 7: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
-	8,  // 8: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	8,  // 9: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	8,  // 10: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	8,  // 11: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	8,  // 12: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	9,  // 8: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	9,  // 9: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	9,  // 10: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	9,  // 11: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	9,  // 12: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	8,  // 13: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -750,7 +825,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

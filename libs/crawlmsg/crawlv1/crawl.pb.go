@@ -712,6 +712,209 @@ func (x *Proxy) GetScore() float64 {
 	return 0
 }
 
+// ProxyState is the proxy pool's whole state of one proxy, on the compacted
+// proxy-state topic keyed by proxy id (a tombstone: forgotten). The pool
+// instance that leads writes it after every change it makes (a check
+// round, applied feedback, a harvest, an eviction); every instance folds
+// the topic into its view, and a new leader loads it before its first
+// round, so scores survive restarts and instances agree. The fetchers read
+// Proxy, not this.
+type ProxyState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`              // scheme://[user:pass@]host:port
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`     // increases with every record of the id; older ones are ignored
+	Harvested     bool                   `protobuf:"varint,4,opt,name=harvested,proto3" json:"harvested,omitempty"` // from a source (evictable), not the operator's list
+	Checked       bool                   `protobuf:"varint,5,opt,name=checked,proto3" json:"checked,omitempty"`
+	Alive         bool                   `protobuf:"varint,6,opt,name=alive,proto3" json:"alive,omitempty"`
+	Outcome       string                 `protobuf:"bytes,7,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Error         string                 `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`                                        // credentials removed
+	LatencyUs     int64                  `protobuf:"varint,9,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`              // of the last check
+	LatencyEwmaS  float64                `protobuf:"fixed64,10,opt,name=latency_ewma_s,json=latencyEwmaS,proto3" json:"latency_ewma_s,omitempty"` // EWMA of check latencies; < 0 before the first success
+	CheckedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=checked_at,json=checkedAt,proto3" json:"checked_at,omitempty"`
+	Score         float64                `protobuf:"fixed64,12,opt,name=score,proto3" json:"score,omitempty"`
+	Success       float64                `protobuf:"fixed64,13,opt,name=success,proto3" json:"success,omitempty"`  // EWMA of checks and feedback, 0..1
+	Failures      int32                  `protobuf:"varint,14,opt,name=failures,proto3" json:"failures,omitempty"` // consecutive failed checks
+	Banned        bool                   `protobuf:"varint,15,opt,name=banned,proto3" json:"banned,omitempty"`
+	BlockedHosts  []string               `protobuf:"bytes,16,rep,name=blocked_hosts,json=blockedHosts,proto3" json:"blocked_hosts,omitempty"` // distinct hosts that blocked it (at most 1000)
+	Feedback      int64                  `protobuf:"varint,17,opt,name=feedback,proto3" json:"feedback,omitempty"`
+	Anonymity     string                 `protobuf:"bytes,18,opt,name=anonymity,proto3" json:"anonymity,omitempty"`
+	Evicted       bool                   `protobuf:"varint,19,opt,name=evicted,proto3" json:"evicted,omitempty"` // banned and evicted: not tracked, never harvested again
+	Writer        string                 `protobuf:"bytes,20,opt,name=writer,proto3" json:"writer,omitempty"`    // the instance that wrote it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProxyState) Reset() {
+	*x = ProxyState{}
+	mi := &file_crawl_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProxyState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProxyState) ProtoMessage() {}
+
+func (x *ProxyState) ProtoReflect() protoreflect.Message {
+	mi := &file_crawl_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProxyState.ProtoReflect.Descriptor instead.
+func (*ProxyState) Descriptor() ([]byte, []int) {
+	return file_crawl_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ProxyState) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProxyState) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ProxyState) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ProxyState) GetHarvested() bool {
+	if x != nil {
+		return x.Harvested
+	}
+	return false
+}
+
+func (x *ProxyState) GetChecked() bool {
+	if x != nil {
+		return x.Checked
+	}
+	return false
+}
+
+func (x *ProxyState) GetAlive() bool {
+	if x != nil {
+		return x.Alive
+	}
+	return false
+}
+
+func (x *ProxyState) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ProxyState) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ProxyState) GetLatencyUs() int64 {
+	if x != nil {
+		return x.LatencyUs
+	}
+	return 0
+}
+
+func (x *ProxyState) GetLatencyEwmaS() float64 {
+	if x != nil {
+		return x.LatencyEwmaS
+	}
+	return 0
+}
+
+func (x *ProxyState) GetCheckedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CheckedAt
+	}
+	return nil
+}
+
+func (x *ProxyState) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *ProxyState) GetSuccess() float64 {
+	if x != nil {
+		return x.Success
+	}
+	return 0
+}
+
+func (x *ProxyState) GetFailures() int32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *ProxyState) GetBanned() bool {
+	if x != nil {
+		return x.Banned
+	}
+	return false
+}
+
+func (x *ProxyState) GetBlockedHosts() []string {
+	if x != nil {
+		return x.BlockedHosts
+	}
+	return nil
+}
+
+func (x *ProxyState) GetFeedback() int64 {
+	if x != nil {
+		return x.Feedback
+	}
+	return 0
+}
+
+func (x *ProxyState) GetAnonymity() string {
+	if x != nil {
+		return x.Anonymity
+	}
+	return ""
+}
+
+func (x *ProxyState) GetEvicted() bool {
+	if x != nil {
+		return x.Evicted
+	}
+	return false
+}
+
+func (x *ProxyState) GetWriter() string {
+	if x != nil {
+		return x.Writer
+	}
+	return ""
+}
+
 // ProxyFeedback is a fetcher's report of one request made through a proxy.
 type ProxyFeedback struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -726,7 +929,7 @@ type ProxyFeedback struct {
 
 func (x *ProxyFeedback) Reset() {
 	*x = ProxyFeedback{}
-	mi := &file_crawl_proto_msgTypes[4]
+	mi := &file_crawl_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +941,7 @@ func (x *ProxyFeedback) String() string {
 func (*ProxyFeedback) ProtoMessage() {}
 
 func (x *ProxyFeedback) ProtoReflect() protoreflect.Message {
-	mi := &file_crawl_proto_msgTypes[4]
+	mi := &file_crawl_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +954,7 @@ func (x *ProxyFeedback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyFeedback.ProtoReflect.Descriptor instead.
 func (*ProxyFeedback) Descriptor() ([]byte, []int) {
-	return file_crawl_proto_rawDescGZIP(), []int{4}
+	return file_crawl_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProxyFeedback) GetProxyId() string {
@@ -879,7 +1082,32 @@ const file_crawl_proto_rawDesc = "" +
 	"checked_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcheckedAt\x12\x1d\n" +
 	"\n" +
 	"latency_us\x18\x04 \x01(\x03R\tlatencyUs\x12\x14\n" +
-	"\x05score\x18\x05 \x01(\x01R\x05score\"\xa3\x01\n" +
+	"\x05score\x18\x05 \x01(\x01R\x05score\"\xbb\x04\n" +
+	"\n" +
+	"ProxyState\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x1c\n" +
+	"\tharvested\x18\x04 \x01(\bR\tharvested\x12\x18\n" +
+	"\achecked\x18\x05 \x01(\bR\achecked\x12\x14\n" +
+	"\x05alive\x18\x06 \x01(\bR\x05alive\x12\x18\n" +
+	"\aoutcome\x18\a \x01(\tR\aoutcome\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x12\x1d\n" +
+	"\n" +
+	"latency_us\x18\t \x01(\x03R\tlatencyUs\x12$\n" +
+	"\x0elatency_ewma_s\x18\n" +
+	" \x01(\x01R\flatencyEwmaS\x129\n" +
+	"\n" +
+	"checked_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcheckedAt\x12\x14\n" +
+	"\x05score\x18\f \x01(\x01R\x05score\x12\x18\n" +
+	"\asuccess\x18\r \x01(\x01R\asuccess\x12\x1a\n" +
+	"\bfailures\x18\x0e \x01(\x05R\bfailures\x12\x16\n" +
+	"\x06banned\x18\x0f \x01(\bR\x06banned\x12#\n" +
+	"\rblocked_hosts\x18\x10 \x03(\tR\fblockedHosts\x12\x1a\n" +
+	"\bfeedback\x18\x11 \x01(\x03R\bfeedback\x12\x1c\n" +
+	"\tanonymity\x18\x12 \x01(\tR\tanonymity\x12\x18\n" +
+	"\aevicted\x18\x13 \x01(\bR\aevicted\x12\x16\n" +
+	"\x06writer\x18\x14 \x01(\tR\x06writer\"\xa3\x01\n" +
 	"\rProxyFeedback\x12\x19\n" +
 	"\bproxy_id\x18\x01 \x01(\tR\aproxyId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x18\n" +
@@ -907,33 +1135,35 @@ func file_crawl_proto_rawDescGZIP() []byte {
 }
 
 var file_crawl_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_crawl_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_crawl_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_crawl_proto_goTypes = []any{
 	(Source)(0),                   // 0: crawler.v1.Source
 	(*DiscoveredURL)(nil),         // 1: crawler.v1.DiscoveredURL
 	(*FetchRequest)(nil),          // 2: crawler.v1.FetchRequest
 	(*FetchedPage)(nil),           // 3: crawler.v1.FetchedPage
 	(*Proxy)(nil),                 // 4: crawler.v1.Proxy
-	(*ProxyFeedback)(nil),         // 5: crawler.v1.ProxyFeedback
-	nil,                           // 6: crawler.v1.FetchedPage.HeadersEntry
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(*ProxyState)(nil),            // 5: crawler.v1.ProxyState
+	(*ProxyFeedback)(nil),         // 6: crawler.v1.ProxyFeedback
+	nil,                           // 7: crawler.v1.FetchedPage.HeadersEntry
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
 }
 var file_crawl_proto_depIdxs = []int32{
-	7,  // 0: crawler.v1.DiscoveredURL.discovered_at:type_name -> google.protobuf.Timestamp
+	8,  // 0: crawler.v1.DiscoveredURL.discovered_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: crawler.v1.DiscoveredURL.source:type_name -> crawler.v1.Source
-	7,  // 2: crawler.v1.DiscoveredURL.lastmod:type_name -> google.protobuf.Timestamp
-	7,  // 3: crawler.v1.FetchRequest.discovered_at:type_name -> google.protobuf.Timestamp
-	7,  // 4: crawler.v1.FetchRequest.scheduled_at:type_name -> google.protobuf.Timestamp
-	7,  // 5: crawler.v1.FetchRequest.not_before:type_name -> google.protobuf.Timestamp
-	7,  // 6: crawler.v1.FetchedPage.fetched_at:type_name -> google.protobuf.Timestamp
-	6,  // 7: crawler.v1.FetchedPage.headers:type_name -> crawler.v1.FetchedPage.HeadersEntry
-	7,  // 8: crawler.v1.Proxy.checked_at:type_name -> google.protobuf.Timestamp
-	7,  // 9: crawler.v1.ProxyFeedback.at:type_name -> google.protobuf.Timestamp
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	8,  // 2: crawler.v1.DiscoveredURL.lastmod:type_name -> google.protobuf.Timestamp
+	8,  // 3: crawler.v1.FetchRequest.discovered_at:type_name -> google.protobuf.Timestamp
+	8,  // 4: crawler.v1.FetchRequest.scheduled_at:type_name -> google.protobuf.Timestamp
+	8,  // 5: crawler.v1.FetchRequest.not_before:type_name -> google.protobuf.Timestamp
+	8,  // 6: crawler.v1.FetchedPage.fetched_at:type_name -> google.protobuf.Timestamp
+	7,  // 7: crawler.v1.FetchedPage.headers:type_name -> crawler.v1.FetchedPage.HeadersEntry
+	8,  // 8: crawler.v1.Proxy.checked_at:type_name -> google.protobuf.Timestamp
+	8,  // 9: crawler.v1.ProxyState.checked_at:type_name -> google.protobuf.Timestamp
+	8,  // 10: crawler.v1.ProxyFeedback.at:type_name -> google.protobuf.Timestamp
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_crawl_proto_init() }
@@ -947,7 +1177,7 @@ func file_crawl_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_crawl_proto_rawDesc), len(file_crawl_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

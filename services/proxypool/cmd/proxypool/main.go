@@ -33,12 +33,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	defer pool.Close()
 
-	// Shutdown (libs/service): readiness false → the feedback group, the
-	// API server and the check loop stop → the admin server stops. The
-	// pool is ready once the topics exist.
-	if pool.ConsumesFeedback() {
-		svc.Go(service.Consume, "feedback group", pool.ApplyFeedback)
-	}
+	// Shutdown (libs/service): readiness false → the API server and the
+	// pool (the state follower and, while leading, the check loop and the
+	// feedback group) stop → the admin server stops. The pool is ready
+	// once the topics exist; every instance serves its view, one leads.
 	svc.Go(service.Consume, "api", pool.ServeAPI)
 	svc.Go(service.Consume, "pool", func(ctx context.Context) error { return pool.Keep(ctx, svc.SetReady) })
 	return svc.Run(ctx)

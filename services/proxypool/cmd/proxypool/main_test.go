@@ -208,9 +208,11 @@ func TestRunChecksAndPublishes(t *testing.T) {
 			t.Errorf("%s leaks the password", name)
 		}
 	}
-	if !strings.Contains(metrics, `crawler_proxypool_proxies{state="live"} 1`) {
-		t.Errorf("metrics lack the live gauge:\n%s", metrics)
-	}
+	// The gauge is set after the round's records are published.
+	eventually(t, "the live gauge", func() bool {
+		_, metrics, _ := httpGet(t, admin, "/metrics")
+		return strings.Contains(metrics, `crawler_proxypool_proxies{state="live"} 1`)
+	})
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {

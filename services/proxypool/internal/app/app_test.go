@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/config"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/state"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
@@ -50,10 +53,8 @@ func serve(t *testing.T, pp *Proxypool) {
 	})
 }
 
-// TestNew: the feedback topic is consumed only by a pool that has proxies
-// to score and --feedback; an idle pool is ready once Keep has created the
-// topics and then waits for its stop; the feedback group waits for the
-// topics and stops with its context.
+// TestNew: the feedback topic is consumed (by the leader) only by a pool
+// that has proxies to score and --feedback.
 func TestNew(t *testing.T) {
 	proxies := filepath.Join(t.TempDir(), "proxies.txt")
 	if err := os.WriteFile(proxies, []byte("127.0.0.1:1\n"), 0o600); err != nil {
@@ -79,13 +80,6 @@ func TestNew(t *testing.T) {
 			serve(t, pp)
 			if pp.ConsumesFeedback() != tt.wantFeedback {
 				t.Errorf("ConsumesFeedback = %v, want %v", pp.ConsumesFeedback(), tt.wantFeedback)
-			}
-			if tt.wantFeedback {
-				stopped, stop := context.WithCancel(t.Context())
-				stop()
-				if err := pp.ApplyFeedback(stopped); err != nil {
-					t.Errorf("ApplyFeedback stopped before the topics exist = %v, want nil", err)
-				}
 			}
 		})
 	}
@@ -113,5 +107,57 @@ func TestKeepIdle(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Keep = %v after its stop, want nil", err)
+	}
+}
+
+// TestKeepLeads: a lone pool with proxies takes the lead once the topics
+// exist, writes the verdicts of its first round to the state topic, and
+// gives the lead up when stopped.
+func TestKeepLeads(t *testing.T) {
+	proxies := filepath.Join(t.TempDir(), "proxies.txt")
+	if err := os.WriteFile(proxies, []byte("127.0.0.1:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := load(t, "--proxies-file", proxies, "--check-url", "http://127.0.0.1:1/", "--check-timeout", "1s",
+		"--kafka-session-timeout", kafkatest.SessionTimeout.String(), "--kafka-rebalance-timeout", kafkatest.RebalanceTimeout.String())
+	pp, err := New(t.Context(), cfg, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer pp.Close()
+	serve(t, pp)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pp.Keep(ctx, func() {}) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	checkedStates := func() int {
+		n := 0
+		err := kafkaio.ReadToEnd(ctx, cfg.Kafka, cfg.Kafka.Topics().ProxyState, kafkaio.ReadOptions{}, func(m kafka.Message) {
+			if st, err := state.Decode(m); err == nil && st.Status.Checked {
+				n++
+			}
+		})
+		if err != nil {
+			t.Logf("read state topic: %v", err)
+		}
+		return n
+	}
+	for !pp.Leading() || checkedStates() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("Keep returned before leading: %v", err)
+		case <-ctx.Done():
+			t.Fatal("never led and wrote a checked state")
+		case <-tick.C:
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Keep = %v after its stop, want nil", err)
+	}
+	if pp.Leading() {
+		t.Error("still leading after the stop")
 	}
 }

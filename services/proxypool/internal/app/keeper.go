@@ -4,33 +4,46 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/feedback"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/pool"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/proxylist"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/publish"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/refresh"
 	"github.com/trawl-crawler/trawl/services/proxypool/internal/stale"
+	"github.com/trawl-crawler/trawl/services/proxypool/internal/state"
 )
 
 // staleReadTimeout bounds reading the proxies topic at start.
 const staleReadTimeout = 30 * time.Second
 
-// keeper is the pool's main component: once the topics exist it is ready,
-// tombstones what a previous run left live on the proxies topic, then runs
-// the check loop (nil: idle) until its context is done.
+// keeper is the pool's main component: once the topics exist it is ready;
+// idle, it tombstones what a previous run left live on the proxies topic;
+// otherwise it follows the proxy-state topic and competes for the lead
+// (leader.go) until its context is done.
 type keeper struct {
 	kafka     kafkaio.Config
-	loop      *refresh.Loop
+	pool      *pool.Pool
+	entries   []proxylist.Entry // the operator's list (proxies file)
+	loop      *refresh.Loop     // nil: idle
+	store     *state.Store      // nil: idle
 	publisher *publish.Publisher
 	proxies   int // from the proxies file
 	sources   int
 	interval  time.Duration
 	log       *zap.Logger
+	reg       prometheus.Registerer
+	// feedbackMetrics is nil when the leader consumes no feedback.
+	feedbackMetrics *feedback.Metrics
+	leaderMetrics   *leaderMetrics
+	leading         atomic.Bool
 	// topicsReady is closed once the topics exist.
 	topicsReady chan struct{}
 }
@@ -46,21 +59,18 @@ func (k *keeper) run(ctx context.Context, ready func()) error {
 	}
 	ready()
 	close(k.topicsReady)
+	if k.loop != nil {
+		return k.follow(ctx)
+	}
 	topic := k.kafka.Topics().Proxies
-	// A previous run may have left proxies live on the topic that are no
-	// longer in the file or the pool: read them to tombstone after the
-	// first round (idle: at once). Best effort: a failure to read only
-	// logs.
-	sctx, scancel := context.WithTimeout(ctx, staleReadTimeout)
-	ids, err := stale.LiveIDs(sctx, k.kafka, topic)
-	scancel()
+	// A previous run may have left proxies live on the topic: idle, every
+	// one is stale. Best effort: a failure to read only logs.
+	ids, err := k.staleIDs(ctx)
 	switch {
 	case ctx.Err() != nil:
 		return nil
 	case err != nil:
 		k.log.Warn("previous proxies unknown", zap.Error(err))
-	case k.loop != nil:
-		k.loop.WithStale(ids)
 	case len(ids) > 0:
 		// Idle: every proxy left live is stale.
 		tombs := make([]pool.Change, len(ids))
@@ -75,15 +85,17 @@ func (k *keeper) run(ctx context.Context, ready func()) error {
 		}
 		k.log.Info("stale proxies tombstoned", zap.Int("tombstoned", len(tombs)))
 	}
-	if k.loop == nil {
-		k.log.Info("no proxies configured, running idle")
-		<-ctx.Done()
-		return nil
-	}
-	k.log.Info("checking proxies",
-		zap.Int("proxies", k.proxies), zap.Int("sources", k.sources), zap.Duration("interval", k.interval),
-		telemetry.Topic(topic))
-	return k.loop.Run(ctx)
+	k.log.Info("no proxies configured, running idle", telemetry.Topic(topic))
+	<-ctx.Done()
+	return nil
+}
+
+// staleIDs reads the ids left live on the proxies topic (bounded by
+// staleReadTimeout).
+func (k *keeper) staleIDs(ctx context.Context) ([]string, error) {
+	sctx, cancel := context.WithTimeout(ctx, staleReadTimeout)
+	defer cancel()
+	return stale.LiveIDs(sctx, k.kafka, k.kafka.Topics().Proxies)
 }
 
 // loadProxies reads the proxy list; an invalid line is a configuration error

@@ -68,18 +68,33 @@ func Apply(p Pool, m kafka.Message, met *Metrics, log *zap.Logger) {
 	met.records.WithLabelValues(outcome).Inc()
 }
 
-// handler applies a partition's records and acks each at once: the pool is
-// in memory, so a record is done when applied (a redelivery after a crash
-// counts twice, which only nudges an EWMA).
-type handler struct {
-	pool Pool
-	m    *Metrics
-	log  *zap.Logger
+// Flusher makes the pool's changes durable (*state.Store: the proxy-state
+// topic); it blocks until they are acknowledged.
+type Flusher interface {
+	Flush(ctx context.Context) error
 }
 
-func (h handler) Handle(_ context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+// handler applies a batch of a partition's records, makes the pool's
+// changes durable (the proxy-state topic), then acks the batch: a crash
+// before the flush redelivers the batch to the next leader, which loaded
+// the state without it.
+type handler struct {
+	pool  Pool
+	state Flusher // nil: the state is in memory only and records are done when applied
+	m     *Metrics
+	log   *zap.Logger
+}
+
+func (h handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
 	for _, msg := range batch {
 		Apply(h.pool, msg, h.m, h.log)
+	}
+	if h.state != nil {
+		if err := h.state.Flush(ctx); err != nil {
+			return fmt.Errorf("apply proxy feedback: %w", err)
+		}
+	}
+	for _, msg := range batch {
 		ack(msg)
 	}
 	return nil
@@ -88,11 +103,12 @@ func (h handler) Handle(_ context.Context, batch []kafka.Message, ack func(kafka
 func (handler) Close(context.Context) error { return nil }
 
 // NewGroup returns the consumer group (group <prefix>proxypool) over the
-// proxy-feedback topic; run it with Run.
-func NewGroup(c kafkaio.Config, p Pool, m *Metrics, log *zap.Logger, reg prometheus.Registerer) (*kafkaio.Group, error) {
+// proxy-feedback topic; run it with Run. st, when not nil, makes each
+// batch's effect durable before the batch is acked.
+func NewGroup(c kafkaio.Config, p Pool, st Flusher, m *Metrics, log *zap.Logger, reg prometheus.Registerer) (*kafkaio.Group, error) {
 	gc := kafkaio.GroupConfig{GroupID: c.GroupFor("proxypool"), Topic: c.Topics().ProxyFeedback}
 	g, err := kafkaio.NewGroup(c, gc, func(context.Context, string, int) (kafkaio.Handler, error) {
-		return handler{pool: p, m: m, log: log}, nil
+		return handler{pool: p, state: st, m: m, log: log}, nil
 	}, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create feedback group: %w", err)

@@ -56,7 +56,8 @@ type proxy struct {
 	published *published // nil: nothing published by this process yet
 	latency   float64    // EWMA of check latencies, seconds; <0 before the first
 	blocked   map[string]bool
-	harvested bool // added by Add: evictable (the operator's own list is not)
+	harvested bool   // added by Add: evictable (the operator's own list is not)
+	version   uint64 // of the last State taken or applied (state.go)
 }
 
 // Config configures a pool.
@@ -86,6 +87,11 @@ type Pool struct {
 	mu      sync.Mutex
 	proxies map[string]*proxy
 	banned  map[string]bool // ids banned and evicted: Add skips them
+
+	// What the state topic must learn (state.go): ids changed since the
+	// last TakeStates, and the records of proxies forgotten meanwhile.
+	dirty map[string]bool
+	gone  map[string]State
 }
 
 // maxBanned bounds the remembered bans; past it the list starts over.
@@ -99,7 +105,8 @@ func New(checkTimeout time.Duration) *Pool {
 
 // NewWithConfig returns an empty pool.
 func NewWithConfig(cfg Config) *Pool {
-	return &Pool{cfg: cfg, proxies: make(map[string]*proxy), banned: make(map[string]bool)}
+	return &Pool{cfg: cfg, proxies: make(map[string]*proxy), banned: make(map[string]bool),
+		dirty: make(map[string]bool), gone: make(map[string]State)}
 }
 
 func newProxy(e proxylist.Entry) *proxy {
@@ -118,10 +125,14 @@ func (p *Pool) Set(entries []proxylist.Entry) (removed []Change) {
 		id := e.ID()
 		keep[id] = true
 		if px, ok := p.proxies[id]; ok {
-			px.status.Entry = e
+			if px.status.Entry != e {
+				px.status.Entry = e
+				p.dirty[id] = true
+			}
 			continue
 		}
 		p.proxies[id] = newProxy(e)
+		p.dirty[id] = true
 	}
 	for id, px := range p.proxies {
 		if keep[id] {
@@ -130,7 +141,7 @@ func (p *Pool) Set(entries []proxylist.Entry) (removed []Change) {
 		if px.published != nil && px.published.live {
 			removed = append(removed, Change{ID: id, Delete: true, Status: px.status})
 		}
-		delete(p.proxies, id)
+		p.forget(id, px, false)
 	}
 	sortChanges(removed)
 	return removed
@@ -179,6 +190,7 @@ func (p *Pool) Record(r check.Result) {
 	}
 	px.status = st
 	px.status.Score = p.score(px)
+	p.dirty[r.Entry.ID()] = true
 }
 
 // score is the recent success rate times the latency score (the EWMA
@@ -231,6 +243,7 @@ func (p *Pool) Feedback(proxyID, host, outcome string) bool {
 		st.Outcome, st.Error = OutcomeBanned, "banned by fetcher feedback"
 	}
 	st.Score = p.score(px)
+	p.dirty[proxyID] = true
 	return true
 }
 
@@ -252,6 +265,7 @@ func (p *Pool) Add(entries []proxylist.Entry) int {
 		px := newProxy(e)
 		px.harvested = true
 		p.proxies[id] = px
+		p.dirty[id] = true
 		added++
 	}
 	return added
@@ -273,14 +287,8 @@ func (p *Pool) Evict() (removed []Change, evicted int) {
 		if px.published != nil && px.published.live {
 			removed = append(removed, Change{ID: id, Delete: true, Status: st})
 		}
-		delete(p.proxies, id)
+		p.forget(id, px, st.Banned)
 		evicted++
-		if st.Banned {
-			if len(p.banned) >= maxBanned {
-				clear(p.banned)
-			}
-			p.banned[id] = true
-		}
 	}
 	sortChanges(removed)
 	return removed, evicted

@@ -148,7 +148,7 @@ func TestPoolHealsWhenProxiesDie(t *testing.T) {
 		t.Fatal(err)
 	}
 	fed := &signallingPool{Pool: p, fed: make(chan struct{}, 1)}
-	group, err := feedback.NewGroup(kcfg, fed, fbMetrics, zap.NewNop(), reg)
+	group, err := feedback.NewGroup(kcfg, fed, nil, fbMetrics, zap.NewNop(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,12 @@ type Publisher interface {
 	Publish(ctx context.Context, changes []pool.Change) error
 }
 
+// StateStore writes the pool's changed proxy states durably
+// (*state.Store); it blocks until they are acknowledged.
+type StateStore interface {
+	Flush(ctx context.Context) error
+}
+
 // Harvester collects candidate proxies (*harvest.Harvester); a failing
 // source is reported in its Result.
 type Harvester interface {
@@ -129,8 +135,9 @@ type Loop struct {
 	pub     Publisher
 	log     *zap.Logger
 	m       *Metrics
-	harvest Harvester // nil: no sources
-	stale   []string  // ids live on the topic at start; nil once handled
+	harvest Harvester  // nil: no sources
+	stale   []string   // ids live on the topic at start; nil once handled
+	state   StateStore // nil: the state is kept in memory only
 }
 
 // New returns a loop; cfg must be valid.
@@ -143,6 +150,13 @@ func New(cfg Config, p *pool.Pool, c Checker, pub Publisher, log *zap.Logger, m 
 // empty). It returns l.
 func (l *Loop) WithHarvester(h Harvester) *Loop {
 	l.harvest = h
+	return l
+}
+
+// WithState makes the loop write the pool's changed states to st after
+// every round (verdicts, evictions, harvested proxies). It returns l.
+func (l *Loop) WithState(st StateStore) *Loop {
+	l.state = st
 	return l
 }
 
@@ -320,6 +334,11 @@ func (l *Loop) round(ctx context.Context) error {
 	l.log.Info("check round done",
 		zap.Int("live", live), zap.Int("dead", dead), zap.Int("published", len(changes)),
 		zap.Duration("took", time.Since(start)))
+	if l.state != nil {
+		if err := l.state.Flush(ctx); err != nil {
+			return err // Run stops; the next leader reloads the topic
+		}
+	}
 	return nil
 }
 

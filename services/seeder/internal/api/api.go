@@ -47,6 +47,11 @@ type Control interface {
 	// CaughtUp reports whether every specification published before the
 	// server started is known; until then the API answers 503.
 	CaughtUp() bool
+	// Claim claims a new crawl id on the control topic and reports
+	// whether this submission owns it (false: another submission, on
+	// this server or another, claimed it first). It blocks until the
+	// claim is decided.
+	Claim(ctx context.Context, crawlID string) (bool, error)
 }
 
 // Stats reads a crawl's progress and documents (ClickHouse).
@@ -386,6 +391,21 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if s.exists(w, id) {
 		return
 	}
+	// The id is free as far as this server knows; other API servers may
+	// be accepting it right now: the control topic decides.
+	owned, err := s.control.Claim(r.Context(), id)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away: the claim, if written, keeps the id taken
+		}
+		s.log.Error("claim crawl id failed", telemetry.Crawl(id), zap.Error(err))
+		writeError(w, http.StatusServiceUnavailable, "claim crawl id: "+err.Error(), nil)
+		return
+	}
+	if !owned {
+		s.conflict(w, id)
+		return
+	}
 	if err := s.control.Publish(r.Context(), job.Spec); err != nil {
 		s.log.Error("publish crawl spec failed", telemetry.Crawl(id), zap.Error(err))
 		writeError(w, http.StatusServiceUnavailable, "publish crawl spec: "+err.Error(), nil)
@@ -408,9 +428,15 @@ func (s *Server) exists(w http.ResponseWriter, id string) bool {
 	if s.control.Get(id) == nil {
 		return false
 	}
+	s.conflict(w, id)
+	return true
+}
+
+// conflict answers 409: the crawl id is taken (by a crawl, or by an
+// earlier claim of another submission).
+func (s *Server) conflict(w http.ResponseWriter, id string) {
 	writeError(w, http.StatusConflict, fmt.Sprintf("crawl %q exists", id),
 		jobs.FieldErrors{{Field: "crawl_id", Message: "already used"}})
-	return true
 }
 
 // decode reads a JSON body of at most MaxBodyBytes with no unknown fields

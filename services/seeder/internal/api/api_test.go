@@ -53,12 +53,17 @@ func newEnv(t *testing.T) env {
 // newEnvWith is newEnv with a sitemap source.
 func newEnvWith(t *testing.T, sm api.SitemapSource) env {
 	t.Helper()
-	kc := kafkatest.Config(t, 2)
+	return newEnvOn(t, kafkatest.Config(t, 2), chtest.NewStore(t), sm)
+}
+
+// newEnvOn is an API server over the given broker and ClickHouse: several
+// of them on one broker are API servers of one deployment.
+func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm api.SitemapSource) env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
-	store := chtest.NewStore(t)
 	reg := prometheus.NewRegistry()
 	w := kafkaio.NewWriter(kc, zap.NewNop(), reg)
 	ctl := control.New(kc, w, zap.NewNop())
@@ -423,7 +428,10 @@ func TestCrawlLifecycle(t *testing.T) {
 		}
 	}
 	specs := crawlcontrol.NewSpecs()
-	for _, m := range readTopic(t, e.kafka, e.kafka.Topics().Control, 4) {
+	for _, m := range readTopic(t, e.kafka, e.kafka.Topics().Control, 5) {
+		if crawlcontrol.IsClaim(m) {
+			continue // the crawl id's claim, before revision 1
+		}
 		var s crawlv1.CrawlSpec
 		if err := kafkaio.Decode(m, &s); err != nil {
 			t.Fatal(err)

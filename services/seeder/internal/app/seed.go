@@ -224,7 +224,8 @@ func loadSpec(path, crawlID string, stdin io.Reader, now time.Time) (jobs.Job, e
 // publishSpec publishes a crawl's specification the way the crawl-jobs API
 // does (control.Control: the compacted control topic, acknowledged by all
 // in-sync replicas), after reading the topic to its end as the API does
-// before it accepts a crawl id: a new crawl gets spec as its revision 1, a
+// before it accepts a crawl id: a new crawl id is claimed (control.Claim,
+// as the API does) and gets spec as its revision 1, a
 // crawl that has a specification gets spec as its next revision with its
 // state kept (jobs.Revise; a cancelled crawl is refused). It returns what
 // it published.
@@ -242,6 +243,16 @@ func publishSpec(ctx context.Context, kc kafkaio.Config, w publish.Writer, log *
 			var err error
 			if next, err = jobs.Revise(old, spec, now); err != nil {
 				return nil, fmt.Errorf("revise the spec of crawl %s: %w", spec.GetCrawlId(), err)
+			}
+		} else {
+			// A new crawl id: claim it as the API servers do, so that
+			// a crawl submitted to one of them meanwhile keeps one owner.
+			owned, err := ctl.Claim(gctx, spec.GetCrawlId())
+			if err != nil {
+				return nil, err
+			}
+			if !owned {
+				return nil, fmt.Errorf("crawl %s was created meanwhile by another submission: run again to revise it", spec.GetCrawlId())
 			}
 		}
 		return next, ctl.Publish(ctx, next)

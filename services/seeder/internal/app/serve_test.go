@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +94,70 @@ func TestNewServerFails(t *testing.T) {
 				t.Errorf("NewServer = %v, want an error mentioning %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestTwoServersOneOwner runs two API servers, as `seeder serve` builds
+// them, on one broker and one ClickHouse database, and submits each new
+// crawl id to both at once: every time one answers 201 and the other 409.
+func TestTwoServersOneOwner(t *testing.T) {
+	args := append(svctest.Args(t, svctest.None), "--api-addr", "127.0.0.1:0", "--api-token", "0123456789abcdef")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var servers []*Server
+	done := make(chan error, 4)
+	for range 2 {
+		cfg, err := config.LoadServe(args, func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewServer(ctx, cfg, zaptest.NewLogger(t), prometheus.NewRegistry())
+		if err != nil {
+			t.Fatalf("NewServer: %v", err)
+		}
+		defer s.Close()
+		go func() { done <- s.FollowControl(ctx) }()
+		go func() { done <- s.Serve(ctx) }()
+		if err := s.WaitCaughtUp(ctx); err != nil {
+			t.Fatalf("WaitCaughtUp: %v", err)
+		}
+		servers = append(servers, s)
+	}
+	post := func(s *Server, id string) int {
+		body := `{"crawl_id":"` + id + `","seeds":["http://127.0.0.2/"]}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Addr().String()+"/v1/crawls", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer 0123456789abcdef")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("POST /v1/crawls: %v", err)
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	for round := range 10 {
+		id := "two-" + strconv.Itoa(round)
+		codes := make(chan int, 2)
+		for _, s := range servers {
+			go func() { codes <- post(s, id) }()
+		}
+		got := map[int]int{}
+		for range 2 {
+			got[<-codes]++
+		}
+		if got[http.StatusCreated] != 1 || got[http.StatusConflict] != 1 {
+			t.Errorf("round %d: answers %v, want one 201 and one 409", round, got)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Errorf("stopped part: %v", err)
+		}
 	}
 }

@@ -32,20 +32,24 @@ type Control struct {
 	// the topic when it started.
 	caughtUp     chan struct{}
 	caughtUpOnce sync.Once
+
+	claimMu sync.Mutex
+	claims  claims
 }
 
 // New returns a Control writing with w (not closed by Control).
 func New(cfg kafkaio.Config, w publish.Writer, log *zap.Logger) *Control {
-	return &Control{cfg: cfg, w: w, specs: crawlcontrol.NewSpecs(), log: log, now: time.Now, caughtUp: make(chan struct{})}
+	return &Control{cfg: cfg, w: w, specs: crawlcontrol.NewSpecs(), log: log, now: time.Now, caughtUp: make(chan struct{}),
+		claims: claims{first: make(map[string]string), waiting: make(map[string]chan bool)}}
 }
 
 // Run follows the control topic until ctx is done; once every record
 // present at the start is applied, CaughtUp reports true (at once for an
 // empty topic). Records are applied as crawlcontrol.Follow does: the newest
 // revision wins, a tombstone deletes, an undecodable record is logged and
-// skipped.
+// skipped. Claims of crawl ids are decided as they are read (see Claim).
 func (c *Control) Run(ctx context.Context) error {
-	return crawlcontrol.FollowCaughtUp(ctx, c.cfg, c.specs, c.markCaughtUp, func(err error) {
+	return crawlcontrol.FollowClaims(ctx, c.cfg, c.specs, c.markCaughtUp, c.observeClaim, func(err error) {
 		c.log.Warn("undecodable crawl spec skipped", zap.Error(err))
 	})
 }
