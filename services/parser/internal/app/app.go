@@ -96,15 +96,25 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		GroupID:  cfg.Kafka.GroupFor(Name),
 		Topic:    topics.Fetched,
 		MaxBatch: cfg.Parser.BatchSize,
-		// A batch's documents wait in memory for their insert: two
-		// batches per partition at most.
-		MaxInFlight: 2 * cfg.Parser.BatchSize,
+		// A partition acks a batch once its rows are inserted, up to a
+		// flush interval later, so it parses at most MaxInFlight pages
+		// per flush interval: at two batches (100) and 2 s flushes, a
+		// parser that had fallen behind caught up at 50 pages/s per
+		// partition (the bench crawl's last 15 s), whatever its CPU; at
+		// four, 100 pages/s per partition, as two did with 1 s flushes.
+		// The records' payloads are not kept (kafkaio.AckRefs); their
+		// documents are, until inserted.
+		MaxInFlight: parserInFlightBatches * cfg.Parser.BatchSize,
 	}, proc.Assign, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)
 	}
 	return p, nil
 }
+
+// parserInFlightBatches is how many batches of a partition may wait for
+// their inserts.
+const parserInFlightBatches = 4
 
 // DocumentBatch returns the batching of the documents writer from the
 // shared one: a document row carries the page's text (16 KB on average on
