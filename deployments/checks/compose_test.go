@@ -45,6 +45,10 @@ func TestComposeLoads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The ClickHouse password file the quick start creates.
+	if err := os.WriteFile(filepath.Join(dir, "clickhouse_password"), []byte("0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	opts, err := cli.NewProjectOptions([]string{filepath.Join(dir, "compose.yaml")},
 		cli.WithWorkingDirectory(dir), cli.WithConsistency(true), cli.WithProfiles([]string{"cli"}))
 	if err != nil {
@@ -78,6 +82,28 @@ func TestComposeLoads(t *testing.T) {
 		if v := svc.Environment["CRAWLER_KAFKA_BROKERS"]; v == nil || *v != "kafka:9092" {
 			t.Errorf("%s: CRAWLER_KAFKA_BROKERS %v", name, v)
 		}
+		if v := svc.Environment["CRAWLER_CLICKHOUSE_PASSWORD_FILE"]; v == nil || *v != "/run/secrets/clickhouse_password" {
+			t.Errorf("%s: CRAWLER_CLICKHOUSE_PASSWORD_FILE %v, want the secret's file", name, v)
+		}
+		if !usesSecret(svc, "clickhouse_password") {
+			t.Errorf("%s: secret clickhouse_password not mounted", name)
+		}
+	}
+	// The password is a file, never a variable: no service, ClickHouse
+	// included, gets it in its environment.
+	for name, svc := range p.Services {
+		for _, k := range []string{"CRAWLER_CLICKHOUSE_PASSWORD", "CLICKHOUSE_PASSWORD"} {
+			if _, ok := svc.Environment[k]; ok {
+				t.Errorf("%s: the ClickHouse password in variable %s", name, k)
+			}
+		}
+	}
+	if sec, ok := p.Secrets["clickhouse_password"]; !ok || sec.File != filepath.Join(dir, "clickhouse_password") {
+		t.Errorf("secret clickhouse_password: %+v, want the file clickhouse_password", sec)
+	}
+	ch := p.Services["clickhouse"]
+	if v := ch.Environment["CLICKHOUSE_PASSWORD_FILE"]; v == nil || *v != "/run/secrets/clickhouse_password" || !usesSecret(ch, "clickhouse_password") {
+		t.Errorf("clickhouse: CLICKHOUSE_PASSWORD_FILE %v, secrets %+v: want the mounted secret", v, ch.Secrets)
 	}
 	if kh := p.Services["kafka"].HealthCheck; kh == nil || len(kh.Test) == 0 {
 		t.Error("kafka has no health check")
@@ -102,4 +128,14 @@ func TestComposeLoads(t *testing.T) {
 			t.Errorf("prometheus.yml has no job %s", job)
 		}
 	}
+}
+
+// usesSecret reports whether svc mounts the project secret name.
+func usesSecret(svc types.ServiceConfig, name string) bool {
+	for _, s := range svc.Secrets {
+		if s.Source == name {
+			return true
+		}
+	}
+	return false
 }
