@@ -248,16 +248,14 @@ func TestAnalystQueries(t *testing.T) {
 			"crawl-1 | 200 | 5", "crawl-1 | 0 | 3", "crawl-1 | 304 | 1", "crawl-1 | 301 | 1",
 			"crawl-2 | 0 | 3", "crawl-2 | 200 | 1",
 		}},
+		// robots_denied (h0, twice) and the redirect (h1) are no failures
 		"failure_reasons": {false, []string{
 			"crawl-2 | connect | 3 | 1 | connection refused",
-			"crawl-1 | robots_denied | 2 | 1 | disallowed by robots.txt",
 			"crawl-1 | timeout | 1 | 1 | timeout after 5s",
-			"crawl-1 | redirect | 1 | 1 | redirect to http://h1.test/p/3",
 		}},
 		"failing_hosts": {false, []string{
-			`crawl-1 | h0.test | 3 | 7 | 0.429 | ["" "robots_denied" "timeout"]`,
-			`crawl-2 | h2.test | 3 | 4 | 0.75 | ["connect" ""]`,
-			`crawl-1 | h1.test | 1 | 3 | 0.333 | ["" "redirect"]`,
+			`crawl-2 | h2.test | 3 | 4 | 0.75 | ["connect"]`,
+			`crawl-1 | h0.test | 1 | 7 | 0.143 | ["timeout"]`,
 		}},
 		"bytes_per_host": {true, []string{
 			"crawl-1 | h0.test | 3000 | 2.93 KiB | 429",

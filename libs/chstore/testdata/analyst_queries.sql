@@ -58,7 +58,7 @@ GROUP BY crawl_id, status
 ORDER BY crawl_id, responses DESC;
 
 -- name: failure_reasons
--- Why fetches fail: error kinds with how many hosts they hit and one example message.
+-- Why fetches fail: error kinds with how many hosts they hit and one example message (a redirect, a robots.txt denial, a cancelled crawl's or a spent budget's request is no failure).
 SELECT
     crawl_id,
     error_kind,
@@ -66,19 +66,20 @@ SELECT
     uniqExact(host) AS hosts,
     any(error_message) AS example
 FROM fetch_log FINAL
-WHERE error_kind != '' AND fetched_at >= now() - INTERVAL 1 DAY
+WHERE error_kind NOT IN ('', 'redirect', 'robots_denied', 'cancelled', 'budget_exhausted')
+  AND fetched_at >= now() - INTERVAL 1 DAY
 GROUP BY crawl_id, error_kind
 ORDER BY failures DESC;
 
 -- name: failing_hosts
--- Hosts with the most failures, with their failure rate.
+-- Hosts with the most failures (as in failure_reasons), with their failure rate.
 SELECT
     crawl_id,
     host,
-    countIf(error_kind != '') AS failures,
+    countIf(error_kind NOT IN ('', 'redirect', 'robots_denied', 'cancelled', 'budget_exhausted')) AS failures,
     count() AS attempts,
     round(failures / attempts, 3) AS failure_rate,
-    topK(3)(error_kind) AS top_kinds
+    topKIf(3)(error_kind, error_kind NOT IN ('', 'redirect', 'robots_denied', 'cancelled', 'budget_exhausted')) AS top_kinds
 FROM fetch_log FINAL
 WHERE fetched_at >= now() - INTERVAL 1 DAY
 GROUP BY crawl_id, host
