@@ -82,6 +82,7 @@ type Server struct {
 	stopTimeout   time.Duration
 	tmpl          *template.Template
 	legacy        bool // an 18.x server: see configTmpl
+	cluster       *nodeConfig
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -109,6 +110,9 @@ type Options struct {
 	// password), by name, with their passwords (stored hashed in the
 	// config). Names must be identifiers ([A-Za-z_][A-Za-z0-9_]*).
 	Users map[string]string
+
+	// cluster makes the server a node of a cluster (StartCluster).
+	cluster *nodeConfig
 
 	// configTemplate replaces configTmpl (same fields); set by this
 	// package's load benchmark to measure candidate settings.
@@ -151,6 +155,7 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 		}
 	}
 	s.userPasswords = o.Users
+	s.cluster = o.cluster
 	if o.TLS != nil {
 		if o.TLS.CertFile == "" || o.TLS.KeyFile == "" {
 			return nil, errors.New("start clickhouse: TLS needs a certificate and a key file")
