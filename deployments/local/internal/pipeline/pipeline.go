@@ -39,6 +39,10 @@ type Config struct {
 	BrokerAddr     string              // comma-separated brokers of an existing Kafka; "" starts an embedded broker
 	ClickHouseAddr string              // native host:port (comma-separated for several)
 	Database       string              // ClickHouse database (default "crawler")
+	// ClickHouseCluster, when set, runs the schema and every service in
+	// ClickHouse cluster mode on that cluster (the services'
+	// --clickhouse-cluster; see libs/chstore/cluster.go).
+	ClickHouseCluster string
 	Partitions     int                 // default 32
 	TopicPrefix    string              // default "crawler."
 	SessionTimeout time.Duration       // consumer session timeout (default 6s)
@@ -202,7 +206,9 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 	if err := kafkaio.EnsureTopics(ctx, p.Kafka); err != nil {
 		return nil, fmt.Errorf("create topics: %w", err)
 	}
-	p.Store, err = chstore.Open(ctx, cfg.Security.ClickHouseConfig(cfg.ClickHouseAddr, cfg.Database), zap.NewNop())
+	chc := cfg.Security.ClickHouseConfig(cfg.ClickHouseAddr, cfg.Database)
+	chc.Cluster = cfg.ClickHouseCluster
+	p.Store, err = chstore.Open(ctx, chc, zap.NewNop())
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +268,7 @@ func (p *Pipeline) CommonEnv(name, adminAddr string) []string {
 		"CRAWLER_KAFKA_REBALANCE_TIMEOUT=" + p.Kafka.RebalanceTimeout.String(),
 		"CRAWLER_CLICKHOUSE_ADDR=" + p.cfg.ClickHouseAddr,
 		"CRAWLER_CLICKHOUSE_DATABASE=" + p.cfg.Database,
+		"CRAWLER_CLICKHOUSE_CLUSTER=" + p.cfg.ClickHouseCluster,
 		"CRAWLER_ADMIN_ADDR=" + adminAddr,
 		"CRAWLER_PROFILE_DIR=",
 	}
