@@ -1,6 +1,7 @@
 // Package chlocal runs a private ClickHouse server for local crawls and
 // tests: its own config, data directory and loopback ports, started from
-// the clickhouse binary on the PATH.
+// the clickhouse binary on the PATH; and, for the cluster tests, a local
+// cluster of such servers with a ZooKeeper (StartCluster, cluster.go).
 package chlocal
 
 import (

@@ -7,6 +7,11 @@
 // every INSERT names its columns. Tables use ReplacingMergeTree keyed so
 // that a repeated insert of the same row is collapsed (idempotent sinks);
 // queries that must not double-count use FINAL or uniqExact.
+//
+// Config.Cluster turns on cluster mode (cluster.go): every table
+// replicated on each shard as <table>_local, read and written through a
+// Distributed table of the plain name; single-server mode, the default,
+// is unchanged.
 package chstore
 
 import (
