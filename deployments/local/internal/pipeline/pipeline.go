@@ -39,10 +39,6 @@ type Config struct {
 	BrokerAddr     string              // comma-separated brokers of an existing Kafka; "" starts an embedded broker
 	ClickHouseAddr string              // native host:port (comma-separated for several)
 	Database       string              // ClickHouse database (default "crawler")
-	// ClickHouseCluster, when set, runs the schema and every service in
-	// ClickHouse cluster mode on that cluster (the services'
-	// --clickhouse-cluster; see libs/chstore/cluster.go).
-	ClickHouseCluster string
 	Partitions     int                 // default 32
 	TopicPrefix    string              // default "crawler."
 	SessionTimeout time.Duration       // consumer session timeout (default 6s)
@@ -79,6 +75,11 @@ type Config struct {
 	// OnRestart, optional, is called with every exit a supervisor
 	// handles, from the supervisor's goroutine.
 	OnRestart func(supervise.Event)
+
+	// ClickHouseCluster, when set, runs the schema and every service in
+	// ClickHouse cluster mode on that cluster (the services'
+	// --clickhouse-cluster; see libs/chstore/cluster.go).
+	ClickHouseCluster string
 
 	// Security is the TLS and authentication of an existing Kafka
 	// (BrokerAddr) and ClickHouse, for the pipeline's connections and
