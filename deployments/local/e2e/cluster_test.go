@@ -3,11 +3,9 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,67 +105,6 @@ func (e *crawlEnv) countCrawl(ctx context.Context) crawlCounts {
 	return c
 }
 
-// flushStats is the services' batch inserts so far, per table, from their
-// /metrics: clickhouse_flush_seconds (successful inserts, retries
-// included) and clickhouse_insert_errors_total.
-type flushStats struct {
-	sum, count, errors map[string]float64
-}
-
-func (e *crawlEnv) flushStats() flushStats {
-	e.t.Helper()
-	f := flushStats{sum: map[string]float64{}, count: map[string]float64{}, errors: map[string]float64{}}
-	for _, proc := range e.p.Processes() {
-		addr := e.p.AdminAddr(proc)
-		if addr == "" {
-			continue
-		}
-		b, _ := getBody(e.t, "http://"+addr+"/metrics")
-		for line := range strings.Lines(string(b)) {
-			name, rest, ok := strings.Cut(line, "{")
-			if !ok {
-				continue
-			}
-			_, tail, ok := strings.Cut(rest, `table="`)
-			if !ok {
-				continue
-			}
-			table, val, _ := strings.Cut(tail, `"`)
-			v, err := strconv.ParseFloat(strings.TrimSpace(val[strings.LastIndex(val, " ")+1:]), 64)
-			if err != nil {
-				continue
-			}
-			switch {
-			case strings.HasSuffix(name, "clickhouse_flush_seconds_sum"):
-				f.sum[table] += v
-			case strings.HasSuffix(name, "clickhouse_flush_seconds_count"):
-				f.count[table] += v
-			case strings.HasSuffix(name, "clickhouse_insert_errors_total"):
-				f.errors[table] += v
-			}
-		}
-	}
-	return f
-}
-
-// since returns the inserts after prev.
-func (f flushStats) since(prev flushStats) flushStats {
-	d := flushStats{sum: map[string]float64{}, count: map[string]float64{}, errors: map[string]float64{}}
-	for tb := range f.count {
-		d.sum[tb], d.count[tb], d.errors[tb] = f.sum[tb]-prev.sum[tb], f.count[tb]-prev.count[tb], f.errors[tb]-prev.errors[tb]
-	}
-	return d
-}
-
-// format is "mean (inserts, errors)" for a table.
-func (f flushStats) format(tb string) string {
-	if f.count[tb] == 0 {
-		return "-"
-	}
-	mean := time.Duration(f.sum[tb] / f.count[tb] * float64(time.Second))
-	return fmt.Sprintf("%s (%d, %d err)", mean.Round(100*time.Microsecond), int(f.count[tb]), int(f.errors[tb]))
-}
-
 // insertProbe times n synchronous inserts of rows fetch_log rows each
 // (a probe crawl's, apart from the test's) through the store, as the
 // services' batch writers insert, and returns the median and the 90th
@@ -224,8 +161,8 @@ func replicaLag(ctx context.Context, t *testing.T, srv *chlocal.Server, db strin
 // completes with the counts of the single-node run; then restarts the
 // scheduler, which reloads its seen set from the Distributed url_seen,
 // re-seeds every URL of the site, and checks that none is fetched again.
-// It prints pages/s and the services' mean insert time, single vs
-// cluster. Skipped, saying so, only when ZooKeeper is not installed.
+// It prints pages/s and the time of an insert, single vs cluster.
+// Skipped, saying so, only when ZooKeeper is not installed.
 func TestClusterCrawl(t *testing.T) {
 	cl := chtest.StartCluster(t, 2, 2)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -234,9 +171,8 @@ func TestClusterCrawl(t *testing.T) {
 	const delay = 50 * time.Millisecond
 
 	var (
-		single, cluster                          crawlCounts
-		singleFlush, healthyFlush, degradedFlush flushStats
-		probes                                   []string
+		single, cluster crawlCounts
+		probes          []string
 	)
 	const probeN, probeRows = 30, 1000
 	probe := func(t *testing.T, name string, s *chstore.Store) {
@@ -250,7 +186,6 @@ func TestClusterCrawl(t *testing.T) {
 		e.drain(ctx, 120*time.Second)
 		took := time.Since(start)
 		single = e.countCrawl(ctx)
-		singleFlush = e.flushStats()
 		single.PagesPerS = float64(single.Requests) / took.Seconds()
 		e.stop()
 		if dups := checkCoverage(t, e.site, true); dups > 0 {
@@ -263,7 +198,11 @@ func TestClusterCrawl(t *testing.T) {
 		return
 	}
 	t.Run("cluster", func(t *testing.T) {
-		e := startEnv(t, ctx, envConfig{site: site, delay: delay, cluster: cl})
+		// Under supervisors, as the launcher and Kubernetes run them: a
+		// query in flight on the replica when it dies fails, and the
+		// service that made it exits and is restarted from its committed
+		// offsets (docs/operations.md, "ClickHouse cluster").
+		e := startEnv(t, ctx, envConfig{site: site, delay: delay, cluster: cl, autoRestart: true})
 		total := len(e.site.ReachableAllowed())
 		start := time.Now()
 		e.seed(ctx, e.site.Seeds(), "")
@@ -283,19 +222,18 @@ func TestClusterCrawl(t *testing.T) {
 			}
 		}
 		killedAt := len(pageRequests(e.site.Requests()))
-		healthyFlush = e.flushStats()
 		victim.Kill()
 		t.Logf("SIGKILLed replica s2r1 (%s) at %d of %d pages; its peer s2r2: %s", victim.Addr(), killedAt, total,
 			replicaLag(ctx, t, cl.Node(1, 1), e.p.Store.Database()))
 		e.drain(ctx, 150*time.Second)
 		took := time.Since(start)
 		down := e.countCrawl(ctx)
-		degradedFlush = e.flushStats().since(healthyFlush)
 		down.PagesPerS = float64(down.Requests) / took.Seconds()
 		cluster = down
-		if dups := checkCoverage(t, e.site, true); dups > 0 {
-			t.Errorf("%d duplicate fetches with a replica killed", dups)
-		}
+		// A service restarted after the kill may fetch again what its
+		// previous run had not acknowledged: counted, not failed.
+		dups := checkCoverage(t, e.site, false)
+		t.Logf("with a replica killed: %d duplicate fetches, services restarted by their supervisors: %v", dups, e.supervisorEvents())
 		// What the cluster answers with the replica still down: an acked
 		// insert is on one replica's disk, and one the killed replica had
 		// not yet passed on comes back with it (reported, not failed).
@@ -356,17 +294,9 @@ func TestClusterCrawl(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "ClickHouse single node vs cluster (2 shards x 2 replicas, replica s2r1 SIGKILLed a third into the crawl), %d pages, %s delay, %d hosts:\n"+
-		"  pages/s: single %.1f, cluster %.1f\n"+
-		"  services' batch inserts, mean time (inserts, errors): single | cluster before the kill | cluster after it",
+		"  pages/s: single %.1f, cluster %.1f",
 		single.Requests, delay, site.Hosts, single.PagesPerS, cluster.PagesPerS)
-	fmt.Fprintf(&b, "\n  insert of %d fetch_log rows (%d times): %s", probeRows, probeN, strings.Join(probes, "; "))
-	tables := slices.Sorted(maps.Keys(singleFlush.count))
-	for _, tb := range tables {
-		if singleFlush.count[tb] == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "\n    %-14s %-26s | %-26s | %s", tb, singleFlush.format(tb), healthyFlush.format(tb), degradedFlush.format(tb))
-	}
+	fmt.Fprintf(&b, "\n  one insert of %d fetch_log rows (%d times): %s", probeRows, probeN, strings.Join(probes, "; "))
 	t.Log(b.String())
 	fmt.Println("e2e:", b.String())
 }
