@@ -299,6 +299,15 @@ func (s *Server) logTail() string {
 	for _, f := range []string{"server.err.log", "stdout.log"} {
 		b, err := os.ReadFile(filepath.Join(s.dir, "log", f))
 		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			// The last exception first: a stack trace after it would
+			// push it out of the tail.
+			if i := bytes.LastIndex(b, []byte("DB::Exception: ")); i >= 0 {
+				line := b[i:]
+				if j := bytes.IndexByte(line, '\n'); j >= 0 {
+					line = line[:j]
+				}
+				parts = append(parts, f+" (last exception): "+tail(line, 1024))
+			}
 			parts = append(parts, f+": "+tail(b, 2048))
 		}
 	}

@@ -290,3 +290,22 @@ func (z *ZooKeeper) Stop() error {
 	z.cmd = nil
 	return nil
 }
+
+// ForceRestoreData makes the next start of the server restore its
+// replicated tables whatever their parts: ClickHouse's recovery for a
+// replica whose parts on disk and in ZooKeeper disagree too much (after a
+// crash, 18.16 may refuse to attach a small table whose newest parts it
+// wrote but did not register). It writes the flag file
+// <data>/flags/force_restore_data, which the server deletes once read;
+// unexpected parts are set aside in detached/ and fetched again from the
+// other replicas.
+func (s *Server) ForceRestoreData() error {
+	dir := filepath.Join(s.dir, "data", "flags")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("force restore data: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "force_restore_data"), nil, 0o644); err != nil {
+		return fmt.Errorf("force restore data: %w", err)
+	}
+	return nil
+}

@@ -197,9 +197,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The replica comes back and catches up.
-	if err := c.Node(1, 0).Restart(ctx); err != nil {
-		t.Fatalf("restart replica: %v", err)
-	}
+	chtest.RestartReplica(ctx, t, c.Node(1, 0))
 	syncReplicas(ctx, t, c, shards, replicas, cfg.Database, "url_seen_local")
 	var counts []string
 	for sh := range shards {

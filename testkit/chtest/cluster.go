@@ -61,3 +61,22 @@ func ClusterConfig(t testing.TB, c *chlocal.Cluster) chstore.Config {
 		Cluster:     c.Name(),
 	}
 }
+
+// RestartReplica starts a cluster server again after a crash (Kill). When
+// it refuses to start, as 18.16 may after a SIGKILL when a replicated
+// table's parts on disk disagree with ZooKeeper, it logs why and starts it
+// with ClickHouse's recovery flag (chlocal.Server.ForceRestoreData).
+func RestartReplica(ctx context.Context, t testing.TB, srv *chlocal.Server) {
+	t.Helper()
+	err := srv.Restart(ctx)
+	if err == nil {
+		return
+	}
+	t.Logf("replica %s did not start after the crash, starting it with force_restore_data: %v", srv.Addr(), err)
+	if err := srv.ForceRestoreData(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatalf("restart replica %s with force_restore_data: %v", srv.Addr(), err)
+	}
+}

@@ -247,9 +247,7 @@ func TestClusterCrawl(t *testing.T) {
 
 		// The replica comes back and catches up; then the counts must be
 		// the single node run's.
-		if err := victim.Restart(ctx); err != nil {
-			t.Fatalf("restart replica: %v", err)
-		}
+		chtest.RestartReplica(ctx, t, victim)
 		syncCluster(ctx, t, cl, e.p.Store.Database())
 		probe(t, "cluster, all replicas up", e.p.Store)
 		after := e.countCrawl(ctx)
