@@ -1,6 +1,7 @@
 // Package chlocal runs a private ClickHouse server for local crawls and
 // tests: its own config, data directory and loopback ports, started from
-// the clickhouse binary on the PATH.
+// the clickhouse binary on the PATH; and, for the cluster tests, a local
+// cluster of such servers with a ZooKeeper (StartCluster, cluster.go).
 package chlocal
 
 import (
@@ -82,6 +83,7 @@ type Server struct {
 	stopTimeout   time.Duration
 	tmpl          *template.Template
 	legacy        bool // an 18.x server: see configTmpl
+	cluster       *nodeConfig
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -109,6 +111,9 @@ type Options struct {
 	// password), by name, with their passwords (stored hashed in the
 	// config). Names must be identifiers ([A-Za-z_][A-Za-z0-9_]*).
 	Users map[string]string
+
+	// cluster makes the server a node of a cluster (StartCluster).
+	cluster *nodeConfig
 
 	// configTemplate replaces configTmpl (same fields); set by this
 	// package's load benchmark to measure candidate settings.
@@ -151,6 +156,7 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 		}
 	}
 	s.userPasswords = o.Users
+	s.cluster = o.cluster
 	if o.TLS != nil {
 		if o.TLS.CertFile == "" || o.TLS.KeyFile == "" {
 			return nil, errors.New("start clickhouse: TLS needs a certificate and a key file")
@@ -293,6 +299,15 @@ func (s *Server) logTail() string {
 	for _, f := range []string{"server.err.log", "stdout.log"} {
 		b, err := os.ReadFile(filepath.Join(s.dir, "log", f))
 		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			// The last exception first: a stack trace after it would
+			// push it out of the tail.
+			if i := bytes.LastIndex(b, []byte("DB::Exception: ")); i >= 0 {
+				line := b[i:]
+				if j := bytes.IndexByte(line, '\n'); j >= 0 {
+					line = line[:j]
+				}
+				parts = append(parts, f+" (last exception): "+tail(line, 1024))
+			}
 			parts = append(parts, f+": "+tail(b, 2048))
 		}
 	}

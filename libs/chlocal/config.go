@@ -32,6 +32,10 @@ type configData struct {
 	TLSPort int
 	TLS     *TLS
 	Users   []user // users besides default, with passwords
+	// Cluster, when not nil, makes the server one node of a cluster
+	// (StartCluster): ZooKeeper, remote_servers, macros, the interserver
+	// port replicas fetch parts over, the distributed DDL queue.
+	Cluster *nodeConfig
 }
 
 // user is a password-protected user of the server's config.
@@ -84,6 +88,35 @@ var configTmpl = template.Must(template.New("config").Parse(`<?xml version="1.0"
       <preferServerCiphers>true</preferServerCiphers>
     </server>
   </openSSL>
+{{- end}}
+{{- with .Cluster}}
+  <!-- One node of a local cluster (StartCluster). Replicas fetch parts
+       from each other over the interserver HTTP port. -->
+  <interserver_http_host>127.0.0.1</interserver_http_host>
+  <interserver_http_port>{{.InterserverPort}}</interserver_http_port>
+  <zookeeper>
+    <node><host>127.0.0.1</host><port>{{.ZooKeeperPort}}</port></node>
+    <session_timeout_ms>30000</session_timeout_ms>
+  </zookeeper>
+  <remote_servers>
+    <{{.Name}}>
+{{- range .Shards}}
+      <shard>
+        <!-- Inserts through a Distributed table write one replica; the
+             replicated table copies the block to the others. -->
+        <internal_replication>true</internal_replication>
+{{- range .}}
+        <replica><host>127.0.0.1</host><port>{{.}}</port></replica>
+{{- end}}
+      </shard>
+{{- end}}
+    </{{.Name}}>
+  </remote_servers>
+  <macros>
+    <shard>{{.Shard}}</shard>
+    <replica>{{.Replica}}</replica>
+  </macros>
+  <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
 {{- end}}
   <path>{{.Dir}}/data/</path>
   <tmp_path>{{.Dir}}/tmp/</tmp_path>
@@ -152,6 +185,15 @@ var configTmpl = template.Must(template.New("config").Parse(`<?xml version="1.0"
       <!-- 18.16 defaults to 1, current releases to 0: set, so that both
            behave alike. -->
       <use_uncompressed_cache>1</use_uncompressed_cache>
+{{- if .Cluster}}
+      <!-- A cluster's reads and inserts take the first live replica of a
+           shard in remote_servers order (the local one first), so a read
+           sees what was just written there; an IN or JOIN subquery over
+           a Distributed table inside a query over another runs once and
+           is sent to the shards (the default, deny, refuses it). -->
+      <load_balancing>in_order</load_balancing>
+      <distributed_product_mode>global</distributed_product_mode>
+{{- end}}
 {{- if .Legacy}}
       <!-- 18.16 reads the merge pool size from the default profile (16
            threads by default): 2 merges at a time on a 2-core box instead
@@ -179,7 +221,7 @@ func (s *Server) writeConfig() error {
 	}
 	var buf bytes.Buffer
 	err := s.tmpl.Execute(&buf, configData{Dir: s.dir, TCPPort: s.tcpPort, HTTPPort: s.httpPort, Legacy: s.legacy,
-		TLSPort: s.tlsPort, TLS: s.tls, Users: s.users()})
+		TLSPort: s.tlsPort, TLS: s.tls, Users: s.users(), Cluster: s.cluster})
 	if err != nil {
 		return fmt.Errorf("render server config: %w", err)
 	}

@@ -106,3 +106,50 @@ func TestConfigApplied(t *testing.T) {
 	}
 	t.Logf("legacy=%v background_pool_size=%d lower-at-free-entries=%d", srv.legacy, pool, lower)
 }
+
+// TestClusterConfig: a cluster node's configuration is well-formed XML
+// with its macros, the cluster's shards and ZooKeeper; a server that is not
+// a node's has none of it (single-server configuration unchanged).
+func TestClusterConfig(t *testing.T) {
+	node := &nodeConfig{Name: "trawl", Shards: [][]int{{9001, 9002}, {9003, 9004}}, Shard: "02", Replica: "s2r1",
+		InterserverPort: 9100, ZooKeeperPort: 2181}
+	type doc struct {
+		Macros struct {
+			Shard   string `xml:"shard"`
+			Replica string `xml:"replica"`
+		} `xml:"macros"`
+		Shards []struct {
+			Internal bool `xml:"internal_replication"`
+			Replicas []struct {
+				Port int `xml:"port"`
+			} `xml:"replica"`
+		} `xml:"remote_servers>trawl>shard"`
+		ZooKeeperPort   int    `xml:"zookeeper>node>port"`
+		InterserverPort int    `xml:"interserver_http_port"`
+		LoadBalancing   string `xml:"profiles>default>load_balancing"`
+		ProductMode     string `xml:"profiles>default>distributed_product_mode"`
+	}
+	for _, n := range []*nodeConfig{node, nil} {
+		var buf bytes.Buffer
+		if err := configTmpl.Execute(&buf, configData{Dir: "/d", TCPPort: 9003, HTTPPort: 2, Legacy: true, Cluster: n}); err != nil {
+			t.Fatal(err)
+		}
+		var d doc
+		if err := xml.Unmarshal(buf.Bytes(), &d); err != nil {
+			t.Fatalf("config is not well-formed XML: %v", err)
+		}
+		if n == nil {
+			if len(d.Shards) != 0 || d.Macros.Shard != "" || d.ZooKeeperPort != 0 || d.LoadBalancing != "" {
+				t.Errorf("single server config has cluster settings: %+v", d)
+			}
+			continue
+		}
+		if d.Macros.Shard != "02" || d.Macros.Replica != "s2r1" || d.ZooKeeperPort != 2181 || d.InterserverPort != 9100 ||
+			d.LoadBalancing != "in_order" || d.ProductMode != "global" {
+			t.Errorf("node config: %+v", d)
+		}
+		if len(d.Shards) != 2 || !d.Shards[1].Internal || len(d.Shards[1].Replicas) != 2 || d.Shards[1].Replicas[1].Port != 9004 {
+			t.Errorf("remote_servers: %+v", d.Shards)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
@@ -83,16 +85,56 @@ func readAnalystQueries(t *testing.T) []analystQuery {
 // minute ago (row inserted twice), fails /a on three connects and had /b
 // dropped from the frontier by a cancel.
 func TestAnalystQueries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s := chtest.NewStore(t)
+	analystQueries(ctx, t, s, func(table string) error { return s.Conn().Exec(ctx, "SYSTEM STOP MERGES "+table) })
+}
+
+// TestAnalystQueriesCluster is TestAnalystQueries on a real cluster of
+// two shards of two replicas in cluster mode: the same queries, unchanged,
+// read the Distributed tables and must give the same answers.
+func TestAnalystQueriesCluster(t *testing.T) {
+	c := chtest.StartCluster(t, 2, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cfg := chtest.ClusterConfig(t, c)
+	s, err := chstore.Open(ctx, cfg, zap.NewNop())
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	analystQueries(ctx, t, s, func(table string) error {
+		for _, addr := range c.Addrs() {
+			conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Database: cfg.Database, Username: "default"}})
+			if err != nil {
+				return err
+			}
+			err = conn.Exec(ctx, "SYSTEM STOP MERGES "+table+chstore.LocalSuffix)
+			conn.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// analystQueries writes the crawl of TestAnalystQueries into s, with the
+// merges of fetch_log and url_seen stopped by stopMerges, and checks every
+// query's answer.
+func analystQueries(ctx context.Context, t *testing.T, s *chstore.Store, stopMerges func(table string) error) {
+	t.Helper()
 	qs := readAnalystQueries(t)
 	docs, err := os.ReadFile("../../docs/analyst-queries.md")
 	if err != nil {
 		t.Fatalf("read docs: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	s := chtest.NewStore(t)
 	for _, table := range []string{"fetch_log", "url_seen"} {
-		if err := s.Conn().Exec(ctx, "SYSTEM STOP MERGES "+table); err != nil {
+		if err := stopMerges(table); err != nil {
 			t.Fatalf("stop merges of %s: %v", table, err)
 		}
 	}

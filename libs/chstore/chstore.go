@@ -7,6 +7,11 @@
 // every INSERT names its columns. Tables use ReplacingMergeTree keyed so
 // that a repeated insert of the same row is collapsed (idempotent sinks);
 // queries that must not double-count use FINAL or uniqExact.
+//
+// Config.Cluster turns on cluster mode (cluster.go): every table
+// replicated on each shard as <table>_local, read and written through a
+// Distributed table of the plain name; single-server mode, the default,
+// is unchanged.
 package chstore
 
 import (
@@ -48,6 +53,13 @@ type Config struct {
 	// Config.Batch.
 	FlushInterval time.Duration
 	BatchRows     int
+	// Cluster (flag clickhouse-cluster), when set, is the name of a
+	// cluster in the servers' remote_servers configuration: migrations
+	// create every table as a Replicated…MergeTree named <table>_local on
+	// each shard, ON CLUSTER, and a Distributed table of the plain name
+	// over them (cluster.go); inserts through it are synchronous. Empty
+	// (the default): one server, plain tables.
+	Cluster string
 }
 
 // Defaults of Config, applied by RegisterFlags.
@@ -86,6 +98,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DialTimeout, "clickhouse-dial-timeout", DefaultDialTimeout, "ClickHouse connect timeout")
 	fs.DurationVar(&c.FlushInterval, "clickhouse-flush-interval", DefaultFlushInterval, "longest wait before buffered rows of a table are inserted (one part per insert)")
 	fs.IntVar(&c.BatchRows, "clickhouse-batch-rows", DefaultBatchRows, "rows of a table inserted together at most")
+	fs.StringVar(&c.Cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers) to create replicated, distributed tables on; empty: a single server")
 }
 
 // RegisterSecurityFlags binds the user, the password file and the TLS
@@ -130,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if c.Username == "" {
 		return errors.New("clickhouse-user: must not be empty")
+	}
+	if c.Cluster != "" && !identRE.MatchString(c.Cluster) {
+		return fmt.Errorf("clickhouse-cluster: %q is not a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", c.Cluster)
 	}
 	if c.DialTimeout <= 0 {
 		return errors.New("clickhouse-dial-timeout: must be positive")
@@ -178,13 +194,14 @@ func (c Config) connSecurity() (connSecurity, error) {
 // Store is an open ClickHouse connection to the crawler's database. Safe
 // for concurrent use.
 type Store struct {
-	conn driver.Conn
-	db   string
-	log  *zap.Logger
+	conn    driver.Conn
+	db      string
+	cluster string // Config.Cluster
+	log     *zap.Logger
 }
 
 func options(c Config, sec connSecurity, db string) *clickhouse.Options {
-	return &clickhouse.Options{
+	o := &clickhouse.Options{
 		Addr:             c.Addr,
 		Auth:             clickhouse.Auth{Database: db, Username: c.Username, Password: sec.password},
 		TLS:              sec.tls,
@@ -200,6 +217,26 @@ func options(c Config, sec connSecurity, db string) *clickhouse.Options {
 		// web). Regrowing it costs an allocation per insert.
 		FreeBufOnConnRelease: true,
 	}
+	if c.Cluster != "" {
+		o.Settings = clusterSettings()
+	}
+	return o
+}
+
+// clusterSettings are the query settings of every connection in cluster
+// mode: insert_distributed_sync, so that an insert into a Distributed
+// table returns once every shard's block is written to one of its
+// replicas, not when it is queued on the server the client talks to. A
+// service acks a Kafka record after its rows are inserted, so the ack
+// means the rows are on a replica of their shard (at-least-once);
+// replication to the shard's other replicas follows asynchronously.
+//
+// The cluster's servers must also set, in the profile of the crawler's
+// user, load_balancing = in_order and distributed_product_mode = global
+// (docs/operations.md; chlocal's cluster does): string settings cannot be
+// sent per query to an 18.16 server over the native protocol.
+func clusterSettings() clickhouse.Settings {
+	return clickhouse.Settings{"insert_distributed_sync": 1}
 }
 
 // Open connects, creating the database if it does not exist. It does not
@@ -219,7 +256,7 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
-	err = boot.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+c.Database+"`")
+	err = createDatabase(ctx, boot, c.Database, c.Cluster)
 	if err != nil && !isAlreadyExists(err) {
 		boot.Close()
 		return nil, fmt.Errorf("create database %s: %w", c.Database, err)
@@ -233,7 +270,25 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 		conn.Close()
 		return nil, fmt.Errorf("ping clickhouse: %w", err)
 	}
-	return &Store{conn: conn, db: c.Database, log: log}, nil
+	return &Store{conn: conn, db: c.Database, cluster: c.Cluster, log: log}, nil
+}
+
+// createDatabase creates db if the server does not have it; in cluster
+// mode on every server of the cluster (ON CLUSTER waits for all of them,
+// which is why it is not run when the server asked has the database: a
+// service restarting while a replica is down must not wait for it).
+func createDatabase(ctx context.Context, conn driver.Conn, db, cluster string) error {
+	if cluster == "" {
+		return conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+db+"`")
+	}
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", db).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	return conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+db+"` ON CLUSTER "+cluster)
 }
 
 // Ping connects to the server of c (its "default" database, which every
@@ -257,6 +312,9 @@ func Ping(ctx context.Context, c Config) error {
 
 // Conn exposes the driver connection for queries.
 func (s *Store) Conn() driver.Conn { return s.conn }
+
+// Cluster returns the cluster of cluster mode, "" for a single server.
+func (s *Store) Cluster() string { return s.cluster }
 
 // Database returns the database name.
 func (s *Store) Database() string { return s.db }

@@ -16,10 +16,20 @@ import (
 // counted twice. Crawls without such rows are missing from the result.
 // The query reads the sort key's prefix (crawl_id).
 func (s *Store) CountFetchedPages(ctx context.Context, crawlIDs []string, before time.Time) (map[string]int64, error) {
-	out := make(map[string]int64, len(crawlIDs))
 	if len(crawlIDs) == 0 {
-		return out, nil
+		return make(map[string]int64), nil
 	}
+	var out map[string]int64
+	err := s.read(ctx, "count fetched pages", func() error {
+		var err error
+		out, err = s.countFetchedPages(ctx, crawlIDs, before)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) countFetchedPages(ctx context.Context, crawlIDs []string, before time.Time) (map[string]int64, error) {
+	out := make(map[string]int64, len(crawlIDs))
 	args := make([]any, 0, len(crawlIDs)+1)
 	for _, id := range crawlIDs {
 		args = append(args, id)

@@ -161,7 +161,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 func (s *Store) migrate(ctx context.Context, ms []Migration) error {
-	if err := s.execIdempotent(ctx, createMigrationsTable); err != nil {
+	if err := s.createMigrationsTable(ctx); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	applied, err := s.AppliedMigrations(ctx)
@@ -177,8 +177,17 @@ func (s *Store) migrate(ctx context.Context, ms []Migration) error {
 			continue
 		}
 		for i, stmt := range m.Statements {
-			if err := s.execIdempotent(ctx, stmt); err != nil {
-				return fmt.Errorf("apply migration %d (%s) statement %d: %w", m.Version, m.Name, i+1, err)
+			stmts := []string{stmt}
+			if s.cluster != "" {
+				var err error
+				if stmts, err = (clusterDDL{cluster: s.cluster, db: s.db}).statements(stmt); err != nil {
+					return fmt.Errorf("apply migration %d (%s) statement %d: %w", m.Version, m.Name, i+1, err)
+				}
+			}
+			for _, st := range stmts {
+				if err := s.execIdempotent(ctx, st); err != nil {
+					return fmt.Errorf("apply migration %d (%s) statement %d: %w", m.Version, m.Name, i+1, err)
+				}
 			}
 		}
 		if err := s.recordMigration(ctx, m); err != nil {
@@ -187,6 +196,24 @@ func (s *Store) migrate(ctx context.Context, ms []Migration) error {
 		s.log.Info("applied schema migration", zap.Uint32("version", m.Version), zap.String("name", m.Name))
 	}
 	return nil
+}
+
+// createMigrationsTable creates schema_migrations. In cluster mode it is
+// created ON CLUSTER only when the server asked lacks it: such a statement
+// waits for every server, and a service restarting while one replica is
+// down must still start.
+func (s *Store) createMigrationsTable(ctx context.Context) error {
+	if s.cluster == "" {
+		return s.execIdempotent(ctx, createMigrationsTable)
+	}
+	var n uint64
+	if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = 'schema_migrations'", s.db).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	return s.execIdempotent(ctx, clusterDDL{cluster: s.cluster, db: s.db}.migrationsTable())
 }
 
 // AppliedMigrations returns the recorded migration versions in ascending

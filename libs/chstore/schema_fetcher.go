@@ -110,10 +110,20 @@ ORDER BY latest_fetched DESC`
 // by a previous owner of the partition. The query reads the table's sort
 // key prefix (crawl_id, host, url_fp).
 func (s *Store) RecordedAttempts(ctx context.Context, crawlID string, hosts []string, fps []uint64) (map[AttemptKey]time.Time, error) {
-	out := make(map[AttemptKey]time.Time)
 	if len(hosts) == 0 || len(fps) == 0 {
-		return out, nil
+		return make(map[AttemptKey]time.Time), nil
 	}
+	var out map[AttemptKey]time.Time
+	err := s.read(ctx, "recorded attempts", func() error {
+		var err error
+		out, err = s.recordedAttempts(ctx, crawlID, hosts, fps)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) recordedAttempts(ctx context.Context, crawlID string, hosts []string, fps []uint64) (map[AttemptKey]time.Time, error) {
+	out := make(map[AttemptKey]time.Time)
 	args := make([]any, 0, 1+len(hosts))
 	args = append(args, crawlID)
 	for _, h := range hosts {

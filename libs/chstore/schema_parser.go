@@ -132,10 +132,20 @@ type NearCandidate struct {
 // for a crawl, the URL first seen with each (the earliest; ties broken by
 // the smaller URL).
 func (s *Store) SeenContent(ctx context.Context, crawlID string, fps []uint64) (map[uint64]string, error) {
-	out := make(map[uint64]string)
 	if len(fps) == 0 {
-		return out, nil
+		return make(map[uint64]string), nil
 	}
+	var out map[uint64]string
+	err := s.read(ctx, "seen content", func() error {
+		var err error
+		out, err = s.seenContent(ctx, crawlID, fps)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) seenContent(ctx context.Context, crawlID string, fps []uint64) (map[uint64]string, error) {
+	out := make(map[uint64]string)
 	// The fingerprints are numbers: inlined, they cannot inject anything,
 	// and 18.16 binds no array parameters. Sorted and each once: a batch
 	// of one site's copies asks about one text many times.
@@ -178,10 +188,20 @@ const maxNearCandidates = 10000
 // by two parsers or a redelivery, may come twice), at most
 // maxNearCandidates in all.
 func (s *Store) NearCandidates(ctx context.Context, crawlID string, bands []simhash.Band) (map[simhash.Band][]NearCandidate, error) {
-	out := make(map[simhash.Band][]NearCandidate)
 	if len(bands) == 0 {
-		return out, nil
+		return make(map[simhash.Band][]NearCandidate), nil
 	}
+	var out map[simhash.Band][]NearCandidate
+	err := s.read(ctx, "near candidates", func() error {
+		var err error
+		out, err = s.nearCandidates(ctx, crawlID, bands)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) nearCandidates(ctx context.Context, crawlID string, bands []simhash.Band) (map[simhash.Band][]NearCandidate, error) {
+	out := make(map[simhash.Band][]NearCandidate)
 	// One IN over the key's second column, which the primary index
 	// serves; numbers, inlined (18.16 binds no array parameters).
 	keys := make([]uint64, len(bands))

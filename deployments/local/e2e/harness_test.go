@@ -15,6 +15,8 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
+	"github.com/trawl-crawler/trawl/libs/chlocal"
+	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
@@ -90,6 +92,9 @@ type envConfig struct {
 	// default). Off (the default here), a service that exits fails the
 	// test, and tests that kill services restart them themselves.
 	autoRestart bool
+	// cluster, when set, runs the crawl on this ClickHouse cluster in
+	// cluster mode (a fresh database on it) instead of the test server.
+	cluster *chlocal.Cluster
 }
 
 // startEnv starts the demo site and the pipeline (separate processes,
@@ -105,11 +110,16 @@ func startEnv(t *testing.T, ctx context.Context, ec envConfig) *crawlEnv {
 	}
 	e.site = site
 	t.Cleanup(func() { site.Close() })
-	ch := chtest.Config(t)
+	var ch chstore.Config
+	if ec.cluster != nil {
+		ch = chtest.ClusterConfig(t, ec.cluster)
+	} else {
+		ch = chtest.Config(t)
+	}
 	dataDir := t.TempDir()
 	start := time.Now()
 	p, err := pipeline.Start(ctx, pipeline.Config{
-		DataDir: dataDir, Bins: b, ClickHouseAddr: ch.Addr[0], Database: ch.Database,
+		DataDir: dataDir, Bins: b, ClickHouseAddr: strings.Join(ch.Addr, ","), Database: ch.Database, ClickHouseCluster: ch.Cluster,
 		Partitions: 8, SessionTimeout: 4 * time.Second, Delay: ec.delay, AllowPrivate: true,
 		Args: ec.args, LogLevel: "debug", StopGrace: 20 * time.Second,
 		AutoRestart: ec.autoRestart,

@@ -76,6 +76,11 @@ type Config struct {
 	// handles, from the supervisor's goroutine.
 	OnRestart func(supervise.Event)
 
+	// ClickHouseCluster, when set, runs the schema and every service in
+	// ClickHouse cluster mode on that cluster (the services'
+	// --clickhouse-cluster; see libs/chstore/cluster.go).
+	ClickHouseCluster string
+
 	// Security is the TLS and authentication of an existing Kafka
 	// (BrokerAddr) and ClickHouse, for the pipeline's connections and
 	// every service's (zero: plain text, ClickHouse user default).
@@ -202,7 +207,9 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 	if err := kafkaio.EnsureTopics(ctx, p.Kafka); err != nil {
 		return nil, fmt.Errorf("create topics: %w", err)
 	}
-	p.Store, err = chstore.Open(ctx, cfg.Security.ClickHouseConfig(cfg.ClickHouseAddr, cfg.Database), zap.NewNop())
+	chc := cfg.Security.ClickHouseConfig(cfg.ClickHouseAddr, cfg.Database)
+	chc.Cluster = cfg.ClickHouseCluster
+	p.Store, err = chstore.Open(ctx, chc, zap.NewNop())
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +269,7 @@ func (p *Pipeline) CommonEnv(name, adminAddr string) []string {
 		"CRAWLER_KAFKA_REBALANCE_TIMEOUT=" + p.Kafka.RebalanceTimeout.String(),
 		"CRAWLER_CLICKHOUSE_ADDR=" + p.cfg.ClickHouseAddr,
 		"CRAWLER_CLICKHOUSE_DATABASE=" + p.cfg.Database,
+		"CRAWLER_CLICKHOUSE_CLUSTER=" + p.cfg.ClickHouseCluster,
 		"CRAWLER_ADMIN_ADDR=" + adminAddr,
 		"CRAWLER_PROFILE_DIR=",
 	}

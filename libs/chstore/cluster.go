@@ -1,0 +1,152 @@
+package chstore
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Cluster mode (Config.Cluster, flag clickhouse-cluster).
+//
+// Single-node mode, the default, runs every migration statement as
+// written. In cluster mode each statement is rewritten (clusterStatements)
+// so that every table exists on every shard, replicated, and is read and
+// written through a Distributed table of the plain name:
+//
+//   - CREATE TABLE x (…) ENGINE = E(args) … becomes
+//     x_local ON CLUSTER with ReplicatedE('/clickhouse/tables/{shard}/<db>/x_local',
+//     '{replica}', args), plus x ON CLUSTER AS x_local ENGINE =
+//     Distributed(<cluster>, <db>, x_local, <sharding key of x>);
+//   - a materialized view reads and writes the local tables (each shard
+//     rolls up its own rows; the rollup is read through its Distributed);
+//   - ALTER TABLE x ADD COLUMN alters x_local ON CLUSTER and makes x
+//     again over it (18.16 cannot ALTER a Distributed table ON CLUSTER);
+//   - INSERT … SELECT runs as written, through the Distributed tables.
+//
+// Readers, writers and the analyst queries keep the plain names. Names are
+// qualified with the database, since a statement ON CLUSTER runs on the
+// other servers in their default database. The {shard} and {replica}
+// macros come from each server's configuration.
+
+// LocalSuffix is appended to a table's name for its replicated table on
+// each shard in cluster mode; the plain name is the Distributed table.
+const LocalSuffix = "_local"
+
+// shardingKeys is, for every table, the expression the Distributed table
+// spreads inserted rows over shards by. Each is a function of the table's
+// sort key columns (or, for partition, of the host in it), so a repeated
+// insert of a row goes to the shard that holds the first one and the
+// ReplacingMergeTree there collapses them; and each keeps together what is
+// read together: a partition's seen set, frontier, revisits and robots.txt
+// on one shard (the scheduler's and fetcher's partition loads read one
+// shard), a host's fetches (so the per-host rollups of each shard are
+// whole) and documents. A table missing here fails cluster migrations.
+var shardingKeys = map[string]string{
+	// Read by partition (LoadSeen, the frontier pump, revisit loads,
+	// LoadRobots) or carrying it: the Kafka partition, a function of the
+	// host, so all of a host's URLs, fetches and events meet.
+	"url_seen":    "partition",
+	"frontier":    "partition",
+	"frontier_v2": "partition",
+	"revisits":    "partition",
+	"robots_txt":  "partition",
+	"url_events":  "partition",
+	"fetch_log":   "partition",
+	// Parser tables without the partition: by host.
+	"documents":       "cityHash64(host)",
+	"document_meta":   "cityHash64(host)",
+	"near_duplicates": "cityHash64(host)",
+	"change_history":  "cityHash64(host)",
+	"links_dropped":   "cityHash64(host)",
+	"links":           "cityHash64(target_host)",
+	// Looked up by their key's second column across hosts.
+	"content_seen":  "content_fp",
+	"simhash_bands": "band_key",
+	"warc_files":    "cityHash64(file)",
+	// Filled on each shard by materialized views over fetch_log_local,
+	// never inserted into through the Distributed table.
+	"fetch_per_host_minute": "cityHash64(host)",
+	"fetch_status_minute":   "rand()",
+}
+
+var (
+	createTableRE = regexp.MustCompile(`(?s)^CREATE TABLE IF NOT EXISTS (\w+) \((.*)\) ENGINE = (\w*MergeTree)(?:\(([^)]*)\))?(.*)$`)
+	createViewRE  = regexp.MustCompile(`(?s)^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS(.*\sFROM )(\w+)(\s.*)$`)
+	alterAddRE    = regexp.MustCompile(`(?s)^ALTER TABLE (\w+) (ADD COLUMN .*)$`)
+	insertRE      = regexp.MustCompile(`(?s)^INSERT INTO `)
+)
+
+// clusterDDL rewrites migration statements for a cluster.
+type clusterDDL struct {
+	cluster, db string
+}
+
+// statements returns the statements that apply stmt on the cluster, or an
+// error for a statement it does not know how to distribute (a migration
+// added without thinking of clusters: TestClusterStatementsCoverMigrations
+// catches it).
+func (c clusterDDL) statements(stmt string) ([]string, error) {
+	on := " ON CLUSTER " + c.cluster
+	q := func(name string) string { return c.db + "." + name }
+	if m := createTableRE.FindStringSubmatch(stmt); m != nil {
+		name, cols, engine, args, rest := m[1], m[2], m[3], m[4], m[5]
+		key, ok := shardingKeys[name]
+		if !ok {
+			return nil, fmt.Errorf("cluster ddl: table %s has no sharding key (chstore.shardingKeys)", name)
+		}
+		local := name + LocalSuffix
+		rargs := fmt.Sprintf("'/clickhouse/tables/{shard}/%s/%s', '{replica}'", c.db, local)
+		if strings.TrimSpace(args) != "" {
+			rargs += ", " + args
+		}
+		return []string{
+			"CREATE TABLE IF NOT EXISTS " + q(local) + on + " (" + cols + ") ENGINE = Replicated" + engine + "(" + rargs + ")" + rest,
+			c.distributed(name, key),
+		}, nil
+	}
+	if m := createViewRE.FindStringSubmatch(stmt); m != nil {
+		return []string{"CREATE MATERIALIZED VIEW IF NOT EXISTS " + q(m[1]) + on + " TO " + q(m[2]+LocalSuffix) +
+			" AS" + m[3] + q(m[4]+LocalSuffix) + m[5]}, nil
+	}
+	if m := alterAddRE.FindStringSubmatch(stmt); m != nil {
+		name := m[1]
+		key, ok := shardingKeys[name]
+		if !ok {
+			return nil, fmt.Errorf("cluster ddl: table %s has no sharding key (chstore.shardingKeys)", name)
+		}
+		// The local tables first. The Distributed table is then made
+		// again over them rather than altered: 18.16 refuses an ALTER ON
+		// CLUSTER of a table that is not replicated when the cluster's
+		// shards replicate internally. It holds no data (inserts are
+		// synchronous); queries of it fail for the moment it is missing,
+		// and are retried.
+		return []string{
+			"ALTER TABLE " + q(name+LocalSuffix) + on + " " + m[2],
+			"DROP TABLE IF EXISTS " + q(name) + on,
+			c.distributed(name, key),
+		}, nil
+	}
+	if insertRE.MatchString(stmt) {
+		return []string{stmt}, nil
+	}
+	return nil, fmt.Errorf("cluster ddl: no cluster form for statement %.60q", stmt)
+}
+
+// distributed is the DDL of the Distributed table name over its local
+// tables, spread by key.
+func (c clusterDDL) distributed(name, key string) string {
+	return "CREATE TABLE IF NOT EXISTS " + c.db + "." + name + " ON CLUSTER " + c.cluster + " AS " + c.db + "." + name + LocalSuffix +
+		fmt.Sprintf(" ENGINE = Distributed(%s, %s, %s, %s)", c.cluster, c.db, name+LocalSuffix, key)
+}
+
+// migrationsTable is the DDL of schema_migrations: in cluster mode one
+// replicated table with a replica on every server of the cluster (its
+// ZooKeeper path has no {shard}), so that each server answers which
+// versions are applied.
+func (c clusterDDL) migrationsTable() string {
+	return "CREATE TABLE IF NOT EXISTS " + c.db + ".schema_migrations ON CLUSTER " + c.cluster + ` (
+	version UInt32,
+	name String,
+	applied_at DateTime
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/` + c.db + `/schema_migrations', '{shard}-{replica}') ORDER BY version`
+}

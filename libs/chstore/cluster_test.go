@@ -1,0 +1,213 @@
+package chstore_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/trawl-crawler/trawl/libs/chlocal"
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+)
+
+// nodeCount returns a count(*) query's answer on one server of the
+// cluster, its own tables only.
+func nodeCount(ctx context.Context, t *testing.T, srv *chlocal.Server, db, query string, args ...any) uint64 {
+	t.Helper()
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}, Auth: clickhouse.Auth{Database: db, Username: "default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n uint64
+	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s on %s: %v", query, srv.Addr(), err)
+	}
+	return n
+}
+
+// syncReplicas waits until every replica of table (a local table) has
+// fetched what its shard holds.
+func syncReplicas(ctx context.Context, t *testing.T, c *chlocal.Cluster, shards, replicas int, db, table string) {
+	t.Helper()
+	for s := range shards {
+		for r := range replicas {
+			conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{c.Node(s, r).Addr()}, Auth: clickhouse.Auth{Database: db, Username: "default"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = conn.Exec(ctx, "SYSTEM SYNC REPLICA "+db+"."+table)
+			conn.Close()
+			if err != nil {
+				t.Fatalf("sync replica %s on %s: %v", table, c.Node(s, r).Addr(), err)
+			}
+		}
+	}
+}
+
+// TestCluster migrates a database on a real cluster of two shards of two
+// replicas (ClickHouse and ZooKeeper started here) and checks the cluster
+// form of the schema: every table replicated on every server, rows spread
+// over shards by their sharding key (a partition's seen set on one
+// shard), a repeated insert collapsing on its shard, rollups filled on
+// each shard and read whole through the Distributed table, reads and
+// writes going on with one replica killed, and a restarted service
+// migrating without waiting for it.
+func TestCluster(t *testing.T) {
+	const shards, replicas = 2, 2
+	c := chtest.StartCluster(t, shards, replicas)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cfg := chtest.ClusterConfig(t, c)
+
+	// Two services migrating at once.
+	var stores [2]*chstore.Store
+	var wg sync.WaitGroup
+	errs := make([]error, len(stores))
+	for i := range stores {
+		s, err := chstore.Open(ctx, cfg, zap.NewNop())
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		defer s.Close()
+		stores[i] = s
+		wg.Go(func() { errs[i] = s.Migrate(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+	}
+	s := stores[0]
+	applied, err := s.AppliedMigrations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != len(chstore.Migrations()) {
+		t.Errorf("applied %v, want %d versions", applied, len(chstore.Migrations()))
+	}
+	// Every server has every table: local ones replicated, plain ones
+	// Distributed, views on the local tables.
+	for sh := range shards {
+		for r := range replicas {
+			srv := c.Node(sh, r)
+			if n := nodeCount(ctx, t, srv, "default", "SELECT count() FROM system.tables WHERE database = ? AND name = 'fetch_log_local' AND engine = 'ReplicatedReplacingMergeTree'", cfg.Database); n != 1 {
+				t.Errorf("%s: fetch_log_local not a ReplicatedReplacingMergeTree", srv.Addr())
+			}
+			if n := nodeCount(ctx, t, srv, "default", "SELECT count() FROM system.tables WHERE database = ? AND name = 'url_seen' AND engine = 'Distributed'", cfg.Database); n != 1 {
+				t.Errorf("%s: url_seen not Distributed", srv.Addr())
+			}
+			if n := nodeCount(ctx, t, srv, "default", "SELECT count() FROM system.tables WHERE database = ? AND engine LIKE 'Replicated%'", cfg.Database); n < 15 {
+				t.Errorf("%s: %d replicated tables, want every table's", srv.Addr(), n)
+			}
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	fw := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, zaptest.NewLogger(t), reg)
+	sw := chstore.NewBatchWriter(s, chstore.URLSeen, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, zaptest.NewLogger(t), reg)
+	stopF, stopS := runWriter(t, fw), runWriter(t, sw)
+	const n = 200
+	write := func(from, to int) {
+		t.Helper()
+		var fr []chstore.FetchLogRow
+		var sr []chstore.SeenRow
+		for i := from; i < to; i++ {
+			r := fetchRow("c1", i)
+			fr = append(fr, r)
+			sr = append(sr, chstore.SeenRow{CrawlID: "c1", Partition: r.Partition, FP: r.URLFP, URL: r.URL, FirstSeen: base})
+		}
+		if err := fw.Write(ctx, fr...); err != nil {
+			t.Fatalf("write fetch_log: %v", err)
+		}
+		if err := sw.Write(ctx, sr...); err != nil {
+			t.Fatalf("write url_seen: %v", err)
+		}
+	}
+	write(0, n)
+	write(0, n/2) // redelivered
+	// Synchronous inserts: the rows are readable at once.
+	if got := count(t, s, "SELECT count() FROM fetch_log FINAL WHERE crawl_id = 'c1'"); got != n {
+		t.Errorf("fetch_log FINAL: %d rows, want %d", got, n)
+	}
+	if got := count(t, s, "SELECT sum(pages) FROM fetch_per_host_minute WHERE crawl_id = 'c1'"); got != n+n/2 {
+		t.Errorf("rollup through the Distributed table: %d pages, want %d (inserts)", got, n+n/2)
+	}
+	// Each partition's seen set on one shard; both shards used.
+	perShard := make([]uint64, shards)
+	for sh := range shards {
+		perShard[sh] = nodeCount(ctx, t, c.Node(sh, 0), cfg.Database, "SELECT uniqExact(fp) FROM url_seen_local")
+		parts := nodeCount(ctx, t, c.Node(sh, 0), cfg.Database, "SELECT uniqExact(partition) FROM url_seen_local")
+		t.Logf("shard %d: %d fingerprints, %d partitions", sh+1, perShard[sh], parts)
+		if perShard[sh] == 0 {
+			t.Errorf("shard %d holds no fingerprint", sh+1)
+		}
+	}
+	if perShard[0]+perShard[1] != n {
+		t.Errorf("fingerprints on the shards: %v, want %d in all (each on one shard)", perShard, n)
+	}
+	loadSeen := func(s *chstore.Store) map[uint64]bool {
+		got := map[uint64]bool{}
+		for p := range 7 {
+			if err := s.LoadSeen(ctx, p, func(_ string, fp uint64) { got[fp] = true }); err != nil {
+				t.Fatalf("load seen %d: %v", p, err)
+			}
+		}
+		return got
+	}
+	if got := loadSeen(s); len(got) != n {
+		t.Errorf("LoadSeen: %d fingerprints, want %d", len(got), n)
+	}
+	syncReplicas(ctx, t, c, shards, replicas, cfg.Database, "url_seen_local")
+
+	// A replica down: a shard's other replica takes the reads and writes;
+	// a service starting meanwhile migrates (nothing to apply) at once.
+	c.Node(1, 0).Kill()
+	write(n, 2*n)
+	if got := count(t, s, "SELECT count() FROM fetch_log FINAL WHERE crawl_id = 'c1'"); got != 2*n {
+		t.Errorf("fetch_log FINAL with a replica down: %d rows, want %d", got, 2*n)
+	}
+	s2, err := chstore.Open(ctx, cfg, zap.NewNop())
+	if err != nil {
+		t.Fatalf("open with a replica down: %v", err)
+	}
+	defer s2.Close()
+	mctx, mcancel := context.WithTimeout(ctx, 20*time.Second)
+	err = s2.Migrate(mctx)
+	mcancel()
+	if err != nil {
+		t.Fatalf("migrate with a replica down: %v", err)
+	}
+	if got := loadSeen(s2); len(got) != 2*n {
+		t.Errorf("LoadSeen with a replica down: %d fingerprints, want %d", len(got), 2*n)
+	}
+	if err := stopF(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopS(); err != nil {
+		t.Fatal(err)
+	}
+	// The replica comes back and catches up.
+	chtest.RestartReplica(ctx, t, c.Node(1, 0))
+	syncReplicas(ctx, t, c, shards, replicas, cfg.Database, "url_seen_local")
+	var counts []string
+	for sh := range shards {
+		a := nodeCount(ctx, t, c.Node(sh, 0), cfg.Database, "SELECT uniqExact(fp) FROM url_seen_local")
+		b := nodeCount(ctx, t, c.Node(sh, 1), cfg.Database, "SELECT uniqExact(fp) FROM url_seen_local")
+		counts = append(counts, fmt.Sprintf("shard %d: %d/%d", sh+1, a, b))
+		if a != b {
+			t.Errorf("shard %d replicas differ after sync: %d vs %d fingerprints", sh+1, a, b)
+		}
+	}
+	sort.Strings(counts)
+	t.Logf("replicas after the restart: %v", counts)
+}
