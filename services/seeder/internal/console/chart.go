@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -94,38 +95,55 @@ func niceCeil(v float64) float64 {
 func short(v float64) string {
 	switch {
 	case v >= 1e6:
-		return fmt.Sprintf("%.1fM", v/1e6)
+		return short(v/1e6) + "M"
 	case v >= 1e3:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	case v == math.Trunc(v):
-		return fmt.Sprintf("%.0f", v)
+		return short(v/1e3) + "k"
 	}
-	return fmt.Sprintf("%.2f", v)
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }
 
-// charts builds the crawl page's three charts from the series.
-func charts(pts []point, kinds []kindPoint, bucket time.Duration) []chart {
-	sec := bucket.Seconds()
-	times := make([]time.Time, len(pts))
-	idx := make(map[time.Time]int, len(pts))
+// charts builds the crawl page's three charts from the series of the
+// window [from, to]: every bucket of the window is a point (zero when no
+// attempt fell in it), and the rate of the last, partial bucket is over
+// its elapsed part.
+func charts(pts []point, kinds []kindPoint, from, to time.Time, bucket time.Duration) []chart {
+	if len(pts) > 0 && pts[0].T.Before(from) {
+		from = pts[0].T // a fetcher's clock behind the seeder's
+	}
+	byT := make(map[int64]point, len(pts))
+	for _, p := range pts {
+		byT[p.T.Unix()] = p
+	}
+	b := int64(bucket / time.Second)
+	first, last := from.Unix()/b*b, to.Unix()/b*b
+	if last-first > b*(maxChartPoints+1) {
+		first = last - b*(maxChartPoints+1)
+	}
+	var times []time.Time
+	idx := map[int64]int{}
 	rate := line{Name: "attempts/s", Class: "c0"}
 	status := []line{{Name: "2xx", Class: "c1"}, {Name: "3xx", Class: "c2"}, {Name: "4xx", Class: "c3"}, {Name: "5xx", Class: "c4"}, {Name: "error", Class: "c5"}}
-	for i, p := range pts {
-		times[i] = p.T
-		idx[p.T] = i
-		rate.Values = append(rate.Values, float64(p.All)/sec)
+	for t := first; t <= last; t += b {
+		p := byT[t]
+		idx[t] = len(times)
+		times = append(times, time.Unix(t, 0).UTC())
+		secs := bucket.Seconds()
+		if end := time.Unix(t+b, 0); end.After(to) {
+			secs = max(1, to.Sub(time.Unix(t, 0)).Seconds())
+		}
+		rate.Values = append(rate.Values, float64(p.All)/secs)
 		for j, v := range []uint64{p.S2xx, p.S3xx, p.S4xx, p.S5xx, p.Errors} {
 			status[j].Values = append(status[j].Values, float64(v))
 		}
 	}
 	byKind := map[string][]float64{}
 	for _, k := range kinds {
-		i, ok := idx[k.T]
+		i, ok := idx[k.T.Unix()]
 		if !ok {
 			continue
 		}
 		if byKind[k.Kind] == nil {
-			byKind[k.Kind] = make([]float64, len(pts))
+			byKind[k.Kind] = make([]float64, len(times))
 		}
 		byKind[k.Kind][i] = float64(k.N)
 	}

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"html"
 	"io"
 	"net/http"
@@ -327,8 +328,8 @@ func TestFormErrors(t *testing.T) {
 		Revisit:  &jobs.Revisit{Enabled: true, MinInterval: "2h", MaxInterval: "1h"},
 		Keywords: &jobs.Keywords{Terms: []string{"golang"}, Engines: []string{"no-such-engine"}}}
 	_, err := e.api.Create(t.Context(), req)
-	ae, ok := err.(*api.Error)
-	if !ok || len(ae.Fields) < 6 {
+	var ae *api.Error
+	if !errors.As(err, &ae) || len(ae.Fields) < 6 {
 		t.Fatalf("API: %v, want at least 6 field errors", err)
 	}
 	wantAt := map[string]string{"crawl_id": "crawl_id", "seeds_text line 2": "seeds_text", "scope.allow_patterns[1]": "scope.allow_patterns",

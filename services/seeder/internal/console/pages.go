@@ -68,7 +68,7 @@ func (s *Server) crawls(w http.ResponseWriter, r *http.Request, sess []byte) {
 				return nil //nolint:nilerr // shown in its row; the other rows still render
 			}
 			row.Counts = &c
-			if row.Rate, err = s.q.rate(ctx, row.ID, now); err != nil {
+			if row.Rate, err = s.q.rate(ctx, row.ID, row.Started, now); err != nil {
 				row.CountsError = err.Error()
 			}
 			return nil
@@ -136,6 +136,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sess []byte) {
 			Nav: []crumb{{"Crawls", Prefix}}, Data: newFormData(v, errs)})
 	}
 	if len(errs) > 0 {
+		// Show the API's errors of the rest of the form too (jobs.Build,
+		// the validation Create runs, is pure).
+		var fe jobs.FieldErrors
+		if _, err := jobs.Build(req, func() string { return "unused" }, s.now()); errors.As(err, &fe) {
+			mapErrors(fe, errs)
+		}
 		back(http.StatusBadRequest)
 		return
 	}
@@ -245,17 +251,18 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 	if to.Sub(from) > 6*time.Hour {
 		from = to.Add(-6 * time.Hour)
 	}
-	from = from.Add(-time.Minute)
 	g, ctx := errgroup.WithContext(r.Context())
 	g.SetLimit(4)
 	var kinds []kindPoint
 	g.Go(func() error { d.View = s.jobs.View(ctx, spec); return nil })
-	g.Go(func() (err error) { d.Rate, err = s.q.rate(ctx, id, now); return err })
+	g.Go(func() (err error) { d.Rate, err = s.q.rate(ctx, id, spec.GetCreatedAt().AsTime(), now); return err })
 	g.Go(func() (err error) {
-		if d.Points, d.Bucket, err = s.q.series(ctx, id, from, to); err != nil {
+		// A minute of slack before the start: the fetchers' clocks are
+		// not the seeder's.
+		if d.Points, d.Bucket, err = s.q.series(ctx, id, from.Add(-time.Minute), to); err != nil {
 			return err
 		}
-		kinds, err = s.q.errorKinds(ctx, id, from, to, d.Bucket)
+		kinds, err = s.q.errorKinds(ctx, id, from.Add(-time.Minute), to, d.Bucket)
 		return err
 	})
 	g.Go(func() (err error) { d.Depths, err = s.q.depths(ctx, id); return err })
@@ -268,7 +275,7 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 		s.queryFailed(w, r, err)
 		return
 	}
-	d.Charts = charts(d.Points, kinds, d.Bucket)
+	d.Charts = charts(d.Points, kinds, from, to, d.Bucket)
 	if c := d.View.Counts; c != nil && d.Budget > 0 {
 		d.Progress = min(1, float64(c.Fetched)/float64(d.Budget))
 	} else if c != nil && c.Admitted > 0 {

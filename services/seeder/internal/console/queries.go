@@ -111,14 +111,15 @@ GROUP BY t, error_kind ORDER BY t, error_kind LIMIT ?`, b, b, crawlID, uint32(fr
 }
 
 // rate returns the crawl's fetch attempts per second over the minute
-// before now.
-func (q *queries) rate(ctx context.Context, crawlID string, now time.Time) (float64, error) {
+// before now, or since the crawl started when that is less.
+func (q *queries) rate(ctx context.Context, crawlID string, started, now time.Time) (float64, error) {
+	window := min(time.Minute, max(time.Second, now.Sub(started)))
 	var n uint64
 	if err := q.conn.QueryRow(ctx, `SELECT count() FROM fetch_log WHERE crawl_id = ? AND fetched_at >= toDateTime(?)`,
-		crawlID, uint32(now.Add(-time.Minute).Unix())).Scan(&n); err != nil {
+		crawlID, uint32(now.Add(-window).Unix())).Scan(&n); err != nil {
 		return 0, fmt.Errorf("query fetch rate: %w", err)
 	}
-	return float64(n) / 60, nil
+	return float64(n) / window.Seconds(), nil
 }
 
 // depthRow is the frontier at one depth.

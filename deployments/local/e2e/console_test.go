@@ -1,0 +1,244 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
+)
+
+// chromium returns the headless browser the console test drives: $CHROME
+// when set, else the first of Debian's chromium and its usual other names
+// on the PATH.
+func chromium() string {
+	if p := os.Getenv("CHROME"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser is one headless Chromium tab (its chromedp context is passed to
+// every method) with the test's deadlines.
+type browser struct {
+	t    *testing.T
+	base string
+	// shots, when not empty, is a second directory for the screenshots
+	// ($TRAWL_CONSOLE_SCREENSHOTS: docs/ refreshes them).
+	shots string
+}
+
+// run runs steps, failing the test with what after 20 s.
+func (b *browser) run(ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	get(ctx, b.t, what, chromedp.Steps(steps...))
+}
+
+// get runs one action returning a value, failing t with what after 20 s.
+func get[T any](ctx context.Context, t *testing.T, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("browser: %s: %v", what, err)
+	}
+	return v
+}
+
+func (b *browser) text(ctx context.Context, sel string) string {
+	b.t.Helper()
+	return strings.TrimSpace(get(ctx, b.t, "read "+sel, chromedp.Text(chromedp.CSS(sel))))
+}
+
+// location is the URL of the page.
+func (b *browser) location(ctx context.Context) string {
+	b.t.Helper()
+	return get(ctx, b.t, "location", chromedp.Location())
+}
+
+// until polls cond every 250 ms until it holds or timeout passes.
+func (b *browser) until(ctx context.Context, what string, timeout time.Duration, cond func() bool) {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser: %s: not within %s", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			b.t.Fatalf("browser: %s: %v", what, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (b *browser) counter(ctx context.Context, id string) int {
+	b.t.Helper()
+	n, err := strconv.Atoi(b.text(ctx, "#"+id))
+	if err != nil {
+		b.t.Fatalf("counter %s: %v", id, err)
+	}
+	return n
+}
+
+// shot saves a screenshot of the viewport (PNG) into the test's artifact
+// directory, and into shots when set.
+func (b *browser) shot(ctx context.Context, name string) {
+	b.t.Helper()
+	png := get(ctx, b.t, "screenshot "+name, chromedp.CaptureScreenshot())
+	for _, dir := range []string{b.t.ArtifactDir(), b.shots} {
+		if dir == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil { //nolint:gosec // a screenshot for people to look at
+			b.t.Fatal(err)
+		}
+	}
+}
+
+// TestConsoleBrowser drives the operator console of `seeder serve` with
+// headless Chromium against a real crawl (the demo site, the pipeline on
+// the embedded broker and ClickHouse): log in with the token, submit a
+// form with errors and see each at its field, submit the crawl through the
+// form, watch its counters rise on their own (the fetch-and-swap script),
+// pause and resume it through the confirmation, see it drain, open a
+// host's page (robots.txt, fetch log) and a URL's story. Screenshots of
+// each page go to the test's artifact directory (go test -artifacts).
+func TestConsoleBrowser(t *testing.T) {
+	chrome := chromium()
+	if chrome == "" {
+		t.Skip("no chromium binary on the PATH (apt-get install chromium, or set $CHROME): the console's browser test needs one")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	defer cancel()
+	// Two hosts of 40 pages, 400 ms apart: a crawl of about 16 s, long
+	// enough to pause while it runs.
+	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 2, PagesPerHost: 40, FirstHostOctet: 170}, delay: 400 * time.Millisecond,
+		args: map[string][]string{"parser": {"--store-links"}}}) // as the launcher's -console does
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if _, err := e.p.StartServiceEnv(ctx, "seeder", "seeder-console", []string{"serve", "--api-addr", addr, "--console-refresh", "1s"},
+		[]string{"CRAWLER_API_TOKEN=" + jobsToken}); err != nil {
+		t.Fatalf("start seeder serve: %v", err)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 1000), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	b := &browser{t: t, base: "http://" + addr, shots: os.Getenv("TRAWL_CONSOLE_SCREENSHOTS")}
+	start := time.Now()
+	// The first action starts the browser: it runs on the browser's own
+	// context, as a timeout there would stop the browser.
+	if err := chromedp.Do(bctx, chromedp.Navigate(b.base+"/ui/")); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Logf("chromium started in %s", time.Since(start).Round(time.Millisecond))
+
+	// Without a session: the login form (401), then the token.
+	b.run(bctx, "log in", chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), jobsToken), chromedp.Submit(chromedp.CSS("#token")),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/crawls/new"]`)))
+	if loc := b.location(bctx); strings.Contains(loc, jobsToken) {
+		t.Fatalf("the token is in the URL %s", loc)
+	}
+
+	// A form with errors: each at its field.
+	b.run(bctx, "open the form", chromedp.Navigate(b.base+"/ui/crawls/new"), chromedp.WaitVisible(chromedp.CSS("#submit-crawl")),
+		chromedp.SetValue(chromedp.CSS("#f-crawl_id"), "bad id!"),
+		chromedp.SetValue(chromedp.CSS("#f-seeds_text"), "not a url"),
+		chromedp.SetValue(chromedp.CSS("#f-politeness-delay"), "fast"),
+		chromedp.SetValue(chromedp.CSS("#f-limits-max_pages"), "-1"),
+		chromedp.Click(chromedp.CSS("#submit-crawl")), chromedp.WaitVisible(chromedp.CSS("#error-summary")))
+	for sel, want := range map[string]string{
+		"#f-crawl_id-msg .field-error":         "want 1-64",
+		"#f-limits-max_pages-msg .field-error": "whole number",
+	} {
+		if got := b.text(bctx, sel); !strings.Contains(got, want) {
+			t.Errorf("error at %s: %q, want %q", sel, got, want)
+		}
+	}
+	b.shot(bctx, "console-form-errors")
+
+	// The crawl, submitted through the form.
+	for sel, v := range map[string]string{"#f-crawl_id": e.crawlID, "#f-name": "console e2e", "#f-seeds_text": strings.Join(e.site.Seeds(), "\n"),
+		"#f-limits-max_depth": "50", "#f-limits-max_pages": "1000"} {
+		b.run(bctx, "set "+sel, chromedp.SetValue(chromedp.CSS(sel), v))
+	}
+	b.run(bctx, "clear the delay", chromedp.Clear(chromedp.CSS("#f-politeness-delay")))
+	b.run(bctx, "submit the crawl", chromedp.Click(chromedp.CSS("#submit-crawl")), chromedp.WaitVisible(chromedp.CSS("#c-fetched")))
+	if loc := b.location(bctx); !strings.HasSuffix(loc, "/ui/crawls/"+e.crawlID) {
+		t.Fatalf("after submitting: at %s", loc)
+	}
+	// The counters rise without a reload (the page swaps its live parts).
+	first := 0
+	b.until(bctx, "a first page fetched", 60*time.Second, func() bool { first = b.counter(bctx, "c-fetched"); return first > 0 })
+	b.until(bctx, "the counter rising on its own", 30*time.Second, func() bool { return b.counter(bctx, "c-fetched") > first })
+	b.shot(bctx, "console-crawl")
+
+	// Pause and resume through the confirmation page.
+	b.run(bctx, "pause", chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	b.shot(bctx, "console-confirm")
+	b.run(bctx, "confirm pause", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#resume")))
+	if s := b.text(bctx, "#crawl-state"); s != "paused" {
+		t.Errorf("state after pause: %q", s)
+	}
+	b.run(bctx, "resume", chromedp.Click(chromedp.CSS("#resume")), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#pause")))
+	b.until(bctx, "the crawl drained", 90*time.Second, func() bool { return b.text(bctx, "#crawl-state") == "drained" })
+	if got, want := b.counter(bctx, "c-documents"), len(e.site.HTMLPages()); got != want {
+		t.Errorf("documents %d, want the site's %d HTML pages", got, want)
+	}
+	b.run(bctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#c-fetched")))
+	b.shot(bctx, "console-crawl-drained")
+
+	// A host: politeness, robots.txt as fetched, fetch log.
+	b.run(bctx, "open a host", chromedp.Click(chromedp.CSS(`#tables a[href*="/hosts/"]`)), chromedp.WaitVisible(chromedp.CSS("#h-robots")))
+	if got := b.text(bctx, "#fetchlog"); !strings.Contains(got, "200") {
+		t.Errorf("host fetch log shows no 200: %.300s", got)
+	}
+	if got := b.text(bctx, "pre.robots"); !strings.Contains(got, "Disallow") {
+		t.Errorf("host robots.txt: %q, want its rules", got)
+	}
+	b.shot(bctx, "console-host")
+
+	// A URL's story, from the documents table.
+	b.run(bctx, "open a URL", chromedp.Navigate(b.base+"/ui/crawls/"+e.crawlID), chromedp.WaitVisible(chromedp.CSS("#docs")),
+		chromedp.Click(chromedp.CSS(`#docs td.url a`)), chromedp.WaitVisible(chromedp.CSS("#doc-title")))
+	if got := b.text(bctx, "#admitted"); !strings.Contains(got, "Admitted at depth") {
+		t.Errorf("story: %q", got)
+	}
+	// The newest document is no seed: a page links to it.
+	if got := b.text(bctx, "#discovered"); !strings.Contains(got, "Pages linking to it") {
+		t.Errorf("story, discovered: %q", got)
+	}
+	if got := b.text(bctx, "#attempts"); !strings.Contains(got, "200") {
+		t.Errorf("story attempts: %.300s", got)
+	}
+	b.shot(bctx, "console-url")
+
+	b.run(bctx, "the crawls", chromedp.Navigate(b.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-crawl=%q]`, e.crawlID))))
+	b.shot(bctx, "console-crawls")
+	t.Logf("browser part took %s", time.Since(start).Round(time.Millisecond))
+}
