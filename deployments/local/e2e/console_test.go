@@ -3,8 +3,13 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +21,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/launcher"
+	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // chromium returns the headless browser the console test drives: $CHROME
@@ -72,6 +80,20 @@ func (b *browser) text(ctx context.Context, sel string) string {
 	}
 	js := fmt.Sprintf(`(function(){var e=document.querySelector(%s);return e?e.innerText:"";})()`, q)
 	return strings.TrimSpace(get(ctx, b.t, "read "+sel, chromedp.Evaluate[string](js)))
+}
+
+// click clicks the element sel in one evaluation (the page's script may
+// swap a live element between a query and a click).
+func (b *browser) click(ctx context.Context, sel string) {
+	b.t.Helper()
+	q, err := json.Marshal(sel)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	js := fmt.Sprintf(`(function(){var e=document.querySelector(%s);if(!e){return false;}e.click();return true;})()`, q)
+	if !get(ctx, b.t, "click "+sel, chromedp.Evaluate[bool](js)) {
+		b.t.Fatalf("browser: no %s to click", sel)
+	}
 }
 
 // location is the URL of the page.
@@ -208,13 +230,15 @@ func TestConsoleBrowser(t *testing.T) {
 	b.shot(bctx, "console-crawl")
 
 	// Pause and resume through the confirmation page.
-	b.run(bctx, "pause", chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	b.click(bctx, "#pause")
+	b.run(bctx, "pause", chromedp.WaitVisible(chromedp.CSS("#confirm")))
 	b.shot(bctx, "console-confirm")
 	b.run(bctx, "confirm pause", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#resume")))
 	if s := b.text(bctx, "#crawl-state"); s != "paused" {
 		t.Errorf("state after pause: %q", s)
 	}
-	b.run(bctx, "resume", chromedp.Click(chromedp.CSS("#resume")), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+	b.click(bctx, "#resume")
+	b.run(bctx, "resume", chromedp.WaitVisible(chromedp.CSS("#confirm")),
 		chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#pause")))
 	b.until(bctx, "the crawl drained", 90*time.Second, func() bool { return b.text(bctx, "#crawl-state") == "drained" })
 	if got, want := b.counter(bctx, "c-documents"), len(e.site.HTMLPages()); got != want {
@@ -224,7 +248,8 @@ func TestConsoleBrowser(t *testing.T) {
 	b.shot(bctx, "console-crawl-drained")
 
 	// A host: politeness, robots.txt as fetched, fetch log.
-	b.run(bctx, "open a host", chromedp.Click(chromedp.CSS(`#tables a[href*="/hosts/"]`)), chromedp.WaitVisible(chromedp.CSS("#h-robots")))
+	b.click(bctx, `#tables a[href*="/hosts/"]`)
+	b.run(bctx, "open a host", chromedp.WaitVisible(chromedp.CSS("#h-robots")))
 	if got := b.text(bctx, "#fetchlog"); !strings.Contains(got, "200") {
 		t.Errorf("host fetch log shows no 200: %.300s", got)
 	}
@@ -234,8 +259,9 @@ func TestConsoleBrowser(t *testing.T) {
 	b.shot(bctx, "console-host")
 
 	// A URL's story, from the documents table.
-	b.run(bctx, "open a URL", chromedp.Navigate(b.base+"/ui/crawls/"+e.crawlID), chromedp.WaitVisible(chromedp.CSS("#docs")),
-		chromedp.Click(chromedp.CSS(`#docs td.url a`)), chromedp.WaitVisible(chromedp.CSS("#doc-title")))
+	b.run(bctx, "the crawl again", chromedp.Navigate(b.base+"/ui/crawls/"+e.crawlID), chromedp.WaitVisible(chromedp.CSS("#docs")))
+	b.click(bctx, `#docs td.url a`)
+	b.run(bctx, "open a URL", chromedp.WaitVisible(chromedp.CSS("#doc-title")))
 	if got := b.text(bctx, "#admitted"); !strings.Contains(got, "Admitted at depth") {
 		t.Errorf("story: %q", got)
 	}
@@ -251,4 +277,122 @@ func TestConsoleBrowser(t *testing.T) {
 	b.run(bctx, "the crawls", chromedp.Navigate(b.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-crawl=%q]`, e.crawlID))))
 	b.shot(bctx, "console-crawls")
 	t.Logf("browser part took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestLauncherConsole runs the launcher with --console, as the README's
+// `make crawl ARGS=--console` does: it prints the console's address and
+// the token file, the console refuses a request without a session and
+// shows the crawl after a login with the file's token, and it stays up
+// after the crawl drained until the launcher is interrupted.
+func TestLauncherConsole(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	defer cancel()
+	site, err := demosite.Start(ctx, demosite.Config{Hosts: 1, PagesPerHost: 10, FirstHostOctet: 176})
+	if err != nil {
+		t.Fatalf("start demo site: %v", err)
+	}
+	defer site.Close()
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	consoleAddr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	ch := chtest.Config(t)
+	const crawlID = "e2e-launcher-console"
+	args := []string{"--seed", site.Seeds()[0], "--crawl-id", crawlID, "--allow-private", "--delay", e2eDelay.String(),
+		"--data-dir", filepath.Join(dir, "data"), "--timeout", "100s", "--console", "--console-addr", consoleAddr,
+		"--clickhouse-addr", ch.Addr[0], "--clickhouse-database", ch.Database}
+	var cfg launcher.Config
+	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := envflag.Parse(fs, args, func(string) (string, bool) { return "", false }); err != nil {
+		t.Fatalf("flags: %v", err)
+	}
+	cfg.Bins = serviceBins(t)
+	out, err := os.Create(filepath.Join(dir, "out.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- launcher.Run(runCtx, cfg, strings.NewReader(""), out) }()
+	printed := func() string { b, _ := os.ReadFile(out.Name()); return string(b) }
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(100 * time.Second)
+		for !strings.Contains(printed(), what) {
+			select {
+			case err := <-done:
+				t.Fatalf("launcher ended before printing %q: %v\n%s\n%s", what, err, printed(), tails(filepath.Join(dir, "data")))
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("launcher never printed %q:\n%s", what, printed())
+			}
+		}
+	}
+	tokenFile := filepath.Join(dir, "data", launcher.ConsoleTokenFile)
+	waitFor("console: http://" + consoleAddr + "/ui/ (log in with the token in " + tokenFile)
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v, want mode 0600", fi.Mode(), err)
+	}
+	if strings.Contains(printed(), strings.TrimSpace(string(token))) {
+		t.Error("the launcher printed the token")
+	}
+	base := "http://" + consoleAddr
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Jar: jar}
+	do := func(method, path string, form url.Values) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := do(http.MethodGet, "/ui/", nil); code != http.StatusUnauthorized {
+		t.Errorf("console without a session: %d, want 401", code)
+	}
+	if code, body := do(http.MethodPost, "/ui/login", url.Values{"token": {strings.TrimSpace(string(token))}}); code != http.StatusOK || !strings.Contains(body, "New crawl") {
+		t.Errorf("login with the token file's token: %d", code)
+	}
+	// The one-shot seeder publishes the crawl's spec after the console
+	// started: look for it once the crawl drained.
+	waitFor("the console stays up at http://" + consoleAddr + "/ui/")
+	if code, body := do(http.MethodGet, "/ui/", nil); code != http.StatusOK || !strings.Contains(body, crawlID) {
+		t.Errorf("console after the crawl drained: %d", code)
+	}
+	if code, body := do(http.MethodGet, "/ui/crawls/"+crawlID, nil); code != http.StatusOK || !strings.Contains(body, `<dd id="c-documents">`) {
+		t.Errorf("the crawl's page: %d", code)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("launcher: %v\n%s", err, printed())
+		}
+	case <-ctx.Done():
+		t.Fatal("the launcher did not stop when interrupted")
+	}
+	t.Logf("launcher output:\n%s", printed())
 }
