@@ -191,13 +191,13 @@ func TestConsoleBrowser(t *testing.T) {
 	// Without a session: the login form (401), then the token.
 	b.run(bctx, "log in", chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SendKeys(chromedp.CSS("#token"), jobsToken), chromedp.Submit(chromedp.CSS("#token")),
-		chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/crawls/new"]`)))
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/new"]`)))
 	if loc := b.location(bctx); strings.Contains(loc, jobsToken) {
 		t.Fatalf("the token is in the URL %s", loc)
 	}
 
 	// A form with errors: each at its field.
-	b.run(bctx, "open the form", chromedp.Navigate(b.base+"/ui/crawls/new"), chromedp.WaitVisible(chromedp.CSS("#submit-crawl")),
+	b.run(bctx, "open the form", chromedp.Navigate(b.base+"/ui/new"), chromedp.WaitVisible(chromedp.CSS("#submit-crawl")),
 		chromedp.SetValue(chromedp.CSS("#f-crawl_id"), "bad id!"),
 		chromedp.SetValue(chromedp.CSS("#f-seeds_text"), "not a url"),
 		chromedp.SetValue(chromedp.CSS("#f-politeness-delay"), "fast"),

@@ -156,7 +156,7 @@ func (s *Server) Handler() http.Handler {
 	handle("POST /ui/logout", "logout", false, s.logout)
 	handle("GET /ui/static/{file}", "static", false, s.static)
 	handle("GET /ui/{$}", "crawls", false, s.crawls)
-	handle("GET /ui/crawls/new", "new", false, s.newCrawl)
+	handle("GET /ui/new", "new", false, s.newCrawl) // not under crawls/: "new" is a valid crawl id
 	handle("POST /ui/crawls", "new", false, s.submit)
 	handle("GET /ui/crawls/{id}", "crawl", false, s.crawl)
 	handle("GET /ui/crawls/{id}/{action}", "confirm", false, s.confirm)

@@ -157,7 +157,7 @@ func (c *client) login() string {
 	if r.code != http.StatusSeeOther || r.hdr.Get("Location") != "/ui/" {
 		c.t.Fatalf("login: %d %s", r.code, r.hdr.Get("Location"))
 	}
-	return c.csrf("/ui/crawls/new")
+	return c.csrf("/ui/new")
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -184,7 +184,7 @@ func (c *client) post(path string, form url.Values) response {
 func TestAuth(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	paths := []string{"/ui/", "/ui/crawls/new", "/ui/crawls/x", "/ui/crawls/x/pause", "/ui/crawls/x/hosts/h", "/ui/crawls/x/url?u=http://a/",
+	paths := []string{"/ui/", "/ui/new", "/ui/crawls/x", "/ui/crawls/x/pause", "/ui/crawls/x/hosts/h", "/ui/crawls/x/url?u=http://a/",
 		"/ui/static/console.css", "/ui/static/console.js", "/ui/static/nope", "/ui/nope"}
 	for _, p := range paths {
 		r := c.get(p)
@@ -209,8 +209,8 @@ func TestAuth(t *testing.T) {
 	if r := c.get("/ui/"); r.code != http.StatusUnauthorized {
 		t.Errorf("forged cookie: %d, want 401", r.code)
 	}
-	r := c.do(http.MethodPost, "/ui/login", url.Values{"token": {token}, "next": {"/ui/crawls/new"}}, nil)
-	if r.code != http.StatusSeeOther || r.hdr.Get("Location") != "/ui/crawls/new" || strings.Contains(r.hdr.Get("Location"), token) {
+	r := c.do(http.MethodPost, "/ui/login", url.Values{"token": {token}, "next": {"/ui/new"}}, nil)
+	if r.code != http.StatusSeeOther || r.hdr.Get("Location") != "/ui/new" || strings.Contains(r.hdr.Get("Location"), token) {
 		t.Fatalf("login: %d %q", r.code, r.hdr.Get("Location"))
 	}
 	ck := r.hdr.Get("Set-Cookie")
@@ -226,7 +226,7 @@ func TestAuth(t *testing.T) {
 	if r := c.do(http.MethodPost, "/ui/login", url.Values{"token": {token}, "next": {"//evil.example/"}}, nil); r.hdr.Get("Location") != "/ui/" {
 		t.Errorf("next //evil.example/: redirected to %q", r.hdr.Get("Location"))
 	}
-	for _, p := range []string{"/ui/", "/ui/crawls/new", "/ui/static/console.css", "/ui/static/console.js"} {
+	for _, p := range []string{"/ui/", "/ui/new", "/ui/static/console.css", "/ui/static/console.js"} {
 		if r := c.get(p); r.code != http.StatusOK {
 			t.Errorf("GET %s with a session: %d", p, r.code)
 		}
