@@ -275,6 +275,9 @@ func TestConsoleBrowser(t *testing.T) {
 	b.shot(bctx, "console-url")
 
 	b.run(bctx, "the crawls", chromedp.Navigate(b.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-crawl=%q]`, e.crawlID))))
+	if s := b.text(bctx, fmt.Sprintf(`tr[data-crawl=%q] .state`, e.crawlID)); s != "drained" {
+		t.Errorf("the crawls list shows the drained crawl %q", s)
+	}
 	b.shot(bctx, "console-crawls")
 	t.Logf("browser part took %s", time.Since(start).Round(time.Millisecond))
 }

@@ -469,7 +469,17 @@ func TestPages(t *testing.T) {
 	if r.code != http.StatusOK {
 		t.Fatalf("list: %d", r.code)
 	}
-	contains("list", r.body, `href="/ui/crawls/pages-crawl"`, "Pages test", `class="n fetched">3<`, `data-refresh="5"`, `http-equiv="refresh"`)
+	// Every admitted URL is final: the list shows the API's status (drained
+	// or running by the pipeline's lag: here the seed nobody consumed).
+	v := e.api.View(t.Context(), spec)
+	if !v.Counts.Finished {
+		t.Fatalf("counts %+v, want finished", v.Counts)
+	}
+	contains("list", r.body, `href="/ui/crawls/pages-crawl"`, "Pages test", `class="n fetched">3<`,
+		`<span class="state `+v.Status+`">`+v.Status+`</span>`)
+	if refreshes := strings.Contains(r.body, `data-refresh="5"`) && strings.Contains(r.body, `http-equiv="refresh"`); refreshes != (v.Status == "running") {
+		t.Errorf("list refreshes %v with the crawl %s", refreshes, v.Status)
+	}
 
 	r = c.get("/ui/crawls/" + id)
 	if r.code != http.StatusOK {

@@ -55,12 +55,10 @@ func (s *Server) crawls(w http.ResponseWriter, r *http.Request, sess []byte) {
 	d.Crawls = make([]crawlRow, len(all))
 	g, ctx := errgroup.WithContext(r.Context())
 	g.SetLimit(4)
-	running := false
 	for i, spec := range all {
 		row := &d.Crawls[i]
 		*row = crawlRow{ID: spec.GetCrawlId(), Name: spec.GetName(), State: jobs.Status(spec.GetState(), jobs.Counts{}, false),
 			Started: spec.GetCreatedAt().AsTime().UTC(), Duration: duration(spec, now)}
-		running = running || spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_RUNNING
 		g.Go(func() error {
 			c, err := s.count.Counts(ctx, row.ID)
 			if err != nil {
@@ -68,6 +66,15 @@ func (s *Server) crawls(w http.ResponseWriter, r *http.Request, sess []byte) {
 				return nil //nolint:nilerr // shown in its row; the other rows still render
 			}
 			row.Counts = &c
+			if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_RUNNING && c.Finished {
+				// Drained needs the pipeline's lag too (the API's view):
+				// only for the few crawls whose URLs are all done.
+				v := s.jobs.View(ctx, spec)
+				row.State, row.Counts = v.Status, v.Counts
+				if v.Counts == nil {
+					row.Counts = &c
+				}
+			}
 			if row.Rate, err = s.q.rate(ctx, row.ID, row.Started, now); err != nil {
 				row.CountsError = err.Error()
 			}
@@ -76,6 +83,10 @@ func (s *Server) crawls(w http.ResponseWriter, r *http.Request, sess []byte) {
 	}
 	_ = g.Wait() // every error is in its row
 	p := page{Title: "Crawls", CSRF: s.keys.csrfToken(sess), Data: d}
+	running := false
+	for _, row := range d.Crawls {
+		running = running || row.State == "running"
+	}
 	if running {
 		p.Refresh = s.refresh()
 	}
