@@ -189,6 +189,8 @@ func TestConsoleBrowser(t *testing.T) {
 	t.Logf("chromium started in %s", time.Since(start).Round(time.Millisecond))
 
 	// Without a session: the login form (401), then the token.
+	b.run(bctx, "the login form", chromedp.WaitVisible(chromedp.CSS("#token")))
+	b.shot(bctx, "console-login")
 	b.run(bctx, "log in", chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SendKeys(chromedp.CSS("#token"), jobsToken), chromedp.Submit(chromedp.CSS("#token")),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/new"]`)))

@@ -20,6 +20,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -46,6 +48,12 @@ var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
+
+//go:embed static/console.css
+var consoleCSS string
+
+// csp is the pages' Content-Security-Policy: no inline script or style.
+const csp = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // Jobs is the crawl-jobs API the console drives (*api.Server): the same
 // validation, publishing and counts as the JSON API.
@@ -176,7 +184,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, public bool, h fu
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
-	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("Content-Security-Policy", csp)
 	if public {
 		h(w, r, nil)
 		return
@@ -218,6 +226,10 @@ const maxFormBytes = 8 << 20
 
 // page is what the layout renders.
 type page struct {
+	// Nonce, on the pages served without a session (the login form),
+	// lets the stylesheet inline: the static files need a session.
+	Nonce   string
+	CSS     template.CSS
 	Title   string
 	CSRF    string
 	Refresh int // seconds; 0: the page does not refresh
@@ -229,6 +241,12 @@ type crumb struct{ Name, Href string }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, p page) {
 	t := s.pages[name]
+	if p.CSRF == "" { // no session: no static files
+		var n [16]byte
+		_, _ = rand.Read(n[:])                                              // crypto/rand.Read never fails
+		p.Nonce, p.CSS = b64.EncodeToString(n[:]), template.CSS(consoleCSS) //nolint:gosec // our own embedded stylesheet
+		w.Header().Set("Content-Security-Policy", strings.Replace(csp, "style-src 'self'", "style-src 'nonce-"+p.Nonce+"'", 1))
+	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, p); err != nil {
 		s.log.Error("render console page failed", zap.String("page", name), zap.Error(err))

@@ -197,8 +197,15 @@ func TestAuth(t *testing.T) {
 			t.Errorf("POST %s without a session: %d, want 401", p, r.code)
 		}
 	}
-	if r := c.get("/ui/login"); r.code != http.StatusOK || !strings.Contains(r.body, `type="password"`) {
+	r := c.get("/ui/login")
+	if r.code != http.StatusOK || !strings.Contains(r.body, `type="password"`) {
 		t.Errorf("GET /ui/login: %d", r.code)
+	}
+	// The login form's stylesheet is inline (the static files need a
+	// session), allowed by the response's nonce alone; no script.
+	m := regexp.MustCompile(`<style nonce="([^"]+)">`).FindStringSubmatch(r.body)
+	if m == nil || !strings.Contains(r.hdr.Get("Content-Security-Policy"), "style-src 'nonce-"+m[1]+"'") || strings.Contains(r.body, "<script") {
+		t.Errorf("login page: CSP %q", r.hdr.Get("Content-Security-Policy"))
 	}
 	if r := c.post("/ui/login", url.Values{"token": {token + "x"}}); r.code != http.StatusUnauthorized || !strings.Contains(r.body, "Wrong token") {
 		t.Errorf("wrong token: %d", r.code)
@@ -209,7 +216,7 @@ func TestAuth(t *testing.T) {
 	if r := c.get("/ui/"); r.code != http.StatusUnauthorized {
 		t.Errorf("forged cookie: %d, want 401", r.code)
 	}
-	r := c.do(http.MethodPost, "/ui/login", url.Values{"token": {token}, "next": {"/ui/new"}}, nil)
+	r = c.do(http.MethodPost, "/ui/login", url.Values{"token": {token}, "next": {"/ui/new"}}, nil)
 	if r.code != http.StatusSeeOther || r.hdr.Get("Location") != "/ui/new" || strings.Contains(r.hdr.Get("Location"), token) {
 		t.Fatalf("login: %d %q", r.code, r.hdr.Get("Location"))
 	}
