@@ -79,6 +79,11 @@ type Config struct {
 	// ClickHouse.
 	Security pipeline.Security
 	Verbose  bool // flag verbose: copy service logs to stderr
+	// Console (flag console) also runs `seeder serve`, the crawl-jobs API
+	// and its operator console, at ConsoleAddr (flag console-addr), and
+	// keeps it up after the crawl drained until interrupted.
+	Console     bool
+	ConsoleAddr string
 	// SpecFile (flag spec) is a crawl request as POST /v1/crawls takes it:
 	// its scope, limits, politeness and revisit policy are the crawl's, its
 	// seeds are crawled with the others. Scope flags override its fields.
@@ -129,6 +134,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "", "comma-separated bootstrap brokers of an existing Kafka (default: start an embedded broker)")
 	c.Security.RegisterFlags(fs)
 	fs.BoolVar(&c.Verbose, "verbose", false, "copy the services' logs to stderr")
+	fs.BoolVar(&c.Console, "console", false, "also run the crawl-jobs API and its operator console (seeder serve) and print its address and token file; it stays up after the crawl drained until interrupted (implies -store-links)")
+	fs.StringVar(&c.ConsoleAddr, "console-addr", "127.0.0.1:8480", "address of the operator console (with -console)")
 	d := supervise.DefaultPolicy()
 	fs.BoolVar(&c.AutoRestart, "restart", true, "restart a service that exits on its own, with back-off (false: such an exit ends the crawl)")
 	fs.DurationVar(&c.Restart.Backoff, "restart-backoff", d.Backoff, "delay before restarting a service; doubles with every restart within -restart-window")
@@ -156,6 +163,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fetchers (%d) must not exceed partitions (%d): a fetcher without a partition has nothing to fetch", c.Fetchers, c.Partitions)
 	case c.DataDir == "":
 		return errors.New("data-dir must not be empty")
+	case c.Console && c.ConsoleAddr == "":
+		return errors.New("console-addr must not be empty with -console")
 	case c.Timeout < 0:
 		return errors.New("timeout must not be negative")
 	case c.BrokerProcess && c.KafkaBrokers != "":
@@ -279,6 +288,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	}
 	defer p.Close()
 	fmt.Fprintf(out, "services ready (logs in %s); crawl %s\n", filepath.Join(dataDir, "logs"), cfg.CrawlID)
+	if cfg.Console {
+		if err := startConsole(ctx, p, cfg.ConsoleAddr, dataDir, out); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(out, "crawl spec (%s): %s\n", specFile, specLine(req))
 
 	var events0 map[string]uint64
@@ -293,6 +307,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if runErr != nil && ctx.Err() != nil {
 		fmt.Fprintln(out, "interrupted; stopping services")
 		runErr = nil
+	}
+	if cfg.Console && runErr == nil && ctx.Err() == nil {
+		fmt.Fprintf(out, "crawl drained in %s; the console stays up at http://%s/ui/ until interrupted (Ctrl-C)\n",
+			duration.Round(time.Millisecond), cfg.ConsoleAddr)
+		<-ctx.Done()
 	}
 	stopErr := p.Stop()
 	// The summary is read after the services flushed their writers.
@@ -432,7 +451,9 @@ func isTTY(f *os.File) bool {
 
 // serviceArgs are the flags the launcher's own flags pass to services.
 func serviceArgs(cfg Config) map[string][]string {
-	if !cfg.StoreLinks {
+	// The console's URL story shows the pages linking to a URL: the link
+	// graph.
+	if !cfg.StoreLinks && !cfg.Console {
 		return nil
 	}
 	return map[string][]string{"parser": {"--store-links"}}

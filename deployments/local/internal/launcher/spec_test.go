@@ -272,4 +272,7 @@ func TestServiceArgs(t *testing.T) {
 	if len(got) != 1 || len(got["parser"]) != 1 || got["parser"][0] != "--store-links" {
 		t.Errorf("--store-links: %v, want the parser's --store-links", got)
 	}
+	if got := serviceArgs(Config{Console: true}); len(got["parser"]) != 1 || got["parser"][0] != "--store-links" {
+		t.Errorf("--console: %v, want the parser's --store-links (the URL story's links)", got)
+	}
 }

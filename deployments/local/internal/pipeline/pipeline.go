@@ -341,13 +341,20 @@ func (p *Pipeline) LogFile(name string) string {
 // until its /readyz answers 200; with AutoRestart it is supervised from
 // then on.
 func (p *Pipeline) StartService(ctx context.Context, service, name string, extra []string) (*supervise.Process, error) {
+	return p.StartServiceEnv(ctx, service, name, extra, nil)
+}
+
+// StartServiceEnv is StartService with env (KEY=value) added to the
+// process's environment: for secrets that must not show in its command
+// line (the API token of seeder serve).
+func (p *Pipeline) StartServiceEnv(ctx context.Context, service, name string, extra, env []string) (*supervise.Process, error) {
 	admin, err := freeAddr(ctx)
 	if err != nil {
 		return nil, err
 	}
 	args := append(extra, p.cfg.Args[service]...)
 	proc, err := supervise.Start(supervise.Spec{
-		Name: name, Path: p.cfg.Bins[service], Args: args, Env: p.CommonEnv(name, admin),
+		Name: name, Path: p.cfg.Bins[service], Args: args, Env: append(p.CommonEnv(name, admin), env...),
 		LogFile: p.LogFile(name), Echo: p.cfg.Echo,
 	})
 	if err != nil {

@@ -330,24 +330,62 @@ func (s *Server) withCounts(ctx context.Context, v *CrawlView, spec *crawlv1.Cra
 	v.Status = jobs.Status(spec.GetState(), c, true)
 }
 
+// Error is a refused or failed operation: the HTTP status it answers,
+// its message, and the problems of each field of the request.
+type Error struct {
+	Code   int
+	Msg    string
+	Fields jobs.FieldErrors
+	// SitemapProblems are what the sitemaps of a refused request held.
+	SitemapProblems []sitemaps.Problem
+}
+
+func (e *Error) Error() string {
+	if len(e.Fields) > 0 {
+		return e.Msg + ": " + e.Fields.Error()
+	}
+	return e.Msg
+}
+
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var req jobs.Request
 	if !s.decode(w, r, &req) {
 		return
 	}
+	resp, err := s.Create(r.Context(), req)
+	var ae *Error
+	switch {
+	case errors.As(err, &ae) && len(ae.SitemapProblems) > 0:
+		writeJSON(w, ae.Code, struct {
+			errorBody
+			SitemapProblems []sitemaps.Problem `json:"sitemap_problems,omitempty"`
+		}{errorBody{Error: ae.Msg, Fields: ae.Fields}, ae.SitemapProblems})
+	case errors.As(err, &ae):
+		writeError(w, ae.Code, ae.Msg, ae.Fields)
+	case err != nil:
+		return // the client went away: nothing was published
+	default:
+		writeJSON(w, http.StatusCreated, resp)
+	}
+}
+
+// Create validates req (jobs.Build: every problem, field by field), reads
+// the sitemaps it asks for, and publishes the crawl's specification and
+// seeds: what POST /v1/crawls does, for the operator console too. A
+// refusal or a publishing failure is an *Error; ctx's end before anything
+// was published is ctx's error.
+func (s *Server) Create(ctx context.Context, req jobs.Request) (CreateResponse, error) {
 	job, err := jobs.Build(req, s.newID, s.now())
 	var fe jobs.FieldErrors
 	switch {
 	case errors.As(err, &fe):
-		writeError(w, http.StatusBadRequest, "invalid request", fe)
-		return
+		return CreateResponse{}, &Error{Code: http.StatusBadRequest, Msg: "invalid request", Fields: fe}
 	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error(), nil)
-		return
+		return CreateResponse{}, &Error{Code: http.StatusBadRequest, Msg: err.Error()}
 	}
 	id := job.Spec.GetCrawlId()
-	if s.exists(w, id) {
-		return
+	if err := s.exists(id); err != nil {
+		return CreateResponse{}, err
 	}
 	var (
 		fromSitemaps int
@@ -355,8 +393,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	)
 	if job.Sitemaps || len(job.SitemapURLs) > 0 {
 		if s.cfg.Sitemaps == nil {
-			writeError(w, http.StatusBadRequest, "invalid request", jobs.FieldErrors{{Field: "sitemaps", Message: "sitemap seeding is not enabled on this server"}})
-			return
+			return CreateResponse{}, &Error{Code: http.StatusBadRequest, Msg: "invalid request",
+				Fields: jobs.FieldErrors{{Field: "sitemaps", Message: "sitemap seeding is not enabled on this server"}}}
 		}
 		// Read before taking the lock: it may take a while.
 		var hosts []string
@@ -367,9 +405,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		res := s.cfg.Sitemaps.Discover(r.Context(), hosts, job.SitemapURLs)
-		if err := r.Context().Err(); err != nil {
-			return // the client went away: nothing was published
+		res := s.cfg.Sitemaps.Discover(ctx, hosts, job.SitemapURLs)
+		if err := ctx.Err(); err != nil {
+			return CreateResponse{}, fmt.Errorf("read sitemaps: %w", err)
 		}
 		urls := make([]string, len(res.Entries))
 		lastmods := make([]time.Time, len(res.Entries))
@@ -379,64 +417,58 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		fromSitemaps = job.AddSitemapEntries(urls, lastmods)
 		problems = res.Problems
 		if len(job.Seeds) == 0 {
-			writeJSON(w, http.StatusBadRequest, struct {
-				errorBody
-				SitemapProblems []sitemaps.Problem `json:"sitemap_problems,omitempty"`
-			}{errorBody{Error: "invalid request", Fields: jobs.FieldErrors{{Field: "sitemap_urls", Message: "no valid seeds: the sitemaps listed no usable URL"}}}, problems})
-			return
+			return CreateResponse{}, &Error{Code: http.StatusBadRequest, Msg: "invalid request",
+				Fields:          jobs.FieldErrors{{Field: "sitemap_urls", Message: "no valid seeds: the sitemaps listed no usable URL"}},
+				SitemapProblems: problems}
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.exists(w, id) {
-		return
+	if err := s.exists(id); err != nil {
+		return CreateResponse{}, err
 	}
 	// The id is free as far as this server knows; other API servers may
 	// be accepting it right now: the control topic decides.
-	owned, err := s.control.Claim(r.Context(), id)
+	owned, err := s.control.Claim(ctx, id)
 	if err != nil {
-		if r.Context().Err() != nil {
-			return // the client went away: the claim, if written, keeps the id taken
+		if ctx.Err() != nil {
+			// The client went away: the claim, if written, keeps the id taken.
+			return CreateResponse{}, fmt.Errorf("claim crawl id: %w", ctx.Err())
 		}
 		s.log.Error("claim crawl id failed", telemetry.Crawl(id), zap.Error(err))
-		writeError(w, http.StatusServiceUnavailable, "claim crawl id: "+err.Error(), nil)
-		return
+		return CreateResponse{}, &Error{Code: http.StatusServiceUnavailable, Msg: "claim crawl id: " + err.Error()}
 	}
 	if !owned {
-		s.conflict(w, id)
-		return
+		return CreateResponse{}, conflict(id)
 	}
-	if err := s.control.Publish(r.Context(), job.Spec); err != nil {
+	if err := s.control.Publish(ctx, job.Spec); err != nil {
 		s.log.Error("publish crawl spec failed", telemetry.Crawl(id), zap.Error(err))
-		writeError(w, http.StatusServiceUnavailable, "publish crawl spec: "+err.Error(), nil)
-		return
+		return CreateResponse{}, &Error{Code: http.StatusServiceUnavailable, Msg: "publish crawl spec: " + err.Error()}
 	}
-	n, err := s.control.PublishSeeds(r.Context(), id, job.Seeds)
+	n, err := s.control.PublishSeeds(ctx, id, job.Seeds)
 	if err != nil {
 		s.log.Error("publish seeds failed", telemetry.Crawl(id), zap.Int("published", n), zap.Error(err))
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("crawl created; %d of %d seeds published: %v", n, len(job.Seeds), err), nil)
-		return
+		return CreateResponse{}, &Error{Code: http.StatusServiceUnavailable, Msg: fmt.Sprintf("crawl created; %d of %d seeds published: %v", n, len(job.Seeds), err)}
 	}
 	s.log.Info("crawl created", telemetry.Crawl(id), zap.Int("seeds", n), zap.Int("invalid", len(job.Invalid)),
 		zap.Int("from_sitemaps", fromSitemaps), zap.Int("sitemap_problems", len(problems)))
-	writeJSON(w, http.StatusCreated, CreateResponse{CrawlView: view(job.Spec, true), SeedsPublished: n, InvalidSeeds: job.Invalid,
-		SitemapURLs: fromSitemaps, SitemapProblems: problems})
+	return CreateResponse{CrawlView: view(job.Spec, true), SeedsPublished: n, InvalidSeeds: job.Invalid,
+		SitemapURLs: fromSitemaps, SitemapProblems: problems}, nil
 }
 
-// exists answers 409 when the crawl id is taken.
-func (s *Server) exists(w http.ResponseWriter, id string) bool {
+// exists refuses (409) a crawl id that is taken.
+func (s *Server) exists(id string) error {
 	if s.control.Get(id) == nil {
-		return false
+		return nil
 	}
-	s.conflict(w, id)
-	return true
+	return conflict(id)
 }
 
-// conflict answers 409: the crawl id is taken (by a crawl, or by an
+// conflict is the 409 of a crawl id that is taken (by a crawl, or by an
 // earlier claim of another submission).
-func (s *Server) conflict(w http.ResponseWriter, id string) {
-	writeError(w, http.StatusConflict, fmt.Sprintf("crawl %q exists", id),
-		jobs.FieldErrors{{Field: "crawl_id", Message: "already used"}})
+func conflict(id string) *Error {
+	return &Error{Code: http.StatusConflict, Msg: fmt.Sprintf("crawl %q exists", id),
+		Fields: jobs.FieldErrors{{Field: "crawl_id", Message: "already used"}}}
 }
 
 // decode reads a JSON body of at most MaxBodyBytes with no unknown fields
@@ -470,7 +502,8 @@ type ListResponse struct {
 	Crawls []CrawlView `json:"crawls"`
 }
 
-func (s *Server) list(w http.ResponseWriter, _ *http.Request) {
+// Crawls returns every crawl's specification, newest first.
+func (s *Server) Crawls() []*crawlv1.CrawlSpec {
 	all := s.control.All()
 	sort.Slice(all, func(i, j int) bool {
 		a, b := all[i].GetCreatedAt().AsTime(), all[j].GetCreatedAt().AsTime()
@@ -479,6 +512,26 @@ func (s *Server) list(w http.ResponseWriter, _ *http.Request) {
 		}
 		return all[i].GetCrawlId() < all[j].GetCrawlId()
 	})
+	return all
+}
+
+// CaughtUp reports whether the control topic is read to its end (before,
+// the API and the console answer 503).
+func (s *Server) CaughtUp() bool { return s.control.CaughtUp() }
+
+// Crawl returns the latest specification of a crawl, or nil.
+func (s *Server) Crawl(id string) *crawlv1.CrawlSpec { return s.control.Get(id) }
+
+// View returns a crawl as GET /v1/crawls/{id} shows it: its specification,
+// its live counts and its status.
+func (s *Server) View(ctx context.Context, spec *crawlv1.CrawlSpec) CrawlView {
+	v := view(spec, true)
+	s.withCounts(ctx, &v, spec)
+	return v
+}
+
+func (s *Server) list(w http.ResponseWriter, _ *http.Request) {
+	all := s.Crawls()
 	out := ListResponse{Crawls: make([]CrawlView, 0, len(all))}
 	for _, spec := range all {
 		out.Crawls = append(out.Crawls, view(spec, false))
@@ -501,36 +554,43 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if spec == nil {
 		return
 	}
-	v := view(spec, true)
-	s.withCounts(r.Context(), &v, spec)
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, s.View(r.Context(), spec))
 }
 
 func transition(state crawlv1.CrawlState) func(*Server, http.ResponseWriter, *http.Request) {
 	return func(s *Server, w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		spec := s.lookup(w, r)
-		if spec == nil {
+		v, err := s.SetState(r.Context(), r.PathValue("id"), state)
+		if ae := (*Error)(nil); errors.As(err, &ae) {
+			writeError(w, ae.Code, ae.Msg, ae.Fields)
 			return
 		}
-		if spec.GetState() == state {
-			writeJSON(w, http.StatusOK, view(spec, true)) // idempotent
-			return
-		}
-		next, err := jobs.Transition(spec, state, s.now())
-		if err != nil {
-			writeError(w, http.StatusConflict, err.Error(), nil)
-			return
-		}
-		if err := s.control.Publish(r.Context(), next); err != nil {
-			s.log.Error("publish crawl spec failed", telemetry.Crawl(spec.GetCrawlId()), zap.Error(err))
-			writeError(w, http.StatusServiceUnavailable, "publish crawl spec: "+err.Error(), nil)
-			return
-		}
-		s.log.Info("crawl state changed", telemetry.Crawl(spec.GetCrawlId()), zap.String("state", stateName(state)), zap.Uint64("revision", next.GetRevision()))
-		writeJSON(w, http.StatusOK, view(next, true))
+		writeJSON(w, http.StatusOK, v)
 	}
+}
+
+// SetState pauses, resumes or cancels a crawl (idempotent: a crawl in
+// state already is returned as it is); a refusal (no such crawl: 404, a
+// cancelled crawl: 409) or a publishing failure is an *Error.
+func (s *Server) SetState(ctx context.Context, id string, state crawlv1.CrawlState) (CrawlView, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	spec := s.control.Get(id)
+	if spec == nil {
+		return CrawlView{}, &Error{Code: http.StatusNotFound, Msg: fmt.Sprintf("no crawl %q", id)}
+	}
+	if spec.GetState() == state {
+		return view(spec, true), nil
+	}
+	next, err := jobs.Transition(spec, state, s.now())
+	if err != nil {
+		return CrawlView{}, &Error{Code: http.StatusConflict, Msg: err.Error()}
+	}
+	if err := s.control.Publish(ctx, next); err != nil {
+		s.log.Error("publish crawl spec failed", telemetry.Crawl(id), zap.Error(err))
+		return CrawlView{}, &Error{Code: http.StatusServiceUnavailable, Msg: "publish crawl spec: " + err.Error()}
+	}
+	s.log.Info("crawl state changed", telemetry.Crawl(id), zap.String("state", stateName(state)), zap.Uint64("revision", next.GetRevision()))
+	return view(next, true), nil
 }
 
 func (s *Server) documents(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/console"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
@@ -62,12 +63,31 @@ func NewServer(ctx context.Context, cfg config.Serve, log *zap.Logger, reg prome
 		return nil, err
 	}
 	s.discoverer = sitemaps.New(cfg.Sitemap)
-	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Sitemaps: s.discoverer}, s.control, stats.New(s.store), apiMetrics, log)
-	s.http = httpserve.New("api", cfg.APIAddr, &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}, apiShutdownTimeout, log)
+	st := stats.New(s.store)
+	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Sitemaps: s.discoverer}, s.control, st, apiMetrics, log)
+	consoleMetrics, err := console.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	ui, err := console.New(console.Config{Token: cfg.APIToken, Partitions: cfg.Kafka.Partitions, Refresh: cfg.ConsoleRefresh}, srv, st, s.store.Conn(), consoleMetrics, log)
+	if err != nil {
+		return nil, err
+	}
+	s.http = httpserve.New("api", cfg.APIAddr, &http.Server{Handler: Handler(srv.Handler(), ui.Handler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}, apiShutdownTimeout, log)
 	if s.addr, err = s.http.Listen(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Handler serves the operator console under console.Prefix and the
+// JSON API everywhere else.
+func Handler(apiHandler, consoleHandler http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix, consoleHandler)
+	mux.Handle("GET /ui", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
+	mux.Handle("/", apiHandler)
+	return mux
 }
 
 // Addr is the API's listening address.

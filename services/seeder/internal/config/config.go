@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/envflag"
@@ -95,6 +96,9 @@ type Serve struct {
 	APIToken     string          // flag api-token (required)
 	MaxBodyBytes int64           // flag api-max-body-bytes
 	Sitemap      sitemaps.Config // flags sitemap-*, allow-private
+	// ConsoleRefresh is how often the operator console's pages of a
+	// running crawl refresh (flag console-refresh).
+	ConsoleRefresh time.Duration
 }
 
 // RegisterFlags binds the fields to flags with their defaults.
@@ -105,6 +109,7 @@ func (c *Serve) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.APIAddr, "api-addr", "127.0.0.1:8480", "address of the crawl-jobs HTTP API")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token the API requires (required; prefer CRAWLER_API_TOKEN)")
 	fs.Int64Var(&c.MaxBodyBytes, "api-max-body-bytes", api.DefaultMaxBodyBytes, "largest accepted request body")
+	fs.DurationVar(&c.ConsoleRefresh, "console-refresh", 5*time.Second, "how often the operator console's pages of a running crawl refresh (whole seconds, at least 1s)")
 	RegisterSitemapFlags(fs, &c.Sitemap)
 }
 
@@ -122,6 +127,9 @@ func (c Serve) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("validate api-max-body-bytes: %d, want at least 1024", c.MaxBodyBytes))
+	}
+	if c.ConsoleRefresh < time.Second || c.ConsoleRefresh%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("validate console-refresh: %v, want whole seconds, at least 1s", c.ConsoleRefresh))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,169 @@
+package console
+
+import (
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
+)
+
+// The crawl form's fields are named after the request's JSON fields
+// (jobs.Request), so that the API's field errors ("scope.allow_patterns[2]",
+// "seeds_text line 7") find their field by stripping the index or line.
+// Lists are text areas with one entry a line; keywords.groups is one
+// group a line, its terms comma-separated; keywords.templates one
+// "name URL-template" a line; scope.sites is JSON as the API takes it.
+
+// formErrors are a form's errors by field name; "" holds the ones that
+// name no field of the form.
+type formErrors map[string][]string
+
+func (e formErrors) add(field, msg string) { e[field] = append(e[field], msg) }
+
+// formFields are the form's fields, for mapping errors.
+var formFields = map[string]bool{
+	"crawl_id": true, "name": true, "seeds_text": true, "skip_invalid_seeds": true,
+	"keywords.terms": true, "keywords.groups": true, "keywords.combine": true, "keywords.max_combination": true,
+	"keywords.engines": true, "keywords.templates": true, "keywords.pages": true,
+	"scope.allow_hosts": true, "scope.deny_hosts": true, "scope.allow_domains": true, "scope.deny_domains": true,
+	"scope.same_host_only": true, "scope.allow_patterns": true, "scope.deny_patterns": true,
+	"scope.max_outlinks_per_page": true, "scope.max_url_length": true, "scope.max_repeated_segments": true,
+	"scope.detail_patterns": true, "scope.detail_selector": true, "scope.follow_duplicates": true,
+	"scope.sites": true, "scope.near_duplicate_distance": true,
+	"limits.max_depth": true, "limits.max_pages": true, "limits.max_pages_per_host": true,
+	"politeness.delay": true, "politeness.max_crawl_delay": true, "politeness.serp_ignore_robots": true,
+	"revisit.enabled": true, "revisit.min_interval": true, "revisit.max_interval": true, "revisit.initial_interval": true,
+	"sitemaps": true, "sitemap_urls": true,
+}
+
+// fieldOf maps an API error's field to the form field showing it.
+func fieldOf(apiField string) string {
+	f := apiField
+	if i := strings.IndexAny(f, "[ "); i >= 0 {
+		f = f[:i]
+	}
+	switch f {
+	case "seeds":
+		return "seeds_text"
+	case "keywords":
+		return "keywords.terms"
+	}
+	if formFields[f] {
+		return f
+	}
+	return ""
+}
+
+// mapErrors files the API's field errors under the form's fields; the
+// message keeps the API's field name when it is more precise ("line 3").
+func mapErrors(fe jobs.FieldErrors, into formErrors) {
+	for _, e := range fe {
+		f := fieldOf(e.Field)
+		msg := e.Message
+		if f != e.Field {
+			msg = e.Field + ": " + msg
+		}
+		into.add(f, msg)
+	}
+}
+
+// lines returns the non-blank lines of a text area, trimmed.
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// requestFromForm builds the API request a crawl form describes. Errors
+// of the form itself (a number that is no number, unreadable JSON) are
+// returned by field, the same way the API's are.
+func requestFromForm(v url.Values) (jobs.Request, formErrors) {
+	errs := formErrors{}
+	num := func(field string, bits int) uint64 {
+		s := strings.TrimSpace(v.Get(field))
+		if s == "" {
+			return 0
+		}
+		n, err := strconv.ParseUint(s, 10, bits)
+		if err != nil {
+			errs.add(field, "want a whole number from 0 to "+strconv.FormatUint(1<<bits-1, 10))
+		}
+		return n
+	}
+	on := func(field string) bool { return v.Get(field) != "" }
+	req := jobs.Request{
+		CrawlID:     strings.TrimSpace(v.Get("crawl_id")),
+		Name:        strings.TrimSpace(v.Get("name")),
+		SeedsText:   v.Get("seeds_text"),
+		SkipBad:     on("skip_invalid_seeds"),
+		Sitemaps:    on("sitemaps"),
+		SitemapURLs: lines(v.Get("sitemap_urls")),
+	}
+	if strings.TrimSpace(req.SeedsText) == "" {
+		req.SeedsText = ""
+	}
+	kw := jobs.Keywords{
+		Terms:          lines(v.Get("keywords.terms")),
+		Combine:        v.Get("keywords.combine"),
+		MaxCombination: int(num("keywords.max_combination", 8)),
+		Engines:        v["keywords.engines"],
+		Pages:          int(num("keywords.pages", 16)),
+	}
+	for _, l := range lines(v.Get("keywords.groups")) {
+		var g []string
+		for _, t := range strings.Split(l, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				g = append(g, t)
+			}
+		}
+		kw.Groups = append(kw.Groups, g)
+	}
+	for i, l := range lines(v.Get("keywords.templates")) {
+		name, tmpl, ok := strings.Cut(l, " ")
+		if !ok {
+			errs.add("keywords.templates", "line "+strconv.Itoa(i+1)+": want a name, a space and a URL template with {query}")
+			continue
+		}
+		kw.Templates = append(kw.Templates, keywords.Template{Name: name, URL: strings.TrimSpace(tmpl)})
+	}
+	if len(kw.Terms)+len(kw.Groups) > 0 || len(kw.Templates) > 0 {
+		req.Keywords = &kw
+	}
+	sc := jobs.Scope{
+		AllowHosts: lines(v.Get("scope.allow_hosts")), DenyHosts: lines(v.Get("scope.deny_hosts")),
+		AllowDomains: lines(v.Get("scope.allow_domains")), DenyDomains: lines(v.Get("scope.deny_domains")),
+		SameHostOnly:  on("scope.same_host_only"),
+		AllowPatterns: lines(v.Get("scope.allow_patterns")), DenyPatterns: lines(v.Get("scope.deny_patterns")),
+		MaxOutlinksPerPage:    uint32(num("scope.max_outlinks_per_page", 32)),
+		MaxURLLength:          uint32(num("scope.max_url_length", 32)),
+		MaxRepeatedSegments:   uint32(num("scope.max_repeated_segments", 32)),
+		DetailPatterns:        lines(v.Get("scope.detail_patterns")),
+		DetailSelector:        strings.TrimSpace(v.Get("scope.detail_selector")),
+		FollowDuplicates:      on("scope.follow_duplicates"),
+		NearDuplicateDistance: uint32(num("scope.near_duplicate_distance", 32)),
+	}
+	if s := strings.TrimSpace(v.Get("scope.sites")); s != "" {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&sc.Sites); err != nil {
+			errs.add("scope.sites", "want a JSON array of {hosts, domains, allow_patterns, deny_patterns}: "+err.Error())
+		}
+	}
+	req.Scope = &sc
+	req.Limits = &jobs.Limits{MaxDepth: uint32(num("limits.max_depth", 32)), MaxPages: num("limits.max_pages", 64),
+		MaxPagesPerHost: num("limits.max_pages_per_host", 64)}
+	req.Politeness = &jobs.Politeness{Delay: strings.TrimSpace(v.Get("politeness.delay")),
+		MaxCrawlDelay: strings.TrimSpace(v.Get("politeness.max_crawl_delay")), SerpIgnoreRobots: on("politeness.serp_ignore_robots")}
+	if on("revisit.enabled") {
+		req.Revisit = &jobs.Revisit{Enabled: true, MinInterval: strings.TrimSpace(v.Get("revisit.min_interval")),
+			MaxInterval: strings.TrimSpace(v.Get("revisit.max_interval")), InitialInterval: strings.TrimSpace(v.Get("revisit.initial_interval"))}
+	}
+	return req, errs
+}

@@ -1,0 +1,145 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFieldOf(t *testing.T) {
+	tests := []struct{ api, want string }{
+		{"crawl_id", "crawl_id"},
+		{"seeds[3]", "seeds_text"},
+		{"seeds", "seeds_text"},
+		{"seeds_text line 7", "seeds_text"},
+		{"keywords", "keywords.terms"},
+		{"keywords.engines[0]", "keywords.engines"},
+		{"scope.allow_patterns[2]", "scope.allow_patterns"},
+		{"scope.sites[0].hosts[1]", "scope.sites"},
+		{"revisit.max_interval", "revisit.max_interval"},
+		{"something.new", ""},
+	}
+	for _, tt := range tests {
+		if got := fieldOf(tt.api); got != tt.want {
+			t.Errorf("fieldOf(%q) = %q, want %q", tt.api, got, tt.want)
+		}
+	}
+}
+
+// TestSessions: a session verifies until it expires; a changed payload,
+// signature or token does not; the CSRF token is the session's own.
+func TestSessions(t *testing.T) {
+	k := newKeys("token-0123456789abcdef")
+	now := time.Unix(1_800_000_000, 0)
+	c := k.newSession(now)
+	p := k.session(c, now.Add(time.Hour))
+	if p == nil {
+		t.Fatal("a fresh session does not verify")
+	}
+	if k.session(c, now.Add(SessionTTL+time.Second)) != nil {
+		t.Error("an expired session verifies")
+	}
+	if newKeys("another-token-0123456").session(c, now) != nil {
+		t.Error("a session verifies under another token")
+	}
+	enc, sig, _ := strings.Cut(c, ".")
+	tampered := []byte(enc)
+	tampered[3] ^= 1
+	for _, bad := range []string{"", "x", enc, string(tampered) + "." + sig, enc + "." + sig[1:], enc + ".!!"} {
+		if k.session(bad, now) != nil {
+			t.Errorf("cookie %q verifies", bad)
+		}
+	}
+	csrf := k.csrfToken(p)
+	if !k.csrfOK(p, csrf) {
+		t.Error("the session's CSRF token is refused")
+	}
+	other := k.session(k.newSession(now), now)
+	if k.csrfOK(other, csrf) || k.csrfOK(p, "") || k.csrfOK(p, csrf+"A") {
+		t.Error("a CSRF token of another session, or none, is accepted")
+	}
+	if !k.tokenOK("token-0123456789abcdef") || k.tokenOK("token-0123456789abcdeg") || k.tokenOK("") || newKeys("").tokenOK("") {
+		t.Error("tokenOK")
+	}
+}
+
+func TestSameOrigin(t *testing.T) {
+	tests := []struct {
+		origin, site string
+		want         bool
+	}{
+		{"", "", true},
+		{"http://console.example:8480", "same-origin", true},
+		{"https://console.example:8480", "", true},
+		{"http://evil.example", "", false},
+		{"http://console.example:8481", "", false},
+		{"null", "", false},
+		{"", "cross-site", false},
+		{"", "same-site", false},
+		{"", "none", false},
+	}
+	for _, tt := range tests {
+		r, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://console.example:8480/ui/login", nil)
+		if tt.origin != "" {
+			r.Header.Set("Origin", tt.origin)
+		}
+		if tt.site != "" {
+			r.Header.Set("Sec-Fetch-Site", tt.site)
+		}
+		if got := sameOrigin(r); got != tt.want {
+			t.Errorf("Origin %q, Sec-Fetch-Site %q: %v, want %v", tt.origin, tt.site, got, tt.want)
+		}
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{"/ui/crawls/x?q=1": "/ui/crawls/x?q=1", "//evil/": "/ui/", "https://evil/": "/ui/",
+		"/v1/crawls": "/ui/", "/ui/\\evil": "/ui/", "": "/ui/"} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCharts: every bucket of the window is a point, missing ones zero;
+// the last, partial bucket's rate is over its elapsed part; errors by kind
+// line up with the buckets.
+func TestCharts(t *testing.T) {
+	from := time.Unix(1_800_000_000, 0).UTC()
+	to := from.Add(32 * time.Second)
+	pts := []point{{T: from, All: 10, S2xx: 10}, {T: from.Add(20 * time.Second), All: 4, S2xx: 2, Errors: 2}, {T: from.Add(30 * time.Second), All: 2, S2xx: 2}}
+	kinds := []kindPoint{{T: from.Add(20 * time.Second), Kind: "timeout", N: 2}}
+	cs := charts(pts, kinds, from, to, 10*time.Second)
+	if len(cs) != 3 {
+		t.Fatalf("%d charts", len(cs))
+	}
+	rate := cs[0].Series[0].Values
+	want := []float64{1, 0, 0.4, 1} // 2 attempts in the 2 s of the last bucket
+	if len(rate) != len(want) {
+		t.Fatalf("rate %v, want %v", rate, want)
+	}
+	for i := range want {
+		if rate[i] != want[i] {
+			t.Errorf("rate %v, want %v", rate, want)
+			break
+		}
+	}
+	if e := cs[2].Series; len(e) != 1 || e[0].Name != "timeout" || e[0].Values[2] != 2 || e[0].Values[0] != 0 {
+		t.Errorf("errors by kind: %+v", e)
+	}
+	svg := string(cs[0].SVG())
+	if !strings.Contains(svg, "<polyline") || !strings.Contains(svg, `aria-label="Fetch attempts per second"`) {
+		t.Errorf("svg: %s", svg)
+	}
+	for v, want := range map[float64]float64{0.3: 0.5, 1: 1, 7: 10, 12: 20, 45: 50} {
+		if got := niceCeil(v); got != want {
+			t.Errorf("niceCeil(%v) = %v, want %v", v, got, want)
+		}
+	}
+	for v, want := range map[float64]string{7.5: "7.5", 12.5: "12.5", 2500: "2.5k", 3e6: "3M", 0.333: "0.33"} {
+		if got := short(v); got != want {
+			t.Errorf("short(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
