@@ -25,6 +25,7 @@ func TestRegisterFlags(t *testing.T) {
 				"-kafka-rebalance-timeout", "45s",
 				"-kafka-max-message-bytes", "2097152",
 				"-kafka-compression", "zstd",
+				"-kafka-fetch-min-bytes", "1",
 			},
 			want: Config{
 				Brokers:          []string{"10.0.0.1:9092", "10.0.0.2:9092"},
@@ -34,6 +35,7 @@ func TestRegisterFlags(t *testing.T) {
 				RebalanceTimeout: 45 * time.Second,
 				MaxMessageBytes:  2 << 20,
 				Compression:      "zstd",
+				FetchMinBytes:    1,
 			},
 		},
 	}
@@ -72,6 +74,7 @@ func TestValidate(t *testing.T) {
 		{"too many partitions", func(c *Config) { c.Partitions = MaxPartitions + 1 }, false},
 		{"zero session timeout", func(c *Config) { c.SessionTimeout = 0 }, false},
 		{"negative rebalance timeout", func(c *Config) { c.RebalanceTimeout = -time.Second }, false},
+		{"negative fetch min bytes", func(c *Config) { c.FetchMinBytes = -1 }, false},
 		{"max message bytes below 1 MiB", func(c *Config) { c.MaxMessageBytes = 1<<20 - 1 }, false},
 		{"max message bytes 1 MiB", func(c *Config) { c.MaxMessageBytes = 1 << 20 }, true},
 		{"bad prefix", func(c *Config) { c.TopicPrefix = "a b" }, false},

@@ -435,7 +435,7 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 		Dialer:    g.sec.dialer(),
 		Topic:     g.gc.Topic,
 		Partition: pr.partition,
-		MinBytes:  1,
+		MinBytes:  g.cfg.fetchMinBytes(),
 		MaxBytes:  g.cfg.MaxMessageBytes,
 		MaxWait:   fetchMaxWait,
 		// Records read ahead per partition: a few, not kafka-go's 100 (32
