@@ -125,4 +125,16 @@ SELECT partition, crawl_id, host, fp, depth, url, parent_url, anchor_text, '', d
 ) ENGINE = ReplacingMergeTree ORDER BY (crawl_id, host, url_fp, visited_at, visit)`,
 		},
 	},
+	{
+		Version: 304,
+		Name:    "revisits.last_visit: the fetch the state last folded in",
+		Statements: []string{
+			// When the fetch the row's state last learnt from was made.
+			// The revisit consumer folds an outcome only when it is newer
+			// than that: a redelivered outcome (a batch read again after
+			// a crash or a rebalance) was counted twice before. Rows from
+			// before this column read 1970: their next outcome counts.
+			`ALTER TABLE revisits ADD COLUMN last_visit DateTime DEFAULT toDateTime(0)`,
+		},
+	},
 }

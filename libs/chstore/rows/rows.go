@@ -302,16 +302,17 @@ type RevisitRow struct {
 	Changes      uint32
 	Visits       uint32
 	UpdatedAt    time.Time
+	LastVisit    time.Time // when the fetch last folded into the state was made (whole seconds)
 }
 
 // Revisits is the revisits table.
 var Revisits = Table[RevisitRow]{
 	Name: "revisits",
 	Columns: []string{"crawl_id", "partition", "url", "url_fp", "host", "depth", "etag", "last_modified",
-		"content_fp", "interval_s", "next_visit", "changes", "visits", "updated_at"},
+		"content_fp", "interval_s", "next_visit", "changes", "visits", "updated_at", "last_visit"},
 	Values: func(r RevisitRow) []any {
 		return []any{r.CrawlID, r.Partition, r.URL, r.URLFP, r.Host, r.Depth, r.ETag, r.LastModified,
-			r.ContentFP, r.IntervalS, r.NextVisit, r.Changes, r.Visits, r.UpdatedAt}
+			r.ContentFP, r.IntervalS, r.NextVisit, r.Changes, r.Visits, r.UpdatedAt, r.LastVisit}
 	},
 }
 

@@ -89,11 +89,9 @@ func ContentFP(body []byte) uint64 { return fingerprint.String(string(body)) }
 // after the visit page (which must Count). prev is the stored state, nil
 // for the first visit; partition and host are the URL's.
 func Observe(p Policy, prev *rows.RevisitRow, page *crawlv1.FetchedPage, partition int, host string, now time.Time) (rows.RevisitRow, rows.ChangeRow) {
-	at := now
-	if page.GetFetchedAt() != nil {
-		at = page.GetFetchedAt().AsTime()
-	}
+	at := VisitedAt(page, now)
 	next := rows.RevisitRow{
+		LastVisit: at.Truncate(time.Second),
 		CrawlID:   page.GetCrawlId(),
 		Partition: uint16(partition),
 		URL:       page.GetUrl(),
@@ -152,6 +150,25 @@ func Observe(p Policy, prev *rows.RevisitRow, page *crawlv1.FetchedPage, partiti
 		ch.Changed = 1
 	}
 	return next, ch
+}
+
+// VisitedAt is when the page was fetched (now when it does not say).
+func VisitedAt(page *crawlv1.FetchedPage, now time.Time) time.Time {
+	if page.GetFetchedAt() != nil {
+		return page.GetFetchedAt().AsTime()
+	}
+	return now
+}
+
+// Folded reports whether prev, a URL's state, has already learnt from a
+// fetch made at or after the page's: the outcome is a redelivery (its
+// batch read again after a crash or a rebalance), or older than the state,
+// and folding it would count a visit twice or go back in time. Whole
+// seconds, as ClickHouse keeps the time: two fetches of one URL are never
+// within a second of each other under a policy (Min is at least 1s).
+func Folded(prev *rows.RevisitRow, page *crawlv1.FetchedPage, now time.Time) bool {
+	return prev != nil && !prev.LastVisit.IsZero() &&
+		VisitedAt(page, now).Unix() <= prev.LastVisit.Unix()
 }
 
 // header returns a response header of the page (the fetcher stores names

@@ -120,3 +120,25 @@ func TestCounts(t *testing.T) {
 		})
 	}
 }
+
+func TestFolded(t *testing.T) {
+	at := time.Date(2026, 11, 25, 12, 0, 0, 500e6, time.UTC)
+	page := &crawlv1.FetchedPage{FetchedAt: timestamppb.New(at)}
+	state := func(last time.Time) *rows.RevisitRow { return &rows.RevisitRow{LastVisit: last} }
+	for _, tt := range []struct {
+		name string
+		prev *rows.RevisitRow
+		want bool
+	}{
+		{"no state", nil, false},
+		{"state from before last_visit existed", state(time.Unix(0, 0)), false},
+		{"zero time", state(time.Time{}), false},
+		{"the same fetch (stored in whole seconds)", state(at.Truncate(time.Second)), true},
+		{"a later fetch folded", state(at.Add(time.Minute)), true},
+		{"an earlier fetch folded", state(at.Add(-time.Second)), false},
+	} {
+		if got := Folded(tt.prev, page, at); got != tt.want {
+			t.Errorf("%s: Folded = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -28,7 +28,7 @@ func (s Revisits) WriteChanges(ctx context.Context, rows ...chstore.ChangeRow) e
 // the partition.
 func (s Revisits) LoadRevisits(ctx context.Context, partition int, fn func(chstore.RevisitRow)) error {
 	rows, err := s.Store.Conn().Query(ctx, `SELECT crawl_id, url, url_fp, host, depth, etag, last_modified,
-	content_fp, interval_s, next_visit, changes, visits, updated_at
+	content_fp, interval_s, next_visit, changes, visits, updated_at, last_visit
 FROM revisits FINAL WHERE partition = ?`, uint16(partition))
 	if err != nil {
 		return fmt.Errorf("query revisits: %w", err)
@@ -37,7 +37,7 @@ FROM revisits FINAL WHERE partition = ?`, uint16(partition))
 	for rows.Next() {
 		r := chstore.RevisitRow{Partition: uint16(partition)}
 		if err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.Depth, &r.ETag, &r.LastModified,
-			&r.ContentFP, &r.IntervalS, &r.NextVisit, &r.Changes, &r.Visits, &r.UpdatedAt); err != nil {
+			&r.ContentFP, &r.IntervalS, &r.NextVisit, &r.Changes, &r.Visits, &r.UpdatedAt, &r.LastVisit); err != nil {
 			return fmt.Errorf("scan revisits: %w", err)
 		}
 		fn(r)

@@ -79,6 +79,7 @@ type revisitMetrics struct {
 	changed   prometheus.Counter
 	scheduled prometheus.Counter
 	tracked   prometheus.Gauge
+	refolded  prometheus.Counter
 }
 
 // New returns a revisit consumer.
@@ -108,8 +109,11 @@ func New(cfg Config, p Producer, st Store, now func() time.Time, log *zap.Logger
 		tracked: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "revisit_urls", Help: "URLs in the revisit schedules held in memory, all partitions.",
 		}),
+		refolded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "revisit_stale_outcomes_total", Help: "Fetch outcomes not folded into the revisit schedule because the URL's state already learnt from that fetch or a later one (redelivered batches).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.observed, m.changed, m.scheduled, m.tracked} {
+	for _, c := range []prometheus.Collector{m.observed, m.changed, m.scheduled, m.tracked, m.refolded} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("new revisiter: register metrics: %w", err)
 		}
@@ -194,6 +198,10 @@ func (h *revisitHandler) Handle(ctx context.Context, batch []kafka.Message, ack 
 			prev = &p
 		} else if p := h.sched[page.GetUrlFp()]; p != nil {
 			prev = p
+		}
+		if revisit.Folded(prev, &page, now) {
+			r.m.refolded.Inc()
+			continue
 		}
 		row, ch := revisit.Observe(pol, prev, &page, h.partition, string(msg.Key), now)
 		if prev != nil {

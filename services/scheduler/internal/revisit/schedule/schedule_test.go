@@ -379,3 +379,64 @@ func TestLeaseNeverOverwritesNewerOutcome(t *testing.T) {
 		t.Errorf("stored state: visit %d etag %s, want visit 2 etag \"v2\" (the lease of visit 1 replaced it)", visits, etag)
 	}
 }
+
+// TestRedeliveredOutcomeFoldedOnce: an outcome read again (a batch
+// redelivered after a crash or a rebalance, or a stale one) is not folded
+// a second time, neither by the consumer that folded it nor by one that
+// reloaded the schedule from ClickHouse; a newer fetch still is.
+func TestRedeliveredOutcomeFoldedOnce(t *testing.T) {
+	e := newEnv(t)
+	pol := revisit.Policy{Min: time.Second, Max: time.Hour, Initial: time.Hour}
+	policy := func(id string) (revisit.Policy, bool) { return pol, id == "rd" }
+	const u = "http://rd.example/a"
+	t0 := time.Now().Truncate(time.Second).Add(-time.Minute)
+	page := func(at time.Time, body string) *crawlv1.FetchedPage {
+		return &crawlv1.FetchedPage{CrawlId: "rd", Url: u, UrlFp: fingerprint.URL("rd", u), Depth: 1, StatusCode: 200,
+			FetchedAt: timestamppb.New(at), Body: []byte(body)}
+	}
+	state := func() (visits, changes uint32, history uint64) {
+		t.Helper()
+		if err := e.store.Conn().QueryRow(t.Context(),
+			"SELECT visits, changes FROM revisits FINAL WHERE crawl_id = 'rd'").Scan(&visits, &changes); err != nil {
+			t.Fatalf("query revisits: %v", err)
+		}
+		if err := e.store.Conn().QueryRow(t.Context(),
+			"SELECT count() FROM change_history FINAL WHERE crawl_id = 'rd'").Scan(&history); err != nil {
+			t.Fatalf("query change_history: %v", err)
+		}
+		return visits, changes, history
+	}
+
+	r, stop := e.startRevisiter(policy)
+	e.publishFetched(page(t0, "v1"))
+	waitFor(t, "first visit folded", func() bool { return testutil.ToFloat64(r.m.observed) == 1 })
+	// The same outcome again (its fetch time is the fetch's), and an older one.
+	e.publishFetched(page(t0, "v1"), page(t0.Add(-time.Second), "v0"))
+	waitFor(t, "repeats skipped", func() bool { return testutil.ToFloat64(r.m.refolded) == 2 })
+	if n := testutil.ToFloat64(r.m.observed); n != 1 {
+		t.Errorf("visits folded %v, want 1", n)
+	}
+	waitFor(t, "state stored", func() bool {
+		var n uint64
+		err := e.store.Conn().QueryRow(t.Context(), "SELECT count() FROM revisits WHERE crawl_id = 'rd'").Scan(&n)
+		return err == nil && n >= 1
+	})
+	stop()
+
+	// A restarted consumer reloads last_visit: the repeat is skipped
+	// again, the next fetch (changed) is folded.
+	r2, stop2 := e.startRevisiter(policy)
+	e.publishFetched(page(t0, "v1"), page(t0.Add(2*time.Second), "v2"))
+	waitFor(t, "second visit folded", func() bool {
+		return testutil.ToFloat64(r2.m.observed) == 1 && testutil.ToFloat64(r2.m.refolded) == 1
+	})
+	waitFor(t, "second visit stored", func() bool {
+		var n uint64
+		err := e.store.Conn().QueryRow(t.Context(), "SELECT count() FROM change_history WHERE crawl_id = 'rd' AND visit = 2").Scan(&n)
+		return err == nil && n == 1
+	})
+	stop2()
+	if visits, changes, history := state(); visits != 2 || changes != 1 || history != 2 {
+		t.Errorf("visits %d changes %d history rows %d, want 2, 1, 2 (each fetch folded once)", visits, changes, history)
+	}
+}
