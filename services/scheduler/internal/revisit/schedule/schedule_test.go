@@ -152,9 +152,9 @@ func TestRevisitSchedule(t *testing.T) {
 	)
 	waitFor(t, "two revisits produced", func() bool { return testutil.ToFloat64(r.m.scheduled) >= 2 })
 	// The pump leases a state as soon as it is folded, before its batch
-	// is inserted and acked: stopping now could leave the batch unacked,
-	// and its redelivery to the restarted consumer would count the first
-	// visits twice (at-least-once, see README). Stop once it is committed.
+	// is inserted and acked: stop once it is committed, so that the
+	// restarted consumer below starts from the committed state
+	// (a redelivery would be skipped: TestRedeliveredOutcomeFoldedOnce).
 	waitFor(t, "first outcomes committed", func() bool {
 		offs, err := kafkaio.GroupOffsets(t.Context(), e.kafka, e.kafka.GroupFor("scheduler-revisit"), e.kafka.Topics().Fetched)
 		if err != nil {
