@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // SchemaHeader is the Kafka record header that names the message type of the
@@ -35,6 +37,16 @@ func Marshal(m proto.Message) (value []byte, schema string, err error) {
 	return value, SchemaOf(m), nil
 }
 
+// MarshalAppend is Marshal appending the encoding of m to b, which it
+// grows only when m does not fit (the caller sizes b with proto.Size).
+func MarshalAppend(b []byte, m proto.Message) (value []byte, schema string, err error) {
+	value, err = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
+	if err != nil {
+		return nil, "", fmt.Errorf("marshal %s: %w", SchemaOf(m), err)
+	}
+	return value, SchemaOf(m), nil
+}
+
 // Unmarshal decodes value into m after checking that schema names m's type.
 // An empty schema is accepted (records written by tools that set no headers).
 func Unmarshal(value []byte, schema string, m proto.Message) error {
@@ -43,6 +55,52 @@ func Unmarshal(value []byte, schema string, m proto.Message) error {
 	}
 	if err := proto.Unmarshal(value, m); err != nil {
 		return fmt.Errorf("decode %s: %w", SchemaOf(m), err)
+	}
+	return nil
+}
+
+// UnmarshalAliasing is Unmarshal, except that the bytes field of m
+// numbered field is not copied out of value but refers into it: a page's
+// body (most of its record) is decoded without a second copy of itself.
+// m then holds value: the caller must not change value's bytes while m is
+// in use. Other fields decode as Unmarshal decodes them.
+func UnmarshalAliasing(value []byte, schema string, m proto.Message, field protowire.Number) error {
+	want := SchemaOf(m)
+	if schema != "" && schema != want {
+		return fmt.Errorf("decode %s: got %q: %w", want, schema, ErrSchemaMismatch)
+	}
+	fd := m.ProtoReflect().Descriptor().Fields().ByNumber(field)
+	if fd == nil || fd.Kind() != protoreflect.BytesKind || fd.Cardinality() == protoreflect.Repeated {
+		return fmt.Errorf("decode %s: field %d is not a singular bytes field", want, field)
+	}
+	// The record without the aliased field (usually small: the page's
+	// metadata), decoded as usual; the field's last occurrence wins, as
+	// in a decoder that copies it.
+	rest := make([]byte, 0, 512)
+	var alias []byte
+	found := false
+	for b := value; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("decode %s: %w", want, protowire.ParseError(n))
+		}
+		v := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if v < 0 {
+			return fmt.Errorf("decode %s: %w", want, protowire.ParseError(v))
+		}
+		if num == field && typ == protowire.BytesType {
+			alias, _ = protowire.ConsumeBytes(b[n:])
+			found = true
+		} else {
+			rest = append(rest, b[:n+v]...)
+		}
+		b = b[n+v:]
+	}
+	if err := proto.Unmarshal(rest, m); err != nil {
+		return fmt.Errorf("decode %s: %w", want, err)
+	}
+	if found {
+		m.ProtoReflect().Set(fd, protoreflect.ValueOfBytes(alias))
 	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -165,4 +167,77 @@ func FuzzUnmarshalFetchedPage(f *testing.F) {
 			t.Fatalf("re-decode = %v, %v", &page2, err)
 		}
 	})
+}
+
+// pageBody is the field number of FetchedPage.body.
+var pageBody = (&crawlv1.FetchedPage{}).ProtoReflect().Descriptor().Fields().ByName("body").Number()
+
+// TestUnmarshalAliasing: the aliasing decoder gets what Unmarshal gets,
+// for the full page, a page without a body, an empty page and a record
+// with the body twice (the last wins); its body refers into the record.
+func TestUnmarshalAliasing(t *testing.T) {
+	full := messages[2].msg.(*crawlv1.FetchedPage)
+	noBody := proto.Clone(full).(*crawlv1.FetchedPage)
+	noBody.Body = nil
+	value, _, err := crawlmsg.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := append(append([]byte(nil), value...), protowireBytes(int(pageBody), "second body")...)
+	for name, rec := range map[string][]byte{"full": value, "no body": mustMarshal(t, noBody), "empty": nil, "body twice": twice} {
+		t.Run(name, func(t *testing.T) {
+			want := &crawlv1.FetchedPage{}
+			if err := crawlmsg.Unmarshal(rec, "crawler.v1.FetchedPage", want); err != nil {
+				t.Fatal(err)
+			}
+			got := &crawlv1.FetchedPage{}
+			if err := crawlmsg.UnmarshalAliasing(rec, "crawler.v1.FetchedPage", got, pageBody); err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, want) {
+				t.Fatalf("aliasing decode = %v, want %v", got, want)
+			}
+			if b := got.GetBody(); len(b) > 0 && !aliases(b, rec) {
+				t.Fatal("body was copied, not left in the record")
+			}
+		})
+	}
+}
+
+func TestUnmarshalAliasingErrors(t *testing.T) {
+	value := mustMarshal(t, messages[2].msg)
+	if err := crawlmsg.UnmarshalAliasing(value, "crawler.v1.Proxy", &crawlv1.FetchedPage{}, pageBody); !errors.Is(err, crawlmsg.ErrSchemaMismatch) {
+		t.Errorf("wrong schema: %v, want ErrSchemaMismatch", err)
+	}
+	url := (&crawlv1.FetchedPage{}).ProtoReflect().Descriptor().Fields().ByName("url").Number()
+	if err := crawlmsg.UnmarshalAliasing(value, "", &crawlv1.FetchedPage{}, url); err == nil {
+		t.Error("aliasing a string field: no error")
+	}
+	for _, garbage := range [][]byte{{0x08}, {0x0f}, {0x12, 0x7f, 'a'}, {0x00, 0x01}, value[:len(value)-1]} {
+		if err := crawlmsg.UnmarshalAliasing(garbage, "", &crawlv1.FetchedPage{}, pageBody); err == nil {
+			t.Errorf("UnmarshalAliasing(%x) succeeded", garbage)
+		}
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, _, err := crawlmsg.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// protowireBytes encodes one bytes field.
+func protowireBytes(num int, v string) []byte {
+	b := protowire.AppendTag(nil, protowire.Number(num), protowire.BytesType)
+	return protowire.AppendString(b, v)
+}
+
+// aliases reports whether b lies inside rec's memory.
+func aliases(b, rec []byte) bool {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(rec)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= start && p < start+uintptr(len(rec))
 }

@@ -4,8 +4,10 @@ import (
 	"fmt"
 
 	"github.com/segmentio/kafka-go"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/trawl-crawler/trawl/libs/bufpool"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 )
 
@@ -13,6 +15,11 @@ import (
 // crawlmsg schema header.
 func NewMessage(topic string, key []byte, m proto.Message) (kafka.Message, error) {
 	value, schema, err := crawlmsg.Marshal(m)
+	return record(topic, key, value, schema, err)
+}
+
+// record is the record of an encoded message, or the encoding's error.
+func record(topic string, key, value []byte, schema string, err error) (kafka.Message, error) {
 	if err != nil {
 		return kafka.Message{}, fmt.Errorf("new message: %w", err)
 	}
@@ -24,21 +31,54 @@ func NewMessage(topic string, key []byte, m proto.Message) (kafka.Message, error
 	}, nil
 }
 
+// NewPooledMessage is NewMessage with the value encoded into a bufpool
+// buffer, for records carrying pages: once the record is produced the
+// buffer goes back to the pool with Recycle, and the next page's record
+// is encoded into it instead of a new allocation.
+func NewPooledMessage(topic string, key []byte, m proto.Message) (kafka.Message, error) {
+	value, schema, err := crawlmsg.MarshalAppend(bufpool.Get(proto.Size(m)), m)
+	return record(topic, key, value, schema, err)
+}
+
+// Recycle gives the values of msgs back to the buffer pool. Call it only
+// once Writer.Write returned nil for them (a write abandoned with its
+// context may still be reading them), and hold no other reference to the
+// values: the next NewPooledMessage may overwrite them.
+func Recycle(msgs []kafka.Message) {
+	for i := range msgs {
+		bufpool.Put(msgs[i].Value)
+		msgs[i].Value = nil
+	}
+}
+
 // Decode decodes the record value into m, checking the schema header (a
 // record without the header is accepted, see crawlmsg.Unmarshal). A header
 // naming another type wraps crawlmsg.ErrSchemaMismatch.
 func Decode(msg kafka.Message, m proto.Message) error {
-	var schema string
-	for _, h := range msg.Headers {
-		if h.Key == crawlmsg.SchemaHeader {
-			schema = string(h.Value)
-			break
-		}
-	}
-	if err := crawlmsg.Unmarshal(msg.Value, schema, m); err != nil {
+	if err := crawlmsg.Unmarshal(msg.Value, schemaOf(msg), m); err != nil {
 		return fmt.Errorf("decode record %s/%d@%d: %w", msg.Topic, msg.Partition, msg.Offset, err)
 	}
 	return nil
+}
+
+// DecodeAliasing is Decode leaving the bytes field numbered field of m in
+// the record's value (crawlmsg.UnmarshalAliasing): a page's body is not
+// copied out of its record. The value must not change while m is in use.
+func DecodeAliasing(msg kafka.Message, m proto.Message, field protowire.Number) error {
+	if err := crawlmsg.UnmarshalAliasing(msg.Value, schemaOf(msg), m, field); err != nil {
+		return fmt.Errorf("decode record %s/%d@%d: %w", msg.Topic, msg.Partition, msg.Offset, err)
+	}
+	return nil
+}
+
+// schemaOf is the record's schema header, "" when it has none.
+func schemaOf(msg kafka.Message) string {
+	for _, h := range msg.Headers {
+		if h.Key == crawlmsg.SchemaHeader {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 // AckRefs returns what acking the batch's records needs (their topic,

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	fetchLog := chstore.NewBatchWriter(f.store, chstore.FetchLog, cfg.ClickHouse.Batch(), log, reg)
 	robotsLog := chstore.NewBatchWriter(f.store, chstore.RobotsTxt, cfg.ClickHouse.Batch(), log, reg)
 	f.writers = []Writer{{"fetch log writer", fetchLog.Run}, {"robots.txt writer", robotsLog.Run}}
-	if f.recorder, err = recorder.New(recorder.Options{}, f.producer, fetchLog, robotsLog, reg); err != nil {
+	if f.recorder, err = recorder.New(recorder.Options{Recycle: kafkaio.Recycle}, f.producer, fetchLog, robotsLog, reg); err != nil {
 		return nil, fmt.Errorf("create recorder: %w", err)
 	}
 

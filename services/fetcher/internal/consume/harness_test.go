@@ -59,7 +59,7 @@ func startRecorder(t testing.TB, ctx context.Context, prod recorder.Producer, fl
 	if rlog != nil {
 		robotsTxt = rlog
 	}
-	rec, err := recorder.New(recorder.Options{}, prod, flog, robotsTxt, reg)
+	rec, err := recorder.New(recorder.Options{Recycle: kafkaio.Recycle}, prod, flog, robotsTxt, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 // Close waits for it.
 func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
 	msgs, page, row, kind, err := h.outcome(t, res)
+	res.Release() // the page record holds its own copy of the body
 	if err != nil {
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
 		return
@@ -101,7 +102,7 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Messag
 			msgs = append(msgs, m)
 		}
 	}
-	page, err = kafkaio.NewMessage(s.opts.Topics.Fetched, key, r.Page)
+	page, err = kafkaio.NewPooledMessage(s.opts.Topics.Fetched, key, r.Page)
 	if err != nil {
 		return nil, kafka.Message{}, rows.FetchLogRow{}, "", fmt.Errorf("encode fetched page: %w", err)
 	}

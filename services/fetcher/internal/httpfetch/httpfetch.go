@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/bufpool"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 )
 
@@ -261,6 +262,20 @@ type Response struct {
 	// Exchange is the request and answer as sent and received, with
 	// Request.Capture, when an answer came (nil otherwise).
 	Exchange *Exchange
+	// pooled is the bufpool buffer the body was read into, given back by
+	// Release (nil when the body may be held elsewhere: a capture).
+	pooled []byte
+}
+
+// Release gives the buffer of the body back to be reused by a later
+// fetch, and clears Body. The caller must hold no reference into Body,
+// nor have given one out: a message carrying the body is encoded (a copy)
+// before Release. Without a call the buffer is left to the collector.
+func (r *Response) Release() {
+	if r.pooled != nil {
+		bufpool.Put(r.pooled)
+	}
+	r.pooled, r.Body = nil, nil
 }
 
 // keptHeaders are copied into Response.Header.
@@ -397,6 +412,10 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		}
 		body, err = readAll(io.LimitReader(dec, limit+1), min(hint, limit+1))
 		release()
+		if ex == nil {
+			// No capture holds the bytes: the caller's Release recycles them.
+			resp.pooled = body
+		}
 	}
 	watch.Stop()
 	resp.BodyBytes = int64(len(body))
@@ -484,17 +503,21 @@ func closeBody(hr *http.Response) {
 	_ = hr.Body.Close()
 }
 
-// readAll is io.ReadAll into a buffer sized for hint bytes when hint is
-// positive (a Content-Length): one allocation for the body instead of a
-// growing series of them. A body longer than announced still reads whole.
+// readAll is io.ReadAll into a bufpool buffer sized for hint bytes when
+// hint is positive (a Content-Length): one buffer for the body instead of
+// a growing series of them. A body longer than announced still reads
+// whole; a buffer outgrown is given back to the pool.
 func readAll(r io.Reader, hint int64) ([]byte, error) {
-	if hint <= 0 {
-		return io.ReadAll(r)
+	size := readAllStart
+	if hint > 0 {
+		size = int(hint) + 1 // +1: the final read sees EOF without growing
 	}
-	b := make([]byte, 0, hint+1) // +1: the final read sees EOF without growing
+	b := bufpool.Get(size)
 	for {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			grown := append(b, 0)[:len(b)]
+			bufpool.Put(b)
+			b = grown
 		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -506,6 +529,10 @@ func readAll(r io.Reader, hint int64) ([]byte, error) {
 		}
 	}
 }
+
+// readAllStart is the first buffer of a body of unknown length: most
+// pages fit it.
+const readAllStart = 32 << 10
 
 // gzipSitemap reports whether a body of media type mt is a gzip sitemap
 // to keep as received: gzip named by a robots.txt Sitemap line or at a

@@ -87,6 +87,11 @@ type Options struct {
 	// Queue bounds the outcomes waiting for a batch (default 1024);
 	// Record blocks while it is full, which holds the workers back.
 	Queue int
+	// Recycle, when set, is given the Last records of a batch once they
+	// are produced (the producer returned nil: nothing reads them any
+	// more), to give their buffers back (kafkaio.Recycle). It is not
+	// called for records whose write failed or was abandoned.
+	Recycle func([]kafka.Message)
 }
 
 func (o Options) withDefaults() Options {
@@ -283,6 +288,9 @@ func (r *Recorder) write(ctx context.Context, batch []Outcome, produced func()) 
 	err := r.prod.Write(ctx, msgs...)
 	if err == nil && len(last) > 0 {
 		err = r.prod.Write(ctx, last...)
+		if err == nil && r.opts.Recycle != nil {
+			r.opts.Recycle(last)
+		}
 	}
 	produced()
 	if err != nil {
