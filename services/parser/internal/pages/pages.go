@@ -263,6 +263,10 @@ func (r *result) drop(reason string, n int) {
 	r.dropped[reason] += n
 }
 
+// pageBody is the field of a FetchedPage left in its record when decoded:
+// the body is read, never changed, and the record is not reused.
+var pageBody = (&crawlv1.FetchedPage{}).ProtoReflect().Descriptor().Fields().ByName("body").Number()
+
 // Handle processes a batch: extract every page, mark duplicates, publish
 // all outlinks and documents in one Write, then return; the documents,
 // metadata, first-seen content and dropped-link counts are stored in the
@@ -279,7 +283,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	offsets := make([]int64, 0, len(batch))
 	for _, rec := range batch {
 		page := &crawlv1.FetchedPage{}
-		if err := kafkaio.Decode(rec, page); err != nil {
+		if err := kafkaio.DecodeAliasing(rec, page, pageBody); err != nil {
 			h.log.Warn("undecodable record skipped", telemetry.Offset(rec.Offset), zap.Error(err))
 			p.metrics.pages.WithLabelValues(OutcomeUndecodable).Inc()
 			continue
