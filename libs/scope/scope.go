@@ -276,7 +276,11 @@ func RepeatedSegments(u string) int {
 	if i := strings.IndexAny(p, "?#"); i >= 0 {
 		p = p[:i]
 	}
-	segs := strings.Split(p, "/")
+	var buf [32]string // most paths: no allocation
+	segs := buf[:0]
+	for seg := range strings.SplitSeq(p, "/") {
+		segs = append(segs, seg)
+	}
 	maxN := 0
 	for i, s := range segs {
 		if s == "" {

@@ -148,6 +148,8 @@ func TestRepeatedSegments(t *testing.T) {
 		"http://a.test/a/b/a/b/a":           3,
 		"http://a.test/x/y/z/?q=/x/x/x/x/x": 1,
 		"http://a.test/cal/2026/cal/2026/":  2,
+		// more segments than the no-allocation buffer holds
+		"http://a.test" + strings.Repeat("/s", 40): 40,
 	}
 	for u, want := range tests {
 		if got := scope.RepeatedSegments(u); got != want {

@@ -362,16 +362,13 @@ func plainAuthority(auth string) bool {
 // dottedQuad reports whether host is four decimal numbers 0-255 without
 // leading zeros, the canonical form of an IPv4 address.
 func dottedQuad(host string) bool {
-	parts := strings.Split(host, ".")
-	if len(parts) != 4 {
-		return false
-	}
-	for _, p := range parts {
-		if p == "" || len(p) > 3 || (len(p) > 1 && p[0] == '0') {
+	for i := range 4 {
+		p, rest, found := strings.Cut(host, ".")
+		if found != (i < 3) || p == "" || len(p) > 3 || (len(p) > 1 && p[0] == '0') {
 			return false
 		}
 		n := 0
-		for _, c := range p {
+		for _, c := range []byte(p) {
 			if c < '0' || c > '9' {
 				return false
 			}
@@ -380,6 +377,7 @@ func dottedQuad(host string) bool {
 		if n > 255 {
 			return false
 		}
+		host = rest
 	}
 	return true
 }

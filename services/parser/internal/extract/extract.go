@@ -348,7 +348,7 @@ func resultLinks(root *goquery.Selection, base, page string, opts Options, nofol
 		return nil, map[string]int{DropInvalid: 1}, ""
 	}
 	resolver.WithCache(opts.Resolved)
-	k := newLinkSink(page, opts.MaxOutlinks)
+	k := newLinkSink(page, opts.MaxOutlinks, 0)
 	root.FindMatcher(opts.Results).Each(func(_ int, s *goquery.Selection) {
 		if goquery.NodeName(s) != "a" {
 			s = s.Find("a[href]").First()
@@ -370,7 +370,7 @@ func resultLinks(root *goquery.Selection, base, page string, opts Options, nofol
 			k.out[len(k.out)-1].Anchor = anchorText(s, n)
 		}
 	})
-	return k.out, k.dropped, ""
+	return k.links(), k.dropped, ""
 }
 
 // resolveLinks applies the link rules to a page's raw links, in document
@@ -385,7 +385,7 @@ func resolveLinks(raw []rawLink, base, page string, opts Options, nofollow bool)
 		return nil, map[string]int{DropInvalid: 1}, ""
 	}
 	resolver.WithCache(opts.Resolved)
-	k := newLinkSink(page, opts.MaxOutlinks)
+	k := newLinkSink(page, opts.MaxOutlinks, len(raw))
 	var canonical string
 	for _, l := range raw {
 		switch l.tag {
@@ -443,7 +443,7 @@ func resolveLinks(raw []rawLink, base, page string, opts Options, nofollow bool)
 			k.add(resolver, l.ref, Link{Rel: "refresh", Tag: "meta"})
 		}
 	}
-	return k.out, k.dropped, canonical
+	return k.links(), k.dropped, canonical
 }
 
 // codebaseResolver resolves an applet's code against its codebase, a
@@ -474,8 +474,21 @@ type linkSink struct {
 	dropped map[string]int
 }
 
-func newLinkSink(page string, limit int) *linkSink {
-	return &linkSink{max: limit, pageKey: urlcanon.Key(page), seen: make(map[string]struct{})}
+// newLinkSink returns a sink for the links of page, sized for about
+// expect of them (a hint: the raw links found, at most limit).
+func newLinkSink(page string, limit, expect int) *linkSink {
+	if limit > 0 {
+		expect = min(expect, limit)
+	}
+	return &linkSink{max: limit, pageKey: urlcanon.Key(page), seen: make(map[string]struct{}, expect), out: make([]Link, 0, expect)}
+}
+
+// links returns the links kept: nil when none was.
+func (k *linkSink) links() []Link {
+	if len(k.out) == 0 {
+		return nil
+	}
+	return k.out
 }
 
 func (k *linkSink) drop(reason string) {

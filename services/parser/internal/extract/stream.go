@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/net/html"
@@ -202,9 +203,42 @@ type streamer struct {
 	selfClosing bool
 }
 
+// scratch is the working memory of a streamer that no result keeps: its
+// stack of open elements and its list of active formatting elements,
+// reused by the next page (an <a> per link made growing the list one of
+// the parser's largest allocations).
+type scratch struct {
+	stack []elem
+	afe   []afeEntry
+}
+
+// maxScratch is the most entries of a scratch slice kept for reuse: a
+// page of ten thousand links does not pin its list.
+const maxScratch = 1024
+
+var scratches = sync.Pool{New: func() any {
+	return &scratch{stack: make([]elem, 0, 64), afe: make([]afeEntry, 0, 64)}
+}}
+
+// release gives the streamer's scratch slices back, cleared (their
+// entries hold strings of the page).
+func (s *streamer) release(sc *scratch) {
+	if cap(s.stack) > maxScratch || cap(s.afe) > maxScratch {
+		return
+	}
+	sc.stack, sc.afe = s.stack[:0], s.afe[:0]
+	clear(sc.stack[:cap(sc.stack)])
+	clear(sc.afe[:cap(sc.afe)])
+	s.stack, s.afe = nil, nil
+	scratches.Put(sc)
+}
+
 // extractStream is Extract for ordinary pages (no Results, no Detail).
 func extractStream(page string, body []byte, opts Options) Result {
 	s := streamer{z: html.NewTokenizer(bytes.NewReader(body)), quirks: true, framesetOK: true}
+	sc := scratches.Get().(*scratch)
+	s.stack, s.afe = sc.stack, sc.afe
+	defer s.release(sc)
 	s.title.max = maxTitleBytes
 	s.segs = append(s.segs, &segment{w: textWriter{max: opts.MaxTextBytes, newlines: true}})
 	s.segs[0].w.b.Grow(min(opts.MaxTextBytes, len(body)/2))
