@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/text/encoding/simplifiedchinese"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -38,6 +39,7 @@ func recycledPage(host, path string) string {
 	fmt.Fprintf(&b, "<html><body><h1>%s%s</h1>", host, path)
 	for b.Len() < n {
 		b.WriteString(hex.EncodeToString(seed[:]))
+		b.WriteString("抓取网页")
 		seed = sha256.Sum256(seed[:])
 	}
 	b.WriteString("</body></html>")
@@ -47,8 +49,9 @@ func recycledPage(host, path string) string {
 // TestRecycledBuffersKeepPagesApart: the fetcher reads bodies into pooled
 // buffers and encodes each page's record into another, both given back
 // once the record is produced. Eight hosts fetched at once, bodies of
-// every size with and without a Content-Length (the two read paths): every
-// page on the fetched topic must carry exactly the bytes its URL served.
+// every size with and without a Content-Length (the two read paths), a
+// third of them in GBK (converted into a third buffer): every
+// page on the fetched topic must carry exactly the text its URL served.
 func TestRecycledBuffersKeepPagesApart(t *testing.T) {
 	const hosts, pages = 8, 30
 	kcfg := kafkatest.Config(t, 4)
@@ -63,8 +66,18 @@ func TestRecycledBuffersKeepPagesApart(t *testing.T) {
 		mux.HandleFunc("/robots.txt", http.NotFound)
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			body := recycledPage(r.Host, r.URL.Path)
+			n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p"))
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			if n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p")); n%2 == 0 {
+			if n%3 == 0 {
+				// GBK on the wire: the fetcher converts it into a buffer of its own
+				gbk, err := simplifiedchinese.GBK.NewEncoder().String(body)
+				if err != nil {
+					t.Errorf("encode GBK: %v", err)
+				}
+				body = gbk
+				w.Header().Set("Content-Type", "text/html; charset=gbk")
+			}
+			if n%2 == 0 {
 				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			} // odd pages: chunked, read without a length hint
 			_, _ = w.Write([]byte(body))

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
 	"golang.org/x/text/encoding/simplifiedchinese"
+	"golang.org/x/text/transform"
 )
 
 // ToUTF8 converts a text body to UTF-8 and returns the name of the charset
@@ -20,6 +21,13 @@ import (
 // undeclared pages: valid UTF-8, then statistical detection (chardet),
 // then windows-1252 (the HTML default). Invalid sequences become U+FFFD.
 func ToUTF8(body []byte, contentTypeHeader, mediaType string) ([]byte, string) {
+	return toUTF8(body, contentTypeHeader, mediaType, newBuffer)
+}
+
+// toUTF8 is ToUTF8 decoding a body that needs converting into a buffer
+// from get (empty, with room for the given number of bytes); it returns
+// body itself when it is valid UTF-8 already.
+func toUTF8(body []byte, contentTypeHeader, mediaType string, get func(int) []byte) ([]byte, string) {
 	enc, name := detect(body, contentTypeHeader, mediaType)
 	if name == "utf-8" {
 		if utf8.Valid(body) {
@@ -27,12 +35,15 @@ func ToUTF8(body []byte, contentTypeHeader, mediaType string) ([]byte, string) {
 		}
 		return bytes.ToValidUTF8(body, []byte("\uFFFD")), name
 	}
-	out, err := enc.NewDecoder().Bytes(body)
+	// Room for two-byte sequences becoming three (GBK's Chinese).
+	out, _, err := transform.Append(enc.NewDecoder(), get(len(body)+len(body)/2), body)
 	if err != nil {
 		return bytes.ToValidUTF8(body, []byte("\uFFFD")), "utf-8"
 	}
 	return out, name
 }
+
+func newBuffer(n int) []byte { return make([]byte, 0, n) }
 
 func detect(body []byte, contentTypeHeader, mediaType string) (encoding.Encoding, string) {
 	// DetermineEncoding: certain for a BOM or a header charset; for a

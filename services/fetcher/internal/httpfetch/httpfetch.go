@@ -26,6 +26,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/trawl-crawler/trawl/libs/bufpool"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
@@ -473,7 +474,16 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		resp.Body = body
 		return resp
 	}
-	resp.Body, resp.Charset = ToUTF8(body, ctHeader, resp.ContentType)
+	if resp.pooled == nil {
+		resp.Body, resp.Charset = ToUTF8(body, ctHeader, resp.ContentType)
+		return resp
+	}
+	resp.Body, resp.Charset = toUTF8(body, ctHeader, resp.ContentType, bufpool.Get)
+	if unsafe.SliceData(resp.Body) != unsafe.SliceData(body) {
+		// Converted: the bytes as received are no longer needed.
+		bufpool.Put(body)
+		resp.pooled = resp.Body
+	}
 	return resp
 }
 
