@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -394,6 +395,12 @@ func (w *BatchWriter[T]) insertOnce(ctx context.Context, rows []T) error {
 	pb, err := w.store.conn.PrepareBatch(ctx, w.insert)
 	if err != nil {
 		return fmt.Errorf("prepare insert into %s: %w", w.table.Name, err)
+	}
+	if w.table.Compare != nil {
+		// In the table's order: the server then writes each block as it
+		// comes (see Table.Compare). Stable, so that rows equal in the
+		// key keep the order they were written in.
+		slices.SortStableFunc(rows, w.table.Compare)
 	}
 	size := 0
 	for _, r := range rows {
