@@ -3,6 +3,7 @@ package pipeline
 import (
 	"flag"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,10 +22,11 @@ func TestCommonEnvMemoryLimits(t *testing.T) {
 		return strings.TrimPrefix(env[i], "CRAWLER_MEMORY_LIMIT=")
 	}
 	p := newPipeline(Config{})
+	limit := func(service string) string { return strconv.FormatInt(DefaultMemoryLimits[service], 10) }
 	tests := []struct{ name, want string }{
-		{"fetcher-1", "75497472"},
-		{"parser", "184549376"},
-		{"seeder", "33554432"},
+		{"fetcher-1", limit("fetcher")}, // an instance takes its service's limit
+		{"parser", limit("parser")},
+		{"seeder", limit("seeder")},
 		{"websim", ""}, // not a service of the pipeline
 	}
 	for _, tt := range tests {
