@@ -7,14 +7,35 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
+
+// follow decodes every record of topic into a new M and hands it to fn
+// (with the record), in g, until ctx is done; an undecodable record fails
+// the test.
+func follow[T any, M interface {
+	*T
+	proto.Message
+}](t *testing.T, ctx context.Context, g *errgroup.Group, kcfg kafkaio.Config, topic string, fn func(kafka.Message, M)) {
+	g.Go(func() error {
+		return kafkaio.Follow(ctx, kcfg, topic, func(m kafka.Message) {
+			v := M(new(T))
+			if err := kafkaio.Decode(m, v); err != nil {
+				t.Errorf("decode %s: %v", topic, err)
+				return
+			}
+			fn(m, v)
+		})
+	})
+}
 
 // runFetcher starts a Service consuming kcfg's fetch topic in the fetcher
 // group, with its fetch-log writer (flushing every flush), as the fetcher's

@@ -95,18 +95,11 @@ func TestProxyFeedback(t *testing.T) {
 	)
 	followCtx, stopFollow := context.WithCancel(ctx)
 	var fg errgroup.Group
-	fg.Go(func() error {
-		return kafkaio.Follow(followCtx, kcfg, topics.ProxyFeedback, func(m kafka.Message) {
-			fb := &crawlv1.ProxyFeedback{}
-			if err := kafkaio.Decode(m, fb); err != nil {
-				t.Errorf("decode feedback: %v", err)
-				return
-			}
-			mu.Lock()
-			feedback = append(feedback, fb)
-			leaked = leaked || bytes.Contains(m.Value, []byte(secret)) || bytes.Contains(m.Key, []byte(secret))
-			mu.Unlock()
-		})
+	follow(t, followCtx, &fg, kcfg, topics.ProxyFeedback, func(m kafka.Message, fb *crawlv1.ProxyFeedback) {
+		mu.Lock()
+		feedback = append(feedback, fb)
+		leaked = leaked || bytes.Contains(m.Value, []byte(secret)) || bytes.Contains(m.Key, []byte(secret))
+		mu.Unlock()
 	})
 	waitFor(ctx, t, "feedback for every page", func() bool {
 		mu.Lock()

@@ -119,17 +119,10 @@ func TestRecycledBuffersKeepPagesApart(t *testing.T) {
 	)
 	followCtx, stopFollow := context.WithCancel(ctx)
 	var fg errgroup.Group
-	fg.Go(func() error {
-		return kafkaio.Follow(followCtx, kcfg, topics.Fetched, func(m kafka.Message) {
-			p := &crawlv1.FetchedPage{}
-			if err := kafkaio.Decode(m, p); err != nil {
-				t.Errorf("decode fetched page: %v", err)
-				return
-			}
-			mu.Lock()
-			got[p.GetUrl()] = p.GetBody()
-			mu.Unlock()
-		})
+	follow(t, followCtx, &fg, kcfg, topics.Fetched, func(_ kafka.Message, p *crawlv1.FetchedPage) {
+		mu.Lock()
+		got[p.GetUrl()] = p.GetBody()
+		mu.Unlock()
 	})
 	waitFor(ctx, t, "every page published", func() bool {
 		mu.Lock()

@@ -169,29 +169,15 @@ func TestRetriesRedirects(t *testing.T) {
 	)
 	followCtx, stopFollow := context.WithCancel(ctx)
 	var fg errgroup.Group
-	fg.Go(func() error {
-		return kafkaio.Follow(followCtx, kcfg, topics.Fetched, func(m kafka.Message) {
-			p := &crawlv1.FetchedPage{}
-			if err := kafkaio.Decode(m, p); err != nil {
-				t.Errorf("decode fetched page: %v", err)
-				return
-			}
-			outMu.Lock()
-			pages = append(pages, p)
-			outMu.Unlock()
-		})
+	follow(t, followCtx, &fg, kcfg, topics.Fetched, func(_ kafka.Message, p *crawlv1.FetchedPage) {
+		outMu.Lock()
+		pages = append(pages, p)
+		outMu.Unlock()
 	})
-	fg.Go(func() error {
-		return kafkaio.Follow(followCtx, kcfg, topics.Discovered, func(m kafka.Message) {
-			d := &crawlv1.DiscoveredURL{}
-			if err := kafkaio.Decode(m, d); err != nil {
-				t.Errorf("decode discovered: %v", err)
-				return
-			}
-			outMu.Lock()
-			discovered = append(discovered, d)
-			outMu.Unlock()
-		})
+	follow(t, followCtx, &fg, kcfg, topics.Discovered, func(_ kafka.Message, d *crawlv1.DiscoveredURL) {
+		outMu.Lock()
+		discovered = append(discovered, d)
+		outMu.Unlock()
 	})
 
 	// flaky 3, always500 3, gone 1, r1 1, r2 at the limit 1, final 1, self 1,
