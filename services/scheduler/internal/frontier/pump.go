@@ -161,6 +161,15 @@ func (p *Pump) run(ctx context.Context) {
 		case <-changed:
 			idle = false
 		}
+		// A change that came with the tick: select picked one of the two
+		// at random, and the next pass takes a new channel, so it would
+		// be lost and a resumed crawl's URLs would wait for another
+		// change or deferral.
+		select {
+		case <-changed:
+			idle = false
+		default:
+		}
 	}
 }
 

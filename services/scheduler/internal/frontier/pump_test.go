@@ -208,6 +208,58 @@ func TestPump(t *testing.T) {
 	})
 }
 
+// TestResumeWithTheTick: a crawl resumed at the instant the idle pump's
+// window ticks still wakes it. The pump's select then has both the tick
+// and the closed change channel ready and picks one at random; a pump
+// that took the tick and a new channel lost the change, and the resumed
+// crawl's URL stayed in the frontier. Twenty rounds: each lost change
+// had even odds.
+func TestResumeWithTheTick(t *testing.T) {
+	for round := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			const window = 10 * time.Second
+			store, prod := &memStore{}, &memProducer{}
+			var mu sync.Mutex
+			paused := true
+			changed := make(chan struct{})
+			cfg := PumpConfig{
+				Topic: "fetch", PerHost: 2, Window: window,
+				Paused: func() []string {
+					mu.Lock()
+					defer mu.Unlock()
+					if paused {
+						return []string{"held"}
+					}
+					return nil
+				},
+				Changed: func() <-chan struct{} {
+					mu.Lock()
+					defer mu.Unlock()
+					return changed
+				},
+				Key:       func(u string) ([]byte, error) { return []byte(u), nil },
+				Now:       time.Now,
+				Released:  prometheus.NewCounter(prometheus.CounterOpts{Name: "released_total", Help: "Released."}),
+				Cancelled: prometheus.NewCounter(prometheus.CounterOpts{Name: "cancelled_total", Help: "Cancelled."}),
+			}
+			_ = store.Write(t.Context(), pending("held", "http://b.example/y", "b.example", 11, 1))
+			p := StartPump(cfg, 0, NewQuota(2, window, time.Now), store, prod, &memEvents{}, zap.NewNop())
+			defer p.Stop()
+			synctest.Wait()    // the first pass: nothing releasable, the pump goes idle
+			time.Sleep(window) // wakes with the pump's tick
+			mu.Lock()
+			paused = false
+			close(changed)
+			changed = make(chan struct{})
+			mu.Unlock()
+			synctest.Wait()
+			if got := prod.released(); len(got) != 1 {
+				t.Fatalf("round %d: resumed at the tick, released %v, want b.example/y", round, got)
+			}
+		})
+	}
+}
+
 // TestFreshURLsWaitBehindBacklog: a host's fresh URLs do not overtake its
 // backlog in the frontier. Quota 2 per 10 s window; at 0 s the handler
 // admits two depth-1 URLs of a.example and defers two more; the pump runs
