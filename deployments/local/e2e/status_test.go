@@ -76,7 +76,10 @@ func TestCrawlStatusRetryRedirect(t *testing.T) {
 		}
 	}))
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 1, PagesPerHost: 1, FirstHostOctet: 175}, delay: e2eDelay,
-		args: map[string][]string{"fetcher": {"--retry-backoff", "1s", "--max-attempts", "3"}}})
+		// Back-off of 3 s, then 6: /flaky waits for its retries through
+		// at least two of ClickHouse's 2 s flushes, long enough for the
+		// loop below, slowed by a loaded machine, to see it waiting.
+		args: map[string][]string{"fetcher": {"--retry-backoff", "3s", "--max-attempts", "3"}}})
 	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

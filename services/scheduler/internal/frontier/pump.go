@@ -141,11 +141,12 @@ func (p *Pump) run(ctx context.Context) {
 	defer t.Stop()
 	idle := false // the first read finds what a previous owner left
 	var seen int64
+	// changed is the channel of the specifications as they were before
+	// the next read, and is replaced only once it fired: a change is
+	// never lost behind a tick that came with it (select picks either
+	// at random) or between a tick and the next pass.
+	changed := p.changes()
 	for {
-		var changed <-chan struct{} // nil: never
-		if p.cfg.Changed != nil {
-			changed = p.cfg.Changed()
-		}
 		if d := p.deferred.Load(); !idle || d != seen {
 			seen = d
 			n, err := p.releaseOnce(ctx)
@@ -160,17 +161,18 @@ func (p *Pump) run(ctx context.Context) {
 		case <-t.C:
 		case <-changed:
 			idle = false
-		}
-		// A change that came with the tick: select picked one of the two
-		// at random, and the next pass takes a new channel, so it would
-		// be lost and a resumed crawl's URLs would wait for another
-		// change or deferral.
-		select {
-		case <-changed:
-			idle = false
-		default:
+			changed = p.changes()
 		}
 	}
+}
+
+// changes is the channel closed at the next change of the crawl
+// specifications (nil, never ready, without PumpConfig.Changed).
+func (p *Pump) changes() <-chan struct{} {
+	if p.cfg.Changed == nil {
+		return nil
+	}
+	return p.cfg.Changed()
 }
 
 // releaseOnce releases what the quota allows and returns how many pending
