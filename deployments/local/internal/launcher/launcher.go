@@ -25,7 +25,6 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
-
 	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
 
