@@ -38,9 +38,10 @@ func Marshal(m proto.Message) (value []byte, schema string, err error) {
 }
 
 // MarshalAppend is Marshal appending the encoding of m to b, which it
-// grows only when m does not fit (the caller sizes b with proto.Size).
+// grows only when m does not fit (a caller that sizes b with proto.Size
+// gets m's encoding in b's array).
 func MarshalAppend(b []byte, m proto.Message) (value []byte, schema string, err error) {
-	value, err = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
+	value, err = proto.MarshalOptions{}.MarshalAppend(b, m)
 	if err != nil {
 		return nil, "", fmt.Errorf("marshal %s: %w", SchemaOf(m), err)
 	}

@@ -241,3 +241,22 @@ func aliases(b, rec []byte) bool {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	return p >= start && p < start+uintptr(len(rec))
 }
+
+// TestMarshalAppend: the encoding lands after b's bytes, in b's array when
+// it has room, and decodes to m.
+func TestMarshalAppend(t *testing.T) {
+	page := messages[2].msg.(*crawlv1.FetchedPage)
+	b := make([]byte, 2, 2+proto.Size(page))
+	b[0], b[1] = 'h', 'i'
+	value, schema, err := crawlmsg.MarshalAppend(b, page)
+	if err != nil || schema != "crawler.v1.FetchedPage" {
+		t.Fatalf("MarshalAppend: %q, %v", schema, err)
+	}
+	if string(value[:2]) != "hi" || unsafe.SliceData(value) != unsafe.SliceData(b) {
+		t.Fatalf("encoding not appended in b's array")
+	}
+	got := &crawlv1.FetchedPage{}
+	if err := crawlmsg.Unmarshal(value[2:], schema, got); err != nil || !proto.Equal(got, page) {
+		t.Fatalf("round trip = %v, %v; want %v", got, err, page)
+	}
+}
