@@ -18,8 +18,10 @@ ARGS  ?=
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 
+# The launcher and the services it builds are static (CGO_ENABLED=0), as in
+# the images: no libc mapped into every process of the crawl.
 crawl:
-	$(GO) run ./deployments/local/cmd/crawl $(if $(SEEDS),--seeds-file $(SEEDS),--demo) $(ARGS)
+	CGO_ENABLED=0 $(GO) run ./deployments/local/cmd/crawl $(if $(SEEDS),--seeds-file $(SEEDS),--demo) $(ARGS)
 
 test:
 	bash scripts/test.sh
@@ -39,7 +41,7 @@ BENCH_DIR  ?= .crawl/bench
 # there when the old data had just been deleted.
 BENCH_PREP  = old=$(BENCH_DIR)/.old-$$$$ && mkdir -p $$old && \
 	for d in kafka clickhouse logs profiles warc; do [ ! -e $(BENCH_DIR)/$$d ] || mv $(BENCH_DIR)/$$d $$old/; done && \
-	$(GO) build -o $(BENCH_DIR)/crawl ./deployments/local/cmd/crawl
+	CGO_ENABLED=0 $(GO) build -o $(BENCH_DIR)/crawl ./deployments/local/cmd/crawl
 BENCH_CRAWL = taskset -c $(BENCH_CPUS) $(BENCH_DIR)/crawl --web --delay 0 --max-depth 10 --bench --site-cpus $(SITE_CPUS) \
 		--data-dir $(BENCH_DIR) --bench-json $(BENCH_DIR)/bench.json
 BENCH_DONE  = s=$$?; rm -rf $(BENCH_DIR)/.old-*; exit $$s

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -141,4 +142,28 @@ func TestUsagePeakIsTheChilds(t *testing.T) {
 		t.Fatalf("child's peak RSS %d B with this process at %d B: want the child's own, above 0 and far below 128 MiB", u.MaxRSS, parent)
 	}
 	ballast[0]++ // the ballast stays live until the child has run
+}
+
+// TestBuildStatic builds a command as the launcher does and checks that
+// the binary is static: no program interpreter (the dynamic loader) to
+// map libc into every process of a crawl.
+func TestBuildStatic(t *testing.T) {
+	root, err := FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, err := BuildTools(t.Context(), root, t.TempDir(), []string{"websim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(bins["websim"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Fatalf("%s is dynamically linked: it has a program interpreter", bins["websim"])
+		}
+	}
 }
