@@ -23,10 +23,13 @@ type Handler interface {
 	// exactly once per record, when everything the record caused is durable
 	// (produced with acks=all, inserted into ClickHouse). ack is safe for
 	// concurrent use and reads only the record's partition and offset
-	// (AckRefs keeps just those). A returned error stops the partition without
-	// committing past the record; the group run then fails. ctx is
-	// cancelled when the partition is revoked or the group stops; Handle
-	// must then return promptly (a rebalance waits for it).
+	// (AckRefs keeps just those). The batch is the handler's while Handle
+	// runs and the group reads only its offsets afterwards, so Handle may
+	// drop the payloads (DropPayloads) once it has decoded them. A
+	// returned error stops the partition without committing past the
+	// record; the group run then fails. ctx is cancelled when the
+	// partition is revoked or the group stops; Handle must then return
+	// promptly (a rebalance waits for it).
 	Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error
 	// Close is called once when the partition is revoked or the group
 	// stops. It must finish or abandon in-flight work before returning;

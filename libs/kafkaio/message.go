@@ -81,6 +81,18 @@ func schemaOf(msg kafka.Message) string {
 	return ""
 }
 
+// DropPayloads clears the batch's keys, values and headers in place,
+// leaving the topic, partition and offset that acking needs: a handler
+// calls it once it has decoded what it needs and before it waits on I/O,
+// so that the records (pages of up to megabytes, or what a decoded page's
+// body still refers into) are not held meanwhile. The batch then serves as
+// its own AckRefs.
+func DropPayloads(batch []kafka.Message) {
+	for i := range batch {
+		batch[i].Key, batch[i].Value, batch[i].Headers = nil, nil, nil
+	}
+}
+
 // AckRefs returns what acking the batch's records needs (their topic,
 // partition and offset), without their keys, values and headers: a
 // handler that acks a batch after its work is durable keeps these, so the

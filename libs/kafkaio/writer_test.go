@@ -187,6 +187,19 @@ func testutilValue(t *testing.T, reg *prometheus.Registry, name, topic string) f
 	return 0
 }
 
+func TestDropPayloads(t *testing.T) {
+	batch := []kafka.Message{
+		{Topic: "t", Partition: 3, Offset: 7, Key: []byte("k"), Value: make([]byte, 1<<20), Headers: []kafka.Header{{Key: "h"}}},
+		{Topic: "t", Partition: 3, Offset: 8, Value: []byte("v")},
+	}
+	kafkaio.DropPayloads(batch)
+	for i, r := range batch {
+		if r.Topic != "t" || r.Partition != 3 || r.Offset != int64(7+i) || r.Key != nil || r.Value != nil || r.Headers != nil {
+			t.Errorf("record %d = %+v, want only topic t, partition 3 and offset %d", i, r, 7+i)
+		}
+	}
+}
+
 func TestAckRefs(t *testing.T) {
 	batch := []kafka.Message{
 		{Topic: "t", Partition: 3, Offset: 7, Key: []byte("k"), Value: make([]byte, 1<<20), Headers: []kafka.Header{{Key: "h"}}},

@@ -73,7 +73,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", DefaultMaxRepeatedSegments, "trap guard: drop outlinks whose path repeats one segment more often than this (0 = off)")
 	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
 	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
-	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published (8 bytes each) so that a link repeated on many pages is published once; 0 disables")
+	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published, at most (8 bytes each; the table starts at 256 KiB and grows to this) so that a link repeated on many pages is published once; 0 disables")
 	fs.BoolVar(&c.PublishDocuments, "publish-documents", false, "also produce every document (text included) to the documents topic, for downstream consumers; ClickHouse's documents table has them either way")
 	fs.IntVar(&c.NearDistance, "near-duplicate-distance", 0, fmt.Sprintf("a document whose text's simhash is at most this many bits (%d is usual) from an earlier document's of the crawl is its near duplicate, for crawls whose spec does not set near_duplicate_distance (0 = off, at most %d; it costs about a third more ClickHouse CPU per page)", simhash.NearDistance, simhash.MaxNearDistance))
 	fs.BoolVar(&c.StoreLinks, "store-links", false, "keep every in-scope link of a page (source, target, anchor text, rel, position) in ClickHouse's links table: the link graph, about 30 rows per page on the bench web, three times the rows of every other table together")
@@ -302,6 +302,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 		results = append(results, res)
 	}
+	// Parsed: the pages (whose bodies point into the records) are not
+	// read again, and the lookups and the publish below wait on I/O, with
+	// every partition of this parser doing the same.
+	clear(pages)
+	kafkaio.DropPayloads(batch)
 	// The near-duplicate lookup runs beside the exact one: their rounds
 	// start together and both answers are in when marking starts.
 	var near nearLookup
@@ -385,7 +390,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		k.N = n
 		rows = append(rows, k)
 	}
-	acks := kafkaio.AckRefs(batch) // not the pages: they are parsed
+	acks := batch // their payloads dropped above
 	h.stores.Go(func(ctx context.Context) error {
 		if err := p.store(ctx, stored{docs, metas, firsts, rows, bands, nears, links}); err != nil {
 			return err
