@@ -14,7 +14,10 @@
 // may have refused the deeper one as too deep.
 package recent
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // depthBits low bits of an entry hold the depth; the rest hold the high
 // bits of the fingerprint.
@@ -23,26 +26,57 @@ const (
 	depthMask = 1<<depthBits - 1
 )
 
-// Links is a fixed-size, direct-mapped set of (fingerprint, depth): each
-// fingerprint has one slot, chosen by its high bits, and a newer
-// fingerprint of the slot replaces the older. Memory is 8 bytes per slot,
-// allocated once. Safe for concurrent use (one atomic word per slot).
+// firstSlots is the size a set starts at: 256 KiB.
+const firstSlots = 1 << 15
+
+// Links is a set of (fingerprint, depth) in buckets of two slots: a
+// fingerprint's bucket is chosen by its high bits, it takes a free slot of
+// the bucket, and a third fingerprint of a full bucket replaces one of the
+// two. Memory is 8 bytes per slot. The table starts small and doubles
+// whenever a quarter of its slots are taken, up to the size given to New,
+// so that a small crawl does not hold (and touch) a table sized for a
+// large one. Safe for concurrent use (one atomic word per slot; an Add
+// racing with a doubling may be lost, which only forgets).
 type Links struct {
-	slots []atomic.Uint64
-	shift uint // 64 - log2(len(slots))
+	max   int // slots the table may grow to
+	table atomic.Pointer[table]
+	grow  sync.Mutex // one doubling at a time
 }
 
-// New returns a set of at least size slots (rounded up to a power of two);
+type table struct {
+	slots []atomic.Uint64
+	shift uint         // 64 - log2(len(slots))
+	used  atomic.Int64 // slots not empty
+}
+
+func newTable(bits uint) *table {
+	return &table{slots: make([]atomic.Uint64, 1<<bits), shift: 64 - bits}
+}
+
+// bucket returns the two slots of hash h (or of an entry, which keeps its
+// hash's high bits).
+func (t *table) bucket(h uint64) []atomic.Uint64 {
+	i := h >> t.shift &^ 1
+	return t.slots[i : i+2 : i+2]
+}
+
+// New returns a set of at most size slots (rounded up to a power of two);
 // a size below 1 returns nil, a set that remembers nothing.
 func New(size int) *Links {
 	if size < 1 {
 		return nil
 	}
-	bits := uint(0)
+	bits := uint(1) // a bucket at least
 	for 1<<bits < size {
 		bits++
 	}
-	return &Links{slots: make([]atomic.Uint64, 1<<bits), shift: 64 - bits}
+	l := &Links{max: 1 << bits}
+	first := uint(0)
+	for 1<<first < min(l.max, firstSlots) {
+		first++
+	}
+	l.table.Store(newTable(first))
+	return l
 }
 
 // mix spreads a fingerprint's bits over the whole word (the splitmix64
@@ -69,7 +103,8 @@ func entry(h uint64, depth uint32) uint64 {
 	return e
 }
 
-func (l *Links) slot(h uint64) *atomic.Uint64 { return &l.slots[h>>l.shift] }
+// same reports whether entries e and want are of one fingerprint.
+func same(e, want uint64) bool { return e != 0 && e&^depthMask == want&^depthMask }
 
 // Published reports whether fp was added with a depth at most depth (and
 // not forgotten since).
@@ -78,9 +113,14 @@ func (l *Links) Published(fp uint64, depth uint32) bool {
 		return false
 	}
 	h := mix(fp)
-	e := l.slot(h).Load()
 	want := entry(h, depth)
-	return e != 0 && e&^depthMask == want&^depthMask && e&depthMask <= want&depthMask
+	b := l.table.Load().bucket(h)
+	for i := range b {
+		if e := b[i].Load(); same(e, want) && e&depthMask <= want&depthMask {
+			return true
+		}
+	}
+	return false
 }
 
 // Add remembers that fp was published at depth; call it once the record
@@ -90,23 +130,68 @@ func (l *Links) Add(fp uint64, depth uint32) {
 		return
 	}
 	h := mix(fp)
-	s := l.slot(h)
+	t := l.table.Load()
+	b := t.bucket(h)
 	want := entry(h, depth)
 	for {
-		old := s.Load()
-		if old&^depthMask == want&^depthMask && old&depthMask <= want&depthMask {
+		a, c := b[0].Load(), b[1].Load()
+		// The fingerprint's own slot, else a free one, else the one
+		// the next bit of its hash picks.
+		i, old := 0, a
+		switch {
+		case same(a, want):
+		case same(c, want), a != 0 && c == 0, a != 0 && h>>t.shift&1 == 1:
+			i, old = 1, c
+		}
+		if same(old, want) && old&depthMask <= want&depthMask {
 			return // already there at a depth as small
 		}
-		if s.CompareAndSwap(old, want) {
+		if b[i].CompareAndSwap(old, want) {
+			if old == 0 && 4*t.used.Add(1) > int64(len(t.slots)) && len(t.slots) < l.max {
+				l.double(t)
+			}
 			return
 		}
 	}
 }
 
-// Len returns the number of slots (for metrics and tests).
+// double replaces t, if it is still the table, by one twice its size
+// holding its entries: an entry keeps the high bits of its hash, which
+// choose its bucket in either table, and the two entries of a bucket go
+// to one or two buckets of the larger table, never more than two to one.
+func (l *Links) double(t *table) {
+	l.grow.Lock()
+	defer l.grow.Unlock()
+	if l.table.Load() != t {
+		return // another Add doubled it
+	}
+	n := newTable(64 - t.shift + 1)
+	for i := range t.slots {
+		e := t.slots[i].Load()
+		if e == 0 {
+			continue
+		}
+		b := n.bucket(e)
+		if !b[0].CompareAndSwap(0, e) {
+			b[1].Store(e)
+		}
+		n.used.Add(1)
+	}
+	l.table.Store(n)
+}
+
+// Len returns the number of slots now (for metrics and tests).
 func (l *Links) Len() int {
 	if l == nil {
 		return 0
 	}
-	return len(l.slots)
+	return len(l.table.Load().slots)
+}
+
+// Cap returns the number of slots the set may grow to.
+func (l *Links) Cap() int {
+	if l == nil {
+		return 0
+	}
+	return l.max
 }

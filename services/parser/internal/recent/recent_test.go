@@ -41,15 +41,35 @@ func TestPublished(t *testing.T) {
 	}
 }
 
-// TestCollisionForgets: a fingerprint of the same slot replaces the older
-// one, which is then no longer published (lossy, never wrong).
+// TestCollisionForgets: a third fingerprint of a full bucket replaces one
+// of the two, which is then no longer published (lossy, never wrong).
 func TestCollisionForgets(t *testing.T) {
-	l := New(1) // one slot: every fingerprint collides
+	l := New(2) // one bucket: every fingerprint collides
+	fps := []uint64{0x1111 << 48, 0x1112 << 48, 0x1113 << 48}
+	for _, fp := range fps {
+		l.Add(fp, 1)
+	}
+	kept := 0
+	for _, fp := range fps[:2] {
+		if l.Published(fp, 1) {
+			kept++
+		}
+	}
+	if kept != 1 || !l.Published(fps[2], 1) {
+		t.Errorf("after a collision: %d of the first two kept, the third %v; want one, and the third kept", kept, l.Published(fps[2], 1))
+	}
+}
+
+// TestBucketHoldsTwo: two fingerprints of one bucket are both kept, and a
+// shallower depth of either replaces its own slot only.
+func TestBucketHoldsTwo(t *testing.T) {
+	l := New(2)
 	a, b := uint64(0x1111)<<48, uint64(0x1112)<<48
-	l.Add(a, 1)
-	l.Add(b, 1)
-	if l.Published(a, 1) || !l.Published(b, 1) {
-		t.Errorf("after a collision: a %v b %v, want a forgotten and b kept", l.Published(a, 1), l.Published(b, 1))
+	l.Add(a, 3)
+	l.Add(b, 5)
+	l.Add(b, 2)
+	if !l.Published(a, 3) || l.Published(a, 2) || !l.Published(b, 2) {
+		t.Errorf("a at 3: %v, a at 2: %v, b at 2: %v; want true, false, true", l.Published(a, 3), l.Published(a, 2), l.Published(b, 2))
 	}
 }
 
@@ -111,6 +131,96 @@ func TestFalsePositivesBounded(t *testing.T) {
 		if fp := rng.Uint64(); l.Published(fp, 200) {
 			t.Fatalf("fingerprint %x never added is published", fp)
 		}
+	}
+}
+
+// TestGrows: a set starts small and doubles once over a quarter of its
+// slots are taken, up to its size, so a small crawl never touches the
+// full table.
+func TestGrows(t *testing.T) {
+	l := New(1 << 18)
+	if l.Len() != firstSlots || l.Cap() != 1<<18 {
+		t.Fatalf("new set: Len %d Cap %d, want %d and %d", l.Len(), l.Cap(), firstSlots, 1<<18)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range firstSlots / 5 {
+		l.Add(rng.Uint64(), 1)
+	}
+	if l.Len() != firstSlots {
+		t.Fatalf("%d links in %d slots: Len %d, want no growth yet", firstSlots/5, firstSlots, l.Len())
+	}
+	for l.Len() == firstSlots {
+		l.Add(rng.Uint64(), 1)
+	}
+	if used := l.table.Load().used.Load(); l.Len() != 2*firstSlots || used <= firstSlots/4 {
+		t.Fatalf("after the first doubling: Len %d with %d used, want %d slots and over %d used",
+			l.Len(), used, 2*firstSlots, firstSlots/4)
+	}
+	for range 100000 {
+		l.Add(rng.Uint64(), 1)
+	}
+	if l.Len() != 1<<18 {
+		t.Fatalf("over 100000 links: Len %d, want the cap %d", l.Len(), 1<<18)
+	}
+}
+
+// TestDoublingKeepsEntries: every link a table holds is in the table
+// twice its size, at the same depth.
+func TestDoublingKeepsEntries(t *testing.T) {
+	l := New(1 << 20)
+	rng := rand.New(rand.NewPCG(7, 8))
+	added := make([]uint64, 3000)
+	for i := range added {
+		added[i] = rng.Uint64()
+		l.Add(added[i], uint32(1+i%7))
+	}
+	var held []int
+	for i, fp := range added {
+		if l.Published(fp, uint32(1+i%7)) {
+			held = append(held, i)
+		}
+	}
+	if len(held) < 2000 {
+		t.Fatalf("premise: %d of 3000 links held in %d slots", len(held), l.Len())
+	}
+	for want := 2 * firstSlots; want <= 8*firstSlots; want *= 2 {
+		l.double(l.table.Load())
+		if l.Len() != want {
+			t.Fatalf("Len %d after doubling, want %d", l.Len(), want)
+		}
+		for _, i := range held {
+			d := uint32(1 + i%7)
+			if !l.Published(added[i], d) || l.Published(added[i], d-1) {
+				t.Fatalf("link %d (depth %d) after doubling to %d: published at %d %v, at %d %v",
+					i, d, want, d, l.Published(added[i], d), d-1, l.Published(added[i], d-1))
+			}
+		}
+		if used := l.table.Load().used.Load(); used != int64(len(held)) {
+			t.Fatalf("%d slots used after doubling, want %d", used, len(held))
+		}
+	}
+	for range 10000 {
+		if fp := rng.Uint64(); l.Published(fp, 200) {
+			t.Fatalf("fingerprint %x never added is published", fp)
+		}
+	}
+}
+
+func TestConcurrentGrowth(t *testing.T) {
+	l := New(1 << 16)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5000 {
+				fp := uint64(g*5000+i+1) * 0x9e3779b97f4a7c15
+				l.Add(fp, 3)
+				_ = l.Published(fp, 3)
+			}
+		})
+	}
+	wg.Wait()
+	if l.Len() != 1<<16 {
+		t.Errorf("40000 links: Len %d, want %d", l.Len(), 1<<16)
 	}
 }
 
