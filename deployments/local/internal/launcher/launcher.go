@@ -326,6 +326,8 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if pid := ch.Pid(); pid > 0 {
 		if u, err := supervise.ProcUsage(pid); err == nil {
 			bench.Processes["clickhouse"] = u
+		} else {
+			fmt.Fprintf(out, "clickhouse's cpu and memory not measured: %v\n", err)
 		}
 	}
 	sum, err := progress.ReadSummary(sctx, p.Store.Conn(), cfg.CrawlID, duration)
