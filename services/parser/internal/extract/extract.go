@@ -21,6 +21,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
@@ -628,9 +629,22 @@ const (
 	sepLine
 )
 
+// textBuf is the bytes a textWriter appended. String returns them without
+// a copy, as strings.Builder does: a writer whose buffer is reused (the
+// streamer's, kept across pages) takes a copy instead (copyString).
+type textBuf struct{ buf []byte }
+
+func (b *textBuf) Len() int             { return len(b.buf) }
+func (b *textBuf) grow(n int)           { b.buf = slices.Grow(b.buf, n) }
+func (b *textBuf) writeByte(c byte)     { b.buf = append(b.buf, c) }
+func (b *textBuf) writeString(s string) { b.buf = append(b.buf, s...) }
+func (b *textBuf) String() string       { return unsafe.String(unsafe.SliceData(b.buf), len(b.buf)) }
+func (b *textBuf) copyString() string   { return string(b.buf) }
+func (b *textBuf) reset()               { b.buf = b.buf[:0] }
+
 // textWriter collapses whitespace while text is appended, up to a byte cap.
 type textWriter struct {
-	b         strings.Builder
+	b         textBuf
 	max       int
 	pending   separator
 	lead      separator // the separator pending before the first word (not written)
@@ -661,18 +675,18 @@ func (w *textWriter) word(s string) {
 			w.truncated = true
 			return
 		}
-		w.b.WriteByte(c)
+		w.b.writeByte(c)
 	}
 	w.pending = sepNone
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	if room := w.max - w.b.Len(); len(s) > room {
-		w.b.WriteString(cutUTF8(s, room))
+		w.b.writeString(cutUTF8(s, room))
 		w.truncated = true
 		return
 	}
-	w.b.WriteString(s)
+	w.b.writeString(s)
 }
 
 // asciiSpace is unicode.IsSpace for the ASCII range.
@@ -769,7 +783,7 @@ func (w *textWriter) walk(n *html.Node) {
 // body is typical of text-heavy pages and saves the builder's regrowth).
 func visibleText(nodes []*html.Node, limit, hint int) (string, bool) {
 	w := textWriter{max: limit, newlines: true}
-	w.b.Grow(min(limit, hint))
+	w.b.grow(min(limit, hint))
 	for _, n := range nodes {
 		w.walk(n)
 	}

@@ -169,6 +169,7 @@ type streamer struct {
 	stack    []elem
 	segs     []*segment
 	anchors  []*anchorState
+	spare    []*anchorState // closed anchors' states, cleared, for the next <a>s
 	afe      []afeEntry
 	nextID   int
 	skip     int // open elements whose content is not visible text
@@ -203,45 +204,71 @@ type streamer struct {
 	selfClosing bool
 }
 
-// scratch is the working memory of a streamer that no result keeps: its
-// stack of open elements and its list of active formatting elements,
-// reused by the next page (an <a> per link made growing the list one of
-// the parser's largest allocations).
+// scratch is the working memory of a streamer that no result keeps,
+// reused by the next page: its stack of open elements, its list of active
+// formatting elements, the raw links and the text of the page's root
+// segment, the title's bytes and the states of closed anchors. (An <a>
+// per link made growing these, and a text buffer sized for the whole
+// page, the parser's largest allocations; the result copies out what it
+// keeps, at its size.)
 type scratch struct {
 	stack []elem
 	afe   []afeEntry
+	links []rawLink
+	text  textBuf
+	title textBuf
+	spare []*anchorState
 }
 
-// maxScratch is the most entries of a scratch slice kept for reuse: a
-// page of ten thousand links does not pin its list.
-const maxScratch = 1024
+// maxScratch is the most entries of a scratch slice kept for reuse, and
+// maxScratchText the most bytes of its text buffer: a page of ten thousand
+// links, or a megabyte of text, does not pin its buffers.
+const (
+	maxScratch     = 1024
+	maxScratchText = 256 << 10
+)
 
 var scratches = sync.Pool{New: func() any {
 	return &scratch{stack: make([]elem, 0, 64), afe: make([]afeEntry, 0, 64)}
 }}
 
-// release gives the streamer's scratch slices back, cleared (their
-// entries hold strings of the page).
-func (s *streamer) release(sc *scratch) {
-	if cap(s.stack) > maxScratch || cap(s.afe) > maxScratch {
-		return
-	}
-	sc.stack, sc.afe = s.stack[:0], s.afe[:0]
-	clear(sc.stack[:cap(sc.stack)])
-	clear(sc.afe[:cap(sc.afe)])
-	s.stack, s.afe = nil, nil
-	scratches.Put(sc)
+// take hands the scratch's buffers to a streamer for the page.
+func (s *streamer) take(sc *scratch, maxText int) {
+	s.stack, s.afe, s.spare = sc.stack, sc.afe, sc.spare
+	s.title.b = sc.title
+	s.segs = append(s.segs, &segment{w: textWriter{b: sc.text, max: maxText, newlines: true}, links: sc.links})
+	*sc = scratch{}
 }
+
+// release gives the streamer's buffers back, cleared (their entries hold
+// strings of the page), unless one grew past what is worth keeping.
+func (s *streamer) release(sc *scratch) {
+	root := s.segs[0]
+	if cap(s.stack) <= maxScratch && cap(s.afe) <= maxScratch && cap(root.links) <= maxScratch &&
+		cap(root.w.b.buf) <= maxScratchText && cap(s.title.b.buf) <= maxScratchText {
+		sc.stack, sc.afe, sc.links = s.stack[:0], s.afe[:0], root.links[:0]
+		clear(sc.stack[:cap(sc.stack)])
+		clear(sc.afe[:cap(sc.afe)])
+		clear(sc.links[:cap(sc.links)])
+		sc.text, sc.title = root.w.b, s.title.b
+		sc.text.reset()
+		sc.title.reset()
+		sc.spare = s.spare[:min(len(s.spare), maxSpare)]
+		scratches.Put(sc)
+	}
+	s.stack, s.afe, s.spare, root.links = nil, nil, nil, nil
+}
+
+// maxSpare is the most closed anchors' states kept for the next page.
+const maxSpare = 64
 
 // extractStream is Extract for ordinary pages (no Results, no Detail).
 func extractStream(page string, body []byte, opts Options) Result {
 	s := streamer{z: html.NewTokenizer(bytes.NewReader(body)), quirks: true, framesetOK: true}
 	sc := scratches.Get().(*scratch)
-	s.stack, s.afe = sc.stack, sc.afe
+	s.take(sc, opts.MaxTextBytes)
 	defer s.release(sc)
 	s.title.max = maxTitleBytes
-	s.segs = append(s.segs, &segment{w: textWriter{max: opts.MaxTextBytes, newlines: true}})
-	s.segs[0].w.b.Grow(min(opts.MaxTextBytes, len(body)/2))
 	s.push(elem{a: atom.Html})
 	s.run()
 	for len(s.stack) > 0 {
@@ -250,10 +277,10 @@ func extractStream(page string, body []byte, opts Options) Result {
 	root := s.segs[0]
 
 	var res Result
-	res.Title = s.title.b.String()
+	res.Title = s.title.b.copyString()
 	res.Description = s.desc
 	res.NoFollow, res.NoIndex = s.robotsF || opts.NoFollow, s.robotsI
-	res.Text, res.TextTruncated = root.w.b.String(), root.w.truncated
+	res.Text, res.TextTruncated = root.w.b.copyString(), root.w.truncated
 	lang := s.lang
 	if !s.hasLang || strings.TrimSpace(lang) == "" {
 		lang = s.xmlLang
@@ -638,9 +665,9 @@ func (s *streamer) inserted(e *elem) {
 	seg := s.segs[e.at]
 	seg.links = append(seg.links, l)
 	if e.a == atom.A {
-		s.anchors = append(s.anchors, &anchorState{
+		s.anchors = append(s.anchors, s.newAnchor(anchorState{
 			w: textWriter{max: maxAnchorBytes}, skip: s.skip, fgn: s.fgn, seg: e.at, link: len(seg.links) - 1,
-		})
+		}))
 		e.anchor = len(s.anchors)
 	}
 }
@@ -709,9 +736,24 @@ func (s *streamer) closed(e *elem) {
 	}
 }
 
+// newAnchor returns st in the state of a closed anchor when there is one
+// (its text buffer reused), else in a new one.
+func (s *streamer) newAnchor(st anchorState) *anchorState {
+	n := len(s.spare)
+	if n == 0 {
+		return &st
+	}
+	a := s.spare[n-1]
+	s.spare = s.spare[:n-1]
+	buf := a.w.b
+	*a = st
+	a.w.b = buf
+	return a
+}
+
 func (s *streamer) finishAnchor(i int) {
 	a := s.anchors[i]
-	anchor := a.w.b.String()
+	anchor := a.w.b.copyString()
 	if a.cut > 0 {
 		anchor = anchor[:a.cut-1]
 	}
@@ -720,6 +762,9 @@ func (s *streamer) finishAnchor(i int) {
 	}
 	s.segs[a.seg].links[a.link].anchor = anchor
 	s.anchors = slices.Delete(s.anchors, i, i+1)
+	a.w.b.reset()
+	*a = anchorState{w: textWriter{b: a.w.b}}
+	s.spare = append(s.spare, a)
 	for j := range s.stack {
 		if s.stack[j].anchor > i+1 {
 			s.stack[j].anchor--

@@ -424,3 +424,40 @@ func TestStreamDeepNesting(t *testing.T) {
 		t.Errorf("stream: links %+v, text %q", stream.Links, stream.Text)
 	}
 }
+
+// TestResultsOutliveScratch: the streamer's buffers (text, title, raw
+// links, anchors' text) are reused by the next page, so a result must hold
+// copies. Results kept while later pages are extracted, on this goroutine
+// and others, stay as they were, and each matches the DOM path's.
+func TestResultsOutliveScratch(t *testing.T) {
+	opts := Options{}.withDefaults()
+	page, err := urlcanon.Canonicalize(diffPageURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kept struct {
+		res  Result
+		want string // %#v of the result when it was returned
+	}
+	var all []kept
+	for seed := range uint64(30) {
+		body := realisticPage(rand.New(rand.NewPCG(seed, 11)))
+		res := extractStream(page, body, opts)
+		if d := diffResults(res, extractDOM(page, body, opts)); len(d) > 0 {
+			t.Fatalf("page %d: streaming result differs from the DOM's:\n%s", seed, strings.Join(d, "\n"))
+		}
+		all = append(all, kept{res, fmt.Sprintf("%#v", res)})
+		// Other goroutines take scratches too.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			extractStream(page, realisticPage(rand.New(rand.NewPCG(seed, 12))), opts)
+		}()
+		<-done
+	}
+	for i, k := range all {
+		if got := fmt.Sprintf("%#v", k.res); got != k.want {
+			t.Errorf("result of page %d changed after later pages were extracted", i)
+		}
+	}
+}
