@@ -1,10 +1,11 @@
 package chlocal
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -182,7 +183,7 @@ type ZooKeeper struct {
 }
 
 // StartZooKeeper starts a standalone ZooKeeper with its data under dir
-// and waits until it answers "ruok".
+// and waits until it opens a session (see serving).
 func StartZooKeeper(ctx context.Context, dir string) (*ZooKeeper, error) {
 	java, jar, err := FindZooKeeper()
 	if err != nil {
@@ -202,7 +203,7 @@ func StartZooKeeper(ctx context.Context, dir string) (*ZooKeeper, error) {
 	// A short tick: sessions of the ClickHouse servers expire within
 	// seconds of a kill. No admin server (it would take port 8080).
 	cfg := fmt.Sprintf("tickTime=500\ndataDir=%s/data\nclientPortAddress=127.0.0.1\nclientPort=%d\n"+
-		"admin.enableServer=false\n4lw.commands.whitelist=ruok\nmaxClientCnxns=0\nmaxSessionTimeout=60000\n", dir, z.port)
+		"admin.enableServer=false\nmaxClientCnxns=0\nmaxSessionTimeout=60000\n", dir, z.port)
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, fmt.Errorf("write zookeeper config: %w", err)
@@ -230,7 +231,7 @@ func StartZooKeeper(ctx context.Context, dir string) (*ZooKeeper, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if ruok(wctx, z.Addr()) {
+		if serving(wctx, z.Addr()) {
 			return z, nil
 		}
 		select {
@@ -245,8 +246,14 @@ func StartZooKeeper(ctx context.Context, dir string) (*ZooKeeper, error) {
 	}
 }
 
-// ruok reports whether a ZooKeeper answers "imok" at addr.
-func ruok(ctx context.Context, addr string) bool {
+// serving reports whether the ZooKeeper at addr opens a session: it
+// sends a ConnectRequest, reads the ConnectResponse and closes the session
+// again. "ruok" is not enough: ZooKeeper answers "imok" as soon as its
+// port listens, about 200 ms before it serves sessions, and a ClickHouse
+// 18.16 server whose DDL worker connects in that window fails its
+// handshakes ("Cannot read all data ... while receiving handshake") and
+// then crashes on the first ON CLUSTER query.
+func serving(ctx context.Context, addr string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	conn, err := new(net.Dialer).DialContext(ctx, "tcp", addr)
@@ -257,12 +264,36 @@ func ruok(ctx context.Context, addr string) bool {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	if _, err := conn.Write([]byte("ruok")); err != nil {
+	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut (ms),
+	// sessionId, passwd (length-prefixed), each big-endian after the
+	// frame's length.
+	req := binary.BigEndian.AppendUint32(nil, 0) // frame length, set below
+	req = binary.BigEndian.AppendUint32(req, 0)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 2000)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 16)
+	req = append(req, make([]byte, 16)...)
+	binary.BigEndian.PutUint32(req, uint32(len(req)-4))
+	if _, err := conn.Write(req); err != nil {
 		return false
 	}
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(conn) // the server closes after its answer
-	return buf.String() == "imok"
+	// ConnectResponse: protocolVersion, timeOut, sessionId, passwd. A
+	// server not yet serving closes the connection instead.
+	var resp [4 + 4 + 4 + 8]byte
+	if _, err := io.ReadFull(conn, resp[:]); err != nil {
+		return false
+	}
+	if binary.BigEndian.Uint64(resp[12:]) == 0 {
+		return false // no session
+	}
+	// closeSession (xid 1, type -11), so that the session does not wait
+	// out its timeout; its answer is not needed.
+	closeReq := binary.BigEndian.AppendUint32(nil, 8)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, 1)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(0xfffffff5)) // int32(-11)
+	_, _ = conn.Write(closeReq)
+	return true
 }
 
 // Port returns the client port.
