@@ -343,7 +343,8 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 
 // task is one FetchRequest record in a host queue.
 type task struct {
-	msg      kafka.Message
+	msg      kafka.Message // the record's topic, partition and offset: what acking reads
+	redefer  bool          // the record was produced by a deferral
 	ack      func(kafka.Message)
 	req      *crawlv1.FetchRequest
 	host     string // politeness key
@@ -421,7 +422,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			ack(msg)
 			continue
 		}
-		t := &task{msg: msg, ack: ack, req: req, enqueued: now, url: req.GetUrl()}
+		// A queued request holds what acking needs, not the record: the
+		// request is decoded, and a queue of thousands should not keep
+		// both.
+		ref := kafka.Message{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset}
+		t := &task{msg: ref, redefer: wasDeferred(msg), ack: ack, req: req, enqueued: now, url: req.GetUrl()}
 		hostKey, kerr := kafkaio.Key(req.GetUrl())
 		origin, oerr := robots.Origin(req.GetUrl())
 		if kerr != nil || oerr != nil {
@@ -502,7 +507,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		if m, ok := h.deferral(t, notBefore, now); ok {
 			deferred = append(deferred, t)
 			deferMsgs = append(deferMsgs, m)
-			if wasDeferred(msg) {
+			if t.redefer {
 				redeferred++
 			}
 			continue
