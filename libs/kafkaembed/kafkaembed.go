@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -42,14 +43,15 @@ func ApplyGCPercent() {
 type Broker struct {
 	cluster *kfake.Cluster
 	addr    string
+	refused *atomic.Int64
 }
 
 // Start starts a broker listening on addr ("127.0.0.1:9092"; port 0 picks a
 // free port, see Addr) that persists its state in dir (created if missing,
 // reloaded if it holds a previous run). Topics are not auto-created:
 // kafkaio.EnsureTopics creates them. opts are appended to the defaults (one
-// broker, 100ms minimum session timeout, 64 MiB message.max.bytes) for
-// callers that need more control.
+// broker, 100ms minimum session timeout, 64 MiB message.max.bytes,
+// requests of at most MaxRequestBytes) for callers that need more control.
 //
 // ctx bounds nothing after Start returns; loading the data directory is not
 // interruptible, so ctx is only checked before starting.
@@ -69,11 +71,17 @@ func Start(ctx context.Context, dir, addr string, opts ...kfake.Opt) (*Broker, e
 			return nil, fmt.Errorf("start embedded kafka: create data dir: %w", err)
 		}
 	}
+	refused := new(atomic.Int64)
 	base := []kfake.Opt{
 		kfake.NumBrokers(1),
-		// kfake always asks for 127.0.0.1:<port>; listen where asked.
+		// kfake always asks for 127.0.0.1:<port>; listen where asked, and
+		// refuse requests over MaxRequestBytes (see guard.go).
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			return new(net.ListenConfig).Listen(ctx, network, net.JoinHostPort(host, port))
+			ln, err := new(net.ListenConfig).Listen(ctx, network, net.JoinHostPort(host, port))
+			if err != nil {
+				return nil, err
+			}
+			return guardListener{Listener: ln, limit: MaxRequestBytes, refused: refused}, nil
 		}),
 		kfake.GroupMinSessionTimeout(100 * time.Millisecond),
 		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(MaxMessageBytes)}),
@@ -90,8 +98,12 @@ func Start(ctx context.Context, dir, addr string, opts ...kfake.Opt) (*Broker, e
 		cluster.Close()
 		return nil, fmt.Errorf("start embedded kafka: no listener")
 	}
-	return &Broker{cluster: cluster, addr: addrs[0]}, nil
+	return &Broker{cluster: cluster, addr: addrs[0], refused: refused}, nil
 }
+
+// Refused returns how many connections the broker closed because a request
+// claimed more than MaxRequestBytes: clients that do not speak Kafka.
+func (b *Broker) Refused() int64 { return b.refused.Load() }
 
 // Addr returns the broker's listen address (host:port), for
 // kafkaio.Config.Brokers.

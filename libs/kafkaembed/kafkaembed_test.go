@@ -2,8 +2,10 @@ package kafkaembed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -85,5 +87,42 @@ func TestStartAddress(t *testing.T) {
 	}
 	if _, err := kafkaembed.Start(t.Context(), t.TempDir(), "nonsense"); err == nil {
 		t.Error("Start with a bad address succeeded")
+	}
+}
+
+// TestRefusesNonKafkaClient sends an HTTP request to the broker's port:
+// kfake would read "GET " as a 1.2 GB request and wait for it; the
+// broker closes the connection at once and goes on serving Kafka clients.
+func TestRefusesNonKafkaClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	b, err := kafkaembed.Start(ctx, t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	conn, err := new(net.Dialer).DialContext(ctx, "tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /metrics HTTP/1.1\r\nHost: broker\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after an HTTP request = %d, %v; want the connection closed", n, err)
+	}
+	if got := b.Refused(); got != 1 {
+		t.Errorf("Refused() = %d, want 1", got)
+	}
+
+	c := kafkaio.DefaultConfig()
+	c.Brokers = []string{b.Addr()}
+	c.Partitions = 1
+	c.TopicPrefix = "guard."
+	if err := kafkaio.EnsureTopics(ctx, c); err != nil {
+		t.Fatalf("a Kafka client after the refusal: %v", err)
 	}
 }
