@@ -26,6 +26,7 @@ func TestRegisterFlags(t *testing.T) {
 				"-kafka-max-message-bytes", "2097152",
 				"-kafka-compression", "zstd",
 				"-kafka-fetch-min-bytes", "1",
+				"-kafka-fetch-max-bytes", "262144",
 			},
 			want: Config{
 				Brokers:          []string{"10.0.0.1:9092", "10.0.0.2:9092"},
@@ -36,6 +37,7 @@ func TestRegisterFlags(t *testing.T) {
 				MaxMessageBytes:  2 << 20,
 				Compression:      "zstd",
 				FetchMinBytes:    1,
+				FetchMaxBytes:    256 << 10,
 			},
 		},
 	}
@@ -75,6 +77,10 @@ func TestValidate(t *testing.T) {
 		{"zero session timeout", func(c *Config) { c.SessionTimeout = 0 }, false},
 		{"negative rebalance timeout", func(c *Config) { c.RebalanceTimeout = -time.Second }, false},
 		{"negative fetch min bytes", func(c *Config) { c.FetchMinBytes = -1 }, false},
+		{"negative fetch max bytes", func(c *Config) { c.FetchMaxBytes = -1 }, false},
+		{"fetch max bytes below the minimum", func(c *Config) { c.FetchMaxBytes = c.FetchMinBytes - 1 }, false},
+		{"fetch max bytes at the minimum", func(c *Config) { c.FetchMaxBytes = c.FetchMinBytes }, true},
+		{"default fetch max bytes below a larger minimum", func(c *Config) { c.FetchMaxBytes, c.FetchMinBytes = 0, 2<<20 }, false},
 		{"max message bytes below 1 MiB", func(c *Config) { c.MaxMessageBytes = 1<<20 - 1 }, false},
 		{"max message bytes 1 MiB", func(c *Config) { c.MaxMessageBytes = 1 << 20 }, true},
 		{"bad prefix", func(c *Config) { c.TopicPrefix = "a b" }, false},

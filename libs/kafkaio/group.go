@@ -439,7 +439,7 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 		Topic:     g.gc.Topic,
 		Partition: pr.partition,
 		MinBytes:  g.cfg.fetchMinBytes(),
-		MaxBytes:  g.cfg.MaxMessageBytes,
+		MaxBytes:  g.cfg.fetchMaxBytes(),
 		MaxWait:   fetchMaxWait,
 		// Records read ahead per partition: a few, not kafka-go's 100 (32
 		// partitions of 100 fetched pages were 74 MB of the parser's

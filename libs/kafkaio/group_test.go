@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -719,5 +720,56 @@ func TestGroupLagGauge(t *testing.T) {
 	}
 	if l := lag(); l != 0 {
 		t.Errorf("kafka_lag after the member stopped = %v, want 0", l)
+	}
+}
+
+// TestGroupReadsBatchLargerThanFetchMax consumes, with a fetch maximum of
+// 64 KiB, records of 3 MiB (random bytes, which compression cannot
+// shrink) between small ones: a broker returns a record batch larger than
+// the fetch maximum whole when it is the first of a fetch, so a small
+// fetch maximum bounds what a fetch carries without stalling a partition
+// on a large record.
+func TestGroupReadsBatchLargerThanFetchMax(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	c.FetchMaxBytes = 64 << 10
+	topic := c.Topics().Fetched
+	gc := groupConfig(c, topic)
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	var msgs []kafka.Message
+	for i := range 12 {
+		v := []byte(fmt.Sprintf("small-%d", i))
+		if i%4 == 1 {
+			v = make([]byte, 3<<20)
+			for j := range v {
+				v[j] = byte(rng.Uint32())
+			}
+		}
+		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte("host.example"), Value: v})
+	}
+	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), prometheus.NewRegistry())
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for _, m := range msgs { // one record per produce: each its own batch
+		if err := w.Write(ctx, m); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+
+	rec := newRecorder(nil)
+	g, err := kafkaio.NewGroup(c, gc, rec.assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	eventually(t, 20*time.Second, "all records handled", func() bool { return rec.distinct() == len(msgs) })
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, m := range msgs {
+		if n := rec.values[string(m.Value)]; n == 0 {
+			t.Errorf("record of %d bytes not handled intact", len(m.Value))
+		}
 	}
 }

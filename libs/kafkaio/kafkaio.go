@@ -54,6 +54,7 @@ type Config struct {
 	MaxMessageBytes  int           // flag kafka-max-message-bytes (default 16 MiB): topic max.message.bytes and writer batch bytes
 	Compression      string        // flag kafka-compression (default snappy): codec of produced batches
 	FetchMinBytes    int           // flag kafka-fetch-min-bytes (default 64 KiB; 0 takes it): bytes a group's fetch waits for, up to 500ms
+	FetchMaxBytes    int           // flag kafka-fetch-max-bytes (default 1 MiB; 0 takes it): bytes a group's fetch returns per partition at most
 	// TLS (flags kafka-tls, kafka-tls-ca-file, kafka-tls-cert-file,
 	// kafka-tls-key-file, kafka-tls-server-name,
 	// kafka-tls-insecure-skip-verify) and SASL (flags kafka-sasl-mechanism,
@@ -84,6 +85,17 @@ const (
 	// 10.6 -> 6.9-7.3, the broker 3.7-3.9 -> 2.1-2.6). The price is
 	// latency where records trickle: up to fetchMaxWait per hop.
 	DefaultFetchMinBytes = 64 << 10
+	// DefaultFetchMaxBytes: what one fetch of a consumer group's partition
+	// returns at most (a record batch larger than that still comes whole:
+	// Kafka and kfake return the first batch whatever its size). A broker
+	// builds a fetch response in memory before it sends it, and kfake keeps
+	// each connection's largest response buffer for the connection's
+	// life: with the fetch capped at MaxMessageBytes (16 MiB) a consumer
+	// that fell behind and caught up left that much on the broker, for
+	// each of its partitions, for good (the embedded broker grew from 17
+	// to 65 MiB over a bench crawl, 30 MB of it such buffers at the end).
+	// A fetch of 1 MiB is still sixteen times the fetch minimum.
+	DefaultFetchMaxBytes = 1 << 20
 )
 
 // fetchMaxWait is how long a fetch waits at the broker for new records. A
@@ -108,6 +120,7 @@ func DefaultConfig() Config {
 		MaxMessageBytes:  DefaultMaxMessageBytes,
 		Compression:      DefaultCompression,
 		FetchMinBytes:    DefaultFetchMinBytes,
+		FetchMaxBytes:    DefaultFetchMaxBytes,
 	}
 }
 
@@ -123,6 +136,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxMessageBytes, "kafka-max-message-bytes", d.MaxMessageBytes, "largest record batch in bytes (topic max.message.bytes, writer batch bytes)")
 	fs.StringVar(&c.Compression, "kafka-compression", d.Compression, "codec of produced record batches: "+strings.Join(Compressions, ", "))
 	fs.IntVar(&c.FetchMinBytes, "kafka-fetch-min-bytes", d.FetchMinBytes, "bytes a consumer group's fetch waits for at the broker (at most 500ms); 1 for the lowest latency")
+	fs.IntVar(&c.FetchMaxBytes, "kafka-fetch-max-bytes", d.FetchMaxBytes, "bytes a consumer group's fetch returns per partition at most (a larger record batch still comes whole)")
 	c.RegisterSecurityFlags(fs)
 }
 
@@ -169,6 +183,11 @@ func (c Config) Validate() error {
 	}
 	if c.FetchMinBytes < 0 {
 		errs = append(errs, fmt.Errorf("kafka-fetch-min-bytes: %d must not be negative", c.FetchMinBytes))
+	}
+	if c.FetchMaxBytes < 0 || c.FetchMaxBytes > maxMessageBytesLimit {
+		errs = append(errs, fmt.Errorf("kafka-fetch-max-bytes: %d not in [0, 1 GiB]", c.FetchMaxBytes))
+	} else if c.FetchMinBytes >= 0 && c.fetchMaxBytes() < c.fetchMinBytes() {
+		errs = append(errs, fmt.Errorf("kafka-fetch-max-bytes: %d below kafka-fetch-min-bytes %d", c.fetchMaxBytes(), c.fetchMinBytes()))
 	}
 	if c.Partitions < 1 || c.Partitions > MaxPartitions {
 		errs = append(errs, fmt.Errorf("kafka-partitions: %d not in [1, %d]", c.Partitions, MaxPartitions))
@@ -249,6 +268,14 @@ func (t Topics) URLTopics() []string {
 // GroupFor returns the consumer group id of a service ("<prefix>scheduler",
 // "<prefix>fetcher", "<prefix>parser"), so the launcher can measure lag.
 func (c Config) GroupFor(service string) string { return c.TopicPrefix + service }
+
+// fetchMaxBytes is FetchMaxBytes with its default for zero.
+func (c Config) fetchMaxBytes() int {
+	if c.FetchMaxBytes <= 0 {
+		return DefaultFetchMaxBytes
+	}
+	return c.FetchMaxBytes
+}
 
 // fetchMinBytes is FetchMinBytes with its default for zero.
 func (c Config) fetchMinBytes() int {
