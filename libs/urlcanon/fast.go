@@ -1,14 +1,18 @@
 package urlcanon
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // The fast path: most links a page holds are spelled plainly ("/a/b?x=1",
-// "b.html", "https://host/p"), and most URLs the scheduler admits are
-// already canonical. For those the WHATWG parser, then normalize, would
-// return a concatenation of the base's serialization and the reference, or
-// the input itself; the functions here recognize such inputs and build that
-// string without parsing. They may decline anything (the caller then takes
-// the slow path); what they return equals the slow path's result.
+// "b.html", "../c.html", "https://host/p"), and most URLs the scheduler
+// admits are already canonical. For those the WHATWG parser, then
+// normalize, would return a concatenation of the base's serialization and
+// the reference (less the segments that "." and ".." remove), or the input
+// itself; the functions here recognize such inputs and build that string
+// without parsing. They may decline anything (the caller then takes the
+// slow path); what they return equals the slow path's result.
 //
 // Why the result is the same, for a base whose serialization is B (http or
 // https, no user information, host and port as the parser writes them,
@@ -19,29 +23,65 @@ import "strings"
 //     stops at the '#').
 //   - A fragment is never a failure and never serialized by Href(true):
 //     "#" and what follows are cut. An empty rest is declined (not that it
-//     would differ: the parser then returns B itself).
+//     would differ: the parser then returns B itself). To the path state
+//     the '#' ends the path as the end of the input does.
 //   - Path bytes: ALPHA DIGIT - . _ ~ ! $ & ' ( ) * + , ; = : @ and '/' as
 //     separator. None is in the WHATWG path percent-encode set (C0, space,
 //     " # < > ? ` { } and non-ASCII), none is rewritten by normalize (no '%'
 //     at all, and each is allowed raw in an RFC 3986 path).
 //   - Query bytes: the same without "'" (the parser encodes it in the query
 //     of special schemes) and with '?'.
-//   - No path segment is "." or ".." (the parser removes them; "%2e" cannot
-//     occur without '%'), so the parser keeps every segment as written,
-//     empty ones too ("a//b").
 //   - A path-relative reference has no ':' before its first '/' or '?' (it
 //     could be a scheme: "http:x", "mailto:x").
+//   - The scheme of an absolute reference is "http" or "https" in any ASCII
+//     case, followed by "://": the scheme state lower-cases ASCII letters
+//     (and takes no other letter) before it compares the scheme with the
+//     base's, so "HTTP://h/" is "http://h/" to the rest of the parser, and
+//     "//" then leads to the authority whether or not the scheme is the
+//     base's. hasPrefixFold compares bytes, not Unicode case folds ('ſ'
+//     and the Kelvin sign are not "s" and "k" here); the result is written
+//     with the lower-case scheme.
 //   - The host of an absolute or scheme-relative reference is either the
 //     base's (same scheme, same authority: parsing a host the parser wrote
 //     gives it back, as the idempotence of Canonicalize requires) or plain:
 //     see plainHostPort.
 //
-// The parser then builds: origin + ref for "/…"; the base path + ref for
-// "?…"; the base directory + ref for "a/b"; scheme://host[:port] + path for
-// "//host…" and "http(s)://host…", with "/" for an empty path. normalize
-// leaves each unchanged: its escapes are those of B, complete within the
-// prefix used (which ends at '/' or before '?'), and the reference adds no
-// byte it encodes.
+// The path (https://url.spec.whatwg.org/#path-state). The parser's path is
+// a list of segments, serialized as "/" before each. The path state starts
+// from the empty list for "/…" (relative slash state), "//host…" and
+// "http(s)://host…" (the path start state consumes the '/' after the
+// host, if any), and from the base's list without its last segment for a
+// path-relative "a/b" (relative state: "shorten url's path"). It then
+// takes each segment of the reference, up to a '/', a '?' or the end:
+//
+//   - ".." (or ".%2e", "%2e.", "%2e%2e" in any case) removes the last
+//     segment, if there is one, then, unless the segment ended at '/',
+//     appends "": "/a/b/.." is "/a/", and ".." at the root stays there
+//     ("/.." and "/../.." are "/");
+//   - "." (or "%2e", "%2E") appends "" unless it ended at '/': "/a/./b" is
+//     "/a/b", "/a/." is "/a/";
+//   - any other segment is appended as written (plain bytes are not
+//     encoded), empty ones too ("a//b").
+//
+// A plain segment is "." or ".." only as such: the escaped forms need '%'.
+// The base's list is B's path split at '/': the parser splits at every '/'
+// (an encoded one is "%2F") and never keeps a dot segment, so parsing B
+// gives the list back. The last segment of a reference ends at '?' or the
+// end, so the resulting list is never empty and the path never "".
+//
+// Without dot segments the parser then builds: origin + ref for "/…"; the
+// base path + ref for "?…"; the base directory + ref for "a/b";
+// scheme://host[:port] + path for "//host…" and "http(s)://host…", with
+// "/" for an empty path. With dot segments appendPath applies the steps
+// above to the serialization itself: the list so far is what follows the
+// origin ("" or "/s1/…/sn"); appending a segment appends '/' and it;
+// removing the last cuts at the last '/' after the origin.
+//
+// normalize leaves each result unchanged: its path is a prefix of B's path
+// cut at a '/' (or none of it) followed by plain segments, then the
+// reference's plain query if it has one, so its escapes are those of B,
+// complete (an escape holds no '/'), and the reference adds no byte it
+// encodes; its host is B's or plain (no trailing dot).
 
 // pathByte and queryByte mark the bytes the fast path accepts in a path and
 // in a query (see above). '/' and '?' are delimiters handled by the scan.
@@ -59,30 +99,28 @@ var pathByte, queryByte = func() (path, query [256]bool) {
 	return path, query
 }()
 
-// plainPathQuery reports whether s, a path (absolute, or relative when
-// relative is set) optionally followed by "?query", is made of plain bytes,
-// has no "." or ".." segment and, when relative, no ':' in its first
-// segment.
-func plainPathQuery(s string, relative bool) bool {
+// scanPathQuery reports whether s, a path (absolute, or relative when
+// relative is set) optionally followed by "?query", is made of plain bytes
+// and, when relative, has no ':' in its first segment; and whether a
+// segment of its path is "." or "..".
+func scanPathQuery(s string, relative bool) (plain, dots bool) {
 	seg := 0 // start of the current segment
 	first := relative
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '/' || c == '?' {
-			if dotSegment(s[seg:i]) {
-				return false
-			}
+			dots = dots || dotSegment(s[seg:i])
 			if c == '?' {
-				return plainQuery(s[i+1:])
+				return plainQuery(s[i+1:]), dots
 			}
 			seg, first = i+1, false
 			continue
 		}
 		if !pathByte[c] || (first && c == ':') {
-			return false
+			return false, false
 		}
 	}
-	return !dotSegment(s[seg:])
+	return true, dots || dotSegment(s[seg:])
 }
 
 func plainQuery(q string) bool {
@@ -95,6 +133,70 @@ func plainQuery(q string) bool {
 }
 
 func dotSegment(seg string) bool { return seg == "." || seg == ".." }
+
+// appendPath appends to b, the serialization of a URL up to the end of its
+// path, of which b[:root] is the origin, the plain path and query pq as the
+// WHATWG path state appends them (see the top of this file): the segments
+// of pq's path each appended after a '/', "." and ".." resolved, then
+// pq's "?query" as it is. pq's path is relative: a leading '/' is an
+// empty first segment.
+func appendPath(b []byte, root int, pq string) []byte {
+	path, query, hasQuery := strings.Cut(pq, "?")
+	for more := true; more; {
+		var seg string
+		seg, path, more = strings.Cut(path, "/")
+		switch seg {
+		case "..":
+			b = b[:root+max(bytes.LastIndexByte(b[root:], '/'), 0)]
+			if !more {
+				b = append(b, '/')
+			}
+		case ".":
+			if !more {
+				b = append(b, '/')
+			}
+		default:
+			b = append(b, '/')
+			b = append(b, seg...)
+		}
+	}
+	if hasQuery {
+		b = append(b, '?')
+		b = append(b, query...)
+	}
+	return b
+}
+
+// resolveDots returns the concatenation of pre, the serialization of a URL
+// up to the end of its path whose first root bytes are the origin, with
+// the plain path and query pq appended by appendPath. It builds the string
+// in a buffer on the stack for all but long results.
+func resolveDots(pq string, root int, pre ...string) string {
+	var buf [256]byte
+	b := buf[:0]
+	for _, p := range pre {
+		b = append(b, p...)
+	}
+	return string(appendPath(b, root, pq))
+}
+
+// hasPrefixFold reports whether s starts with prefix (lower-case ASCII)
+// in any ASCII case.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // plainHostPort reports whether auth is a host[:port] that the WHATWG
 // parser, under scheme (http or https), serializes unchanged: a domain of
@@ -162,23 +264,35 @@ func plainPort(scheme, port string) bool {
 }
 
 // canonicalFast reports whether raw is plainly canonical: Canonicalize(raw)
-// is raw itself (and the WHATWG serialization of raw is raw). That is
-// "http" or "https", "://", a plain host and port (plainHostPort), and a
-// path starting with '/' and optional query of plain bytes (plainPathQuery),
-// at most MaxLength bytes.
+// is raw itself (and the WHATWG serialization of raw is raw). See
+// plainCanonical.
 func canonicalFast(raw string) bool {
+	_, ok := plainCanonical(raw)
+	return ok
+}
+
+// plainCanonical returns the authority (host[:port]) of raw when raw is
+// plainly canonical: "http" or "https", "://", a plain host and port
+// (plainHostPort), and a path starting with '/' and optional query of
+// plain bytes without dot segments (scanPathQuery), at most MaxLength
+// bytes. The WHATWG parser serializes such a raw as it is, so the host
+// and port it parses are those written in raw (see PolitenessKey).
+func plainCanonical(raw string) (auth string, ok bool) {
 	if len(raw) > MaxLength {
-		return false
+		return "", false
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || (scheme != "http" && scheme != "https") {
-		return false
+		return "", false
 	}
 	end := strings.IndexAny(rest, "/?")
-	if end < 0 || rest[end] != '/' {
-		return false
+	if end < 0 || rest[end] != '/' || !plainHostPort(scheme, rest[:end]) {
+		return "", false
 	}
-	return plainHostPort(scheme, rest[:end]) && plainPathQuery(rest[end:], false)
+	if plain, dots := scanPathQuery(rest[end:], false); !plain || dots {
+		return "", false
+	}
+	return rest[:end], true
 }
 
 // resolveFast returns the resolution of ref against r's base when the fast
@@ -197,34 +311,46 @@ func (r *Resolver) resolveFast(ref string) (string, bool) {
 	switch {
 	case strings.HasPrefix(ref, "//"):
 		var ok bool
-		if s, ok = r.absoluteFast(ref, r.parts.scheme, ref[2:], false); !ok {
+		if s, ok = r.absoluteFast(r.parts.scheme, ref[2:], ""); !ok {
 			return "", false
 		}
 	case ref[0] == '/':
-		if !plainPathQuery(ref, false) {
+		plain, dots := scanPathQuery(ref, false)
+		switch {
+		case !plain:
 			return "", false
+		case dots:
+			s = resolveDots(ref[1:], len(r.parts.origin), r.parts.origin)
+		default:
+			s = r.parts.origin + ref
 		}
-		s = r.parts.origin + ref
 	case ref[0] == '?':
 		if !plainQuery(ref[1:]) {
 			return "", false
 		}
 		s = r.parts.path + ref
-	case strings.HasPrefix(ref, "http://"):
+	case hasPrefixFold(ref, "http://"):
 		var ok bool
-		if s, ok = r.absoluteFast(ref, "http", ref[len("http://"):], true); !ok {
+		if s, ok = r.absoluteFast("http", ref[len("http://"):], ref); !ok {
 			return "", false
 		}
-	case strings.HasPrefix(ref, "https://"):
+	case hasPrefixFold(ref, "https://"):
 		var ok bool
-		if s, ok = r.absoluteFast(ref, "https", ref[len("https://"):], true); !ok {
+		if s, ok = r.absoluteFast("https", ref[len("https://"):], ref); !ok {
 			return "", false
 		}
 	default:
-		if !plainPathQuery(ref, true) {
+		plain, dots := scanPathQuery(ref, true)
+		switch {
+		case !plain:
 			return "", false
+		case dots:
+			// dir ends in '/': less it, the base's path less its last segment.
+			dir := r.parts.dir
+			s = resolveDots(ref, len(r.parts.origin), dir[:len(dir)-1])
+		default:
+			s = r.parts.dir + ref
 		}
-		s = r.parts.dir + ref
 	}
 	if len(s) > MaxLength {
 		return "", false // the slow path says how long
@@ -232,10 +358,12 @@ func (r *Resolver) resolveFast(ref string) (string, bool) {
 	return s, true
 }
 
-// absoluteFast returns scheme://rest for a reference ref whose part after
-// "//" is rest (abs: after "scheme://"), when its authority is the base's
-// (same scheme) or plain and its path and query are plain.
-func (r *Resolver) absoluteFast(ref, scheme, rest string, abs bool) (string, bool) {
+// absoluteFast returns the resolution of scheme://rest, an absolute or
+// scheme-relative reference whose part after "//" is rest, when its
+// authority is the base's (same scheme) or plain and its path and query
+// are plain. spelled is the reference when it is absolute ("" when it is
+// scheme-relative): it is the result when the parser writes it as it is.
+func (r *Resolver) absoluteFast(scheme, rest, spelled string) (string, bool) {
 	end := strings.IndexAny(rest, "/?")
 	if end < 0 {
 		end = len(rest)
@@ -245,14 +373,16 @@ func (r *Resolver) absoluteFast(ref, scheme, rest string, abs bool) (string, boo
 		!plainHostPort(scheme, auth) {
 		return "", false
 	}
-	if !plainPathQuery(tail, false) {
-		return "", false
-	}
+	plain, dots := scanPathQuery(tail, false)
 	switch {
+	case !plain:
+		return "", false
+	case dots: // then tail starts with '/' (a '?' would end the path first)
+		return resolveDots(tail[1:], len(scheme)+len("://")+len(auth), scheme, "://", auth), true
 	case tail == "" || tail[0] == '?':
 		return scheme + "://" + auth + "/" + tail, true
-	case abs:
-		return ref, true // spelled as the parser writes it: no copy
+	case len(spelled) > len(scheme) && spelled[:len(scheme)] == scheme:
+		return spelled, true // spelled as the parser writes it: no copy
 	}
 	return scheme + "://" + rest, true
 }

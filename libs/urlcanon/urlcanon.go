@@ -5,10 +5,11 @@
 //
 // Every service uses this one package; there is no second canonicalizer.
 // Inputs spelled plainly enough that the parser would only concatenate
-// them (an already canonical http(s) URL; "/a/b?x=1", "?x", "b.html",
-// "https://host/p" against a canonical base) skip the parser: the result is
-// the same string, by the argument in fast.go, checked against the parser
-// by FuzzResolveFast.
+// them, less the segments "." and ".." remove (an already canonical
+// http(s) URL; "/a/b?x=1", "?x", "b.html", "../c/./d", "HTTPS://host/p"
+// against a canonical base), skip the parser: the result is the same
+// string, by the argument in fast.go, checked against the parser by
+// FuzzResolveFast and FuzzPolitenessKeyFast.
 //
 // # The canonical form: what the crawler requests
 //
@@ -161,7 +162,8 @@ func NewResolver(base string) (*Resolver, error) {
 
 // Resolve is the package-level Resolve against r's base (looked up in
 // and remembered by r's cache, if it has one, unless the fast path answers:
-// it is cheaper than the cache).
+// it takes no lock, never misses and leaves the cache's room to what needs
+// the parser).
 func (r *Resolver) Resolve(ref string) (string, error) {
 	if s, ok := r.resolveFast(ref); ok {
 		return s, nil
@@ -246,10 +248,28 @@ func invalid(op string, err error) error {
 // Canonicalize. Trailing dots of a domain are dropped ("example.com." and
 // "example.com" are one server), as in the canonical form. IPv6 hosts keep their brackets
 // ("[::1]:8080").
+//
+// A plainly canonical URL (canonicalFast: what the fetcher consumes) is
+// not parsed: its key is its authority as written. That is the slow
+// path's key: the parser serializes such a URL as it is, and its
+// serialization is scheme "://" host [":" port] path, with no user
+// information (the authority has no '@'), so u.Hostname() and u.Port()
+// are the host and the port written in it; the scheme is http or https;
+// the host is not an IPv6 literal (no '['), not empty and has no trailing
+// dot, which trimDots would remove.
 func PolitenessKey(rawURL string) (string, error) {
 	if len(rawURL) > maxInput {
 		return "", fmt.Errorf("politeness key: %d bytes: %w", len(rawURL), ErrTooLong)
 	}
+	if auth, ok := plainCanonical(rawURL); ok {
+		return auth, nil
+	}
+	return politenessKeySlow(rawURL)
+}
+
+// politenessKeySlow is PolitenessKey by the WHATWG parser, whatever the
+// spelling of rawURL (at most maxInput bytes).
+func politenessKeySlow(rawURL string) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "", invalid("politeness key", err)
