@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/compress"
+	"github.com/segmentio/kafka-go/compress/snappy"
 	"go.uber.org/zap"
 )
 
@@ -67,6 +70,7 @@ const (
 // c.SASL; a TLS or SASL file that cannot be read (Config.Validate reports
 // it first) makes every Write fail with the reason.
 func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
+	fastSnappy()
 	sec, err := c.loadSecurity()
 	tr := sec.transport()
 	return &Writer{
@@ -89,6 +93,22 @@ func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
 		metrics: newWriterMetrics(reg),
 	}
 }
+
+// fastSnappy makes kafka-go's snappy codec encode with the fast encoder
+// (s2.EncodeSnappy) instead of its default, the "better" one: on the bench
+// web that encoder was 13% of the fetcher's CPU (every fetched page is
+// compressed into its record), and the fast one compresses HTML 1.75 times
+// faster (700 against 395 MB/s on the websim pages) for records 12% larger
+// (ratio 3.3 against 3.7). Both write standard snappy; decoding is
+// unchanged.
+//
+// kafka-go takes the codec of a compression from a process-wide table and
+// has no per-writer setting, so this sets the global codec's level, once,
+// before the first writer of the process is built: every snappy batch is
+// encoded by a writer built after it, so no encode races the write.
+var fastSnappy = sync.OnceFunc(func() {
+	compress.SnappyCodec.Compression = snappy.FasterCompression
+})
 
 // compression maps a validated Config.Compression to kafka-go's codec
 // ("" is the default).

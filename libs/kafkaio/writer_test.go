@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/compress"
+	"github.com/segmentio/kafka-go/compress/snappy"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 
@@ -215,5 +217,16 @@ func TestAckRefs(t *testing.T) {
 			r.Key != nil || r.Value != nil || r.Headers != nil {
 			t.Errorf("ref %d = %+v, want only topic, partition and offset of %+v", i, r, want)
 		}
+	}
+}
+
+// TestWriterUsesFastSnappy checks that building a writer switches kafka-go's
+// snappy codec to its fast encoder (the round trip above reads what it
+// writes, through kafka-go's ordinary snappy decoder).
+func TestWriterUsesFastSnappy(t *testing.T) {
+	w := kafkaio.NewWriter(kafkaio.DefaultConfig(), zaptest.NewLogger(t), nil)
+	defer w.Close()
+	if got := compress.SnappyCodec.Compression; got != snappy.FasterCompression {
+		t.Errorf("snappy codec level = %v, want FasterCompression (%v)", got, snappy.FasterCompression)
 	}
 }
