@@ -232,3 +232,57 @@ func TestWakeupAndStop(t *testing.T) {
 		}
 	})
 }
+
+// TestTurnsReuseGoroutines: the goroutines that ran turns wait for more
+// only as many as idlePerWorker per worker of the pool, and only for
+// idleFor; consecutive turns of a partition run on the goroutine that ran
+// the first; after Stop and Wait none is left (synctest.Test fails on a
+// goroutine left blocked).
+func TestTurnsReuseGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pool := NewPool(2)
+		const others = 3 * idlePerWorker * 2
+		var all []*Dispatcher[string]
+		for range others {
+			ro := newRecorder(10*time.Millisecond, time.Millisecond)
+			ro.e.Push("b", "b/0", time.Time{})
+			all = append(all, Start(t.Context(), ro.e, pool, time.Now, ro.work))
+		}
+		settle := time.NewTimer(100 * time.Millisecond)
+		<-settle.C
+		synctest.Wait()
+		if got, want := pool.idle.Load(), int64(idlePerWorker*2); got != want {
+			t.Errorf("%d goroutines wait after %d single turns, want the cap %d", got, others, want)
+		}
+		expire := time.NewTimer(idleFor)
+		<-expire.C
+		synctest.Wait()
+		if got := pool.idle.Load(); got != 0 {
+			t.Errorf("%d goroutines still wait %v after their turn", got, idleFor)
+		}
+
+		r := newRecorder(10*time.Millisecond, time.Millisecond)
+		const n = 50
+		for i := range n {
+			r.e.Push("a", fmt.Sprintf("a/%d", i), time.Time{})
+		}
+		d := Start(t.Context(), r.e, pool, time.Now, r.work)
+		all = append(all, d)
+		wait := time.NewTimer(time.Duration(n) * 20 * time.Millisecond)
+		<-wait.C
+		synctest.Wait()
+		if len(r.turns) != n {
+			t.Fatalf("%d turns, want %d", len(r.turns), n)
+		}
+		if got := d.started.Load(); got != 1 {
+			t.Errorf("%d goroutines ran %d consecutive turns, want 1", got, n)
+		}
+		for _, o := range all {
+			o.Stop()
+			o.Wait()
+		}
+		if got := pool.idle.Load(); got != 0 {
+			t.Errorf("%d goroutines still counted as waiting after Wait", got)
+		}
+	})
+}
