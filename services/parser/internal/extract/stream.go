@@ -12,11 +12,13 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/parser/internal/htmltok"
 )
 
-// The streaming extractor reads the page in one pass of html.Tokenizer
-// (Next, Raw, TagAttr, Text: no Token, no DOM) and follows the parts of the
-// HTML5 tree construction algorithm that decide what the DOM path reports:
+// The streaming extractor reads the page in one pass of htmltok.Tokenizer
+// (x/net/html's tokenizer for a body in memory; Next, TagName, TagAttr,
+// Text: no Token, no DOM) and follows the parts of the HTML5 tree
+// construction algorithm that decide what the DOM path reports:
 // which elements are open (implied end of <head>, void elements, unclosed
 // <p>/<li>/<dd>, a new <a> closing an open one, stray end tags ignored,
 // scopes), raw text elements (the tree builder parses with scripting
@@ -156,6 +158,10 @@ const (
 	nAttrs
 )
 
+// attrs are the current start tag's attributes. The values are what
+// TagAttr returned, views of the body or of the tokenizer's memory that
+// are valid until the next Next: they are read while the tag is handled,
+// and copied (get, string) where they are kept.
 type attrs struct {
 	val [nAttrs][]byte
 	has [nAttrs]bool
@@ -164,7 +170,7 @@ type attrs struct {
 func (t *attrs) get(a attr) string { return string(t.val[a]) }
 
 type streamer struct {
-	z        *html.Tokenizer
+	z        *htmltok.Tokenizer
 	phase    phase
 	stack    []elem
 	segs     []*segment
@@ -264,7 +270,7 @@ const maxSpare = 64
 
 // extractStream is Extract for ordinary pages (no Results, no Detail).
 func extractStream(page string, body []byte, opts Options) Result {
-	s := streamer{z: html.NewTokenizer(bytes.NewReader(body)), quirks: true, framesetOK: true}
+	s := streamer{z: htmltok.New(body), quirks: true, framesetOK: true}
 	sc := scratches.Get().(*scratch)
 	s.take(sc, opts.MaxTextBytes)
 	defer s.release(sc)
@@ -318,41 +324,15 @@ func (s *streamer) run() {
 			s.text(t)
 		case html.StartTagToken, html.SelfClosingTagToken:
 			s.started = true
-			name := s.tagName()
+			name, _ := z.TagName()
 			s.selfClosing = tt == html.SelfClosingTagToken
 			s.startTag(atom.Lookup(name), name)
 		case html.EndTagToken:
 			s.started = true
-			name := s.tagName()
+			name, _ := z.TagName()
 			s.endTag(atom.Lookup(name), name)
 		}
 	}
-}
-
-// tagName is the current tag's name as TagName returns it (lower-cased,
-// NUL replaced), read from Raw: TagName copies every name.
-func (s *streamer) tagName() []byte {
-	raw := s.z.Raw()
-	i := 1
-	if i < len(raw) && raw[i] == '/' {
-		i++
-	}
-	j := i
-	for ; j < len(raw); j++ {
-		switch c := raw[j]; c {
-		case ' ', '\n', '\r', '\t', '\f', '/', '>':
-			return raw[i:j]
-		case 0:
-			name, _ := s.z.TagName()
-			return name
-		default:
-			if 'A' <= c && c <= 'Z' {
-				name, _ := s.z.TagName()
-				return name
-			}
-		}
-	}
-	return raw[i:j]
 }
 
 func (s *streamer) top() *elem { return &s.stack[len(s.stack)-1] }

@@ -19,7 +19,8 @@ import (
 
 const diffPageURL = "https://Example.com/dir/sub/page.html?q=1#ignored"
 
-// bothPaths runs the streaming and the DOM extractor on body.
+// bothPaths runs the streaming and the DOM extractor on body. The
+// streaming one reads views of body (htmltok's): it must leave it as it was.
 func bothPaths(t testing.TB, body []byte, opts Options) (stream, dom Result) {
 	t.Helper()
 	opts = opts.withDefaults()
@@ -27,7 +28,12 @@ func bothPaths(t testing.TB, body []byte, opts Options) (stream, dom Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return extractStream(page, body, opts), extractDOM(page, body, opts)
+	orig := bytes.Clone(body)
+	stream = extractStream(page, body, opts)
+	if !bytes.Equal(body, orig) {
+		t.Fatalf("the streaming extractor modified the body: %q, was %q", body, orig)
+	}
+	return stream, extractDOM(page, body, opts)
 }
 
 // diffResults lists how two results differ, field by field.
