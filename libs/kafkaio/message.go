@@ -100,7 +100,12 @@ func DropPayloads(batch []kafka.Message) {
 func AckRefs(batch []kafka.Message) []kafka.Message {
 	out := make([]kafka.Message, len(batch))
 	for i, m := range batch {
-		out[i] = kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset}
+		out[i] = AckRef(m)
 	}
 	return out
+}
+
+// AckRef is AckRefs for one record: its topic, partition and offset.
+func AckRef(m kafka.Message) kafka.Message {
+	return kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset}
 }

@@ -425,8 +425,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		// A queued request holds what acking needs, not the record: the
 		// request is decoded, and a queue of thousands should not keep
 		// both.
-		ref := kafka.Message{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset}
-		t := &task{msg: ref, redefer: wasDeferred(msg), ack: ack, req: req, enqueued: now, url: req.GetUrl()}
+		t := &task{msg: kafkaio.AckRef(msg), redefer: wasDeferred(msg), ack: ack, req: req, enqueued: now, url: req.GetUrl()}
 		hostKey, kerr := kafkaio.Key(req.GetUrl())
 		origin, oerr := robots.Origin(req.GetUrl())
 		if kerr != nil || oerr != nil {
