@@ -27,13 +27,28 @@ test:
 	bash scripts/test.sh
 
 # make bench                    Go micro-benchmarks, then the crawl benchmark
-# make bench-crawl              every process of a crawl of the generated web (200 hosts ×
-#                               56 pages) on CPU $(BENCH_CPUS), the web on $(SITE_CPUS):
-#                               pages/s, duplicate requests, CPU ms per request, peak RSS
+# make bench-crawl              every process of a crawl of the generated web on CPU
+#                               $(BENCH_CPUS), the web on $(SITE_CPUS): pages/s (and by quarter of
+#                               the crawl), duplicate requests, CPU ms per request, GC share,
+#                               peak RSS, connections, ClickHouse merges and parts
+# make bench-crawl SIZE=150k SHAPE=huge
+#                               SIZE: about 15k (default), 150k or 1.5M requests;
+#                               SHAPE: sites (default: many small sites of 50 articles, 200,
+#                               2 000 or 20 000 hosts) or huge (a few sites of 4 500, 45 000
+#                               or 225 000 articles, far more than the fetcher may hold of one)
 # make profile                  the crawl benchmark with a CPU and allocation profile per service
 BENCH_CPUS ?= 0
 SITE_CPUS  ?= 1
 BENCH_DIR  ?= .crawl/bench
+SIZE       ?= 15k
+SHAPE      ?= sites
+WEB_sites_15k  := --web-hosts 200 --web-articles 50
+WEB_sites_150k := --web-hosts 2000 --web-articles 50
+WEB_sites_1.5M := --web-hosts 20000 --web-articles 50
+WEB_huge_15k   := --web-hosts 3 --web-articles 4500
+WEB_huge_150k  := --web-hosts 3 --web-articles 45000
+WEB_huge_1.5M  := --web-hosts 6 --web-articles 225000
+WEB_SHAPE   = $(or $(WEB_$(SHAPE)_$(SIZE)),$(error SIZE=$(SIZE) SHAPE=$(SHAPE): want SIZE 15k, 150k or 1.5M and SHAPE sites or huge))
 # The previous run's data is moved aside, not deleted, and deleted once this
 # run is measured: on a file system without a journal (this VM's), ext4 skips
 # recently deleted inodes one by one when it creates a file, and ClickHouse,
@@ -42,7 +57,7 @@ BENCH_DIR  ?= .crawl/bench
 BENCH_PREP  = old=$(BENCH_DIR)/.old-$$$$ && mkdir -p $$old && \
 	for d in kafka clickhouse logs profiles warc; do [ ! -e $(BENCH_DIR)/$$d ] || mv $(BENCH_DIR)/$$d $$old/; done && \
 	CGO_ENABLED=0 $(GO) build -o $(BENCH_DIR)/crawl ./deployments/local/cmd/crawl
-BENCH_CRAWL = taskset -c $(BENCH_CPUS) $(BENCH_DIR)/crawl --web --delay 0 --max-depth 10 --bench --site-cpus $(SITE_CPUS) \
+BENCH_CRAWL = taskset -c $(BENCH_CPUS) $(BENCH_DIR)/crawl --web $(WEB_SHAPE) --delay 0 --max-depth 10 --bench --site-cpus $(SITE_CPUS) \
 		--data-dir $(BENCH_DIR) --bench-json $(BENCH_DIR)/bench.json
 BENCH_DONE  = s=$$?; rm -rf $(BENCH_DIR)/.old-*; exit $$s
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -131,12 +132,20 @@ func newLogger(c Config, service string, w zapcore.WriteSyncer) (*zap.Logger, er
 	).With(zap.String("service", service)), nil
 }
 
+// gcCPUMetrics selects the runtime/metrics CPU classes NewRegistry exports.
+var gcCPUMetrics = regexp.MustCompile(`^/cpu/classes/(gc/total|total):cpu-seconds$`)
+
 // NewRegistry returns a fresh registry with the Go and process collectors
-// registered. Never the default registry.
+// registered. Never the default registry. Besides the Go collector's
+// defaults it exports the runtime's CPU accounting of the collector and of
+// the whole process (go_cpu_classes_gc_total_cpu_seconds_total,
+// go_cpu_classes_total_cpu_seconds_total): their ratio is the share of a
+// service's CPU that goes to garbage collection, which a live heap pressed
+// against its memory limit drives up.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		collectors.NewGoCollector(),
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: gcCPUMetrics})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return reg

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -192,6 +193,32 @@ func TestRegistry(t *testing.T) {
 	}
 	if v := names["crawler_fetcher_pages_fetched_total"]; v != 3 {
 		t.Errorf("crawler_fetcher_pages_fetched_total = %v, want 3", v)
+	}
+}
+
+// TestRegistryGCShare: the runtime's CPU classes are exported, so a
+// scrape tells the share of a process's CPU its collector takes (the
+// runtime updates them at every collection).
+func TestRegistryGCShare(t *testing.T) {
+	reg := NewRegistry()
+	runtime.GC()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(map[string]float64)
+	for _, mf := range mfs {
+		if m := mf.GetMetric(); len(m) > 0 && m[0].GetCounter() != nil {
+			got[mf.GetName()] = m[0].GetCounter().GetValue()
+		}
+	}
+	gc, okGC := got["go_cpu_classes_gc_total_cpu_seconds_total"]
+	total, okTotal := got["go_cpu_classes_total_cpu_seconds_total"]
+	if !okGC || !okTotal {
+		t.Fatalf("gc and total cpu classes not gathered (gc %v, total %v)", okGC, okTotal)
+	}
+	if total <= 0 || gc <= 0 || gc > total {
+		t.Errorf("gc %v s of %v s of cpu: want 0 < gc <= total after a collection", gc, total)
 	}
 }
 

@@ -30,6 +30,10 @@ type (
 	SiteRules = jobs.SiteRules
 )
 
+// MaxListItems is the most entries a scope list (allow_hosts, deny_hosts,
+// …) may hold.
+const MaxListItems = jobs.MaxListItems
+
 // FieldError is one problem of a request, naming its JSON field
 // ("scope.deny_patterns[1]").
 type FieldError = jobs.FieldError

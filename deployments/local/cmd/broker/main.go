@@ -35,6 +35,7 @@ func run(ctx context.Context) error {
 	addr := fs.String("addr", "127.0.0.1:9092", "listen address")
 	dir := fs.String("dir", "", "data directory (empty: in memory only)")
 	profileDir := fs.String("profile-dir", "", "write cpu.pprof (the whole run) and allocs.pprof (at exit) here")
+	adminAddr := fs.String("admin-addr", "", "serve /metrics (the process and Go runtime collectors), /healthz and /readyz here (empty: none)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
@@ -49,7 +50,14 @@ func run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "broker listening on %s\n", b.Addr())
-	<-ctx.Done()
+	if *adminAddr == "" {
+		<-ctx.Done()
+		b.Close()
+		return nil
+	}
+	admin := telemetry.NewAdmin(*adminAddr, telemetry.NewRegistry(), zap.NewNop())
+	admin.SetReady(true)
+	err = admin.Run(ctx) // until ctx is done
 	b.Close()
-	return nil
+	return err
 }

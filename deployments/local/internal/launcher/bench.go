@@ -108,22 +108,23 @@ func (w *web) stats(ctx context.Context) (websim.Stats, error) {
 // its CPU and memory are counted apart from the launcher's) with its data
 // in dataDir/kafka, and returns it with its address once it accepts
 // connections.
-func startBroker(ctx context.Context, bin, dataDir, profileDir string) (*supervise.Process, string, error) {
-	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", fmt.Errorf("find a port for the broker: %w", err)
+// Its admin server (/metrics) is at adminAddr.
+func startBroker(ctx context.Context, bin, dataDir, profileDir string) (proc *supervise.Process, addr, adminAddr string, err error) {
+	if addr, err = freePort(ctx); err != nil {
+		return nil, "", "", fmt.Errorf("find a port for the broker: %w", err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	args := []string{"--addr", addr, "--dir", filepath.Join(dataDir, "kafka")}
+	if adminAddr, err = freePort(ctx); err != nil {
+		return nil, "", "", fmt.Errorf("find a port for the broker's admin server: %w", err)
+	}
+	args := []string{"--addr", addr, "--dir", filepath.Join(dataDir, "kafka"), "--admin-addr", adminAddr}
 	if profileDir != "" {
 		args = append(args, "--profile-dir", filepath.Join(profileDir, "broker"))
 	}
-	proc, err := supervise.Start(supervise.Spec{
+	proc, err = supervise.Start(supervise.Spec{
 		Name: "broker", Path: bin, Args: args, Env: os.Environ(), LogFile: filepath.Join(dataDir, "logs", "broker.log"),
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	err = waitFor(ctx, proc, 60*time.Second, func() bool {
 		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
@@ -134,9 +135,19 @@ func startBroker(ctx context.Context, bin, dataDir, profileDir string) (*supervi
 	})
 	if err != nil {
 		_ = proc.Kill()
-		return nil, "", fmt.Errorf("start broker: %w", err)
+		return nil, "", "", fmt.Errorf("start broker: %w", err)
 	}
-	return proc, addr, nil
+	return proc, addr, adminAddr, nil
+}
+
+// freePort returns a loopback address whose port was free a moment ago.
+func freePort(ctx context.Context) (string, error) {
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // waitFor polls ok every 100ms until it holds, proc exits, ctx is done or
@@ -177,6 +188,13 @@ type Bench struct {
 	// Warc is the fetchers' WARC archive (flag warc), read after they
 	// stopped and closed their files.
 	Warc *WarcUsage `json:"warc,omitempty"`
+	// Runtime is what each Go process's runtime counted of its CPU (the
+	// collector's share), read from its /metrics before it stopped.
+	Runtime map[string]GoRuntime `json:"go_runtime,omitempty"`
+	// FetchReads are the records the fetchers read from the fetch topic:
+	// a request deferred back to it (a host's surplus) is read again.
+	FetchReads   float64  `json:"fetch_topic_reads,omitempty"`
+	ScrapeErrors []string `json:"scrape_errors,omitempty"`
 }
 
 // WarcUsage is the disk the WARC archive of a crawl takes.
@@ -248,12 +266,13 @@ type TableSize struct {
 	Name  string `json:"name"`
 	Rows  uint64 `json:"rows"`
 	Bytes uint64 `json:"bytes_on_disk"`
+	Parts uint64 `json:"parts"` // active parts: what merges have not joined yet
 }
 
-// readTables reads the rows and bytes of every table of the current
+// readTables reads the rows, bytes and parts of every table of the current
 // database from its active parts, largest first.
 func readTables(ctx context.Context, conn driver.Conn) ([]TableSize, error) {
-	rows, err := conn.Query(ctx, `SELECT table, sum(rows), sum(bytes_on_disk) FROM system.parts
+	rows, err := conn.Query(ctx, `SELECT table, sum(rows), sum(bytes_on_disk), count() FROM system.parts
 		WHERE database = currentDatabase() AND active GROUP BY table ORDER BY sum(rows) DESC, table`)
 	if err != nil {
 		return nil, fmt.Errorf("read clickhouse table sizes: %w", err)
@@ -262,7 +281,7 @@ func readTables(ctx context.Context, conn driver.Conn) ([]TableSize, error) {
 	var out []TableSize
 	for rows.Next() {
 		var t TableSize
-		if err := rows.Scan(&t.Name, &t.Rows, &t.Bytes); err != nil {
+		if err := rows.Scan(&t.Name, &t.Rows, &t.Bytes, &t.Parts); err != nil {
 			return nil, fmt.Errorf("read clickhouse table sizes: %w", err)
 		}
 		out = append(out, t)
@@ -313,11 +332,15 @@ func (b Bench) Print(out io.Writer) {
 		fmt.Fprintf(out, "bench: generated web of %d hosts, %d content pages; %.1fs from the first request to the last content page, %.1fs to the last request\n",
 			b.WebHosts, s.PagesTotal, window, active)
 		fmt.Fprintf(out, "  %-22s %9.1f   %d of %d content pages (%.1f%%) in %.1fs\n", "distinct pages/s", rate(s.Pages, window), s.Pages, s.PagesTotal, 100*s.Coverage(), window)
+		q := s.QuarterRates()
+		fmt.Fprintf(out, "  %-22s %9s   %.0f, %.0f, %.0f, %.0f: the last quarter at %.0f%% of the first\n", "by quarter", "",
+			q[0], q[1], q[2], q[3], 100*q[3]/max(q[0], 1e-9))
 		fmt.Fprintf(out, "  %-22s %9.1f   %d requests up to the last content page, %d distinct resources in all\n", "requests/s", rate(s.PageRequests, window), s.PageRequests, s.Distinct)
 		fmt.Fprintf(out, "  %-22s %9.1f   %d requests in %.1fs: the crawl to its end, with the retries waiting out their back-off\n", "requests/s, to the end", rate(s.Requests, active), s.Requests, active)
 		fmt.Fprintf(out, "  %-22s %9d   (plus %d retries after a 5xx or a cut answer, %d repeated robots.txt)\n", "duplicate requests", s.Duplicates, s.Retries, s.RobotsMore)
 		fmt.Fprintf(out, "  %-22s %9d   (disallowed by robots.txt %d, calendar trap pages %d)\n", "off-site requests", s.Offsite, s.Disallowed, s.Trap)
-		fmt.Fprintf(out, "  %-22s %9d   (%.1f requests per connection)\n", "connections opened", s.Connections, float64(s.Requests)/float64(max(s.Connections, 1)))
+		fmt.Fprintf(out, "  %-22s %9d   (%.3f per request, %.1f requests per connection)\n", "connections opened", s.Connections,
+			float64(s.Connections)/float64(max(s.Requests, 1)), float64(s.Requests)/float64(max(s.Connections, 1)))
 		if len(s.DuplicateExamples) > 0 {
 			fmt.Fprintf(out, "  duplicates, e.g.: %s\n", strings.Join(s.DuplicateExamples, ", "))
 		}
@@ -331,7 +354,11 @@ func (b Bench) Print(out io.Writer) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	fmt.Fprintf(out, "  %-14s %9s %11s %13s %12s\n", "process", "cpu s", "ms/request", "peak rss MiB", "page faults")
+	if b.FetchReads > 0 {
+		fmt.Fprintf(out, "  %-22s %9.0f   (%.2f per fetch-log row: a request deferred back to the topic is read again)\n", "fetch topic reads",
+			b.FetchReads, b.FetchReads/float64(max(b.Summary.Fetched, 1)))
+	}
+	fmt.Fprintf(out, "  %-14s %9s %11s %13s %12s %9s\n", "process", "cpu s", "ms/request", "peak rss MiB", "page faults", "gc share")
 	var cpu time.Duration
 	var rss, faults int64
 	for _, n := range names {
@@ -347,26 +374,34 @@ func (b Bench) Print(out io.Writer) {
 				rss += u.MaxRSS
 			}
 		}
-		fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f %12d%s\n", n, u.CPU.Seconds(), perRequest(u.CPU, reqs), mib(u.MaxRSS), u.Faults, note)
+		gc := "–"
+		if r, ok := b.Runtime[n]; ok {
+			gc = fmt.Sprintf("%.1f%%", 100*r.GCShare())
+		}
+		fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f %12d %9s%s\n", n, u.CPU.Seconds(), perRequest(u.CPU, reqs), mib(u.MaxRSS), u.Faults, gc, note)
 	}
 	fmt.Fprintf(out, "  %-14s %9.2f %11.3f %13.1f %12d  (peak rss: the services and the launcher, summed)\n", "all", cpu.Seconds(), perRequest(cpu, reqs), mib(rss), faults)
+	if len(b.ScrapeErrors) > 0 {
+		fmt.Fprintf(out, "  gc share not read: %s\n", strings.Join(b.ScrapeErrors, "; "))
+	}
 	if e := b.ClickHouse; e != nil {
 		fmt.Fprintf(out, "  clickhouse: %d queries (%d inserts, %d selects; %.1fs of CPU in query threads), %d rows and %.1f MiB inserted, %d rows (%.1f MiB) merged, %d rows (%.1f MiB) read by selects\n",
 			e["Query"], e["InsertQuery"], e["SelectQuery"], float64(e["OSCPUVirtualTimeMicroseconds"])/1e6,
 			e["InsertedRows"], float64(e["InsertedBytes"])/(1<<20), e["MergedRows"], float64(e["MergedUncompressedBytes"])/(1<<20),
 			e["SelectedRows"], float64(e["SelectedBytes"])/(1<<20))
+		fmt.Fprintf(out, "  clickhouse rows merged per row inserted: %.2f\n", float64(e["MergedRows"])/float64(max(e["InsertedRows"], 1)))
 	}
 	if len(b.Tables) > 0 {
 		pages := 0
 		if b.Web != nil {
 			pages = b.Web.Pages
 		}
-		fmt.Fprintf(out, "  clickhouse tables (rows per content page, MiB on disk):")
+		fmt.Fprintf(out, "  clickhouse tables (rows per content page, MiB on disk, active parts at the end):")
 		for i, t := range b.Tables {
 			if i > 0 && i%4 == 0 {
 				fmt.Fprintf(out, "\n   ")
 			}
-			fmt.Fprintf(out, " %s %d (%.1f/page, %.1f)", t.Name, t.Rows, float64(t.Rows)/float64(max(pages, 1)), mib(int64(t.Bytes)))
+			fmt.Fprintf(out, " %s %d (%.1f/page, %.1f, %d)", t.Name, t.Rows, float64(t.Rows)/float64(max(pages, 1)), mib(int64(t.Bytes)), t.Parts)
 		}
 		fmt.Fprintln(out)
 	}

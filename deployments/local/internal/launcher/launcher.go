@@ -211,11 +211,17 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		}
 		defer func() { _ = site.proc.Stop(10 * time.Second) }()
 		// The crawl's scope is the web's hosts: its off-site host must
-		// never be requested.
+		// never be requested. A web larger than a scope list may be
+		// (the API's limit) links only to its hosts and the off-site
+		// one, so denying that one keeps the crawl on the same hosts.
 		if req.Scope == nil {
 			req.Scope = &crawlspec.Scope{}
 		}
-		req.Scope.AllowHosts = append(req.Scope.AllowHosts, site.ready.Hosts...)
+		if len(site.ready.Hosts)+len(req.Scope.AllowHosts) <= crawlspec.MaxListItems {
+			req.Scope.AllowHosts = append(req.Scope.AllowHosts, site.ready.Hosts...)
+		} else {
+			req.Scope.DenyHosts = append(req.Scope.DenyHosts, site.ready.Offsite)
+		}
 		fmt.Fprintf(out, "generated web: %d hosts (%s … %s), %d content pages; stats at %s\n",
 			len(site.ready.Hosts), site.ready.Hosts[0], site.ready.Hosts[len(site.ready.Hosts)-1], site.ready.Pages, site.ready.Stats)
 	}
@@ -248,11 +254,12 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		allowPrivate = true // the web lives on loopback addresses
 	}
 	var broker *supervise.Process
+	var brokerAdmin string
 	brokerAddr := cfg.KafkaBrokers
 	if brokerAddr != "" {
 		fmt.Fprintf(out, "kafka at %s\n", brokerAddr)
 	} else if cfg.BrokerProcess || cfg.Bench {
-		if broker, brokerAddr, err = startBroker(ctx, bins["broker"], dataDir, cfg.ProfileDir); err != nil {
+		if broker, brokerAddr, brokerAdmin, err = startBroker(ctx, bins["broker"], dataDir, cfg.ProfileDir); err != nil {
 			return err
 		}
 		defer func() { _ = broker.Stop(30 * time.Second) }()
@@ -318,10 +325,15 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			duration.Round(time.Millisecond), cfg.ConsoleAddr)
 		<-ctx.Done()
 	}
-	stopErr := p.Stop()
 	// The summary is read after the services flushed their writers.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	var scraped scrapes
+	if cfg.Bench {
+		// What the processes' runtimes counted, read while they run.
+		scraped = scrapeProcesses(sctx, p, brokerAdmin)
+	}
+	stopErr := p.Stop()
 	bench := Bench{Processes: p.Usage(), WebHosts: cfg.WebHosts}
 	if pid := ch.Pid(); pid > 0 {
 		if u, err := supervise.ProcUsage(pid); err == nil {
@@ -363,6 +375,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			bench.Processes["launcher"] = u
 		}
 		bench.Summary = sum
+		bench.Runtime, bench.FetchReads, bench.ScrapeErrors = scraped.runtime, scraped.fetchReads, scraped.errs
 		if cfg.Warc {
 			if bench.Warc, err = readWarcUsage(warcDir(cfg, dataDir)); err != nil {
 				return errors.Join(runErr, stopErr, err)

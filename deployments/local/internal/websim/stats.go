@@ -45,6 +45,33 @@ type Stats struct {
 	PageRequests int       `json:"page_requests"`
 	// DuplicateExamples lists up to ten resources requested more than once.
 	DuplicateExamples []string `json:"duplicate_examples,omitempty"`
+	// PageTimeline counts the new content pages by TimelineStep from
+	// First: how the crawl's rate moved (QuarterRates).
+	PageTimeline []int `json:"page_timeline,omitempty"`
+}
+
+// TimelineStep is the width of a Stats.PageTimeline slot.
+const TimelineStep = 100 * time.Millisecond
+
+// QuarterRates returns the distinct content pages per second in each
+// quarter of the content window (First to LastPage), from PageTimeline: a
+// crawl whose cost grows with its size slows down from one quarter to the
+// next. Zeros when the window is empty.
+func (s Stats) QuarterRates() [4]float64 {
+	var out [4]float64
+	window := s.LastPage.Sub(s.First)
+	if window <= 0 {
+		return out
+	}
+	var pages [4]int
+	for i, n := range s.PageTimeline {
+		q := int(4 * (time.Duration(i) * TimelineStep) / window)
+		pages[min(q, 3)] += n
+	}
+	for q := range out {
+		out[q] = float64(pages[q]) / (window.Seconds() / 4)
+	}
+	return out
 }
 
 // Coverage is the share of the content pages fetched.
@@ -145,6 +172,11 @@ func (st *stats) record(h int, id, kind string, status int, bytes int64, at time
 		if kind == KindIndex || kind == KindList || kind == KindArticle {
 			s.Pages++
 			s.LastPage, s.PageRequests = at, s.Requests
+			slot := int(at.Sub(s.First) / TimelineStep)
+			for len(s.PageTimeline) <= slot {
+				s.PageTimeline = append(s.PageTimeline, 0)
+			}
+			s.PageTimeline[slot]++
 		}
 	case r.answered:
 		s.Duplicates++
@@ -201,6 +233,7 @@ func (w *Web) Stats() Stats {
 		s.ByKind[k] = v
 	}
 	s.DuplicateExamples = slices.Clone(st.s.DuplicateExamples)
+	s.PageTimeline = slices.Clone(st.s.PageTimeline)
 	s.PagesTotal = w.Pages()
 	s.Connections = int(w.conns.Load())
 	return s

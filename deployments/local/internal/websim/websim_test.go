@@ -160,6 +160,13 @@ func TestCrawlWholeWeb(t *testing.T) {
 	if s.Pages != s.PagesTotal || s.Coverage() != 1 {
 		t.Errorf("stats: %d of %d pages, want all", s.Pages, s.PagesTotal)
 	}
+	inTimeline := 0
+	for _, n := range s.PageTimeline {
+		inTimeline += n
+	}
+	if inTimeline != s.Pages {
+		t.Errorf("page timeline holds %d pages, want the %d fetched", inTimeline, s.Pages)
+	}
 
 	// The counters the benchmark reads.
 	story := w.Seeds()[0] + "news/2021/story-1.html"
