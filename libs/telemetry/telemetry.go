@@ -133,15 +133,15 @@ func newLogger(c Config, service string, w zapcore.WriteSyncer) (*zap.Logger, er
 }
 
 // gcCPUMetrics selects the runtime/metrics CPU classes NewRegistry exports.
-var gcCPUMetrics = regexp.MustCompile(`^/cpu/classes/(gc/total|total):cpu-seconds$`)
+var gcCPUMetrics = regexp.MustCompile(`^/cpu/classes/(gc/total|idle|total):cpu-seconds$`)
 
 // NewRegistry returns a fresh registry with the Go and process collectors
 // registered. Never the default registry. Besides the Go collector's
-// defaults it exports the runtime's CPU accounting of the collector and of
-// the whole process (go_cpu_classes_gc_total_cpu_seconds_total,
-// go_cpu_classes_total_cpu_seconds_total): their ratio is the share of a
-// service's CPU that goes to garbage collection, which a live heap pressed
-// against its memory limit drives up.
+// defaults it exports the runtime's CPU accounting of the collector, of
+// idle time and of GOMAXPROCS over the process's life
+// (go_cpu_classes_{gc_total,idle,total}_cpu_seconds_total): gc / (total -
+// idle) is the share of a service's CPU that goes to garbage collection,
+// which a live heap pressed against its memory limit drives up.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(

@@ -213,12 +213,13 @@ func TestRegistryGCShare(t *testing.T) {
 		}
 	}
 	gc, okGC := got["go_cpu_classes_gc_total_cpu_seconds_total"]
+	idle, okIdle := got["go_cpu_classes_idle_cpu_seconds_total"]
 	total, okTotal := got["go_cpu_classes_total_cpu_seconds_total"]
-	if !okGC || !okTotal {
-		t.Fatalf("gc and total cpu classes not gathered (gc %v, total %v)", okGC, okTotal)
+	if !okGC || !okIdle || !okTotal {
+		t.Fatalf("gc, idle and total cpu classes not all gathered (%v, %v, %v)", okGC, okIdle, okTotal)
 	}
-	if total <= 0 || gc <= 0 || gc > total {
-		t.Errorf("gc %v s of %v s of cpu: want 0 < gc <= total after a collection", gc, total)
+	if total <= 0 || gc <= 0 || gc+idle > total {
+		t.Errorf("gc %v s and idle %v s of %v s: want 0 < gc, gc + idle <= total after a collection", gc, idle, total)
 	}
 }
 

@@ -18,8 +18,10 @@ import (
 // end of the crawl (runtime/metrics' /cpu/classes, exported by every
 // service's and the broker's /metrics, see telemetry.NewRegistry).
 type GoRuntime struct {
-	CPU float64 `json:"cpu_seconds"`    // /cpu/classes/total: the runtime's estimate of all its CPU
-	GC  float64 `json:"gc_cpu_seconds"` // /cpu/classes/gc/total: the collector's share of it
+	// CPU is the runtime's estimate of the CPU the process used:
+	// /cpu/classes/total (GOMAXPROCS over its life) less /cpu/classes/idle.
+	CPU float64 `json:"cpu_seconds"`
+	GC  float64 `json:"gc_cpu_seconds"` // /cpu/classes/gc/total: the collector's part of it
 }
 
 // GCShare is the part of the process's CPU its garbage collector took.
@@ -55,7 +57,7 @@ func scrape(ctx context.Context, addr string) (map[string]*dto.MetricFamily, err
 // goRuntimeOf reads a process's GoRuntime from its scraped metrics.
 func goRuntimeOf(mfs map[string]*dto.MetricFamily) GoRuntime {
 	return GoRuntime{
-		CPU: sumOf(mfs, "go_cpu_classes_total_cpu_seconds_total", nil),
+		CPU: sumOf(mfs, "go_cpu_classes_total_cpu_seconds_total", nil) - sumOf(mfs, "go_cpu_classes_idle_cpu_seconds_total", nil),
 		GC:  sumOf(mfs, "go_cpu_classes_gc_total_cpu_seconds_total", nil),
 	}
 }
