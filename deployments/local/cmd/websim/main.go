@@ -55,9 +55,6 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("parse -first-addr: %w", err)
 	}
 	cfg.FirstAddr = a
-	if err := raiseFileLimit(uint64(2*max(cfg.Hosts, websim.DefaultHosts) + 4096)); err != nil {
-		return err
-	}
 	web, err := websim.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -92,23 +89,4 @@ func run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
-}
-
-// raiseFileLimit lifts the open-files limit to need when it is lower: the
-// web listens on an address per host and answers the crawler's
-// connections. The soft limit rises to the hard one for anybody; beyond
-// it, raising the hard limit needs root (CAP_SYS_RESOURCE).
-func raiseFileLimit(need uint64) error {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("read the open-files limit: %w", err)
-	}
-	if lim.Cur >= need {
-		return nil
-	}
-	lim.Cur, lim.Max = need, max(lim.Max, need)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("raise the open-files limit to %d for the web's hosts and connections (run as root or raise `ulimit -Hn`): %w", need, err)
-	}
-	return nil
 }

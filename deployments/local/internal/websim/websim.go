@@ -1,6 +1,7 @@
 // Package websim serves a generated web that looks like the one a crawler
 // meets, for the benchmark and the end-to-end tests: many hosts on loopback
-// addresses (one real HTTP listener each), article pages of 10–30 KB with
+// addresses (one real HTTP server; each host answers at an address of its
+// own), article pages of 10–30 KB with
 // 20–60 links spelled every way the web spells them, paginated list pages
 // with query strings, same-host redirect chains into pages already linked,
 // 404s, a 500, a slow page, a few 5 MB pages, binaries, a calendar-style
@@ -172,7 +173,8 @@ type Web struct {
 }
 
 // Start generates the web and serves every host, plus the off-site host, on
-// its own loopback address; all hosts share one port. Close stops it.
+// its own loopback address; all hosts share one port (and one listener).
+// Close stops it.
 func Start(ctx context.Context, cfg Config) (*Web, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -203,40 +205,41 @@ func Start(ctx context.Context, cfg Config) (*Web, error) {
 	return w, nil
 }
 
-// listen binds one port on every host address, retrying with another port
-// when one address has it taken.
+// listen binds one port on every address of the wildcard: a listener per
+// host would take a file per host, and 20 000 hosts exceed the usual
+// open-files limit. A connection is answered as the host whose address
+// it reached (hostOf); one to an address outside the web (a non-loopback
+// interface included) is closed at once.
 func (w *Web) listen(ctx context.Context) error {
-	n := w.cfg.Hosts + 1
-	var lastErr error
-	for range 20 {
-		first, err := new(net.ListenConfig).Listen(ctx, "tcp", netip.AddrPortFrom(w.cfg.FirstAddr, 0).String())
-		if err != nil {
-			return fmt.Errorf("websim: listen on %s: %w", w.cfg.FirstAddr, err)
-		}
-		port := first.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{first}
-		a := w.cfg.FirstAddr
-		for len(lns) < n {
-			a = a.Next()
-			ln, err := new(net.ListenConfig).Listen(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
-			if err != nil {
-				lastErr = err
-				break
-			}
-			lns = append(lns, ln)
-		}
-		if len(lns) == n {
-			w.port, w.lns = port, lns
-			for _, ln := range lns {
-				w.addrs = append(w.addrs, ln.Addr().String())
-			}
-			return nil
-		}
-		for _, ln := range lns {
-			ln.Close()
-		}
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "0.0.0.0:0")
+	if err != nil {
+		return fmt.Errorf("websim: listen: %w", err)
 	}
-	return fmt.Errorf("websim: no port free on %d addresses: %w", n, lastErr)
+	w.port = ln.Addr().(*net.TCPAddr).Port
+	w.lns = []net.Listener{webListener{Listener: ln, hostOf: w.hostOf}}
+	a := w.cfg.FirstAddr
+	for range w.cfg.Hosts + 1 {
+		w.addrs = append(w.addrs, netip.AddrPortFrom(a, uint16(w.port)).String())
+		a = a.Next()
+	}
+	return nil
+}
+
+// webListener accepts only the connections made to one of the web's
+// addresses.
+type webListener struct {
+	net.Listener
+	hostOf func(net.Addr) int
+}
+
+func (l webListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil || l.hostOf(c.LocalAddr()) >= 0 {
+			return c, err
+		}
+		c.Close()
+	}
 }
 
 // Close stops the servers (aborting slow answers) and waits for them.

@@ -295,3 +295,30 @@ func settledStats(t *testing.T, w *Web) Stats {
 	}
 	return w.Stats()
 }
+
+// TestOnlyItsAddresses: the web listens on the wildcard address but
+// answers only at its hosts' addresses; a connection to any other address
+// of the machine is closed unanswered, and not counted.
+func TestOnlyItsAddresses(t *testing.T) {
+	w, err := Start(t.Context(), Config{Hosts: 2, Articles: 2, FirstAddr: mustAddr(t, "127.1.4.20")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	if status, _, _ := get(t, c, "http://"+w.Offsite()+"/ref/0/0"); status != http.StatusOK {
+		t.Errorf("the off-site host answered %d, want 200", status)
+	}
+	_, port, _ := strings.Cut(w.Hosts()[0], ":")
+	for _, addr := range []string{"127.1.4.19", "127.1.4.23", "127.0.0.1"} { // before, after the range; another address
+		resp, err := c.Get("http://" + addr + ":" + port + "/")
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("%s answered %s, want the connection closed", addr, resp.Status)
+		}
+	}
+	if n := w.Stats().Connections; n != 1 {
+		t.Errorf("%d connections counted, want only the off-site host's", n)
+	}
+}
