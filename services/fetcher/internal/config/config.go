@@ -60,6 +60,8 @@ type Config struct {
 	MaxCookiesPerHost       int           // --max-cookies-per-host: cookies kept per host (default 50)
 	DNSCacheTTL             time.Duration // --dns-cache-ttl: how long a host name's addresses are reused (default 5m)
 	DNSCacheSize            int           // --dns-cache-size: host names cached (default 10000)
+	MaxIdleConns            int           // --max-idle-conns: idle connections kept, one per host (default 4096)
+	IdleConnTimeout         time.Duration // --idle-conn-timeout: an idle connection unused this long is closed (default 15s)
 	PauseRecheck            time.Duration // --pause-recheck: requests of a paused crawl are deferred by this (default 5s)
 	MaxPages                int64         // --max-pages: page budget of a crawl whose spec sets none (0 = unlimited)
 	BudgetRefresh           time.Duration // --budget-refresh: how often page budgets are counted in fetch_log (default 5s)
@@ -108,6 +110,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.IntVar(&c.MaxCookiesPerHost, "max-cookies-per-host", httpfetch.DefaultMaxCookiesPerHost, "cookies kept per host; new ones beyond are ignored")
 	fs.DurationVar(&c.DNSCacheTTL, "dns-cache-ttl", httpfetch.DefaultDNSCacheTTL, "how long the addresses of a host name are reused")
 	fs.IntVar(&c.DNSCacheSize, "dns-cache-size", httpfetch.DefaultDNSCacheSize, "host names kept in the DNS cache")
+	fs.IntVar(&c.MaxIdleConns, "max-idle-conns", httpfetch.DefaultMaxIdleConns, "idle connections kept for reuse, at most one per host: the hosts the fetcher has in flight (each costs about 13 KB)")
+	fs.DurationVar(&c.IdleConnTimeout, "idle-conn-timeout", httpfetch.DefaultIdleConnTimeout, "an idle connection unused this long is closed: the hosts the crawl still visits keep theirs")
 	fs.DurationVar(&c.PauseRecheck, "pause-recheck", consume.DefaultPauseRecheck, "requests of a paused crawl are deferred to the fetch topic by this")
 	fs.Int64Var(&c.MaxPages, "max-pages", 0, "pages fetched per crawl whose spec sets no limits.max_pages, 0 = unlimited; the scheduler's --max-pages should match (see README)")
 	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the pages every fetcher charged to page budgets are counted in ClickHouse")
@@ -156,6 +160,9 @@ func (c Config) Validate() error {
 	if c.TransferRateWindow <= 0 || c.RetryBackoff <= 0 || c.HoldHorizon <= 0 {
 		errs = append(errs, fmt.Errorf("transfer-rate-window, retry-backoff, hold-horizon: %v, %v, %v must be positive",
 			c.TransferRateWindow, c.RetryBackoff, c.HoldHorizon))
+	}
+	if c.MaxIdleConns < 1 || c.IdleConnTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("max-idle-conns, idle-conn-timeout: %d, %s must be positive", c.MaxIdleConns, c.IdleConnTimeout))
 	}
 	if c.MaxCookieHosts < 1 || c.MaxCookiesPerHost < 1 || c.DNSCacheSize < 1 {
 		errs = append(errs, fmt.Errorf("max-cookie-hosts, max-cookies-per-host, dns-cache-size: %d, %d, %d must be positive",

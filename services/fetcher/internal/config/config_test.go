@@ -40,6 +40,8 @@ func TestLoad(t *testing.T) {
 		{name: "negative timeout", args: []string{"-fetch-timeout", "-1s"}, wantErr: "fetch-timeout"},
 		{name: "user agent without token", args: []string{"-user-agent", "/x"}, wantErr: "user-agent"},
 		{name: "zero cookie hosts", args: []string{"-max-cookie-hosts", "0"}, wantErr: "max-cookie-hosts"},
+		{name: "no idle connections", args: []string{"-max-idle-conns", "0"}, wantErr: "max-idle-conns"},
+		{name: "negative idle timeout", args: []string{"-idle-conn-timeout", "-1s"}, wantErr: "idle-conn-timeout"},
 		{name: "zero dns cache ttl", args: []string{"-dns-cache-ttl", "0s"}, wantErr: "dns-cache-ttl"},
 		{name: "negative page budget", args: []string{"-max-pages", "-1"}, wantErr: "max-pages"},
 		{name: "zero budget refresh", args: []string{"-budget-refresh", "0s"}, wantErr: "budget-refresh"},

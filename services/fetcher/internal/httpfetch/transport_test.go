@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"sync"
@@ -343,5 +344,71 @@ func TestFetchReusesConnectionAfterUnreadBody(t *testing.T) {
 	fetch("/page", http.StatusOK)
 	if n := conns.Load(); n != 2 {
 		t.Errorf("%d connections after a large unread body, want 2 (the big body is not drained)", n)
+	}
+}
+
+// TestIdleConnections: one idle connection per host is kept for the host's
+// next turn, at most MaxIdleConns of them (the least recently used goes
+// first), and one unused for IdleConnTimeout is closed.
+func TestIdleConnections(t *testing.T) {
+	type server struct {
+		srv            *httptest.Server
+		opened, closed atomic.Int32
+	}
+	var servers []*server
+	for _, ip := range []string{"127.0.0.73", "127.0.0.74", "127.0.0.75"} {
+		s := &server{}
+		s.srv = unstartedOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, "ok")
+		}))
+		s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				s.opened.Add(1)
+			case http.StateClosed:
+				s.closed.Add(1)
+			}
+		}
+		s.srv.Start()
+		defer s.srv.Close()
+		servers = append(servers, s)
+	}
+	f := New(Options{AllowPrivate: true, MaxIdleConns: 2, IdleConnTimeout: 300 * time.Millisecond})
+	defer f.Close()
+	fetch := func(s *server) {
+		t.Helper()
+		if res := f.Fetch(t.Context(), Request{URL: s.srv.URL + "/"}); res.Err != nil || res.Status != 200 {
+			t.Fatalf("fetch %s: status %d err %v", s.srv.URL, res.Status, res.Err)
+		}
+	}
+	fetch(servers[0])
+	fetch(servers[0])
+	if n := servers[0].opened.Load(); n != 1 {
+		t.Fatalf("two turns of one host opened %d connections, want 1", n)
+	}
+	fetch(servers[1])
+	fetch(servers[2]) // a third idle connection: the least recently used goes
+	waitUntil(t, "the first host's connection closed for room", func() bool { return servers[0].closed.Load() == 1 })
+	if servers[1].closed.Load() != 0 || servers[2].closed.Load() != 0 {
+		t.Errorf("closed %d and %d of the newer hosts' connections, want none", servers[1].closed.Load(), servers[2].closed.Load())
+	}
+	waitUntil(t, "the idle connections closed by age", func() bool {
+		return servers[1].closed.Load() == 1 && servers[2].closed.Load() == 1
+	})
+}
+
+// waitUntil polls cond every 10ms for at most 5s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("waited 5s for %s", what)
+		}
 	}
 }
