@@ -33,6 +33,8 @@ func fetchOptions(cfg config.Config, pool *proxies.Pool) (httpfetch.Options, err
 		MaxCookiesPerHost:     cfg.MaxCookiesPerHost,
 		DNSCacheTTL:           cfg.DNSCacheTTL,
 		DNSCacheSize:          cfg.DNSCacheSize,
+		MaxIdleConns:          cfg.MaxIdleConns,
+		IdleConnTimeout:       cfg.IdleConnTimeout,
 	}
 	if pool != nil {
 		fo.Proxies = pool
@@ -110,5 +112,6 @@ func consumeOptions(cfg config.Config, specs *crawlcontrol.Specs, store *chstore
 		Servers:         servers,
 		Resolve:         fetcher.Resolve,
 		RobotsTxt:       robotsTxt,
+		Attempts:        consume.NewAttempts(consume.AttemptsFor(cfg.Kafka.Partitions, cfg.MaxInflightPerPartition)),
 	}
 }

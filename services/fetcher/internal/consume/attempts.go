@@ -34,6 +34,19 @@ func idOf(req *crawlv1.FetchRequest) attemptID {
 	return attemptID{fp: fingerprint.URL(req.GetCrawlId(), req.GetUrl()), attempt: req.GetAttempt()}
 }
 
+// attemptKey is what Attempts knows of a request: its attempt, when it was
+// scheduled (Unix nanoseconds) and whether it is a revisit.
+type attemptKey struct {
+	id        attemptID
+	scheduled int64
+	revisit   bool
+}
+
+// keyOf is the attemptKey of req.
+func keyOf(req *crawlv1.FetchRequest) attemptKey {
+	return attemptKey{id: idOf(req), scheduled: req.GetScheduledAt().AsTime().UnixNano(), revisit: req.GetRevisit()}
+}
+
 // attemptState is what the fetcher remembers of an attempt it holds or
 // finished.
 type attemptState struct {
@@ -61,6 +74,18 @@ type Attempts struct {
 // records a fetcher may hold unacknowledged (32 partitions × 1000).
 const DefaultAttemptsLimit = 1 << 16
 
+// AttemptsFor returns the generation size of Attempts for a fetcher that
+// may hold inflight unacknowledged records in each of partitions: twice
+// what it can hold, so that an attempt is remembered for at least two
+// windows after it was claimed (a redelivered window, the copies of a
+// window's deferrals), never less than 4096. An entry costs about 40
+// bytes of map: 2 × 2 × 8 partitions × 1000 records = 32 000 entries, 1.3
+// MB, where a fixed 65 536 per generation was 10 MB of a bench fetcher's
+// live heap.
+func AttemptsFor(partitions, inflight int) int {
+	return max(2*partitions*inflight, 4096)
+}
+
 // NewAttempts returns an empty memory of at most 2 × limit attempts.
 func NewAttempts(limit int) *Attempts {
 	if limit <= 0 {
@@ -69,43 +94,37 @@ func NewAttempts(limit int) *Attempts {
 	return &Attempts{limit: limit, cur: make(map[attemptID]attemptState), prev: map[attemptID]attemptState{}}
 }
 
-// Claim records that the fetcher takes req's attempt, or reports false when
+// Claim records that the fetcher takes k's attempt, or reports false when
 // it is a duplicate: the same request (same attempt and scheduled_at) is
-// held or was finished, or req is the first attempt of a newly admitted URL
+// held or was finished, or k is the first attempt of a newly admitted URL
 // (not a revisit) that was requested already.
-func (a *Attempts) Claim(req *crawlv1.FetchRequest) bool {
-	id := idOf(req)
-	sched := req.GetScheduledAt().AsTime().UnixNano()
+func (a *Attempts) Claim(k attemptKey) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if st, ok := a.lookup(id); ok {
-		if st.scheduled == sched || (id.attempt == 0 && !req.GetRevisit()) {
+	if st, ok := a.lookup(k.id); ok {
+		if st.scheduled == k.scheduled || (k.id.attempt == 0 && !k.revisit) {
 			return false
 		}
 	}
-	a.put(id, attemptState{scheduled: sched, revisit: req.GetRevisit()})
+	a.put(k.id, attemptState{scheduled: k.scheduled, revisit: k.revisit})
 	return true
 }
 
-// Finish marks req's attempt done: its outcome is durable.
-func (a *Attempts) Finish(req *crawlv1.FetchRequest) {
-	id := idOf(req)
-	sched := req.GetScheduledAt().AsTime().UnixNano()
+// Finish marks k's attempt done: its outcome is durable.
+func (a *Attempts) Finish(k attemptKey) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.put(id, attemptState{scheduled: sched, revisit: req.GetRevisit(), done: true})
+	a.put(k.id, attemptState{scheduled: k.scheduled, revisit: k.revisit, done: true})
 }
 
-// Release forgets req's attempt when it is held and not done: its record
-// was handed back (abandoned at close, deferred durably) and may come back.
-func (a *Attempts) Release(req *crawlv1.FetchRequest) {
-	id := idOf(req)
-	sched := req.GetScheduledAt().AsTime().UnixNano()
+// Release forgets k's attempt when it is held and not done: its record was
+// handed back (abandoned at close, deferred durably) and may come back.
+func (a *Attempts) Release(k attemptKey) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, m := range []map[attemptID]attemptState{a.cur, a.prev} {
-		if st, ok := m[id]; ok && !st.done && st.scheduled == sched {
-			delete(m, id)
+		if st, ok := m[k.id]; ok && !st.done && st.scheduled == k.scheduled {
+			delete(m, k.id)
 		}
 	}
 }
@@ -129,7 +148,7 @@ func (a *Attempts) put(id attemptID, st attemptState) {
 	delete(a.prev, id)
 	a.cur[id] = st
 	if len(a.cur) >= a.limit {
-		a.prev, a.cur = a.cur, make(map[attemptID]attemptState, a.limit/2)
+		a.prev, a.cur = a.cur, make(map[attemptID]attemptState, a.limit)
 	}
 }
 
@@ -146,13 +165,13 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 	}
 	byCrawl := make(map[string]*crawlQuery)
 	for _, t := range suspect {
-		q := byCrawl[t.req.GetCrawlId()]
+		q := byCrawl[t.crawl]
 		if q == nil {
 			q = &crawlQuery{hosts: make(map[string]bool)}
-			byCrawl[t.req.GetCrawlId()] = q
+			byCrawl[t.crawl] = q
 		}
 		q.hosts[t.host] = true
-		q.fps = append(q.fps, t.req.GetUrlFp())
+		q.fps = append(q.fps, t.urlFP)
 	}
 	found := make(map[string]map[rows.AttemptKey]time.Time, len(byCrawl))
 	for crawl, q := range byCrawl {
@@ -180,11 +199,11 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 	}
 	done := make(map[*task]bool)
 	for _, t := range suspect {
-		at, ok := found[t.req.GetCrawlId()][rows.AttemptKey{Host: t.host, URLFP: t.req.GetUrlFp(), Attempt: uint16(min(t.req.GetAttempt(), 65535))}]
+		at, ok := found[t.crawl][rows.AttemptKey{Host: t.host, URLFP: t.urlFP, Attempt: uint16(min(t.id.attempt, 65535))}]
 		// fetched_at has second precision: a row in the second of
 		// scheduled_at counts (a re-fetch within that second would have to
 		// be a revisit scheduled within a second of the first: none is).
-		if ok && !at.Before(t.req.GetScheduledAt().AsTime().Truncate(time.Second)) {
+		if ok && !at.Before(time.Unix(0, t.scheduled).Truncate(time.Second)) {
 			done[t] = true
 		}
 	}
@@ -211,8 +230,8 @@ func (h *handler) publishedBefore(ctx context.Context, suspect []*task, recorded
 			h.pages = h.readPages(ctx)
 			h.pagesRead = true
 		}
-		p, ok := h.pages[idOf(t.req)]
-		if !ok || p.Page.GetFetchedAt().AsTime().Before(t.req.GetScheduledAt().AsTime().Truncate(time.Second)) {
+		p, ok := h.pages[t.id]
+		if !ok || p.Page.GetFetchedAt().AsTime().Before(time.Unix(0, t.scheduled).Truncate(time.Second)) {
 			continue
 		}
 		if out == nil {
@@ -282,7 +301,7 @@ func (h *handler) recordPublished(ctx context.Context, ts []*task, rebuilt map[*
 		for _, t := range ts {
 			h.s.m.repeatsSkipped.WithLabelValues(skipPublished).Inc()
 			h.settle(t, true)
-			t.ack(t.msg)
+			h.ack(t)
 		}
 	}})
 }

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -247,6 +248,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxHostQueue <= 0 {
 		o.MaxHostQueue = DefaultMaxHostQueue
 	}
+	o.Politeness.FullAt = o.MaxHostQueue
 	if o.MaxHostWait <= 0 {
 		o.MaxHostWait = DefaultMaxHostWait
 	}
@@ -316,6 +318,7 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &handler{
 		s:         s,
+		topic:     topic,
 		partition: partition,
 		engine:    politeness.NewRanked(s.opts.Now, s.opts.Politeness, depthOf),
 		log:       s.log.With(telemetry.Topic(topic), telemetry.Partition(partition)),
@@ -341,32 +344,137 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 	return h, nil
 }
 
-// task is one FetchRequest record in a host queue.
+// task is one FetchRequest record in a host queue. A queued request is
+// held compactly: the record's value (the encoded request, one allocation
+// without pointers, about 200 bytes on the bench web) and the fields that
+// its queue, the repeat check and the page budget read (240 bytes of
+// struct, TestTaskIsCompact), plus its host's name and its 48-byte entry
+// in the host queue: about 500 bytes, where the decoded message and the
+// record it came from were 1.2 KB in a dozen allocations that the
+// collector scanned on every cycle. The request is decoded again for its
+// turn and for its outcome (request), and that copy is dropped when the
+// task goes back to its queue (compact). Every field but req, waited,
+// yields and the turn's own fields is set when the record is read and
+// never changes.
 type task struct {
-	msg      kafka.Message // the record's topic, partition and offset: what acking reads
-	redefer  bool          // the record was produced by a deferral
-	ack      func(kafka.Message)
-	req      *crawlv1.FetchRequest
-	host     string // politeness key
-	origin   string // robots.txt key of url
-	enqueued time.Time
-	waited   bool // politeness wait observed (a robots turn re-queues it)
-	yields   int  // turns given up to shallower requests (yieldToShallower)
+	offset int64                 // the record's offset (the partition is the handler's): what acking reads
+	value  []byte                // the record's value, the encoded FetchRequest
+	schema string                // the record's schema header (crawlmsg), shared
+	req    *crawlv1.FetchRequest // decoded for a turn or an outcome (request); nil while queued
+	host   string                // politeness key
+	crawl  string                // crawl id, shared by the handler's tasks of the crawl
 
-	url        string          // the request's URL
-	state      []kafka.Message // host-state record of the last request, published with its outcome
-	retryAfter time.Time       // earliest useful retry (robots.txt expiry, Retry-After)
+	id        attemptID // the attempt (Options.Attempts)
+	urlFP     uint64    // the request's url_fp
+	scheduled int64     // scheduled_at, Unix nanoseconds
+	notBefore int64     // not_before, Unix nanoseconds; 0 for none
+	enqueued  int64     // when the record was read, Unix nanoseconds
+	depth     uint32
+	revisit   bool
+	redefer   bool  // the record was produced by a deferral
+	waited    bool  // politeness wait observed (a robots turn re-queues it)
+	yields    uint8 // turns given up to shallower requests (yieldToShallower)
 
-	robots []rows.RobotsRow // robots.txt its turn fetched, recorded with its outcome
-
-	warcFile   string // WARC file and offset of the archived answer (Options.Archive)
+	// A turn's own fields, set while it runs and read by its outcome.
+	state      []kafka.Message  // host-state record of the last request, published with its outcome
+	retryAfter time.Time        // earliest useful retry (robots.txt expiry, Retry-After)
+	robots     []rows.RobotsRow // robots.txt its turn fetched, recorded with its outcome
+	warcFile   string           // WARC file and offset of the archived answer (Options.Archive)
 	warcOffset int64
+}
+
+// key is what Options.Attempts knows of t's request.
+func (t *task) key() attemptKey {
+	return attemptKey{id: t.id, scheduled: t.scheduled, revisit: t.revisit}
+}
+
+// notBeforeTime is t's not_before (zero for none).
+func (t *task) notBeforeTime() time.Time {
+	if t.notBefore == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, t.notBefore)
+}
+
+// request returns t's FetchRequest, decoding the record's value when it
+// is not decoded yet. The value decoded when the record was read
+// (newTask), so it decodes again; should it not, the request is t's
+// fields alone, and its fetch fails as an invalid URL rather than panic.
+func (h *handler) request(t *task) *crawlv1.FetchRequest {
+	if t.req != nil {
+		return t.req
+	}
+	req := &crawlv1.FetchRequest{}
+	if err := crawlmsg.Unmarshal(t.value, t.schema, req); err != nil {
+		h.log.Error("decode a fetch request read before failed", telemetry.Offset(t.offset), zap.Error(err))
+		req = &crawlv1.FetchRequest{CrawlId: t.crawl, Attempt: t.id.attempt, Depth: t.depth}
+	}
+	t.req = req
+	return req
+}
+
+// compact drops t's decoded request before t goes back to its queue; call
+// it before handing t to the engine (another turn may take it at once).
+func compact(t *task) { t.req = nil }
+
+// newTask returns the task of a record whose request decoded as req, with
+// its host and crawl shared through h's tables.
+func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *task {
+	t := &task{
+		offset: msg.Offset, value: msg.Value, schema: h.intern(schemaOf(msg)), host: host, crawl: h.intern(req.GetCrawlId()),
+		id: idOf(req), urlFP: req.GetUrlFp(), depth: req.GetDepth(), revisit: req.GetRevisit(),
+		redefer: wasDeferred(msg), enqueued: now.UnixNano(),
+	}
+	if sa := req.GetScheduledAt(); sa != nil {
+		t.scheduled = sa.AsTime().UnixNano()
+	}
+	if nb := req.GetNotBefore(); nb != nil {
+		t.notBefore = nb.AsTime().UnixNano()
+	}
+	return t
+}
+
+// intern returns the handler's copy of s (crawl ids, schema names): a
+// queue of thousands holds one string per crawl. Handle's goroutine only;
+// the table is cleared when it exceeds maxInterned.
+func (h *handler) intern(s string) string {
+	if v, ok := h.interned[s]; ok {
+		return v
+	}
+	if h.interned == nil || len(h.interned) >= maxInterned {
+		h.interned = make(map[string]string)
+	}
+	h.interned[s] = s
+	return s
+}
+
+// maxInterned bounds the strings a handler shares (crawls running at once
+// are far fewer).
+const maxInterned = 1024
+
+// schemaOf is the record's schema header (crawlmsg.SchemaHeader), "" when
+// it has none.
+func schemaOf(msg kafka.Message) string {
+	for _, hd := range msg.Headers {
+		if hd.Key == crawlmsg.SchemaHeader {
+			return string(hd.Value)
+		}
+	}
+	return ""
+}
+
+// ack acknowledges t's record.
+func (h *handler) ack(t *task) {
+	h.acker(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.offset})
 }
 
 // handler is the kafkaio.Handler of one partition.
 type handler struct {
 	s         *Service
+	topic     string
 	partition int
+	acker     func(kafka.Message) // the group's ack (Handle's argument, the same for every batch)
+	interned  map[string]string   // crawl ids and schema names of queued tasks (intern)
 	engine    *politeness.Engine[*task]
 	disp      *dispatch.Dispatcher[*task] // its turns are fetches (turn)
 	log       *zap.Logger
@@ -412,6 +520,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		// previous owner can have handled.
 		h.suspectBelow, h.suspectKnown = batch[0].HighWaterMark, true
 	}
+	h.acker = ack
 	tasks := make([]*task, 0, len(batch))
 	var suspect []*task
 	for _, msg := range batch {
@@ -422,20 +531,17 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			ack(msg)
 			continue
 		}
-		// A queued request holds what acking needs, not the record: the
-		// request is decoded, and a queue of thousands should not keep
-		// both.
-		t := &task{msg: kafkaio.AckRef(msg), redefer: wasDeferred(msg), ack: ack, req: req, enqueued: now, url: req.GetUrl()}
 		hostKey, kerr := kafkaio.Key(req.GetUrl())
-		origin, oerr := robots.Origin(req.GetUrl())
+		_, oerr := robots.Origin(req.GetUrl())
+		t := h.newTask(msg, req, string(hostKey), now)
 		if kerr != nil || oerr != nil {
 			// The scheduler only admits canonical URLs; record and ack
 			// anything else inline (rare).
+			t.req = req
 			err := errors.Join(kerr, oerr)
 			h.finish(ctx, t, &httpfetch.Response{Start: now, Kind: failure.InvalidURL, Err: err})
 			continue
 		}
-		t.host, t.origin, t.url = string(hostKey), origin, req.GetUrl()
 		tasks = append(tasks, t)
 		if h.s.opts.Recorded != nil && msg.Offset < h.suspectBelow {
 			suspect = append(suspect, t)
@@ -454,12 +560,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	var deferMsgs []kafka.Message
 	redeferred := 0 // records deferred before and again now
 	for _, t := range tasks {
-		req, msg := t.req, t.msg
 		if recorded[t] {
 			// A previous owner fetched it and recorded the outcome.
-			h.s.opts.Attempts.Finish(req)
+			h.s.opts.Attempts.Finish(t.key())
 			h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
-			t.ack(msg)
+			h.ack(t)
 			continue
 		}
 		if _, ok := rebuilt[t]; ok {
@@ -470,11 +575,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			}
 			continue
 		}
-		var notBefore time.Time
-		if nb := req.GetNotBefore(); nb != nil {
-			notBefore = nb.AsTime()
-		}
-		switch h.crawlState(req) {
+		notBefore := t.notBeforeTime()
+		switch h.crawlState(t.crawl) {
 		case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 			cancelled = append(cancelled, t)
 			continue
@@ -528,15 +630,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			// in-flight limit); nothing is lost.
 			h.log.Warn("held requests that could not be deferred", zap.Int("count", len(deferred)), zap.Error(err))
 			for _, t := range deferred {
-				var nb time.Time
-				if t.req.GetNotBefore() != nil {
-					nb = t.req.GetNotBefore().AsTime()
-				}
-				h.push(t, nb)
+				h.push(t, t.notBeforeTime())
 			}
 		} else {
 			for _, t := range deferred {
-				t.ack(t.msg)
+				h.ack(t)
 			}
 			h.s.m.deferred.Add(float64(len(deferred)))
 		}
@@ -559,23 +657,38 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 // depthOf ranks a request in its host's queue: breadth-first, so that a
 // crawl stopped by its budget, a cancel or a rebalance has its shallowest
 // pages (see politeness.NewRanked).
-func depthOf(t *task) uint32 { return t.req.GetDepth() }
+func depthOf(t *task) uint32 { return t.depth }
 
 // hostFull reports whether host's queue takes no more requests: it holds
 // MaxHostQueue, or the host is backed off and a new request would wait
 // longer than MaxHostWait; wait is how long the queue ahead of a new
-// request and the host's back-off can take to pass.
+// request and the host's back-off can take to pass (politeness.Backlog).
+//
+// A queue that is full only by its length is not full when no other host
+// of the partition has room for more (politeness.OpenHosts is 0): records
+// read further could only feed hosts that cannot take them, so the
+// request is held over the bound instead of deferred, and the partition's
+// in-flight window bounds the memory (reading pauses when it is full). A
+// partition of one huge site then reads each of its URLs once instead of
+// cycling its surplus through the fetch topic; a deferral is for getting
+// past a host's surplus to the other hosts of the partition.
 func (h *handler) hostFull(host string, now time.Time) (wait time.Duration, full bool) {
 	o := h.s.opts
-	queued, delay, next := h.engine.HostQueue(host)
-	wait = max(next.Sub(now), 0) + time.Duration(queued)*delay
-	return wait, queued >= o.MaxHostQueue || (queued > 0 && next.Sub(now) > delay && wait > o.MaxHostWait)
+	queued, wait := h.engine.Backlog(host, now)
+	_, delay, next := h.engine.HostQueue(host)
+	if queued > 0 && next.Sub(now) > delay && wait > o.MaxHostWait {
+		return wait, true // backed off
+	}
+	return wait, queued >= o.MaxHostQueue && h.engine.OpenHosts() > 0
 }
 
 // deferral returns the record that defers t, when t is not to be held:
 // its host's queue is full (hostFull; the new not_before is when the queue
 // ahead of it and the host's back-off can have passed), or its not_before
-// is beyond the hold horizon.
+// is beyond the hold horizon. Every request of a host deferred at once is
+// due at once, so that when they come back the host's queue takes them by
+// depth (a deferral spread by arrival would let a deeper request deferred
+// first go before a shallower one deferred after it).
 func (h *handler) deferral(t *task, notBefore, now time.Time) (kafka.Message, bool) {
 	wait, full := h.hostFull(t.host, now)
 	switch {
@@ -608,8 +721,8 @@ func (h *handler) makeRoom(t *task, notBefore, now time.Time) (evicted *task, m 
 	h.pending(ev, false)
 	h.settle(ev, false)
 	evAt := now.Add(wait)
-	if nb := ev.req.GetNotBefore(); nb != nil && nb.AsTime().After(evAt) {
-		evAt = nb.AsTime()
+	if nb := ev.notBeforeTime(); nb.After(evAt) {
+		evAt = nb
 	}
 	if m, ok = h.deferMessage(ev, evAt); !ok {
 		h.push(ev, evAt) // not encodable (not seen): it stays, one over the bound
@@ -623,7 +736,8 @@ func (h *handler) makeRoom(t *task, notBefore, now time.Time) (evicted *task, m 
 // due at notBefore.
 func (h *handler) deferMessage(t *task, notBefore time.Time) (kafka.Message, bool) {
 	o := h.s.opts
-	req := proto.CloneOf(t.req)
+	req := proto.CloneOf(h.request(t))
+	compact(t)
 	req.NotBefore = timestamppb.New(notBefore)
 	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.host), req)
 	if err != nil {
@@ -646,9 +760,9 @@ func (h *handler) push(t *task, notBefore time.Time) {
 // false when it is held or was finished already: then the record is a
 // repeat and is acked without a request.
 func (h *handler) claim(t *task) bool {
-	if !h.s.opts.Attempts.Claim(t.req) {
+	if !h.s.opts.Attempts.Claim(t.key()) {
 		h.s.m.repeatsSkipped.WithLabelValues(skipHeld).Inc()
-		t.ack(t.msg)
+		h.ack(t)
 		return false
 	}
 	h.claimMu.Lock()
@@ -664,9 +778,9 @@ func (h *handler) settle(t *task, done bool) {
 	delete(h.claimed, t)
 	h.claimMu.Unlock()
 	if done {
-		h.s.opts.Attempts.Finish(t.req)
+		h.s.opts.Attempts.Finish(t.key())
 	} else {
-		h.s.opts.Attempts.Release(t.req)
+		h.s.opts.Attempts.Release(t.key())
 	}
 }
 
@@ -744,10 +858,10 @@ func (h *handler) syncGauges() {
 	h.reportedQueue, h.reportedActive = q, a
 }
 
-// crawlState is the state of req's crawl (running without Crawls).
-func (h *handler) crawlState(req *crawlv1.FetchRequest) crawlv1.CrawlState {
+// crawlState is the state of a crawl (running without Crawls).
+func (h *handler) crawlState(crawl string) crawlv1.CrawlState {
 	if h.s.opts.Crawls == nil {
 		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
 	}
-	return h.s.opts.Crawls.State(req.GetCrawlId())
+	return h.s.opts.Crawls.State(crawl)
 }

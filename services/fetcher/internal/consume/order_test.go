@@ -3,27 +3,33 @@ package consume
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
 // TestBoundedQueueBreadthFirst: a host's queue holds at most 3 requests
-// (--max-host-queue), so most of its requests are deferred to the fetch
-// topic and come back later; the host's site still sees every depth-1
-// page before any depth-2 page. "deep first": the depth-2 requests are
+// (--max-host-queue) while another host of the partition has room (a busy
+// host, its one request in flight throughout: see TestHostSurplus), so
+// most of its requests are deferred to the fetch topic and come back
+// later; the host's site still sees every depth-1 page before any depth-2
+// page. "deep first": the depth-2 requests are
 // ahead of the depth-1 ones in the topic, so the depth-1 ones find the
 // queue full of deeper work, which makes room for them (with the FIFO
 // queues before, the site saw /b0…/b5 first). "deep later": the depth-2
@@ -38,11 +44,11 @@ func TestBoundedQueueBreadthFirst(t *testing.T) {
 	)
 	tests := []struct {
 		name      string
-		ip        string
+		ip, busy  string
 		deepFirst bool
 	}{
-		{"deep first", "127.0.0.91", true},
-		{"deep later", "127.0.0.92", false},
+		{"deep first", "127.0.0.91", "127.0.0.97", true},
+		{"deep later", "127.0.0.92", "127.0.0.98", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,12 +58,24 @@ func TestBoundedQueueBreadthFirst(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			srv := startSite(t, tt.ip, pageHandler(""))
+			release := make(chan struct{})
+			var releaseOnce sync.Once
+			defer releaseOnce.Do(func() { close(release) })
+			busy := startSite(t, tt.busy, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/slow") { // in flight until the test is done
+					select {
+					case <-release:
+					case <-r.Context().Done():
+					}
+				}
+				http.NotFound(w, r)
+			}))
 			w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
 			defer w.Close()
-			requests := func(prefix string, n int, depth uint32) []kafka.Message {
+			requests := func(base, prefix string, n int, depth uint32) []kafka.Message {
 				var msgs []kafka.Message
 				for i := range n {
-					u := fmt.Sprintf("%s/%s%d", srv.base, prefix, i)
+					u := fmt.Sprintf("%s/%s%d", base, prefix, i)
 					key, err := kafkaio.Key(u)
 					if err != nil {
 						t.Fatal(err)
@@ -71,24 +89,29 @@ func TestBoundedQueueBreadthFirst(t *testing.T) {
 				}
 				return msgs
 			}
-			first := requests("a", shallow, 1)
+			first := append(requests(busy.base, "slow", 1, 0), requests(srv.base, "a", shallow, 1)...)
 			if tt.deepFirst {
-				first = append(requests("b", deep, 2), first...)
+				first = append(requests(srv.base, "b", deep, 2), first...)
+				first[0], first[deep] = first[deep], first[0] // the busy host's request first
 			}
 			if err := w.Write(ctx, first...); err != nil {
 				t.Fatal(err)
 			}
-			p := startFetcher(ctx, t, kcfg, store, "bfs", 100, Options{
+			p := startFetcherWith(ctx, t, kcfg, store, "bfs", 100, Options{
 				Workers: 2, Politeness: politeness.Options{Delay: delay}, MaxHostQueue: 3,
-			})
+			}, httpfetch.Options{FetchTimeout: 30 * time.Second})
 			defer p.stop(t)
 			if !tt.deepFirst {
 				waitFor(ctx, t, "the first page", func() bool { return srv.pageHits() >= 1 })
-				if err := w.Write(ctx, requests("b", deep, 2)...); err != nil {
+				if err := w.Write(ctx, requests(srv.base, "b", deep, 2)...); err != nil {
 					t.Fatal(err)
 				}
 			}
 			waitFor(ctx, t, "every page", func() bool { return srv.pageHits() >= shallow+deep })
+			releaseOnce.Do(func() { close(release) })
+			if n := testutil.ToFloat64(p.svc.m.deferred); n == 0 {
+				t.Error("no request deferred: the queue's bound was not exercised")
+			}
 			spans, hits := srv.snapshot()
 			sort.Slice(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
 			var order []string

@@ -34,7 +34,7 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 	msgs, page, row, kind, err := h.outcome(t, res)
 	res.Release() // the page record holds its own copy of the body
 	if err != nil {
-		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(h.request(t).GetUrl()), zap.Error(err))
 		return
 	}
 	h.recording.Add(1)
@@ -43,13 +43,13 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		if err != nil {
 			h.settle(t, false)
 			if ctx.Err() == nil {
-				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.url), zap.Error(err))
+				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.req.GetUrl()), zap.Error(err))
 			}
 			return
 		}
 		h.count(res.Status, kind)
 		h.settle(t, true)
-		t.ack(t.msg)
+		h.ack(t)
 	}})
 }
 
@@ -69,7 +69,8 @@ func (h *handler) count(status int, kind failure.Kind) {
 // failure).
 func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
 	s := h.s
-	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: t.req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
+	req := h.request(t)
+	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
 	// Where the answer is archived: on the page too, so that a row rebuilt
 	// from it (read-back after a crash) points at the record as well.
 	r.Page.WarcFile, r.Page.WarcOffset = t.warcFile, uint64(t.warcOffset)
@@ -77,12 +78,12 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Messag
 	if r.Redirect != outcome.RedirectNone {
 		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
 		if r.Redirect == outcome.RedirectInvalid {
-			h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(t.url), zap.Error(r.RedirectErr))
+			h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(req.GetUrl()), zap.Error(r.RedirectErr))
 		}
 	}
 	key := []byte(t.host)
 	if len(key) == 0 {
-		key = []byte(t.req.GetUrl()) // invalid URL: any stable key
+		key = []byte(req.GetUrl()) // invalid URL: any stable key
 	}
 	if r.Exhausted {
 		s.m.retries.WithLabelValues("exhausted").Inc()
@@ -90,7 +91,7 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Messag
 	if r.Retry != nil {
 		m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.host), r.Retry)
 		if err != nil {
-			h.log.Warn("skipped retry", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+			h.log.Warn("skipped retry", telemetry.URL(req.GetUrl()), zap.Error(err))
 			r.Page.WillRetry = false
 		} else {
 			s.m.retries.WithLabelValues("queued").Inc()
@@ -123,7 +124,7 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Messag
 func (h *handler) redirect(t *task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
 	key, err := kafkaio.Key(d.GetUrl())
 	if err != nil {
-		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.url), zap.Error(err))
+		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.req.GetUrl()), zap.Error(err))
 		return kafka.Message{}, false
 	}
 	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
@@ -146,7 +147,7 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
 // URL's terminal state), like recordCancelled.
 func (h *handler) recordSpent(ctx context.Context, ts []*task) {
 	for _, t := range ts {
-		if crawl := t.req.GetCrawlId(); h.s.spentLogged.first(crawl, "") {
+		if crawl := t.crawl; h.s.spentLogged.first(crawl, "") {
 			h.log.Info("page budget spent, recording first attempts without a request", telemetry.Crawl(crawl))
 		}
 	}
@@ -166,7 +167,7 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failur
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: kind, Err: errors.New(reason)}
 		m, page, row, k, err := h.outcome(t, res)
 		if err != nil {
-			h.log.Warn("left unrequested request unacked, redelivered later", telemetry.URL(t.url), telemetry.ErrorKind(string(kind)), zap.Error(err))
+			h.log.Warn("left unrequested request unacked, redelivered later", telemetry.URL(h.request(t).GetUrl()), telemetry.ErrorKind(string(kind)), zap.Error(err))
 			continue
 		}
 		robotsRows = append(robotsRows, t.robots...)
@@ -188,7 +189,7 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failur
 		for i, t := range done {
 			h.count(0, kinds[i])
 			h.settle(t, true)
-			t.ack(t.msg)
+			h.ack(t)
 		}
 	}})
 }
@@ -196,7 +197,7 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failur
 // pauseDeferral returns the record that holds t of a paused crawl: the
 // same request due PauseRecheck from now.
 func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
-	req := proto.CloneOf(t.req)
+	req := proto.CloneOf(h.request(t))
 	req.NotBefore = timestamppb.New(now.Add(h.s.opts.PauseRecheck))
 	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.host), req)
 	if err != nil {
@@ -216,6 +217,7 @@ func (h *handler) hold(ctx context.Context, t *task) {
 	now := h.s.opts.Now()
 	recheck := now.Add(h.s.opts.PauseRecheck)
 	m, ok := h.pauseDeferral(t, now)
+	compact(t)
 	if !ok {
 		h.engine.Push(t.host, t, recheck) // still claimed
 		return
@@ -224,7 +226,7 @@ func (h *handler) hold(ctx context.Context, t *task) {
 	h.pending(t, false) // the copy is the request now (push adds t back)
 	if err := h.s.prod.Write(ctx, m); err == nil {
 		h.s.m.pausedHeld.Inc()
-		t.ack(t.msg)
+		h.ack(t)
 		return
 	}
 	if ctx.Err() != nil {

@@ -50,13 +50,13 @@ func TestAttempts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := NewAttempts(8)
-			if !a.Claim(tt.first) {
+			if !a.Claim(keyOf(tt.first)) {
 				t.Fatal("first claim refused")
 			}
 			if tt.done {
-				a.Finish(tt.first)
+				a.Finish(keyOf(tt.first))
 			}
-			if got := a.Claim(tt.next); got != tt.want {
+			if got := a.Claim(keyOf(tt.next)); got != tt.want {
 				t.Errorf("Claim(next) = %v, want %v", got, tt.want)
 			}
 		})
@@ -65,31 +65,31 @@ func TestAttempts(t *testing.T) {
 	t.Run("released attempt comes back", func(t *testing.T) {
 		a := NewAttempts(8)
 		r := req("http://a/1", 0, t0, false)
-		a.Claim(r)
-		a.Release(r)
-		if !a.Claim(r) {
+		a.Claim(keyOf(r))
+		a.Release(keyOf(r))
+		if !a.Claim(keyOf(r)) {
 			t.Error("a released attempt was refused: its record would be lost")
 		}
 	})
 	t.Run("release keeps a finished attempt", func(t *testing.T) {
 		a := NewAttempts(8)
 		r := req("http://a/1", 0, t0, false)
-		a.Claim(r)
-		a.Finish(r)
-		a.Release(r)
-		if a.Claim(r) {
+		a.Claim(keyOf(r))
+		a.Finish(keyOf(r))
+		a.Release(keyOf(r))
+		if a.Claim(keyOf(r)) {
 			t.Error("a finished attempt was forgotten by Release")
 		}
 	})
 	t.Run("bounded", func(t *testing.T) {
 		a := NewAttempts(8)
 		for i := range 100 {
-			a.Claim(req(fmt.Sprintf("http://a/%d", i), 0, t0, false))
+			a.Claim(keyOf(req(fmt.Sprintf("http://a/%d", i), 0, t0, false)))
 		}
 		if n := a.Len(); n > 16 {
 			t.Errorf("%d attempts remembered, bound 16", n)
 		}
-		if a.Claim(req("http://a/99", 0, t0, false)) {
+		if a.Claim(keyOf(req("http://a/99", 0, t0, false))) {
 			t.Error("the latest attempt was forgotten")
 		}
 	})

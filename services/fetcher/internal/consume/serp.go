@@ -55,7 +55,7 @@ func (l *serpLog) first(crawl, host string) bool {
 // it (the turn that fetched robots.txt puts t back for the next) nothing
 // is.
 func (h *handler) robotsAllow(host string, t *task, rules *robots.Rules, request bool) bool {
-	switch rules.Check(t.url) {
+	switch rules.Check(t.req.GetUrl()) {
 	case robots.Allowed:
 		return true
 	case robots.Denied:
@@ -66,9 +66,9 @@ func (h *handler) robotsAllow(host string, t *task, rules *robots.Rules, request
 			return true
 		}
 		h.s.m.serpRobotsOverridden.Inc()
-		fields := []zap.Field{telemetry.Crawl(t.req.GetCrawlId()), telemetry.Host(host),
-			zap.String("serp_engine", t.req.GetSerpEngine()), telemetry.URL(t.url)}
-		if h.s.serpLogged.first(t.req.GetCrawlId(), host) {
+		fields := []zap.Field{telemetry.Crawl(t.crawl), telemetry.Host(host),
+			zap.String("serp_engine", t.req.GetSerpEngine()), telemetry.URL(t.req.GetUrl())}
+		if h.s.serpLogged.first(t.crawl, host) {
 			h.log.Info("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
 		} else {
 			h.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)

@@ -29,7 +29,7 @@ import (
 func (h *handler) turn(ctx context.Context, host string, t *task, dispatched time.Time) {
 	if !t.waited {
 		t.waited = true
-		h.s.m.politenessWait.Observe(dispatched.Sub(t.enqueued).Seconds())
+		h.s.m.politenessWait.Observe(dispatched.Sub(time.Unix(0, t.enqueued)).Seconds())
 	}
 	h.process(ctx, host, t)
 	h.syncGauges() // the dispatcher looks for the next host on return
@@ -38,7 +38,8 @@ func (h *handler) turn(ctx context.Context, host string, t *task, dispatched tim
 // process runs one turn of host: robots.txt if needed, else the page.
 func (h *handler) process(ctx context.Context, host string, t *task) {
 	s := h.s
-	switch h.crawlState(t.req) {
+	req := h.request(t)
+	switch h.crawlState(t.crawl) {
 	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
 		h.engine.Release(host) // no request made
 		h.pending(t, false)
@@ -49,9 +50,10 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		h.hold(ctx, t)
 		return
 	}
-	rules, fresh := s.robots.Lookup(t.origin)
-	if fresh && rules.Outcome == robots.Unavailable && t.req.GetAttempt() > 0 && t.req.GetNotBefore() != nil &&
-		rules.FetchedAt.Before(t.req.GetNotBefore().AsTime()) {
+	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
+	rules, fresh := s.robots.Lookup(origin)
+	if fresh && rules.Outcome == robots.Unavailable && req.GetAttempt() > 0 && req.GetNotBefore() != nil &&
+		rules.FetchedAt.Before(req.GetNotBefore().AsTime()) {
 		// A retry of a URL refused because robots.txt was unavailable:
 		// it is the "later" of "retry later", so robots.txt is asked
 		// again unless someone asked since this retry became due.
@@ -71,7 +73,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		if !ok {
 			return
 		}
-		rules = s.robots.Fetch(ctx, t.origin, host)
+		rules = s.robots.Fetch(ctx, origin, host)
 		h.serverDone(server, s.opts.Now())
 		if ctx.Err() != nil {
 			h.engine.Done(host, s.opts.Now())
@@ -86,6 +88,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		}
 		h.engine.Done(host, s.opts.Now())
 		if h.robotsAllow(host, t, rules, false) {
+			compact(t)
 			h.engine.PushFront(host, t)
 			return
 		}
@@ -107,8 +110,8 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		h.refuse(ctx, t, rules)
 		return
 	}
-	r := httpfetch.Request{URL: t.url, Host: host, Sitemap: strings.HasSuffix(t.req.GetParentUrl(), "/robots.txt"),
-		ETag: t.req.GetEtag(), LastModified: t.req.GetLastModified(), Capture: s.opts.Archive != nil}
+	r := httpfetch.Request{URL: req.GetUrl(), Host: host, Sitemap: strings.HasSuffix(req.GetParentUrl(), "/robots.txt"),
+		ETag: req.GetEtag(), LastModified: req.GetLastModified(), Capture: s.opts.Archive != nil}
 	server, ok := h.claimServer(ctx, host, t)
 	if !ok {
 		h.uncharge(t) // back in its queue: charged again at its turn
@@ -151,7 +154,7 @@ func (h *handler) archive(ctx context.Context, t *task, res *httpfetch.Response)
 	}
 	file, off, err := h.s.opts.Archive.Archive(ctx, t.req, res)
 	if err != nil {
-		h.log.Warn("left fetch unacked, not archived; redelivered later", telemetry.URL(t.url), zap.Error(err))
+		h.log.Warn("left fetch unacked, not archived; redelivered later", telemetry.URL(t.req.GetUrl()), zap.Error(err))
 		return false
 	}
 	t.warcFile, t.warcOffset = file, off
@@ -177,6 +180,7 @@ func (h *handler) claimServer(ctx context.Context, host string, t *task) (key st
 	claimed, retryAt := s.opts.Servers.Acquire(key)
 	if !claimed {
 		s.m.serverWaits.Inc()
+		compact(t)
 		h.engine.Requeue(host, t, retryAt)
 		return "", false
 	}
@@ -268,7 +272,7 @@ func robotsVerdict(k failure.Kind) string {
 func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) {
 	var minDelay, maxCrawlDelay time.Duration
 	if h.s.opts.Crawls != nil {
-		p := h.s.opts.Crawls.Get(t.req.GetCrawlId()).GetPoliteness()
+		p := h.s.opts.Crawls.Get(t.crawl).GetPoliteness()
 		minDelay, maxCrawlDelay = p.GetDelay().AsDuration(), p.GetMaxCrawlDelay().AsDuration()
 	}
 	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
@@ -278,7 +282,7 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 // first attempt (a retry's URL was charged by its first attempt; a
 // revisit is not a new page) of a fetcher with budgets.
 func (h *handler) charged(t *task) bool {
-	return h.s.opts.Budget != nil && t.req.GetAttempt() == 0 && !t.req.GetRevisit()
+	return h.s.opts.Budget != nil && t.id.attempt == 0 && !t.revisit
 }
 
 // spent reports whether t would be refused by its crawl's page budget,
@@ -287,9 +291,9 @@ func (h *handler) spent(ctx context.Context, t *task) bool {
 	if !h.charged(t) {
 		return false
 	}
-	spent, err := h.s.opts.Budget.Exhausted(ctx, t.req.GetCrawlId())
+	spent, err := h.s.opts.Budget.Exhausted(ctx, t.crawl)
 	if err != nil {
-		h.log.Warn("checked page budget on this fetcher's count only", telemetry.Crawl(t.req.GetCrawlId()), zap.Error(err))
+		h.log.Warn("checked page budget on this fetcher's count only", telemetry.Crawl(t.crawl), zap.Error(err))
 	}
 	return spent
 }
@@ -303,10 +307,10 @@ func (h *handler) charge(ctx context.Context, t *task) bool {
 	if !h.charged(t) {
 		return true
 	}
-	ok, err := h.s.opts.Budget.Reserve(ctx, t.req.GetCrawlId())
+	ok, err := h.s.opts.Budget.Reserve(ctx, t.crawl)
 	h.pending(t, false) // charged, or refused: no longer a page to come
 	if err != nil {
-		h.log.Warn("charged page budget on this fetcher's count only", telemetry.Crawl(t.req.GetCrawlId()), zap.Error(err))
+		h.log.Warn("charged page budget on this fetcher's count only", telemetry.Crawl(t.crawl), zap.Error(err))
 	}
 	if !ok {
 		h.recordSpent(ctx, []*task{t})
@@ -337,11 +341,11 @@ func (h *handler) yieldToShallower(host string, t *task) bool {
 	if !h.charged(t) || t.yields >= maxYields {
 		return false
 	}
-	left := h.s.opts.Budget.Remaining(t.req.GetCrawlId())
+	left := h.s.opts.Budget.Remaining(t.crawl)
 	if left <= 0 {
 		return false // unlimited, or spent (charge refuses t)
 	}
-	crawl, depth := t.req.GetCrawlId(), t.req.GetDepth()
+	crawl, depth := t.crawl, t.depth
 	var shallower int64
 	h.unchargedMu.Lock()
 	if left > int64(len(h.uncharged)) {
@@ -349,7 +353,7 @@ func (h *handler) yieldToShallower(host string, t *task) bool {
 		return false // more pages left than the partition holds: no scan
 	}
 	for o := range h.uncharged {
-		if o.req.GetDepth() < depth && o.req.GetCrawlId() == crawl {
+		if o.depth < depth && o.crawl == crawl {
 			if shallower++; shallower >= left {
 				break
 			}
@@ -361,6 +365,7 @@ func (h *handler) yieldToShallower(host string, t *task) bool {
 	}
 	t.yields++
 	_, delay, _ := h.engine.HostQueue(host)
+	compact(t)
 	h.engine.Requeue(host, t, h.s.opts.Now().Add(max(delay, minYield)))
 	h.s.m.budgetYields.Inc()
 	return true
@@ -387,7 +392,7 @@ func (h *handler) pending(t *task, add bool) {
 // uncharge gives back t's page when its turn made no request after all.
 func (h *handler) uncharge(t *task) {
 	if h.charged(t) {
-		h.s.opts.Budget.Unreserve(t.req.GetCrawlId())
+		h.s.opts.Budget.Unreserve(t.crawl)
 		h.pending(t, true)
 	}
 }

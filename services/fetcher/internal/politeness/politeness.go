@@ -43,6 +43,9 @@ type Options struct {
 	// that slows down under load is given proportionally more room. Zero
 	// turns it off.
 	ResponseFactor float64
+	// FullAt is the queue length at which a host counts as full
+	// (OpenHosts); zero: no host is ever full.
+	FullAt int
 }
 
 func (o Options) withDefaults() Options {
@@ -91,6 +94,7 @@ type hostState[T any] struct {
 	delay     time.Duration
 	heapIndex int  // index in Engine.waiting, -1 when absent
 	busy      bool // active or has queued items (counted in Engine.busy)
+	open      bool // busy with fewer than Options.FullAt queued items (counted in Engine.open)
 
 	backoffLevel int           // consecutive Backoff calls without Recovered
 	took         time.Duration // duration of the last request (ObserveDuration)
@@ -274,6 +278,7 @@ type Engine[T any] struct {
 	waiting    hostHeap[T] // hosts with queued items and no request in flight, by eligibleAt
 	queued     int
 	busy       int    // hosts with queued items or a request in flight
+	open       int    // busy hosts with room below Options.FullAt
 	seq        uint64 // pushes so far (Push counts up from midSeq)
 	frontSeq   uint64 // PushFront and Requeue so far (they count down from midSeq)
 	sweepAt    int    // sweep idle hosts when the map reaches this size
@@ -550,6 +555,29 @@ func (e *Engine[T]) Hosts() int {
 	return e.busy
 }
 
+// OpenHosts returns the number of hosts with queued items or a request in
+// flight that are not full (fewer than Options.FullAt queued items): the
+// hosts that more records of the partition could still feed.
+func (e *Engine[T]) OpenHosts() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.open
+}
+
+// Backlog returns the number of items queued for host and how long an item
+// pushed now would wait before it may start: the host's next-allowed time,
+// then a turn for every item ahead of it, each the host's gap after a
+// request plus the time its last request took.
+func (e *Engine[T]) Backlog(host string, now time.Time) (queued int, wait time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.hosts[host]
+	if !ok {
+		return 0, max(e.assignedAt.Add(e.opts.Delay).Sub(now), 0)
+	}
+	return h.queued(), max(h.next.Sub(now), 0) + time.Duration(h.queued())*(e.gap(h)+h.took)
+}
+
 // host returns the state of name, creating it. A new host may start no
 // earlier than the assignment time + Delay.
 func (e *Engine[T]) host(name string) *hostState[T] {
@@ -577,6 +605,14 @@ func (e *Engine[T]) fix(h *hostState[T]) {
 			e.busy++
 		} else {
 			e.busy--
+		}
+	}
+	if open := busy && e.opts.FullAt > 0 && h.queued() < e.opts.FullAt; open != h.open {
+		h.open = open
+		if open {
+			e.open++
+		} else {
+			e.open--
 		}
 	}
 	wantWaiting := !h.active && h.queued() > 0

@@ -601,3 +601,58 @@ func TestResponseFactor(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenHostsAndBacklog: OpenHosts counts the busy hosts with room below
+// FullAt (the consumer holds a full host's surplus when there is none),
+// and Backlog says how long an item pushed now waits: the host's
+// next-allowed time, then a turn (gap plus the last request's duration)
+// for every item ahead of it.
+func TestOpenHostsAndBacklog(t *testing.T) {
+	now := t0
+	clock := func() time.Time { return now }
+	e := New[string](clock, Options{Delay: 100 * time.Millisecond, FullAt: 2})
+	open := func(want int, when string) {
+		t.Helper()
+		if got := e.OpenHosts(); got != want {
+			t.Errorf("%s: OpenHosts() = %d, want %d", when, got, want)
+		}
+	}
+	open(0, "empty")
+	e.Push("a", "a1", time.Time{})
+	e.Push("b", "b1", time.Time{})
+	open(2, "a and b hold one item each")
+	e.Push("a", "a2", time.Time{})
+	open(1, "a full")
+	e.Push("a", "a3", time.Time{}) // over the bound: still full, not open
+	open(1, "a over the bound")
+	if q, wait := e.Backlog("a", now); q != 3 || wait != 100*time.Millisecond+3*100*time.Millisecond {
+		t.Errorf("Backlog(a) before any request = %d, %v; want 3 items, the first delay and 3 turns of 100ms", q, wait)
+	}
+
+	now = at(100)
+	if host, _, ok := e.Next(now); !ok || host != "a" {
+		t.Fatalf("Next after the first delay = %q, %v; want a (equal times go by name)", host, ok)
+	}
+	open(1, "a took one, two left: still full")
+	e.ObserveDuration("a", 20*time.Millisecond)
+	e.Done("a", at(120))
+	if q, wait := e.Backlog("a", at(120)); q != 2 || wait != 100*time.Millisecond+2*120*time.Millisecond {
+		t.Errorf("Backlog(a) after a 20ms request = %d, %v; want 2 items, the delay and 2 turns of 120ms", q, wait)
+	}
+	if q, wait := e.Backlog("unknown", at(120)); q != 0 || wait != 0 {
+		t.Errorf("Backlog of an unknown host after the first delay = %d, %v; want nothing to wait for", q, wait)
+	}
+	for _, h := range []string{"a", "b"} { // drain
+		for {
+			q, _ := e.Backlog(h, now)
+			if q == 0 {
+				break
+			}
+			now = now.Add(time.Second)
+			if hh, _, ok := e.Next(now); ok {
+				e.Done(hh, now)
+			}
+		}
+	}
+	open(0, "drained")
+}
