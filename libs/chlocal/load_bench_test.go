@@ -430,7 +430,7 @@ func (g *crawlLoad) run(ctx context.Context, b *testing.B, rate int, d time.Dura
 	fail := func(err error) { failed.CompareAndSwap(nil, &err) }
 	loadSeen := func() {
 		for p := range loadPartitions {
-			if err := g.store.LoadSeen(ctx, p, func(string, uint64) {}); err != nil {
+			if err := g.store.LoadSeen(ctx, p, nil, func(string, uint64) {}); err != nil {
 				fail(err)
 			}
 		}

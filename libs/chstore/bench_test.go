@@ -26,7 +26,7 @@ func BenchmarkLoadSeen(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		got := 0
-		if err := s.LoadSeen(ctx, 7, func(string, uint64) { got++ }); err != nil {
+		if err := s.LoadSeen(ctx, 7, nil, func(string, uint64) { got++ }); err != nil {
 			b.Fatal(err)
 		}
 		if got != n {

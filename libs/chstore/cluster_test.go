@@ -158,7 +158,7 @@ func TestCluster(t *testing.T) {
 	loadSeen := func(s *chstore.Store) map[uint64]bool {
 		got := map[uint64]bool{}
 		for p := range 7 {
-			if err := s.LoadSeen(ctx, p, func(_ string, fp uint64) { got[fp] = true }); err != nil {
+			if err := s.LoadSeen(ctx, p, nil, func(_ string, fp uint64) { got[fp] = true }); err != nil {
 				t.Fatalf("load seen %d: %v", p, err)
 			}
 		}

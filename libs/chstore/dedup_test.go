@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -143,22 +144,38 @@ func TestLoadSeen(t *testing.T) {
 	tests := []struct {
 		name      string
 		partition int
+		skip      []string
 	}{
-		{"partition 0", 0}, {"partition 3", 3}, {"empty partition", 9},
+		{"partition 0", 0, nil}, {"partition 3", 3, nil}, {"empty partition", 9, nil},
+		{"a retired crawl left out", 3, []string{"c2"}},
+		{"every crawl retired", 3, []string{"c1", "c2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := map[key]bool{}
-			err := s.LoadSeen(ctx, tt.partition, func(crawl string, fp uint64) { got[key{crawl, fp}] = true })
+			err := s.LoadSeen(ctx, tt.partition, tt.skip, func(crawl string, fp uint64) { got[key{crawl, fp}] = true })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !maps.Equal(got, want[tt.partition]) {
-				t.Errorf("partition %d: got %d fingerprints, want %d", tt.partition, len(got), len(want[tt.partition]))
+			wantP := maps.Clone(want[tt.partition])
+			maps.DeleteFunc(wantP, func(k key, _ bool) bool { return slices.Contains(tt.skip, k.crawl) })
+			if !maps.Equal(got, wantP) {
+				t.Errorf("partition %d without %v: got %d fingerprints, want %d", tt.partition, tt.skip, len(got), len(wantP))
+			}
+			for _, crawl := range tt.skip { // what a crawl running again loads
+				one := map[key]bool{}
+				if err := s.LoadSeenCrawl(ctx, tt.partition, crawl, func(fp uint64) { one[key{crawl, fp}] = true }); err != nil {
+					t.Fatal(err)
+				}
+				wantC := maps.Clone(want[tt.partition])
+				maps.DeleteFunc(wantC, func(k key, _ bool) bool { return k.crawl != crawl })
+				if !maps.Equal(one, wantC) {
+					t.Errorf("LoadSeenCrawl(%d, %s): got %d fingerprints, want %d", tt.partition, crawl, len(one), len(wantC))
+				}
 			}
 		})
 	}
-	if err := s.LoadSeen(ctx, 70000, func(string, uint64) {}); err == nil {
+	if err := s.LoadSeen(ctx, 70000, nil, func(string, uint64) {}); err == nil {
 		t.Error("LoadSeen(70000): want out-of-range error")
 	}
 }

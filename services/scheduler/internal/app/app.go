@@ -83,7 +83,7 @@ func (s *Scheduler) admission(reg prometheus.Registerer) (*kafkaio.Group, error)
 	sched, err := consume.New(consume.Config{
 		Topics: topics, Partitions: cfg.Kafka.Partitions,
 		MaxDepth: uint32(cfg.MaxDepth), DepthLimit: config.SpecDepth(specs), Scope: config.SpecScope(specs, s.log),
-		State: specs.State, Paused: config.PausedCrawls(specs), Changed: specs.Changed,
+		State: specs.State, Paused: config.PausedCrawls(specs), Retired: config.RetiredCrawls(specs), Changed: specs.Changed,
 		SyncSpec:  func(ctx context.Context, crawlID string) error { _, err := specs.GetSynced(ctx, crawlID); return err },
 		HostLimit: config.SpecHostPages(specs), HostCounts: sinks.CountHosts(store),
 		HostQuota: cfg.HostQuota, QuotaWindow: cfg.QuotaWindow,

@@ -65,6 +65,20 @@ func PausedCrawls(specs *crawlcontrol.Specs) func() []string {
 	}
 }
 
+// RetiredCrawls lists the crawls whose specification says CANCELLED: no
+// scheduler admits their URLs, so none keeps their fingerprints.
+func RetiredCrawls(specs *crawlcontrol.Specs) func() []string {
+	return func() []string {
+		var ids []string
+		for _, sp := range specs.All() {
+			if sp.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+				ids = append(ids, sp.GetCrawlId())
+			}
+		}
+		return ids
+	}
+}
+
 // SpecRevisit returns a crawl's revisit policy from its specification;
 // crawls without one (or with revisit disabled) are not revisited.
 func SpecRevisit(specs *crawlcontrol.Specs) func(crawlID string) (revisit.Policy, bool) {

@@ -61,10 +61,12 @@ type EventWriter interface {
 	Write(ctx context.Context, rs ...rows.URLEventRow) error
 }
 
-// SeenLoader streams a partition's stored fingerprints; *chstore.Store.
+// SeenLoader streams a partition's stored fingerprints, leaving out the
+// crawls in skip (or only crawl's, with LoadSeenCrawl); *chstore.Store.
 // Safe for concurrent use.
 type SeenLoader interface {
-	LoadSeen(ctx context.Context, partition int, fn func(crawlID string, fp uint64)) error
+	LoadSeen(ctx context.Context, partition int, skip []string, fn func(crawlID string, fp uint64)) error
+	LoadSeenCrawl(ctx context.Context, partition int, crawlID string, fn func(fp uint64)) error
 }
 
 // Config is the scheduler's consuming configuration.
@@ -98,6 +100,12 @@ type Config struct {
 	// Paused, optional, lists the crawls whose frontier rows the pump must
 	// leave pending (the PAUSED ones).
 	Paused func() []string
+	// Retired, optional, lists the crawls whose URLs are no longer admitted
+	// (the CANCELLED ones, by State): their fingerprints are neither
+	// loaded when a partition is assigned nor kept once a crawl retires,
+	// so a scheduler's memory holds the crawls that run, not every crawl
+	// ever run.
+	Retired func() []string
 	// Changed, optional, returns a channel closed at the next change of
 	// the crawl specifications (crawlcontrol.Specs.Changed): the pumps
 	// then run at once, so a resumed crawl's held URLs go out without
@@ -211,50 +219,82 @@ func (s *Scheduler) partitionOf(canonical string) ([]byte, int, error) {
 	return key, kafkaio.PartitionFor(key, s.cfg.Partitions), nil
 }
 
-// Assign loads the partition's seen set from ClickHouse, retrying until it
-// succeeds or ctx is done, and returns the partition's handler. It is a
-// kafkaio.AssignFunc.
+// Assign loads the partition's seen sets from ClickHouse (one per crawl
+// that is not retired), retrying until it succeeds or ctx is done, and
+// returns the partition's handler. It is a kafkaio.AssignFunc.
 func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {
 	log := s.log.With(telemetry.Topic(topic), telemetry.Partition(partition))
-	delay := s.cfg.LoadRetry
-	for {
+	var skip []string
+	if s.cfg.Retired != nil {
+		skip = s.cfg.Retired()
+	}
+	var sets map[string]*dedup.Set
+	counts := make(map[string]int64)
+	err := s.retryLoad(ctx, log, func() error {
+		sets, counts = make(map[string]*dedup.Set), make(map[string]int64)
 		start := time.Now()
-		set := dedup.New(0)
-		counts := make(map[string]int64)
-		err := s.loader.LoadSeen(ctx, partition, func(crawlID string, fp uint64) {
+		err := s.loader.LoadSeen(ctx, partition, skip, func(crawlID string, fp uint64) {
+			set := sets[crawlID]
+			if set == nil {
+				set = dedup.New(0)
+				sets[crawlID] = set
+			}
 			if set.Add(fp) { // a row not yet merged by ClickHouse may repeat
 				counts[crawlID]++
 			}
 		})
 		if err == nil {
-			took := time.Since(start)
-			s.metrics.seenLoad.Observe(took.Seconds())
-			s.metrics.seenSize.Add(float64(set.Len()))
-			s.budget.Hold(partition, counts)
-			log.Info("loaded seen set", zap.Int("urls", set.Len()), zap.Int("crawls", len(counts)),
-				zap.Int("bytes", set.Bytes()), zap.Duration("took", took))
-			h := &handler{s: s, partition: partition, seen: set, batch: dedup.New(0), log: log,
-				quota: frontier.NewQuota(s.cfg.HostQuota, s.cfg.QuotaWindow, s.now)}
-			if s.cfg.HostLimit != nil {
-				h.hosts = budget.NewHosts(partition, s.cfg.HostLimit, s.cfg.HostCounts)
-			}
-			h.persists = kafkaio.NewLater(ctx, log)
-			if s.frontier != nil {
-				// Also without a quota: it releases the URLs of paused
-				// crawls once they run again.
-				h.pump = frontier.StartPump(s.pumpConfig(), partition, h.quota, s.frontier, s.producer, s.events, log)
-			}
-			return h, nil
+			s.metrics.seenLoad.Observe(time.Since(start).Seconds())
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	urls, bytes := 0, 0
+	for _, set := range sets {
+		urls, bytes = urls+set.Len(), bytes+set.Bytes()
+	}
+	s.metrics.seenSize.Add(float64(urls))
+	s.budget.Hold(partition, counts)
+	log.Info("loaded seen set", zap.Int("urls", urls), zap.Int("crawls", len(sets)), zap.Int("retired_crawls", len(skip)),
+		zap.Int("bytes", bytes))
+	h := &handler{s: s, partition: partition, seen: sets, skipped: make(map[string]bool), batch: dedup.New(0), log: log,
+		quota: frontier.NewQuota(s.cfg.HostQuota, s.cfg.QuotaWindow, s.now)}
+	for _, id := range skip {
+		h.skipped[id] = true
+	}
+	if s.cfg.HostLimit != nil {
+		h.hosts = budget.NewHosts(partition, s.cfg.HostLimit, s.cfg.HostCounts)
+	}
+	h.persists = kafkaio.NewLater(ctx, log)
+	if s.frontier != nil {
+		// Also without a quota: it releases the URLs of paused
+		// crawls once they run again.
+		h.pump = frontier.StartPump(s.pumpConfig(), partition, h.quota, s.frontier, s.producer, s.events, log)
+	}
+	return h, nil
+}
+
+// retryLoad runs load until it succeeds or ctx is done, waiting
+// cfg.LoadRetry after the first failure, doubled up to 5s: a partition
+// whose seen set cannot be loaded stalls, it is never served without it.
+func (s *Scheduler) retryLoad(ctx context.Context, log *zap.Logger, load func() error) error {
+	delay := s.cfg.LoadRetry
+	for {
+		err := load()
+		if err == nil {
+			return nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("load seen set: %w", ctx.Err())
+			return fmt.Errorf("load seen set: %w", ctx.Err())
 		}
 		log.Warn("load seen set failed, retrying", zap.Error(err), zap.Duration("retry_in", delay))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("load seen set: %w", ctx.Err())
+			return fmt.Errorf("load seen set: %w", ctx.Err())
 		case <-t.C:
 		}
 		delay = min(2*delay, 5*time.Second)
@@ -266,11 +306,15 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 type handler struct {
 	s         *Scheduler
 	partition int
-	seen      *dedup.Set // persisted fingerprints of the partition
-	batch     *dedup.Set // fingerprints admitted in the current batch
-	quota     *frontier.Quota
-	pump      *frontier.Pump // nil without a frontier
-	log       *zap.Logger
+	// seen holds the persisted fingerprints of the partition, a set per
+	// crawl that is not retired; skipped are the crawls whose
+	// fingerprints were left out (retired), loaded should one run again.
+	seen    map[string]*dedup.Set
+	skipped map[string]bool
+	batch   *dedup.Set // fingerprints admitted in the current batch
+	quota   *frontier.Quota
+	pump    *frontier.Pump // nil without a frontier
+	log     *zap.Logger
 	// hosts is the partition's per-host page budgets (nil without
 	// Config.HostLimit).
 	hosts *budget.Hosts
@@ -283,10 +327,54 @@ type handler struct {
 // hostTaken is one per-host budget unit taken in the current batch.
 type hostTaken struct{ crawl, host string }
 
-// seenView is the partition's seen set plus the batch admitted so far.
+// seenView is a crawl's seen set in the partition plus the batch admitted
+// so far (every crawl's: fingerprints are of the crawl and the URL).
 type seenView struct{ seen, batch *dedup.Set }
 
 func (v seenView) Contains(fp uint64) bool { return v.seen.Contains(fp) || v.batch.Contains(fp) }
+
+// setOf returns crawl's seen set in the partition, creating it (empty for
+// a crawl new to the partition, loaded from ClickHouse for one whose
+// fingerprints were left out when it was retired).
+func (h *handler) setOf(ctx context.Context, crawl string) (*dedup.Set, error) {
+	if set, ok := h.seen[crawl]; ok {
+		return set, nil
+	}
+	set := dedup.New(0)
+	if h.skipped[crawl] {
+		err := h.s.retryLoad(ctx, h.log, func() error {
+			set = dedup.New(0)
+			return h.s.loader.LoadSeenCrawl(ctx, h.partition, crawl, func(fp uint64) { set.Add(fp) })
+		})
+		if err != nil {
+			return nil, err
+		}
+		delete(h.skipped, crawl)
+		h.s.metrics.seenSize.Add(float64(set.Len()))
+		h.log.Info("loaded seen set of a crawl running again", telemetry.Crawl(crawl), zap.Int("urls", set.Len()))
+	}
+	h.seen[crawl] = set
+	return set, nil
+}
+
+// retire drops the seen sets of the crawls retired since the last batch
+// (Config.Retired): their URLs are no longer admitted, and their
+// fingerprints stay in ClickHouse.
+func (h *handler) retire() {
+	if h.s.cfg.Retired == nil {
+		return
+	}
+	for _, id := range h.s.cfg.Retired() {
+		set, ok := h.seen[id]
+		if !ok {
+			continue
+		}
+		delete(h.seen, id)
+		h.skipped[id] = true
+		h.s.metrics.seenSize.Sub(float64(set.Len()))
+		h.log.Info("released seen set of a retired crawl", telemetry.Crawl(id), zap.Int("urls", set.Len()))
+	}
+}
 
 // Handle decides every record and produces the fetch requests, then
 // returns: the batch's rows (fingerprints, deferred URLs, drop events) are
@@ -304,7 +392,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	s := h.s
 	start := time.Now()
 	h.batch.Reset()
-	view := seenView{seen: h.seen, batch: h.batch}
+	h.retire()
 	var (
 		out      []kafka.Message // fetch requests and re-keyed discoveries
 		seenRows []rows.SeenRow  // of the URLs produced
@@ -341,7 +429,12 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				return fmt.Errorf("wait for the specification of crawl %s: %w", u.GetCrawlId(), err)
 			}
 		}
-		d, err := s.policy.Decide(ctx, &u, h.partition, view, s.budget, hosts)
+		set, err := h.setOf(ctx, u.GetCrawlId())
+		if err != nil {
+			undo()
+			return err
+		}
+		d, err := s.policy.Decide(ctx, &u, h.partition, seenView{seen: set, batch: h.batch}, s.budget, hosts)
 		if err != nil {
 			undo()
 			return err
@@ -405,10 +498,10 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	// The requests are out: from here on a failure redelivers the batch
 	// and its URLs are fetched twice, never lost.
 	for _, r := range seenRows {
-		h.seen.Add(r.FP)
+		h.seen[r.CrawlID].Add(r.FP)
 	}
 	for _, r := range heldRows {
-		h.seen.Add(r.FP)
+		h.seen[r.CrawlID].Add(r.FP)
 	}
 	admitted := len(seenRows) + len(heldRows)
 	s.metrics.received.Add(float64(len(batch)))
@@ -518,9 +611,13 @@ func (h *handler) Close(ctx context.Context) error {
 	if h.pump != nil {
 		h.pump.Stop()
 	}
-	h.s.metrics.seenSize.Sub(float64(h.seen.Len()))
+	urls := 0
+	for _, set := range h.seen {
+		urls += set.Len()
+	}
+	h.s.metrics.seenSize.Sub(float64(urls))
 	h.s.budget.Release(h.partition)
-	h.log.Info("released seen set", zap.Int("urls", h.seen.Len()))
+	h.log.Info("released seen set", zap.Int("urls", urls))
 	h.seen, h.batch = nil, nil
 	return err
 }

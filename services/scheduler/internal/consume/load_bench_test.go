@@ -30,7 +30,7 @@ func BenchmarkLoadSeen10M(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		set = dedup.New(0)
-		if err := s.LoadSeen(ctx, 3, func(_ string, fp uint64) { set.Add(fp) }); err != nil {
+		if err := s.LoadSeen(ctx, 3, nil, func(_ string, fp uint64) { set.Add(fp) }); err != nil {
 			b.Fatal(err)
 		}
 		if set.Len() != n {

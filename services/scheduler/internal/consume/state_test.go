@@ -21,15 +21,67 @@ func specsConfig(specs *crawlcontrol.Specs) Config {
 		QuotaWindow: time.Hour, // resumes must not wait for a window
 		State:       specs.State,
 		Changed:     specs.Changed,
-		Paused: func() []string {
-			var ids []string
-			for _, sp := range specs.All() {
-				if sp.GetState() == crawlv1.CrawlState_CRAWL_STATE_PAUSED {
-					ids = append(ids, sp.GetCrawlId())
-				}
+		Paused:      crawlsIn(specs, crawlv1.CrawlState_CRAWL_STATE_PAUSED),
+		Retired:     crawlsIn(specs, crawlv1.CrawlState_CRAWL_STATE_CANCELLED),
+	}
+}
+
+// crawlsIn lists the crawls of specs in state st.
+func crawlsIn(specs *crawlcontrol.Specs, st crawlv1.CrawlState) func() []string {
+	return func() []string {
+		var ids []string
+		for _, sp := range specs.All() {
+			if sp.GetState() == st {
+				ids = append(ids, sp.GetCrawlId())
 			}
-			return ids
-		},
+		}
+		return ids
+	}
+}
+
+// TestRetiredCrawlsLeaveMemory: a cancelled crawl's fingerprints leave the
+// scheduler's memory at its next batch, are not loaded when a partition is
+// assigned, and come back from ClickHouse should the crawl run again (its
+// URLs are still duplicates then).
+func TestRetiredCrawlsLeaveMemory(t *testing.T) {
+	e := newEnv(t)
+	specs := crawlcontrol.NewSpecs()
+	setState(t, specs, "old", 1, crawlv1.CrawlState_CRAWL_STATE_RUNNING)
+	var oldRecs, liveRecs []rec
+	for i := range 5 {
+		oldRecs = append(oldRecs, disc("old", fmt.Sprintf("http://o.example/%d", i), 1))
+		liveRecs = append(liveRecs, disc("live", fmt.Sprintf("http://l.example/%d", i), 1))
+	}
+	seenSize := func(inst *instance) int { return int(testutil.ToFloat64(inst.s.metrics.seenSize)) }
+
+	first := e.startWith(specsConfig(specs), 0)
+	e.publish(append(oldRecs, liveRecs...)...)
+	e.drain()
+	if n := seenSize(first); n != 10 {
+		t.Fatalf("seen set holds %d urls, want 10", n)
+	}
+	setState(t, specs, "old", 2, crawlv1.CrawlState_CRAWL_STATE_CANCELLED)
+	e.publish(disc("live", "http://l.example/more", 1))
+	e.drain()
+	if n := seenSize(first); n != 6 {
+		t.Errorf("after old was cancelled the seen set holds %d urls, want live's 6", n)
+	}
+	first.stop()
+
+	second := e.startWith(specsConfig(specs), 0)
+	e.publish(disc("live", "http://l.example/0", 1)) // a batch: the partition is assigned and loaded
+	e.drain()
+	if n := seenSize(second); n != 6 {
+		t.Errorf("a new owner loaded %d urls, want live's 6 (old is cancelled)", n)
+	}
+	setState(t, specs, "old", 3, crawlv1.CrawlState_CRAWL_STATE_RUNNING)
+	e.publish(oldRecs...)
+	e.drain()
+	if n := seenSize(second); n != 11 {
+		t.Errorf("once old runs again the seen set holds %d urls, want 11", n)
+	}
+	if n := dropped(second.s, admit.Duplicate); n != 6 {
+		t.Errorf("%d duplicates dropped, want 6 (live's repeat and old's five, loaded again)", n)
 	}
 }
 
