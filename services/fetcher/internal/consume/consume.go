@@ -57,9 +57,11 @@ type Recorder interface {
 }
 
 // Fetcher performs one request (httpfetch.Fetcher). Safe for concurrent
-// use; blocks for at most its fetch timeout.
+// use; Fetch blocks for at most its fetch timeout. Release closes the
+// connection kept for a host the partition holds no request of.
 type Fetcher interface {
 	Fetch(ctx context.Context, r httpfetch.Request) *httpfetch.Response
+	Release(host string)
 }
 
 // Defaults of Options.
@@ -520,7 +522,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		// previous owner can have handled.
 		h.suspectBelow, h.suspectKnown = batch[0].HighWaterMark, true
 	}
-	h.acker = ack
+	if h.acker == nil {
+		// The group's ack is the same for every batch of an assignment;
+		// set before any task is queued, so that turns read it after.
+		h.acker = ack
+	}
 	tasks := make([]*task, 0, len(batch))
 	var suspect []*task
 	for _, msg := range batch {

@@ -33,6 +33,8 @@ import (
 func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
 	msgs, page, row, kind, err := h.outcome(t, res)
 	res.Release() // the page record holds its own copy of the body
+	url := row.URL
+	compact(t) // its outcome is encoded: thousands may wait for their writes
 	if err != nil {
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(h.request(t).GetUrl()), zap.Error(err))
 		return
@@ -43,7 +45,7 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		if err != nil {
 			h.settle(t, false)
 			if ctx.Err() == nil {
-				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(url), zap.Error(err))
 			}
 			return
 		}
@@ -166,6 +168,7 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failur
 	for _, t := range ts {
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: kind, Err: errors.New(reason)}
 		m, page, row, k, err := h.outcome(t, res)
+		compact(t)
 		if err != nil {
 			h.log.Warn("left unrequested request unacked, redelivered later", telemetry.URL(h.request(t).GetUrl()), telemetry.ErrorKind(string(kind)), zap.Error(err))
 			continue

@@ -32,6 +32,13 @@ func (h *handler) turn(ctx context.Context, host string, t *task, dispatched tim
 		h.s.m.politenessWait.Observe(dispatched.Sub(time.Unix(0, t.enqueued)).Seconds())
 	}
 	h.process(ctx, host, t)
+	if queued, _, _ := h.engine.HostQueue(host); queued == 0 {
+		// Nothing of the host left in the partition: its connection is
+		// closed now rather than kept idle, so that the fetcher holds a
+		// connection per host in flight, not per host of the last
+		// --idle-conn-timeout.
+		h.s.fetch.Release(host)
+	}
 	h.syncGauges() // the dispatcher looks for the next host on return
 }
 

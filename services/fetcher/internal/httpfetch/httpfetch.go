@@ -171,6 +171,7 @@ func (o Options) withDefaults() Options {
 type Fetcher struct {
 	opts   Options
 	dns    *dnsCache
+	conns  *conns // direct connections, for Release
 	client *http.Client
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error) // checked: refuses private targets unless allowed
 }
@@ -189,11 +190,16 @@ func New(o Options) *Fetcher {
 	checkedDial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return dns.dial(ctx, checked, network, addr)
 	}
+	kept := &conns{}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if o.Proxies != nil && o.Proxies.IsProxyAddr(addr) {
 			return direct.DialContext(ctx, network, addr)
 		}
-		return checkedDial(ctx, network, addr)
+		c, err := checkedDial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return kept.keep(addr, c), nil
 	}
 	tr := &http.Transport{
 		// The proxy was chosen by Fetch (sticky per host) and travels in
@@ -227,9 +233,10 @@ func New(o Options) *Fetcher {
 		jar = newBoundedJar(o.MaxCookieHosts, o.MaxCookiesPerHost)
 	}
 	return &Fetcher{
-		opts: o,
-		dns:  dns,
-		dial: checkedDial,
+		opts:  o,
+		dns:   dns,
+		conns: kept,
+		dial:  checkedDial,
 		client: &http.Client{
 			Jar:       jar,
 			Transport: tr,

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -410,5 +411,54 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		case <-deadline.C:
 			t.Fatalf("waited 5s for %s", what)
 		}
+	}
+}
+
+// TestRelease: releasing a host closes its idle connection at once (the
+// crawl holds no request of it) and no other host's; the host's next
+// request dials again.
+func TestRelease(t *testing.T) {
+	var opened, closed [2]atomic.Int32
+	var bases [2]string
+	for i, ip := range []string{"127.0.0.76", "127.0.0.77"} {
+		srv := unstartedOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+		srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				opened[i].Add(1)
+			case http.StateClosed:
+				closed[i].Add(1)
+			}
+		}
+		srv.Start()
+		defer srv.Close()
+		bases[i] = srv.URL
+	}
+	f := New(Options{AllowPrivate: true})
+	defer f.Close()
+	fetch := func(i int) {
+		t.Helper()
+		if res := f.Fetch(t.Context(), Request{URL: bases[i] + "/"}); res.Err != nil || res.Status != 200 {
+			t.Fatalf("fetch %s: status %d err %v", bases[i], res.Status, res.Err)
+		}
+	}
+	fetch(0)
+	fetch(1)
+	if n := f.conns.len(); n != 2 {
+		t.Fatalf("%d connections kept, want 2", n)
+	}
+	host0 := strings.TrimPrefix(bases[0], "http://")
+	f.Release(host0)
+	waitUntil(t, "the released host's connection closed", func() bool { return closed[0].Load() == 1 })
+	if closed[1].Load() != 0 || f.conns.len() != 1 {
+		t.Errorf("the other host: %d closed, %d kept; want its connection open and kept", closed[1].Load(), f.conns.len())
+	}
+	fetch(0)
+	if n := opened[0].Load(); n != 2 {
+		t.Errorf("the released host opened %d connections, want a new one for its next request", n)
+	}
+	f.Release("no-such-host.example") // nothing to close: no effect
+	if n := f.conns.len(); n != 2 {
+		t.Errorf("%d connections kept after releasing an unknown host, want 2", n)
 	}
 }

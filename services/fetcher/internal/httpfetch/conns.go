@@ -1,0 +1,101 @@
+package httpfetch
+
+import (
+	"net"
+	"strings"
+	"sync"
+)
+
+// conns keeps the direct connections the fetcher dialed, by the address
+// they were dialed to (host:port), so that the connection of a host the
+// crawl has no request of left can be closed (Fetcher.Release) instead of
+// waiting out IdleConnTimeout. Connections to proxies are not kept: a proxy
+// carries many hosts. Safe for concurrent use.
+type conns struct {
+	mu     sync.Mutex
+	byAddr map[string][]*keptConn
+}
+
+// keptConn is a dialed connection that leaves conns when it is closed,
+// whoever closes it.
+type keptConn struct {
+	net.Conn
+	set  *conns
+	addr string
+	once sync.Once
+}
+
+func (c *keptConn) Close() error {
+	c.once.Do(func() { c.set.remove(c) })
+	return c.Conn.Close()
+}
+
+// keep wraps c, dialed to addr.
+func (s *conns) keep(addr string, c net.Conn) net.Conn {
+	k := &keptConn{Conn: c, set: s, addr: addr}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byAddr == nil {
+		s.byAddr = make(map[string][]*keptConn)
+	}
+	s.byAddr[addr] = append(s.byAddr[addr], k)
+	return k
+}
+
+func (s *conns) remove(c *keptConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	list := s.byAddr[c.addr]
+	for i, k := range list {
+		if k == c {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.byAddr, c.addr)
+	} else {
+		s.byAddr[c.addr] = list
+	}
+}
+
+// take removes and returns the connections dialed to any of addrs.
+func (s *conns) take(addrs ...string) []*keptConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*keptConn
+	for _, a := range addrs {
+		out = append(out, s.byAddr[a]...)
+		delete(s.byAddr, a)
+	}
+	return out
+}
+
+// len returns the connections kept.
+func (s *conns) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range s.byAddr {
+		n += len(l)
+	}
+	return n
+}
+
+// Release closes the connections to host (a politeness key, host[:port])
+// that the fetcher keeps for reuse. Call it when the crawl holds no request
+// of host: the next request dials again, and until then the connection
+// costs neither the fetcher's memory nor the site's. It must not be called
+// while a request to host is in flight (the fetcher's politeness makes
+// one request per host at a time; the caller's turn has ended).
+func (f *Fetcher) Release(host string) {
+	addrs := []string{host}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		// No port in the key: the default ports of both schemes.
+		h := strings.Trim(host, "[]")
+		addrs = []string{net.JoinHostPort(h, "80"), net.JoinHostPort(h, "443")}
+	}
+	for _, c := range f.conns.take(addrs...) {
+		_ = c.Close() // an idle connection: nothing to lose
+	}
+}
