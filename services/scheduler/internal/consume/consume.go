@@ -357,6 +357,20 @@ func (h *handler) setOf(ctx context.Context, crawl string) (*dedup.Set, error) {
 	return set, nil
 }
 
+// firstDuplicate reports whether a duplicate of fp is the first this
+// handler has seen, marking it (dedup.Set.Mark) in the crawl's seen set,
+// or in the batch's set for a URL admitted earlier in the same batch (that
+// mark is not carried into the seen set: such a URL may get a second row).
+// A new owner of the partition starts without marks, so a URL gets at most
+// one duplicate row per owner or two.
+func firstDuplicate(seen, batch *dedup.Set, fp uint64) bool {
+	if in, first := seen.Mark(fp); in {
+		return first
+	}
+	_, first := batch.Mark(fp)
+	return first
+}
+
 // retire drops the seen sets of the crawls retired since the last batch
 // (Config.Retired): their URLs are no longer admitted, and their
 // fingerprints stay in ClickHouse.
@@ -378,9 +392,10 @@ func (h *handler) retire() {
 
 // Handle decides every record and produces the fetch requests, then
 // returns: the batch's rows (fingerprints, deferred URLs, drop events) are
-// inserted in the background and its records acked once they are in, so
-// the next batch is decided while ClickHouse flushes (every
-// --clickhouse-flush-interval). The admitted fingerprints join the
+// inserted in the background and the records that caused them acked once
+// they are in, so the next batch is decided while ClickHouse flushes
+// (every --clickhouse-flush-interval); a record that caused no row is
+// acked once the batch's records are produced. The admitted fingerprints join the
 // in-memory seen set at once, so later batches see them. A failed insert
 // leaves its records unacked (redelivered to the next owner, whose seen set
 // lacks them: their URLs are requested twice, never lost) and fails the
@@ -415,11 +430,21 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	now := s.now()
 	var synced []string
+	// A record whose decision left no row to insert (a repeat of a
+	// duplicate already recorded, a record re-keyed to its partition, an
+	// undecodable one) is acked as soon as what it produced is durable; the
+	// others once their rows are in. Most discovered links are such
+	// repeats, and holding them until the next flush filled the in-flight
+	// window with records that wait for nothing: the partition then read
+	// 1 000 records per flush interval.
+	var ackNow, ackLater []kafka.Message
 	for _, msg := range batch {
+		rowsBefore := len(seenRows) + len(heldRows) + len(events)
 		var u crawlv1.DiscoveredURL
 		if err := kafkaio.Decode(msg, &u); err != nil {
 			dropped[Malformed]++
 			h.log.Warn("undecodable record skipped", telemetry.Offset(msg.Offset), zap.Error(err))
+			ackNow = append(ackNow, kafkaio.AckRef(msg))
 			continue
 		}
 		if s.cfg.SyncSpec != nil && !slices.Contains(synced, u.GetCrawlId()) {
@@ -484,9 +509,20 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				telemetry.Offset(msg.Offset), zap.Int("owner", d.Partition))
 		default:
 			dropped[d.Reason]++
+			if d.Reason == admit.Duplicate && !firstDuplicate(set, h.batch, d.FP) {
+				// Its duplicate row is written already: the rows of one
+				// URL collapse into one, and a page linked from a
+				// thousand pages costs one insert, not a thousand.
+				break
+			}
 			if ev, ok := dropEvent(&u, d, h.partition, now); ok {
 				events = append(events, ev)
 			}
+		}
+		if len(seenRows)+len(heldRows)+len(events) > rowsBefore {
+			ackLater = append(ackLater, kafkaio.AckRef(msg))
+		} else {
+			ackNow = append(ackNow, kafkaio.AckRef(msg))
 		}
 	}
 	if len(out) > 0 {
@@ -494,6 +530,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			undo()
 			return fmt.Errorf("produce fetch requests: %w", err)
 		}
+	}
+	for _, msg := range ackNow {
+		ack(msg)
 	}
 	// The requests are out: from here on a failure redelivers the batch
 	// and its URLs are fetched twice, never lost.
@@ -511,7 +550,10 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		s.metrics.dropped.WithLabelValues(string(r)).Add(float64(n))
 	}
 	s.metrics.seenSize.Add(float64(admitted))
-	acks := kafkaio.AckRefs(batch)
+	if len(ackLater) == 0 {
+		s.metrics.batchTime.Observe(time.Since(start).Seconds())
+		return nil
+	}
 	h.persists.Go(func(ctx context.Context) error {
 		if err := h.persist(ctx, seenRows, deferred, heldRows, events); err != nil {
 			return err
@@ -519,7 +561,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		if len(deferred) > 0 && h.pump != nil {
 			h.pump.MarkDeferred(len(deferred))
 		}
-		for _, msg := range acks {
+		for _, msg := range ackLater {
 			ack(msg)
 		}
 		s.metrics.batchTime.Observe(time.Since(start).Seconds())

@@ -39,21 +39,29 @@ type env struct {
 	kafka    kafkaio.Config
 	store    *chstore.Store
 	producer *kafkaio.Writer
-	seenW    *chstore.BatchWriter[chstore.SeenRow]
-	eventsW  *chstore.BatchWriter[chstore.URLEventRow]
-	frontW   *chstore.BatchWriter[chstore.FrontierRow]
-	log      *zap.Logger
+	// maxInFlight, when set, is the group's in-flight window (startWith).
+	maxInFlight int
+	seenW       *chstore.BatchWriter[chstore.SeenRow]
+	eventsW     *chstore.BatchWriter[chstore.URLEventRow]
+	frontW      *chstore.BatchWriter[chstore.FrontierRow]
+	log         *zap.Logger
 }
 
 func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvFlush(t, 10*time.Millisecond)
+}
+
+// newEnvFlush is newEnv whose ClickHouse writers insert every flush.
+func newEnvFlush(t *testing.T, flush time.Duration) *env {
 	t.Helper()
 	e := &env{t: t, kafka: kafkatest.Config(t, partitions), store: chtest.NewStore(t)}
 	e.log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	e.producer = kafkaio.NewWriter(e.kafka, e.log, prometheus.NewRegistry())
 	t.Cleanup(func() { _ = e.producer.Close() })
-	e.seenW = chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
-	e.eventsW = chstore.NewBatchWriter(e.store, chstore.URLEvents, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
-	e.frontW = chstore.NewBatchWriter(e.store, chstore.Frontier, chstore.BatchOptions{FlushInterval: 10 * time.Millisecond}, e.log, prometheus.NewRegistry())
+	e.seenW = chstore.NewBatchWriter(e.store, chstore.URLSeen, chstore.BatchOptions{FlushInterval: flush}, e.log, prometheus.NewRegistry())
+	e.eventsW = chstore.NewBatchWriter(e.store, chstore.URLEvents, chstore.BatchOptions{FlushInterval: flush}, e.log, prometheus.NewRegistry())
+	e.frontW = chstore.NewBatchWriter(e.store, chstore.Frontier, chstore.BatchOptions{FlushInterval: flush}, e.log, prometheus.NewRegistry())
 	// Cancelled by the cleanup, after the instances' (registered later,
 	// run first): not by the test's end, which would stop them together.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
@@ -99,6 +107,7 @@ func (e *env) startWith(cfg Config, maxPages int64) *instance {
 		GroupID:        e.kafka.GroupFor("scheduler"),
 		Topic:          e.kafka.Topics().Discovered,
 		CommitInterval: 50 * time.Millisecond,
+		MaxInFlight:    e.maxInFlight,
 	}, s.Assign, e.log, reg)
 	if err != nil {
 		e.t.Fatalf("NewGroup: %v", err)
@@ -385,6 +394,36 @@ func TestSchedulesEachCanonicalURLOnce(t *testing.T) {
 	if fmt.Sprint(events) != fmt.Sprint(wantEvents) {
 		t.Errorf("url_events = %v, want %v", events, wantEvents)
 	}
+	// ... and inserted once: the rediscoveries of a URL add no rows.
+	var raw uint64
+	if err := e.store.Conn().QueryRow(t.Context(), "SELECT count() FROM url_events WHERE state = 'duplicate'").Scan(&raw); err != nil {
+		t.Fatalf("count url_events: %v", err)
+	}
+	if raw != wantEvents["duplicate/duplicate"] {
+		t.Errorf("%d duplicate rows inserted, want one per URL: %d", raw, wantEvents["duplicate/duplicate"])
+	}
+}
+
+// TestRepeatsDoNotWaitForTheFlush: a record that caused no row (a repeat
+// of a duplicate already recorded) is acked without waiting for the
+// batch's insert, so repeats do not fill the in-flight window: with a
+// window of 8 records and inserts every 5 s, 60 repeats of one URL are all
+// decided before the first insert.
+func TestRepeatsDoNotWaitForTheFlush(t *testing.T) {
+	e := newEnvFlush(t, 5*time.Second)
+	e.maxInFlight = 8
+	inst := e.start(16, 0)
+	recs := []rec{disc("c1", "http://a.example/x", 1)}
+	for i := range 60 {
+		recs = append(recs, disc("c1", fmt.Sprintf("http://a.example/x#%d", i), 1))
+	}
+	e.publish(recs...)
+	waitFor(t, "60 repeats decided", func() bool { return dropped(inst.s, admit.Duplicate) == 60 })
+	if rows := e.seenRows(); len(rows) != 0 {
+		t.Fatalf("%d url_seen rows already inserted: the 5s flush came before the repeats were decided, the test proves nothing", len(rows))
+	}
+	e.drain()
+	checkFetches(t, e, map[[2]string]uint32{{"c1", "http://a.example/x"}: 1})
 }
 
 func TestRestartReloadsSeenSet(t *testing.T) {

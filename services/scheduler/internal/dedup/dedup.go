@@ -36,6 +36,10 @@ type Set struct {
 	used    int      // non-zero fingerprints stored in slots
 	limit   int      // grow when used reaches limit
 	hasZero bool     // the zero fingerprint is in the set
+	// marks holds a bit per slot (Mark), allocated on the first Mark: a
+	// sixty-fourth of the table.
+	marks      []uint64
+	zeroMarked bool
 }
 
 // New returns a set sized to hold hint fingerprints without growing.
@@ -82,31 +86,65 @@ func (s *Set) Len() int {
 }
 
 // Bytes returns the memory held by the table, in bytes.
-func (s *Set) Bytes() int { return 8 * cap(s.slots) }
+func (s *Set) Bytes() int { return 8 * (cap(s.slots) + cap(s.marks)) }
 
-// Contains reports whether fp is in the set.
-func (s *Set) Contains(fp uint64) bool {
+// Mark marks fp and reports whether fp is in the set and whether this was
+// its first mark (false for a fingerprint marked before, or not in the
+// set). A mark lasts as long as its fingerprint's entry, and costs one bit
+// per slot of the table.
+func (s *Set) Mark(fp uint64) (in, first bool) {
 	if fp == 0 {
-		return s.hasZero
+		if !s.hasZero {
+			return false, false
+		}
+		first = !s.zeroMarked
+		s.zeroMarked = true
+		return true, first
 	}
+	i, ok := s.slot(fp)
+	if !ok {
+		return false, false
+	}
+	if s.marks == nil {
+		s.marks = make([]uint64, (len(s.slots)+63)/64)
+	}
+	bit := uint64(1) << (i % 64)
+	if s.marks[i/64]&bit != 0 {
+		return true, false
+	}
+	s.marks[i/64] |= bit
+	return true, true
+}
+
+// slot returns the slot holding fp (not 0).
+func (s *Set) slot(fp uint64) (int, bool) {
 	n := len(s.slots)
 	if n == 0 {
-		return false
+		return 0, false
 	}
 	i := home(fp, n)
 	for {
 		v := s.slots[i]
 		if v == fp {
-			return true
+			return i, true
 		}
 		if v == 0 {
-			return false
+			return 0, false
 		}
 		i++
 		if i == n {
 			i = 0
 		}
 	}
+}
+
+// Contains reports whether fp is in the set.
+func (s *Set) Contains(fp uint64) bool {
+	if fp == 0 {
+		return s.hasZero
+	}
+	_, ok := s.slot(fp)
+	return ok
 }
 
 // Add inserts fp and reports whether it was absent.
@@ -149,12 +187,16 @@ func (s *Set) grow() {
 	s.resize(n)
 }
 
-// resize rehashes every entry into a table of n slots (n > used).
+// resize rehashes every entry (and its mark) into a table of n slots (n >
+// used).
 func (s *Set) resize(n int) {
-	old := s.slots
+	old, oldMarks := s.slots, s.marks
 	s.slots = make([]uint64, n)
+	if oldMarks != nil {
+		s.marks = make([]uint64, (n+63)/64)
+	}
 	s.limit = n * maxLoadNum / maxLoadDen
-	for _, fp := range old {
+	for j, fp := range old {
 		if fp == 0 {
 			continue
 		}
@@ -166,12 +208,16 @@ func (s *Set) resize(n int) {
 			}
 		}
 		s.slots[i] = fp
+		if oldMarks != nil && oldMarks[j/64]&(1<<(j%64)) != 0 {
+			s.marks[i/64] |= 1 << (i % 64)
+		}
 	}
 }
 
 // Reset empties the set and keeps its table for reuse.
 func (s *Set) Reset() {
 	clear(s.slots)
+	clear(s.marks)
 	s.used = 0
-	s.hasZero = false
+	s.hasZero, s.zeroMarked = false, false
 }

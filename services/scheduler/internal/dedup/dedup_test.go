@@ -272,3 +272,42 @@ func BenchmarkMapContains(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
 }
+
+// TestMarkAgainstMap: Mark reports a fingerprint's first mark once, marks
+// survive the table's growth and Reset clears them; a fingerprint not in
+// the set is never marked.
+func TestMarkAgainstMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	s := New(0)
+	in := map[uint64]bool{}
+	marked := map[uint64]bool{}
+	for i := range 60_000 {
+		fp := rng.Uint64N(30_000) // zero included
+		switch rng.IntN(3) {
+		case 0, 1:
+			s.Add(fp)
+			in[fp] = true
+		default:
+			gotIn, first := s.Mark(fp)
+			if gotIn != in[fp] || first != (in[fp] && !marked[fp]) {
+				t.Fatalf("Mark(%d) #%d = %v, %v; want in %v, first %v", fp, i, gotIn, first, in[fp], in[fp] && !marked[fp])
+			}
+			if in[fp] {
+				marked[fp] = true
+			}
+		}
+	}
+	for fp := range in {
+		if _, first := s.Mark(fp); first == marked[fp] {
+			t.Fatalf("after growth Mark(%d) first = %v, but marked before = %v", fp, first, marked[fp])
+		}
+	}
+	s.Reset()
+	s.Add(5)
+	if in, first := s.Mark(5); !in || !first {
+		t.Errorf("after Reset Mark(5) = %v, %v; want a first mark", in, first)
+	}
+	if bpu := float64(s.Bytes()) / 8 / float64(len(s.slots)); bpu > 1+1.0/64+0.001 {
+		t.Errorf("with marks the table takes %.4f words per slot, want 1 + 1/64", bpu)
+	}
+}
