@@ -98,12 +98,14 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		MaxBatch: cfg.Parser.BatchSize,
 		// A partition acks a batch once its rows are inserted, up to a
 		// flush interval later, so it parses at most MaxInFlight pages
-		// per flush interval: at two batches (100) and 2 s flushes, a
-		// parser that had fallen behind caught up at 50 pages/s per
-		// partition (the bench crawl's last 15 s), whatever its CPU; at
-		// four, 100 pages/s per partition, as two did with 1 s flushes.
-		// The records' payloads are not kept (kafkaio.AckRefs); their
-		// documents are, until inserted.
+		// per flush interval: at four batches (200) and 2 s flushes, 100
+		// pages/s per partition, 800 for the 8 of a local crawl, whatever
+		// its CPU, and a crawl of 2 000 hosts whose fetcher ran at 3 000
+		// pages/s waited 2 minutes for its parser (a tail of pages found
+		// late). At sixteen, 400 pages/s per partition. The records'
+		// payloads are not kept (kafkaio.AckRefs); their documents are,
+		// until inserted, bounded by the documents writer (DocumentBatch:
+		// Write blocks while 2 × DocumentBatchRows wait).
 		MaxInFlight: parserInFlightBatches * cfg.Parser.BatchSize,
 	}, proc.Assign, log, reg)
 	if err != nil {
@@ -114,7 +116,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 
 // parserInFlightBatches is how many batches of a partition may wait for
 // their inserts.
-const parserInFlightBatches = 4
+const parserInFlightBatches = 16
 
 // DocumentBatch returns the batching of the documents writer from the
 // shared one: a document row carries the page's text (16 KB on average on
