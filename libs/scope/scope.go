@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -45,30 +47,58 @@ type Defaults struct {
 // build with Compile. Safe for concurrent use.
 type Rules struct {
 	allowHosts, denyHosts     map[string]bool
-	allowDomains, denyDomains []string
-	sameHostOnly              bool
-	allow, deny               []*regexp.Regexp
-	maxOutlinks               int
-	maxURLLength              int
-	maxRepeated               int
-	detail                    []*regexp.Regexp
-	detailSelector            goquery.Matcher
-	followDuplicates          bool
-	nearDistance              int
-	sites                     []site
+	allowDomains, denyDomains domainSet
+	// seedScoped: a link must be on the seeds' sites (Scope.mode DOMAIN or
+	// HOST): seedHosts or seedDomains.
+	seedScoped       bool
+	seedHosts        map[string]bool
+	seedDomains      domainSet
+	sameHostOnly     bool
+	allow, deny      []*regexp.Regexp
+	maxOutlinks      int
+	maxURLLength     int
+	maxRepeated      int
+	detail           []*regexp.Regexp
+	detailSelector   goquery.Matcher
+	followDuplicates bool
+	nearDistance     int
+	sites            []site
 }
 
 // site is one compiled SiteRules.
 type site struct {
 	hosts       map[string]bool
-	domains     []string
+	domains     domainSet
 	allow, deny []*regexp.Regexp
 }
 
 // matches reports whether the rule names host (a politeness key) or its
 // name without the port.
 func (s *site) matches(host, name string) bool {
-	return s.hosts[host] || s.hosts[name] || matchDomain(name, s.domains)
+	return s.hosts[host] || s.hosts[name] || s.domains.match(name)
+}
+
+// domainSet is a set of domains, each standing for itself and its
+// subdomains. A lookup walks the name's suffixes at its dots, so it costs
+// the name's labels whatever the set's size (a crawl kept on the sites of
+// 20 000 seeds checks every link against all of them).
+type domainSet map[string]bool
+
+// match reports whether name is one of the domains or a subdomain of one.
+func (d domainSet) match(name string) bool {
+	if len(d) == 0 {
+		return false
+	}
+	for {
+		if d[name] {
+			return true
+		}
+		i := strings.IndexByte(name, '.')
+		if i < 0 {
+			return false
+		}
+		name = name[i+1:]
+	}
 }
 
 // Compile builds the rules of a scope (nil: the defaults only). Invalid
@@ -81,11 +111,17 @@ func Compile(s *crawlv1.Scope, d Defaults, hasSpec bool) (*Rules, error) {
 		allowDomains:     domains(s.GetAllowDomains()),
 		denyDomains:      domains(s.GetDenyDomains()),
 		sameHostOnly:     s.GetSameHostOnly(),
+		seedHosts:        set(s.GetSeedHosts()),
+		seedDomains:      domains(s.GetSeedDomains()),
 		maxOutlinks:      d.MaxOutlinks,
 		maxURLLength:     d.MaxURLLength,
 		maxRepeated:      d.MaxRepeatedSegments,
 		followDuplicates: d.FollowDuplicates,
 		nearDistance:     d.NearDistance,
+	}
+	switch s.GetMode() {
+	case crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, crawlv1.ScopeMode_SCOPE_MODE_HOST:
+		r.seedScoped = true
 	}
 	if v := int(s.GetNearDuplicateDistance()); v > 0 {
 		r.nearDistance = v
@@ -152,13 +188,17 @@ func set(hosts []string) map[string]bool {
 	return m
 }
 
-func domains(ds []string) []string {
-	var out []string
+func domains(ds []string) domainSet {
+	var out domainSet
 	for _, d := range ds {
 		d = strings.Trim(strings.ToLower(strings.TrimSpace(d)), ".")
-		if d != "" {
-			out = append(out, d)
+		if d == "" {
+			continue
 		}
+		if out == nil {
+			out = make(domainSet, len(ds))
+		}
+		out[d] = true
 	}
 	return out
 }
@@ -200,10 +240,12 @@ func (r *Rules) Check(pageHost, link, host string, sameHost bool) string {
 	}
 	name := hostname(host)
 	switch {
-	case r.denyHosts[host] || r.denyHosts[name] || matchDomain(name, r.denyDomains):
+	case r.denyHosts[host] || r.denyHosts[name] || r.denyDomains.match(name):
 		return DropOutOfScope
 	case (r.allowHosts != nil || r.allowDomains != nil) &&
-		!(r.allowHosts[host] || r.allowHosts[name] || matchDomain(name, r.allowDomains)):
+		!(r.allowHosts[host] || r.allowHosts[name] || r.allowDomains.match(name)):
+		return DropOutOfScope
+	case r.seedScoped && !(r.seedHosts[host] || r.seedHosts[name] || r.seedDomains.match(name)):
 		return DropOutOfScope
 	case sameHost && r.sameHostOnly && host != pageHost:
 		return DropOutOfScope
@@ -252,13 +294,61 @@ func hostname(key string) string {
 	return key
 }
 
-func matchDomain(host string, ds []string) bool {
-	for _, d := range ds {
-		if host == d || strings.HasSuffix(host, "."+d) {
-			return true
+// SeedSites returns the sites a crawl of mode stays on, from its seeds
+// (canonical URLs; search-engine result pages are not seeds of a site):
+// with HOST the seeds' politeness keys; with DOMAIN the seeds' registrable
+// domains by the public suffix list (example.co.uk for
+// www.example.co.uk), and the politeness key of a seed whose host has none
+// (an IP address, a single label such as localhost, a public suffix
+// itself). WEB and UNSPECIFIED return nothing. The lists are sorted and
+// free of repeats; a seed that does not parse is left out.
+func SeedSites(mode crawlv1.ScopeMode, seeds []string) (hosts, domains []string) {
+	if mode != crawlv1.ScopeMode_SCOPE_MODE_HOST && mode != crawlv1.ScopeMode_SCOPE_MODE_DOMAIN {
+		return nil, nil
+	}
+	hs, ds := map[string]bool{}, map[string]bool{}
+	for _, u := range seeds {
+		key, err := urlcanon.PolitenessKey(u)
+		if err != nil {
+			continue
+		}
+		if mode == crawlv1.ScopeMode_SCOPE_MODE_HOST {
+			hs[key] = true
+			continue
+		}
+		if d, ok := registrable(hostname(key)); ok {
+			ds[d] = true
+		} else {
+			hs[key] = true
 		}
 	}
-	return false
+	return sortedKeys(hs), sortedKeys(ds)
+}
+
+// registrable returns the registrable domain (eTLD+1) of a host name, or
+// false for an IP address, a single label or a public suffix.
+func registrable(name string) (string, bool) {
+	name = strings.Trim(name, "[]")
+	if net.ParseIP(name) != nil || !strings.Contains(name, ".") {
+		return "", false
+	}
+	d, err := publicsuffix.EffectiveTLDPlusOne(name)
+	if err != nil {
+		return "", false
+	}
+	return d, true
+}
+
+func sortedKeys(m map[string]bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // RepeatedSegments is the highest number of times one non-empty path

@@ -2,6 +2,7 @@ package scope_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,6 +67,20 @@ func TestCheck(t *testing.T) {
 		{name: "trap guard at limit", link: "http://a.test/a/b/a/b", want: ""},
 		{name: "trap guard from spec", scope: &crawlv1.Scope{MaxRepeatedSegments: 5}, link: "http://a.test/a/b/a/b/a/", want: ""},
 		{name: "trap guard ignores query", link: "http://a.test/a?x=/a/a/a", want: ""},
+		{name: "seeds' domains keep a subdomain", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_DOMAIN), link: "http://blog.example.co.uk/x", want: ""},
+		{name: "seeds' domains keep the domain", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_DOMAIN), link: "http://example.co.uk/", want: ""},
+		{name: "seeds' domains drop another site", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_DOMAIN), link: "http://other.co.uk/", want: scope.DropOutOfScope},
+		{name: "seeds' domains keep an IP seed's host", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_DOMAIN), link: "http://127.0.0.9:8080/p", want: ""},
+		{name: "seeds' domains drop the IP's other port", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_DOMAIN), link: "http://127.0.0.9:8081/p", want: scope.DropOutOfScope},
+		{name: "seeds' hosts drop a subdomain", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_HOST), link: "http://blog.example.co.uk/x", want: scope.DropOutOfScope},
+		{name: "seeds' hosts keep a seed's host", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_HOST), link: "http://www.example.co.uk/x", want: ""},
+		{name: "web keeps another site", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_WEB), link: "http://other.co.uk/", want: ""},
+		{name: "a spec before modes is the web", scope: seedScope(crawlv1.ScopeMode_SCOPE_MODE_UNSPECIFIED), link: "http://other.co.uk/", want: ""},
+		{name: "seeds' sites and an allow list both apply", scope: func() *crawlv1.Scope {
+			s := seedScope(crawlv1.ScopeMode_SCOPE_MODE_DOMAIN)
+			s.AllowDomains = []string{"other.co.uk"}
+			return s
+		}(), link: "http://other.co.uk/", want: scope.DropOutOfScope},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +98,41 @@ func TestCheck(t *testing.T) {
 			}
 			if got := r.Check(tt.page, link, host, tt.sameHost); got != tt.want {
 				t.Errorf("Check(%q) = %q, want %q", link, got, tt.want)
+			}
+		})
+	}
+}
+
+// seedScope is the scope a crawl of mode gets from two seeds: a page of
+// www.example.co.uk and an IP-literal host with a port.
+func seedScope(mode crawlv1.ScopeMode) *crawlv1.Scope {
+	hosts, domains := scope.SeedSites(mode, []string{"http://www.example.co.uk/start", "http://127.0.0.9:8080/"})
+	return &crawlv1.Scope{Mode: mode, SeedHosts: hosts, SeedDomains: domains}
+}
+
+func TestSeedSites(t *testing.T) {
+	seeds := []string{
+		"http://www.example.co.uk/a", "https://shop.example.co.uk/", "http://example.org/", "http://a.b.example.org:8080/",
+		"http://127.0.0.9:8080/", "http://localhost/", "http://[::1]:9000/", "http://co.uk/", "not a url",
+	}
+	tests := []struct {
+		mode           crawlv1.ScopeMode
+		hosts, domains []string
+	}{
+		{crawlv1.ScopeMode_SCOPE_MODE_DOMAIN,
+			[]string{"127.0.0.9:8080", "[::1]:9000", "co.uk", "localhost"},
+			[]string{"example.co.uk", "example.org"}},
+		{crawlv1.ScopeMode_SCOPE_MODE_HOST,
+			[]string{"127.0.0.9:8080", "[::1]:9000", "a.b.example.org:8080", "co.uk", "example.org", "localhost", "shop.example.co.uk", "www.example.co.uk"},
+			nil},
+		{crawlv1.ScopeMode_SCOPE_MODE_WEB, nil, nil},
+		{crawlv1.ScopeMode_SCOPE_MODE_UNSPECIFIED, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			hosts, domains := scope.SeedSites(tt.mode, seeds)
+			if !slices.Equal(hosts, tt.hosts) || !slices.Equal(domains, tt.domains) {
+				t.Errorf("SeedSites = %q, %q; want %q, %q", hosts, domains, tt.hosts, tt.domains)
 			}
 		})
 	}

@@ -83,6 +83,59 @@ func (CrawlState) EnumDescriptor() ([]byte, []int) {
 	return file_control_proto_rawDescGZIP(), []int{0}
 }
 
+// ScopeMode is how far a crawl may go from its seeds.
+type ScopeMode int32
+
+const (
+	ScopeMode_SCOPE_MODE_UNSPECIFIED ScopeMode = 0 // WEB
+	ScopeMode_SCOPE_MODE_WEB         ScopeMode = 1 // anywhere the other rules allow
+	ScopeMode_SCOPE_MODE_DOMAIN      ScopeMode = 2 // the seeds' registrable domains and their subdomains (an IP or single-label host: itself)
+	ScopeMode_SCOPE_MODE_HOST        ScopeMode = 3 // the seeds' hosts
+)
+
+// Enum value maps for ScopeMode.
+var (
+	ScopeMode_name = map[int32]string{
+		0: "SCOPE_MODE_UNSPECIFIED",
+		1: "SCOPE_MODE_WEB",
+		2: "SCOPE_MODE_DOMAIN",
+		3: "SCOPE_MODE_HOST",
+	}
+	ScopeMode_value = map[string]int32{
+		"SCOPE_MODE_UNSPECIFIED": 0,
+		"SCOPE_MODE_WEB":         1,
+		"SCOPE_MODE_DOMAIN":      2,
+		"SCOPE_MODE_HOST":        3,
+	}
+)
+
+func (x ScopeMode) Enum() *ScopeMode {
+	p := new(ScopeMode)
+	*p = x
+	return p
+}
+
+func (x ScopeMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScopeMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_control_proto_enumTypes[1].Descriptor()
+}
+
+func (ScopeMode) Type() protoreflect.EnumType {
+	return &file_control_proto_enumTypes[1]
+}
+
+func (x ScopeMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScopeMode.Descriptor instead.
+func (ScopeMode) EnumDescriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{1}
+}
+
 // CrawlSpec is the whole specification of one crawl.
 type CrawlSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -219,8 +272,16 @@ type Scope struct {
 	FollowDuplicates      bool                   `protobuf:"varint,13,opt,name=follow_duplicates,json=followDuplicates,proto3" json:"follow_duplicates,omitempty"`                  // follow links of pages whose content duplicates one already seen
 	Sites                 []*SiteRules           `protobuf:"bytes,14,rep,name=sites,proto3" json:"sites,omitempty"`                                                                 // filters of one site each (seed 001); the first naming a link's host applies
 	NearDuplicateDistance uint32                 `protobuf:"varint,15,opt,name=near_duplicate_distance,json=nearDuplicateDistance,proto3" json:"near_duplicate_distance,omitempty"` // near-duplicate detection: simhash bits (1-3); 0 takes the parser's --near-duplicate-distance
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// mode keeps a crawl on its seeds' sites: with DOMAIN or HOST a link must
+	// also be on one of seed_hosts or seed_domains (a domain and its
+	// subdomains), which the seeder derives from the crawl's seeds when it
+	// publishes them (libs/scope.SeedSites). UNSPECIFIED (a spec written
+	// before modes) is WEB.
+	Mode          ScopeMode `protobuf:"varint,16,opt,name=mode,proto3,enum=crawler.v1.ScopeMode" json:"mode,omitempty"`
+	SeedHosts     []string  `protobuf:"bytes,17,rep,name=seed_hosts,json=seedHosts,proto3" json:"seed_hosts,omitempty"`       // politeness keys
+	SeedDomains   []string  `protobuf:"bytes,18,rep,name=seed_domains,json=seedDomains,proto3" json:"seed_domains,omitempty"` // registrable domains (public suffix list)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Scope) Reset() {
@@ -356,6 +417,27 @@ func (x *Scope) GetNearDuplicateDistance() uint32 {
 		return x.NearDuplicateDistance
 	}
 	return 0
+}
+
+func (x *Scope) GetMode() ScopeMode {
+	if x != nil {
+		return x.Mode
+	}
+	return ScopeMode_SCOPE_MODE_UNSPECIFIED
+}
+
+func (x *Scope) GetSeedHosts() []string {
+	if x != nil {
+		return x.SeedHosts
+	}
+	return nil
+}
+
+func (x *Scope) GetSeedDomains() []string {
+	if x != nil {
+		return x.SeedDomains
+	}
+	return nil
 }
 
 // SiteRules filter the links to one site, after the crawl's own patterns:
@@ -714,7 +796,7 @@ const file_control_proto_rawDesc = "" +
 	"\arevisit\x18\t \x01(\v2\x13.crawler.v1.RevisitR\arevisit\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xf2\x04\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xdf\x05\n" +
 	"\x05Scope\x12\x1f\n" +
 	"\vallow_hosts\x18\x01 \x03(\tR\n" +
 	"allowHosts\x12\x1d\n" +
@@ -733,7 +815,11 @@ const file_control_proto_rawDesc = "" +
 	"\x0fdetail_selector\x18\f \x01(\tR\x0edetailSelector\x12+\n" +
 	"\x11follow_duplicates\x18\r \x01(\bR\x10followDuplicates\x12+\n" +
 	"\x05sites\x18\x0e \x03(\v2\x15.crawler.v1.SiteRulesR\x05sites\x126\n" +
-	"\x17near_duplicate_distance\x18\x0f \x01(\rR\x15nearDuplicateDistance\"\x87\x01\n" +
+	"\x17near_duplicate_distance\x18\x0f \x01(\rR\x15nearDuplicateDistance\x12)\n" +
+	"\x04mode\x18\x10 \x01(\x0e2\x15.crawler.v1.ScopeModeR\x04mode\x12\x1d\n" +
+	"\n" +
+	"seed_hosts\x18\x11 \x03(\tR\tseedHosts\x12!\n" +
+	"\fseed_domains\x18\x12 \x03(\tR\vseedDomains\"\x87\x01\n" +
 	"\tSiteRules\x12\x14\n" +
 	"\x05hosts\x18\x01 \x03(\tR\x05hosts\x12\x18\n" +
 	"\adomains\x18\x02 \x03(\tR\adomains\x12%\n" +
@@ -764,7 +850,12 @@ const file_control_proto_rawDesc = "" +
 	"\x17CRAWL_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13CRAWL_STATE_RUNNING\x10\x01\x12\x16\n" +
 	"\x12CRAWL_STATE_PAUSED\x10\x02\x12\x19\n" +
-	"\x15CRAWL_STATE_CANCELLED\x10\x03B6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
+	"\x15CRAWL_STATE_CANCELLED\x10\x03*g\n" +
+	"\tScopeMode\x12\x1a\n" +
+	"\x16SCOPE_MODE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eSCOPE_MODE_WEB\x10\x01\x12\x15\n" +
+	"\x11SCOPE_MODE_DOMAIN\x10\x02\x12\x13\n" +
+	"\x0fSCOPE_MODE_HOST\x10\x03B6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
@@ -778,40 +869,42 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_control_proto_goTypes = []any{
 	(CrawlState)(0),               // 0: crawler.v1.CrawlState
-	(*CrawlSpec)(nil),             // 1: crawler.v1.CrawlSpec
-	(*Scope)(nil),                 // 2: crawler.v1.Scope
-	(*SiteRules)(nil),             // 3: crawler.v1.SiteRules
-	(*Limits)(nil),                // 4: crawler.v1.Limits
-	(*Politeness)(nil),            // 5: crawler.v1.Politeness
-	(*Revisit)(nil),               // 6: crawler.v1.Revisit
-	(*CrawlClaim)(nil),            // 7: crawler.v1.CrawlClaim
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
+	(ScopeMode)(0),                // 1: crawler.v1.ScopeMode
+	(*CrawlSpec)(nil),             // 2: crawler.v1.CrawlSpec
+	(*Scope)(nil),                 // 3: crawler.v1.Scope
+	(*SiteRules)(nil),             // 4: crawler.v1.SiteRules
+	(*Limits)(nil),                // 5: crawler.v1.Limits
+	(*Politeness)(nil),            // 6: crawler.v1.Politeness
+	(*Revisit)(nil),               // 7: crawler.v1.Revisit
+	(*CrawlClaim)(nil),            // 8: crawler.v1.CrawlClaim
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
 }
 var file_control_proto_depIdxs = []int32{
 	0,  // 0: crawler.v1.CrawlSpec.state:type_name -> crawler.v1.CrawlState
-	8,  // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
-	2,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
-	4,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
-	5,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
-	6,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
-	8,  // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
-	3,  // 7: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
-	9,  // 8: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	9,  // 9: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	9,  // 10: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	9,  // 11: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	9,  // 12: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	8,  // 13: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	9,  // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
+	3,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
+	5,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
+	6,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
+	7,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
+	9,  // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
+	4,  // 7: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
+	1,  // 8: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
+	10, // 9: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	10, // 10: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	10, // 11: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	10, // 12: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	10, // 13: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	9,  // 14: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -824,7 +917,7 @@ func file_control_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -34,6 +34,18 @@ type (
 // …) may hold.
 const MaxListItems = jobs.MaxListItems
 
+// Scope modes (Scope.Mode).
+const (
+	ScopeDomain = jobs.ScopeDomain
+	ScopeHost   = jobs.ScopeHost
+	ScopeWeb    = jobs.ScopeWeb
+)
+
+// ModeOf is the request's scope mode, its default filled in: "domain" (the
+// seeds' registrable domains and their subdomains) unless the request has
+// keywords or allow lists ("web").
+func ModeOf(req Request) string { return jobs.ModeOf(req) }
+
 // FieldError is one problem of a request, naming its JSON field
 // ("scope.deny_patterns[1]").
 type FieldError = jobs.FieldError

@@ -25,7 +25,6 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
-	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
 
 // DefaultPartitions is the partition count of a local crawl's URL topics.
@@ -210,18 +209,8 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			return err
 		}
 		defer func() { _ = site.proc.Stop(10 * time.Second) }()
-		// The crawl's scope is the web's hosts: its off-site host must
-		// never be requested. A web larger than a scope list may be
-		// (the API's limit) links only to its hosts and the off-site
-		// one, so denying that one keeps the crawl on the same hosts.
-		if req.Scope == nil {
-			req.Scope = &crawlspec.Scope{}
-		}
-		if len(site.ready.Hosts)+len(req.Scope.AllowHosts) <= crawlspec.MaxListItems {
-			req.Scope.AllowHosts = append(req.Scope.AllowHosts, site.ready.Hosts...)
-		} else {
-			req.Scope.DenyHosts = append(req.Scope.DenyHosts, site.ready.Offsite)
-		}
+		// The crawl stays on the web's hosts (its seeds' sites, the
+		// default scope): its off-site host is never requested.
 		fmt.Fprintf(out, "generated web: %d hosts (%s … %s), %d content pages; stats at %s\n",
 			len(site.ready.Hosts), site.ready.Hosts[0], site.ready.Hosts[len(site.ready.Hosts)-1], site.ready.Pages, site.ready.Stats)
 	}
@@ -306,6 +295,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		}
 	}
 	fmt.Fprintf(out, "crawl spec (%s): %s\n", specFile, specLine(req))
+	fmt.Fprintln(out, describeScope(req, knownSeeds(seeds, seedsFile, req)))
 
 	var events0 map[string]uint64
 	if cfg.Bench {

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/scope"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
 
@@ -33,6 +36,7 @@ type Opt[T any] struct {
 // flag, given once or more, replaces the whole list); one that is not
 // leaves the field alone.
 type ScopeFlags struct {
+	Mode          Opt[string]   // flag scope
 	AllowHosts    Opt[[]string] // flag allow-host (repeatable)
 	DenyHosts     Opt[[]string] // flag deny-host (repeatable)
 	AllowDomains  Opt[[]string] // flag allow-domain (repeatable)
@@ -67,6 +71,10 @@ func uintFlag[T uint32 | uint64](fs *flag.FlagSet, o *Opt[T], bits int, name, us
 
 // RegisterFlags binds the scope and limit flags.
 func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
+	fs.Func("scope", "how far the crawl goes from its seeds: `domain` (their registrable domains and subdomains), host (their hosts) or web (anywhere the other rules allow); scope.mode, default domain (web with keywords or allow lists)", func(v string) error {
+		s.Mode = Opt[string]{V: v, Set: true}
+		return nil
+	})
 	listFlag(fs, &s.AllowHosts, "allow-host", "follow links only to this `host` (repeatable; scope.allow_hosts: with allow-domain, a link must match one of them)")
 	listFlag(fs, &s.DenyHosts, "deny-host", "never follow links to this `host` (repeatable; scope.deny_hosts)")
 	listFlag(fs, &s.AllowDomains, "allow-domain", "follow links only to this `domain` and its subdomains (repeatable; scope.allow_domains)")
@@ -119,6 +127,10 @@ func (s ScopeFlags) Apply(req *crawlspec.Request) {
 		scope.SameHostOnly = s.SameHostOnly.V
 		scopeSet = true
 	}
+	if s.Mode.Set {
+		scope.Mode = s.Mode.V
+		scopeSet = true
+	}
 	if scopeSet {
 		req.Scope = &scope
 	}
@@ -149,6 +161,7 @@ func (s ScopeFlags) given() map[string]string {
 		set         bool
 		flag, field string
 	}{
+		{s.Mode.Set, "scope", "scope.mode"},
 		{s.AllowHosts.Set, "allow-host", "scope.allow_hosts"},
 		{s.DenyHosts.Set, "deny-host", "scope.deny_hosts"},
 		{s.AllowDomains.Set, "allow-domain", "scope.allow_domains"},
@@ -302,4 +315,61 @@ func specLine(req crawlspec.Request) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// describeScope says in a line or two which sites the crawl of req stays
+// on, from the seeds the launcher knows of (the seeder derives the sites
+// from every seed, a sitemap's too: scope.SeedSites), and warns about a
+// crawl of the web without a page budget.
+func describeScope(req crawlspec.Request, seeds []string) string {
+	mode := crawlspec.ModeOf(req)
+	switch mode {
+	case crawlspec.ScopeDomain, crawlspec.ScopeHost:
+		m := crawlv1.ScopeMode_SCOPE_MODE_DOMAIN
+		what := "the seeds' registrable domains and their subdomains"
+		if mode == crawlspec.ScopeHost {
+			m, what = crawlv1.ScopeMode_SCOPE_MODE_HOST, "the seeds' hosts"
+		}
+		hosts, domains := scope.SeedSites(m, seeds)
+		sites := append(domains, hosts...)
+		list := strings.Join(sites, ", ")
+		if len(sites) > 5 {
+			list = strings.Join(sites[:3], ", ") + fmt.Sprintf(", … (%d in all)", len(sites))
+		}
+		if len(sites) == 0 {
+			list = "those of the spec's seeds and sitemaps"
+		}
+		return fmt.Sprintf("scope: %s — the crawl stays on %s: %s (--scope web to follow links anywhere)", mode, what, list)
+	default:
+		line := "scope: web — links are followed to any site the rules allow"
+		if req.Limits == nil || req.Limits.MaxPages == 0 {
+			line += "\nwarning: a crawl of the web without a page budget (--max-pages) may never end: give --max-pages, or --scope domain to stay on the seeds' sites"
+		}
+		return line
+	}
+}
+
+// knownSeeds returns the seeds the launcher knows of: the flags', the
+// seeds file's (one URL a line; blank lines and # comments skipped), the
+// spec's; each canonicalized, those that do not parse left out (the seeder
+// reports them).
+func knownSeeds(seeds []string, seedsFile string, req crawlspec.Request) []string {
+	raw := append(append([]string(nil), seeds...), req.Seeds...)
+	raw = append(raw, strings.Split(req.SeedsText, "\n")...)
+	if seedsFile != "" {
+		if b, err := os.ReadFile(seedsFile); err == nil {
+			raw = append(raw, strings.Split(string(b), "\n")...)
+		}
+	}
+	var out []string
+	for _, r := range raw {
+		r = strings.TrimSpace(r)
+		if r == "" || strings.HasPrefix(r, "#") {
+			continue
+		}
+		if u, err := urlcanon.Canonicalize(r); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
 }

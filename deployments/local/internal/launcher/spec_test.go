@@ -74,6 +74,13 @@ func TestCrawlRequestMerge(t *testing.T) {
 				Limits: &crawlspec.Limits{MaxDepth: 4, MaxPagesPerHost: 9}},
 		},
 		{
+			name: "scope mode flag replaces the file's",
+			spec: `{"seeds": ["http://127.0.0.2/"], "scope": {"mode": "web"}}`,
+			args: []string{"--scope", "host"},
+			want: crawlspec.Request{CrawlID: "crawl-20261122-040506", Seeds: []string{"http://127.0.0.2/"},
+				Scope: &crawlspec.Scope{Mode: "host"}, Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
+		},
+		{
 			name: "spec max_depth 0 means the default",
 			spec: `{"seeds_text": "http://127.0.0.2/\n", "limits": {"max_depth": 0}}`,
 			want: crawlspec.Request{CrawlID: "crawl-20261122-040506", SeedsText: "http://127.0.0.2/\n", Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
@@ -100,6 +107,39 @@ func TestCrawlRequestMerge(t *testing.T) {
 	}
 }
 
+// TestDescribeScope: the launcher says which sites a crawl stays on, from
+// the seeds of its flags, its seeds file and its spec, and warns about a
+// crawl of the web without a page budget.
+func TestDescribeScope(t *testing.T) {
+	file := writeTemp(t, "# my sites\nhttp://blog.example.org/\n\nhttps://www.example.org/a\nnot a url\n")
+	seeds := knownSeeds([]string{"http://127.0.0.2:8080/"}, file, crawlspec.Request{Seeds: []string{"http://other.example.net/"}})
+	tests := []struct {
+		name    string
+		req     crawlspec.Request
+		want    []string
+		wantNot string
+	}{
+		{"default: the seeds' domains", crawlspec.Request{}, []string{"scope: domain", "example.org", "127.0.0.2:8080"}, "warning"},
+		{"hosts", crawlspec.Request{Scope: &crawlspec.Scope{Mode: "host"}}, []string{"scope: host", "blog.example.org", "www.example.org"}, "warning"},
+		{"web without a budget", crawlspec.Request{Scope: &crawlspec.Scope{Mode: "web"}}, []string{"scope: web", "warning", "--max-pages"}, ""},
+		{"web with a budget", crawlspec.Request{Scope: &crawlspec.Scope{Mode: "web"}, Limits: &crawlspec.Limits{MaxPages: 100}}, []string{"scope: web"}, "warning"},
+		{"keywords: the web", crawlspec.Request{Keywords: &crawlspec.Keywords{Terms: []string{"go"}}}, []string{"scope: web"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := describeScope(tt.req, seeds)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("describeScope = %q, want it to contain %q", got, w)
+				}
+			}
+			if tt.wantNot != "" && strings.Contains(got, tt.wantNot) {
+				t.Errorf("describeScope = %q, want no %q", got, tt.wantNot)
+			}
+		})
+	}
+}
+
 func TestCrawlRequestRejects(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -120,6 +160,7 @@ func TestCrawlRequestRejects(t *testing.T) {
 		{name: "flag error next to a file error", spec: `{"scope": {"deny_patterns": ["("]}}`, args: []string{"--demo", "--deny-host", "a b"},
 			wantFields: []string{"scope.deny_hosts[0] (--deny-host)", "scope.deny_patterns[0]"}},
 		{name: "bad crawl id flag", args: []string{"--demo", "--crawl-id", "a/b"}, wantFields: []string{"crawl_id (--crawl-id)"}},
+		{name: "unknown scope", args: []string{"--demo", "--scope", "planet"}, wantFields: []string{"scope.mode (--scope)"}},
 		{name: "bad crawl id in the file", spec: `{"crawl_id": "a b"}`, args: []string{"--demo"}, wantFields: []string{"crawl_id"}},
 		{name: "nothing to crawl", spec: `{"scope": {"same_host_only": true}}`, wantMsg: "nothing to crawl"},
 		{name: "missing spec file", args: []string{"--demo", "--spec", filepath.Join(os.TempDir(), "no-such-spec.json")}, wantIs: os.ErrNotExist},

@@ -127,6 +127,15 @@ func Seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, 
 	}
 	w := kafkaio.NewWriter(cfg.Kafka, log, reg)
 	if job != nil {
+		// The sites a crawl of the seeds' sites stays on are those of
+		// every seed: the flags', the file's and the sitemaps' too.
+		var sites []string
+		for _, sd := range batch {
+			if sd.SERPEngine == "" {
+				sites = append(sites, sd.URL)
+			}
+		}
+		jobs.KeepOnSeeds(job.Spec, sites)
 		spec, err := publishSpec(ctx, cfg.Kafka, w, log, job.Spec, time.Now())
 		if err != nil {
 			_ = w.Close()

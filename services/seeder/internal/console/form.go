@@ -28,7 +28,7 @@ var formFields = map[string]bool{
 	"crawl_id": true, "name": true, "seeds_text": true, "skip_invalid_seeds": true,
 	"keywords.terms": true, "keywords.groups": true, "keywords.combine": true, "keywords.max_combination": true,
 	"keywords.engines": true, "keywords.templates": true, "keywords.pages": true,
-	"scope.allow_hosts": true, "scope.deny_hosts": true, "scope.allow_domains": true, "scope.deny_domains": true,
+	"scope.mode": true, "scope.allow_hosts": true, "scope.deny_hosts": true, "scope.allow_domains": true, "scope.deny_domains": true,
 	"scope.same_host_only": true, "scope.allow_patterns": true, "scope.deny_patterns": true,
 	"scope.max_outlinks_per_page": true, "scope.max_url_length": true, "scope.max_repeated_segments": true,
 	"scope.detail_patterns": true, "scope.detail_selector": true, "scope.follow_duplicates": true,
@@ -137,6 +137,7 @@ func requestFromForm(v url.Values) (jobs.Request, formErrors) {
 		req.Keywords = &kw
 	}
 	sc := jobs.Scope{
+		Mode:       strings.TrimSpace(v.Get("scope.mode")),
 		AllowHosts: lines(v.Get("scope.allow_hosts")), DenyHosts: lines(v.Get("scope.deny_hosts")),
 		AllowDomains: lines(v.Get("scope.allow_domains")), DenyDomains: lines(v.Get("scope.deny_domains")),
 		SameHostOnly:  on("scope.same_host_only"),

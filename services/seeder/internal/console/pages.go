@@ -102,6 +102,7 @@ type formData struct {
 	Summary []fieldMsg // every error, in the form's order, for the summary
 	Engines []string
 	Combine []string
+	Modes   []string // scope modes (jobs.Scope.Mode)
 }
 
 type fieldMsg struct{ Field, Message string }
@@ -117,7 +118,8 @@ func (f formData) Has(field, v string) bool {
 }
 
 func newFormData(v url.Values, errs formErrors) formData {
-	d := formData{V: v, Errors: errs, Engines: keywords.PresetNames(), Combine: []string{"each", "combinations", "product"}}
+	d := formData{V: v, Errors: errs, Engines: keywords.PresetNames(), Combine: []string{"each", "combinations", "product"},
+		Modes: []string{jobs.ScopeDomain, jobs.ScopeHost, jobs.ScopeWeb}}
 	fields := make([]string, 0, len(errs))
 	for f := range errs {
 		fields = append(fields, f)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/seeds"
@@ -61,6 +63,12 @@ type Keywords struct {
 
 // Scope mirrors crawlv1.Scope.
 type Scope struct {
+	// Mode is how far the crawl may go from its seeds: "domain" (the
+	// seeds' registrable domains and their subdomains), "host" (the
+	// seeds' hosts) or "web" (anywhere the other rules allow). Empty: a
+	// crawl that names no allow_hosts, allow_domains or keywords stays on
+	// its seeds' domains; one that does is scoped by them ("web").
+	Mode                string   `json:"mode,omitempty"`
 	AllowHosts          []string `json:"allow_hosts,omitempty"`
 	DenyHosts           []string `json:"deny_hosts,omitempty"`
 	AllowDomains        []string `json:"allow_domains,omitempty"`
@@ -179,6 +187,7 @@ func (j *Job) AddSitemapEntries(urls []string, lastmods []time.Time) int {
 		j.Seeds = append(j.Seeds, s)
 		n++
 	}
+	KeepOnSeeds(j.Spec, urls)
 	return n
 }
 
@@ -293,6 +302,19 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 	if req.Scope != nil {
 		spec.Scope = buildScope(*req.Scope, &errs)
 	}
+	if mode, ok := scopeMode(req, &errs); ok {
+		if spec.Scope == nil {
+			spec.Scope = &crawlv1.Scope{}
+		}
+		spec.Scope.Mode = mode
+		var urls []string
+		for _, sd := range out {
+			if sd.Engine == "" {
+				urls = append(urls, sd.URL)
+			}
+		}
+		KeepOnSeeds(spec, urls)
+	}
 	if l := req.Limits; l != nil {
 		spec.Limits = &crawlv1.Limits{MaxDepth: l.MaxDepth, MaxPages: l.MaxPages, MaxPagesPerHost: l.MaxPagesPerHost}
 	}
@@ -324,6 +346,80 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 		return Job{}, errs
 	}
 	return Job{Spec: spec, Seeds: out, Invalid: badSeeds, Sitemaps: req.Sitemaps, SitemapURLs: sitemapURLs}, nil
+}
+
+// Scope modes as the request names them (Scope.Mode).
+const (
+	ScopeDomain = "domain"
+	ScopeHost   = "host"
+	ScopeWeb    = "web"
+)
+
+// ModeOf is the request's scope mode: Scope.Mode, or when empty its
+// default: "web" for a crawl with keywords (result pages link to other
+// sites) or allow lists (a scope of their own), else "domain". An unknown
+// mode is returned as given (BuildSpec refuses it).
+func ModeOf(req Request) string {
+	if req.Scope != nil && req.Scope.Mode != "" {
+		return req.Scope.Mode
+	}
+	if req.Keywords != nil || (req.Scope != nil && len(req.Scope.AllowHosts)+len(req.Scope.AllowDomains) > 0) {
+		return ScopeWeb
+	}
+	return ScopeDomain
+}
+
+// scopeMode is the crawl's scope mode (ModeOf). ok is false when the mode
+// is invalid (reported in errs).
+func scopeMode(req Request, errs *FieldErrors) (crawlv1.ScopeMode, bool) {
+	switch mode := ModeOf(req); mode {
+	case ScopeDomain:
+		return crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, true
+	case ScopeHost:
+		return crawlv1.ScopeMode_SCOPE_MODE_HOST, true
+	case ScopeWeb:
+		return crawlv1.ScopeMode_SCOPE_MODE_WEB, true
+	default:
+		errs.add("scope.mode", "%q, want %s, %s or %s", mode, ScopeDomain, ScopeHost, ScopeWeb)
+		return 0, false
+	}
+}
+
+// ScopeModeName is the request's name of a spec's scope mode.
+func ScopeModeName(m crawlv1.ScopeMode) string {
+	switch m {
+	case crawlv1.ScopeMode_SCOPE_MODE_DOMAIN:
+		return ScopeDomain
+	case crawlv1.ScopeMode_SCOPE_MODE_HOST:
+		return ScopeHost
+	default:
+		return ScopeWeb
+	}
+}
+
+// KeepOnSeeds adds the sites of seeds (canonical URLs, no search-engine
+// result pages) to the seed sites of spec's scope when its mode keeps the
+// crawl on them (scope.SeedSites): call it with every seed before the
+// spec is published, those of a seeds file and of sitemaps included.
+func KeepOnSeeds(spec *crawlv1.CrawlSpec, seeds []string) {
+	sc := spec.GetScope()
+	hosts, domains := scope.SeedSites(sc.GetMode(), seeds)
+	if len(hosts)+len(domains) == 0 {
+		return
+	}
+	sc.SeedHosts = mergeSorted(sc.SeedHosts, hosts)
+	sc.SeedDomains = mergeSorted(sc.SeedDomains, domains)
+}
+
+// mergeSorted returns the sorted union of a and b (b sorted, without
+// repeats).
+func mergeSorted(a, b []string) []string {
+	if len(a) == 0 {
+		return b
+	}
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func buildKeywords(k Keywords, errs *FieldErrors) []keywords.Page {

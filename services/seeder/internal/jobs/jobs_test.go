@@ -230,3 +230,58 @@ func TestBuildSiteRules(t *testing.T) {
 		t.Errorf("fields %v, want %v (%v)", fields, want, err)
 	}
 }
+
+// TestBuildScopeMode: a crawl without a scope stays on its seeds' sites;
+// keywords or allow lists make the web the default; a mode given is kept;
+// sitemap entries add their sites; an unknown mode names the field.
+func TestBuildScopeMode(t *testing.T) {
+	seeds := []string{"http://www.example.co.uk/a", "http://127.0.0.9:8080/"}
+	tests := []struct {
+		name           string
+		req            jobs.Request
+		mode           crawlv1.ScopeMode
+		hosts, domains []string
+	}{
+		{"no scope: the seeds' domains", jobs.Request{Seeds: seeds},
+			crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, []string{"127.0.0.9:8080"}, []string{"example.co.uk"}},
+		{"host", jobs.Request{Seeds: seeds, Scope: &jobs.Scope{Mode: "host"}},
+			crawlv1.ScopeMode_SCOPE_MODE_HOST, []string{"127.0.0.9:8080", "www.example.co.uk"}, nil},
+		{"web", jobs.Request{Seeds: seeds, Scope: &jobs.Scope{Mode: "web", SameHostOnly: true}},
+			crawlv1.ScopeMode_SCOPE_MODE_WEB, nil, nil},
+		{"allow list: its own scope", jobs.Request{Seeds: seeds, Scope: &jobs.Scope{AllowDomains: []string{"example.org"}}},
+			crawlv1.ScopeMode_SCOPE_MODE_WEB, nil, nil},
+		{"keywords: result pages link elsewhere", jobs.Request{Seeds: seeds, Keywords: &jobs.Keywords{Terms: []string{"go"}, Engines: []string{"bing"}}},
+			crawlv1.ScopeMode_SCOPE_MODE_WEB, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.CrawlID = "c"
+			job, err := jobs.Build(tt.req, nil, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := job.Spec.GetScope()
+			if sc.GetMode() != tt.mode || !slices.Equal(sc.GetSeedHosts(), tt.hosts) || !slices.Equal(sc.GetSeedDomains(), tt.domains) {
+				t.Errorf("scope mode %v hosts %q domains %q, want %v %q %q", sc.GetMode(), sc.GetSeedHosts(), sc.GetSeedDomains(), tt.mode, tt.hosts, tt.domains)
+			}
+			if got := jobs.ScopeModeName(sc.GetMode()); tt.req.Scope != nil && tt.req.Scope.Mode != "" && got != tt.req.Scope.Mode {
+				t.Errorf("ScopeModeName = %q, want %q", got, tt.req.Scope.Mode)
+			}
+		})
+	}
+
+	job, err := jobs.Build(jobs.Request{CrawlID: "c", Seeds: seeds}, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.AddSitemapEntries([]string{"http://cdn.example.org/p", "http://www.example.co.uk/b"}, nil)
+	if got := job.Spec.GetScope().GetSeedDomains(); !slices.Equal(got, []string{"example.co.uk", "example.org"}) {
+		t.Errorf("after sitemap entries the seed domains are %q, want the sitemap's site added", got)
+	}
+
+	_, err = jobs.Build(jobs.Request{CrawlID: "c", Seeds: seeds, Scope: &jobs.Scope{Mode: "planet"}}, nil, now)
+	var fe jobs.FieldErrors
+	if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "scope.mode" {
+		t.Errorf("unknown mode: err = %v, want one error on scope.mode", err)
+	}
+}
