@@ -43,6 +43,12 @@ type Config struct {
 	Seeds        []string      // flag seed (repeatable)
 	SeedsFile    string        // flag seeds-file ("-" for stdin)
 	CrawlID      string        // flag crawl-id (default generated from the time)
+	// New (flag new) starts a new crawl instead of resuming an unfinished
+	// crawl of the same seeds; CancelOthers (flag cancel-others) cancels
+	// the other unfinished crawls of the data dir instead of finishing
+	// them (see crawls.go).
+	New          bool
+	CancelOthers bool
 	Demo         bool          // flag demo
 	DemoHosts    int           // flag demo-hosts
 	DemoPages    int           // flag demo-pages (total over all hosts)
@@ -107,7 +113,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&c.SeedsFile, "seeds-file", "", "file with one seed URL per line (- for stdin)")
-	fs.StringVar(&c.CrawlID, "crawl-id", "", "crawl id (default: the spec file's crawl_id, else crawl-<UTC time>)")
+	fs.StringVar(&c.CrawlID, "crawl-id", "", "crawl id (default: the spec file's crawl_id, else the data dir's unfinished crawl of the same seeds, else crawl-<UTC time>)")
+	fs.BoolVar(&c.New, "new", false, "start a new crawl even when the data dir holds an unfinished crawl of the same seeds (by default it is resumed)")
+	fs.BoolVar(&c.CancelOthers, "cancel-others", false, "cancel the data dir's other unfinished crawls, whose URLs may be left in the topics, instead of crawling them too")
 	fs.StringVar(&c.SpecFile, "spec", "", "crawl request as JSON, the body of POST /v1/crawls (scope, limits, politeness, revisit, seeds); the scope flags below override its fields")
 	fs.BoolVar(&c.Demo, "demo", false, "serve the built-in demo site on 127.0.0.x and crawl it (implies -allow-private)")
 	fs.IntVar(&c.DemoHosts, "demo-hosts", 5, "demo site hosts")
@@ -188,14 +196,33 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	req, err := cfg.CrawlRequest(time.Now())
+	now := time.Now()
+	req, chosen, err := cfg.crawlRequest(now)
 	if err != nil {
 		return err
 	}
-	cfg.CrawlID = req.CrawlID
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("resolve data dir: %w", err)
+	}
+	records, err := readRecords(dataDir)
+	if err != nil {
+		return err
+	}
+	// The seeds of a generated site change with its ports: only the
+	// user's own seeds resume.
+	var key string
+	var known []string
+	if !cfg.Demo && !cfg.Web {
+		known = knownSeeds(cfg.Seeds, cfg.SeedsFile, req)
+		key = seedsKey(known)
+	}
+	plan := planRun(records, req.CrawlID, chosen, cfg.New, key, len(known), now)
+	req.CrawlID = plan.rec.CrawlID
+	cfg.CrawlID = req.CrawlID
+	fmt.Fprintln(out, plan.describe(cfg.CancelOthers))
+	if err := plan.rec.write(dataDir); err != nil {
+		return err
 	}
 	bins := cfg.Bins
 	if bins == nil {
@@ -294,6 +321,18 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			return err
 		}
 	}
+	for i, o := range plan.others {
+		if !cfg.CancelOthers {
+			break
+		}
+		if err := p.SetState(ctx, o.CrawlID, "cancelled"); err != nil {
+			return err
+		}
+		plan.others[i].Cancelled = true
+		if err := plan.others[i].write(dataDir); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(out, "crawl spec (%s): %s\n", specFile, specLine(req))
 	fmt.Fprintln(out, describeScope(req, knownSeeds(seeds, seedsFile, req)))
 
@@ -307,8 +346,20 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	runErr := crawl(ctx, cfg, p, pipeline.SeedRun{CrawlID: cfg.CrawlID, Seeds: seeds, SeedsFile: seedsFile, SpecFile: specFile}, disp)
 	duration := time.Since(start)
 	if runErr != nil && ctx.Err() != nil {
-		fmt.Fprintln(out, "interrupted; stopping services")
+		fmt.Fprintln(out, "interrupted; stopping services (run the same command again to resume)")
 		runErr = nil
+	} else if runErr == nil {
+		// Drained: nothing of this crawl or of the others is left in the
+		// topics.
+		finished := time.Now()
+		for _, r := range append([]record{plan.rec}, plan.others...) {
+			if !r.Cancelled {
+				r.Finished = finished
+			}
+			if err := r.write(dataDir); err != nil {
+				runErr = err
+			}
+		}
 	}
 	if cfg.Console && runErr == nil && ctx.Err() == nil {
 		fmt.Fprintf(out, "crawl drained in %s; the console stays up at http://%s/ui/ until interrupted (Ctrl-C)\n",
@@ -338,6 +389,18 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	}
 	sum.Restarts = p.Restarts()
 	sum.Print(out)
+	for _, o := range plan.others {
+		if o.Cancelled {
+			continue
+		}
+		// Finished alongside this one: its pages are counted too.
+		osum, err := progress.ReadSummary(sctx, p.Store.Conn(), o.CrawlID, duration)
+		if err != nil {
+			return errors.Join(runErr, stopErr, err)
+		}
+		fmt.Fprintf(out, "also crawled, left unfinished by an earlier run:\n")
+		osum.Print(out)
+	}
 	if site != nil {
 		st, err := site.stats(sctx)
 		if err != nil {

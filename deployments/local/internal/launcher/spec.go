@@ -187,6 +187,21 @@ func (s ScopeFlags) given() map[string]string {
 // is built or started: crawlspec.FieldErrors as the API would answer,
 // fields set by a flag naming the flag too.
 func (c Config) CrawlRequest(now time.Time) (crawlspec.Request, error) {
+	req, _, err := c.crawlRequest(now)
+	return req, err
+}
+
+// crawlRequest is CrawlRequest, also reporting whether the crawl id was
+// chosen (--crawl-id, the file's crawl_id) rather than generated.
+func (c Config) crawlRequest(now time.Time) (req crawlspec.Request, chosen bool, err error) {
+	req, err = c.readRequest(now)
+	return req, c.CrawlID != "" || req.CrawlID != generatedID(now), err
+}
+
+// generatedID is the crawl id generated at now.
+func generatedID(now time.Time) string { return "crawl-" + now.UTC().Format("20060102-150405") }
+
+func (c Config) readRequest(now time.Time) (crawlspec.Request, error) {
 	var req crawlspec.Request
 	if c.SpecFile != "" {
 		f, err := os.Open(c.SpecFile)
@@ -204,7 +219,7 @@ func (c Config) CrawlRequest(now time.Time) (crawlspec.Request, error) {
 	case c.CrawlID != "":
 		req.CrawlID = c.CrawlID
 	case req.CrawlID == "":
-		req.CrawlID = "crawl-" + now.UTC().Format("20060102-150405")
+		req.CrawlID = generatedID(now)
 	}
 	if req.Limits == nil {
 		req.Limits = &crawlspec.Limits{}

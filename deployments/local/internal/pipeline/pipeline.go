@@ -525,6 +525,31 @@ func (p *Pipeline) Seed(ctx context.Context, run SeedRun) (*supervise.Process, e
 	return proc, nil
 }
 
+// SetState runs `seeder state` once: the crawl's next spec revision, with
+// state (running, paused or cancelled), on the control topic; every service
+// obeys within seconds.
+func (p *Pipeline) SetState(ctx context.Context, crawlID, state string) error {
+	admin, err := freeAddr(ctx)
+	if err != nil {
+		return err
+	}
+	name := "seeder-state"
+	proc, err := supervise.Start(supervise.Spec{
+		Name: name, Path: p.cfg.Bins["seeder"], Args: []string{"state", "--crawl-id", crawlID, "--state", state},
+		Env: p.CommonEnv(name, admin), LogFile: p.LogFile(name), Echo: p.cfg.Echo,
+	})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := proc.Wait(wctx); err != nil {
+		_ = proc.Kill()
+		return fmt.Errorf("set crawl %s %s: %w; log tail:\n%s", crawlID, state, err, proc.LogTail(20))
+	}
+	return nil
+}
+
 // Check reports a long-running process that exited without being asked
 // to; with AutoRestart, only a crash loop (a *supervise.CrashLoopError with
 // the service's log tail): a process that is down is being restarted.

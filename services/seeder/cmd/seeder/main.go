@@ -4,7 +4,9 @@
 // --spec FILE (a POST /v1/crawls body) it first publishes the crawl's
 // specification (scope, limits, politeness, revisit) to the control topic,
 // as the API does, and seeds the file's seeds too.
-// `seeder serve` runs the crawl-jobs HTTP API instead (serve.go).
+// `seeder serve` runs the crawl-jobs HTTP API instead (serve.go);
+// `seeder state --crawl-id ID --state running|paused|cancelled` changes a
+// crawl's state (state.go).
 package main
 
 import (
@@ -28,6 +30,9 @@ func main() {
 func run(ctx context.Context, args []string, stdin io.Reader, lookupEnv func(string) (string, bool)) error {
 	if len(args) > 0 && args[0] == "serve" {
 		return serve(ctx, args[1:], lookupEnv, nil)
+	}
+	if len(args) > 0 && args[0] == "state" {
+		return setState(ctx, args[1:], os.Stdout, lookupEnv)
 	}
 	var cfg config.Seed
 	fs := flag.NewFlagSet(app.Name, flag.ContinueOnError)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -151,4 +152,47 @@ func LoadServe(args []string, lookupEnv func(string) (string, bool)) (Serve, err
 		return Serve{}, fmt.Errorf("validate config: %w", err)
 	}
 	return c, nil
+}
+
+// State configures `seeder state`: one crawl's state changed on the control
+// topic, as the API's pause, resume and cancel do.
+type State struct {
+	Telemetry telemetry.Config
+	Kafka     kafkaio.Config
+	CrawlID   string // flag crawl-id (required)
+	State     string // flag state: running, paused or cancelled
+}
+
+// RegisterFlags binds the fields to flags with their defaults.
+func (c *State) RegisterFlags(fs *flag.FlagSet) {
+	c.Telemetry.RegisterFlags(fs)
+	c.Kafka.RegisterFlags(fs)
+	fs.StringVar(&c.CrawlID, "crawl-id", "", "id of the crawl whose state changes (required)")
+	fs.StringVar(&c.State, "state", "", "the crawl's new state: running, paused or cancelled (required; cancelled is final)")
+}
+
+// Validate checks the flags.
+func (c State) Validate() error {
+	errs := []error{c.Telemetry.Validate(), c.Kafka.Validate()}
+	if c.CrawlID == "" {
+		errs = append(errs, errors.New("validate crawl-id: required"))
+	}
+	if _, err := ParseState(c.State); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ParseState reads a crawl state's name.
+func ParseState(s string) (crawlv1.CrawlState, error) {
+	switch s {
+	case "running":
+		return crawlv1.CrawlState_CRAWL_STATE_RUNNING, nil
+	case "paused":
+		return crawlv1.CrawlState_CRAWL_STATE_PAUSED, nil
+	case "cancelled":
+		return crawlv1.CrawlState_CRAWL_STATE_CANCELLED, nil
+	default:
+		return 0, fmt.Errorf("validate state %q: want running, paused or cancelled", s)
+	}
 }

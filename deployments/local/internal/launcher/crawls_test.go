@@ -1,0 +1,114 @@
+package launcher
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSeedsKey(t *testing.T) {
+	a := seedsKey([]string{"http://a.example/", "http://b.example/"})
+	if a == "" || a != seedsKey([]string{"http://b.example/", "http://a.example/", "http://a.example/"}) {
+		t.Errorf("the same seeds in another order, one repeated, make another key")
+	}
+	if a == seedsKey([]string{"http://a.example/"}) {
+		t.Errorf("other seeds make the same key")
+	}
+	if seedsKey(nil) != "" {
+		t.Errorf("no seeds make a key")
+	}
+}
+
+// TestPlanRun: which crawl a run runs, given the data dir's crawls.
+func TestPlanRun(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	key, other := seedsKey([]string{"http://a.example/"}), seedsKey([]string{"http://b.example/"})
+	unfinished := record{CrawlID: "c-old", SeedsKey: key, Started: t0, Runs: 1}
+	finished := record{CrawlID: "c-done", SeedsKey: key, Started: t0.Add(-time.Hour), Runs: 1, Finished: t0}
+	stranger := record{CrawlID: "c-b", SeedsKey: other, Started: t0.Add(time.Minute), Runs: 2}
+	cancelled := record{CrawlID: "c-x", SeedsKey: other, Started: t0, Runs: 1, Cancelled: true}
+	tests := []struct {
+		name         string
+		records      []record
+		id           string
+		chosen, new  bool
+		want         string
+		resumed      bool
+		runs         int
+		done         string
+		others       []string
+		wantDescribe []string
+	}{
+		{name: "first run", id: "c-new", want: "c-new", runs: 1, wantDescribe: []string{"new crawl c-new"}},
+		{name: "unfinished crawl of the same seeds resumed", records: []record{unfinished, finished}, id: "c-new",
+			want: "c-old", resumed: true, runs: 2, wantDescribe: []string{"resuming crawl c-old", "run 2", "--new"}},
+		{name: "--new starts over", records: []record{unfinished}, id: "c-new", new: true,
+			want: "c-new", runs: 1, others: []string{"c-old"}, wantDescribe: []string{"new crawl c-new", "crawl c-old", "did not finish", "--cancel-others"}},
+		{name: "finished crawl of the same seeds: a new one, named", records: []record{finished}, id: "c-new",
+			want: "c-new", runs: 1, done: "c-done", wantDescribe: []string{"new crawl c-new", "crawl c-done of these seeds finished", "--crawl-id c-done"}},
+		{name: "a chosen id is that crawl, resumed", records: []record{finished, stranger}, id: "c-done", chosen: true,
+			want: "c-done", resumed: true, runs: 2, others: []string{"c-b"}},
+		{name: "another unfinished crawl is named, a cancelled one is not", records: []record{stranger, cancelled}, id: "c-new",
+			want: "c-new", runs: 1, others: []string{"c-b"}, wantDescribe: []string{"crawl c-b", "did not finish"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := planRun(tt.records, tt.id, tt.chosen, tt.new, key, 1, now)
+			var others []string
+			for _, o := range p.others {
+				others = append(others, o.CrawlID)
+			}
+			var done string
+			if p.done != nil {
+				done = p.done.CrawlID
+			}
+			if p.rec.CrawlID != tt.want || p.resumed != tt.resumed || p.rec.Runs != tt.runs || done != tt.done ||
+				strings.Join(others, ",") != strings.Join(tt.others, ",") {
+				t.Errorf("plan: crawl %s resumed %v runs %d done %q others %v; want %s %v %d %q %v",
+					p.rec.CrawlID, p.resumed, p.rec.Runs, done, others, tt.want, tt.resumed, tt.runs, tt.done, tt.others)
+			}
+			if !tt.resumed && (!p.rec.Started.Equal(now) || p.rec.SeedsKey != key) {
+				t.Errorf("a new crawl's record %+v: want started now with the seeds' key", p.rec)
+			}
+			d := p.describe(false)
+			for _, w := range tt.wantDescribe {
+				if !strings.Contains(d, w) {
+					t.Errorf("describe = %q, want %q in it", d, w)
+				}
+			}
+		})
+	}
+}
+
+// TestRecords: records written are read back, most recent first; a file
+// that is not a record is an error naming it.
+func TestRecords(t *testing.T) {
+	dir := t.TempDir()
+	if recs, err := readRecords(dir); err != nil || len(recs) != 0 {
+		t.Fatalf("empty data dir: %v, %v", recs, err)
+	}
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for i, id := range []string{"c1", "c2"} {
+		r := record{CrawlID: id, SeedsKey: "k", Seeds: 2, Started: t0.Add(time.Duration(i) * time.Hour), Runs: 1}
+		if id == "c1" {
+			r.Finished = t0.Add(time.Minute)
+		}
+		if err := r.write(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := readRecords(dir)
+	if err != nil || len(recs) != 2 || recs[0].CrawlID != "c2" || !recs[1].done() || recs[0].done() {
+		t.Fatalf("read back %+v, %v", recs, err)
+	}
+	bad := filepath.Join(crawlsDir(dir), "junk.json")
+	if err := os.WriteFile(bad, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRecords(dir); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("a broken record: %v, want an error naming %s", err, bad)
+	}
+}
