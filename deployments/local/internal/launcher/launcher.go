@@ -40,9 +40,9 @@ const DefaultPartitions = 8
 
 // Config is the launcher's configuration.
 type Config struct {
-	Seeds        []string      // flag seed (repeatable)
-	SeedsFile    string        // flag seeds-file ("-" for stdin)
-	CrawlID      string        // flag crawl-id (default generated from the time)
+	Seeds     []string // flag seed (repeatable)
+	SeedsFile string   // flag seeds-file ("-" for stdin)
+	CrawlID   string   // flag crawl-id (default generated from the time)
 	// New (flag new) starts a new crawl instead of resuming an unfinished
 	// crawl of the same seeds; CancelOthers (flag cancel-others) cancels
 	// the other unfinished crawls of the data dir instead of finishing
