@@ -209,6 +209,25 @@ func (s *Server) Pid() int {
 	return s.cmd.Process.Pid
 }
 
+// tcpPortRE finds the native port in a server's config.xml.
+var tcpPortRE = regexp.MustCompile(`<tcp_port>(\d+)</tcp_port>`)
+
+// ConfiguredAddr returns the native-protocol address that the server of
+// dir (a directory Start was given) was last started with, read from its
+// config.xml: a server started on dir that still runs, in this process or
+// another, answers there. It does not check that one does.
+func ConfiguredAddr(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "config.xml"))
+	if err != nil {
+		return "", fmt.Errorf("read clickhouse config: %w", err)
+	}
+	m := tcpPortRE.FindSubmatch(b)
+	if m == nil {
+		return "", fmt.Errorf("read clickhouse config: no tcp_port in %s", filepath.Join(dir, "config.xml"))
+	}
+	return net.JoinHostPort("127.0.0.1", string(m[1])), nil
+}
+
 // Addr returns the native-protocol address (host:port).
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tcpPort)) }
 

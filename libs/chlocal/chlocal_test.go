@@ -37,6 +37,12 @@ func TestStartRestartKeepsData(t *testing.T) {
 		}
 	}
 	exec("CREATE TABLE default.kept (x UInt8) ENGINE = MergeTree ORDER BY x")
+	if a, err := chlocal.ConfiguredAddr(srv.Dir()); err != nil || a != srv.Addr() {
+		t.Errorf("ConfiguredAddr = %q, %v; want %s", a, err, srv.Addr())
+	}
+	if _, err := chlocal.ConfiguredAddr(t.TempDir()); err == nil {
+		t.Error("ConfiguredAddr of a directory without a server config: want an error")
+	}
 	if srv.Pid() <= 0 {
 		t.Errorf("pid of the running server = %d", srv.Pid())
 	}

@@ -1,0 +1,182 @@
+package chexport
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// tableDef is how one table is read and written. Its row type T carries
+// the column names three times, which TestColumnNames holds equal: json
+// tags (JSON lines), parquet tags (the Parquet schema) and columns (the
+// CSV header, in record's order).
+type tableDef[T any] struct {
+	name    Table
+	selects []string // the SELECT list, in scan's order
+	columns []string // output columns, in the order of T's fields
+	scan    func(driver.Rows, *T) error
+	// record appends the row's CSV fields in columns' order.
+	record func(*T, []string) []string
+}
+
+// Timestamps are written in UTC: RFC 3339 in JSON and CSV (to the second,
+// or the millisecond where the table keeps it), TIMESTAMP(MILLIS, UTC) in
+// Parquet. ClickHouse DateTime columns hold whole seconds; fetch_log keeps
+// the millisecond apart (fetched_at_ms), joined here into fetched_at.
+
+// DocumentRow is one exported document (table documents, the latest
+// version of each URL).
+type DocumentRow struct {
+	CrawlID     string    `json:"crawl_id" parquet:"crawl_id,dict"`
+	URL         string    `json:"url" parquet:"url"`
+	URLFP       uint64    `json:"url_fp" parquet:"url_fp"`
+	Host        string    `json:"host" parquet:"host,dict"`
+	FetchedAt   time.Time `json:"fetched_at" parquet:"fetched_at,timestamp(millisecond)"`
+	Status      uint16    `json:"status" parquet:"status"`
+	Title       string    `json:"title" parquet:"title"`
+	Text        string    `json:"text" parquet:"text"`
+	ContentFP   uint64    `json:"content_fp" parquet:"content_fp"`
+	Outlinks    uint32    `json:"outlinks" parquet:"outlinks"`
+	ContentType string    `json:"content_type" parquet:"content_type,dict"`
+	Language    string    `json:"language" parquet:"language,dict"`
+}
+
+var documentsTable = tableDef[DocumentRow]{
+	name: Documents,
+	selects: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
+		"outlinks", "content_type", "language"},
+	columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
+		"outlinks", "content_type", "language"},
+	scan: func(rows driver.Rows, r *DocumentRow) error {
+		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.FetchedAt, &r.Status, &r.Title, &r.Text, &r.ContentFP,
+			&r.Outlinks, &r.ContentType, &r.Language)
+		r.FetchedAt = r.FetchedAt.UTC()
+		return err
+	},
+	record: func(r *DocumentRow, rec []string) []string {
+		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, ts(r.FetchedAt), u64(uint64(r.Status)), r.Title, r.Text,
+			u64(r.ContentFP), u64(uint64(r.Outlinks)), r.ContentType, r.Language)
+	},
+}
+
+// FetchLogRow is one exported fetch attempt (table fetch_log).
+type FetchLogRow struct {
+	CrawlID          string    `json:"crawl_id" parquet:"crawl_id,dict"`
+	URL              string    `json:"url" parquet:"url"`
+	URLFP            uint64    `json:"url_fp" parquet:"url_fp"`
+	Host             string    `json:"host" parquet:"host,dict"`
+	Partition        uint16    `json:"partition" parquet:"partition"`
+	Attempt          uint16    `json:"attempt" parquet:"attempt"`
+	FetchedAt        time.Time `json:"fetched_at" parquet:"fetched_at,timestamp(millisecond)"` // to the millisecond
+	Status           uint16    `json:"status" parquet:"status"`
+	ErrorKind        string    `json:"error_kind" parquet:"error_kind,dict"`
+	ErrorMessage     string    `json:"error_message" parquet:"error_message"`
+	Bytes            uint64    `json:"bytes" parquet:"bytes"`
+	ContentType      string    `json:"content_type" parquet:"content_type,dict"`
+	DurationMs       uint32    `json:"duration_ms" parquet:"duration_ms"`
+	RedirectLocation string    `json:"redirect_location" parquet:"redirect_location"`
+	Depth            uint16    `json:"depth" parquet:"depth"`
+	Fetcher          string    `json:"fetcher" parquet:"fetcher,dict"`
+	Final            bool      `json:"final" parquet:"final"`
+	WarcFile         string    `json:"warc_file" parquet:"warc_file,dict"`
+	WarcOffset       uint64    `json:"warc_offset" parquet:"warc_offset"`
+}
+
+var fetchLogTable = tableDef[FetchLogRow]{
+	name: FetchLog,
+	selects: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt", "fetched_at", "fetched_at_ms", "status",
+		"error_kind", "error_message", "bytes", "content_type", "duration_ms", "redirect_location", "depth", "fetcher",
+		"final", "warc_file", "warc_offset"},
+	columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt", "fetched_at", "status",
+		"error_kind", "error_message", "bytes", "content_type", "duration_ms", "redirect_location", "depth", "fetcher",
+		"final", "warc_file", "warc_offset"},
+	scan: func(rows driver.Rows, r *FetchLogRow) error {
+		var (
+			ms    uint16
+			final uint8
+		)
+		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.Partition, &r.Attempt, &r.FetchedAt, &ms, &r.Status,
+			&r.ErrorKind, &r.ErrorMessage, &r.Bytes, &r.ContentType, &r.DurationMs, &r.RedirectLocation, &r.Depth, &r.Fetcher,
+			&final, &r.WarcFile, &r.WarcOffset)
+		r.FetchedAt = r.FetchedAt.UTC().Add(time.Duration(ms) * time.Millisecond)
+		r.Final = final != 0
+		return err
+	},
+	record: func(r *FetchLogRow, rec []string) []string {
+		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, u64(uint64(r.Partition)), u64(uint64(r.Attempt)),
+			ts(r.FetchedAt), u64(uint64(r.Status)), r.ErrorKind, r.ErrorMessage, u64(r.Bytes), r.ContentType,
+			u64(uint64(r.DurationMs)), r.RedirectLocation, u64(uint64(r.Depth)), r.Fetcher, strconv.FormatBool(r.Final),
+			r.WarcFile, u64(r.WarcOffset))
+	},
+}
+
+// LinkRow is one exported link of a parsed page (table links).
+type LinkRow struct {
+	CrawlID    string    `json:"crawl_id" parquet:"crawl_id,dict"`
+	SourceURL  string    `json:"source_url" parquet:"source_url"`
+	SourceFP   uint64    `json:"source_fp" parquet:"source_fp"`
+	SourceHost string    `json:"source_host" parquet:"source_host,dict"`
+	Position   uint16    `json:"position" parquet:"position"`
+	TargetURL  string    `json:"target_url" parquet:"target_url"`
+	TargetFP   uint64    `json:"target_fp" parquet:"target_fp"`
+	TargetHost string    `json:"target_host" parquet:"target_host,dict"`
+	AnchorText string    `json:"anchor_text" parquet:"anchor_text"`
+	Rel        string    `json:"rel" parquet:"rel,dict"`
+	Tag        string    `json:"tag" parquet:"tag,dict"`
+	Depth      uint16    `json:"depth" parquet:"depth"`
+	FoundAt    time.Time `json:"found_at" parquet:"found_at,timestamp(millisecond)"`
+}
+
+var linksTable = tableDef[LinkRow]{
+	name: Links,
+	selects: []string{"crawl_id", "source_url", "source_fp", "source_host", "position", "target_url", "target_fp",
+		"target_host", "anchor_text", "rel", "tag", "depth", "found_at"},
+	columns: []string{"crawl_id", "source_url", "source_fp", "source_host", "position", "target_url", "target_fp",
+		"target_host", "anchor_text", "rel", "tag", "depth", "found_at"},
+	scan: func(rows driver.Rows, r *LinkRow) error {
+		err := rows.Scan(&r.CrawlID, &r.SourceURL, &r.SourceFP, &r.SourceHost, &r.Position, &r.TargetURL, &r.TargetFP,
+			&r.TargetHost, &r.AnchorText, &r.Rel, &r.Tag, &r.Depth, &r.FoundAt)
+		r.FoundAt = r.FoundAt.UTC()
+		return err
+	},
+	record: func(r *LinkRow, rec []string) []string {
+		return append(rec, r.CrawlID, r.SourceURL, u64(r.SourceFP), r.SourceHost, u64(uint64(r.Position)), r.TargetURL,
+			u64(r.TargetFP), r.TargetHost, r.AnchorText, r.Rel, r.Tag, u64(uint64(r.Depth)), ts(r.FoundAt))
+	},
+}
+
+// URLEventRow is one exported discovered URL the scheduler did not admit
+// (table url_events): one row per URL, state and reason.
+type URLEventRow struct {
+	CrawlID   string    `json:"crawl_id" parquet:"crawl_id,dict"`
+	URL       string    `json:"url" parquet:"url"`
+	URLFP     uint64    `json:"url_fp" parquet:"url_fp"`
+	Host      string    `json:"host" parquet:"host,dict"`
+	Partition uint16    `json:"partition" parquet:"partition"`
+	State     string    `json:"state" parquet:"state,dict"`
+	Reason    string    `json:"reason" parquet:"reason,dict"`
+	Depth     uint16    `json:"depth" parquet:"depth"`
+	EventTime time.Time `json:"event_time" parquet:"event_time,timestamp(millisecond)"`
+}
+
+var urlEventsTable = tableDef[URLEventRow]{
+	name:    URLEvents,
+	selects: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time"},
+	columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time"},
+	scan: func(rows driver.Rows, r *URLEventRow) error {
+		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.Partition, &r.State, &r.Reason, &r.Depth, &r.EventTime)
+		r.EventTime = r.EventTime.UTC()
+		return err
+	},
+	record: func(r *URLEventRow, rec []string) []string {
+		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, u64(uint64(r.Partition)), r.State, r.Reason,
+			u64(uint64(r.Depth)), ts(r.EventTime))
+	},
+}
+
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// ts is a timestamp as JSON writes a time.Time: RFC 3339 with the
+// fraction only when there is one.
+func ts(t time.Time) string { return t.Format(time.RFC3339Nano) }
