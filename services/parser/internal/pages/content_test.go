@@ -53,6 +53,63 @@ func TestDuplicateOfPageBeingStored(t *testing.T) {
 	}
 }
 
+// TestMirrorKeepsItsLinks: with follow_duplicates off (every crawl spec's
+// default), a page whose text repeats a page of another host (a mirror)
+// is marked a duplicate but keeps its links, which lead into its own
+// site; a page repeating a page of its own host (a copy, or a trap that
+// serves one text at ever new URLs) does not.
+func TestMirrorKeepsItsLinks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	store := chtest.NewStore(t)
+	log := zaptest.NewLogger(t)
+	fast := chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}
+	docs := chstore.NewBatchWriter(store, chstore.Documents, fast, log, nil)
+	seen := chstore.NewBatchWriter(store, chstore.ContentSeen, fast, log, nil)
+	runWriters(t, docs, seen)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, PublishDocuments: true},
+		pages.Sinks{Documents: docs, ContentSeen: seen, Seen: store}, now)
+	page := func(links ...string) string {
+		var b strings.Builder
+		b.WriteString("<html><body><p>The same article, on a site and on its mirror.</p>")
+		for _, l := range links {
+			b.WriteString(`<a href="` + l + `">more</a>`)
+		}
+		return b.String() + "</body></html>"
+	}
+	r.produce(ctx, htmlPage("http://127.0.0.2/a", 1, page("/x", "/y"), now))
+	readDocuments(t, ctx, r.kc, 1)
+	r.produce(ctx, htmlPage("http://127.0.0.3/a", 1, page("/x", "/y"), now))      // the mirror: relative links, its own URLs
+	r.produce(ctx, htmlPage("http://127.0.0.2/copy", 1, page("/z1", "/z2"), now)) // a copy on the same host
+	got := readDocuments(t, ctx, r.kc, 3)
+	for _, d := range got[1:] {
+		if !d.IsDuplicate {
+			t.Errorf("%s not marked a duplicate", d.Url)
+		}
+	}
+	discovered := map[string]bool{}
+	err := kafkaio.ReadToEnd(ctx, r.kc, r.kc.Topics().Discovered, kafkaio.ReadOptions{}, func(m kafka.Message) {
+		var u crawlv1.DiscoveredURL
+		if kafkaio.Decode(m, &u) == nil {
+			discovered[u.GetUrl()] = true
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"http://127.0.0.2/x", "http://127.0.0.2/y", "http://127.0.0.3/x", "http://127.0.0.3/y"} {
+		if !discovered[u] {
+			t.Errorf("%s not published: a mirror on another host keeps its links", u)
+		}
+	}
+	for _, u := range []string{"http://127.0.0.2/z1", "http://127.0.0.2/z2"} {
+		if discovered[u] {
+			t.Errorf("%s published: the links of a copy on the same host are not followed", u)
+		}
+	}
+}
+
 // TestFailedStoreLeavesBatchUnacked: when the documents cannot be stored the
 // batch is never acked (nothing committed) and the partition's next batch
 // fails the group run.

@@ -143,7 +143,8 @@ func (p *Processor) lookupNear(ctx context.Context, results []*result) (nearLook
 // markNearDuplicates flags the documents whose simhash is within their
 // crawl's near-duplicate distance of an earlier document of the crawl at another
 // URL (among the stored candidates, or recently in this process), drops
-// their links when the crawl does not follow duplicates, and gives every
+// their links when the crawl does not follow duplicates and the page
+// repeats one of its own host, and gives every
 // document it looked at its band rows. Exact duplicates and pages without
 // text are left out.
 func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
@@ -169,7 +170,7 @@ func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
 			NearDuplicateOf: of, Distance: uint8(dist), Simhash: d.meta.Simhash, FoundAt: p.now().UTC()}
 		d.msg.NearDuplicateOf, d.msg.NearDuplicateDistance = of, uint32(dist)
 		r.outcome = OutcomeNearDuplicate
-		if !r.followDup {
+		if !r.followDup && sameHost(of, r.host) { // a mirror keeps its links: see markDuplicates
 			r.drop(DropNearDuplicatePage, len(r.links))
 			r.links, r.linkFPs = nil, nil
 		}

@@ -448,7 +448,12 @@ func write[T any](ctx context.Context, w Writer[T], rows []T, what string) error
 // markDuplicates flags the documents whose content fingerprint the crawl
 // has seen before (in ClickHouse, or recently in this process: earlier in
 // the batch or in a batch still being persisted) at another URL,
-// and drops the links of duplicates when the crawl does not follow them.
+// and drops the links of duplicates when the crawl does not follow them
+// (followDup) and the duplicate is on the same host as the page it
+// repeats: a copy, or a trap that serves one text at ever new URLs of a
+// site. A duplicate on another host (a mirror) keeps its links: they lead
+// into its own site, and those already known are dropped as usual (the
+// recent-links table here, the seen set in the scheduler).
 // Pages with no text are never duplicates.
 func (p *Processor) markDuplicates(ctx context.Context, results []*result) error {
 	byCrawl := make(map[string][]uint64)
@@ -482,12 +487,19 @@ func (p *Processor) markDuplicates(ctx context.Context, results []*result) error
 		r.doc.meta.IsDuplicate, r.doc.meta.DuplicateOf = true, orig
 		r.doc.msg.IsDuplicate, r.doc.msg.DuplicateOf = true, orig
 		r.outcome = OutcomeDuplicate
-		if !r.followDup {
+		if !r.followDup && sameHost(orig, r.host) {
 			r.drop(DropDuplicatePage, len(r.links))
 			r.links, r.linkFPs = nil, nil
 		}
 	}
 	return nil
+}
+
+// sameHost reports whether the canonical URL u is on host (a politeness
+// key).
+func sameHost(u, host string) bool {
+	k, err := urlcanon.CanonicalKey(u)
+	return err == nil && k == host
 }
 
 // process classifies one page and extracts it into outlink records and a
