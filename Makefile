@@ -11,7 +11,7 @@ BENCH_MODULES := $(filter ./libs ./services/%,$(MODULES))
 SEEDS ?=
 ARGS  ?=
 
-.PHONY: crawl test bench bench-crawl profile proto vet fmt tidy lint lint-install images
+.PHONY: crawl export test bench bench-crawl profile proto vet fmt tidy lint lint-install images
 
 # golangci-lint, pinned: `make lint-install` builds it with the local Go
 # (a prebuilt release may be built with an older Go than go.work asks for).
@@ -22,6 +22,14 @@ GOLANGCI_LINT ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 # the images: no libc mapped into every process of the crawl.
 crawl:
 	CGO_ENABLED=0 $(GO) run ./deployments/local/cmd/crawl $(if $(SEEDS),--seeds-file $(SEEDS),--demo) $(ARGS)
+
+# make export                   the last crawl's documents as JSON lines on standard output
+#                               (the command is not echoed: make export > docs.jsonl works)
+# make export ARGS="--table fetch_log --format csv --out f.csv"
+#                               (tables documents, fetch_log, links, url_events; formats
+#                               jsonl, csv, parquet; --crawl-id, --data-dir as make crawl's .crawl)
+export:
+	@CGO_ENABLED=0 $(GO) run ./deployments/local/cmd/crawl export $(ARGS)
 
 test:
 	bash scripts/test.sh
