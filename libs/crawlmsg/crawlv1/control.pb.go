@@ -149,6 +149,7 @@ type CrawlSpec struct {
 	Politeness    *Politeness            `protobuf:"bytes,8,opt,name=politeness,proto3" json:"politeness,omitempty"`
 	Revisit       *Revisit               `protobuf:"bytes,9,opt,name=revisit,proto3" json:"revisit,omitempty"`
 	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Identity      *Identity              `protobuf:"bytes,11,opt,name=identity,proto3" json:"identity,omitempty"` // who the crawl says it is; unset: the fetcher's --user-agent, no extra headers
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -253,6 +254,127 @@ func (x *CrawlSpec) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *CrawlSpec) GetIdentity() *Identity {
+	if x != nil {
+		return x.Identity
+	}
+	return nil
+}
+
+// Identity is how a crawl presents itself to the sites it fetches: on
+// every request of the crawl, robots.txt included. The seeder validates it
+// (services/seeder/internal/jobs, libs/identity); the fetcher still drops
+// a header libs/identity refuses.
+type Identity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// user_agent is the User-Agent header, e.g. "examplebot/1.2
+	// (+https://example.org/bot)": a product token first (robots.txt groups
+	// are matched on it) and a contact (a URL or an email) in parentheses.
+	UserAgent string `protobuf:"bytes,1,opt,name=user_agent,json=userAgent,proto3" json:"user_agent,omitempty"`
+	// headers are sent besides the fetcher's own, in this order; never
+	// hop-by-hop headers, Host, Cookie, nor one the fetcher sets itself.
+	Headers       []*Header `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Identity) Reset() {
+	*x = Identity{}
+	mi := &file_control_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Identity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Identity) ProtoMessage() {}
+
+func (x *Identity) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Identity.ProtoReflect.Descriptor instead.
+func (*Identity) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Identity) GetUserAgent() string {
+	if x != nil {
+		return x.UserAgent
+	}
+	return ""
+}
+
+func (x *Identity) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// Header is one extra request header.
+type Header struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // canonical form ("Accept-Language")
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Header) Reset() {
+	*x = Header{}
+	mi := &file_control_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Header) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Header) ProtoMessage() {}
+
+func (x *Header) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Header.ProtoReflect.Descriptor instead.
+func (*Header) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Header) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Header) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // Scope decides which discovered links a crawl keeps (seeds 001 and 004).
 // Empty lists mean "no restriction".
 type Scope struct {
@@ -286,7 +408,7 @@ type Scope struct {
 
 func (x *Scope) Reset() {
 	*x = Scope{}
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -298,7 +420,7 @@ func (x *Scope) String() string {
 func (*Scope) ProtoMessage() {}
 
 func (x *Scope) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -311,7 +433,7 @@ func (x *Scope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scope.ProtoReflect.Descriptor instead.
 func (*Scope) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Scope) GetAllowHosts() []string {
@@ -455,7 +577,7 @@ type SiteRules struct {
 
 func (x *SiteRules) Reset() {
 	*x = SiteRules{}
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +589,7 @@ func (x *SiteRules) String() string {
 func (*SiteRules) ProtoMessage() {}
 
 func (x *SiteRules) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +602,7 @@ func (x *SiteRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteRules.ProtoReflect.Descriptor instead.
 func (*SiteRules) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SiteRules) GetHosts() []string {
@@ -517,13 +639,17 @@ type Limits struct {
 	MaxDepth        uint32                 `protobuf:"varint,1,opt,name=max_depth,json=maxDepth,proto3" json:"max_depth,omitempty"`                          // 0 = service default
 	MaxPages        uint64                 `protobuf:"varint,2,opt,name=max_pages,json=maxPages,proto3" json:"max_pages,omitempty"`                          // 0 = unlimited
 	MaxPagesPerHost uint64                 `protobuf:"varint,3,opt,name=max_pages_per_host,json=maxPagesPerHost,proto3" json:"max_pages_per_host,omitempty"` // 0 = unlimited
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// max_duration: once this long has passed since created_at the crawl is
+	// cancelled (libs/crawlcontrol reports CANCELLED for it, so every
+	// service obeys without a new revision). Unset or 0 = no time limit.
+	MaxDuration   *durationpb.Duration `protobuf:"bytes,4,opt,name=max_duration,json=maxDuration,proto3" json:"max_duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +661,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +674,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Limits) GetMaxDepth() uint32 {
@@ -572,6 +698,13 @@ func (x *Limits) GetMaxPagesPerHost() uint64 {
 	return 0
 }
 
+func (x *Limits) GetMaxDuration() *durationpb.Duration {
+	if x != nil {
+		return x.MaxDuration
+	}
+	return nil
+}
+
 // Politeness overrides the fetcher's defaults for this crawl (never below
 // the fetcher's configured floor).
 type Politeness struct {
@@ -590,7 +723,7 @@ type Politeness struct {
 
 func (x *Politeness) Reset() {
 	*x = Politeness{}
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +735,7 @@ func (x *Politeness) String() string {
 func (*Politeness) ProtoMessage() {}
 
 func (x *Politeness) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +748,7 @@ func (x *Politeness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Politeness.ProtoReflect.Descriptor instead.
 func (*Politeness) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Politeness) GetDelay() *durationpb.Duration {
@@ -652,7 +785,7 @@ type Revisit struct {
 
 func (x *Revisit) Reset() {
 	*x = Revisit{}
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +797,7 @@ func (x *Revisit) String() string {
 func (*Revisit) ProtoMessage() {}
 
 func (x *Revisit) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +810,7 @@ func (x *Revisit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revisit.ProtoReflect.Descriptor instead.
 func (*Revisit) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Revisit) GetEnabled() bool {
@@ -726,7 +859,7 @@ type CrawlClaim struct {
 
 func (x *CrawlClaim) Reset() {
 	*x = CrawlClaim{}
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +871,7 @@ func (x *CrawlClaim) String() string {
 func (*CrawlClaim) ProtoMessage() {}
 
 func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +884,7 @@ func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CrawlClaim.ProtoReflect.Descriptor instead.
 func (*CrawlClaim) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CrawlClaim) GetCrawlId() string {
@@ -780,7 +913,7 @@ var File_control_proto protoreflect.FileDescriptor
 const file_control_proto_rawDesc = "" +
 	"\n" +
 	"\rcontrol.proto\x12\n" +
-	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb6\x03\n" +
+	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe8\x03\n" +
 	"\tCrawlSpec\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.crawler.v1.CrawlStateR\x05state\x129\n" +
@@ -796,7 +929,15 @@ const file_control_proto_rawDesc = "" +
 	"\arevisit\x18\t \x01(\v2\x13.crawler.v1.RevisitR\arevisit\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xdf\x05\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x120\n" +
+	"\bidentity\x18\v \x01(\v2\x14.crawler.v1.IdentityR\bidentity\"W\n" +
+	"\bIdentity\x12\x1d\n" +
+	"\n" +
+	"user_agent\x18\x01 \x01(\tR\tuserAgent\x12,\n" +
+	"\aheaders\x18\x02 \x03(\v2\x12.crawler.v1.HeaderR\aheaders\"2\n" +
+	"\x06Header\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xdf\x05\n" +
 	"\x05Scope\x12\x1f\n" +
 	"\vallow_hosts\x18\x01 \x03(\tR\n" +
 	"allowHosts\x12\x1d\n" +
@@ -824,11 +965,12 @@ const file_control_proto_rawDesc = "" +
 	"\x05hosts\x18\x01 \x03(\tR\x05hosts\x12\x18\n" +
 	"\adomains\x18\x02 \x03(\tR\adomains\x12%\n" +
 	"\x0eallow_patterns\x18\x03 \x03(\tR\rallowPatterns\x12#\n" +
-	"\rdeny_patterns\x18\x04 \x03(\tR\fdenyPatterns\"o\n" +
+	"\rdeny_patterns\x18\x04 \x03(\tR\fdenyPatterns\"\xad\x01\n" +
 	"\x06Limits\x12\x1b\n" +
 	"\tmax_depth\x18\x01 \x01(\rR\bmaxDepth\x12\x1b\n" +
 	"\tmax_pages\x18\x02 \x01(\x04R\bmaxPages\x12+\n" +
-	"\x12max_pages_per_host\x18\x03 \x01(\x04R\x0fmaxPagesPerHost\"\xae\x01\n" +
+	"\x12max_pages_per_host\x18\x03 \x01(\x04R\x0fmaxPagesPerHost\x12<\n" +
+	"\fmax_duration\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vmaxDuration\"\xae\x01\n" +
 	"\n" +
 	"Politeness\x12/\n" +
 	"\x05delay\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12A\n" +
@@ -870,41 +1012,46 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_control_proto_goTypes = []any{
 	(CrawlState)(0),               // 0: crawler.v1.CrawlState
 	(ScopeMode)(0),                // 1: crawler.v1.ScopeMode
 	(*CrawlSpec)(nil),             // 2: crawler.v1.CrawlSpec
-	(*Scope)(nil),                 // 3: crawler.v1.Scope
-	(*SiteRules)(nil),             // 4: crawler.v1.SiteRules
-	(*Limits)(nil),                // 5: crawler.v1.Limits
-	(*Politeness)(nil),            // 6: crawler.v1.Politeness
-	(*Revisit)(nil),               // 7: crawler.v1.Revisit
-	(*CrawlClaim)(nil),            // 8: crawler.v1.CrawlClaim
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
+	(*Identity)(nil),              // 3: crawler.v1.Identity
+	(*Header)(nil),                // 4: crawler.v1.Header
+	(*Scope)(nil),                 // 5: crawler.v1.Scope
+	(*SiteRules)(nil),             // 6: crawler.v1.SiteRules
+	(*Limits)(nil),                // 7: crawler.v1.Limits
+	(*Politeness)(nil),            // 8: crawler.v1.Politeness
+	(*Revisit)(nil),               // 9: crawler.v1.Revisit
+	(*CrawlClaim)(nil),            // 10: crawler.v1.CrawlClaim
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
 }
 var file_control_proto_depIdxs = []int32{
 	0,  // 0: crawler.v1.CrawlSpec.state:type_name -> crawler.v1.CrawlState
-	9,  // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
-	3,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
-	5,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
-	6,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
-	7,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
-	9,  // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
-	4,  // 7: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
-	1,  // 8: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
-	10, // 9: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	10, // 10: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	10, // 11: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	10, // 12: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	10, // 13: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	9,  // 14: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	11, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
+	5,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
+	7,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
+	8,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
+	9,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
+	11, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
+	3,  // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
+	4,  // 8: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
+	6,  // 9: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
+	1,  // 10: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
+	12, // 11: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
+	12, // 12: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	12, // 13: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	12, // 14: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	12, // 15: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	12, // 16: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	11, // 17: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -918,7 +1065,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
