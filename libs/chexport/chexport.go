@@ -30,138 +30,55 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/trawl-crawler/trawl/libs/chexport/exportfile"
 )
 
-// Table names an exportable table.
-type Table string
+// The names of an export (package exportfile, which links no driver).
+type (
+	// Table is exportfile.Table.
+	Table = exportfile.Table
+	// Format is exportfile.Format.
+	Format = exportfile.Format
+	// Request is exportfile.Request.
+	Request = exportfile.Request
+	// NoRowsError is exportfile.NoRowsError.
+	NoRowsError = exportfile.NoRowsError
+	// Output is exportfile.Output.
+	Output = exportfile.Output
+)
 
-// The exportable tables.
+// The tables and formats (exportfile's).
 const (
-	Documents Table = "documents"  // extracted documents, the latest version of each URL
-	FetchLog  Table = "fetch_log"  // one row per fetch attempt
-	Links     Table = "links"      // the link graph (kept when the parser runs with --store-links)
-	URLEvents Table = "url_events" // discovered URLs the scheduler did not admit, and why
+	Documents = exportfile.Documents
+	FetchLog  = exportfile.FetchLog
+	Links     = exportfile.Links
+	URLEvents = exportfile.URLEvents
+	JSONL     = exportfile.JSONL
+	CSV       = exportfile.CSV
+	Parquet   = exportfile.Parquet
 )
 
-// Format names an output format.
-type Format string
-
-// The output formats.
-const (
-	JSONL   Format = "jsonl"   // one JSON object per line
-	CSV     Format = "csv"     // RFC 4180: a header row, CRLF line ends, fields quoted when needed
-	Parquet Format = "parquet" // typed columns, Snappy-compressed, bounded row groups
-)
-
-// Tables and Formats list the allowed values, defaults first.
+// Names and errors re-exported from exportfile.
 var (
-	Tables  = []Table{Documents, FetchLog, Links, URLEvents}
-	Formats = []Format{JSONL, CSV, Parquet}
+	Tables           = exportfile.Tables
+	Formats          = exportfile.Formats
+	ErrUnknownTable  = exportfile.ErrUnknownTable
+	ErrUnknownFormat = exportfile.ErrUnknownFormat
+	ErrNotFound      = exportfile.ErrNotFound
 )
 
-// ErrUnknownTable and ErrUnknownFormat wrap a table or format name that is
-// not one of Tables or Formats; the message names the allowed values.
-var (
-	ErrUnknownTable  = errors.New("unknown table")
-	ErrUnknownFormat = errors.New("unknown format")
-)
+// ParseTable is exportfile.ParseTable.
+func ParseTable(s string) (Table, error) { return exportfile.ParseTable(s) }
 
-// ErrNotFound is matched (errors.Is) by a *NoRowsError.
-var ErrNotFound = errors.New("crawl not found")
+// ParseFormat is exportfile.ParseFormat.
+func ParseFormat(s string) (Format, error) { return exportfile.ParseFormat(s) }
 
-// NoRowsError reports a crawl with no rows in the exported table. Before
-// returning it Export writes nothing, so no empty file is left behind.
-type NoRowsError struct {
-	CrawlID string
-	Table   Table
-	// In lists the tables where the crawl has rows; empty when the crawl
-	// is unknown to this database.
-	In []string
-}
+// FileName is exportfile.FileName.
+func FileName(crawlID string, t Table, f Format) string { return exportfile.FileName(crawlID, t, f) }
 
-func (e *NoRowsError) Error() string {
-	if len(e.In) == 0 {
-		return fmt.Sprintf("crawl %q not found: no rows of it in %s", e.CrawlID, strings.Join(presenceTables, ", "))
-	}
-	msg := fmt.Sprintf("crawl %q has no rows in %s (it has rows in %s)", e.CrawlID, e.Table, strings.Join(e.In, ", "))
-	if hint := emptyHints[e.Table]; hint != "" {
-		msg += ": " + hint
-	}
-	return msg
-}
-
-// Is makes errors.Is(err, ErrNotFound) true.
-func (e *NoRowsError) Is(target error) bool { return target == ErrNotFound }
-
-// emptyHints say why a known crawl may have no rows in a table.
-var emptyHints = map[Table]string{
-	Documents: "no fetched page has been parsed into a document yet",
-	FetchLog:  "nothing has been fetched yet",
-	Links:     "the link graph is kept only when the parser runs with --store-links (the launcher's --store-links or --console)",
-	URLEvents: "the scheduler has dropped no discovered URL",
-}
-
-// presenceTables are the tables asked whether a crawl exists at all.
-var presenceTables = []string{"url_seen", "fetch_log", "documents", "links", "url_events"}
-
-// ParseTable returns the table named s; "" is Documents.
-func ParseTable(s string) (Table, error) {
-	if s == "" {
-		return Documents, nil
-	}
-	for _, t := range Tables {
-		if string(t) == s {
-			return t, nil
-		}
-	}
-	return "", fmt.Errorf("%w %q: want one of %s", ErrUnknownTable, s, join(Tables))
-}
-
-// ParseFormat returns the format named s; "" is JSONL.
-func ParseFormat(s string) (Format, error) {
-	if s == "" {
-		return JSONL, nil
-	}
-	for _, f := range Formats {
-		if string(f) == s {
-			return f, nil
-		}
-	}
-	return "", fmt.Errorf("%w %q: want one of %s", ErrUnknownFormat, s, join(Formats))
-}
-
-func join[S ~string](vs []S) string {
-	parts := make([]string, len(vs))
-	for i, v := range vs {
-		parts[i] = string(v)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// ContentType is the media type of f for an HTTP response.
-func (f Format) ContentType() string {
-	switch f {
-	case CSV:
-		return "text/csv; charset=utf-8; header=present"
-	case Parquet:
-		return "application/vnd.apache.parquet"
-	default:
-		return "application/x-ndjson"
-	}
-}
-
-// FileName is the file name an export of crawlID's table in f is offered
-// under: <crawl id>-<table>.<format>.
-func FileName(crawlID string, t Table, f Format) string {
-	return crawlID + "-" + string(t) + "." + string(f)
-}
-
-// Request is what to export. Zero Table and Format are Documents and JSONL.
-type Request struct {
-	CrawlID string
-	Table   Table
-	Format  Format
-}
+// CreateOutput is exportfile.CreateOutput.
+func CreateOutput(path string) (*Output, error) { return exportfile.CreateOutput(path) }
 
 // Querier runs a read query; a clickhouse-go driver.Conn (chstore's
 // Store.Conn) is one. It must be safe to call again while an earlier
@@ -216,7 +133,7 @@ func Export(ctx context.Context, q Querier, req Request, w io.Writer) (int64, er
 // presence returns the tables of presenceTables where crawlID has rows.
 func presence(ctx context.Context, q Querier, crawlID string) ([]string, error) {
 	var in []string
-	for _, table := range presenceTables {
+	for _, table := range exportfile.PresenceTables {
 		rows, err := q.Query(ctx, "SELECT crawl_id FROM "+table+" WHERE crawl_id = ? LIMIT 1", crawlID)
 		if err != nil {
 			return nil, fmt.Errorf("look for crawl %q in %s: %w", crawlID, table, err)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -446,74 +445,6 @@ func TestExportErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestOutput: an output file appears only complete; a path that cannot be
-// written is an error naming it.
-func TestOutput(t *testing.T) {
-	dir := t.TempDir()
-	notDir := filepath.Join(dir, "file")
-	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bad := []struct {
-		name, path, want string
-	}{
-		{"missing directory", filepath.Join(dir, "nope", "out.csv"), "does not exist"},
-		{"parent is a file", filepath.Join(notDir, "out.csv"), "is not a directory"},
-		{"path is a directory", dir, "is a directory"},
-		{"empty", "", "must not be empty"},
-	}
-	for _, tt := range bad {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := chexport.CreateOutput(tt.path)
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.path) {
-				t.Errorf("CreateOutput(%q) = %v, want an error naming the path and saying %q", tt.path, err, tt.want)
-			}
-		})
-	}
-	t.Run("discarded", func(t *testing.T) {
-		path := filepath.Join(dir, "keep.csv")
-		if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := chexport.CreateOutput(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := out.Write([]byte("partial")); err != nil {
-			t.Fatal(err)
-		}
-		if err := out.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := os.ReadFile(path); string(b) != "old" {
-			t.Errorf("file after a discarded export: %q, want the old content", b)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-			t.Errorf("directory holds %d entries, want the 2 it had (no temporary file left)", len(entries))
-		}
-	})
-	t.Run("committed", func(t *testing.T) {
-		path := filepath.Join(dir, "new.csv")
-		out, err := chexport.CreateOutput(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-		if _, err := os.Stat(path); !os.IsNotExist(err) {
-			t.Errorf("file exists before commit: %v", err)
-		}
-		if _, err := out.Write([]byte("done")); err != nil {
-			t.Fatal(err)
-		}
-		if err := out.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := os.ReadFile(path); string(b) != "done" {
-			t.Errorf("committed file: %q", b)
-		}
-	})
 }
 
 func TestParseDefaults(t *testing.T) {

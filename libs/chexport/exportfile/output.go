@@ -1,4 +1,4 @@
-package chexport
+package exportfile
 
 import (
 	"errors"
