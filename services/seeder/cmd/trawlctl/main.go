@@ -5,7 +5,7 @@
 //	trawlctl watch ID          live progress until the crawl drains or is cancelled (or Ctrl-C)
 //	trawlctl get ID | list
 //	trawlctl pause|resume|cancel ID
-//	trawlctl export ID [--out FILE]   documents as JSON lines
+//	trawlctl export ID [--table documents|fetch_log|links|url_events] [--format jsonl|csv|parquet] [--out FILE]
 //
 // --api-url and --api-token can be set as CRAWLER_API_URL and
 // CRAWLER_API_TOKEN.
@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/chexport/exportfile"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/client"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
@@ -242,32 +243,41 @@ func watch(ctx context.Context, c *client.Client, args []string, stdout io.Write
 	}
 }
 
-func export(ctx context.Context, c *client.Client, args []string, stdout io.Writer) error {
+func export(ctx context.Context, c *client.Client, args []string, stdout io.Writer) (err error) {
 	fs := flag.NewFlagSet("trawlctl export", flag.ContinueOnError)
-	out := fs.String("out", "", "write to this file instead of standard output")
-	if err := fs.Parse(args); err != nil {
-		return err
+	table := fs.String("table", "", "table: documents (default), fetch_log, links or url_events")
+	format := fs.String("format", "", "format: jsonl (default), csv or parquet")
+	out := fs.String("out", "", "write to this file instead of standard output (it appears only complete)")
+	// The id may come before or after the flags: export c1 --out c1.jsonl.
+	var ids []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		ids = append(ids, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	id, err := oneID("export", fs.Args())
+	id, err := oneID("export", ids)
 	if err != nil {
 		return err
 	}
 	w := stdout
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return fmt.Errorf("create export file: %w", err)
+	var f *exportfile.Output
+	if *out != "" && *out != "-" {
+		if f, err = exportfile.CreateOutput(*out); err != nil {
+			return err
 		}
-		defer func() { _ = f.Close() }() // for the error paths: closed and checked below
+		defer func() { err = errors.Join(err, f.Close()) }() // discards the file unless committed
 		w = f
 	}
-	if _, err := c.Export(ctx, id, w); err != nil {
+	if _, err := c.Export(ctx, id, *table, *format, w); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if f, ok := w.(*os.File); ok && *out != "" {
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("close export file: %w", err)
-		}
+	if f != nil {
+		return f.Commit()
 	}
 	return nil
 }

@@ -193,6 +193,36 @@ func TestSubmitWatchControlExport(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(string(raw)), "\n"); len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &d) != nil || d.Title != "Home" {
 		t.Errorf("export %q", raw)
 	}
+
+	// Another table in another format, the id before the flags.
+	csvFile := filepath.Join(t.TempDir(), "fetch.csv")
+	if _, err := ctl(t, ctx, url, "", "export", "fromfile", "--table", "fetch_log", "--format", "csv", "--out", csvFile); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := os.ReadFile(csvFile); err != nil || !strings.HasPrefix(string(raw), "crawl_id,url,url_fp,host,") || strings.Count(string(raw), "\r\n") != 2 {
+		t.Errorf("csv export %q (%v): want a header and one row", raw, err)
+	}
+	// Refused exports leave no file.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "xlsx", "fromfile"}, "jsonl, csv, parquet"},
+		{[]string{"--table", "links", "fromfile"}, `crawl "fromfile" has no rows in links`},
+		{[]string{"nope"}, "api status 404"},
+	} {
+		file := filepath.Join(t.TempDir(), "refused.out")
+		_, err := ctl(t, ctx, url, "", append([]string{"export", "--out", file}, tt.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("export %v: error %v, want %q", tt.args, err, tt.want)
+		}
+		if _, err := os.Stat(file); !os.IsNotExist(err) {
+			t.Errorf("export %v left %s (%v)", tt.args, file, err)
+		}
+	}
+	if _, err := ctl(t, ctx, url, "", "export", "--out", filepath.Join(t.TempDir(), "no", "dir", "f"), "fromfile"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("export to a missing directory: %v", err)
+	}
 }
 
 // TestWatchStopsOnCancel checks that Ctrl-C (ctx) ends a watch cleanly.

@@ -1,7 +1,8 @@
 // Package api is the seeder's crawl-jobs HTTP API: submit a crawl, list
 // crawls, read a crawl's specification, status and counts, pause, resume
-// or cancel it, and export its documents as JSON lines. Every route but the
-// OpenAPI description needs the bearer token.
+// or cancel it, and export its documents as JSON lines or any of its
+// tables as JSON lines, CSV or Parquet. Every route but the OpenAPI
+// description needs the bearer token.
 package api
 
 import (
@@ -13,6 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"sort"
 	"strconv"
@@ -24,6 +27,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/trawl-crawler/trawl/libs/chexport/exportfile"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
@@ -61,6 +65,10 @@ type Stats interface {
 	Partitions(ctx context.Context, crawlID string) ([]int, error)
 	// Documents calls fn per document in URL order until fn fails.
 	Documents(ctx context.Context, crawlID string, fn func(jobs.Document) error) error
+	// Export writes a crawl's rows of a table to w in a format, nothing
+	// before the first row (a crawl without rows is exportfile.ErrNotFound),
+	// and returns the rows written.
+	Export(ctx context.Context, req exportfile.Request, w io.Writer) (int64, error)
 }
 
 // SitemapSource reads sitemaps (sitemaps.Discoverer).
@@ -100,6 +108,7 @@ func Routes() []Route {
 		{Method: http.MethodPost, Path: "/v1/crawls/{id}/resume", handler: transition(crawlv1.CrawlState_CRAWL_STATE_RUNNING)},
 		{Method: http.MethodPost, Path: "/v1/crawls/{id}/cancel", handler: transition(crawlv1.CrawlState_CRAWL_STATE_CANCELLED)},
 		{Method: http.MethodGet, Path: "/v1/crawls/{id}/documents", handler: (*Server).documents},
+		{Method: http.MethodGet, Path: "/v1/crawls/{id}/export", handler: (*Server).export},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", public: true, handler: (*Server).openapi},
 	}
 }
@@ -180,12 +189,16 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		// Deferred: an export that fails mid-stream aborts its response
+		// with a panic (http.ErrAbortHandler) and is counted too.
+		defer func() {
+			if rec.code == 0 {
+				rec.code = http.StatusOK
+			}
+			s.m.requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
+			s.m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		}()
 		next.ServeHTTP(rec, r)
-		if rec.code == 0 {
-			rec.code = http.StatusOK
-		}
-		s.m.requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
-		s.m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
 }
 
@@ -619,6 +632,65 @@ func (s *Server) documents(w http.ResponseWriter, r *http.Request) {
 		// Otherwise the headers are sent and the client sees a truncated
 		// stream.
 	}
+}
+
+// export streams one table of a crawl as a file (libs/chexport): 400 for
+// an unknown table or format, 404 for an unknown crawl or one without rows
+// in the table. Once the first row is written the status is sent; a later
+// failure aborts the response, so that the client sees a broken transfer
+// rather than a short file that looks complete.
+func (s *Server) export(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	table, terr := exportfile.ParseTable(q.Get("table"))
+	format, ferr := exportfile.ParseFormat(q.Get("format"))
+	if terr != nil || ferr != nil {
+		var fields jobs.FieldErrors
+		if terr != nil {
+			fields = append(fields, jobs.FieldError{Field: "table", Message: terr.Error()})
+		}
+		if ferr != nil {
+			fields = append(fields, jobs.FieldError{Field: "format", Message: ferr.Error()})
+		}
+		writeError(w, http.StatusBadRequest, errors.Join(terr, ferr).Error(), fields)
+		return
+	}
+	spec := s.lookup(w, r)
+	if spec == nil {
+		return
+	}
+	id := spec.GetCrawlId()
+	h := w.Header()
+	h.Set("Content-Type", format.ContentType())
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": exportfile.FileName(id, table, format)}))
+	cw := &countWriter{w: w}
+	n, err := s.stats.Export(r.Context(), exportfile.Request{CrawlID: id, Table: table, Format: format}, cw)
+	if err == nil {
+		return
+	}
+	if cw.n == 0 { // nothing written: a proper error response
+		h.Del("Content-Disposition")
+		if errors.Is(err, exportfile.ErrNotFound) {
+			writeError(w, http.StatusNotFound, err.Error(), nil)
+			return
+		}
+		s.log.Warn("export failed", telemetry.Crawl(id), zap.String("table", string(table)), zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "export "+string(table)+": "+err.Error(), nil)
+		return
+	}
+	s.log.Warn("export aborted", telemetry.Crawl(id), zap.String("table", string(table)), zap.Int64("rows", n), zap.Error(err))
+	panic(http.ErrAbortHandler)
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) {

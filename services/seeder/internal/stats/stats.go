@@ -1,12 +1,14 @@
 // Package stats is the seeder's ClickHouse adapter for crawl jobs: live
-// counts of a crawl and the export of its documents.
+// counts of a crawl and the export of its documents and other tables.
 package stats
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/chexport"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
@@ -126,4 +128,12 @@ FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
 		return fmt.Errorf("read documents: %w", err)
 	}
 	return nil
+}
+
+// Export writes the crawl's rows of one table to w in one format
+// (libs/chexport): nothing before the first row, so a crawl without rows in
+// the table is a *chexport.NoRowsError (chexport.ErrNotFound) with w
+// untouched. It returns the rows written.
+func (s *Stats) Export(ctx context.Context, req chexport.Request, w io.Writer) (int64, error) {
+	return chexport.Export(ctx, s.store.Conn(), req, w)
 }
