@@ -3,6 +3,11 @@
 // compacted control topic. The seeder's crawl API publishes them; every
 // other service follows the topic into a Specs table and consults it per
 // URL, so a pause, resume or cancel takes effect within seconds everywhere.
+//
+// A crawl's time limit (limits.max_duration) needs no publisher: a
+// specification's state at a given time (StateAt) is CANCELLED once the
+// limit has passed since its created_at, so every service that asks
+// Specs.State obeys it at the same moment, and Specs.Changed fires then.
 package crawlcontrol
 
 import (
@@ -14,6 +19,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -36,12 +43,25 @@ type Specs struct {
 	progress chan struct{}
 	// absent are the crawl ids a Sync found without a specification.
 	absent map[string]bool
+
+	// now is the clock State reads time limits with. timer closes
+	// changed at armed, the next time limit to pass (zero: none armed);
+	// fired is the last one it fired for, so that a clock that stands
+	// still (tests) does not fire it again.
+	now          func() time.Time
+	timer        *time.Timer
+	armed, fired time.Time
 }
 
-// NewSpecs returns an empty table.
-func NewSpecs() *Specs {
+// NewSpecs returns an empty table that reads time limits on time.Now.
+func NewSpecs() *Specs { return NewSpecsClock(time.Now) }
+
+// NewSpecsClock returns an empty table whose State reads time limits on
+// now (tests inject a clock; Changed still fires by the real clock, at
+// the limit's distance from now's time).
+func NewSpecsClock(now func() time.Time) *Specs {
 	return &Specs{specs: make(map[string]*crawlv1.CrawlSpec), changed: make(chan struct{}),
-		next: make(map[int]int64), progress: make(chan struct{}), absent: make(map[string]bool)}
+		next: make(map[int]int64), progress: make(chan struct{}), absent: make(map[string]bool), now: now}
 }
 
 // SyncTimeout bounds how long GetSynced waits for the follower.
@@ -150,13 +170,65 @@ func (s *Specs) Get(crawlID string) *crawlv1.CrawlSpec {
 	return s.specs[crawlID]
 }
 
-// State returns the crawl's state; RUNNING when unknown or unspecified.
+// State returns the crawl's state now (StateAt): RUNNING when unknown or
+// unspecified, CANCELLED once its time limit has passed.
 func (s *Specs) State(crawlID string) crawlv1.CrawlState {
-	spec := s.Get(crawlID)
-	if spec == nil || spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_UNSPECIFIED {
+	return StateAt(s.Get(crawlID), s.now())
+}
+
+// Deadline returns when spec's time limit ends its crawl: created_at plus
+// limits.max_duration. ok is false without a time limit (none, or not
+// positive) or without a creation time.
+func Deadline(spec *crawlv1.CrawlSpec) (deadline time.Time, ok bool) {
+	d := spec.GetLimits().GetMaxDuration()
+	if d == nil || d.AsDuration() <= 0 || spec.GetCreatedAt() == nil {
+		return time.Time{}, false
+	}
+	return spec.GetCreatedAt().AsTime().Add(d.AsDuration()), true
+}
+
+// StateAt returns the state spec puts its crawl in at now: RUNNING when
+// spec is nil or says UNSPECIFIED; CANCELLED once its time limit has
+// passed (Deadline at or before now), whatever it says; otherwise its
+// state.
+func StateAt(spec *crawlv1.CrawlSpec, now time.Time) crawlv1.CrawlState {
+	if spec == nil {
+		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
+	}
+	if end, ok := Deadline(spec); ok && !now.Before(end) {
+		return crawlv1.CrawlState_CRAWL_STATE_CANCELLED
+	}
+	if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_UNSPECIFIED {
 		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
 	}
 	return spec.GetState()
+}
+
+// Effective returns spec as it stands at now, for what shows a crawl and
+// acts on its state (the seeder's API and console): spec itself, or, when
+// its time limit has passed while it says RUNNING, PAUSED or UNSPECIFIED,
+// a copy that says CANCELLED, updated at its deadline, revision unchanged.
+// spec is not modified; nil stays nil.
+func Effective(spec *crawlv1.CrawlSpec, now time.Time) *crawlv1.CrawlSpec {
+	if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED ||
+		StateAt(spec, now) != crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+		return spec
+	}
+	end, _ := Deadline(spec)
+	out := proto.Clone(spec).(*crawlv1.CrawlSpec)
+	out.State = crawlv1.CrawlState_CRAWL_STATE_CANCELLED
+	out.UpdatedAt = timestamppb.New(end)
+	return out
+}
+
+// EndedByTimeLimit reports whether a cancelled spec (as Effective returns
+// it) was ended by its time limit: it has one and was not cancelled
+// before its deadline (a cancel published after the deadline found the
+// crawl ended already).
+func EndedByTimeLimit(spec *crawlv1.CrawlSpec) bool {
+	end, ok := Deadline(spec)
+	return ok && spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED &&
+		spec.GetUpdatedAt() != nil && !spec.GetUpdatedAt().AsTime().Before(end)
 }
 
 // All returns every known specification (the messages must not be
@@ -185,7 +257,55 @@ func (s *Specs) Apply(spec *crawlv1.CrawlSpec) bool {
 	s.specs[spec.GetCrawlId()] = spec
 	close(s.changed)
 	s.changed = make(chan struct{})
+	s.armLocked()
 	return true
+}
+
+// armLocked sets the timer that closes changed when the next time limit
+// of a crawl not cancelled passes, so that whoever waits on Changed (the
+// scheduler's frontier pumps, which then drop the crawl's waiting URLs)
+// learns of it without a new specification. The caller holds mu.
+func (s *Specs) armLocked() {
+	after := s.now()
+	if s.fired.After(after) {
+		after = s.fired
+	}
+	var next time.Time
+	for _, spec := range s.specs {
+		if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+			continue
+		}
+		if end, ok := Deadline(spec); ok && end.After(after) && (next.IsZero() || end.Before(next)) {
+			next = end
+		}
+	}
+	if next.Equal(s.armed) {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.armed = next
+	if next.IsZero() {
+		return
+	}
+	// A timer is no goroutine until it fires; expire runs briefly then.
+	s.timer = time.AfterFunc(next.Sub(after), func() { s.expire(next) })
+}
+
+// expire closes changed for the time limit that passed at deadline and
+// arms the next one.
+func (s *Specs) expire(deadline time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.armed.Equal(deadline) {
+		return // re-armed for another deadline meanwhile
+	}
+	s.fired, s.armed, s.timer = deadline, time.Time{}, nil
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.armLocked()
 }
 
 // Delete forgets a crawl (a tombstone on the topic).
@@ -199,7 +319,8 @@ func (s *Specs) Delete(crawlID string) {
 	}
 }
 
-// Changed returns a channel closed at the next change of the table.
+// Changed returns a channel closed at the next change of the table, or
+// when the time limit of a crawl passes.
 func (s *Specs) Changed() <-chan struct{} {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
