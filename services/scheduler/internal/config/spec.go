@@ -51,13 +51,14 @@ func SpecPages(specs *crawlcontrol.Specs, factor float64) func(crawlID string) (
 	}
 }
 
-// PausedCrawls lists the crawls whose specification says PAUSED: the
-// frontier pump leaves their URLs pending.
+// PausedCrawls lists the crawls that are PAUSED (crawlcontrol's State: a
+// paused crawl past its time limit is cancelled, not paused): the frontier
+// pump leaves their URLs pending.
 func PausedCrawls(specs *crawlcontrol.Specs) func() []string {
 	return func() []string {
 		var ids []string
 		for _, sp := range specs.All() {
-			if sp.GetState() == crawlv1.CrawlState_CRAWL_STATE_PAUSED {
+			if specs.State(sp.GetCrawlId()) == crawlv1.CrawlState_CRAWL_STATE_PAUSED {
 				ids = append(ids, sp.GetCrawlId())
 			}
 		}
@@ -65,13 +66,14 @@ func PausedCrawls(specs *crawlcontrol.Specs) func() []string {
 	}
 }
 
-// RetiredCrawls lists the crawls whose specification says CANCELLED: no
-// scheduler admits their URLs, so none keeps their fingerprints.
+// RetiredCrawls lists the crawls that are CANCELLED (crawlcontrol's State:
+// by their specification or their time limit): no scheduler admits their
+// URLs, so none keeps their fingerprints.
 func RetiredCrawls(specs *crawlcontrol.Specs) func() []string {
 	return func() []string {
 		var ids []string
 		for _, sp := range specs.All() {
-			if sp.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+			if specs.State(sp.GetCrawlId()) == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
 				ids = append(ids, sp.GetCrawlId())
 			}
 		}

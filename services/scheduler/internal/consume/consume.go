@@ -340,6 +340,13 @@ func (h *handler) setOf(ctx context.Context, crawl string) (*dedup.Set, error) {
 	if set, ok := h.seen[crawl]; ok {
 		return set, nil
 	}
+	if h.skipped[crawl] && h.s.cfg.State != nil && h.s.cfg.State(crawl) == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+		// Still retired: its URLs are dropped as cancelled before the seen
+		// set is asked, so its fingerprints are not loaded again for the
+		// outlinks still on their way (a crawl past its time limit has
+		// many): an empty set, kept nowhere.
+		return dedup.New(0), nil
+	}
 	set := dedup.New(0)
 	if h.skipped[crawl] {
 		err := h.s.retryLoad(ctx, h.log, func() error {

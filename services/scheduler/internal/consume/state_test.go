@@ -7,35 +7,26 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/config"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/schedtest"
 )
 
-// specsConfig is a Config following specs for crawl states.
+// specsConfig is a Config following specs for crawl states, wired as
+// the scheduler's app wires it.
 func specsConfig(specs *crawlcontrol.Specs) Config {
 	return Config{
 		MaxDepth:    16,
 		QuotaWindow: time.Hour, // resumes must not wait for a window
 		State:       specs.State,
 		Changed:     specs.Changed,
-		Paused:      crawlsIn(specs, crawlv1.CrawlState_CRAWL_STATE_PAUSED),
-		Retired:     crawlsIn(specs, crawlv1.CrawlState_CRAWL_STATE_CANCELLED),
-	}
-}
-
-// crawlsIn lists the crawls of specs in state st.
-func crawlsIn(specs *crawlcontrol.Specs, st crawlv1.CrawlState) func() []string {
-	return func() []string {
-		var ids []string
-		for _, sp := range specs.All() {
-			if sp.GetState() == st {
-				ids = append(ids, sp.GetCrawlId())
-			}
-		}
-		return ids
+		Paused:      config.PausedCrawls(specs),
+		Retired:     config.RetiredCrawls(specs),
 	}
 }
 
@@ -201,6 +192,68 @@ func TestCrawlStates(t *testing.T) {
 	}
 	if pending != 0 {
 		t.Errorf("%d frontier rows still pending, want 0", pending)
+	}
+}
+
+// TestTimeLimit: a crawl past its time limit (limits.max_duration since
+// its creation) is cancelled without a new specification: its URLs held in
+// the frontier while it was paused are dropped and recorded as cancelled
+// when the limit passes (Specs.Changed wakes the pump), its URLs that
+// arrive later are dropped as cancelled, its fingerprints leave memory,
+// and a crawl without a limit goes on.
+func TestTimeLimit(t *testing.T) {
+	const limit = 1500 * time.Millisecond
+	e := newEnv(t)
+	specs := crawlcontrol.NewSpecs()
+	created := time.Now()
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "timed", Revision: 2, State: crawlv1.CrawlState_CRAWL_STATE_PAUSED,
+		CreatedAt: timestamppb.New(created), Limits: &crawlv1.Limits{MaxDuration: durationpb.New(limit)}})
+	setState(t, specs, "run", 1, crawlv1.CrawlState_CRAWL_STATE_RUNNING)
+	inst := e.startWith(specsConfig(specs), 0)
+
+	var recs []rec
+	for i := range 3 {
+		recs = append(recs, disc("timed", fmt.Sprintf("http://t.example/p%d", i), 1))
+	}
+	e.publish(append(recs, disc("run", "http://r.example/a", 1))...)
+	e.drain()
+	if time.Since(created) >= limit {
+		t.Skipf("the machine took %v to admit 4 URLs, past the time limit of %v: the held URLs were never held", time.Since(created), limit)
+	}
+	if n := dropped(inst.s, admit.Cancelled); n != 0 {
+		t.Fatalf("%d URLs dropped as cancelled before the time limit", n)
+	}
+	waitFor(t, "held urls of the timed-out crawl dropped", func() bool { return dropped(inst.s, admit.Cancelled) >= 3 })
+	if waited := time.Since(created); waited < limit {
+		t.Fatalf("held URLs dropped after %v, before the time limit of %v", waited, limit)
+	}
+	e.publish(disc("timed", "http://t.example/late", 1), disc("run", "http://r.example/b", 1))
+	e.drain()
+	if n := dropped(inst.s, admit.Cancelled); n != 4 {
+		t.Errorf("dropped cancelled = %d, want 4 (3 held, 1 late)", n)
+	}
+	for _, f := range e.fetches() {
+		if f.req.CrawlId != "run" {
+			t.Errorf("fetch request of crawl %s: %s", f.req.CrawlId, f.req.Url)
+		}
+	}
+	if n := len(e.fetches()); n != 2 {
+		t.Errorf("%d fetch requests, want run's 2", n)
+	}
+	ev := e.eventCounts()
+	if ev["timed:cancelled/cancelled"] != 4 {
+		t.Errorf("url_events = %v, want 4 cancelled rows for timed", ev)
+	}
+	var pending uint64
+	if err := e.store.Conn().QueryRow(t.Context(), `SELECT count() FROM
+		(SELECT fp, max(state) AS st FROM frontier_v2 GROUP BY crawl_id, fp) WHERE st = 0`).Scan(&pending); err != nil {
+		t.Fatalf("query frontier_v2: %v", err)
+	}
+	if pending != 0 {
+		t.Errorf("%d frontier rows still pending, want 0", pending)
+	}
+	if n := int(testutil.ToFloat64(inst.s.metrics.seenSize)); n != 2 {
+		t.Errorf("seen set holds %d urls, want run's 2 (timed is retired)", n)
 	}
 }
 
