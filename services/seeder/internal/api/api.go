@@ -28,6 +28,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/trawl-crawler/trawl/libs/chexport/exportfile"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
@@ -273,8 +274,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 type CrawlView struct {
 	CrawlID     string          `json:"crawl_id"`
 	Name        string          `json:"name,omitempty"`
-	State       string          `json:"state"`  // running, paused, cancelled
-	Status      string          `json:"status"` // state, or drained
+	State       string          `json:"state"`                  // running, paused, cancelled
+	Status      string          `json:"status"`                 // state, or drained
+	StateReason string          `json:"state_reason,omitempty"` // ReasonTimeLimit when its time limit cancelled it
 	Revision    uint64          `json:"revision"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
@@ -307,10 +309,23 @@ func stateName(s crawlv1.CrawlState) string {
 
 var specJSON = protojson.MarshalOptions{UseProtoNames: true}
 
+// ReasonTimeLimit is the state_reason of a crawl its time limit
+// (limits.max_duration) cancelled.
+const ReasonTimeLimit = "time limit"
+
+// StateReason is why spec (as control.Get returns it) is in its state
+// when an operator did not put it there: ReasonTimeLimit, or "".
+func StateReason(spec *crawlv1.CrawlSpec) string {
+	if crawlcontrol.EndedByTimeLimit(spec) {
+		return ReasonTimeLimit
+	}
+	return ""
+}
+
 func view(spec *crawlv1.CrawlSpec, withSpec bool) CrawlView {
 	v := CrawlView{
 		CrawlID: spec.GetCrawlId(), Name: spec.GetName(),
-		State: stateName(spec.GetState()), Status: stateName(spec.GetState()),
+		State: stateName(spec.GetState()), Status: stateName(spec.GetState()), StateReason: StateReason(spec),
 		Revision:  spec.GetRevision(),
 		CreatedAt: spec.GetCreatedAt().AsTime().UTC(), UpdatedAt: spec.GetUpdatedAt().AsTime().UTC(),
 	}
@@ -596,7 +611,11 @@ func (s *Server) SetState(ctx context.Context, id string, state crawlv1.CrawlSta
 	}
 	next, err := jobs.Transition(spec, state, s.now())
 	if err != nil {
-		return CrawlView{}, &Error{Code: http.StatusConflict, Msg: err.Error()}
+		msg := err.Error()
+		if StateReason(spec) == ReasonTimeLimit {
+			msg += " (its time limit, limits.max_duration, has passed)"
+		}
+		return CrawlView{}, &Error{Code: http.StatusConflict, Msg: msg}
 	}
 	if err := s.control.Publish(ctx, next); err != nil {
 		s.log.Error("publish crawl spec failed", telemetry.Crawl(id), zap.Error(err))

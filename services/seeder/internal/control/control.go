@@ -97,11 +97,23 @@ func (c *Control) Publish(ctx context.Context, spec *crawlv1.CrawlSpec) error {
 	return nil
 }
 
-// Get returns the latest known specification of a crawl, or nil.
-func (c *Control) Get(crawlID string) *crawlv1.CrawlSpec { return c.specs.Get(crawlID) }
+// Get returns the latest known specification of a crawl as it stands now
+// (crawlcontrol.Effective: CANCELLED, updated at its deadline, once its
+// time limit has passed), or nil. The seeder shows and acts on crawls as
+// every other service obeys them: a crawl past its time limit is listed
+// cancelled and can be neither resumed nor revised.
+func (c *Control) Get(crawlID string) *crawlv1.CrawlSpec {
+	return crawlcontrol.Effective(c.specs.Get(crawlID), c.now())
+}
 
-// All returns every known specification.
-func (c *Control) All() []*crawlv1.CrawlSpec { return c.specs.All() }
+// All returns every known specification, as Get does.
+func (c *Control) All() []*crawlv1.CrawlSpec {
+	all, now := c.specs.All(), c.now()
+	for i, spec := range all {
+		all[i] = crawlcontrol.Effective(spec, now)
+	}
+	return all
+}
 
 // PublishSeeds publishes a job's seeds to the discovered topic and returns
 // how many were acknowledged.

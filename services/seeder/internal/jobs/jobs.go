@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/identity"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
@@ -43,6 +44,8 @@ type Request struct {
 	Limits     *Limits     `json:"limits,omitempty"`
 	Politeness *Politeness `json:"politeness,omitempty"`
 	Revisit    *Revisit    `json:"revisit,omitempty"`
+	// Identity is who the crawl says it is to the sites it fetches.
+	Identity *Identity `json:"identity,omitempty"`
 	// Sitemaps also seeds from the sitemaps of every seed host (robots.txt
 	// Sitemap lines and /sitemap.xml); SitemapURLs are sitemaps to read
 	// as well (absolute http(s) URLs; errors name sitemap_urls[i]).
@@ -104,6 +107,18 @@ type Limits struct {
 	MaxDepth        uint32 `json:"max_depth,omitempty"`
 	MaxPages        uint64 `json:"max_pages,omitempty"`
 	MaxPagesPerHost uint64 `json:"max_pages_per_host,omitempty"`
+	// MaxDuration is the crawl's time limit, a Go duration ("2h"): that
+	// long after its creation the crawl is cancelled. "" or "0s": none.
+	MaxDuration string `json:"max_duration,omitempty"`
+}
+
+// Identity mirrors crawlv1.Identity: the User-Agent of the crawl's
+// requests (libs/identity.CheckUserAgent: a product token, a contact) and
+// its extra headers, each "Name: value" (errors name identity.headers[i]).
+// Without it the fetcher's --user-agent and no extra header.
+type Identity struct {
+	UserAgent string   `json:"user_agent,omitempty"`
+	Headers   []string `json:"headers,omitempty"`
 }
 
 // Politeness mirrors crawlv1.Politeness; durations are Go durations ("1.5s").
@@ -316,7 +331,11 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 		KeepOnSeeds(spec, urls)
 	}
 	if l := req.Limits; l != nil {
-		spec.Limits = &crawlv1.Limits{MaxDepth: l.MaxDepth, MaxPages: l.MaxPages, MaxPagesPerHost: l.MaxPagesPerHost}
+		spec.Limits = &crawlv1.Limits{MaxDepth: l.MaxDepth, MaxPages: l.MaxPages, MaxPagesPerHost: l.MaxPagesPerHost,
+			MaxDuration: timeLimit("limits.max_duration", l.MaxDuration, &errs)}
+	}
+	if id := req.Identity; id != nil {
+		spec.Identity = buildIdentity(*id, &errs)
 	}
 	if p := req.Politeness; p != nil {
 		spec.Politeness = &crawlv1.Politeness{
@@ -581,6 +600,61 @@ func duration(field, v string, errs *FieldErrors) *durationpb.Duration {
 	return durationpb.New(d)
 }
 
+// timeLimit parses an optional Go duration field where 0 means "none":
+// negative is refused, zero gives nil.
+func timeLimit(field, v string, errs *FieldErrors) *durationpb.Duration {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		errs.add(field, "%q is not a duration like \"30m\" or \"6h\"", v)
+		return nil
+	case d < 0:
+		errs.add(field, "%v, want a positive duration (or 0 for no time limit)", d)
+		return nil
+	case d == 0:
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+// buildIdentity checks a request's identity: the user agent
+// (identity.CheckUserAgent) and every header (identity.ParseHeader), each
+// name once; nil when it sets nothing.
+func buildIdentity(in Identity, errs *FieldErrors) *crawlv1.Identity {
+	out := &crawlv1.Identity{UserAgent: strings.TrimSpace(in.UserAgent)}
+	if out.UserAgent != "" {
+		if err := identity.CheckUserAgent(out.UserAgent); err != nil {
+			errs.add("identity.user_agent", "%v", err)
+		}
+	}
+	if len(in.Headers) > identity.MaxHeaders {
+		errs.add("identity.headers", "%d headers, want at most %d", len(in.Headers), identity.MaxHeaders)
+		return out
+	}
+	first := make(map[string]int)
+	for i, raw := range in.Headers {
+		field := fmt.Sprintf("identity.headers[%d]", i)
+		h, err := identity.ParseHeader(raw)
+		if err != nil {
+			errs.add(field, "%v", err)
+			continue
+		}
+		if j, ok := first[h.Name]; ok {
+			errs.add(field, "header %s given twice (also identity.headers[%d]): give it once, values joined by \", \"", h.Name, j)
+			continue
+		}
+		first[h.Name] = i
+		out.Headers = append(out.Headers, &crawlv1.Header{Name: h.Name, Value: h.Value})
+	}
+	if out.UserAgent == "" && len(out.Headers) == 0 {
+		return nil
+	}
+	return out
+}
+
 // Transition returns the next revision of spec with state, updated at now,
 // or ErrFinal when spec is cancelled (a cancelled crawl stays cancelled).
 // spec is not modified.
@@ -596,8 +670,8 @@ func Transition(spec *crawlv1.CrawlSpec, state crawlv1.CrawlState, now time.Time
 }
 
 // Revise returns spec as the next revision of old, the specification the
-// crawl already has: spec's name, scope, limits, politeness and revisit
-// policy with old's state and creation time, revision old+1, updated at
+// crawl already has: spec's name, scope, limits, politeness, revisit
+// policy and identity with old's state and creation time, revision old+1, updated at
 // now. A cancelled crawl stays cancelled: ErrFinal. Neither argument is
 // modified.
 func Revise(old, spec *crawlv1.CrawlSpec, now time.Time) (*crawlv1.CrawlSpec, error) {

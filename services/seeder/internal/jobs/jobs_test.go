@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -283,5 +284,71 @@ func TestBuildScopeMode(t *testing.T) {
 	var fe jobs.FieldErrors
 	if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "scope.mode" {
 		t.Errorf("unknown mode: err = %v, want one error on scope.mode", err)
+	}
+}
+
+// TestBuildIdentityAndTimeLimit: a crawl's user agent, extra headers and
+// time limit reach its spec; every bad one is a field error naming the
+// field and what is wrong with it.
+func TestBuildIdentityAndTimeLimit(t *testing.T) {
+	const ua = "examplebot/1.0 (+https://example.org/bot)"
+	seeds := []string{"http://127.0.0.2/"}
+	job, err := jobs.Build(jobs.Request{CrawlID: "c", Seeds: seeds,
+		Identity: &jobs.Identity{UserAgent: " " + ua + " ", Headers: []string{"accept-language: en, fr;q=0.5", "From:ops@example.org"}},
+		Limits:   &jobs.Limits{MaxDuration: "90m"}}, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := job.Spec.GetIdentity()
+	if id.GetUserAgent() != ua || len(id.GetHeaders()) != 2 ||
+		id.GetHeaders()[0].GetName() != "Accept-Language" || id.GetHeaders()[0].GetValue() != "en, fr;q=0.5" ||
+		id.GetHeaders()[1].GetName() != "From" || id.GetHeaders()[1].GetValue() != "ops@example.org" {
+		t.Errorf("identity = %v", id)
+	}
+	if d := job.Spec.GetLimits().GetMaxDuration().AsDuration(); d != 90*time.Minute {
+		t.Errorf("max_duration = %v, want 1h30m", d)
+	}
+	for _, req := range []jobs.Request{
+		{CrawlID: "c", Seeds: seeds, Identity: &jobs.Identity{}, Limits: &jobs.Limits{MaxDuration: "0s"}},
+		{CrawlID: "c", Seeds: seeds, Identity: &jobs.Identity{UserAgent: "  "}, Limits: &jobs.Limits{}},
+	} {
+		job, err := jobs.Build(req, nil, now)
+		if err != nil || job.Spec.GetIdentity() != nil || job.Spec.GetLimits().GetMaxDuration() != nil {
+			t.Errorf("Build(%+v) = identity %v, time limit %v, %v; want neither", req, job.Spec.GetIdentity(), job.Spec.GetLimits().GetMaxDuration(), err)
+		}
+	}
+
+	tests := []struct {
+		name     string
+		identity *jobs.Identity
+		limits   *jobs.Limits
+		field    string
+		message  string // substring
+	}{
+		{"user agent without product token", &jobs.Identity{UserAgent: "(+https://example.org/bot)"}, nil, "identity.user_agent", "no product token"},
+		{"user agent without contact", &jobs.Identity{UserAgent: "examplebot/1.0"}, nil, "identity.user_agent", "no contact"},
+		{"browser-like user agent", &jobs.Identity{UserAgent: "Mozilla/5.0 (compatible; examplebot; +https://example.org/)"}, nil, "identity.user_agent", "names browsers"},
+		{"user agent with a line break", &jobs.Identity{UserAgent: "examplebot (+https://example.org/)\nX: y"}, nil, "identity.user_agent", "printable ASCII"},
+		{"unknown forbidden header", &jobs.Identity{Headers: []string{"From: a@example.org", "Cookie: session=1"}}, nil, "identity.headers[1]", "header Cookie may not be set"},
+		{"hop-by-hop header", &jobs.Identity{Headers: []string{"Connection: close"}}, nil, "identity.headers[0]", "header Connection may not be set: a hop-by-hop header"},
+		{"host header", &jobs.Identity{Headers: []string{"host: example.org"}}, nil, "identity.headers[0]", "header Host may not be set"},
+		{"user agent as a header", &jobs.Identity{Headers: []string{"User-Agent: x"}}, nil, "identity.headers[0]", "identity.user_agent"},
+		{"authorization", &jobs.Identity{Headers: []string{"Authorization: Basic eDp5"}}, nil, "identity.headers[0]", "--credentials-file"},
+		{"malformed header", &jobs.Identity{Headers: []string{"X-Trace"}}, nil, "identity.headers[0]", `want "Name: value"`},
+		{"malformed header name", &jobs.Identity{Headers: []string{"X Trace: 1"}}, nil, "identity.headers[0]", "want a token"},
+		{"header value with CR LF", &jobs.Identity{Headers: []string{"X-Trace: 1\r\nHost: evil"}}, nil, "identity.headers[0]", "line break"},
+		{"header twice", &jobs.Identity{Headers: []string{"X-A: 1", "x-a: 2"}}, nil, "identity.headers[1]", "header X-A given twice (also identity.headers[0])"},
+		{"too many headers", &jobs.Identity{Headers: slices.Repeat([]string{"X-A: 1"}, 21)}, nil, "identity.headers", "21 headers, want at most 20"},
+		{"negative duration", nil, &jobs.Limits{MaxDuration: "-5m"}, "limits.max_duration", "-5m0s, want a positive duration"},
+		{"duration without unit", nil, &jobs.Limits{MaxDuration: "30"}, "limits.max_duration", `"30" is not a duration`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := jobs.Build(jobs.Request{CrawlID: "c", Seeds: seeds, Identity: tt.identity, Limits: tt.limits}, nil, now)
+			var fe jobs.FieldErrors
+			if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != tt.field || !strings.Contains(fe[0].Message, tt.message) {
+				t.Fatalf("err = %v, want one error of %s saying %q", err, tt.field, tt.message)
+			}
+		})
 	}
 }
