@@ -60,7 +60,7 @@ type csvEncoder[T any] struct {
 
 func newCSVEncoder[T any](def tableDef[T], w io.Writer) *csvEncoder[T] {
 	e := &csvEncoder[T]{w: bufio.NewWriterSize(w, writeBuffer), record: def.record}
-	e.writeRecord(def.columns) // its error is the writer's: sticky, returned by the next write or close
+	_ = e.writeRecord(def.columns) // its error is the writer's: sticky, returned by the next write or close
 	return e
 }
 
@@ -127,7 +127,6 @@ func newParquetEncoder[T any](w io.Writer) *parquetEncoder[T] {
 	return &parquetEncoder[T]{
 		w: parquet.NewGenericWriter[T](w,
 			parquet.Compression(&snappy.Codec{}),
-			parquet.MaxRowsPerRowGroup(rowGroupRows),
 			parquet.WriteBufferSize(writeBuffer),
 			parquet.CreatedBy("trawl", "chexport", "")),
 		size:  rowSize[T](),

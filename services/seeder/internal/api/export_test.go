@@ -16,8 +16,14 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 )
 
-// get sends an authorized GET and returns the response with its body read.
-func (e env) get(t *testing.T, path string) (*http.Response, []byte) {
+// answer is a response, its body read and closed.
+type answer struct {
+	StatusCode int
+	Header     http.Header
+}
+
+// get sends an authorized GET and returns the answer and its body.
+func (e env) get(t *testing.T, path string) (answer, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+path, nil)
 	if err != nil {
@@ -33,7 +39,7 @@ func (e env) get(t *testing.T, path string) (*http.Response, []byte) {
 	if err != nil {
 		t.Fatalf("GET %s: read body: %v", path, err)
 	}
-	return resp, body
+	return answer{StatusCode: resp.StatusCode, Header: resp.Header}, body
 }
 
 // TestExport: GET /v1/crawls/{id}/export streams a table in a format with
