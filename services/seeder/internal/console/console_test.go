@@ -549,3 +549,72 @@ func TestPages(t *testing.T) {
 		t.Errorf("a cancelled crawl's page refreshes or offers pause")
 	}
 }
+
+// TestFormIdentityAndTimeLimit: the form's user agent, extra headers and
+// time limit reach the crawl's spec as the API takes them, the crawl's page
+// shows them and, once the limit has passed, the crawl cancelled by its
+// time limit; bad ones are shown at their fields with the API's messages,
+// the values kept.
+func TestFormIdentityAndTimeLimit(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(t)
+	csrf := c.login()
+	const (
+		id = "identity-crawl"
+		ua = "examplebot/1.0 (+https://example.org/bot)"
+	)
+	r := c.post("/ui/crawls", url.Values{"csrf": {csrf}, "crawl_id": {id}, "seeds_text": {"http://127.0.0.2:8080/"},
+		"identity.user_agent": {ua}, "identity.headers": {"accept-language: en\n\nFrom: ops@example.org\n"}, "limits.max_duration": {"1s"}})
+	if r.code != http.StatusSeeOther {
+		t.Fatalf("submit: %d %s", r.code, r.body)
+	}
+	spec := e.api.Crawl(id)
+	hs := spec.GetIdentity().GetHeaders()
+	if spec.GetIdentity().GetUserAgent() != ua || len(hs) != 2 || hs[0].GetName() != "Accept-Language" || hs[0].GetValue() != "en" ||
+		hs[1].GetName() != "From" || spec.GetLimits().GetMaxDuration().AsDuration() != time.Second {
+		t.Fatalf("spec from the form: %v", spec)
+	}
+	r = c.get("/ui/crawls/" + id)
+	for _, want := range []string{"time limit 1s, until", "<code>" + ua + "</code>", "<code>Accept-Language: en</code>", `id="pause"`} {
+		if !strings.Contains(html.UnescapeString(r.body), want) {
+			t.Errorf("crawl page lacks %s", want)
+		}
+	}
+	time.Sleep(time.Until(spec.GetCreatedAt().AsTime().Add(time.Second + 50*time.Millisecond)))
+	r = c.get("/ui/crawls/" + id)
+	if !strings.Contains(r.body, `id="crawl-state">cancelled</span> <span id="crawl-state-reason">(time limit)</span>`) || strings.Contains(r.body, `id="pause"`) {
+		t.Errorf("crawl page after the time limit: %d, want cancelled (time limit) and no pause", r.code)
+	}
+
+	bad := url.Values{"csrf": {csrf}, "seeds_text": {"http://127.0.0.2:8080/"}, "identity.user_agent": {"nobody"},
+		"identity.headers": {"X-Ok: 1\nCookie: a=b\nno colon"}, "limits.max_duration": {"-1m"}}
+	r = c.post("/ui/crawls", bad)
+	if r.code != http.StatusBadRequest {
+		t.Fatalf("bad form: %d, want 400", r.code)
+	}
+	shown := map[string][]string{}
+	for _, m := range fieldErrorRE.FindAllStringSubmatch(r.body, -1) {
+		shown[m[1]] = append(shown[m[1]], html.UnescapeString(m[2]))
+	}
+	for field, want := range map[string][]string{
+		"identity.user_agent": {"no contact"},
+		"identity.headers":    {"identity.headers[1]: header Cookie may not be set", `identity.headers[2]: "no colon": want "Name: value"`},
+		"limits.max_duration": {"-1m0s, want a positive duration"},
+	} {
+		for _, w := range want {
+			found := false
+			for _, msg := range shown[field] {
+				found = found || strings.Contains(msg, w)
+			}
+			if !found {
+				t.Errorf("field %s: %q not shown (shown: %q)", field, w, shown[field])
+			}
+		}
+	}
+	if !strings.Contains(r.body, ">X-Ok: 1\nCookie: a=b\nno colon</textarea>") || !strings.Contains(r.body, `name="limits.max_duration" value="-1m"`) {
+		t.Errorf("the form lost its values")
+	}
+	if n := len(e.api.Crawls()); n != 1 {
+		t.Errorf("%d crawls, want only the first", n)
+	}
+}

@@ -15,7 +15,8 @@ import (
 // "seeds_text line 7") find their field by stripping the index or line.
 // Lists are text areas with one entry a line; keywords.groups is one
 // group a line, its terms comma-separated; keywords.templates one
-// "name URL-template" a line; scope.sites is JSON as the API takes it.
+// "name URL-template" a line; scope.sites is JSON as the API takes it;
+// identity.headers one "Name: value" a line, as the API takes them.
 
 // formErrors are a form's errors by field name; "" holds the ones that
 // name no field of the form.
@@ -33,7 +34,8 @@ var formFields = map[string]bool{
 	"scope.max_outlinks_per_page": true, "scope.max_url_length": true, "scope.max_repeated_segments": true,
 	"scope.detail_patterns": true, "scope.detail_selector": true, "scope.follow_duplicates": true,
 	"scope.sites": true, "scope.near_duplicate_distance": true,
-	"limits.max_depth": true, "limits.max_pages": true, "limits.max_pages_per_host": true,
+	"limits.max_depth": true, "limits.max_pages": true, "limits.max_pages_per_host": true, "limits.max_duration": true,
+	"identity.user_agent": true, "identity.headers": true,
 	"politeness.delay": true, "politeness.max_crawl_delay": true, "politeness.serp_ignore_robots": true,
 	"revisit.enabled": true, "revisit.min_interval": true, "revisit.max_interval": true, "revisit.initial_interval": true,
 	"sitemaps": true, "sitemap_urls": true,
@@ -159,7 +161,10 @@ func requestFromForm(v url.Values) (jobs.Request, formErrors) {
 	}
 	req.Scope = &sc
 	req.Limits = &jobs.Limits{MaxDepth: uint32(num("limits.max_depth", 32)), MaxPages: num("limits.max_pages", 64),
-		MaxPagesPerHost: num("limits.max_pages_per_host", 64)}
+		MaxPagesPerHost: num("limits.max_pages_per_host", 64), MaxDuration: strings.TrimSpace(v.Get("limits.max_duration"))}
+	if id := (jobs.Identity{UserAgent: strings.TrimSpace(v.Get("identity.user_agent")), Headers: lines(v.Get("identity.headers"))}); id.UserAgent != "" || len(id.Headers) > 0 {
+		req.Identity = &id
+	}
 	req.Politeness = &jobs.Politeness{Delay: strings.TrimSpace(v.Get("politeness.delay")),
 		MaxCrawlDelay: strings.TrimSpace(v.Get("politeness.max_crawl_delay")), SerpIgnoreRobots: on("politeness.serp_ignore_robots")}
 	if on("revisit.enabled") {

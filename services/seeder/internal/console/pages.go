@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
@@ -232,7 +233,11 @@ type crawlData struct {
 	View            api.CrawlView
 	Spec            *crawlv1.CrawlSpec
 	Running         bool
-	Budget          uint64 // max pages; 0: none
+	Budget          uint64        // max pages; 0: none
+	TimeLimit       time.Duration // limits.max_duration; 0: none
+	Deadline        time.Time     // when the time limit ends the crawl
+	UserAgent       string        // identity.user_agent; "": the fetcher's
+	Headers         []string      // identity.headers as "Name: value"
 	Progress        float64
 	Rate            float64
 	Charts          []chart
@@ -255,7 +260,14 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 		return
 	}
 	now := s.now()
-	d := crawlData{Spec: spec, Search: r.URL.Query().Get("q"), Budget: spec.GetLimits().GetMaxPages()}
+	d := crawlData{Spec: spec, Search: r.URL.Query().Get("q"), Budget: spec.GetLimits().GetMaxPages(),
+		UserAgent: spec.GetIdentity().GetUserAgent()}
+	if end, ok := crawlcontrol.Deadline(spec); ok {
+		d.TimeLimit, d.Deadline = spec.GetLimits().GetMaxDuration().AsDuration(), end.UTC()
+	}
+	for _, h := range spec.GetIdentity().GetHeaders() {
+		d.Headers = append(d.Headers, h.GetName()+": "+h.GetValue())
+	}
 	from := spec.GetCreatedAt().AsTime()
 	to := now
 	if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {

@@ -18,6 +18,9 @@ func TestFieldOf(t *testing.T) {
 		{"scope.allow_patterns[2]", "scope.allow_patterns"},
 		{"scope.sites[0].hosts[1]", "scope.sites"},
 		{"revisit.max_interval", "revisit.max_interval"},
+		{"identity.headers[1]", "identity.headers"},
+		{"identity.user_agent", "identity.user_agent"},
+		{"limits.max_duration", "limits.max_duration"},
 		{"something.new", ""},
 	}
 	for _, tt := range tests {
