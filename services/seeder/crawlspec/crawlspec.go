@@ -24,6 +24,8 @@ type (
 	Politeness = jobs.Politeness
 	// Revisit is a request's revisit policy.
 	Revisit = jobs.Revisit
+	// Identity is a request's user agent and extra request headers.
+	Identity = jobs.Identity
 	// Keywords is a request's keyword search: queries and engines.
 	Keywords = jobs.Keywords
 	// SiteRules are a scope's filters of one site.

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
 
 // The crawls a data dir ran: one JSON file each under <data-dir>/crawls,
@@ -147,6 +149,28 @@ func planRun(records []record, id string, fixed, fresh bool, key string, seeds i
 		}
 	}
 	return p
+}
+
+// checkTimeLimit refuses to resume a crawl whose time limit (the
+// request's limits.max_duration, counted from the crawl's first start: the
+// seeder counts from the creation of its spec, moments later) has passed:
+// every service treats it as cancelled, so nothing would be crawled.
+func (p plan) checkTimeLimit(req crawlspec.Request, now time.Time) error {
+	limit, ok := timeLimit(req)
+	if !p.resumed || p.rec.Runs < 2 || !ok || now.Before(p.rec.Started.Add(limit)) {
+		return nil
+	}
+	return fmt.Errorf("crawl %s reached its time limit: %s after its start at %s (limits.max_duration, --max-duration); --new starts a new crawl",
+		p.rec.CrawlID, limit, p.rec.Started.Local().Format(time.DateTime))
+}
+
+// timeLimit is req's limits.max_duration (validated), ok false when none.
+func timeLimit(req crawlspec.Request) (time.Duration, bool) {
+	if req.Limits == nil {
+		return 0, false
+	}
+	d, err := time.ParseDuration(req.Limits.MaxDuration)
+	return d, err == nil && d > 0
 }
 
 // describe says what the run does, for the start of its output.

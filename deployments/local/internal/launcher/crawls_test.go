@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
 
 func TestSeedsKey(t *testing.T) {
@@ -110,5 +112,38 @@ func TestRecords(t *testing.T) {
 	}
 	if _, err := readRecords(dir); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("a broken record: %v, want an error naming %s", err, bad)
+	}
+}
+
+// TestCheckTimeLimit: a resumed crawl whose time limit has passed since
+// its first start is refused, naming the limit and --new; a new crawl, one
+// within its limit or without one runs.
+func TestCheckTimeLimit(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	resumed := plan{rec: record{CrawlID: "c", Started: t0, Runs: 2}, resumed: true}
+	fresh := plan{rec: record{CrawlID: "c", Started: t0.Add(2 * time.Hour), Runs: 1}}
+	limit := func(d string) crawlspec.Request { return crawlspec.Request{Limits: &crawlspec.Limits{MaxDuration: d}} }
+	tests := []struct {
+		name string
+		p    plan
+		req  crawlspec.Request
+		want string // substring of the error; "" = none
+	}{
+		{"resumed past its limit", resumed, limit("1h"), "crawl c reached its time limit: 1h0m0s after its start"},
+		{"resumed within its limit", resumed, limit("3h"), ""},
+		{"resumed without a limit", resumed, crawlspec.Request{}, ""},
+		{"zero limit", resumed, limit("0s"), ""},
+		{"new crawl", fresh, limit("1h"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.checkTimeLimit(tt.req, t0.Add(2*time.Hour))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("err = %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "--new")):
+				t.Fatalf("err = %v, want one with %q and --new", err, tt.want)
+			}
+		})
 	}
 }

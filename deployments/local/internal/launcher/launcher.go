@@ -218,6 +218,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		key = seedsKey(known)
 	}
 	plan := planRun(records, req.CrawlID, chosen, cfg.New, key, len(known), now)
+	if err := plan.checkTimeLimit(req, now); err != nil {
+		return err
+	}
 	req.CrawlID = plan.rec.CrawlID
 	cfg.CrawlID = req.CrawlID
 	fmt.Fprintln(out, plan.describe(cfg.CancelOthers))
@@ -352,6 +355,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		// Drained: nothing of this crawl or of the others is left in the
 		// topics.
 		finished := time.Now()
+		if limit, ok := timeLimit(req); ok && !finished.Before(plan.rec.Started.Add(limit)) {
+			fmt.Fprintf(out, "crawl %s reached its time limit (%s): the URLs it had not fetched are recorded as cancelled\n", cfg.CrawlID, limit)
+		}
 		for _, r := range append([]record{plan.rec}, plan.others...) {
 			if !r.Cancelled {
 				r.Finished = finished
@@ -448,8 +454,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	fmt.Fprintf(out, "\nquery it:\n  clickhouse-client --host %s --port %s%s --database %s --query \"SELECT host, status, error_kind, count() FROM fetch_log FINAL WHERE crawl_id = '%s' GROUP BY host, status, error_kind ORDER BY host, status\"\n",
 		chHost, chPort, clientAuthArgs(cfg.Security), cfg.Database, cfg.CrawlID)
 	if ch.Private {
-		fmt.Fprintf(out, "  (the private server stops now; `go run ./deployments/local/cmd/chserver -dir %s` serves that data again on a new port)\n",
-			dataDir)
+		fmt.Fprintf(out, "  (the private server stops now: `go run ./deployments/local/cmd/crawl query --data-dir %s \"SQL\"` starts it for one query,\n"+
+			"   `go run ./deployments/local/cmd/crawl export --data-dir %s --format csv|jsonl|parquet --out FILE` writes the crawl's documents to a file)\n",
+			dataDir, dataDir)
 	}
 	return errors.Join(runErr, stopErr)
 }

@@ -30,9 +30,9 @@ type Opt[T any] struct {
 	Set bool
 }
 
-// ScopeFlags are a crawl's scope and limits as launcher flags; each is the
-// field of the crawl request (the body of POST /v1/crawls) named in its
-// help. A flag that is given replaces the --spec file's field (a list
+// ScopeFlags are a crawl's scope, limits and identity as launcher flags;
+// each is the field of the crawl request (the body of POST /v1/crawls)
+// named in its help. A flag that is given replaces the --spec file's field (a list
 // flag, given once or more, replaces the whole list); one that is not
 // leaves the field alone.
 type ScopeFlags struct {
@@ -48,6 +48,10 @@ type ScopeFlags struct {
 	MaxDepth        Opt[uint32] // flag max-depth
 	MaxPages        Opt[uint64] // flag max-pages
 	MaxPagesPerHost Opt[uint64] // flag max-pages-per-host
+	MaxDuration     Opt[string] // flag max-duration
+
+	UserAgent Opt[string]   // flag user-agent
+	Headers   Opt[[]string] // flag header (repeatable)
 }
 
 func listFlag(fs *flag.FlagSet, o *Opt[[]string], name, usage string) {
@@ -92,6 +96,15 @@ func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
 	uintFlag(fs, &s.MaxDepth, 32, "max-depth", fmt.Sprintf("deepest link `depth` admitted, seeds being depth 0 and their links depth 1; at least 1 (limits.max_depth; default: the spec file's, else %d)", DefaultMaxDepth))
 	uintFlag(fs, &s.MaxPages, 64, "max-pages", "most `pages` the crawl fetches, 0 = unlimited (limits.max_pages; default: the spec file's, else unlimited)")
 	uintFlag(fs, &s.MaxPagesPerHost, 64, "max-pages-per-host", "most `pages` the crawl admits per host, 0 = unlimited (limits.max_pages_per_host; default: the spec file's, else unlimited)")
+	fs.Func("max-duration", "time limit, a Go `duration` such as 30m: that long after its start the crawl is cancelled, its remaining URLs recorded as cancelled, and the run ends; 0 = none (limits.max_duration; default: the spec file's, else none)", func(v string) error {
+		s.MaxDuration = Opt[string]{V: v, Set: true}
+		return nil
+	})
+	fs.Func("user-agent", "the crawl's User-Agent: your crawler's product token, robots.txt groups are matched on it, and a contact in parentheses, e.g. \"examplebot/1.0 (+https://example.org/bot)\" (identity.user_agent; default: the spec file's, else the fetchers' --user-agent)", func(v string) error {
+		s.UserAgent = Opt[string]{V: v, Set: true}
+		return nil
+	})
+	listFlag(fs, &s.Headers, "header", "an extra request header `\"Name: value\"` sent with every request of the crawl, robots.txt included (repeatable; identity.headers; not Cookie, Host, Authorization or hop-by-hop headers)")
 }
 
 // Validate reports flag values that the crawl request cannot express.
@@ -149,8 +162,25 @@ func (s ScopeFlags) Apply(req *crawlspec.Request) {
 	if s.MaxPagesPerHost.Set {
 		limits.MaxPagesPerHost, limitsSet = s.MaxPagesPerHost.V, true
 	}
+	if s.MaxDuration.Set {
+		limits.MaxDuration, limitsSet = s.MaxDuration.V, true
+	}
 	if limitsSet {
 		req.Limits = &limits
+	}
+
+	var id crawlspec.Identity
+	if req.Identity != nil {
+		id = *req.Identity
+	}
+	if s.UserAgent.Set {
+		id.UserAgent = s.UserAgent.V
+	}
+	if s.Headers.Set {
+		id.Headers = append([]string(nil), s.Headers.V...)
+	}
+	if s.UserAgent.Set || s.Headers.Set {
+		req.Identity = &id
 	}
 }
 
@@ -171,6 +201,9 @@ func (s ScopeFlags) given() map[string]string {
 		{s.MaxDepth.Set, "max-depth", "limits.max_depth"},
 		{s.MaxPages.Set, "max-pages", "limits.max_pages"},
 		{s.MaxPagesPerHost.Set, "max-pages-per-host", "limits.max_pages_per_host"},
+		{s.MaxDuration.Set, "max-duration", "limits.max_duration"},
+		{s.UserAgent.Set, "user-agent", "identity.user_agent"},
+		{s.Headers.Set, "header", "identity.headers"},
 	} {
 		if f.set {
 			out[f.field] = f.flag
@@ -325,7 +358,8 @@ func specLine(req crawlspec.Request) string {
 		Limits     *crawlspec.Limits     `json:"limits,omitempty"`
 		Politeness *crawlspec.Politeness `json:"politeness,omitempty"`
 		Revisit    *crawlspec.Revisit    `json:"revisit,omitempty"`
-	}{req.Scope, req.Limits, req.Politeness, req.Revisit})
+		Identity   *crawlspec.Identity   `json:"identity,omitempty"`
+	}{req.Scope, req.Limits, req.Politeness, req.Revisit, req.Identity})
 	if err != nil {
 		return err.Error()
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -251,6 +252,10 @@ func publishSpec(ctx context.Context, kc kafkaio.Config, w publish.Writer, log *
 		if old := ctl.Get(spec.GetCrawlId()); old != nil {
 			var err error
 			if next, err = jobs.Revise(old, spec, now); err != nil {
+				if crawlcontrol.EndedByTimeLimit(old) {
+					err = fmt.Errorf("%w: its time limit (limits.max_duration %v since %s) has passed", err,
+						old.GetLimits().GetMaxDuration().AsDuration(), old.GetCreatedAt().AsTime().UTC().Format(time.DateTime))
+				}
 				return nil, fmt.Errorf("revise the spec of crawl %s: %w", spec.GetCrawlId(), err)
 			}
 		} else {
