@@ -16,8 +16,9 @@ import (
 // TestLoadRobots: LoadRobots returns, for one partition and one agent, the
 // latest robots.txt of each origin unless it has expired: an older
 // unexpired version never stands in for a newer expired one, repeated
-// inserts come back once, other partitions and agents stay out, and the
-// columns (sitemaps included) come back as written.
+// inserts come back once, other partitions and agents stay out (a row
+// compiled for several agents is its first agent's), and the columns
+// (sitemaps included) come back as written.
 func TestLoadRobots(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -38,13 +39,15 @@ func TestLoadRobots(t *testing.T) {
 		rows = append(rows, row(3, o, "trawl", now.Add(-time.Duration(i)*hour), now.Add(24*hour-time.Duration(i)*hour)))
 	}
 	rows = append(rows,
-		row(3, "http://h0.test", "trawl", now.Add(-2*hour), now.Add(22*hour)),            // older version of h0
-		row(3, "http://expired.test", "trawl", now.Add(-25*hour), now.Add(-hour)),        // expired
-		row(3, "http://replaced.test", "trawl", now.Add(-20*hour), now.Add(4*hour)),      // unexpired, but…
-		row(3, "http://replaced.test", "trawl", now.Add(-hour), now.Add(-time.Minute)),   // …its newer version expired
-		row(3, "http://other-agent.test", "otherbot", now.Add(-hour), now.Add(23*hour)),  // another agent
-		row(4, "http://other-partition.test", "trawl", now.Add(-hour), now.Add(23*hour)), // another partition
-		row(3, "http://h1.test", "trawl", now.Add(-1*hour), now.Add(24*hour-1*hour)),     // repeated insert
+		row(3, "http://h0.test", "trawl", now.Add(-2*hour), now.Add(22*hour)),                         // older version of h0
+		row(3, "http://expired.test", "trawl", now.Add(-25*hour), now.Add(-hour)),                     // expired
+		row(3, "http://replaced.test", "trawl", now.Add(-20*hour), now.Add(4*hour)),                   // unexpired, but…
+		row(3, "http://replaced.test", "trawl", now.Add(-hour), now.Add(-time.Minute)),                // …its newer version expired
+		row(3, "http://other-agent.test", "otherbot", now.Add(-hour), now.Add(23*hour)),               // another agent
+		row(3, "http://several.test", "trawl,examplebot", now.Add(-45*time.Minute), now.Add(23*hour)), // trawl's, with another agent's
+		row(3, "http://prefix.test", "trawlbot,trawl", now.Add(-hour), now.Add(23*hour)),              // trawlbot's (trawl is not first)
+		row(4, "http://other-partition.test", "trawl", now.Add(-hour), now.Add(23*hour)),              // another partition
+		row(3, "http://h1.test", "trawl", now.Add(-1*hour), now.Add(24*hour-1*hour)),                  // repeated insert
 		chstore.RobotsRow{Partition: 3, Origin: "http://allow.test", Host: "allow.test", Agent: "trawl", Outcome: "allow_all",
 			Status: 404, FetchedAt: now.Add(-30 * time.Minute), Expires: now.Add(23 * hour)}, // nil sitemaps
 	)
@@ -64,9 +67,11 @@ func TestLoadRobots(t *testing.T) {
 		limit     int
 		want      []string // origins, most recently fetched first
 	}{
-		{"partition 3", 3, "trawl", 0, []string{"http://h0.test", "http://allow.test", "http://h1.test", "http://h2.test", "http://h3.test", "http://h4.test"}},
+		{"partition 3", 3, "trawl", 0, []string{"http://h0.test", "http://allow.test", "http://several.test", "http://h1.test", "http://h2.test", "http://h3.test", "http://h4.test"}},
 		{"limit keeps the most recent", 3, "trawl", 2, []string{"http://h0.test", "http://allow.test"}},
 		{"other agent", 3, "otherbot", 0, []string{"http://other-agent.test"}},
+		{"first of several agents", 3, "trawlbot", 0, []string{"http://prefix.test"}},
+		{"second of several agents", 3, "examplebot", 0, nil},
 		{"other partition", 4, "trawl", 0, []string{"http://other-partition.test"}},
 		{"empty partition", 9, "trawl", 0, nil},
 	}

@@ -61,8 +61,10 @@ var fetcherMigrations = []Migration{
 
 // LoadRobots streams the latest robots.txt of every origin of partition
 // whose rules were selected for agent and have not expired at now, most
-// recently fetched first, at most limit of them (limit <= 0: all). fn runs
-// on the calling goroutine. The latest version of an origin is chosen by
+// recently fetched first, at most limit of them (limit <= 0: all): rows
+// whose agent is agent, or lists agent first and then the other agents the
+// same robots.txt was compiled for ("trawl,examplebot"). fn runs on the
+// calling goroutine. The latest version of an origin is chosen by
 // argMax rather than FINAL, so that filtering on non-key columns never
 // picks an older version (PREWHERE may run before FINAL merges).
 func (s *Store) LoadRobots(ctx context.Context, partition int, agent string, now time.Time, limit int, fn func(RobotsRow)) error {
@@ -77,9 +79,9 @@ func (s *Store) LoadRobots(ctx context.Context, partition int, agent string, now
 FROM robots_txt
 WHERE partition = ?
 GROUP BY origin
-HAVING latest_agent = ? AND latest_expires > toDateTime(?)
+HAVING (latest_agent = ? OR substring(latest_agent, 1, ?) = ?) AND latest_expires > toDateTime(?)
 ORDER BY latest_fetched DESC`
-	args := []any{uint16(partition), agent, now.Unix()}
+	args := []any{uint16(partition), agent, uint64(len(agent) + 1), agent + ",", now.Unix()}
 	if limit > 0 {
 		q += " LIMIT ?"
 		args = append(args, limit)

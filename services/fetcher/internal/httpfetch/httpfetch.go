@@ -29,6 +29,7 @@ import (
 	"unsafe"
 
 	"github.com/trawl-crawler/trawl/libs/bufpool"
+	"github.com/trawl-crawler/trawl/libs/identity"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 )
 
@@ -271,6 +272,14 @@ type Request struct {
 	// Capture keeps the exchange as sent and received in
 	// Response.Exchange, for the WARC archive.
 	Capture bool
+	// UserAgent, when set, replaces Options.UserAgent: a crawl's own
+	// (crawlv1.Identity). Header are extra headers set after the
+	// fetcher's own, replacing one of the same name (Accept); a crawl's.
+	// The caller checks both with libs/identity, which refuses the
+	// headers the fetcher sets itself, hop-by-hop headers, Host and
+	// Cookie. Neither applies to FTP.
+	UserAgent string
+	Header    []identity.Header
 }
 
 // Response is the outcome of one fetch. Kind is failure.None on an HTTP
@@ -361,9 +370,16 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		resp.Err = fmt.Errorf("build request: %w", failure.ErrInvalidURL)
 		return resp
 	}
-	req.Header.Set("User-Agent", f.opts.UserAgent)
+	ua := f.opts.UserAgent
+	if r.UserAgent != "" {
+		ua = r.UserAgent
+	}
+	req.Header.Set("User-Agent", ua)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5")
 	req.Header.Set("Accept-Encoding", AcceptEncoding)
+	for _, h := range r.Header {
+		req.Header.Set(h.Name, h.Value)
+	}
 	if c, ok := f.opts.Credentials[strings.ToLower(u.Host)]; ok && (u.Scheme == "https" || c.AllowHTTP) {
 		req.SetBasicAuth(c.Username, c.Password)
 	}
