@@ -287,6 +287,8 @@ type Service struct {
 	serpLogged serpLog
 	// spentLogged: the crawls (host "") whose spent page budget was logged.
 	spentLogged serpLog
+	// idents: the checked identity of the crawls that have one.
+	idents identities
 
 	outcomeOpts outcome.Options
 }
@@ -565,7 +567,17 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	var deferred, cancelled, spent, completed []*task
 	var deferMsgs []kafka.Message
 	redeferred := 0 // records deferred before and again now
+	noted := ""     // the crawl whose robots.txt agent was noted last
 	for _, t := range tasks {
+		if t.crawl != noted {
+			// robots.txt fetched from now on is compiled for the
+			// crawl's product token too: one fetch per origin serves
+			// every crawl that reads it (robots.Cache.NoteAgent).
+			noted = t.crawl
+			if id := h.s.identityOf(t.crawl); id.agent != "" {
+				h.s.robots.NoteAgent(id.agent)
+			}
+		}
 		if recorded[t] {
 			// A previous owner fetched it and recorded the outcome.
 			h.s.opts.Attempts.Finish(t.key())

@@ -226,3 +226,67 @@ func TestPausedRequestsSurviveSlowAcks(t *testing.T) {
 		t.Errorf("%v held copies acked as repeats", got)
 	}
 }
+
+// TestCrawlTimeLimit: a crawl whose time limit (limits.max_duration since
+// its creation) passes while the fetcher holds its requests stops
+// requesting pages at the limit, with no new specification: every request
+// started before it, the rest are recorded as cancelled without a request.
+func TestCrawlTimeLimit(t *testing.T) {
+	const (
+		pages = 20
+		delay = 200 * time.Millisecond
+		limit = 1500 * time.Millisecond
+	)
+	kcfg := kafkatest.Config(t, 1)
+	store := chtest.NewStore(t)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+
+	s := startSite(t, "127.0.0.67", pageHandler(""))
+	w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
+	defer w.Close()
+	var msgs []kafka.Message
+	for i := range pages {
+		u := fmt.Sprintf("%s/p%d", s.base, i)
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{CrawlId: "timed", Url: u, UrlFp: uint64(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := w.Write(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now()
+	deadline := created.Add(limit)
+	specs := crawlcontrol.NewSpecs()
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "timed", Revision: 1, State: crawlv1.CrawlState_CRAWL_STATE_RUNNING,
+		CreatedAt: timestamppb.New(created), Limits: &crawlv1.Limits{MaxDuration: durationpb.New(limit)}})
+	p := startFetcher(ctx, t, kcfg, store, "timed", 100, Options{Politeness: politeness.Options{Delay: delay}, Crawls: specs})
+	defer p.stop(t)
+
+	var fetched, cancelled uint64
+	waitFor(ctx, t, "a final row per request", func() bool {
+		row := store.Conn().QueryRow(ctx, `SELECT countIf(status = 200), countIf(error_kind = 'cancelled')
+			FROM fetch_log FINAL WHERE crawl_id = 'timed'`)
+		if err := row.Scan(&fetched, &cancelled); err != nil {
+			t.Fatalf("query fetch_log: %v", err)
+		}
+		return fetched+cancelled == pages
+	})
+	holdsFor(ctx, t, 2*delay, "no request after the time limit", func() bool { return s.pageHits() == int(fetched) })
+	for _, sp := range mustSpans(s) {
+		if sp.start.After(deadline) {
+			t.Errorf("%s requested %v after the time limit", sp.path, sp.start.Sub(deadline))
+		}
+	}
+	if fetched == 0 || cancelled == 0 || s.pageHits() != int(fetched) {
+		t.Errorf("%d pages fetched, %d cancelled, %d requests: want some of each and a request per page fetched", fetched, cancelled, s.pageHits())
+	}
+	t.Logf("time limit %v at a %v delay: %d pages fetched, %d cancelled without a request", limit, delay, fetched, cancelled)
+}

@@ -12,8 +12,8 @@ import (
 
 // RobotsStore loads the robots.txt entries stored for the hosts of a
 // partition (*chstore.Store): the latest of each origin whose rules were
-// selected for agent and that has not expired at now, at most limit, most
-// recent first. fn runs on the calling goroutine. Safe for concurrent use;
+// selected for agent (with those of other agents, robots.Record.Columns)
+// and that has not expired at now, at most limit, most recent first. fn runs on the calling goroutine. Safe for concurrent use;
 // blocks for the query.
 type RobotsStore interface {
 	LoadRobots(ctx context.Context, partition int, agent string, now time.Time, limit int, fn func(rows.RobotsRow)) error
@@ -49,14 +49,15 @@ func (h *handler) robotsRows(host string, rules *robots.Rules) []rows.RobotsRow 
 	if !ok {
 		return nil
 	}
+	agent, text := rec.Columns()
 	return []rows.RobotsRow{{
 		Partition:    uint16(h.partition),
 		Origin:       rec.Origin,
 		Host:         host,
-		Agent:        rec.Agent,
+		Agent:        agent,
 		Outcome:      string(rec.Outcome),
 		Status:       uint16(min(max(rec.Status, 0), 65535)),
-		Rules:        rec.Rules,
+		Rules:        text,
 		CrawlDelayMs: uint32(rec.CrawlDelay.Milliseconds()),
 		Sitemaps:     rec.Sitemaps,
 		BodyBytes:    uint32(max(rec.BodyBytes, 0)),
@@ -66,18 +67,20 @@ func (h *handler) robotsRows(host string, rules *robots.Rules) []rows.RobotsRow 
 	}}
 }
 
-// robotsRecord is the cache's form of a stored row.
+// robotsRecord is the cache's form of a stored row (its agent and rules
+// columns hold the rules of every agent the robots.txt was compiled for:
+// robots.Record.Columns).
 func robotsRecord(row rows.RobotsRow) robots.Record {
-	return robots.Record{
+	rec := robots.Record{
 		Origin:     row.Origin,
-		Agent:      row.Agent,
 		Outcome:    robots.Outcome(row.Outcome),
 		Status:     int(row.Status),
-		Rules:      row.Rules,
 		CrawlDelay: time.Duration(row.CrawlDelayMs) * time.Millisecond,
 		Sitemaps:   row.Sitemaps,
 		BodyBytes:  int(row.BodyBytes),
 		FetchedAt:  row.FetchedAt,
 		Expires:    row.Expires,
 	}
+	rec.SetColumns(row.Agent, row.Rules)
+	return rec
 }

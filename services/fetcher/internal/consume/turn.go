@@ -58,7 +58,8 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		return
 	}
 	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
-	rules, fresh := s.robots.Lookup(origin)
+	id := s.identityOf(t.crawl)
+	rules, fresh := s.robots.LookupAs(origin, id.agent)
 	if fresh && rules.Outcome == robots.Unavailable && req.GetAttempt() > 0 && req.GetNotBefore() != nil &&
 		rules.FetchedAt.Before(req.GetNotBefore().AsTime()) {
 		// A retry of a URL refused because robots.txt was unavailable:
@@ -80,7 +81,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		if !ok {
 			return
 		}
-		rules = s.robots.Fetch(ctx, origin, host)
+		rules = s.robots.FetchAs(ctx, origin, host, id.robotsAs())
 		h.serverDone(server, s.opts.Now())
 		if ctx.Err() != nil {
 			h.engine.Done(host, s.opts.Now())
@@ -118,7 +119,8 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		return
 	}
 	r := httpfetch.Request{URL: req.GetUrl(), Host: host, Sitemap: strings.HasSuffix(req.GetParentUrl(), "/robots.txt"),
-		ETag: req.GetEtag(), LastModified: req.GetLastModified(), Capture: s.opts.Archive != nil}
+		ETag: req.GetEtag(), LastModified: req.GetLastModified(), Capture: s.opts.Archive != nil,
+		UserAgent: id.userAgent, Header: id.headers}
 	server, ok := h.claimServer(ctx, host, t)
 	if !ok {
 		h.uncharge(t) // back in its queue: charged again at its turn

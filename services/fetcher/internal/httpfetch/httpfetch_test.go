@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/text/encoding/simplifiedchinese"
 
+	"github.com/trawl-crawler/trawl/libs/identity"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 )
 
@@ -245,6 +246,30 @@ func TestFetchSendsHeaders(t *testing.T) {
 	h := <-got
 	if h.Get("User-Agent") != "trawl-test/1" || h.Get("If-None-Match") != `"e"` || h.Get("If-Modified-Since") == "" {
 		t.Fatalf("request headers = %v", h)
+	}
+}
+
+// TestFetchSendsIdentity: a request's own User-Agent replaces the
+// fetcher's and its extra headers are sent, an Accept among them replacing
+// the fetcher's; without them the fetcher's User-Agent and Accept go.
+func TestFetchSendsIdentity(t *testing.T) {
+	got := make(chan http.Header, 1)
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+	}))
+	f := New(Options{AllowPrivate: true, UserAgent: "trawl-test/1"})
+	defer f.Close()
+	f.Fetch(t.Context(), Request{URL: base + "/", UserAgent: "examplebot/1.0 (+https://example.org/bot)",
+		Header: []identity.Header{{Name: "Accept-Language", Value: "fr"}, {Name: "Accept", Value: "text/html"}, {Name: "From", Value: "ops@example.org"}}})
+	h := <-got
+	if h.Get("User-Agent") != "examplebot/1.0 (+https://example.org/bot)" || h.Get("Accept-Language") != "fr" ||
+		h.Values("Accept")[0] != "text/html" || len(h.Values("Accept")) != 1 || h.Get("From") != "ops@example.org" || h.Get("Accept-Encoding") == "" {
+		t.Fatalf("request headers = %v", h)
+	}
+	f.Fetch(t.Context(), Request{URL: base + "/"})
+	h = <-got
+	if h.Get("User-Agent") != "trawl-test/1" || h.Get("Accept-Language") != "" || !strings.HasPrefix(h.Get("Accept"), "text/html,") {
+		t.Fatalf("request headers without an identity = %v", h)
 	}
 }
 
