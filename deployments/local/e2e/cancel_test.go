@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/demosite"
+	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
@@ -186,4 +189,80 @@ func TestPauseResumeCrawl(t *testing.T) {
 	}
 	t.Logf("paused %s after %d page requests; %d requests in all; drained: %s",
 		pausedFor, len(pageRequests(e.site.Requests()))-len(requestsAfter(e.site.Requests(), at)), len(e.site.Requests()), s.Line())
+}
+
+// TestTimeLimitCrawl runs a large crawl with a short time limit and an
+// identity of its own, given as the launcher gives them (a --spec file the
+// seeder publishes): every request the site sees, robots.txt included,
+// carries the crawl's User-Agent and From header; once the limit has passed
+// since the crawl's creation the site sees no more requests, without any
+// new specification; the pipeline drains and every URL the crawl admitted
+// is terminal, the unfetched ones recorded as cancelled.
+func TestTimeLimitCrawl(t *testing.T) {
+	const (
+		limit = 6 * time.Second
+		ua    = "endtoendbot/1.0 (+https://example.org/bot)"
+		from  = "ops@example.org"
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	defer cancel()
+	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 4, PagesPerHost: 200, FirstHostOctet: 200}, delay: e2eDelay})
+	spec := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(spec, []byte(fmt.Sprintf(`{"limits": {"max_duration": %q}, "identity": {"user_agent": %q, "headers": ["From: %s"]}}`,
+		limit, ua, from)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seeded := time.Now()
+	if _, err := e.p.Seed(ctx, pipeline.SeedRun{CrawlID: e.crawlID, Seeds: e.site.Seeds(), SpecFile: spec}); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	s := e.drain(ctx, 120*time.Second)
+	drained := time.Now()
+	e.stop()
+
+	reqs := e.site.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no request")
+	}
+	// The spec is created before the seeds are published, so before the
+	// first request: the limit ends no later than that request + limit.
+	deadline := reqs[0].Time.Add(limit)
+	for _, r := range reqs {
+		if r.Time.Before(reqs[0].Time) {
+			deadline = r.Time.Add(limit)
+		}
+	}
+	if late := requestsAfter(reqs, deadline.Add(controlGrace)); len(late) > 0 {
+		t.Errorf("%d site requests more than %s after the time limit, e.g. %v", len(late), controlGrace, first(late, 5))
+	}
+	robots := 0
+	for _, r := range reqs {
+		if r.IsRobots() {
+			robots++
+		}
+		if r.UserAgent != ua || r.From != from {
+			t.Errorf("%s requested with User-Agent %q, From %q; want the crawl's %q, %q", r.URL(), r.UserAgent, r.From, ua, from)
+			break
+		}
+	}
+	requested := pageRequests(reqs)
+	if n := len(requested); n == 0 || n >= len(e.site.ReachableAllowed()) {
+		t.Errorf("%d of %d reachable pages requested: want some, not all", n, len(e.site.ReachableAllowed()))
+	}
+	st := e.crawlStatus(ctx, e.crawlID)
+	if !st.found || st.pending != 0 || st.cx == 0 || st.terminal != st.admitted {
+		t.Errorf("crawl_status %+v: want every admitted URL terminal, some cancelled", st)
+	}
+	cancelled := 0
+	for _, r := range e.fetchLog(ctx) {
+		if r.ErrorKind == "cancelled" {
+			cancelled++
+			if requested[r.URL] > 0 {
+				t.Errorf("%s: a cancelled row and %d requests", r.URL, requested[r.URL])
+			}
+		}
+	}
+	t.Logf("time limit %s: %d requests (%d pages of %d reachable, %d robots.txt), the last %s after the seeding; %d admitted, %d cancelled (%d fetch_log rows); drained %s after the seeding: %s",
+		limit, len(reqs), len(requested), len(e.site.ReachableAllowed()), robots, reqs[len(reqs)-1].Time.Sub(seeded).Round(time.Millisecond),
+		st.admitted, st.cx, cancelled, drained.Sub(seeded).Round(time.Second), s.Line())
 }

@@ -75,6 +75,9 @@ type Request struct {
 	Path   string // request URI (path and query)
 	Method string
 	Time   time.Time
+	// UserAgent and From are the request's User-Agent and From headers:
+	// a crawl's identity.
+	UserAgent, From string
 }
 
 // URL returns the absolute URL of the request.
@@ -243,7 +246,8 @@ func IsDisallowed(path string) bool { return strings.HasPrefix(path, DisallowedP
 func (s *Site) handler(h int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		s.requests = append(s.requests, Request{Host: s.addrs[h], Path: r.URL.RequestURI(), Method: r.Method, Time: time.Now()})
+		s.requests = append(s.requests, Request{Host: s.addrs[h], Path: r.URL.RequestURI(), Method: r.Method, Time: time.Now(),
+			UserAgent: r.UserAgent(), From: r.Header.Get("From")})
 		s.mu.Unlock()
 		s.serve(h, w, r)
 	})
