@@ -254,7 +254,7 @@ func TestFetchSendsHeaders(t *testing.T) {
 // the fetcher's; without them the fetcher's User-Agent and Accept go.
 func TestFetchSendsIdentity(t *testing.T) {
 	got := make(chan http.Header, 1)
-	base := serve(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := serve(t, "127.0.0.2", http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		got <- r.Header.Clone()
 	}))
 	f := New(Options{AllowPrivate: true, UserAgent: "trawl-test/1"})

@@ -141,8 +141,7 @@ func TestAgents(t *testing.T) {
 	if agents != "trawl,examplebot,nobody,otherbot" || !strings.Contains(rules, "\n# agent: examplebot crawl-delay: 2s\nUser-agent: examplebot\nDisallow: /\nAllow: /open\n") {
 		t.Errorf("columns %q, %q", agents, rules)
 	}
-	var back Record
-	back = rec
+	back := rec
 	back.SetColumns(agents, rules)
 	if back.Agent != "trawl" || back.Rules != rec.Rules || len(back.Others) != 3 {
 		t.Fatalf("columns read back as %+v, want %+v", back, rec)

@@ -43,6 +43,7 @@ type env struct {
 	kafka kafkaio.Config
 	store *chstore.Store
 	reg   *prometheus.Registry
+	clock *skew // the control table's
 }
 
 func newEnv(t *testing.T) env {
@@ -66,7 +67,8 @@ func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm api.Site
 	}
 	reg := prometheus.NewRegistry()
 	w := kafkaio.NewWriter(kc, zap.NewNop(), reg)
-	ctl := control.New(kc, w, zap.NewNop())
+	clock := &skew{}
+	ctl := control.NewClock(kc, w, zap.NewNop(), clock.now)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -91,7 +93,7 @@ func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm api.Site
 		wg.Wait()
 		w.Close()
 	})
-	return env{url: srv.URL, srv: srv, kafka: kc, store: store, reg: reg}
+	return env{url: srv.URL, srv: srv, kafka: kc, store: store, reg: reg, clock: clock}
 }
 
 // do sends a request with the token and decodes a JSON answer into out

@@ -39,7 +39,13 @@ type Control struct {
 
 // New returns a Control writing with w (not closed by Control).
 func New(cfg kafkaio.Config, w publish.Writer, log *zap.Logger) *Control {
-	return &Control{cfg: cfg, w: w, specs: crawlcontrol.NewSpecs(), log: log, now: time.Now, caughtUp: make(chan struct{}),
+	return NewClock(cfg, w, log, time.Now)
+}
+
+// NewClock is New with the clock that time limits are read on (Get) and
+// seeds are stamped with (tests advance it rather than wait).
+func NewClock(cfg kafkaio.Config, w publish.Writer, log *zap.Logger, now func() time.Time) *Control {
+	return &Control{cfg: cfg, w: w, specs: crawlcontrol.NewSpecsClock(now), log: log, now: now, caughtUp: make(chan struct{}),
 		claims: claims{first: make(map[string]string), waiting: make(map[string]chan bool)}}
 }
 
