@@ -144,10 +144,10 @@ type RobotsRow struct {
 	Partition    uint16
 	Origin       string // scheme://host[:port]
 	Host         string // politeness key
-	Agent        string // product token the rules were selected for
+	Agent        string // product token the rules were selected for; several, the fetcher's first, when Rules holds other agents' too ("trawl,examplebot")
 	Outcome      string // parsed (2xx) or allow_all (4xx, too many redirects)
 	Status       uint16 // HTTP status of the last answer
-	Rules        string // the rules that apply to Agent, normalized, robots.txt syntax
+	Rules        string // the rules that apply to Agent, normalized, robots.txt syntax; each other agent's after a "# agent: NAME crawl-delay: D" line
 	CrawlDelayMs uint32
 	Sitemaps     []string
 	BodyBytes    uint32    // size of the robots.txt received
