@@ -189,11 +189,14 @@ func Deadline(spec *crawlv1.CrawlSpec) (deadline time.Time, ok bool) {
 
 // StateAt returns the state spec puts its crawl in at now: RUNNING when
 // spec is nil or says UNSPECIFIED; CANCELLED once its time limit has
-// passed (Deadline at or before now), whatever it says; otherwise its
-// state.
+// passed (Deadline at or before now) or when it is deleted, whatever it
+// says; otherwise its state.
 func StateAt(spec *crawlv1.CrawlSpec, now time.Time) crawlv1.CrawlState {
 	if spec == nil {
 		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
+	}
+	if Deleted(spec) {
+		return crawlv1.CrawlState_CRAWL_STATE_CANCELLED
 	}
 	if end, ok := Deadline(spec); ok && !now.Before(end) {
 		return crawlv1.CrawlState_CRAWL_STATE_CANCELLED
@@ -204,17 +207,25 @@ func StateAt(spec *crawlv1.CrawlSpec, now time.Time) crawlv1.CrawlState {
 	return spec.GetState()
 }
 
+// Deleted reports whether spec's crawl was deleted (deleted_at set): it
+// is cancelled for good and its rows are being removed from ClickHouse.
+func Deleted(spec *crawlv1.CrawlSpec) bool { return spec.GetDeletedAt() != nil }
+
 // Effective returns spec as it stands at now, for what shows a crawl and
 // acts on its state (the seeder's API and console): spec itself, or, when
 // its time limit has passed while it says RUNNING, PAUSED or UNSPECIFIED,
-// a copy that says CANCELLED, updated at its deadline, revision unchanged.
+// a copy that says CANCELLED, updated at its deadline, revision unchanged
+// (a deleted spec that does not say CANCELLED: updated when deleted).
 // spec is not modified; nil stays nil.
 func Effective(spec *crawlv1.CrawlSpec, now time.Time) *crawlv1.CrawlSpec {
 	if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED ||
 		StateAt(spec, now) != crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
 		return spec
 	}
-	end, _ := Deadline(spec)
+	end, ok := Deadline(spec)
+	if Deleted(spec) && (!ok || spec.GetDeletedAt().AsTime().Before(end)) {
+		end = spec.GetDeletedAt().AsTime()
+	}
 	out := proto.Clone(spec).(*crawlv1.CrawlSpec)
 	out.State = crawlv1.CrawlState_CRAWL_STATE_CANCELLED
 	out.UpdatedAt = timestamppb.New(end)
@@ -272,7 +283,7 @@ func (s *Specs) armLocked() {
 	}
 	var next time.Time
 	for _, spec := range s.specs {
-		if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+		if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED || Deleted(spec) {
 			continue
 		}
 		if end, ok := Deadline(spec); ok && end.After(after) && (next.IsZero() || end.Before(next)) {

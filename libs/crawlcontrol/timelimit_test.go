@@ -25,7 +25,14 @@ func limited(state crawlv1.CrawlState, d, updated time.Duration) *crawlv1.CrawlS
 	return spec
 }
 
-// TestStateAt: a crawl's state at a time, its time limit included.
+// deleted marks spec deleted at after its creation.
+func deleted(spec *crawlv1.CrawlSpec, at time.Duration) *crawlv1.CrawlSpec {
+	spec.DeletedAt = timestamppb.New(created.Add(at))
+	return spec
+}
+
+// TestStateAt: a crawl's state at a time, its time limit and its deletion
+// included.
 func TestStateAt(t *testing.T) {
 	const (
 		running   = crawlv1.CrawlState_CRAWL_STATE_RUNNING
@@ -58,6 +65,9 @@ func TestStateAt(t *testing.T) {
 			s.CreatedAt = nil
 			return s
 		}(), at: 2 * time.Hour, want: running},
+		{name: "deleted", spec: deleted(limited(cancelled, 0, time.Minute), time.Minute), at: time.Hour, want: cancelled},
+		{name: "deleted saying running", spec: deleted(limited(running, 0, 0), time.Minute), at: time.Hour, want: cancelled},
+		{name: "deleted before its limit", spec: deleted(limited(running, time.Hour, 0), 10*time.Minute), at: 2 * time.Hour, want: cancelled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +84,9 @@ func TestStateAt(t *testing.T) {
 			}
 			if got := crawlcontrol.EndedByTimeLimit(eff); got != tt.ended {
 				t.Fatalf("EndedByTimeLimit = %v, want %v", got, tt.ended)
+			}
+			if crawlcontrol.Deleted(tt.spec) && tt.spec.GetState() != cancelled && !eff.GetUpdatedAt().AsTime().Equal(tt.spec.GetDeletedAt().AsTime()) {
+				t.Fatalf("Effective of a deleted spec updated %v, want when it was deleted", eff.GetUpdatedAt().AsTime())
 			}
 			if tt.ended && tt.spec.GetState() != cancelled {
 				end := created.Add(tt.spec.GetLimits().GetMaxDuration().AsDuration())

@@ -138,18 +138,25 @@ func (ScopeMode) EnumDescriptor() ([]byte, []int) {
 
 // CrawlSpec is the whole specification of one crawl.
 type CrawlSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CrawlId       string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
-	State         CrawlState             `protobuf:"varint,2,opt,name=state,proto3,enum=crawler.v1.CrawlState" json:"state,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	Revision      uint64                 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"` // increases with every change; followers ignore older revisions
-	Name          string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`          // human label
-	Scope         *Scope                 `protobuf:"bytes,6,opt,name=scope,proto3" json:"scope,omitempty"`
-	Limits        *Limits                `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
-	Politeness    *Politeness            `protobuf:"bytes,8,opt,name=politeness,proto3" json:"politeness,omitempty"`
-	Revisit       *Revisit               `protobuf:"bytes,9,opt,name=revisit,proto3" json:"revisit,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	Identity      *Identity              `protobuf:"bytes,11,opt,name=identity,proto3" json:"identity,omitempty"` // who the crawl says it is; unset: the fetcher's --user-agent, no extra headers
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	CrawlId    string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
+	State      CrawlState             `protobuf:"varint,2,opt,name=state,proto3,enum=crawler.v1.CrawlState" json:"state,omitempty"`
+	UpdatedAt  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	Revision   uint64                 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"` // increases with every change; followers ignore older revisions
+	Name       string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`          // human label
+	Scope      *Scope                 `protobuf:"bytes,6,opt,name=scope,proto3" json:"scope,omitempty"`
+	Limits     *Limits                `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
+	Politeness *Politeness            `protobuf:"bytes,8,opt,name=politeness,proto3" json:"politeness,omitempty"`
+	Revisit    *Revisit               `protobuf:"bytes,9,opt,name=revisit,proto3" json:"revisit,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Identity   *Identity              `protobuf:"bytes,11,opt,name=identity,proto3" json:"identity,omitempty"` // who the crawl says it is; unset: the fetcher's --user-agent, no extra headers
+	// deleted_at is when the crawl was deleted (the seeder's DELETE
+	// /v1/crawls/{id}); unset: not deleted. A deleted crawl is CANCELLED for
+	// good (libs/crawlcontrol reports CANCELLED for it whatever state says)
+	// and its rows are removed from ClickHouse; its specification stays on
+	// the topic, since a crawl id without one would run on every service's
+	// defaults, and keeps the id taken.
+	DeletedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=deleted_at,json=deletedAt,proto3" json:"deleted_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -257,6 +264,13 @@ func (x *CrawlSpec) GetCreatedAt() *timestamppb.Timestamp {
 func (x *CrawlSpec) GetIdentity() *Identity {
 	if x != nil {
 		return x.Identity
+	}
+	return nil
+}
+
+func (x *CrawlSpec) GetDeletedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeletedAt
 	}
 	return nil
 }
@@ -913,7 +927,7 @@ var File_control_proto protoreflect.FileDescriptor
 const file_control_proto_rawDesc = "" +
 	"\n" +
 	"\rcontrol.proto\x12\n" +
-	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe8\x03\n" +
+	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\x04\n" +
 	"\tCrawlSpec\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.crawler.v1.CrawlStateR\x05state\x129\n" +
@@ -930,7 +944,9 @@ const file_control_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x120\n" +
-	"\bidentity\x18\v \x01(\v2\x14.crawler.v1.IdentityR\bidentity\"W\n" +
+	"\bidentity\x18\v \x01(\v2\x14.crawler.v1.IdentityR\bidentity\x129\n" +
+	"\n" +
+	"deleted_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\"W\n" +
 	"\bIdentity\x12\x1d\n" +
 	"\n" +
 	"user_agent\x18\x01 \x01(\tR\tuserAgent\x12,\n" +
@@ -1037,21 +1053,22 @@ var file_control_proto_depIdxs = []int32{
 	9,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
 	11, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
 	3,  // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
-	4,  // 8: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
-	6,  // 9: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
-	1,  // 10: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
-	12, // 11: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
-	12, // 12: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	12, // 13: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	12, // 14: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	12, // 15: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	12, // 16: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	11, // 17: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	11, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
+	4,  // 9: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
+	6,  // 10: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
+	1,  // 11: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
+	12, // 12: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
+	12, // 13: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	12, // 14: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	12, // 15: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	12, // 16: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	12, // 17: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	11, // 18: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
