@@ -32,6 +32,12 @@ type parserRun struct {
 // done.
 func startParser(t *testing.T, cfg pages.Config, sinks pages.Sinks, now time.Time) *parserRun {
 	t.Helper()
+	return startParserSpecs(t, cfg, sinks, nil, now)
+}
+
+// startParserSpecs is startParser with the crawls' specifications.
+func startParserSpecs(t *testing.T, cfg pages.Config, sinks pages.Sinks, specs pages.SpecSource, now time.Time) *parserRun {
+	t.Helper()
 	log := zaptest.NewLogger(t)
 	r := &parserRun{t: t, kc: kafkatest.Config(t, partitions), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	r.w = kafkaio.NewWriter(r.kc, log, prometheus.NewRegistry())
@@ -41,7 +47,7 @@ func startParser(t *testing.T, cfg pages.Config, sinks pages.Sinks, now time.Tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := pages.NewProcessor(cfg, r.kc.Topics(), sinks, nil, nil, log, metrics, func() time.Time { return now })
+	proc := pages.NewProcessor(cfg, r.kc.Topics(), sinks, specs, nil, log, metrics, func() time.Time { return now })
 	group, err := kafkaio.NewGroup(r.kc, kafkaio.GroupConfig{
 		GroupID: r.kc.GroupFor("parser"), Topic: r.kc.Topics().Fetched, MaxBatch: 10, CommitInterval: 50 * time.Millisecond,
 	}, proc.Assign, log, r.reg)

@@ -48,6 +48,11 @@ const DropNearDuplicatePage = "near_duplicate_page"
 // a duplicate.
 const DropPublished = "published"
 
+// DropCancelled is the links_dropped_total reason of the links of a page
+// whose crawl is cancelled (by its operator, its time limit or its
+// deletion): its document is stored, its links are not published.
+const DropCancelled = "cancelled"
+
 // Metrics of the page processor. Built once per process from the service's
 // registerer (names get the crawler_parser_ prefix there).
 type Metrics struct {
@@ -100,7 +105,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.pages.WithLabelValues(o)
 	}
 	for _, r := range []string{extract.DropInvalid, extract.DropScheme, extract.DropTooLong, extract.DropNoFollow,
-		extract.DropSelf, extract.DropDuplicate, extract.DropOverCap, DropKey, DropDuplicatePage, DropPublished,
+		extract.DropSelf, extract.DropDuplicate, extract.DropOverCap, DropKey, DropDuplicatePage, DropPublished, DropCancelled,
 		scope.DropOutOfScope, scope.DropFiltered, scope.DropTrapGuard} {
 		m.dropped.WithLabelValues(r)
 	}

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -503,8 +504,30 @@ func sameHost(u, host string) bool {
 }
 
 // process classifies one page and extracts it into outlink records and a
-// document (nil under noindex and for list, result and sitemap pages).
+// document (nil under noindex and for list, result and sitemap pages). A
+// page of a cancelled crawl (by its operator, its time limit or its
+// deletion: crawlcontrol.StateAt) yields its document, since it was
+// fetched, but no outlink: the crawl discovers nothing more, and its links
+// are counted as dropped (DropCancelled).
 func (p *Processor) process(page *crawlv1.FetchedPage) *result {
+	res := p.extract(page)
+	if len(res.links) > 0 && p.cancelled(page.GetCrawlId()) {
+		res.drop(DropCancelled, len(res.links))
+		res.links, res.linkFPs = nil, nil
+	}
+	return res
+}
+
+// cancelled reports whether a crawl is cancelled now.
+func (p *Processor) cancelled(crawlID string) bool {
+	if p.specs == nil {
+		return false
+	}
+	return crawlcontrol.StateAt(p.specs.Get(crawlID), p.now()) == crawlv1.CrawlState_CRAWL_STATE_CANCELLED
+}
+
+// extract is process before the crawl's state is applied.
+func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	res := &result{crawlID: page.GetCrawlId()}
 	mt := mediaType(page.GetContentType())
 	switch {
