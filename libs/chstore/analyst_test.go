@@ -128,6 +128,14 @@ func TestAnalystQueriesCluster(t *testing.T) {
 // query's answer.
 func analystQueries(ctx context.Context, t *testing.T, s *chstore.Store, stopMerges func(table string) error) {
 	t.Helper()
+	analystQueriesDeleting(ctx, t, s, stopMerges, nil)
+}
+
+// analystQueriesDeleting is analystQueries with, when deleted is not nil,
+// one crawl deleted (by deleted, once the rows are written; it returns the
+// crawl's id): every query's answer is then the rows of the other crawl.
+func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store, stopMerges func(table string) error, deleted func() string) {
+	t.Helper()
 	qs := readAnalystQueries(t)
 	docs, err := os.ReadFile("../../docs/analyst-queries.md")
 	if err != nil {
@@ -372,6 +380,14 @@ func analystQueries(ctx context.Context, t *testing.T, s *chstore.Store, stopMer
 		}},
 	}
 
+	gone := ""
+	if deleted != nil {
+		gone = deleted()
+		for name, w := range want {
+			w.rows = slices.DeleteFunc(slices.Clone(w.rows), func(r string) bool { return strings.HasPrefix(r, gone+" | ") })
+			want[name] = w
+		}
+	}
 	names := map[string]bool{}
 	for _, q := range qs {
 		names[q.name] = true
@@ -385,6 +401,11 @@ func analystQueries(ctx context.Context, t *testing.T, s *chstore.Store, stopMer
 			}
 			got := queryRows(ctx, t, s, q.sql)
 			exp := slices.Clone(w.rows)
+			if gone != "" && q.name == "duplicates" {
+				// Its last two columns count raw rows, which merges
+				// collapse; mutations need merges running.
+				got, exp = firstColumns(got, 4), firstColumns(exp, 4)
+			}
 			if !w.ordered {
 				slices.Sort(got)
 				slices.Sort(exp)
@@ -399,6 +420,16 @@ func analystQueries(ctx context.Context, t *testing.T, s *chstore.Store, stopMer
 			t.Errorf("expected answer for %s, which is not in testdata/analyst_queries.sql", name)
 		}
 	}
+}
+
+// firstColumns returns rows (columns joined by " | ") cut to their first n
+// columns.
+func firstColumns(rows []string, n int) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = strings.Join(strings.SplitN(r, " | ", n+1)[:min(n, strings.Count(r, " | ")+1)], " | ")
+	}
+	return out
 }
 
 // queryRows runs sql and returns its rows, each as its columns joined by
