@@ -64,8 +64,11 @@ func readRecords(dataDir string) ([]record, error) {
 			return nil, fmt.Errorf("read crawl record: %w", err)
 		}
 		var r record
-		if err := json.Unmarshal(b, &r); err != nil || r.CrawlID == "" {
-			return nil, fmt.Errorf("read crawl record %s: not a crawl record (%v): move it away", path, err)
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("read crawl record %s: not a crawl record, move it away: %w", path, err)
+		}
+		if r.CrawlID == "" {
+			return nil, fmt.Errorf("read crawl record %s: no crawl_id, not a crawl record: move it away", path)
 		}
 		out = append(out, r)
 	}

@@ -312,7 +312,11 @@ func TestOnlyItsAddresses(t *testing.T) {
 	}
 	_, port, _ := strings.Cut(w.Hosts()[0], ":")
 	for _, addr := range []string{"127.1.4.19", "127.1.4.23", "127.0.0.1"} { // before, after the range; another address
-		resp, err := c.Get("http://" + addr + ":" + port + "/")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+":"+port+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			t.Errorf("%s answered %s, want the connection closed", addr, resp.Status)

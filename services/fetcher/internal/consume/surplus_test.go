@@ -102,7 +102,7 @@ func TestHostSurplus(t *testing.T) {
 			)
 			followCtx, stopFollow := context.WithCancel(ctx)
 			var fg errgroup.Group
-			follow(t, followCtx, &fg, kcfg, kcfg.Topics().Fetch, func(m kafka.Message, fr *crawlv1.FetchRequest) {
+			follow(t, followCtx, &fg, kcfg, kcfg.Topics().Fetch, func(m kafka.Message, _ *crawlv1.FetchRequest) {
 				mu.Lock()
 				defer mu.Unlock()
 				records++

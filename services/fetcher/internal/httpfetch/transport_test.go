@@ -359,7 +359,7 @@ func TestIdleConnections(t *testing.T) {
 	var servers []*server
 	for _, ip := range []string{"127.0.0.73", "127.0.0.74", "127.0.0.75"} {
 		s := &server{}
-		s.srv = unstartedOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.srv = unstartedOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprint(w, "ok")
 		}))
 		s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
@@ -421,7 +421,7 @@ func TestRelease(t *testing.T) {
 	var opened, closed [2]atomic.Int32
 	var bases [2]string
 	for i, ip := range []string{"127.0.0.76", "127.0.0.77"} {
-		srv := unstartedOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+		srv := unstartedOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") }))
 		srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 			switch st {
 			case http.StateNew:

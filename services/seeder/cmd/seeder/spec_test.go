@@ -97,9 +97,13 @@ func TestRunSpec(t *testing.T) {
 		t.Fatalf("second run: %v", err)
 	}
 	got2 := controlSpec(t, kc, "spec.crawl")
-	if got2.GetRevision() != 2 || got2.GetLimits().GetMaxPages() != 50 || got2.GetScope() != nil ||
+	// The file names no scope: the default, the seeds' sites.
+	sc := got2.GetScope()
+	if got2.GetRevision() != 2 || got2.GetLimits().GetMaxPages() != 50 ||
+		sc.GetMode() != crawlv1.ScopeMode_SCOPE_MODE_DOMAIN || strings.Join(sc.GetSeedHosts(), ",") != "127.0.0.3" ||
+		sc.GetSameHostOnly() || len(sc.GetDenyPatterns()) != 0 ||
 		!got2.GetCreatedAt().AsTime().Equal(got.GetCreatedAt().AsTime()) {
-		t.Errorf("second spec %v, want revision 2 with only max_pages 50, created %v", got2, got.GetCreatedAt().AsTime())
+		t.Errorf("second spec %v, want revision 2 with only max_pages 50 and the default scope (the seed's site), created %v", got2, got.GetCreatedAt().AsTime())
 	}
 
 	// A cancelled crawl stays cancelled: nothing is published.
