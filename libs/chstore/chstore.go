@@ -198,6 +198,10 @@ type Store struct {
 	db      string
 	cluster string // Config.Cluster
 	log     *zap.Logger
+	avail   *availability // whether reads and inserts are waiting for the server
+	// boot opens a connection to the server's default database, to
+	// create the crawler's database again (recreate).
+	boot func() (driver.Conn, error)
 }
 
 func options(c Config, sec connSecurity, db string) *clickhouse.Options {
@@ -270,7 +274,8 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 		conn.Close()
 		return nil, fmt.Errorf("ping clickhouse: %w", err)
 	}
-	return &Store{conn: conn, db: c.Database, cluster: c.Cluster, log: log}, nil
+	return &Store{conn: conn, db: c.Database, cluster: c.Cluster, log: log, avail: &availability{log: log},
+		boot: func() (driver.Conn, error) { return clickhouse.Open(options(c, sec, "default")) }}, nil
 }
 
 // createDatabase creates db if the server does not have it; in cluster

@@ -20,7 +20,7 @@ func (s *Store) CountFetchedPages(ctx context.Context, crawlIDs []string, before
 		return make(map[string]int64), nil
 	}
 	var out map[string]int64
-	err := s.read(ctx, "count fetched pages", func() error {
+	err := s.Read(ctx, "count fetched pages", func() error {
 		var err error
 		out, err = s.countFetchedPages(ctx, crawlIDs, before)
 		return err

@@ -156,8 +156,24 @@ GROUP BY crawl_id, minute, status, error_kind`,
 // Migrate applies every schema migration not yet recorded in the
 // schema_migrations table, in version order. Safe to run concurrently from
 // several services (every statement is idempotent).
+//
+// A server that cannot be reached is waited for, as reads and inserts do:
+// the migrations are idempotent, so they are run again from the start.
 func (s *Store) Migrate(ctx context.Context) error {
-	return s.migrate(ctx, Migrations())
+	b := newWaitBackoff()
+	for {
+		err := s.migrate(ctx, Migrations())
+		if err == nil || ctx.Err() != nil || !isUnavailable(err) {
+			if err == nil {
+				s.avail.up()
+			}
+			return err
+		}
+		s.avail.down("migrate", err)
+		if werr := b.wait(ctx); werr != nil {
+			return err
+		}
+	}
 }
 
 func (s *Store) migrate(ctx context.Context, ms []Migration) error {

@@ -37,6 +37,9 @@ func TestWriterSurvivesOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
+	if err := s.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	w := chstore.NewBatchWriter(s, chstore.FetchLog,
 		chstore.BatchOptions{MaxRows: 10, FlushInterval: 10 * time.Millisecond, RetryBackoff: 20 * time.Millisecond},
 		zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), reg)
@@ -60,12 +63,33 @@ func TestWriterSurvivesOutage(t *testing.T) {
 	for i := range during {
 		go func() { done <- w.Write(ctx, fetchRow("c1", 1000+i)) }()
 	}
-	// Write must not return while the server is down; the writer retries.
+	// A read and a new connection wait for the server too, instead of
+	// failing: a service whose ClickHouse is down pauses, it does not exit.
+	readDone := make(chan error, 1)
+	go func() { readDone <- s.LoadSeen(ctx, 0, nil, func(string, uint64) {}) }()
+	opened := make(chan error, 1)
+	go func() {
+		s2, err := chstore.OpenWaiting(ctx, cfg, zap.NewNop())
+		if err == nil {
+			s2.Close()
+		}
+		opened <- err
+	}()
+	waitTrue(t, ctx, "the store to say it waits for the server", func() bool { w, _, _ := s.Unavailable(); return w })
+	if n := gaugeValue(t, reg, "dependency_waiting", "dependency", "clickhouse"); n != 1 {
+		t.Errorf("dependency_waiting{dependency=clickhouse} = %v during the outage, want 1", n)
+	}
+	// Write, the read and the open must not return while the server is
+	// down; they wait.
 	deadline := time.After(time.Second)
 	for waiting := true; waiting; {
 		select {
 		case err := <-done:
 			t.Fatalf("write returned during outage: %v", err)
+		case err := <-readDone:
+			t.Fatalf("read returned during outage: %v", err)
+		case err := <-opened:
+			t.Fatalf("OpenWaiting returned during outage: %v", err)
 		case <-deadline:
 			waiting = false
 		}
@@ -86,6 +110,19 @@ func TestWriterSurvivesOutage(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("writes did not complete after the server came back")
 		}
+	}
+	for what, ch := range map[string]chan error{"read": readDone, "open": opened} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("%s after restart: %v", what, err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the %s did not complete after the server came back", what)
+		}
+	}
+	if waiting, _, _ := s.Unavailable(); waiting {
+		t.Error("the store still says it waits after the server came back")
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
@@ -117,6 +154,9 @@ func TestWriterStopFailsPendingWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
+	if err := s.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	w := chstore.NewBatchWriter(s, chstore.FetchLog,
 		chstore.BatchOptions{MaxRows: 5, FlushInterval: 10 * time.Millisecond, RetryBackoff: 20 * time.Millisecond, ShutdownTimeout: 500 * time.Millisecond},
 		zaptest.NewLogger(t, zaptest.Level(zap.DPanicLevel)), reg)
@@ -149,4 +189,38 @@ func waitFor(ctx context.Context, t *testing.T, cond func() bool) {
 		case <-tick.C:
 		}
 	}
+}
+
+// waitTrue polls cond every 20ms until it holds or ctx is done.
+func waitTrue(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waited for %s: %v", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// gaugeValue returns the gauge name{label=value} of reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetName() == name && l.GetName() == label && l.GetValue() == value {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("gauge %s{%s=%q} not found", name, label, value)
+	return 0
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"syscall"
-	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"go.uber.org/zap"
@@ -20,9 +19,6 @@ const (
 	codeNetworkError       = 210 // NETWORK_ERROR
 	codeAllConnectionTries = 279 // ALL_CONNECTION_TRIES_FAILED
 )
-
-// readBackoff is the wait before each new attempt of a read.
-var readBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 
 // isRetryableRead reports a read that failed because a server, or the
 // connection to it, went away in the middle of the query: in a cluster, a
@@ -44,23 +40,40 @@ func isRetryableRead(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne)
 }
 
-// read runs fn, a read query, again after a short wait when it failed in a
-// way isRetryableRead names, at most len(readBackoff) more times. fn must
-// be safe to run again: it starts its result afresh, or its callers
-// tolerate rows delivered twice.
-func (s *Store) read(ctx context.Context, what string, fn func() error) error {
-	for attempt := 0; ; attempt++ {
+// Read runs fn, a read query (the store's own or a service's over
+// s.Conn(), what naming it in the one log line of an outage), again when it failed in a way
+// isRetryableRead names — the server, or the replica a Distributed query
+// read from, went away or cannot be reached — waiting with jittered
+// back-off (up to 5 s) for as long as it takes, until ctx is done: a
+// service whose ClickHouse is down pauses rather than exits. fn must be
+// safe to run again: it starts its result afresh, or its callers tolerate
+// rows delivered twice. Any other error (a bad query, a missing table) is
+// returned at once.
+func (s *Store) Read(ctx context.Context, what string, fn func() error) error {
+	b := newWaitBackoff()
+	recreated := false
+	for {
 		err := fn()
-		if err == nil || attempt == len(readBackoff) || ctx.Err() != nil || !isRetryableRead(err) {
+		if err == nil {
+			s.avail.up()
+			return nil
+		}
+		if ctx.Err() != nil {
 			return err
 		}
-		s.log.Warn("retrying clickhouse read", zap.String("query", what), zap.Int("attempt", attempt+1), zap.Error(err))
-		t := time.NewTimer(readBackoff[attempt])
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !isRetryableRead(err) {
+			// Once only: a table still missing after the migrations is
+			// a bug of the query, not a lost volume.
+			if recreated || !s.recreate(ctx, what, err) {
+				return err
+			}
+			recreated = true
+			continue
+		}
+		s.avail.down(what, err)
+		s.log.Debug("retrying clickhouse read", zap.String("query", what), zap.Error(err))
+		if werr := b.wait(ctx); werr != nil {
 			return err
-		case <-t.C:
 		}
 	}
 }

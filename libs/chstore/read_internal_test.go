@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"syscall"
 	"testing"
+	"testing/synctest"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestIsRetryableRead(t *testing.T) {
@@ -36,7 +39,12 @@ func TestIsRetryableRead(t *testing.T) {
 	}
 }
 
-func TestReadRetries(t *testing.T) {
+// TestReadWaits: a read that fails because the server cannot be reached
+// is tried again, with back-off, for as long as it takes; the outage is
+// logged once when it starts and once when it ends, and Unavailable says
+// so meanwhile. Any other error is returned at once. On synctest's clock:
+// the back-off is real time otherwise.
+func TestReadWaits(t *testing.T) {
 	gone := &clickhouse.Exception{Code: 32, Message: "Attempt to read after eof"}
 	tests := []struct {
 		name      string
@@ -44,33 +52,55 @@ func TestReadRetries(t *testing.T) {
 		err       error // what they fail with
 		wantCalls int
 		wantErr   bool
+		wantLogs  []string
 	}{
 		{name: "first attempt", fails: 0, err: gone, wantCalls: 1},
-		{name: "replica gone twice", fails: 2, err: gone, wantCalls: 3},
-		{name: "gone for good", fails: 5, err: gone, wantCalls: 3, wantErr: true},
+		{name: "replica gone twice", fails: 2, err: gone, wantCalls: 3,
+			wantLogs: []string{"clickhouse unavailable, waiting for it; nothing is acknowledged meanwhile", "clickhouse available again"}},
+		{name: "down for a minute", fails: 20, err: gone, wantCalls: 21,
+			wantLogs: []string{"clickhouse unavailable, waiting for it; nothing is acknowledged meanwhile", "clickhouse available again"}},
 		{name: "not retryable", fails: 1, err: &clickhouse.Exception{Code: 60}, wantCalls: 1, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Store{log: zap.NewNop()}
-			calls := 0
-			err := s.read(t.Context(), "test", func() error {
-				calls++
-				if calls <= tt.fails {
-					return tt.err
+			synctest.Test(t, func(t *testing.T) {
+				core, logs := observer.New(zap.DebugLevel)
+				log := zap.New(core)
+				s := &Store{log: log, avail: &availability{log: log}}
+				calls := 0
+				err := s.Read(t.Context(), "test", func() error {
+					calls++
+					if calls <= tt.fails {
+						if waiting, _, _ := s.Unavailable(); calls > 1 && !waiting {
+							t.Errorf("attempt %d: Unavailable says the store is not waiting", calls)
+						}
+						return tt.err
+					}
+					return nil
+				})
+				if (err != nil) != tt.wantErr || calls != tt.wantCalls {
+					t.Errorf("read: err %v after %d calls, want error %v after %d", err, calls, tt.wantErr, tt.wantCalls)
 				}
-				return nil
+				var got []string
+				for _, e := range logs.All() {
+					if e.Level >= zap.InfoLevel {
+						got = append(got, e.Message)
+					}
+				}
+				if !slices.Equal(got, tt.wantLogs) {
+					t.Errorf("logged %q, want %q", got, tt.wantLogs)
+				}
+				if waiting, _, _ := s.Unavailable(); waiting {
+					t.Error("still waiting after the read returned")
+				}
 			})
-			if (err != nil) != tt.wantErr || calls != tt.wantCalls {
-				t.Errorf("read: err %v after %d calls, want error %v after %d", err, calls, tt.wantErr, tt.wantCalls)
-			}
 		})
 	}
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
-		s := &Store{log: zap.NewNop()}
+		s := &Store{log: zap.NewNop(), avail: &availability{log: zap.NewNop()}}
 		calls := 0
-		err := s.read(ctx, "test", func() error {
+		err := s.Read(ctx, "test", func() error {
 			calls++
 			cancel()
 			return gone
@@ -79,4 +109,12 @@ func TestReadRetries(t *testing.T) {
 			t.Errorf("read with a cancelled context: err %v after %d calls, want the error after 1", err, calls)
 		}
 	})
+}
+
+func TestIsAuthError(t *testing.T) {
+	for code, want := range map[int32]bool{516: true, 192: true, 193: true, 194: true, 210: false, 60: false} {
+		if got := isAuthError(fmt.Errorf("insert: %w", &clickhouse.Exception{Code: code})); got != want {
+			t.Errorf("isAuthError(code %d) = %v, want %v", code, got, want)
+		}
+	}
 }

@@ -116,7 +116,7 @@ func (s *Store) RecordedAttempts(ctx context.Context, crawlID string, hosts []st
 		return make(map[AttemptKey]time.Time), nil
 	}
 	var out map[AttemptKey]time.Time
-	err := s.read(ctx, "recorded attempts", func() error {
+	err := s.Read(ctx, "recorded attempts", func() error {
 		var err error
 		out, err = s.recordedAttempts(ctx, crawlID, hosts, fps)
 		return err

@@ -136,7 +136,7 @@ func (s *Store) SeenContent(ctx context.Context, crawlID string, fps []uint64) (
 		return make(map[uint64]string), nil
 	}
 	var out map[uint64]string
-	err := s.read(ctx, "seen content", func() error {
+	err := s.Read(ctx, "seen content", func() error {
 		var err error
 		out, err = s.seenContent(ctx, crawlID, fps)
 		return err
@@ -192,7 +192,7 @@ func (s *Store) NearCandidates(ctx context.Context, crawlID string, bands []simh
 		return make(map[simhash.Band][]NearCandidate), nil
 	}
 	var out map[simhash.Band][]NearCandidate
-	err := s.read(ctx, "near candidates", func() error {
+	err := s.Read(ctx, "near candidates", func() error {
 		var err error
 		out, err = s.nearCandidates(ctx, crawlID, bands)
 		return err

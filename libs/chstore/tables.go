@@ -17,7 +17,7 @@ func (s *Store) LoadSeen(ctx context.Context, partition int, skip []string, fn f
 	if partition < 0 || partition > 65535 {
 		return fmt.Errorf("load seen: partition %d out of range", partition)
 	}
-	return s.read(ctx, "load seen", func() error { return s.loadSeen(ctx, partition, skip, fn) })
+	return s.Read(ctx, "load seen", func() error { return s.loadSeen(ctx, partition, skip, fn) })
 }
 
 // LoadSeenCrawl streams the fingerprints of one crawl in a partition: the
@@ -26,7 +26,7 @@ func (s *Store) LoadSeenCrawl(ctx context.Context, partition int, crawlID string
 	if partition < 0 || partition > 65535 {
 		return fmt.Errorf("load seen: partition %d out of range", partition)
 	}
-	return s.read(ctx, "load seen", func() error {
+	return s.Read(ctx, "load seen", func() error {
 		rows, err := s.conn.Query(ctx, "SELECT fp FROM url_seen WHERE partition = ? AND crawl_id = ?", uint16(partition), crawlID)
 		if err != nil {
 			return fmt.Errorf("query url_seen partition %d crawl %s: %w", partition, crawlID, err)

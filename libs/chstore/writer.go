@@ -329,13 +329,18 @@ func (e permanentError) Error() string { return e.err.Error() }
 func (e permanentError) Unwrap() error { return e.err }
 
 // insertRetrying inserts b, retrying with exponential back-off until it
-// succeeds, the error is permanent, or ctx is done.
+// succeeds, the error is permanent, or ctx is done. A server that cannot be
+// reached is waited for as long as it takes (the store logs when it goes
+// away and when it is back); refused credentials are permanent: no waiting
+// fixes them.
 func (w *BatchWriter[T]) insertRetrying(ctx context.Context, b *batch[T]) error {
 	start := time.Now()
 	backoff := w.opts.RetryBackoff
+	recreated := false // once per batch: see Store.read
 	for attempt := 1; ; attempt++ {
 		err := w.insertOnce(ctx, b.rows)
 		if err == nil {
+			w.store.avail.up()
 			w.m.written.Add(float64(len(b.rows)))
 			w.m.flush.Observe(time.Since(start).Seconds())
 			return nil
@@ -346,11 +351,25 @@ func (w *BatchWriter[T]) insertRetrying(ctx context.Context, b *batch[T]) error 
 			w.log.Error("rejected batch, writers notified", zap.Int("rows", len(b.rows)), zap.Error(err))
 			return perm.err
 		}
+		if isAuthError(err) {
+			w.log.Error("clickhouse refused the credentials, writers notified", zap.Int("rows", len(b.rows)), zap.Error(err))
+			return fmt.Errorf("%w: %w", ErrAuth, err)
+		}
 		if ctx.Err() != nil {
 			return err
 		}
-		w.log.Warn("retrying insert", zap.Int("rows", len(b.rows)), zap.Int("attempt", attempt),
-			zap.Duration("backoff", backoff), zap.Error(err))
+		if !recreated && isMissing(err) && w.store.recreate(ctx, "insert into "+w.table.Name, err) {
+			recreated = true
+			continue
+		}
+		if isUnavailable(err) {
+			w.store.avail.down("insert into "+w.table.Name, err)
+			w.log.Debug("retrying insert", zap.Int("rows", len(b.rows)), zap.Int("attempt", attempt),
+				zap.Duration("backoff", backoff), zap.Error(err))
+		} else {
+			w.log.Warn("retrying insert", zap.Int("rows", len(b.rows)), zap.Int("attempt", attempt),
+				zap.Duration("backoff", backoff), zap.Error(err))
+		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/segmentio/kafka-go/compress"
 	"github.com/segmentio/kafka-go/compress/snappy"
 	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 )
 
 // Writer produces records to any topic (the record's Topic field). Records
@@ -31,6 +34,30 @@ type Writer struct {
 	// SASL file Config.Validate had read went missing since): every Write
 	// returns it.
 	err error
+	// waitingSince is when the brokers stopped taking records (Unix
+	// nanoseconds; 0 while they take them): Write waits for them, logging
+	// once when that starts and once when it ends.
+	waitingSince atomic.Int64
+}
+
+// Waiting reports whether the writer waits for brokers that do not take
+// its records (their outage), for readiness and the dependency gauge.
+func (w *Writer) Waiting() bool { return w.waitingSince.Load() != 0 }
+
+// down records a retryable failure: the first of an outage is logged.
+func (w *Writer) down(records int, err error) {
+	if w.waitingSince.CompareAndSwap(0, time.Now().UnixNano()) {
+		w.log.Warn("kafka unavailable, waiting for it; nothing is acknowledged meanwhile", zap.Int("records", records), zap.Error(err))
+		return
+	}
+	w.log.Debug("kafka write failed, retrying", zap.Int("records", records), zap.Error(err))
+}
+
+// up records a write the brokers took: the end of an outage is logged.
+func (w *Writer) up() {
+	if since := w.waitingSince.Swap(0); since != 0 {
+		w.log.Info("kafka available again", zap.Duration("unavailable_for", time.Since(time.Unix(0, since)).Round(time.Millisecond)))
+	}
 }
 
 type writerMetrics struct {
@@ -73,7 +100,7 @@ func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
 	fastSnappy()
 	sec, err := c.loadSecurity()
 	tr := sec.transport()
-	return &Writer{
+	w := &Writer{
 		err: err,
 		sec: sec,
 		tr:  tr,
@@ -92,6 +119,12 @@ func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
 		log:     log,
 		metrics: newWriterMetrics(reg),
 	}
+	if reg != nil {
+		// A service's first writer reports for it (one gauge a
+		// registry): its records are the service's own.
+		_ = reg.Register(telemetry.DependencyGauge("kafka", w.Waiting))
+	}
+	return w
 }
 
 // fastSnappy makes kafka-go's snappy codec encode with the fast encoder
@@ -143,6 +176,7 @@ func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
 	for attempt := 1; ; attempt++ {
 		err := w.sec.classify(w.w.WriteMessages(ctx, pending...))
 		if err == nil {
+			w.up()
 			w.countProduced(pending)
 			return nil
 		}
@@ -176,8 +210,7 @@ func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
 			return fmt.Errorf("write %d records: %w", len(pending), permanent)
 		}
 		w.countErrors(retry)
-		w.log.Warn("kafka write failed, retrying",
-			zap.Int("records", len(retry)), zap.Int("attempt", attempt), zap.Error(err))
+		w.down(len(retry), err)
 		pending = retry
 		if werr := backoff.wait(ctx); werr != nil {
 			return fmt.Errorf("write %d records: %w", len(pending), errors.Join(werr, err))

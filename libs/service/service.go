@@ -136,6 +136,10 @@ type Service struct {
 	draining   bool
 	running    bool
 	components [numStages][]component
+	// adminDone, once the admin server serves (ServeAdmin or Run), gets
+	// its result; stopAdmin stops it.
+	adminDone chan error
+	stopAdmin context.CancelFunc
 }
 
 type component struct {
@@ -191,6 +195,31 @@ func (s *Service) AddCheck(name string, c telemetry.Check) { s.admin.AddCheck(na
 // address, for a start log line or a test.
 func (s *Service) Listen(ctx context.Context) (net.Addr, error) { return s.admin.Listen(ctx) }
 
+// ServeAdmin binds the admin server and serves it from now on, before Run
+// (which otherwise does): a service that waits at its start for a
+// dependency (ClickHouse, the broker) answers /healthz meanwhile, alive,
+// and /readyz with 503, so that an orchestrator waits rather than kills
+// it. The server stops at the end of Run, or at Close without Run.
+func (s *Service) ServeAdmin(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.serveAdminLocked(ctx)
+}
+
+func (s *Service) serveAdminLocked(ctx context.Context) error {
+	if s.adminDone != nil {
+		return nil
+	}
+	if _, err := s.admin.Listen(ctx); err != nil {
+		return err
+	}
+	actx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- s.admin.Run(actx) }()
+	s.adminDone, s.stopAdmin = done, stop
+	return nil
+}
+
 // SetReady turns readiness on (once the service has what it needs to work);
 // /readyz answers 503 before. It does nothing once shutdown has begun.
 // Safe for concurrent use.
@@ -238,8 +267,10 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.running = true
 	stages := s.components
+	err := s.serveAdminLocked(ctx)
+	adminDone, stopAdmin := s.adminDone, s.stopAdmin
 	s.mu.Unlock()
-	if _, err := s.admin.Listen(ctx); err != nil {
+	if err != nil {
 		return err
 	}
 
@@ -282,10 +313,9 @@ func (s *Service) Run(ctx context.Context) error {
 			})
 		}
 	}
-	adminCtx, stopAdmin := context.WithCancel(base)
 	var admin sync.WaitGroup
 	admin.Go(func() {
-		if err := s.admin.Run(adminCtx); err != nil {
+		if err := <-adminDone; err != nil {
 			beginShutdown("admin server", err)
 		}
 	})
@@ -304,6 +334,15 @@ func (s *Service) Run(ctx context.Context) error {
 // Close stops the profiles (writing the allocation profile) and flushes the
 // logger; call it once, at exit, after Run.
 func (s *Service) Close() {
+	s.mu.Lock()
+	if !s.running && s.stopAdmin != nil { // served by ServeAdmin, never run
+		s.stopAdmin()
+		if err := <-s.adminDone; err != nil {
+			s.log.Warn("admin server", zap.Error(err))
+		}
+		s.stopAdmin = nil // a second Close has nothing to stop
+	}
+	s.mu.Unlock()
 	s.stopProfiles()
 	_ = s.log.Sync()
 }

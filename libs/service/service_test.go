@@ -332,3 +332,53 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load = %+v, %v; want 3 workers", c, err)
 	}
 }
+
+// TestServeAdminBeforeRun: a service that waits for a dependency before
+// Run answers /healthz (alive) and /readyz 503 meanwhile; Run keeps the
+// same server, and Close stops one that Run never took over.
+func TestServeAdminBeforeRun(t *testing.T) {
+	s, base := newTest(t)
+	if err := s.ServeAdmin(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, base+"/healthz"); got != http.StatusOK {
+		t.Errorf("/healthz while starting = %d, want 200", got)
+	}
+	if got := status(t, base+"/readyz"); got != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while starting = %d, want 503", got)
+	}
+	ready := make(chan struct{})
+	s.Go(Consume, "consumer", func(ctx context.Context) error {
+		s.SetReady()
+		close(ready)
+		<-ctx.Done()
+		return nil
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	<-ready
+	if got := status(t, base+"/readyz"); got != http.StatusOK {
+		t.Errorf("/readyz once running = %d, want 200", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if stillServes(t, http.DefaultClient, base+"/healthz") {
+		t.Error("admin server still answers after Run returned")
+	}
+
+	// Never run (its dependency never came): Close stops the server.
+	s2, base2 := newTest(t)
+	if err := s2.ServeAdmin(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, base2+"/healthz"); got != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", got)
+	}
+	s2.Close()
+	if stillServes(t, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, base2+"/healthz") {
+		t.Error("admin server still answers after Close")
+	}
+}

@@ -351,3 +351,21 @@ func runCheck(ctx context.Context, c Check) (err error) {
 	}()
 	return c(ctx)
 }
+
+// DependencyGauge returns the gauge dependency_waiting{dependency=...}:
+// 1 while waiting reports that the service waits for the dependency (its
+// work pauses, nothing is acknowledged), 0 otherwise. Every dependency of
+// a service registers one under the same name (the help is shared, as the
+// registry wants).
+func DependencyGauge(dependency string, waiting func() bool) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "dependency_waiting",
+		Help:        "1 while the service waits for a dependency that is unavailable (its work pauses, nothing is acknowledged), by dependency.",
+		ConstLabels: prometheus.Labels{"dependency": dependency},
+	}, func() float64 {
+		if waiting() {
+			return 1
+		}
+		return 0
+	})
+}

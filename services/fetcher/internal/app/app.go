@@ -78,8 +78,13 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 			f.Close()
 		}
 	}()
-	if f.store, err = chstore.Open(ctx, cfg.ClickHouse, log); err != nil {
+	// A ClickHouse that is down is waited for, here as in every read and
+	// insert: the service starts when it answers (chstore.OpenWaiting).
+	if f.store, err = chstore.OpenWaiting(ctx, cfg.ClickHouse, log); err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	if err := f.store.Register(reg); err != nil {
+		return nil, err
 	}
 	if err := f.store.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse: %w", err)

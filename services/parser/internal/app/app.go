@@ -56,8 +56,13 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 			p.Close()
 		}
 	}()
-	if p.store, err = chstore.Open(ctx, cfg.ClickHouse, log); err != nil {
+	// A ClickHouse that is down is waited for, here as in every read and
+	// insert: the service starts when it answers (chstore.OpenWaiting).
+	if p.store, err = chstore.OpenWaiting(ctx, cfg.ClickHouse, log); err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	if err := p.store.Register(reg); err != nil {
+		return nil, err
 	}
 	if err := p.store.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse: %w", err)

@@ -31,6 +31,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer svc.Close()
+	// The admin server answers (alive, not ready) while the service waits
+	// for ClickHouse at its start.
+	if err := svc.ServeAdmin(ctx); err != nil {
+		return err
+	}
 	sched, err := app.New(ctx, cfg, svc.Log(), svc.Metrics())
 	if err != nil {
 		return err

@@ -33,28 +33,32 @@ func (f Frontier) Pending(ctx context.Context, partition, perHost int, skip []st
 		}
 	}
 	args = append(args, uint64(perHost))
-	rows, err := f.Store.Conn().Query(ctx, `SELECT crawl_id, host, fp, d, u, p, a, e, t FROM (
-	SELECT crawl_id, host, fp, any(depth) AS d, any(url) AS u, any(parent_url) AS p,
-		any(anchor_text) AS a, any(serp_engine) AS e, any(discovered_at) AS t
-	FROM frontier_v2
-	WHERE partition = ?`+skipSQL+`
-	GROUP BY crawl_id, host, fp
-	HAVING max(state) = 0
-) ORDER BY host, d, fp LIMIT ? BY host`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("query frontier: %w", err)
-	}
-	defer rows.Close()
 	var out []chstore.FrontierRow
-	for rows.Next() {
-		r := chstore.FrontierRow{Partition: uint16(partition)}
-		if err := rows.Scan(&r.CrawlID, &r.Host, &r.FP, &r.Depth, &r.URL, &r.ParentURL, &r.AnchorText, &r.SerpEngine, &r.DiscoveredAt); err != nil {
-			return nil, fmt.Errorf("scan frontier: %w", err)
+	err := f.Store.Read(ctx, "read frontier", func() error {
+		rows, err := f.Store.Conn().Query(ctx, `SELECT crawl_id, host, fp, d, u, p, a, e, t FROM (
+		SELECT crawl_id, host, fp, any(depth) AS d, any(url) AS u, any(parent_url) AS p,
+			any(anchor_text) AS a, any(serp_engine) AS e, any(discovered_at) AS t
+		FROM frontier_v2
+		WHERE partition = ?`+skipSQL+`
+		GROUP BY crawl_id, host, fp
+		HAVING max(state) = 0
+	) ORDER BY host, d, fp LIMIT ? BY host`, args...)
+		if err != nil {
+			return fmt.Errorf("query frontier: %w", err)
 		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read frontier: %w", err)
-	}
-	return out, nil
+		defer rows.Close()
+		out = out[:0]
+		for rows.Next() {
+			r := chstore.FrontierRow{Partition: uint16(partition)}
+			if err := rows.Scan(&r.CrawlID, &r.Host, &r.FP, &r.Depth, &r.URL, &r.ParentURL, &r.AnchorText, &r.SerpEngine, &r.DiscoveredAt); err != nil {
+				return fmt.Errorf("scan frontier: %w", err)
+			}
+			out = append(out, r)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read frontier: %w", err)
+		}
+		return nil
+	})
+	return out, err
 }

@@ -25,26 +25,30 @@ func CountSeen(store *chstore.Store) budget.CountFunc {
 		}
 		q := "SELECT crawl_id, uniqExact(fp) FROM url_seen WHERE crawl_id IN (" +
 			strings.TrimSuffix(strings.Repeat("?,", len(crawlIDs)), ",") + ") GROUP BY crawl_id"
-		rows, err := store.Conn().Query(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("query url_seen counts: %w", err)
-		}
-		defer rows.Close()
-		counts := make(map[string]int64, len(crawlIDs))
-		for rows.Next() {
-			var (
-				id string
-				n  uint64
-			)
-			if err := rows.Scan(&id, &n); err != nil {
-				return nil, fmt.Errorf("scan url_seen count: %w", err)
+		var counts map[string]int64
+		err := store.Read(ctx, "count url_seen", func() error {
+			rows, err := store.Conn().Query(ctx, q, args...)
+			if err != nil {
+				return fmt.Errorf("query url_seen counts: %w", err)
 			}
-			counts[id] = int64(n)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read url_seen counts: %w", err)
-		}
-		return counts, nil
+			defer rows.Close()
+			counts = make(map[string]int64, len(crawlIDs))
+			for rows.Next() {
+				var (
+					id string
+					n  uint64
+				)
+				if err := rows.Scan(&id, &n); err != nil {
+					return fmt.Errorf("scan url_seen count: %w", err)
+				}
+				counts[id] = int64(n)
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("read url_seen counts: %w", err)
+			}
+			return nil
+		})
+		return counts, err
 	}
 }
 
@@ -52,25 +56,29 @@ func CountSeen(store *chstore.Store) budget.CountFunc {
 // a crawl in a partition, counted by politeness key.
 func CountHosts(store *chstore.Store) func(ctx context.Context, partition int, crawlID string) (map[string]int64, error) {
 	return func(ctx context.Context, partition int, crawlID string) (map[string]int64, error) {
-		rows, err := store.Conn().Query(ctx,
-			"SELECT any(url) FROM url_seen WHERE partition = ? AND crawl_id = ? GROUP BY fp", uint16(partition), crawlID)
-		if err != nil {
-			return nil, fmt.Errorf("query url_seen hosts: %w", err)
-		}
-		defer rows.Close()
-		counts := make(map[string]int64)
-		for rows.Next() {
-			var url string
-			if err := rows.Scan(&url); err != nil {
-				return nil, fmt.Errorf("scan url_seen url: %w", err)
+		var counts map[string]int64
+		err := store.Read(ctx, "count url_seen hosts", func() error {
+			rows, err := store.Conn().Query(ctx,
+				"SELECT any(url) FROM url_seen WHERE partition = ? AND crawl_id = ? GROUP BY fp", uint16(partition), crawlID)
+			if err != nil {
+				return fmt.Errorf("query url_seen hosts: %w", err)
 			}
-			if key, err := kafkaio.Key(url); err == nil {
-				counts[string(key)]++
+			defer rows.Close()
+			counts = make(map[string]int64)
+			for rows.Next() {
+				var url string
+				if err := rows.Scan(&url); err != nil {
+					return fmt.Errorf("scan url_seen url: %w", err)
+				}
+				if key, err := kafkaio.Key(url); err == nil {
+					counts[string(key)]++
+				}
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read url_seen hosts: %w", err)
-		}
-		return counts, nil
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("read url_seen hosts: %w", err)
+			}
+			return nil
+		})
+		return counts, err
 	}
 }
