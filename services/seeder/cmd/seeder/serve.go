@@ -21,6 +21,11 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 		return err
 	}
 	defer svc.Close()
+	// The admin server answers (alive, not ready) while the API waits for
+	// ClickHouse at its start.
+	if err := svc.ServeAdmin(ctx); err != nil {
+		return err
+	}
 	api, err := app.NewServer(ctx, cfg, svc.Log(), svc.Metrics())
 	if err != nil {
 		return err
@@ -33,16 +38,16 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 	svc.Go(service.Consume, "control follower", api.FollowControl)
 	svc.Go(service.Consume, "api", api.Serve)
 	// Until the control topic is read the API answers 503 and the service
-	// is not ready.
+	// is not ready; then deleted crawls' rows are swept.
 	svc.Go(service.Consume, "control catch-up", func(ctx context.Context) error {
-		if api.WaitCaughtUp(ctx) == nil && ctx.Err() == nil {
-			svc.SetReady()
-			if ready != nil {
-				ready(api.Addr())
-			}
+		if api.WaitCaughtUp(ctx) != nil || ctx.Err() != nil {
+			return nil
 		}
-		<-ctx.Done()
-		return nil
+		svc.SetReady()
+		if ready != nil {
+			ready(api.Addr())
+		}
+		return api.SweepDeleted(ctx)
 	})
 	return svc.Run(ctx)
 }

@@ -5,6 +5,7 @@
 //	trawlctl watch ID          live progress until the crawl drains or is cancelled (or Ctrl-C)
 //	trawlctl get ID | list
 //	trawlctl pause|resume|cancel ID
+//	trawlctl delete ID         cancel the crawl for good and remove its rows from ClickHouse
 //	trawlctl export ID [--table documents|fetch_log|links|url_events] [--format jsonl|csv|parquet] [--out FILE]
 //
 // --api-url and --api-token can be set as CRAWLER_API_URL and
@@ -26,6 +27,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chexport/exportfile"
 	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/client"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
@@ -57,7 +59,7 @@ func (c config) validate() error {
 	return errors.Join(errs...)
 }
 
-const usage = "usage: trawlctl [--api-url URL] [--api-token TOKEN] submit|watch|get|list|pause|resume|cancel|export [ARGS]"
+const usage = "usage: trawlctl [--api-url URL] [--api-token TOKEN] submit|watch|get|list|pause|resume|cancel|delete|export [ARGS]"
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, lookupEnv func(string) (string, bool)) error {
 	var cfg config
@@ -111,11 +113,39 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		}
 		fmt.Fprintf(stdout, "%s %s (revision %d)\n", v.CrawlID, v.State, v.Revision)
 		return nil
+	case "delete":
+		id, err := oneID(cmd, rest)
+		if err != nil {
+			return err
+		}
+		v, err := c.Delete(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s deleted (revision %d)%s\n", v.CrawlID, v.Revision, deletionNote(v.Deletion))
+		return nil
 	case "export":
 		return export(ctx, c, rest, stdout)
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 	}
+}
+
+// deletionNote says how far a deleted crawl's rows are removed.
+func deletionNote(d *api.Deletion) string {
+	switch {
+	case d == nil:
+		return ""
+	case d.Error != "":
+		return "; its rows not removed yet, the API retries: " + d.Error
+	case d.Done:
+		return "; no rows left"
+	}
+	var n uint64
+	for _, left := range d.RowsLeft {
+		n += left
+	}
+	return fmt.Sprintf("; ClickHouse is removing its %d rows in %d tables", n, len(d.RowsLeft))
 }
 
 func oneID(cmd string, args []string) (string, error) {

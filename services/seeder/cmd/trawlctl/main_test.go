@@ -128,6 +128,10 @@ func TestSubmitWatchControlExport(t *testing.T) {
 		{name: "no command", args: nil, wantErr: "usage"},
 		{name: "unknown command", args: []string{"frobnicate"}, wantErr: "unknown command"},
 		{name: "watch cancelled", args: []string{"watch", "--interval", "50ms", "flags"}, want: "cancelled"},
+		{name: "delete", args: []string{"delete", "flags"}, want: "flags deleted (revision 5); no rows left"},
+		{name: "delete again", args: []string{"delete", "flags"}, want: "flags deleted (revision 5)"},
+		{name: "get deleted", args: []string{"get", "flags"}, wantErr: "410"},
+		{name: "delete unknown", args: []string{"delete", "nope"}, wantErr: "404"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +226,15 @@ func TestSubmitWatchControlExport(t *testing.T) {
 	}
 	if _, err := ctl(t, ctx, url, "", "export", "--out", filepath.Join(t.TempDir(), "no", "dir", "f"), "fromfile"); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("export to a missing directory: %v", err)
+	}
+
+	// A crawl with rows: deleted, its rows being removed (ClickHouse
+	// mutations, asynchronous), and its export gone.
+	if out, err := ctl(t, ctx, url, "", "delete", "fromfile"); err != nil || !strings.Contains(out, "fromfile deleted (revision 2)") {
+		t.Errorf("delete fromfile: %q, %v", out, err)
+	}
+	if _, err := ctl(t, ctx, url, "", "export", "--out", file, "fromfile"); err == nil || !strings.Contains(err.Error(), "410") {
+		t.Errorf("export of a deleted crawl: %v, want 410", err)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package api is the seeder's crawl-jobs HTTP API: submit a crawl, list
-// crawls, read a crawl's specification, status and counts, pause, resume
-// or cancel it, and export its documents as JSON lines or any of its
-// tables as JSON lines, CSV or Parquet. Every route but the OpenAPI
+// crawls, read a crawl's specification, status and counts, pause, resume,
+// cancel or delete it, and export its documents as JSON lines or any of
+// its tables as JSON lines, CSV or Parquet. Every route but the OpenAPI
 // description needs the bearer token.
 package api
 
@@ -17,6 +17,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,6 +71,13 @@ type Stats interface {
 	// before the first row (a crawl without rows is exportfile.ErrNotFound),
 	// and returns the rows written.
 	Export(ctx context.Context, req exportfile.Request, w io.Writer) (int64, error)
+	// CrawlRows returns, per table still holding rows of the crawl, how
+	// many (none: an empty map).
+	CrawlRows(ctx context.Context, crawlID string) (map[string]uint64, error)
+	// Purge starts the removal of the crawl's rows from every table that
+	// still holds some (asynchronous: ClickHouse mutations) and returns
+	// the rows each held, as CrawlRows.
+	Purge(ctx context.Context, crawlID string) (map[string]uint64, error)
 }
 
 // SitemapSource reads sitemaps (sitemaps.Discoverer).
@@ -105,6 +113,7 @@ func Routes() []Route {
 		{Method: http.MethodPost, Path: "/v1/crawls", handler: (*Server).create},
 		{Method: http.MethodGet, Path: "/v1/crawls", handler: (*Server).list},
 		{Method: http.MethodGet, Path: "/v1/crawls/{id}", handler: (*Server).get},
+		{Method: http.MethodDelete, Path: "/v1/crawls/{id}", handler: (*Server).delete},
 		{Method: http.MethodPost, Path: "/v1/crawls/{id}/pause", handler: transition(crawlv1.CrawlState_CRAWL_STATE_PAUSED)},
 		{Method: http.MethodPost, Path: "/v1/crawls/{id}/resume", handler: transition(crawlv1.CrawlState_CRAWL_STATE_RUNNING)},
 		{Method: http.MethodPost, Path: "/v1/crawls/{id}/cancel", handler: transition(crawlv1.CrawlState_CRAWL_STATE_CANCELLED)},
@@ -275,7 +284,7 @@ type CrawlView struct {
 	CrawlID     string          `json:"crawl_id"`
 	Name        string          `json:"name,omitempty"`
 	State       string          `json:"state"`                  // running, paused, cancelled
-	Status      string          `json:"status"`                 // state, or drained
+	Status      string          `json:"status"`                 // state, drained, or deleted (jobs.StatusDeleted)
 	StateReason string          `json:"state_reason,omitempty"` // ReasonTimeLimit when its time limit cancelled it
 	Revision    uint64          `json:"revision"`
 	CreatedAt   time.Time       `json:"created_at"`
@@ -283,6 +292,43 @@ type CrawlView struct {
 	Spec        json.RawMessage `json:"spec,omitempty"`
 	Counts      *jobs.Counts    `json:"counts,omitempty"`
 	CountsError string          `json:"counts_error,omitempty"`
+	// DeletedAt is when the crawl was deleted (nil: it was not); Deletion
+	// how far its rows are removed, where the answer says.
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+	Deletion  *Deletion  `json:"deletion,omitempty"`
+}
+
+// Deletion is how far a deleted crawl's rows are removed from ClickHouse.
+type Deletion struct {
+	// Done: no table holds a row of the crawl. Rows the pipeline had in
+	// flight when the crawl was deleted may still land afterwards (a
+	// fetcher recording the crawl's queued requests as cancelled); the
+	// server's sweep (SweepDeleted) removes them too.
+	Done bool `json:"done"`
+	// RowsLeft is, per table still holding rows of the crawl, how many;
+	// ClickHouse removes them in the background (mutations).
+	RowsLeft map[string]uint64 `json:"rows_left,omitempty"`
+	// Error says why ClickHouse could not be asked or told; the sweep
+	// tries again.
+	Error string `json:"error,omitempty"`
+}
+
+// deletion is the Deletion of rows left per table (as Stats.CrawlRows
+// returns them), or of the error that kept them from being counted.
+func deletion(left map[string]uint64, err error) *Deletion {
+	if err != nil {
+		return &Deletion{Error: "clickhouse: " + err.Error()}
+	}
+	d := &Deletion{Done: true}
+	for t, n := range left {
+		if n > 0 {
+			if d.RowsLeft == nil {
+				d.RowsLeft = make(map[string]uint64)
+			}
+			d.RowsLeft[t], d.Done = n, false
+		}
+	}
+	return d
 }
 
 // CreateResponse answers POST /v1/crawls.
@@ -333,6 +379,10 @@ func view(spec *crawlv1.CrawlSpec, withSpec bool) CrawlView {
 		if b, err := specJSON.Marshal(spec); err == nil {
 			v.Spec = b
 		}
+	}
+	if crawlcontrol.Deleted(spec) {
+		at := spec.GetDeletedAt().AsTime().UTC()
+		v.DeletedAt, v.Status = &at, jobs.StatusDeleted
 	}
 	return v
 }
@@ -484,10 +534,16 @@ func (s *Server) Create(ctx context.Context, req jobs.Request) (CreateResponse, 
 		SitemapURLs: fromSitemaps, SitemapProblems: problems}, nil
 }
 
-// exists refuses (409) a crawl id that is taken.
+// exists refuses (409) a crawl id that is taken, by a crawl or by a
+// deleted crawl.
 func (s *Server) exists(id string) error {
-	if s.control.Get(id) == nil {
+	spec := s.control.Get(id)
+	switch {
+	case spec == nil:
 		return nil
+	case crawlcontrol.Deleted(spec):
+		return &Error{Code: http.StatusConflict, Msg: fmt.Sprintf("crawl %q was deleted; its id stays taken", id),
+			Fields: jobs.FieldErrors{{Field: "crawl_id", Message: "already used by a deleted crawl"}}}
 	}
 	return conflict(id)
 }
@@ -530,9 +586,10 @@ type ListResponse struct {
 	Crawls []CrawlView `json:"crawls"`
 }
 
-// Crawls returns every crawl's specification, newest first.
+// Crawls returns the specification of every crawl but the deleted ones,
+// newest first.
 func (s *Server) Crawls() []*crawlv1.CrawlSpec {
-	all := s.control.All()
+	all := slices.DeleteFunc(s.control.All(), crawlcontrol.Deleted)
 	sort.Slice(all, func(i, j int) bool {
 		a, b := all[i].GetCreatedAt().AsTime(), all[j].GetCreatedAt().AsTime()
 		if !a.Equal(b) {
@@ -547,13 +604,23 @@ func (s *Server) Crawls() []*crawlv1.CrawlSpec {
 // the API and the console answer 503).
 func (s *Server) CaughtUp() bool { return s.control.CaughtUp() }
 
-// Crawl returns the latest specification of a crawl, or nil.
+// Crawl returns the latest specification of a crawl, or nil; a deleted
+// crawl's too (crawlcontrol.Deleted).
 func (s *Server) Crawl(id string) *crawlv1.CrawlSpec { return s.control.Get(id) }
 
 // View returns a crawl as GET /v1/crawls/{id} shows it: its specification,
-// its live counts and its status.
+// its live counts and its status; a deleted crawl's with its Deletion
+// instead of counts.
 func (s *Server) View(ctx context.Context, spec *crawlv1.CrawlSpec) CrawlView {
 	v := view(spec, true)
+	if crawlcontrol.Deleted(spec) {
+		left, err := s.stats.CrawlRows(ctx, spec.GetCrawlId())
+		if err != nil {
+			s.log.Warn("rows of a deleted crawl not counted", telemetry.Crawl(spec.GetCrawlId()), zap.Error(err))
+		}
+		v.Deletion = deletion(left, err)
+		return v
+	}
 	s.withCounts(ctx, &v, spec)
 	return v
 }
@@ -567,22 +634,159 @@ func (s *Server) list(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// lookup returns the crawl of the {id} path value or answers 404.
+// lookup returns the crawl of the {id} path value, or answers 404 for an
+// unknown crawl and 410 for a deleted one (gone) and returns nil.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *crawlv1.CrawlSpec {
 	id := r.PathValue("id")
 	spec := s.control.Get(id)
-	if spec == nil {
+	switch {
+	case spec == nil:
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no crawl %q", id), nil)
+		return nil
+	case crawlcontrol.Deleted(spec):
+		gone(w, view(spec, false))
+		return nil
 	}
 	return spec
 }
 
+// goneBody answers a request about a deleted crawl (410): the error and
+// the crawl as it was left (status deleted, deleted_at, and in the answer
+// of GET /v1/crawls/{id} its deletion's progress).
+type goneBody struct {
+	errorBody
+	CrawlView
+}
+
+func gone(w http.ResponseWriter, v CrawlView) {
+	writeJSON(w, http.StatusGone, goneBody{
+		errorBody: errorBody{Error: fmt.Sprintf("crawl %q was deleted at %s", v.CrawlID, v.DeletedAt.Format(time.RFC3339))},
+		CrawlView: v,
+	})
+}
+
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	if spec := s.control.Get(r.PathValue("id")); crawlcontrol.Deleted(spec) {
+		gone(w, s.View(r.Context(), spec))
+		return
+	}
 	spec := s.lookup(w, r)
 	if spec == nil {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.View(r.Context(), spec))
+}
+
+// delete deletes a crawl: 202 while ClickHouse removes its rows, 200 once
+// none is left (a repeated DELETE says which); 404 for an unknown crawl,
+// 400 for an id no crawl can have.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	v, err := s.Delete(r.Context(), r.PathValue("id"))
+	if ae := (*Error)(nil); errors.As(err, &ae) {
+		writeError(w, ae.Code, ae.Msg, ae.Fields)
+		return
+	}
+	code := http.StatusAccepted
+	if v.Deletion.Done {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, v)
+}
+
+// Delete deletes a crawl: it publishes the crawl's next revision,
+// cancelled for good and marked deleted (jobs.Delete; every service stops
+// the crawl as it does on a cancel, and the schedulers drop its seen
+// sets), then starts the removal of its rows from every ClickHouse table
+// that holds some (Stats.Purge) and returns the crawl with its Deletion.
+// Deleting a deleted crawl publishes nothing and starts the removal of
+// what is left (rows that landed since, or whose removal failed). The
+// specification stays on the control topic: a crawl id without one would
+// run on every service's defaults. A refusal (an invalid id: 400, no such
+// crawl: 404) or a publishing failure is an *Error; a ClickHouse failure
+// is in the Deletion, as the sweep (SweepDeleted) tries again.
+func (s *Server) Delete(ctx context.Context, id string) (CrawlView, error) {
+	if !jobs.ValidCrawlID(id) {
+		return CrawlView{}, &Error{Code: http.StatusBadRequest, Msg: "invalid crawl id",
+			Fields: jobs.FieldErrors{{Field: "id", Message: fmt.Sprintf("%q: want 1-%d letters, digits, '.', '_' or '-'", id, jobs.MaxCrawlID)}}}
+	}
+	spec, err := s.markDeleted(ctx, id)
+	if err != nil {
+		return CrawlView{}, err
+	}
+	v := view(spec, true)
+	left, err := s.stats.Purge(ctx, id)
+	if err != nil {
+		s.log.Warn("rows of a deleted crawl not removed yet, the sweep retries", telemetry.Crawl(id), zap.Error(err))
+	}
+	v.Deletion = deletion(left, err)
+	return v, nil
+}
+
+// markDeleted publishes the deleting revision of a crawl unless it is
+// deleted already, and returns the crawl's specification.
+func (s *Server) markDeleted(ctx context.Context, id string) (*crawlv1.CrawlSpec, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	spec := s.control.Get(id)
+	switch {
+	case spec == nil:
+		return nil, &Error{Code: http.StatusNotFound, Msg: fmt.Sprintf("no crawl %q", id)}
+	case crawlcontrol.Deleted(spec):
+		return spec, nil
+	}
+	next := jobs.Delete(spec, s.now())
+	if err := s.control.Publish(ctx, next); err != nil {
+		s.log.Error("publish crawl spec failed", telemetry.Crawl(id), zap.Error(err))
+		return nil, &Error{Code: http.StatusServiceUnavailable, Msg: "publish crawl spec: " + err.Error()}
+	}
+	s.log.Info("crawl deleted", telemetry.Crawl(id), zap.Uint64("revision", next.GetRevision()))
+	return next, nil
+}
+
+// SweepDeleted removes, every interval until ctx is done, the rows of
+// deleted crawls that are still in ClickHouse (Stats.Purge): rows the
+// pipeline had in flight when the crawl was deleted land after its
+// mutations were created, and a mutation applies only to the rows that
+// were there. A crawl is swept until a pass finds none of its rows once
+// settle has passed since its deletion (the time its in-flight records
+// take to drain), then no more by this process; a restarted server checks
+// every deleted crawl once again. Each pass costs one count query per
+// deleted crawl not settled, and a mutation only where rows are left and
+// none is pending. Several API servers may sweep: a pending mutation is
+// not repeated.
+func (s *Server) SweepDeleted(ctx context.Context, interval, settle time.Duration) error {
+	settled := make(map[string]bool)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.sweep(ctx, settled, settle)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// sweep is one pass of SweepDeleted.
+func (s *Server) sweep(ctx context.Context, settled map[string]bool, settle time.Duration) {
+	for _, spec := range s.control.All() {
+		id := spec.GetCrawlId()
+		if !crawlcontrol.Deleted(spec) || settled[id] || ctx.Err() != nil {
+			continue
+		}
+		left, err := s.stats.Purge(ctx, id)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				s.log.Warn("rows of a deleted crawl not removed, retried at the next sweep", telemetry.Crawl(id), zap.Error(err))
+			}
+		case len(left) > 0:
+			s.log.Info("removing rows of a deleted crawl", telemetry.Crawl(id), zap.Any("rows_left", left))
+		case s.now().Sub(spec.GetDeletedAt().AsTime()) >= settle:
+			settled[id] = true
+		}
+	}
 }
 
 func transition(state crawlv1.CrawlState) func(*Server, http.ResponseWriter, *http.Request) {
@@ -598,13 +802,17 @@ func transition(state crawlv1.CrawlState) func(*Server, http.ResponseWriter, *ht
 
 // SetState pauses, resumes or cancels a crawl (idempotent: a crawl in
 // state already is returned as it is); a refusal (no such crawl: 404, a
-// cancelled crawl: 409) or a publishing failure is an *Error.
+// cancelled crawl: 409, a deleted crawl: 410) or a publishing failure is
+// an *Error.
 func (s *Server) SetState(ctx context.Context, id string, state crawlv1.CrawlState) (CrawlView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	spec := s.control.Get(id)
-	if spec == nil {
+	switch {
+	case spec == nil:
 		return CrawlView{}, &Error{Code: http.StatusNotFound, Msg: fmt.Sprintf("no crawl %q", id)}
+	case crawlcontrol.Deleted(spec):
+		return CrawlView{}, &Error{Code: http.StatusGone, Msg: fmt.Sprintf("crawl %q was deleted", id)}
 	}
 	if spec.GetState() == state {
 		return view(spec, true), nil

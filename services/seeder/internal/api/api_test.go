@@ -44,6 +44,7 @@ type env struct {
 	store *chstore.Store
 	reg   *prometheus.Registry
 	clock *skew // the control table's
+	api   *api.Server
 }
 
 func newEnv(t *testing.T) env {
@@ -86,14 +87,15 @@ func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm api.Site
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Token: token, MaxBodyBytes: 64 << 10, Sitemaps: sm}, ctl, stats.New(store), m, zap.NewNop()).Handler())
+	server := api.New(api.Config{Token: token, MaxBodyBytes: 64 << 10, Sitemaps: sm}, ctl, stats.New(store), m, zap.NewNop())
+	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
 		wg.Wait()
 		w.Close()
 	})
-	return env{url: srv.URL, srv: srv, kafka: kc, store: store, reg: reg, clock: clock}
+	return env{url: srv.URL, srv: srv, kafka: kc, store: store, reg: reg, clock: clock, api: server}
 }
 
 // do sends a request with the token and decodes a JSON answer into out

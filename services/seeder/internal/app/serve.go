@@ -32,6 +32,7 @@ type Server struct {
 	writer     *kafkaio.Writer
 	control    *control.Control
 	discoverer *sitemaps.Discoverer
+	api        *api.Server
 	http       *httpserve.Server
 	addr       net.Addr
 }
@@ -50,8 +51,13 @@ func NewServer(ctx context.Context, cfg config.Serve, log *zap.Logger, reg prome
 	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
 		return nil, fmt.Errorf("ensure topics: %w", err)
 	}
-	if s.store, err = chstore.Open(ctx, cfg.ClickHouse, log); err != nil {
+	// A ClickHouse that is down is waited for, here as in every read and
+	// insert: the service starts when it answers (chstore.OpenWaiting).
+	if s.store, err = chstore.OpenWaiting(ctx, cfg.ClickHouse, log); err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	if err := s.store.Register(reg); err != nil {
+		return nil, err
 	}
 	if err := s.store.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse: %w", err)
@@ -65,6 +71,7 @@ func NewServer(ctx context.Context, cfg config.Serve, log *zap.Logger, reg prome
 	s.discoverer = sitemaps.New(cfg.Sitemap)
 	st := stats.New(s.store)
 	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Sitemaps: s.discoverer}, s.control, st, apiMetrics, log)
+	s.api = srv
 	consoleMetrics, err := console.NewMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -103,6 +110,19 @@ func (s *Server) FollowControl(ctx context.Context) error { return s.control.Run
 // WaitCaughtUp returns once FollowControl has read the control topic to
 // its end (the API answers 503 before), or ctx's error.
 func (s *Server) WaitCaughtUp(ctx context.Context) error { return s.control.WaitCaughtUp(ctx) }
+
+// Deleted crawls' rows are swept every sweepInterval, until a pass finds
+// none sweepSettle after the deletion (records in flight land meanwhile).
+const (
+	sweepInterval = 30 * time.Second
+	sweepSettle   = 10 * time.Minute
+)
+
+// SweepDeleted removes the rows of deleted crawls that are still in
+// ClickHouse until ctx is done (api.Server.SweepDeleted).
+func (s *Server) SweepDeleted(ctx context.Context) error {
+	return s.api.SweepDeleted(ctx, sweepInterval, sweepSettle)
+}
 
 // Serve serves the API until ctx is done.
 func (s *Server) Serve(ctx context.Context) error { return s.http.Run(ctx) }

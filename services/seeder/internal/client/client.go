@@ -157,6 +157,15 @@ func (c *Client) Action(ctx context.Context, id, action string) (api.CrawlView, 
 	return out, err
 }
 
+// Delete deletes a crawl (DELETE /v1/crawls/{id}): it is cancelled for
+// good and ClickHouse starts removing its rows; the answer's Deletion says
+// how many are left (Done: none).
+func (c *Client) Delete(ctx context.Context, id string) (api.CrawlView, error) {
+	var out api.CrawlView
+	err := c.doJSON(ctx, http.MethodDelete, "/v1/crawls/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
 // Export copies one table of a crawl in one format to w (GET
 // /v1/crawls/{id}/export; an empty table or format takes the server's
 // default, documents and jsonl) and returns the bytes copied. A transfer

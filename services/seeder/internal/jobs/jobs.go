@@ -669,6 +669,22 @@ func Transition(spec *crawlv1.CrawlSpec, state crawlv1.CrawlState, now time.Time
 	return next, nil
 }
 
+// Delete returns the next revision of spec that deletes its crawl:
+// CANCELLED (final, like a cancel), deleted_at and updated_at now. A spec
+// already deleted is returned as it is (a second deletion changes
+// nothing). spec is not modified.
+func Delete(spec *crawlv1.CrawlSpec, now time.Time) *crawlv1.CrawlSpec {
+	if spec.GetDeletedAt() != nil {
+		return spec
+	}
+	next := proto.Clone(spec).(*crawlv1.CrawlSpec)
+	next.State = crawlv1.CrawlState_CRAWL_STATE_CANCELLED
+	next.Revision = spec.GetRevision() + 1
+	next.UpdatedAt = timestamppb.New(now)
+	next.DeletedAt = timestamppb.New(now)
+	return next
+}
+
 // Revise returns spec as the next revision of old, the specification the
 // crawl already has: spec's name, scope, limits, politeness, revisit
 // policy and identity with old's state and creation time, revision old+1, updated at
@@ -731,9 +747,14 @@ type Document struct {
 	Outlinks    uint32    `json:"outlinks"`
 }
 
+// StatusDeleted is the status of a deleted crawl (CrawlSpec.deleted_at):
+// cancelled for good, its rows removed from ClickHouse.
+const StatusDeleted = "deleted"
+
 // Status names a crawl's status from its state and counts: running,
 // paused, cancelled, or drained (running, finished: URLs admitted and
-// none pending, and nothing in flight in the pipeline).
+// none pending, and nothing in flight in the pipeline). A deleted crawl
+// shows StatusDeleted instead, whatever its state (the API's view).
 func Status(state crawlv1.CrawlState, c Counts, haveCounts bool) string {
 	switch state {
 	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:

@@ -79,6 +79,30 @@ func TestTransition(t *testing.T) {
 	}
 }
 
+// TestDelete: a deletion is the next revision, cancelled for good and
+// marked deleted; deleting a deleted crawl again changes nothing; nothing
+// revives a deleted crawl.
+func TestDelete(t *testing.T) {
+	for _, from := range []crawlv1.CrawlState{crawlv1.CrawlState_CRAWL_STATE_RUNNING, crawlv1.CrawlState_CRAWL_STATE_PAUSED, crawlv1.CrawlState_CRAWL_STATE_CANCELLED} {
+		spec := &crawlv1.CrawlSpec{CrawlId: "c", State: from, Revision: 3, Name: "n", CreatedAt: timestamppb.New(now.Add(-time.Hour))}
+		next := jobs.Delete(spec, now)
+		if next.GetRevision() != 4 || next.GetState() != crawlv1.CrawlState_CRAWL_STATE_CANCELLED || next.GetName() != "n" ||
+			!next.GetDeletedAt().AsTime().Equal(now) || !next.GetUpdatedAt().AsTime().Equal(now) ||
+			!next.GetCreatedAt().AsTime().Equal(now.Add(-time.Hour)) || spec.GetDeletedAt() != nil || spec.GetRevision() != 3 {
+			t.Errorf("Delete from %v = %v (old %v)", from, next, spec)
+		}
+		if again := jobs.Delete(next, now.Add(time.Minute)); again != next {
+			t.Errorf("a second Delete = %v, want the deleted spec unchanged", again)
+		}
+		if _, err := jobs.Transition(next, crawlv1.CrawlState_CRAWL_STATE_RUNNING, now); !errors.Is(err, jobs.ErrFinal) {
+			t.Errorf("resume a deleted crawl: %v, want ErrFinal", err)
+		}
+		if _, err := jobs.Revise(next, spec, now); !errors.Is(err, jobs.ErrFinal) {
+			t.Errorf("revise a deleted crawl: %v, want ErrFinal", err)
+		}
+	}
+}
+
 func TestStatus(t *testing.T) {
 	tests := []struct {
 		state  crawlv1.CrawlState

@@ -1,11 +1,13 @@
 // Package stats is the seeder's ClickHouse adapter for crawl jobs: live
-// counts of a crawl and the export of its documents and other tables.
+// counts of a crawl, the export of its documents and other tables, and the
+// removal of a deleted crawl's rows.
 package stats
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chexport"
@@ -136,4 +138,48 @@ FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
 // untouched. It returns the rows written.
 func (s *Stats) Export(ctx context.Context, req chexport.Request, w io.Writer) (int64, error) {
 	return chexport.Export(ctx, s.store.Conn(), req, w)
+}
+
+// CrawlRows returns, per table holding rows of crawls
+// (chstore.CrawlTables), how many rows of the crawl it still holds; tables
+// without any are left out.
+func (s *Stats) CrawlRows(ctx context.Context, crawlID string) (map[string]uint64, error) {
+	rows, err := s.store.CrawlRows(ctx, crawlID)
+	if err != nil {
+		return nil, err
+	}
+	for t, n := range rows {
+		if n == 0 {
+			delete(rows, t)
+		}
+	}
+	return rows, nil
+}
+
+// Purge starts the removal of a deleted crawl's rows: one ALTER TABLE …
+// DELETE mutation for each table that still holds some and where no
+// mutation deleting them is pending (a mutation rewrites the table's
+// parts; a second one while the first runs would rewrite them again for
+// nothing). It returns the rows each table held before, as CrawlRows does
+// (empty: nothing left).
+func (s *Stats) Purge(ctx context.Context, crawlID string) (map[string]uint64, error) {
+	left, err := s.CrawlRows(ctx, crawlID)
+	if err != nil || len(left) == 0 {
+		return left, err
+	}
+	pending, err := s.store.PendingCrawlDeletes(ctx, crawlID)
+	if err != nil {
+		return left, err
+	}
+	var tables []string
+	for t := range left {
+		if !slices.Contains(pending, t) {
+			tables = append(tables, t)
+		}
+	}
+	slices.Sort(tables)
+	if err := s.store.DeleteCrawlRows(ctx, crawlID, tables); err != nil {
+		return left, err
+	}
+	return left, nil
 }
