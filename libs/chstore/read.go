@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -36,8 +37,28 @@ func isRetryableRead(err error) bool {
 		return false
 	}
 	var ne net.Error
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) {
+		return true
+	}
+	// clickhouse-go formats some connection errors without wrapping them
+	// ("handshake: failed to read packet from …: read: connection reset by
+	// peer" from a server going down mid-handshake): their text is all
+	// there is.
+	msg := err.Error()
+	for _, s := range lostConnection {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// lostConnection are the texts of errors of a connection that failed or
+// was lost, as the operating system and clickhouse-go word them.
+var lostConnection = []string{
+	"connection reset by peer", "connection refused", "broken pipe", "i/o timeout",
+	"failed to read packet", "use of closed network connection", "unexpected EOF",
 }
 
 // Read runs fn, a read query (the store's own or a service's over

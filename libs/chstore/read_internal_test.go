@@ -28,6 +28,8 @@ func TestIsRetryableRead(t *testing.T) {
 		{"syntax error", &clickhouse.Exception{Code: 62}, false},
 		{"connection closed", fmt.Errorf("read: %w", io.EOF), true},
 		{"connection reset", fmt.Errorf("read: %w", syscall.ECONNRESET), true},
+		// clickhouse-go's handshake formats its cause with %s.
+		{"reset in the handshake", fmt.Errorf("query content_seen: %w", errors.New("handshake: failed to read packet from 127.0.0.1:41567 (conn_id=255, auth_db=e2e): read: read tcp 127.0.0.1:47518->127.0.0.1:41567: read: connection reset by peer")), true},
 		{"other", errors.New("scan: converting String to *uint64 is unsupported"), false},
 	}
 	for _, tt := range tests {

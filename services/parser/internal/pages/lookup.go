@@ -24,10 +24,6 @@ const lookupWindow = 100 * time.Millisecond
 // The batches wait for it beside the exact lookup.
 const nearLookupWindow = 200 * time.Millisecond
 
-// lookupTimeout bounds one round's queries: they are not cancelled with
-// the batch that started the round, which others share.
-const lookupTimeout = 30 * time.Second
-
 // coalescer asks a lookup about the keys of many batches at once: the
 // partitions' batches were one query each, a hundred a second on the bench
 // web, each a full query for the server. The first batch of a round waits
@@ -47,6 +43,15 @@ type lookupRound[K comparable, V any] struct {
 	ready chan struct{}  // closed when found and err are set
 	found map[string]map[K]V
 	err   error
+
+	// The round's queries run until every batch that joined it has gone
+	// (its context done): not cancelled with the batch that started it,
+	// which others share, and not bounded by a timeout either, for a
+	// ClickHouse that is down is waited for (chstore.Store.Read) as long as
+	// a batch still wants the answer.
+	qctx   context.Context //nolint:containedctx // the round's query context, shared by its batches, not any one batch's
+	cancel context.CancelFunc
+	live   int // batches in the round whose context is not done; under coalescer.mu
 }
 
 // get returns lookup's answer for keys, from a shared round.
@@ -56,12 +61,16 @@ func (c *coalescer[K, V]) get(ctx context.Context, crawlID string, keys []K) (ma
 	leader := r == nil
 	if leader {
 		r = &lookupRound[K, V]{keys: make(map[string][]K), ready: make(chan struct{})}
+		r.qctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 		c.next = r
 	}
 	r.keys[crawlID] = append(r.keys[crawlID], keys...)
+	r.live++
 	c.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { c.leave(r) })
+	defer stop()
 	if leader {
-		c.run(ctx, r) // the round is answered when it returns
+		c.run(r) // the round is answered when it returns
 	} else {
 		select {
 		case <-r.ready:
@@ -81,18 +90,30 @@ func (c *coalescer[K, V]) get(ctx context.Context, crawlID string, keys []K) (ma
 	return out, nil
 }
 
+// leave counts a batch of the round gone; the last one cancels its
+// queries once the round is closed to newcomers.
+func (c *coalescer[K, V]) leave(r *lookupRound[K, V]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.live--; r.live == 0 && c.next != r {
+		r.cancel()
+	}
+}
+
 // run gathers for the window, closes the round to newcomers and queries.
-func (c *coalescer[K, V]) run(ctx context.Context, r *lookupRound[K, V]) {
+func (c *coalescer[K, V]) run(r *lookupRound[K, V]) {
+	defer r.cancel()
 	t := time.NewTimer(c.window)
 	<-t.C // short: not cut by ctx, the round is the others' too
 	c.mu.Lock()
 	c.next = nil
+	if r.live == 0 { // every batch gone while the round gathered
+		r.cancel()
+	}
 	c.mu.Unlock()
-	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
-	defer cancel()
 	r.found = make(map[string]map[K]V, len(r.keys))
 	for crawlID, keys := range r.keys {
-		found, err := c.lookup(qctx, crawlID, keys)
+		found, err := c.lookup(r.qctx, crawlID, keys)
 		if err != nil {
 			r.err = err
 			break

@@ -116,3 +116,51 @@ func testCoalescedLookupsErrors(t *testing.T) {
 		t.Errorf("cancelled leader: %v, want the round's answer", err)
 	}
 }
+
+// blockIndex is a ContentIndex whose query lasts until its context ends
+// (a ClickHouse that is down, waited for), and says when it starts and
+// how it ended.
+type blockIndex struct {
+	started chan struct{}
+	ended   chan error
+}
+
+func (b *blockIndex) SeenContent(ctx context.Context, _ string, _ []uint64) (map[uint64]string, error) {
+	close(b.started)
+	<-ctx.Done()
+	b.ended <- ctx.Err()
+	return nil, ctx.Err()
+}
+
+// TestCoalescedLookupWaitsForItsBatches: a round's query has no timeout
+// of its own: it waits (for a ClickHouse that is down) for as long as a
+// batch of the round waits for it, ten minutes here on the bubble's
+// clock, and is cancelled when the last one has gone.
+func TestCoalescedLookupWaitsForItsBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		idx := &blockIndex{started: make(chan struct{}), ended: make(chan error, 1)}
+		c := newCoalescedIndex(idx, 10*time.Millisecond)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.SeenContent(ctx, "a", []uint64{1})
+			done <- err
+		}()
+		<-idx.started
+		outage := time.NewTimer(10 * time.Minute) // on the bubble's clock
+		<-outage.C
+		synctest.Wait()
+		select {
+		case err := <-idx.ended:
+			t.Fatalf("the query ended (%v) while its batch still waited", err)
+		default:
+		}
+		cancel()
+		if err := <-idx.ended; !errors.Is(err, context.Canceled) {
+			t.Errorf("query ended with %v once its batch had gone, want context.Canceled", err)
+		}
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("batch: %v, want its context's error", err)
+		}
+	})
+}
