@@ -209,6 +209,18 @@ func (s *Server) Pid() int {
 	return s.cmd.Process.Pid
 }
 
+// Exited returns a channel closed when the server's current process
+// exits, nil when none runs (never started, or stopped by Stop). A
+// server that died on its own keeps its closed channel until Restart.
+func (s *Server) Exited() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	return s.done
+}
+
 // tcpPortRE finds the native port in a server's config.xml.
 var tcpPortRE = regexp.MustCompile(`<tcp_port>(\d+)</tcp_port>`)
 

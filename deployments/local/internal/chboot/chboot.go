@@ -12,6 +12,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chlocal"
@@ -23,6 +24,104 @@ type Server struct {
 	Addr    string // native-protocol host:port
 	Private bool   // started by Ensure (stopped by Stop)
 	srv     *chlocal.Server
+
+	// Watch's record of the private server's outages, for Weather.
+	mu       sync.Mutex
+	downAt   time.Time // when it died (zero: it runs)
+	backAt   time.Time // when it last came back
+	downWhy  string
+	restarts int
+}
+
+// WeatherGrace is how long after a private server came back a service's
+// exit is still blamed on its outage (Weather): services notice a
+// returning server within their back-off, at most a few seconds.
+const WeatherGrace = 30 * time.Second
+
+// Watch restarts the private server whenever it dies on its own (not
+// stopped by Stop), on the same ports and data directory, with back-off
+// (1 s doubling to 10 s) until it answers again, printing each death and
+// return to out, until ctx is done. It does nothing for an external
+// server. Run it in its own goroutine.
+func (s *Server) Watch(ctx context.Context, out io.Writer) {
+	if s.srv == nil {
+		return
+	}
+	for {
+		exited := s.srv.Exited()
+		if exited == nil {
+			return // stopped on purpose
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-exited:
+		}
+		if ctx.Err() != nil || s.srv.Exited() == nil {
+			return // stopped on purpose meanwhile
+		}
+		died := time.Now()
+		s.mu.Lock()
+		s.downAt, s.downWhy = died, "clickhouse exited"
+		s.mu.Unlock()
+		fmt.Fprintf(out, "clickhouse exited on its own (data in %s); the services wait for it; restarting it on %s\n", s.srv.Dir(), s.Addr)
+		if !s.restart(ctx, out) {
+			return
+		}
+		now := time.Now()
+		s.mu.Lock()
+		s.downAt, s.backAt, s.downWhy = time.Time{}, now, ""
+		s.restarts++
+		s.mu.Unlock()
+		fmt.Fprintf(out, "clickhouse is back on %s after %s down; the services resume by themselves\n", s.Addr, now.Sub(died).Round(time.Millisecond))
+	}
+}
+
+// restart starts the dead server again until it answers, or ctx is done
+// (false).
+func (s *Server) restart(ctx context.Context, out io.Writer) bool {
+	backoff := time.Second
+	for {
+		err := s.srv.Restart(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		fmt.Fprintf(out, "clickhouse restart failed (%v); trying again in %s\n", err, backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// Weather says why a service's exit now is the private server's outage,
+// not the service's fault ("" when it is not): the server is down, or came
+// back within WeatherGrace. The launcher's supervisors do not count such
+// an exit toward a crash loop.
+func (s *Server) Weather() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.downAt.IsZero():
+		return fmt.Sprintf("%s %s ago, being restarted", s.downWhy, time.Since(s.downAt).Round(time.Second))
+	case !s.backAt.IsZero() && time.Since(s.backAt) < WeatherGrace:
+		return fmt.Sprintf("clickhouse came back %s ago", time.Since(s.backAt).Round(time.Second))
+	}
+	return ""
+}
+
+// Restarts returns how many times Watch restarted the private server.
+func (s *Server) Restarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
 }
 
 // Stop stops a private server; it does nothing for an external one.

@@ -304,6 +304,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		echo = os.Stderr
 	}
 	disp := &progress.Display{Out: out, TTY: isTTY(out)}
+	// The private ClickHouse is restarted if it dies (the services wait
+	// for it meanwhile); what happens is said on the display.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go ch.Watch(watchCtx, noteWriter{disp})
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		DataDir: dataDir, Bins: bins, BrokerAddr: brokerAddr, ClickHouseAddr: ch.Addr, Database: cfg.Database,
 		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg), Security: cfg.Security,
@@ -313,6 +318,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		OnRestart: func(ev supervise.Event) {
 			disp.Note(ev.String() + " (log: " + filepath.Join(dataDir, "logs", ev.Name+".log") + ")")
 		},
+		Weather: ch.Weather,
 	})
 	if err != nil {
 		return err
@@ -562,4 +568,16 @@ func splitAddr(addr string) (host, port string) {
 		return addr, "9000"
 	}
 	return host, port
+}
+
+// noteWriter writes each line it is given as a note of the display.
+type noteWriter struct{ d *progress.Display }
+
+func (w noteWriter) Write(b []byte) (int, error) {
+	for line := range strings.Lines(string(b)) {
+		if line = strings.TrimSpace(line); line != "" {
+			w.d.Note(line)
+		}
+	}
+	return len(b), nil
 }

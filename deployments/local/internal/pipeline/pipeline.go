@@ -75,6 +75,11 @@ type Config struct {
 	// OnRestart, optional, is called with every exit a supervisor
 	// handles, from the supervisor's goroutine.
 	OnRestart func(supervise.Event)
+	// Weather, optional, says why a dependency the caller runs is down
+	// ("" when none is): a service's exit meanwhile is not counted toward
+	// its crash loop (supervise.Supervisor.Excuse). The launcher passes
+	// its private ClickHouse's (chboot.Server.Weather).
+	Weather func() string
 
 	// ClickHouseCluster, when set, runs the schema and every service in
 	// ClickHouse cluster mode on that cluster (the services'
@@ -382,6 +387,9 @@ func (p *Pipeline) StartServiceEnv(ctx context.Context, service, name string, ex
 // supervise starts proc's supervisor; stopSupervisors ends it.
 func (p *Pipeline) supervise(proc *supervise.Process) {
 	sup := supervise.NewSupervisor(proc, p.cfg.Restart, p.cfg.OnRestart)
+	if p.cfg.Weather != nil {
+		sup.Excuse(p.cfg.Weather)
+	}
 	// Not the caller's ctx: a supervisor lives as long as the pipeline,
 	// until Stop or Kill.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -243,7 +243,10 @@ func (m *Monitor) WaitDrained(ctx context.Context, dc DrainConfig) (Snapshot, er
 	stable := 0
 	t := time.NewTicker(dc.Interval)
 	defer t.Stop()
-	var last Snapshot
+	var (
+		last         Snapshot
+		pollErrSince time.Time // when polls began to fail (zero: they answer)
+	)
 	for {
 		if dc.Check != nil {
 			if err := dc.Check(); err != nil {
@@ -253,6 +256,20 @@ func (m *Monitor) WaitDrained(ctx context.Context, dc DrainConfig) (Snapshot, er
 		s, err := m.Poll(ctx)
 		if err != nil && ctx.Err() != nil {
 			return last, fmt.Errorf("wait for drain: %w", ctx.Err())
+		}
+		// A poll that fails (ClickHouse or the broker unavailable) is
+		// said once, and its end once; the crawl waits, as the services do.
+		switch {
+		case err != nil && pollErrSince.IsZero():
+			pollErrSince = time.Now()
+			if dc.Display != nil {
+				dc.Display.Note(fmt.Sprintf("progress unavailable, waiting: %v", err))
+			}
+		case err == nil && !pollErrSince.IsZero():
+			if dc.Display != nil {
+				dc.Display.Note(fmt.Sprintf("progress available again after %s", time.Since(pollErrSince).Round(time.Second)))
+			}
+			pollErrSince = time.Time{}
 		}
 		if err == nil {
 			last = s

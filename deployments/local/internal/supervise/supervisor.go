@@ -86,6 +86,10 @@ type Event struct {
 	Ran     time.Duration // how long the run lasted
 	Restart int           // the number of the restart that follows (1 = the first); 0 when giving up
 	Delay   time.Duration // the back-off before that restart
+	// Weather, when not empty, is the outage of a dependency the exit
+	// happened during (Supervisor.Excuse): it does not count toward the
+	// crash loop.
+	Weather string
 }
 
 func (e Event) String() string {
@@ -95,6 +99,10 @@ func (e Event) String() string {
 	}
 	if e.Restart == 0 {
 		return fmt.Sprintf("%s exited (%s) after %s: crash loop, giving up", e.Name, status, e.Ran.Round(time.Millisecond))
+	}
+	if e.Weather != "" {
+		return fmt.Sprintf("%s exited (%s) after %s while %s (not counted as a crash); restart %d in %s",
+			e.Name, status, e.Ran.Round(time.Millisecond), e.Weather, e.Restart, e.Delay)
 	}
 	return fmt.Sprintf("%s exited (%s) after %s; restart %d in %s", e.Name, status, e.Ran.Round(time.Millisecond), e.Restart, e.Delay)
 }
@@ -123,6 +131,8 @@ type Supervisor struct {
 	policy Policy
 	notify func(Event)
 	now    func() time.Time
+	// weather, when set, names a dependency's outage going on (Excuse).
+	weather func() string
 	// Run's goroutine only: the times of the restarts made within the
 	// policy's window, and how many were made in all.
 	restarts []time.Time
@@ -138,6 +148,12 @@ func NewSupervisor(proc *Process, policy Policy, notify func(Event)) *Supervisor
 	}
 	return &Supervisor{proc: proc, policy: policy.WithDefaults(), notify: notify, now: time.Now}
 }
+
+// Excuse tells the supervisor how to know that a dependency of the
+// process is down (weather returns why, "" when none is): an exit then is
+// restarted with the policy's back-off but not counted toward the crash
+// loop, and its Event says why. Call it before Run.
+func (s *Supervisor) Excuse(weather func() string) { s.weather = weather }
 
 // Run supervises until ctx is done (then nil) or the process crash-loops
 // (then a *CrashLoopError, with the process left exited). A restart made
@@ -160,7 +176,15 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			ev.Err, ev.Ran = startErr, 0
 		}
 		s.restarts = slices.DeleteFunc(s.restarts, func(r time.Time) bool { return now.Sub(r) >= s.policy.Window })
+		if s.weather != nil {
+			ev.Weather = s.weather()
+		}
 		delay, ok := s.policy.Next(now, s.restarts)
+		if ev.Weather != "" {
+			// The back-off of the exits counted so far, never a crash
+			// loop: the dependency's return is what the process waits for.
+			delay, ok = s.policy.Next(now, s.restarts[:min(len(s.restarts), s.policy.MaxRestarts-1)])
+		}
 		if !ok {
 			s.notify(ev)
 			return &CrashLoopError{Name: ev.Name, Restarts: len(s.restarts), Window: s.policy.Window, Err: ev.Err, LogTail: s.proc.LogTail(30)}
@@ -183,7 +207,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		// A restart that could not start the process counts too: it is
 		// handled as an exit right away, so a missing binary ends in a
-		// crash loop instead of a spin.
-		s.restarts = append(s.restarts, s.now())
+		// crash loop instead of a spin. An exit excused by the weather
+		// does not.
+		if ev.Weather == "" || startErr != nil {
+			s.restarts = append(s.restarts, s.now())
+		}
 	}
 }

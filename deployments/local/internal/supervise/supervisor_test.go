@@ -244,3 +244,52 @@ func TestSupervisorMissingBinary(t *testing.T) {
 		t.Errorf("%d starts, want the first only", got)
 	}
 }
+
+// TestSupervisorExcusesWeather: exits while a dependency is down (Excuse)
+// are restarted without counting toward the crash loop; once the weather
+// clears, the policy counts again and a crash loop still ends it.
+func TestSupervisorExcusesWeather(t *testing.T) {
+	proc, err := Start(childSpec(t, "crasher", "crash"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		events []Event
+		down   = true // the dependency, for the first 6 exits
+	)
+	sup := NewSupervisor(proc, Policy{Backoff: 10 * time.Millisecond, MaxBackoff: 30 * time.Millisecond, MaxRestarts: 3, Window: time.Minute},
+		func(ev Event) {
+			events = append(events, ev)
+			if len(events) == 6 {
+				down = false
+			}
+		})
+	sup.Excuse(func() string {
+		if down {
+			return "clickhouse is down"
+		}
+		return ""
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var loop *CrashLoopError
+	if err := sup.Run(ctx); !errors.As(err, &loop) {
+		t.Fatalf("Run = %v, want a crash loop once the weather cleared", err)
+	}
+	// 6 excused exits, then 3 counted restarts and the giving up.
+	if len(events) != 10 {
+		t.Fatalf("%d events, want 10: %v", len(events), events)
+	}
+	for i, ev := range events {
+		excused := i < 6
+		if (ev.Weather != "") != excused || (excused && (ev.Restart == 0 || !strings.Contains(ev.String(), "not counted as a crash"))) {
+			t.Errorf("event %d: %s (weather %q), want excused %v", i, ev, ev.Weather, excused)
+		}
+		if ev.Delay > 30*time.Millisecond {
+			t.Errorf("event %d: delay %s beyond the policy's maximum", i, ev.Delay)
+		}
+	}
+	if loop.Restarts != 3 {
+		t.Errorf("crash loop after %d counted restarts, want 3", loop.Restarts)
+	}
+}
