@@ -16,6 +16,7 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
+	"github.com/trawl-crawler/trawl/libs/chlocal"
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
@@ -34,6 +35,9 @@ type webEnv struct {
 	broker     *kafkaembed.Broker
 	brokerAddr string
 	brokerDir  string
+
+	// With ownClickHouse: the test's own server.
+	ch *chlocal.Server
 }
 
 type webEnvConfig struct {
@@ -43,6 +47,13 @@ type webEnvConfig struct {
 	// ownBroker starts the embedded broker in the test rather than in the
 	// pipeline, on a fixed address, so restartBroker can stop and start it.
 	ownBroker bool
+	// ownClickHouse starts a ClickHouse server of the test's own (e.ch)
+	// instead of using the shared test server, so that it can be stopped
+	// and restarted.
+	ownClickHouse bool
+	// autoRestart puts the services under the launcher's supervisors
+	// (supervise.DefaultPolicy); every exit they handle is recorded.
+	autoRestart bool
 }
 
 // startWebEnv starts the generated web and the pipeline (separate
@@ -79,13 +90,32 @@ func startWebEnv(t *testing.T, ctx context.Context, wc webEnvConfig) *webEnv {
 			}
 		})
 	}
-	ch := chtest.Config(t)
+	var chAddr, chDB string
+	if wc.ownClickHouse {
+		srv, err := chlocal.Start(ctx, filepath.Join(e.dataDir, "clickhouse"))
+		if err != nil {
+			t.Fatalf("start clickhouse: %v", err)
+		}
+		e.ch = srv
+		// Registered before the pipeline's cleanup: runs after it.
+		t.Cleanup(func() { _ = srv.Stop() })
+		chAddr, chDB = srv.Addr(), "e2e"
+	} else {
+		ch := chtest.Config(t)
+		chAddr, chDB = ch.Addr[0], ch.Database
+	}
 	start := time.Now()
 	p, err := pipeline.Start(ctx, pipeline.Config{
-		DataDir: e.dataDir, Bins: b, BrokerAddr: e.brokerAddr, ClickHouseAddr: ch.Addr[0], Database: ch.Database,
+		DataDir: e.dataDir, Bins: b, BrokerAddr: e.brokerAddr, ClickHouseAddr: chAddr, Database: chDB,
 		Partitions: 8, SessionTimeout: 4 * time.Second, Delay: wc.delay, AllowPrivate: true,
 		Args: wc.args, LogLevel: "debug", StopGrace: 20 * time.Second,
-		OnRestart: func(ev supervise.Event) { t.Logf("supervisor: %s", ev) },
+		AutoRestart: wc.autoRestart,
+		OnRestart: func(ev supervise.Event) {
+			t.Logf("supervisor: %s", ev)
+			e.mu.Lock()
+			e.restarts = append(e.restarts, ev)
+			e.mu.Unlock()
+		},
 	})
 	if err != nil {
 		t.Fatalf("start pipeline: %v\n%s", err, tails(e.dataDir))
