@@ -210,6 +210,13 @@ func (e *webEnv) restartBroker(ctx context.Context, down time.Duration) {
 		e.t.Fatalf("broker down: %v", ctx.Err())
 	case <-time.After(down):
 	}
+	e.startBrokerAgain(ctx)
+}
+
+// startBrokerAgain starts the test's broker again on its address and
+// data directory, after restartBroker or a dependency outage stopped it.
+func (e *webEnv) startBrokerAgain(ctx context.Context) {
+	e.t.Helper()
 	var err error
 	for range 50 { // the port may linger a moment
 		if e.broker, err = kafkaembed.Start(ctx, e.brokerDir, e.brokerAddr); err == nil {
