@@ -1,0 +1,129 @@
+package chstore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/trawl-crawler/trawl/libs/chlocal"
+	"github.com/trawl-crawler/trawl/libs/chstore"
+)
+
+// smallVolume mounts a tmpfs of size bytes on a new directory and
+// unmounts it at the end of the test. It needs root (CI runs as root); a
+// test without it says so and is skipped.
+func smallVolume(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "vol")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(t.Context(), "mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.CommandContext(context.WithoutCancel(t.Context()), "umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fill writes zeros to path until the volume is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill the volume: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// TestWriterWaitsOutDiskFull: with ClickHouse's data volume full, inserts
+// fail; the writer retries without end, its Write calls neither return
+// nor lose their rows (nothing would be acknowledged), and once space is
+// freed every row arrives, once.
+func TestWriterWaitsOutDiskFull(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	vol := smallVolume(t, "512m")
+	srv, err := chlocal.StartWith(ctx, filepath.Join(vol, "ch"), chlocal.Options{StopTimeout: time.Second})
+	if err != nil {
+		t.Fatalf("start server on the small volume: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	s, err := chstore.Open(ctx, chstore.Config{Addr: []string{srv.Addr()}, Database: "diskfull", Username: "default", DialTimeout: time.Second}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	w := chstore.NewBatchWriter(s, chstore.FetchLog,
+		chstore.BatchOptions{MaxRows: 10, FlushInterval: 10 * time.Millisecond, RetryBackoff: 20 * time.Millisecond},
+		zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), reg)
+	stop := runWriter(t, w)
+	if err := w.Write(ctx, fetchRow("c1", 0)); err != nil {
+		t.Fatalf("write before the disk is full: %v", err)
+	}
+
+	filler := filepath.Join(vol, "filler")
+	fill(t, filler)
+	const during = 20
+	done := make(chan error, during)
+	for i := range during {
+		go func() { done <- w.Write(ctx, fetchRow("c1", 1+i)) }()
+	}
+	waitTrue(t, ctx, "inserts to fail on the full disk", func() bool {
+		return metricValue(t, reg, "clickhouse_insert_errors_total", "fetch_log") >= 2
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("a write returned while the disk was full: %v", err)
+	case <-time.After(time.Second):
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for range during {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("write after space was freed: %v", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("writes did not complete after space was freed")
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if got := count(t, s, "SELECT count() FROM fetch_log FINAL"); got != during+1 {
+		t.Errorf("rows = %d, want %d", got, during+1)
+	}
+	t.Logf("insert failures while the disk was full: %v", metricValue(t, reg, "clickhouse_insert_errors_total", "fetch_log"))
+}
