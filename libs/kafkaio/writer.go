@@ -44,6 +44,15 @@ type Writer struct {
 // its records (their outage), for readiness and the dependency gauge.
 func (w *Writer) Waiting() bool { return w.waitingSince.Load() != 0 }
 
+// Check is a readiness check (telemetry.Check): an error while the
+// writer waits for brokers that do not take its records.
+func (w *Writer) Check(context.Context) error {
+	if since := w.waitingSince.Load(); since != 0 {
+		return fmt.Errorf("kafka unavailable for %s: records wait to be produced", time.Since(time.Unix(0, since)).Round(time.Second))
+	}
+	return nil
+}
+
 // down records a retryable failure: the first of an outage is logged.
 func (w *Writer) down(records int, err error) {
 	if w.waitingSince.CompareAndSwap(0, time.Now().UnixNano()) {

@@ -151,16 +151,62 @@ func TestWriterRecordTooLarge(t *testing.T) {
 	}
 }
 
+// TestWriterUnknownTopicRetriesUntilDeadline: records the broker does not
+// take are retried until the caller gives up, and meanwhile the writer
+// says it waits (Waiting, its readiness Check, the dependency_waiting
+// gauge); a write the broker takes ends the wait.
 func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 	c := kafkatest.Config(t, 1)
-	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), reg)
 	defer w.Close()
+	if err := w.Check(t.Context()); err != nil {
+		t.Errorf("Check before any write: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
 	err := w.Write(ctx, kafka.Message{Topic: c.TopicPrefix + "missing", Key: []byte("k"), Value: []byte("v")})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("write to missing topic: err = %v, want deadline exceeded", err)
 	}
+	if err := w.Check(t.Context()); err == nil || !w.Waiting() {
+		t.Errorf("Check = %v, Waiting = %v after writes the broker refused; want an error and true", err, w.Waiting())
+	}
+	if v := gaugeWithLabel(t, reg, "dependency_waiting", "dependency", "kafka"); v != 1 {
+		t.Errorf("dependency_waiting{dependency=kafka} = %v, want 1", v)
+	}
+	if err := w.Write(t.Context(), kafka.Message{Topic: c.Topics().Fetch, Key: []byte("k"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Check(t.Context()); err != nil || w.Waiting() {
+		t.Errorf("Check = %v, Waiting = %v after a write the broker took; want nil and false", err, w.Waiting())
+	}
+	if v := gaugeWithLabel(t, reg, "dependency_waiting", "dependency", "kafka"); v != 0 {
+		t.Errorf("dependency_waiting{dependency=kafka} = %v after the wait, want 0", v)
+	}
+}
+
+// gaugeWithLabel returns the value of the gauge name{label=value}.
+func gaugeWithLabel(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("gauge %s{%s=%q} not found", name, label, value)
+	return 0
 }
 
 // testutilValue returns the value of the counter or gauge name{topic}.

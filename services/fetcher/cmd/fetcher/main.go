@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	// the recorder writes the outcomes still queued → the fetch log and
 	// robots.txt rows are flushed → the admin server stops.
 	svc.AddCheck("clickhouse", fetcher.Ping)
+	svc.AddCheck("kafka", fetcher.KafkaCheck)
 	svc.Go(service.Consume, "crawl spec follower", fetcher.FollowSpecs)
 	svc.Go(service.Consume, "page budget counter", fetcher.CountBudgets)
 	if fetcher.UsesProxies() {

@@ -151,6 +151,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 // Ping checks ClickHouse (the readiness check).
 func (f *Fetcher) Ping(ctx context.Context) error { return f.store.Ping(ctx) }
 
+// KafkaCheck fails while the producer waits for the broker (readiness).
+func (f *Fetcher) KafkaCheck(ctx context.Context) error { return f.producer.Check(ctx) }
+
 // FollowSpecs reads the control topic into the crawl specifications until
 // ctx is done; WaitSpecs returns once it has read the topic to its end.
 func (f *Fetcher) FollowSpecs(ctx context.Context) error {

@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	// (handlers finish their batch, offsets committed) → the control-topic
 	// follower and the ClickHouse writers stop → the admin server stops.
 	svc.AddCheck("clickhouse", parser.Ping)
+	svc.AddCheck("kafka", parser.KafkaCheck)
 	svc.Go(service.Consume, "fetched pages consumer", func(ctx context.Context) error {
 		svc.SetReady()
 		return parser.Parse(ctx)

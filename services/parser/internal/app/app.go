@@ -138,6 +138,9 @@ func DocumentBatch(o chstore.BatchOptions) chstore.BatchOptions {
 // Ping checks ClickHouse (the readiness check).
 func (p *Parser) Ping(ctx context.Context) error { return p.store.Ping(ctx) }
 
+// KafkaCheck fails while the producer waits for the broker (readiness).
+func (p *Parser) KafkaCheck(ctx context.Context) error { return p.writer.Check(ctx) }
+
 // Parse runs the consumer group of fetched pages until ctx is done.
 func (p *Parser) Parse(ctx context.Context) error { return p.group.Run(ctx) }
 

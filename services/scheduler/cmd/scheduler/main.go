@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	// control-topic follower and the budget tracker stop → the ClickHouse
 	// writers flush → the admin server stops.
 	svc.AddCheck("clickhouse", sched.Ping)
+	svc.AddCheck("kafka", sched.KafkaCheck)
 	svc.Go(service.Consume, "consumer group", sched.Admit)
 	svc.Go(service.Consume, "revisit group", sched.Revisit)
 	svc.Go(service.Consume, "crawl spec follower", sched.FollowSpecs)

@@ -127,6 +127,9 @@ func (s *Scheduler) revisit(reg prometheus.Registerer) (*kafkaio.Group, error) {
 // Ping checks ClickHouse (the readiness check).
 func (s *Scheduler) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
 
+// KafkaCheck fails while the producer waits for the broker (readiness).
+func (s *Scheduler) KafkaCheck(ctx context.Context) error { return s.producer.Check(ctx) }
+
 // Admit runs the consumer group of discovered URLs until ctx is done.
 func (s *Scheduler) Admit(ctx context.Context) error { return s.group.Run(ctx) }
 
