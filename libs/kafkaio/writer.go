@@ -25,6 +25,7 @@ import (
 // murmur2 on their key, and acknowledged by all in-sync replicas
 // (RequireAll). Safe for concurrent use.
 type Writer struct {
+	cfg     Config // for recreating the crawler's topics a broker lost
 	w       *kafka.Writer
 	tr      *kafka.Transport
 	sec     security
@@ -43,6 +44,20 @@ type Writer struct {
 // Waiting reports whether the writer waits for brokers that do not take
 // its records (their outage), for readiness and the dependency gauge.
 func (w *Writer) Waiting() bool { return w.waitingSince.Load() != 0 }
+
+// lostTopicWait is how long a topic may be unknown to the brokers before
+// the writer takes it for lost and creates the crawler's topics again:
+// longer than a new topic takes to reach every broker's metadata.
+const lostTopicWait = 5 * time.Second
+
+// waitedFor returns how long the writer has been waiting for the brokers
+// (0 when it is not).
+func (w *Writer) waitedFor() time.Duration {
+	if since := w.waitingSince.Load(); since != 0 {
+		return time.Since(time.Unix(0, since))
+	}
+	return 0
+}
 
 // Check is a readiness check (telemetry.Check): an error while the
 // writer waits for brokers that do not take its records.
@@ -110,6 +125,7 @@ func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
 	sec, err := c.loadSecurity()
 	tr := sec.transport()
 	w := &Writer{
+		cfg: c,
 		err: err,
 		sec: sec,
 		tr:  tr,
@@ -181,6 +197,7 @@ func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
 		return fmt.Errorf("write %d records: %w", len(msgs), w.err)
 	}
 	pending := msgs
+	recreated := false
 	backoff := newBackoff(50*time.Millisecond, 2*time.Second)
 	for attempt := 1; ; attempt++ {
 		err := w.sec.classify(w.w.WriteMessages(ctx, pending...))
@@ -220,6 +237,16 @@ func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
 		}
 		w.countErrors(retry)
 		w.down(len(retry), err)
+		if !recreated && errors.Is(err, kafka.UnknownTopicOrPartition) && w.waitedFor() >= lostTopicWait {
+			// A broker that came back without its data (a lost
+			// volume) has none of the crawler's topics: they are
+			// created again, once per Write; what it held is gone.
+			recreated = true
+			if cerr := EnsureTopics(ctx, w.cfg); cerr == nil {
+				w.log.Warn("kafka topics missing on the broker for a while, created them again; records the broker held before are lost",
+					zap.Error(err))
+			}
+		}
 		pending = retry
 		if werr := backoff.wait(ctx); werr != nil {
 			return fmt.Errorf("write %d records: %w", len(pending), errors.Join(werr, err))

@@ -276,3 +276,36 @@ func TestWriterUsesFastSnappy(t *testing.T) {
 		t.Errorf("snappy codec level = %v, want FasterCompression (%v)", got, snappy.FasterCompression)
 	}
 }
+
+// TestWriterRecreatesLostTopics: a broker that comes back without the
+// crawler's topics (a lost volume) gets them again from a writer that
+// has waited for one of them for a while, and the write goes through.
+func TestWriterRecreatesLostTopics(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	if err := kafkaio.EnsureTopics(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	topic := c.Topics().Fetch
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: 10 * time.Second, Transport: tr}
+	resp, err := client.DeleteTopics(t.Context(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.Errors[topic]; err != nil {
+		t.Fatalf("delete %s: %v", topic, err)
+	}
+	w := kafkaio.NewWriter(c, zaptest.NewLogger(t), prometheus.NewRegistry())
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := w.Write(ctx, kafka.Message{Topic: topic, Key: []byte("k"), Value: []byte("v")}); err != nil {
+		t.Fatalf("write to the lost topic: %v", err)
+	}
+	t.Logf("written after %s", time.Since(start).Round(time.Millisecond))
+	if w.Waiting() {
+		t.Error("the writer still says it waits after the write went through")
+	}
+}
