@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,7 @@ func runLauncher(t *testing.T, ctx context.Context, args []string, out string, s
 	if err := envflag.Parse(fs, args, func(string) (string, bool) { return "", false }); err != nil {
 		t.Fatalf("flags: %v", err)
 	}
-	cfg.Bins = serviceBins(t)
+	cfg.Bins = launcherBins(t)
 	f, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +206,27 @@ func TestResumeAfterKill(t *testing.T) {
 	if !summaryCovers(second, want) {
 		t.Errorf("the second run's summary does not cover both runs' %d pages:\n%s", want, second)
 	}
+}
+
+// launcherBins are the binaries a launcher runs: the services' and the
+// broker's (--broker-process).
+func launcherBins(t *testing.T) map[string]string {
+	t.Helper()
+	bins := maps.Clone(serviceBins(t))
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := supervise.FindRepoRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := supervise.BuildTools(t.Context(), root, binDir, []string{"broker"})
+	if err != nil {
+		t.Fatalf("build the broker: %v", err)
+	}
+	maps.Copy(bins, more)
+	return bins
 }
 
 // launcherBin builds deployments/local/cmd/crawl once per test binary.

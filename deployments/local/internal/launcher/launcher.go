@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/chboot"
@@ -309,6 +310,12 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go ch.Watch(watchCtx, noteWriter{disp})
+	// So is the broker's process (--broker-process), under a supervisor.
+	stopBrokerWatch := func() {}
+	if broker != nil {
+		stopBrokerWatch = watchBroker(broker, disp, filepath.Join(dataDir, "logs", "broker.log"))
+		defer stopBrokerWatch()
+	}
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		DataDir: dataDir, Bins: bins, BrokerAddr: brokerAddr, ClickHouseAddr: ch.Addr, Database: cfg.Database,
 		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg), Security: cfg.Security,
@@ -318,7 +325,12 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		OnRestart: func(ev supervise.Event) {
 			disp.Note(ev.String() + " (log: " + filepath.Join(dataDir, "logs", ev.Name+".log") + ")")
 		},
-		Weather: ch.Weather,
+		Weather: func() string {
+			if w := ch.Weather(); w != "" {
+				return w
+			}
+			return brokerWeather(broker)
+		},
 	})
 	if err != nil {
 		return err
@@ -424,6 +436,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		bench.Site = append(bench.Site, "websim")
 	}
 	if broker != nil {
+		stopBrokerWatch()
 		stopErr = errors.Join(stopErr, broker.Stop(30*time.Second))
 		bench.Processes["broker"] = broker.Usage()
 	}
@@ -580,4 +593,46 @@ func (w noteWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+// watchBroker restarts the broker's process whenever it exits on its own
+// (supervise.DefaultPolicy: on the same address and data directory, its
+// arguments), each exit said on the display. The returned function stops
+// watching; call it before stopping the broker.
+func watchBroker(broker *supervise.Process, disp *progress.Display, logFile string) (stop func()) {
+	sup := supervise.NewSupervisor(broker, supervise.DefaultPolicy(), func(ev supervise.Event) {
+		disp.Note(ev.String() + "; the services wait for it (log: " + logFile + ")")
+	})
+	// Not the run's context: the broker is stopped after the services,
+	// and watched until then.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := sup.Run(ctx); err != nil {
+			disp.Note(err.Error())
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}
+
+// brokerWeather says why a service's exit now is the broker's outage (""
+// when it is not): the broker's process is down, or came back within
+// chboot.WeatherGrace.
+func brokerWeather(broker *supervise.Process) string {
+	switch {
+	case broker == nil:
+		return ""
+	case !broker.Running():
+		return "the broker is down, being restarted"
+	case broker.Usage().Starts > 1 && time.Since(broker.StartedAt()) < chboot.WeatherGrace:
+		return fmt.Sprintf("the broker came back %s ago", time.Since(broker.StartedAt()).Round(time.Second))
+	}
+	return ""
 }
