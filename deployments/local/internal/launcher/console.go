@@ -29,7 +29,7 @@ func startConsole(ctx context.Context, p *pipeline.Pipeline, addr, dataDir strin
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write console token: %w", err)
 	}
-	if _, err := p.StartServiceEnv(ctx, "seeder", "seeder-serve", []string{"serve", "--api-addr", addr},
+	if _, err := p.StartServiceEnv(ctx, "seeder", "seeder-serve", []string{"serve", "--api-addr", addr, "--delay", p.FetcherDelay().String()},
 		[]string{"CRAWLER_API_TOKEN=" + token}); err != nil {
 		return fmt.Errorf("start seeder serve: %w", err)
 	}

@@ -246,11 +246,14 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 	return p, nil
 }
 
+// FetcherDelay is the fetchers' --delay: Config.Delay, for the fetcher
+// requires a positive delay, "no delay" (benchmarks) becoming the smallest
+// one that still keeps requests to a host sequential.
+func (p *Pipeline) FetcherDelay() time.Duration { return max(p.cfg.Delay, time.Millisecond) }
+
 func (p *Pipeline) fetcherArgs(i int) []string {
 	a := []string{"--instance-id", fmt.Sprintf("fetcher-%d", i), "--allow-private=" + strconv.FormatBool(p.cfg.AllowPrivate)}
-	// The fetcher requires a positive delay; "no delay" (benchmarks) becomes
-	// the smallest one that still keeps requests to a host sequential.
-	a = append(a, "--delay", max(p.cfg.Delay, time.Millisecond).String())
+	a = append(a, "--delay", p.FetcherDelay().String())
 	if p.cfg.WarcDir != "" { // a directory per fetcher: each locks its own
 		a = append(a, "--warc-dir", filepath.Join(p.cfg.WarcDir, fmt.Sprintf("fetcher-%d", i)))
 	}

@@ -20,14 +20,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 )
 
 // DefaultDelay is the minimum delay between two requests to one host.
-const DefaultDelay = time.Second
+const DefaultDelay = hostdelay.DefaultDelay
 
 // DefaultMaxCrawlDelay caps the Crawl-delay a robots.txt may ask for.
-const DefaultMaxCrawlDelay = 30 * time.Second
+const DefaultMaxCrawlDelay = hostdelay.DefaultMaxCrawlDelay
 
 // Options configures an Engine.
 type Options struct {
@@ -484,14 +485,8 @@ func (e *Engine[T]) SetHostDelay(host string, d, minDelay, maxCrawlDelay time.Du
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
-	if maxCrawlDelay <= 0 {
-		maxCrawlDelay = e.opts.MaxCrawlDelay
-	}
-	if d > maxCrawlDelay {
-		d, capped = maxCrawlDelay, true
-	}
-	d = max(d, minDelay, e.opts.Delay)
-	h.delay = d
+	h.delay, capped = hostdelay.Effective(hostdelay.Fleet{Delay: e.opts.Delay, MaxCrawlDelay: e.opts.MaxCrawlDelay},
+		hostdelay.Crawl{Delay: minDelay, MaxCrawlDelay: maxCrawlDelay}, d)
 	return capped
 }
 

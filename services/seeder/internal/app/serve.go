@@ -76,7 +76,7 @@ func NewServer(ctx context.Context, cfg config.Serve, log *zap.Logger, reg prome
 	if err != nil {
 		return nil, err
 	}
-	ui, err := console.New(console.Config{Token: cfg.APIToken, Partitions: cfg.Kafka.Partitions, Refresh: cfg.ConsoleRefresh}, srv, st, s.store.Conn(), consoleMetrics, log)
+	ui, err := console.New(console.Config{Token: cfg.APIToken, Partitions: cfg.Kafka.Partitions, Refresh: cfg.ConsoleRefresh, Fleet: cfg.Fleet}, srv, st, s.store.Conn(), consoleMetrics, log)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
@@ -100,10 +101,16 @@ type Serve struct {
 	// ConsoleRefresh is how often the operator console's pages of a
 	// running crawl refresh (flag console-refresh).
 	ConsoleRefresh time.Duration
+	// Fleet is the fetchers' --delay and --max-crawl-delay (flags delay,
+	// max-crawl-delay; CRAWLER_DELAY and CRAWLER_MAX_CRAWL_DELAY as the
+	// fetchers read them), for the delay the console says applies.
+	Fleet hostdelay.Fleet
 }
 
 // RegisterFlags binds the fields to flags with their defaults.
 func (c *Serve) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Fleet.Delay, "delay", hostdelay.DefaultDelay, "the fetchers' --delay (the console shows the delay that applies to a host)")
+	fs.DurationVar(&c.Fleet.MaxCrawlDelay, "max-crawl-delay", hostdelay.DefaultMaxCrawlDelay, "the fetchers' --max-crawl-delay (the console shows the delay that applies to a host)")
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
@@ -128,6 +135,9 @@ func (c Serve) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("validate api-max-body-bytes: %d, want at least 1024", c.MaxBodyBytes))
+	}
+	if c.Fleet.Delay <= 0 || c.Fleet.MaxCrawlDelay < c.Fleet.Delay {
+		errs = append(errs, fmt.Errorf("validate delay %v and max-crawl-delay %v: want a positive delay and a cap not below it, as the fetchers", c.Fleet.Delay, c.Fleet.MaxCrawlDelay))
 	}
 	if c.ConsoleRefresh < time.Second || c.ConsoleRefresh%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("validate console-refresh: %v, want whole seconds, at least 1s", c.ConsoleRefresh))

@@ -36,6 +36,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
@@ -79,6 +80,10 @@ type Config struct {
 	Partitions int
 	// Refresh is how often a running crawl's pages refresh (default 5 s).
 	Refresh time.Duration
+	// Fleet is the fetchers' own politeness (their --delay and
+	// --max-crawl-delay; zero fields: the defaults), for a host page's
+	// delay that applies.
+	Fleet hostdelay.Fleet
 }
 
 // Metrics are the console's metrics.

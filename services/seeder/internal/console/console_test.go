@@ -23,6 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
@@ -45,10 +46,13 @@ const (
 // env is the API and the console over a real broker and ClickHouse, served
 // as seeder serve serves them (app.Handler).
 type env struct {
-	url   string
-	store *chstore.Store
-	api   *api.Server
-	clock *skew // the control table's
+	url string
+	// fleetURL serves a console told of fetchers whose --delay is
+	// fleetDelay (Config.Fleet), over the same crawls.
+	fleetURL string
+	store    *chstore.Store
+	api      *api.Server
+	clock    *skew // the control table's
 }
 
 // skew is the clock of an env's control table: the real time plus what a
@@ -57,6 +61,9 @@ type skew struct{ d atomic.Int64 }
 
 func (s *skew) now() time.Time      { return time.Now().Add(time.Duration(s.d.Load())) }
 func (s *skew) add(d time.Duration) { s.d.Add(int64(d)) }
+
+// fleetDelay is the --delay of the fetchers env.fleetURL's console knows.
+const fleetDelay = 2500 * time.Millisecond
 
 func newEnv(t *testing.T) env {
 	t.Helper()
@@ -98,13 +105,23 @@ func newEnv(t *testing.T) env {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(app.Handler(a.Handler(), ui.Handler()))
+	fm, err := console.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleetUI, err := console.New(console.Config{Token: token, Partitions: partitions, Fleet: hostdelay.Fleet{Delay: fleetDelay}}, a, st, store.Conn(), fm, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleetSrv := httptest.NewServer(app.Handler(a.Handler(), fleetUI.Handler()))
 	t.Cleanup(func() {
+		fleetSrv.Close()
 		srv.Close()
 		cancel()
 		wg.Wait()
 		w.Close()
 	})
-	return env{url: srv.URL, store: store, api: a, clock: clock}
+	return env{url: srv.URL, fleetURL: fleetSrv.URL, store: store, api: a, clock: clock}
 }
 
 // client is a browser: a cookie jar, redirects not followed.
@@ -519,6 +536,12 @@ func TestPages(t *testing.T) {
 	}
 	contains("host", r.body, "Disallow: /private/", "Crawl-delay 2000 ms", `<dd id="effective-delay">2s</dd>`, "1.5s", "honoured up to 3s",
 		"read: i/o timeout", "sitemap.xml", "4 attempts")
+	// The same host on fetchers whose --delay (2.5 s) is above the
+	// Crawl-delay and the crawl's delay: the fleet's floor applies.
+	fc := env{url: e.fleetURL}.client(t)
+	fc.login()
+	r = fc.get("/ui/crawls/" + id + "/hosts/" + url.PathEscape(host))
+	contains("host on slower fetchers", r.body, `<dd id="effective-delay">2.5s</dd>`)
 
 	r = c.get("/ui/crawls/" + id + "/url?u=" + url.QueryEscape(urls[1]))
 	if r.code != http.StatusOK {

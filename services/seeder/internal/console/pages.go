@@ -11,6 +11,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
@@ -331,9 +332,6 @@ type hostData struct {
 	Last, NextAllowed                           time.Time
 }
 
-// defaultDelay is the fetchers' default minimum delay per host.
-const defaultDelay = time.Second
-
 func (s *Server) host(w http.ResponseWriter, r *http.Request, sess []byte) {
 	id, host := r.PathValue("id"), r.PathValue("host")
 	spec := s.jobs.Crawl(id)
@@ -351,21 +349,19 @@ func (s *Server) host(w http.ResponseWriter, r *http.Request, sess []byte) {
 		return
 	}
 	pol := spec.GetPoliteness()
-	d.Delay, d.DelayDefault = pol.GetDelay().AsDuration(), pol.GetDelay() == nil
-	if d.DelayDefault {
-		d.Delay = defaultDelay
+	// The delay that applies is the fetcher's rule (libs/hostdelay) on
+	// the fleet's flags, the crawl's politeness and robots.txt.
+	fleet := s.cfg.Fleet.WithDefaults()
+	crawl := hostdelay.Crawl{Delay: pol.GetDelay().AsDuration(), MaxCrawlDelay: pol.GetMaxCrawlDelay().AsDuration()}
+	d.Delay, d.DelayDefault = max(crawl.Delay, fleet.Delay), pol.GetDelay() == nil
+	d.MaxCrawlDelay = crawl.MaxCrawlDelay
+	if d.MaxCrawlDelay <= 0 {
+		d.MaxCrawlDelay = fleet.MaxCrawlDelay
 	}
-	d.MaxCrawlDelay = pol.GetMaxCrawlDelay().AsDuration()
 	if len(d.Robots) > 0 {
 		d.CrawlDelay = time.Duration(d.Robots[0].CrawlDelayMs) * time.Millisecond
 	}
-	d.Effective = d.Delay
-	if cd := d.CrawlDelay; cd > 0 {
-		if d.MaxCrawlDelay > 0 {
-			cd = min(cd, d.MaxCrawlDelay)
-		}
-		d.Effective = max(d.Effective, cd)
-	}
+	d.Effective, _ = hostdelay.Effective(fleet, crawl, d.CrawlDelay)
 	var gaps []time.Duration
 	for _, f := range d.Fetches {
 		if f.Throttled {
