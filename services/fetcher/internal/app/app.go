@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
@@ -78,19 +79,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 			f.Close()
 		}
 	}()
-	// A ClickHouse that is down is waited for, here as in every read and
-	// insert: the service starts when it answers (chstore.OpenWaiting).
-	if f.store, err = chstore.OpenWaiting(ctx, cfg.ClickHouse, log); err != nil {
-		return nil, fmt.Errorf("open clickhouse: %w", err)
-	}
-	if err := f.store.Register(reg); err != nil {
+	// ClickHouse waited for while it is down, migrated; the topics created.
+	if f.store, err = service.Bootstrap(ctx, cfg.ClickHouse, cfg.Kafka, log, reg); err != nil {
 		return nil, err
-	}
-	if err := f.store.Migrate(ctx); err != nil {
-		return nil, fmt.Errorf("migrate clickhouse: %w", err)
-	}
-	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
-		return nil, fmt.Errorf("ensure topics: %w", err)
 	}
 	topics := cfg.Kafka.Topics()
 

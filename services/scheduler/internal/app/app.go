@@ -17,6 +17,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/config"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/consume"
@@ -53,19 +54,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 			s.Close()
 		}
 	}()
-	// A ClickHouse that is down is waited for, here as in every read and
-	// insert: the service starts when it answers (chstore.OpenWaiting).
-	if s.store, err = chstore.OpenWaiting(ctx, cfg.ClickHouse, log); err != nil {
-		return nil, fmt.Errorf("open clickhouse: %w", err)
-	}
-	if err := s.store.Register(reg); err != nil {
+	// ClickHouse waited for while it is down, migrated; the topics created.
+	if s.store, err = service.Bootstrap(ctx, cfg.ClickHouse, cfg.Kafka, log, reg); err != nil {
 		return nil, err
-	}
-	if err := s.store.Migrate(ctx); err != nil {
-		return nil, fmt.Errorf("migrate clickhouse: %w", err)
-	}
-	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
-		return nil, fmt.Errorf("ensure topics: %w", err)
 	}
 	s.producer = kafkaio.NewWriter(cfg.Kafka, log, reg)
 	s.Writers = sinks.New(s.store, cfg.ClickHouse.Batch(), log, reg)

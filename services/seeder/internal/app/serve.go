@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/httpserve"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/console"
@@ -48,19 +48,9 @@ func NewServer(ctx context.Context, cfg config.Serve, log *zap.Logger, reg prome
 			s.Close()
 		}
 	}()
-	if err := kafkaio.EnsureTopics(ctx, cfg.Kafka); err != nil {
-		return nil, fmt.Errorf("ensure topics: %w", err)
-	}
-	// A ClickHouse that is down is waited for, here as in every read and
-	// insert: the service starts when it answers (chstore.OpenWaiting).
-	if s.store, err = chstore.OpenWaiting(ctx, cfg.ClickHouse, log); err != nil {
-		return nil, fmt.Errorf("open clickhouse: %w", err)
-	}
-	if err := s.store.Register(reg); err != nil {
+	// ClickHouse waited for while it is down, migrated; the topics created.
+	if s.store, err = service.Bootstrap(ctx, cfg.ClickHouse, cfg.Kafka, log, reg); err != nil {
 		return nil, err
-	}
-	if err := s.store.Migrate(ctx); err != nil {
-		return nil, fmt.Errorf("migrate clickhouse: %w", err)
 	}
 	s.writer = kafkaio.NewWriter(cfg.Kafka, log, reg)
 	s.control = control.New(cfg.Kafka, s.writer, log)
