@@ -2,7 +2,8 @@ package chstore
 
 // warcMigrations: the fetcher's WARC archive (--warc-dir). Version 204
 // follows 203 (fetch_log.final); both extend fetch_log, numbered after the
-// parser's 200-202. Append; never edit an applied version.
+// parser's 200-202 (kept: see Migrations); the archive's next migrations
+// take 500-599. Append; never edit an applied version.
 var warcMigrations = []Migration{
 	{
 		Version: 204,

@@ -137,7 +137,7 @@ func (b *browser) shot(ctx context.Context, name string) {
 		if dir == "" {
 			continue
 		}
-		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil { //nolint:gosec // a screenshot for people to look at
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil { // a screenshot for people to look at
 			b.t.Fatal(err)
 		}
 	}

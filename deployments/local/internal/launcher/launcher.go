@@ -121,7 +121,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Demo, "demo", false, "serve the built-in demo site on 127.0.0.x and crawl it (implies -allow-private)")
 	fs.IntVar(&c.DemoHosts, "demo-hosts", 5, "demo site hosts")
 	fs.IntVar(&c.DemoPages, "demo-pages", 300, "demo site pages over all hosts")
-	fs.DurationVar(&c.Delay, "delay", time.Second, "minimum delay between two requests to one host")
+	fs.DurationVar(&c.Delay, "delay", time.Second, "minimum delay between two requests to one host (below 1ms: 1ms, the fetchers' smallest)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "allow fetching private, loopback and link-local addresses")
 	fs.IntVar(&c.Partitions, "partitions", DefaultPartitions, "partitions of every URL topic: at least the number of fetchers, parsers or schedulers that share the work")
 	c.Scope.RegisterFlags(fs)
@@ -303,6 +303,10 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	var echo io.Writer
 	if cfg.Verbose {
 		echo = os.Stderr
+	}
+	if cfg.Delay < time.Millisecond {
+		fmt.Fprintf(out, "delay %s: the fetchers wait %s, their smallest delay (requests to one host stay one at a time)\n",
+			cfg.Delay, time.Millisecond)
 	}
 	disp := &progress.Display{Out: out, TTY: isTTY(out)}
 	// The private ClickHouse is restarted if it dies (the services wait

@@ -80,7 +80,7 @@ func TestWarcSurvivesKill(t *testing.T) {
 			n, _ := served.LoadOrStore(r.Host+r.URL.Path, new(int))
 			// One host's requests are sequential: no lock needed.
 			*n.(*int)++
-			rng := rand.New(rand.NewPCG(uint64(len(r.URL.Path)), uint64(h))) //nolint:gosec // test content
+			rng := rand.New(rand.NewPCG(uint64(len(r.URL.Path)), uint64(h))) // test content
 			b := make([]byte, 64<<10)
 			for i := range b {
 				b[i] = byte('a' + rng.IntN(26))

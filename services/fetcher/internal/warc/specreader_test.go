@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha1" //nolint:gosec // WARC digests are SHA-1 by convention
+	"crypto/sha1" // WARC digests are SHA-1 by convention
 	"encoding/base32"
 	"errors"
 	"fmt"
@@ -119,7 +119,7 @@ func specParse(raw []byte) (specRecord, error) {
 }
 
 func specDigest(b []byte) string {
-	sum := sha1.Sum(b) //nolint:gosec // WARC digest
+	sum := sha1.Sum(b) // WARC digest
 	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
 }
 

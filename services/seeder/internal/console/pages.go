@@ -65,7 +65,7 @@ func (s *Server) crawls(w http.ResponseWriter, r *http.Request, sess []byte) {
 			c, err := s.count.Counts(ctx, row.ID)
 			if err != nil {
 				row.CountsError = err.Error()
-				return nil //nolint:nilerr // shown in its row; the other rows still render
+				return nil // shown in its row; the other rows still render
 			}
 			row.Counts = &c
 			if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_RUNNING && c.Finished {
