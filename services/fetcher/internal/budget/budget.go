@@ -18,7 +18,7 @@
 //
 // # Approximation
 //
-// The pages a crawl has used are estimated as
+// The pages a crawl has used are estimated (libs/pagebudget) as
 //
 //	estimate = max(local, remote + since)
 //
@@ -55,6 +55,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/pagebudget"
 )
 
 // CountFunc returns, for each of the given crawls, the pages recorded in
@@ -63,12 +65,12 @@ import (
 // from the result.
 type CountFunc func(ctx context.Context, crawlIDs []string, before time.Time) (map[string]int64, error)
 
-// crawl is the bookkeeping of one crawl with a budget.
+// crawl is the bookkeeping of one crawl with a budget: the estimate
+// (libs/pagebudget; local is what this process charged) and whether one
+// global count has been applied.
 type crawl struct {
-	local  int64 // charged by this process
-	remote int64 // last global count
-	since  int64 // charged here since the last global count started
-	loaded bool  // one global count has been applied
+	est    pagebudget.Estimate
+	loaded bool
 }
 
 // Tracker is the page budget shared by every partition handler of a
@@ -110,11 +112,10 @@ func (t *Tracker) Reserve(ctx context.Context, crawlID string) (ok bool, err err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if max(c.local, c.remote+c.since) >= lim {
+	if c.est.Exhausted(lim) {
 		return false, err
 	}
-	c.local++
-	c.since++
+	c.est.Charge(1)
 	return true, err
 }
 
@@ -136,7 +137,7 @@ func (t *Tracker) Exhausted(ctx context.Context, crawlID string) (bool, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return max(c.local, c.remote+c.since) >= lim, err
+	return c.est.Exhausted(lim), err
 }
 
 // Unreserve gives back a page charged for a request that was not made
@@ -144,9 +145,8 @@ func (t *Tracker) Exhausted(ctx context.Context, crawlID string) (bool, error) {
 func (t *Tracker) Unreserve(crawlID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c := t.runs[crawlID]; c != nil && c.local > 0 {
-		c.local--
-		c.since--
+	if c := t.runs[crawlID]; c != nil && c.est.Local > 0 {
+		c.est.Charge(-1)
 	}
 }
 
@@ -164,7 +164,7 @@ func (t *Tracker) Remaining(crawlID string) int64 {
 	if c == nil {
 		return lim
 	}
-	return max(lim-max(c.local, c.remote+c.since), 0)
+	return max(lim-c.est.Used(), 0)
 }
 
 // Estimate returns the pages crawlID has used, as the tracker knows it.
@@ -175,7 +175,7 @@ func (t *Tracker) Estimate(crawlID string) int64 {
 	if c == nil {
 		return 0
 	}
-	return max(c.local, c.remote+c.since)
+	return c.est.Used()
 }
 
 func (t *Tracker) crawl(id string) *crawl {
@@ -197,7 +197,7 @@ func (t *Tracker) first(ctx context.Context, crawlID string) error {
 		t.mu.Unlock()
 		return nil
 	}
-	started, t0 := c.since, t.now()
+	started, t0 := c.est.CountStarts(), t.now()
 	t.mu.Unlock()
 	counts, err := t.count(ctx, []string{crawlID}, t0)
 	t.mu.Lock()
@@ -208,8 +208,7 @@ func (t *Tracker) first(ctx context.Context, crawlID string) error {
 	if err != nil {
 		return fmt.Errorf("count fetched pages: %w", err)
 	}
-	c.remote = counts[crawlID]
-	c.since -= started
+	c.est.Counted(counts[crawlID], started)
 	return nil
 }
 
@@ -224,11 +223,11 @@ func (t *Tracker) Refresh(ctx context.Context) error {
 	started := make(map[string]int64, len(t.runs))
 	for id, c := range t.runs {
 		lim := t.limit(id)
-		if lim <= 0 || c.remote >= lim {
+		if lim <= 0 || c.est.Remote >= lim {
 			continue
 		}
 		ids = append(ids, id)
-		started[id] = c.since
+		started[id] = c.est.CountStarts()
 	}
 	t0 := t.now()
 	t.mu.Unlock()
@@ -243,8 +242,7 @@ func (t *Tracker) Refresh(ctx context.Context) error {
 	defer t.mu.Unlock()
 	for _, id := range ids {
 		c := t.runs[id]
-		c.remote = counts[id]
-		c.since -= started[id]
+		c.est.Counted(counts[id], started[id])
 		c.loaded = true
 	}
 	return nil

@@ -6,7 +6,7 @@
 //
 // # Approximation
 //
-// The number of pages a crawl has admitted is estimated as
+// The number of pages a crawl has admitted is estimated (libs/pagebudget) as
 //
 //	estimate = max(held, remote + since)
 //
@@ -33,6 +33,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/pagebudget"
 )
 
 // CountFunc returns, for each of the given crawls, the number of distinct
@@ -40,12 +42,10 @@ import (
 // without rows may be missing from the result.
 type CountFunc func(ctx context.Context, crawlIDs []string) (map[string]int64, error)
 
-// crawl is the bookkeeping of one crawl.
-type crawl struct {
-	held   int64 // fingerprints in the seen sets held here
-	remote int64 // last global count
-	since  int64 // admitted here since the last global count started
-}
+// crawl is one crawl's estimate (libs/pagebudget): Local is the exact
+// count of its fingerprints in the seen sets held here (loaded at
+// assignment, plus every admission, minus revoked partitions).
+type crawl = pagebudget.Estimate
 
 // Tracker is the page budget shared by every partition handler of an
 // instance. Safe for concurrent use. A Tracker with max 0 never refuses and
@@ -111,7 +111,7 @@ func (t *Tracker) Hold(partition int, counts map[string]int64) {
 	held := make(map[string]int64, len(counts))
 	for id, n := range counts {
 		held[id] = n
-		t.crawl(id).held += n
+		t.crawl(id).Local += n
 	}
 	t.parts[partition] = held
 }
@@ -128,7 +128,7 @@ func (t *Tracker) Release(partition int) {
 
 func (t *Tracker) release(partition int) {
 	for id, n := range t.parts[partition] {
-		t.crawls[id].held -= n
+		t.crawls[id].Local -= n
 	}
 	delete(t.parts, partition)
 }
@@ -142,11 +142,10 @@ func (t *Tracker) Reserve(partition int, crawlID string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.crawl(crawlID)
-	if lim := t.limit(crawlID); lim > 0 && max(c.held, c.remote+c.since) >= lim {
+	if c.Exhausted(t.limit(crawlID)) {
 		return false
 	}
-	c.held++
-	c.since++
+	c.Charge(1)
 	held := t.parts[partition]
 	if held == nil {
 		held = make(map[string]int64)
@@ -165,8 +164,7 @@ func (t *Tracker) Unreserve(partition int, crawlID string, n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.crawl(crawlID)
-	c.held -= n
-	c.since -= n
+	c.Charge(-n)
 	if held := t.parts[partition]; held != nil {
 		held[crawlID] -= n
 	}
@@ -180,7 +178,7 @@ func (t *Tracker) Estimate(crawlID string) int64 {
 	if c == nil {
 		return 0
 	}
-	return max(c.held, c.remote+c.since)
+	return c.Used()
 }
 
 // Refresh runs one global count for every crawl the tracker knows.
@@ -193,7 +191,7 @@ func (t *Tracker) Refresh(ctx context.Context, count CountFunc) error {
 	started := make(map[string]int64, len(t.crawls))
 	for id, c := range t.crawls {
 		ids = append(ids, id)
-		started[id] = c.since
+		started[id] = c.CountStarts()
 	}
 	t.mu.Unlock()
 	if len(ids) == 0 {
@@ -207,8 +205,7 @@ func (t *Tracker) Refresh(ctx context.Context, count CountFunc) error {
 	defer t.mu.Unlock()
 	for _, id := range ids {
 		c := t.crawls[id]
-		c.remote = counts[id]
-		c.since -= started[id]
+		c.Counted(counts[id], started[id])
 	}
 	return nil
 }
