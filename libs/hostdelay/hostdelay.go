@@ -48,12 +48,18 @@ type Crawl struct {
 // that the cap cut the Crawl-delay.
 func Effective(f Fleet, c Crawl, crawlDelay time.Duration) (d time.Duration, capped bool) {
 	f = f.WithDefaults()
-	maxCrawlDelay := c.MaxCrawlDelay
-	if maxCrawlDelay <= 0 {
-		maxCrawlDelay = f.MaxCrawlDelay
-	}
+	maxCrawlDelay := Cap(f, c)
 	if crawlDelay > maxCrawlDelay {
 		crawlDelay, capped = maxCrawlDelay, true
 	}
 	return max(crawlDelay, c.Delay, f.Delay), capped
+}
+
+// Cap returns the cap of a robots.txt Crawl-delay in crawl c on fleet f:
+// the crawl's max_crawl_delay, else the fleet's (defaulted).
+func Cap(f Fleet, c Crawl) time.Duration {
+	if c.MaxCrawlDelay > 0 {
+		return c.MaxCrawlDelay
+	}
+	return f.WithDefaults().MaxCrawlDelay
 }

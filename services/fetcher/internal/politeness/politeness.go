@@ -49,16 +49,11 @@ type Options struct {
 	FullAt int
 }
 
+// withDefaults applies the fleet's defaults (libs/hostdelay): the
+// default delay and cap, and a cap never below the delay.
 func (o Options) withDefaults() Options {
-	if o.Delay <= 0 {
-		o.Delay = DefaultDelay
-	}
-	if o.MaxCrawlDelay <= 0 {
-		o.MaxCrawlDelay = DefaultMaxCrawlDelay
-	}
-	if o.MaxCrawlDelay < o.Delay {
-		o.MaxCrawlDelay = o.Delay
-	}
+	f := hostdelay.Fleet{Delay: o.Delay, MaxCrawlDelay: o.MaxCrawlDelay}.WithDefaults()
+	o.Delay, o.MaxCrawlDelay = f.Delay, f.MaxCrawlDelay
 	return o
 }
 

@@ -353,11 +353,8 @@ func (s *Server) host(w http.ResponseWriter, r *http.Request, sess []byte) {
 	// the fleet's flags, the crawl's politeness and robots.txt.
 	fleet := s.cfg.Fleet.WithDefaults()
 	crawl := hostdelay.Crawl{Delay: pol.GetDelay().AsDuration(), MaxCrawlDelay: pol.GetMaxCrawlDelay().AsDuration()}
-	d.Delay, d.DelayDefault = max(crawl.Delay, fleet.Delay), pol.GetDelay() == nil
-	d.MaxCrawlDelay = crawl.MaxCrawlDelay
-	if d.MaxCrawlDelay <= 0 {
-		d.MaxCrawlDelay = fleet.MaxCrawlDelay
-	}
+	d.Delay, _ = hostdelay.Effective(fleet, crawl, 0) // without a Crawl-delay
+	d.DelayDefault, d.MaxCrawlDelay = pol.GetDelay() == nil, hostdelay.Cap(fleet, crawl)
 	if len(d.Robots) > 0 {
 		d.CrawlDelay = time.Duration(d.Robots[0].CrawlDelayMs) * time.Millisecond
 	}
