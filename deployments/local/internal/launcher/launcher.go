@@ -304,9 +304,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if cfg.Verbose {
 		echo = os.Stderr
 	}
-	if cfg.Delay < time.Millisecond {
+	if d := pipeline.FetcherDelay(cfg.Delay); d != cfg.Delay {
 		fmt.Fprintf(out, "delay %s: the fetchers wait %s, their smallest delay (requests to one host stay one at a time)\n",
-			cfg.Delay, time.Millisecond)
+			cfg.Delay, d)
 	}
 	disp := &progress.Display{Out: out, TTY: isTTY(out)}
 	// The private ClickHouse is restarted if it dies (the services wait

@@ -246,10 +246,13 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 	return p, nil
 }
 
-// FetcherDelay is the fetchers' --delay: Config.Delay, for the fetcher
-// requires a positive delay, "no delay" (benchmarks) becoming the smallest
-// one that still keeps requests to a host sequential.
-func (p *Pipeline) FetcherDelay() time.Duration { return max(p.cfg.Delay, time.Millisecond) }
+// FetcherDelay is the fetchers' --delay for a crawl's delay d: the
+// fetcher requires a positive delay, so "no delay" (benchmarks) becomes
+// the smallest one that still keeps requests to a host sequential.
+func FetcherDelay(d time.Duration) time.Duration { return max(d, time.Millisecond) }
+
+// FetcherDelay is the fetchers' --delay: FetcherDelay(Config.Delay).
+func (p *Pipeline) FetcherDelay() time.Duration { return FetcherDelay(p.cfg.Delay) }
 
 func (p *Pipeline) fetcherArgs(i int) []string {
 	a := []string{"--instance-id", fmt.Sprintf("fetcher-%d", i), "--allow-private=" + strconv.FormatBool(p.cfg.AllowPrivate)}
