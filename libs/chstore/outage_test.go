@@ -76,7 +76,7 @@ func TestWriterSurvivesOutage(t *testing.T) {
 		opened <- err
 	}()
 	waitTrue(t, ctx, "the store to say it waits for the server", func() bool { w, _, _ := s.Unavailable(); return w })
-	if n := gaugeValue(t, reg, "dependency_waiting", "dependency", "clickhouse"); n != 1 {
+	if n := labelledValue(t, reg, "dependency_waiting", "dependency", "clickhouse"); n != 1 {
 		t.Errorf("dependency_waiting{dependency=clickhouse} = %v during the outage, want 1", n)
 	}
 	// Write, the read and the open must not return while the server is
@@ -166,7 +166,7 @@ func TestWriterStopFailsPendingWrites(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Write(ctx, fetchRow("c1", 1), fetchRow("c1", 2)) }()
-	waitFor(ctx, t, func() bool { return metricValue(t, reg, "clickhouse_insert_errors_total", "fetch_log") > 0 })
+	waitTrue(t, ctx, "a failed insert", func() bool { return metricValue(t, reg, "clickhouse_insert_errors_total", "fetch_log") > 0 })
 	stopAt := time.Now()
 	if err := stop(); err == nil {
 		t.Error("run: want an error reporting unwritten rows")
@@ -175,20 +175,6 @@ func TestWriterStopFailsPendingWrites(t *testing.T) {
 		t.Errorf("write: %v, want ErrWriterStopped for rows the writer could not insert", err)
 	}
 	t.Logf("writer stopped in %v", time.Since(stopAt))
-}
-
-// waitFor polls cond until it holds or ctx is done.
-func waitFor(ctx context.Context, t *testing.T, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("condition not met before the deadline")
-		case <-tick.C:
-		}
-	}
 }
 
 // waitTrue polls cond every 20ms until it holds or ctx is done.
@@ -203,24 +189,4 @@ func waitTrue(t *testing.T, ctx context.Context, what string, cond func() bool) 
 		case <-tick.C:
 		}
 	}
-}
-
-// gaugeValue returns the gauge name{label=value} of reg.
-func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if mf.GetName() == name && l.GetName() == label && l.GetValue() == value {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("gauge %s{%s=%q} not found", name, label, value)
-	return 0
 }

@@ -336,7 +336,7 @@ func (e permanentError) Unwrap() error { return e.err }
 func (w *BatchWriter[T]) insertRetrying(ctx context.Context, b *batch[T]) error {
 	start := time.Now()
 	backoff := w.opts.RetryBackoff
-	recreated := false // once per batch: see Store.read
+	recreated := false // once per batch: see Store.Read
 	for attempt := 1; ; attempt++ {
 		err := w.insertOnce(ctx, b.rows)
 		if err == nil {

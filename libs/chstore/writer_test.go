@@ -137,6 +137,13 @@ func TestBatchWriterConcurrent(t *testing.T) {
 // metricValue returns the counter or gauge value of name{table=table}.
 func metricValue(t *testing.T, reg *prometheus.Registry, name, table string) float64 {
 	t.Helper()
+	return labelledValue(t, reg, name, "table", table)
+}
+
+// labelledValue returns the value of the counter or gauge
+// name{label=value}.
+func labelledValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +154,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, table string) flo
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "table" && l.GetValue() == table {
+				if l.GetName() == label && l.GetValue() == value {
 					if c := m.GetCounter(); c != nil {
 						return c.GetValue()
 					}
@@ -156,7 +163,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, table string) flo
 			}
 		}
 	}
-	t.Fatalf("metric %s{table=%q} not found", name, table)
+	t.Fatalf("metric %s{%s=%q} not found", name, label, value)
 	return 0
 }
 

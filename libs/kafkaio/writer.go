@@ -62,8 +62,8 @@ func (w *Writer) waitedFor() time.Duration {
 // Check is a readiness check (telemetry.Check): an error while the
 // writer waits for brokers that do not take its records.
 func (w *Writer) Check(context.Context) error {
-	if since := w.waitingSince.Load(); since != 0 {
-		return fmt.Errorf("kafka unavailable for %s: records wait to be produced", time.Since(time.Unix(0, since)).Round(time.Second))
+	if d := w.waitedFor(); d > 0 {
+		return fmt.Errorf("kafka unavailable for %s: records wait to be produced", d.Round(time.Second))
 	}
 	return nil
 }
@@ -199,7 +199,7 @@ func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
 	pending := msgs
 	recreated := false
 	backoff := newBackoff(50*time.Millisecond, 2*time.Second)
-	for attempt := 1; ; attempt++ {
+	for {
 		err := w.sec.classify(w.w.WriteMessages(ctx, pending...))
 		if err == nil {
 			w.up()

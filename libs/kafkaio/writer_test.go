@@ -172,7 +172,7 @@ func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 	if err := w.Check(t.Context()); err == nil || !w.Waiting() {
 		t.Errorf("Check = %v, Waiting = %v after writes the broker refused; want an error and true", err, w.Waiting())
 	}
-	if v := gaugeWithLabel(t, reg, "dependency_waiting", "dependency", "kafka"); v != 1 {
+	if v := labelledValue(t, reg, "dependency_waiting", "dependency", "kafka"); v != 1 {
 		t.Errorf("dependency_waiting{dependency=kafka} = %v, want 1", v)
 	}
 	if err := w.Write(t.Context(), kafka.Message{Topic: c.Topics().Fetch, Key: []byte("k"), Value: []byte("v")}); err != nil {
@@ -181,13 +181,20 @@ func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 	if err := w.Check(t.Context()); err != nil || w.Waiting() {
 		t.Errorf("Check = %v, Waiting = %v after a write the broker took; want nil and false", err, w.Waiting())
 	}
-	if v := gaugeWithLabel(t, reg, "dependency_waiting", "dependency", "kafka"); v != 0 {
+	if v := labelledValue(t, reg, "dependency_waiting", "dependency", "kafka"); v != 0 {
 		t.Errorf("dependency_waiting{dependency=kafka} = %v after the wait, want 0", v)
 	}
 }
 
-// gaugeWithLabel returns the value of the gauge name{label=value}.
-func gaugeWithLabel(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+// testutilValue returns the value of the counter or gauge name{topic}.
+func testutilValue(t *testing.T, reg *prometheus.Registry, name, topic string) float64 {
+	t.Helper()
+	return labelledValue(t, reg, name, "topic", topic)
+}
+
+// labelledValue returns the value of the counter or gauge
+// name{label=value}.
+func labelledValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -200,29 +207,6 @@ func gaugeWithLabel(t *testing.T, reg *prometheus.Registry, name, label, value s
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("gauge %s{%s=%q} not found", name, label, value)
-	return 0
-}
-
-// testutilValue returns the value of the counter or gauge name{topic}.
-func testutilValue(t *testing.T, reg *prometheus.Registry, name, topic string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "topic" && l.GetValue() == topic {
 					if m.Counter != nil {
 						return m.GetCounter().GetValue()
 					}
@@ -231,7 +215,7 @@ func testutilValue(t *testing.T, reg *prometheus.Registry, name, topic string) f
 			}
 		}
 	}
-	t.Fatalf("metric %s{topic=%q} not found", name, topic)
+	t.Fatalf("metric %s{%s=%q} not found", name, label, value)
 	return 0
 }
 

@@ -213,24 +213,18 @@ func TestResumeAfterKill(t *testing.T) {
 func launcherBins(t *testing.T) map[string]string {
 	t.Helper()
 	bins := maps.Clone(serviceBins(t))
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := supervise.FindRepoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	more, err := supervise.BuildTools(t.Context(), root, binDir, []string{"broker"})
-	if err != nil {
-		t.Fatalf("build the broker: %v", err)
-	}
-	maps.Copy(bins, more)
+	maps.Copy(bins, buildTool(t, "broker"))
 	return bins
 }
 
 // launcherBin builds deployments/local/cmd/crawl once per test binary.
 func launcherBin(t *testing.T) string {
+	t.Helper()
+	return buildTool(t, "crawl")["crawl"]
+}
+
+// buildTool builds one program of deployments/local/cmd into binDir.
+func buildTool(t *testing.T, name string) map[string]string {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
@@ -240,11 +234,11 @@ func launcherBin(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins, err := supervise.BuildTools(t.Context(), root, binDir, []string{"crawl"})
+	bins, err := supervise.BuildTools(t.Context(), root, binDir, []string{name})
 	if err != nil {
-		t.Fatalf("build the launcher: %v", err)
+		t.Fatalf("build %s: %v", name, err)
 	}
-	return bins["crawl"]
+	return bins
 }
 
 // crawlIDIn returns the crawl id that follows prefix in a run's output.
