@@ -1,0 +1,76 @@
+package pages
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/trawl-crawler/trawl/libs/simhash"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
+)
+
+// Config tunes the processor.
+type Config struct {
+	MaxOutlinks         int    // flag max-outlinks: links published per page (default 1000)
+	MaxTextBytes        int    // flag max-text-bytes: visible text stored per page (default 1 MiB)
+	BatchSize           int    // flag batch-size: fetched pages handled together per partition (default 100)
+	MaxURLLength        int    // flag max-url-length: longest outlink published (default 2048)
+	MaxRepeatedSegments int    // flag max-repeated-segments: trap guard (default 3, 0 = off)
+	FollowDuplicates    bool   // flag follow-duplicates: for crawls without a spec (default true)
+	SERPConfig          string // flag serp-config: JSON file of search engines added to the presets
+	RecentLinks         int    // flag recent-links: outlinks remembered as published (0 = off)
+	ResolveCache        int    // flag resolve-cache: link resolutions remembered across pages (0 = off)
+	PublishDocuments    bool   // flag publish-documents: also produce every document to the documents topic
+	NearDistance        int    // flag near-duplicate-distance: simhash bits within which a document nearly duplicates an earlier one, for crawls whose spec does not say (0 = off)
+	StoreLinks          bool   // flag store-links: keep every in-scope link of a page in the links table
+}
+
+// Defaults of Config.
+const (
+	DefaultBatchSize = 50
+	// DocumentBatchRows is the most documents inserted together.
+	DocumentBatchRows          = 500
+	DefaultMaxURLLength        = 2048
+	DefaultMaxRepeatedSegments = 3
+	DefaultRecentLinks         = 1 << 20 // 8 MiB
+	DefaultResolveCache        = 1 << 14 // about 4 MiB
+)
+
+// RegisterFlags binds the fields to flags with defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&c.MaxOutlinks, "max-outlinks", extract.DefaultMaxOutlinks, "outlinks published per page; the rest are dropped and counted (a crawl's scope can lower it)")
+	fs.IntVar(&c.MaxTextBytes, "max-text-bytes", extract.DefaultMaxTextBytes, "visible text stored per page, in bytes (cut on a UTF-8 boundary)")
+	fs.IntVar(&c.BatchSize, "batch-size", DefaultBatchSize, "fetched pages handled together per partition; twice as many may wait for their rows' insert (bounds memory: 2 × batch-size × partitions × page size)")
+	fs.IntVar(&c.MaxURLLength, "max-url-length", DefaultMaxURLLength, "longest outlink published, in bytes (a crawl's scope can override it)")
+	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", DefaultMaxRepeatedSegments, "trap guard: drop outlinks whose path repeats one segment more often than this (0 = off)")
+	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
+	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
+	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published, at most (8 bytes each; the table starts at 256 KiB and grows to this) so that a link repeated on many pages is published once; 0 disables")
+	fs.BoolVar(&c.PublishDocuments, "publish-documents", false, "also produce every document (text included) to the documents topic, for downstream consumers; ClickHouse's documents table has them either way")
+	fs.IntVar(&c.NearDistance, "near-duplicate-distance", 0, fmt.Sprintf("a document whose text's simhash is at most this many bits (%d is usual) from an earlier document's of the crawl is its near duplicate, for crawls whose spec does not set near_duplicate_distance (0 = off, at most %d; it costs about a third more ClickHouse CPU per page)", simhash.NearDistance, simhash.MaxNearDistance))
+	fs.BoolVar(&c.StoreLinks, "store-links", false, "keep every in-scope link of a page (source, target, anchor text, rel, position) in ClickHouse's links table: the link graph, about 30 rows per page on the bench web, three times the rows of every other table together")
+	fs.IntVar(&c.ResolveCache, "resolve-cache", DefaultResolveCache, "link resolutions remembered across pages (about 200 bytes each), so that a link a site repeats is parsed once; 0 disables")
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxOutlinks < 1:
+		return fmt.Errorf("validate max-outlinks %d: want at least 1", c.MaxOutlinks)
+	case c.MaxTextBytes < 1:
+		return fmt.Errorf("validate max-text-bytes %d: want at least 1", c.MaxTextBytes)
+	case c.BatchSize < 1:
+		return fmt.Errorf("validate batch-size %d: want at least 1", c.BatchSize)
+	case c.MaxURLLength < 16 || c.MaxURLLength > urlcanon.MaxLength:
+		return fmt.Errorf("validate max-url-length %d: want 16 to %d", c.MaxURLLength, urlcanon.MaxLength)
+	case c.MaxRepeatedSegments < 0:
+		return fmt.Errorf("validate max-repeated-segments %d: want at least 0", c.MaxRepeatedSegments)
+	case c.RecentLinks < 0 || c.RecentLinks > 1<<30:
+		return fmt.Errorf("validate recent-links %d: want 0 to %d", c.RecentLinks, 1<<30)
+	case c.NearDistance < 0 || c.NearDistance > simhash.MaxNearDistance:
+		return fmt.Errorf("validate near-duplicate-distance %d: want 0 to %d", c.NearDistance, simhash.MaxNearDistance)
+	case c.ResolveCache < 0 || c.ResolveCache > 1<<26:
+		return fmt.Errorf("validate resolve-cache %d: want 0 to %d", c.ResolveCache, 1<<26)
+	}
+	return nil
+}

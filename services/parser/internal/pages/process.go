@@ -1,0 +1,298 @@
+package pages
+
+import (
+	"mime"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/scope"
+	"github.com/trawl-crawler/trawl/libs/simhash"
+	"github.com/trawl-crawler/trawl/libs/sitemap"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
+)
+
+// result is what one fetched page yields.
+type result struct {
+	outcome   string
+	links     []kafka.Message
+	linkFPs   []uint64 // fingerprint of each of links
+	linkDepth uint32   // depth of the links
+	outlinks  int      // links the page has in the crawl's scope, published or not
+	doc       *document
+	linkRows  []chstore.LinkRow // the page's in-scope links, for the links table
+	crawlID   string
+	host      string // politeness key of the page
+	dropped   map[string]int
+	followDup bool
+	nearDist  int // the crawl's near-duplicate distance (0: off)
+}
+
+// document is a page to store, before duplicate detection.
+type document struct {
+	row   chstore.DocumentRow
+	meta  chstore.DocumentMetaRow
+	msg   *crawlv1.Document
+	bands []simhash.Band            // its simhash's bands, when it goes into the near-duplicate index
+	near  *chstore.NearDuplicateRow // set when it nearly duplicates an earlier document
+}
+
+func (r *result) drop(reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	if r.dropped == nil {
+		r.dropped = make(map[string]int)
+	}
+	r.dropped[reason] += n
+}
+
+// process classifies one page and extracts it into outlink records and a
+// document (nil under noindex and for list, result and sitemap pages). A
+// page of a cancelled crawl (by its operator, its time limit or its
+// deletion: crawlcontrol.StateAt) yields its document, since it was
+// fetched, but no outlink: the crawl discovers nothing more, and its links
+// are counted as dropped (DropCancelled).
+func (p *Processor) process(page *crawlv1.FetchedPage) *result {
+	res := p.extract(page)
+	if len(res.links) > 0 && p.cancelled(page.GetCrawlId()) {
+		res.drop(DropCancelled, len(res.links))
+		res.links, res.linkFPs = nil, nil
+	}
+	return res
+}
+
+// cancelled reports whether a crawl is cancelled now.
+func (p *Processor) cancelled(crawlID string) bool {
+	if p.specs == nil {
+		return false
+	}
+	return crawlcontrol.StateAt(p.specs.Get(crawlID), p.now()) == crawlv1.CrawlState_CRAWL_STATE_CANCELLED
+}
+
+// extract is process before the crawl's state is applied.
+func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
+	res := &result{crawlID: page.GetCrawlId()}
+	mt := mediaType(page.GetContentType())
+	switch {
+	case page.GetErrorKind() != "":
+		res.outcome = OutcomeFetchError
+		return res
+	case page.GetStatusCode() < 200 || page.GetStatusCode() > 299:
+		res.outcome = OutcomeHTTPStatus
+		return res
+	}
+	pageURL, err := urlcanon.Canonicalize(page.GetUrl())
+	if err != nil {
+		res.outcome = OutcomeInvalidURL
+		return res
+	}
+	res.host, _ = urlcanon.CanonicalKey(pageURL) // pageURL is canonical: cannot fail
+	var spec *crawlv1.CrawlSpec
+	if p.specs != nil {
+		spec = p.specs.Get(page.GetCrawlId())
+	}
+	rules := p.rules.Rules(page.GetCrawlId(), spec)
+	res.followDup = rules.FollowDuplicates()
+	res.nearDist = rules.NearDistance()
+
+	if !isHTMLType(mt) {
+		if u, err := url.Parse(pageURL); err == nil && sitemap.Is(mt, u.Path) {
+			p.sitemap(page, pageURL, rules, res)
+			return res
+		}
+		res.outcome = OutcomeNotHTML
+		return res
+	}
+
+	engine, results, isSERP := p.engines.Match(page.GetSerpEngine(), pageURL)
+	opts := extract.Options{
+		MaxOutlinks:  p.cfg.MaxOutlinks,
+		MaxTextBytes: p.cfg.MaxTextBytes,
+		Results:      results,
+		Detail:       rules.DetailSelector(),
+		Resolved:     p.resolve,
+	}
+	// The X-Robots-Tag header carries the same directives as the meta tag.
+	tag, hasTag := page.GetHeaders()["x-robots-tag"]
+	headerNoIndex := false
+	if hasTag {
+		opts.NoFollow, headerNoIndex = extract.ParseRobotsDirectives(tag)
+	}
+	start := time.Now()
+	ext, err := extract.Extract(pageURL, page.GetBody(), opts)
+	p.metrics.duration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		res.outcome = OutcomeInvalidURL
+		return res
+	}
+	for reason, n := range ext.Dropped {
+		res.drop(reason, n)
+	}
+	ext.NoIndex = ext.NoIndex || headerNoIndex
+
+	now := timestamppb.New(p.now())
+	maxLinks := rules.MaxOutlinks()
+	res.links = make([]kafka.Message, 0, min(len(ext.Links), maxLinks))
+	res.linkDepth = page.GetDepth() + 1
+	srcFP := page.GetUrlFp()
+	if srcFP == 0 {
+		srcFP = fingerprint.URL(page.GetCrawlId(), pageURL)
+	}
+	for i, l := range ext.Links {
+		host, err := urlcanon.CanonicalKey(l.URL)
+		if err != nil {
+			res.drop(DropKey, 1)
+			continue
+		}
+		if reason := rules.Check(res.host, l.URL, host, !isSERP); reason != "" {
+			res.drop(reason, 1)
+			continue
+		}
+		if res.outlinks >= maxLinks {
+			res.drop(scope.DropOverCap, 1)
+			continue
+		}
+		res.outlinks++
+		fp := fingerprint.URL(page.GetCrawlId(), l.URL)
+		if p.cfg.StoreLinks && p.sinks.Links != nil {
+			res.linkRows = append(res.linkRows, chstore.LinkRow{CrawlID: page.GetCrawlId(), TargetHost: host, TargetURL: l.URL, TargetFP: fp,
+				SourceHost: res.host, SourceURL: pageURL, SourceFP: srcFP, Position: uint16(min(i+1, 65535)),
+				AnchorText: l.Anchor, Rel: l.Rel, Tag: l.Tag, Depth: uint16(min(res.linkDepth, 65535)), FoundAt: page.GetFetchedAt().AsTime()})
+		}
+		if p.recent.Published(fp, res.linkDepth) {
+			res.drop(DropPublished, 1)
+			continue
+		}
+		msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), &crawlv1.DiscoveredURL{
+			CrawlId:      page.GetCrawlId(),
+			Url:          l.URL,
+			Depth:        res.linkDepth,
+			ParentUrl:    pageURL,
+			DiscoveredAt: now,
+			Source:       crawlv1.Source_SOURCE_LINK,
+			AnchorText:   l.Anchor,
+			Rel:          l.Rel,
+		})
+		if err != nil {
+			res.drop(DropKey, 1)
+			continue
+		}
+		res.links = append(res.links, msg)
+		res.linkFPs = append(res.linkFPs, fp)
+	}
+	switch {
+	case isSERP:
+		p.metrics.serp.WithLabelValues(engine).Inc()
+		res.outcome = OutcomeSERP
+		return res
+	case ext.NoIndex:
+		res.outcome = OutcomeNoIndex
+		return res
+	}
+	detail := true
+	if rules.HasDetailRules() {
+		detail = ext.Detail || rules.DetailURL(pageURL)
+	}
+	if !detail {
+		res.outcome = OutcomeList
+		return res
+	}
+	res.outcome = OutcomeDocument
+	res.doc = p.document(page, pageURL, res.host, ext, mt)
+	return res
+}
+
+func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ext extract.Result, mt string) *document {
+	urlFP := page.GetUrlFp()
+	if urlFP == 0 {
+		urlFP = fingerprint.URL(page.GetCrawlId(), pageURL)
+	}
+	lang := ext.Language
+	if lang == "" {
+		lang = headerLanguage(page.GetHeaders()["content-language"])
+	}
+	contentFP := fingerprint.String(ext.Text)
+	sim := simhash.Sum64(ext.Text)
+	fetchedAt := page.GetFetchedAt().AsTime()
+	return &document{
+		row: chstore.DocumentRow{
+			CrawlID:     page.GetCrawlId(),
+			URL:         pageURL,
+			URLFP:       urlFP,
+			Host:        host,
+			FetchedAt:   fetchedAt,
+			Status:      uint16(page.GetStatusCode()),
+			Title:       ext.Title,
+			Text:        ext.Text,
+			ContentFP:   contentFP,
+			ContentType: mt,
+			Language:    lang,
+		},
+		meta: chstore.DocumentMetaRow{
+			CrawlID:       page.GetCrawlId(),
+			URL:           pageURL,
+			URLFP:         urlFP,
+			Host:          host,
+			FetchedAt:     fetchedAt,
+			Description:   ext.Description,
+			CanonicalURL:  ext.Canonical,
+			Simhash:       sim,
+			ContentFP:     contentFP,
+			IsDetail:      true,
+			TextTruncated: ext.TextTruncated,
+			Depth:         uint16(min(page.GetDepth(), 65535)),
+		},
+		msg: &crawlv1.Document{
+			CrawlId:       page.GetCrawlId(),
+			Url:           pageURL,
+			UrlFp:         urlFP,
+			Host:          host,
+			FetchedAt:     page.GetFetchedAt(),
+			StatusCode:    page.GetStatusCode(),
+			ContentType:   mt,
+			Title:         ext.Title,
+			Description:   ext.Description,
+			Language:      lang,
+			Text:          ext.Text,
+			ContentFp:     contentFP,
+			Simhash:       sim,
+			Depth:         page.GetDepth(),
+			CanonicalUrl:  ext.Canonical,
+			TextTruncated: ext.TextTruncated,
+		},
+	}
+}
+
+// IsHTML reports whether a Content-Type (with or without parameters) is
+// an HTML media type the parser extracts.
+func IsHTML(contentType string) bool { return isHTMLType(mediaType(contentType)) }
+
+func isHTMLType(mt string) bool { return mt == "text/html" || mt == "application/xhtml+xml" }
+
+func mediaType(contentType string) string {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mt, _, _ = strings.Cut(contentType, ";")
+	}
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// headerLanguage is the first language of a Content-Language header.
+func headerLanguage(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	first = strings.ToLower(strings.TrimSpace(first))
+	if len(first) > 35 {
+		return ""
+	}
+	return first
+}
