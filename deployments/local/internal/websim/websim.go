@@ -68,6 +68,12 @@ type Config struct {
 
 	BigBytes  int           // default 5 MiB
 	SlowDelay time.Duration // default 2s
+
+	// Private lets the hosts' addresses be private IPv4 addresses
+	// (10/8, 172.16/12, 192.168/16) instead of loopback ones: the web
+	// host of the multi-host harness (deployments/local/multihost) serves
+	// them in a network namespace of its own, reached over a bridge.
+	Private bool
 }
 
 // Defaults of Config.
@@ -131,10 +137,17 @@ func (c Config) Validate() error {
 	if c.MinLinks < 1 || c.MaxLinks < c.MinLinks {
 		errs = append(errs, fmt.Errorf("links %d..%d: want 1 <= min <= max", c.MinLinks, c.MaxLinks))
 	}
-	if !c.FirstAddr.Is4() || !c.FirstAddr.IsLoopback() {
+	switch {
+	case c.Private:
+		if last := addrAt(c.FirstAddr, c.Hosts); !c.FirstAddr.Is4() || !c.FirstAddr.IsPrivate() || !last.IsValid() || !last.IsPrivate() {
+			errs = append(errs, fmt.Errorf("first address %s: %d hosts and the off-site host must be private IPv4 addresses", c.FirstAddr, c.Hosts))
+		}
+	case !c.FirstAddr.Is4() || !c.FirstAddr.IsLoopback():
 		errs = append(errs, fmt.Errorf("first address %s: want an IPv4 loopback address", c.FirstAddr))
-	} else if last := addrAt(c.FirstAddr, c.Hosts); !last.IsValid() || !last.IsLoopback() {
-		errs = append(errs, fmt.Errorf("first address %s: %d hosts and the off-site host leave 127.0.0.0/8", c.FirstAddr, c.Hosts))
+	default:
+		if last := addrAt(c.FirstAddr, c.Hosts); !last.IsValid() || !last.IsLoopback() {
+			errs = append(errs, fmt.Errorf("first address %s: %d hosts and the off-site host leave 127.0.0.0/8", c.FirstAddr, c.Hosts))
+		}
 	}
 	if c.BigBytes < 0 || c.SlowDelay < 0 {
 		errs = append(errs, errors.New("big bytes and slow delay must not be negative"))
