@@ -165,7 +165,8 @@ func TestK8sManifestsDecodeStrictly(t *testing.T) {
 // drain of the services).
 const drainTimeoutSeconds = 5
 
-// services are the Deployments of the base, every one a Kafka client.
+// services are the Deployments (the fetcher a StatefulSet with
+// components/warc) of the base, every one a Kafka client.
 var services = []string{"scheduler", "fetcher", "parser", "proxypool", "seeder"}
 
 // k8sTree is deployments/k8s read into memory: each variant renders from
@@ -492,10 +493,16 @@ var k8sVariants = func() (vs []struct {
 	}
 	for _, dir := range []string{"overlays/small", "overlays/large"} {
 		for _, a := range auth {
-			vs = append(vs, struct {
-				dir        string
-				components []string
-			}{dir, a})
+			for _, warc := range []bool{false, true} {
+				cs := slices.Clone(a)
+				if warc {
+					cs = append(cs, "warc")
+				}
+				vs = append(vs, struct {
+					dir        string
+					components []string
+				}{dir, cs})
+			}
 		}
 	}
 	return vs
@@ -504,17 +511,18 @@ var k8sVariants = func() (vs []struct {
 // TestK8sOverlaysRender renders the base, each overlay and each overlay
 // with each documented set of components, and checks the services
 // (checkServices), that KEDA and the services reach Kafka with the same
-// credentials (checkKafkaAuth).
+// credentials (checkKafkaAuth) and that no two fetchers share a WARC
+// directory (checkWARC).
 func TestK8sOverlaysRender(t *testing.T) {
 	tree := readK8sTree(t)
 	t.Run("base", func(t *testing.T) {
 		r := tree.render(t, "base", nil, nil)
-		report(t, r.checkServices(), r.checkKafkaAuth())
+		report(t, r.checkServices(), r.checkKafkaAuth(), r.checkWARC())
 	})
 	for _, v := range k8sVariants {
 		t.Run(strings.Join(append([]string{v.dir}, v.components...), "+"), func(t *testing.T) {
 			r := tree.render(t, v.dir, v.components, nil)
-			report(t, r.checkServices(), r.checkKafkaAuth())
+			report(t, r.checkServices(), r.checkKafkaAuth(), r.checkWARC())
 			if slices.Contains(v.components, "kafka-auth") {
 				for _, so := range r.scaled {
 					for _, tr := range so.Spec.Triggers {
@@ -522,6 +530,12 @@ func TestK8sOverlaysRender(t *testing.T) {
 							t.Errorf("ScaledObject %s: a kafka trigger without authenticationRef with components/kafka-auth", so.Metadata.Name)
 						}
 					}
+				}
+			}
+			if slices.Contains(v.components, "warc") {
+				f := r.workloads["fetcher"]
+				if f == nil || f.kind != "StatefulSet" || !r.env(&f.pod.Containers[0], "CRAWLER_WARC_DIR").set {
+					t.Error("components/warc: want the fetcher a StatefulSet with CRAWLER_WARC_DIR")
 				}
 			}
 		})
@@ -542,7 +556,7 @@ func report(t *testing.T, problems ...[]string) {
 // nothing.
 func TestK8sChecksFail(t *testing.T) {
 	tree := readK8sTree(t)
-	all := []string{"kafka-auth", "kafka-auth-ca", "kafka-auth-client-cert"}
+	all := []string{"kafka-auth", "kafka-auth-ca", "kafka-auth-client-cert", "warc"}
 	for _, tc := range []struct {
 		name       string
 		dir        string
@@ -607,6 +621,41 @@ func TestK8sChecksFail(t *testing.T) {
 			old:  "{parameter: ca, name: trawl-kafka-auth, key: ca}", new: "{parameter: keyPassword, name: trawl-kafka-auth, key: ca}",
 			want: "reach Kafka differently",
 		},
+		{
+			name: "a WARC directory in a Deployment",
+			dir:  "overlays/small",
+			file: "base/fetcher.yaml",
+			old:  "            - name: CRAWLER_INSTANCE_ID\n", new: "            - name: CRAWLER_WARC_DIR\n              value: /tmp/warc\n            - name: CRAWLER_INSTANCE_ID\n",
+			want: "want a StatefulSet with a volumeClaimTemplate there",
+		},
+		{
+			name: "the WARC directory beside the claim's mount",
+			dir:  "overlays/large", components: all,
+			file: "components/warc/kustomization.yaml",
+			old:  "mountPath: /var/lib/trawl/warc", new: "mountPath: /var/lib/trawl/archive",
+			want: "is on no volume",
+		},
+		{
+			name: "the WARC directory on a claim every pod shares",
+			dir:  "overlays/large", components: all,
+			file: "base/fetcher.yaml",
+			old:  "      volumes:\n", new: "      volumes:\n        - name: warc\n          persistentVolumeClaim:\n            claimName: warc\n",
+			want: "no pod volume of that name",
+		},
+		{
+			name: "the WARC volume read-only",
+			dir:  "overlays/small", components: []string{"warc"},
+			file: "components/warc/kustomization.yaml",
+			old:  "          mountPath: /var/lib/trawl/warc\n", new: "          mountPath: /var/lib/trawl/warc\n          readOnly: true\n",
+			want: "mounted read-only",
+		},
+		{
+			name: "KEDA scaling the fetcher Deployment that the StatefulSet replaced",
+			dir:  "overlays/small", components: []string{"warc"},
+			file: "components/warc/kustomization.yaml",
+			old:  "path: /spec/scaleTargetRef/kind\n        value: StatefulSet", new: "path: /spec/scaleTargetRef/kind\n        value: Deployment",
+			want: "which is not in the build",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := path.Join(k8sRoot, tc.file)
@@ -617,7 +666,7 @@ func TestK8sChecksFail(t *testing.T) {
 				files[file] = bytes.Replace(files[file], []byte(tc.old), []byte(tc.new), 1)
 			})
 			var problems []string
-			for _, ps := range [][]string{r.checkServices(), r.checkKafkaAuth()} {
+			for _, ps := range [][]string{r.checkServices(), r.checkKafkaAuth(), r.checkWARC()} {
 				problems = append(problems, ps...)
 			}
 			i := slices.IndexFunc(problems, func(p string) bool { return strings.Contains(p, tc.want) })
