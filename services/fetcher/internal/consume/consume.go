@@ -7,8 +7,12 @@
 // produces it and writes the fetch-log row, and only then is the record
 // acked (record.go).
 //
-// Files: consume.go (options, assignment, Handle: decode, defer, queue;
-// Close), turn.go, record.go, hoststates.go (state handed to the next
+// Every decision about a request is package decide's (Intake and Place
+// when a record is read, Turn and what follows at a host's turn): this
+// package gathers their inputs, carries out their answers and acks.
+//
+// Files: consume.go (options, assignment, Handle: decode, decide, defer,
+// queue; Close), turn.go, record.go, hoststates.go (state handed to the next
 // owner), attempts.go (no attempt twice), robotstxt.go (stored robots.txt),
 // metrics.go.
 package consume
@@ -33,6 +37,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
@@ -578,58 +583,62 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				h.s.robots.NoteAgent(id.agent)
 			}
 		}
-		if recorded[t] {
+		_, published := rebuilt[t]
+		notBefore := t.notBeforeTime()
+		verdict := decide.Intake(decide.Record{
+			Recorded: recorded[t], Published: published,
+			State: h.crawlState(t.crawl), NotBefore: notBefore,
+			Spent: func() bool { return h.spent(ctx, t) },
+		}, now)
+		switch verdict {
+		case decide.Skip:
 			// A previous owner fetched it and recorded the outcome.
 			h.s.opts.Attempts.Finish(t.key())
 			h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
 			h.ack(t)
 			continue
-		}
-		if _, ok := rebuilt[t]; ok {
+		case decide.Rebuild:
 			// A previous owner fetched and published it; its row is
 			// written now.
 			if h.claim(t) {
 				completed = append(completed, t)
 			}
 			continue
-		}
-		notBefore := t.notBeforeTime()
-		switch h.crawlState(t.crawl) {
-		case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+		case decide.Cancel:
 			cancelled = append(cancelled, t)
 			continue
-		case crawlv1.CrawlState_CRAWL_STATE_RUNNING:
-			if h.spent(ctx, t) {
-				spent = append(spent, t)
+		case decide.Spent:
+			spent = append(spent, t)
+			continue
+		case decide.Hold:
+			if m, ok := h.pauseDeferral(t, now); ok {
+				deferred = append(deferred, t)
+				deferMsgs = append(deferMsgs, m)
+				h.s.m.pausedHeld.Inc()
 				continue
 			}
-		case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
-			if !notBefore.After(now) {
-				// not held yet: defer it; a request deferred by a pause
-				// (not_before ahead) waits in its queue and is checked
-				// again when due, so a paused partition does not spin.
-				if m, ok := h.pauseDeferral(t, now); ok {
-					deferred = append(deferred, t)
-					deferMsgs = append(deferMsgs, m)
-					h.s.m.pausedHeld.Inc()
-					continue
+			// not encodable (not seen): it waits in its queue
+		}
+		switch p := h.limits().Place(h.hostOf(t.host, now), notBefore, now); p.Action {
+		case decide.Evict:
+			if ev, m, ok := h.evict(t, p.At); ok {
+				// A deeper request of the host leaves the full queue instead.
+				deferred = append(deferred, ev)
+				deferMsgs = append(deferMsgs, m)
+				h.push(t, notBefore)
+				continue
+			}
+			p.At = decide.Later(p.At, notBefore) // nothing deeper: t goes
+			fallthrough
+		case decide.Defer:
+			if m, ok := h.deferMessage(t, p.At); ok {
+				deferred = append(deferred, t)
+				deferMsgs = append(deferMsgs, m)
+				if t.redefer {
+					redeferred++
 				}
+				continue
 			}
-		}
-		if ev, m, ok := h.makeRoom(t, notBefore, now); ok {
-			// A deeper request of the host leaves the full queue instead.
-			deferred = append(deferred, ev)
-			deferMsgs = append(deferMsgs, m)
-			h.push(t, notBefore)
-			continue
-		}
-		if m, ok := h.deferral(t, notBefore, now); ok {
-			deferred = append(deferred, t)
-			deferMsgs = append(deferMsgs, m)
-			if t.redefer {
-				redeferred++
-			}
-			continue
 		}
 		h.push(t, notBefore)
 	}
@@ -677,73 +686,36 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 // pages (see politeness.NewRanked).
 func depthOf(t *task) uint32 { return t.depth }
 
-// hostFull reports whether host's queue takes no more requests: it holds
-// MaxHostQueue, or the host is backed off and a new request would wait
-// longer than MaxHostWait; wait is how long the queue ahead of a new
-// request and the host's back-off can take to pass (politeness.Backlog).
-//
-// A queue that is full only by its length is not full when no other host
-// of the partition has room for more (politeness.OpenHosts is 0): records
-// read further could only feed hosts that cannot take them, so the
-// request is held over the bound instead of deferred, and the partition's
-// in-flight window bounds the memory (reading pauses when it is full). A
-// partition of one huge site then reads each of its URLs once instead of
-// cycling its surplus through the fetch topic; a deferral is for getting
-// past a host's surplus to the other hosts of the partition.
-func (h *handler) hostFull(host string, now time.Time) (wait time.Duration, full bool) {
+// limits are the bounds decide.Place applies.
+func (h *handler) limits() decide.Limits {
 	o := h.s.opts
+	return decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck}
+}
+
+// hostOf is the state of host's queue that decide.Place reads.
+func (h *handler) hostOf(host string, now time.Time) decide.Host {
 	queued, wait := h.engine.Backlog(host, now)
 	_, delay, next := h.engine.HostQueue(host)
-	if queued > 0 && next.Sub(now) > delay && wait > o.MaxHostWait {
-		return wait, true // backed off
-	}
-	return wait, queued >= o.MaxHostQueue && h.engine.OpenHosts() > 0
+	return decide.Host{Queued: queued, Wait: wait, Delay: delay, Next: next, OpenHosts: h.engine.OpenHosts()}
 }
 
-// deferral returns the record that defers t, when t is not to be held:
-// its host's queue is full (hostFull; the new not_before is when the queue
-// ahead of it and the host's back-off can have passed), or its not_before
-// is beyond the hold horizon. Every request of a host deferred at once is
-// due at once, so that when they come back the host's queue takes them by
-// depth (a deferral spread by arrival would let a deeper request deferred
-// first go before a shallower one deferred after it).
-func (h *handler) deferral(t *task, notBefore, now time.Time) (kafka.Message, bool) {
-	wait, full := h.hostFull(t.host, now)
-	switch {
-	case full:
-		if at := now.Add(wait); at.After(notBefore) {
-			notBefore = at
-		}
-	case notBefore.After(now.Add(h.s.opts.HoldHorizon)):
-	default:
-		return kafka.Message{}, false
-	}
-	return h.deferMessage(t, notBefore)
-}
-
-// makeRoom keeps a host's bounded queue breadth-first: when t would be
-// deferred only because its host's queue is full, and the queue holds a
-// deeper request, that request is taken out (the deepest, latest pushed)
-// and its deferral record returned, so that t can be queued in its place.
-// The evicted request's claim is released before its copy is produced
-// (see hold). ok is false when t is to be handled as usual.
-func (h *handler) makeRoom(t *task, notBefore, now time.Time) (evicted *task, m kafka.Message, ok bool) {
-	wait, full := h.hostFull(t.host, now)
-	if !full || notBefore.After(now.Add(h.s.opts.HoldHorizon)) {
-		return nil, kafka.Message{}, false
-	}
+// evict keeps a host's full queue breadth-first (decide.Evict): the
+// deepest request of t's host deeper than t, the latest pushed, is taken
+// out and its deferral record, due at at or its own not_before, returned,
+// so that t can be queued in its place. The evicted request's claim is
+// released before its copy is produced (see hold). ok is false when the
+// queue holds nothing deeper (or the copy cannot be encoded: the request
+// stays, one over the bound).
+func (h *handler) evict(t *task, at time.Time) (evicted *task, m kafka.Message, ok bool) {
 	ev, ok := h.engine.EvictAbove(t.host, depthOf(t))
 	if !ok {
 		return nil, kafka.Message{}, false
 	}
 	h.pending(ev, false)
 	h.settle(ev, false)
-	evAt := now.Add(wait)
-	if nb := ev.notBeforeTime(); nb.After(evAt) {
-		evAt = nb
-	}
-	if m, ok = h.deferMessage(ev, evAt); !ok {
-		h.push(ev, evAt) // not encodable (not seen): it stays, one over the bound
+	at = decide.Later(at, ev.notBeforeTime())
+	if m, ok = h.deferMessage(ev, at); !ok {
+		h.push(ev, at)
 		return nil, kafka.Message{}, false
 	}
 	h.s.m.evicted.Inc()

@@ -15,6 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
@@ -42,82 +43,102 @@ func (h *handler) turn(ctx context.Context, host string, t *task, dispatched tim
 	h.syncGauges() // the dispatcher looks for the next host on return
 }
 
-// process runs one turn of host: robots.txt if needed, else the page.
+// process runs one turn of host: the step decide.Turn chooses.
 func (h *handler) process(ctx context.Context, host string, t *task) {
 	s := h.s
 	req := h.request(t)
-	switch h.crawlState(t.crawl) {
-	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
+	id := s.identityOf(t.crawl)
+	var rules *robots.Rules
+	step := decide.Turn(decide.TurnInput{
+		State: h.crawlState(t.crawl), Attempt: req.GetAttempt(), NotBefore: notBeforeOf(req),
+		Robots: func() decide.Robots {
+			var fresh bool
+			rules, fresh = s.robots.LookupAs(origin, id.agent)
+			if !fresh {
+				return decide.Robots{}
+			}
+			return decide.Robots{Fresh: true, Unavailable: rules.Outcome == robots.Unavailable, FetchedAt: rules.FetchedAt}
+		},
+		Spent: func() bool { return h.spent(ctx, t) },
+	})
+	switch step {
+	case decide.Cancelled:
 		h.engine.Release(host) // no request made
 		h.pending(t, false)
 		h.recordCancelled(ctx, []*task{t})
-		return
-	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+	case decide.Paused:
 		h.engine.Release(host)
 		h.hold(ctx, t)
-		return
-	}
-	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
-	id := s.identityOf(t.crawl)
-	rules, fresh := s.robots.LookupAs(origin, id.agent)
-	if fresh && rules.Outcome == robots.Unavailable && req.GetAttempt() > 0 && req.GetNotBefore() != nil &&
-		rules.FetchedAt.Before(req.GetNotBefore().AsTime()) {
-		// A retry of a URL refused because robots.txt was unavailable:
-		// it is the "later" of "retry later", so robots.txt is asked
-		// again unless someone asked since this retry became due.
-		fresh = false
-	}
-	if !fresh && h.spent(ctx, t) {
+	case decide.Refused:
 		// Not even robots.txt is asked for a page the budget refuses.
 		h.engine.Release(host)
 		h.pending(t, false)
 		h.recordSpent(ctx, []*task{t})
-		return
-	}
-	if !fresh {
-		// robots.txt is a request to the host: it takes this turn, and
-		// the page waits the delay after it.
-		server, ok := h.claimServer(ctx, host, t)
-		if !ok {
+	case decide.FetchRobots:
+		h.fetchRobots(ctx, host, t, origin, id)
+	case decide.TakePage:
+		h.setDelay(host, t, rules.CrawlDelay)
+		if h.yieldToShallower(host, t) {
 			return
 		}
-		rules = s.robots.FetchAs(ctx, origin, host, id.robotsAs())
-		h.serverDone(server, s.opts.Now())
-		if ctx.Err() != nil {
-			h.engine.Done(host, s.opts.Now())
-			return // abandoned at close: unacked
-		}
-		s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
-		t.robots = h.robotsRows(host, rules)
-		h.publishSitemaps(ctx, t, rules)
-		if h.setDelay(host, t, rules.CrawlDelay) {
-			s.m.crawlDelayCaped.Inc()
-			h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
-		}
-		h.engine.Done(host, s.opts.Now())
-		if h.robotsAllow(host, t, rules, false) {
-			compact(t)
-			h.engine.PushFront(host, t)
-			return
-		}
-		if h.charge(ctx, t) {
+		switch decide.Page(func() bool { return h.charge(ctx, t) }, func() bool { return h.robotsAllow(host, t, rules, true) }) {
+		case decide.Refused: // recorded by the charge
+			h.engine.Release(host) // no request made: the delay clock is unchanged
+		case decide.Deny:
+			h.engine.Release(host) // no request made: the delay clock is unchanged
 			h.refuse(ctx, t, rules)
+		case decide.Fetch:
+			h.fetchPage(ctx, host, t, id)
 		}
+	}
+}
+
+// notBeforeOf is req's not_before, zero for none.
+func notBeforeOf(req *crawlv1.FetchRequest) time.Time {
+	if nb := req.GetNotBefore(); nb != nil {
+		return nb.AsTime()
+	}
+	return time.Time{}
+}
+
+// fetchRobots takes host's turn for robots.txt (decide.FetchRobots): the
+// page waits the delay after it.
+func (h *handler) fetchRobots(ctx context.Context, host string, t *task, origin string, id ident) {
+	s := h.s
+	server, ok := h.claimServer(ctx, host, t)
+	if !ok {
 		return
 	}
-	h.setDelay(host, t, rules.CrawlDelay)
-	if h.yieldToShallower(host, t) {
-		return
+	rules := s.robots.FetchAs(ctx, origin, host, id.robotsAs())
+	h.serverDone(server, s.opts.Now())
+	if ctx.Err() != nil {
+		h.engine.Done(host, s.opts.Now())
+		return // abandoned at close: unacked
 	}
-	if !h.charge(ctx, t) {
-		h.engine.Release(host) // no request made: the delay clock is unchanged
-		return
+	s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
+	t.robots = h.robotsRows(host, rules)
+	h.publishSitemaps(ctx, t, rules)
+	if h.setDelay(host, t, rules.CrawlDelay) {
+		s.m.crawlDelayCaped.Inc()
+		h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
 	}
-	if !h.robotsAllow(host, t, rules, true) {
-		h.engine.Release(host) // no request made: the delay clock is unchanged
+	h.engine.Done(host, s.opts.Now())
+	switch decide.AfterRobots(h.robotsAllow(host, t, rules, false), func() bool { return h.charge(ctx, t) }) {
+	case decide.Requeue:
+		compact(t)
+		h.engine.PushFront(host, t)
+	case decide.Deny:
 		h.refuse(ctx, t, rules)
-		return
+	case decide.Refused: // recorded by the charge
 	}
+}
+
+// fetchPage requests t's page (decide.Fetch), feeds the answer back to
+// host's politeness and records the outcome.
+func (h *handler) fetchPage(ctx context.Context, host string, t *task, id ident) {
+	s := h.s
+	req := t.req
 	r := httpfetch.Request{URL: req.GetUrl(), Host: host, Sitemap: strings.HasSuffix(req.GetParentUrl(), "/robots.txt"),
 		ETag: req.GetEtag(), LastModified: req.GetLastModified(), Capture: s.opts.Archive != nil,
 		UserAgent: id.userAgent, Header: id.headers}
@@ -287,11 +308,10 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
 }
 
-// charged reports whether t is charged to its crawl's page budget: a
-// first attempt (a retry's URL was charged by its first attempt; a
-// revisit is not a new page) of a fetcher with budgets.
+// charged reports whether t is charged to its crawl's page budget
+// (decide.Charged).
 func (h *handler) charged(t *task) bool {
-	return h.s.opts.Budget != nil && t.id.attempt == 0 && !t.revisit
+	return decide.Charged(h.s.opts.Budget != nil, t.id.attempt, t.revisit)
 }
 
 // spent reports whether t would be refused by its crawl's page budget,
@@ -327,55 +347,39 @@ func (h *handler) charge(ctx context.Context, t *task) bool {
 	return ok
 }
 
-// Yielding to shallower requests (yieldToShallower): the shortest wait,
-// and the most turns one request gives up, so that a shallower request
-// that is slow to come (a backed-off host) never holds a crawl back for
-// long.
-const (
-	minYield  = 100 * time.Millisecond
-	maxYields = 20
-)
-
-// yieldToShallower keeps the last pages of a crawl's budget for the
-// shallowest requests the partition holds: when the pages left are no
-// more than the crawl's uncharged requests of the partition at a lower
-// depth than t's (on other hosts, which the host queues do not order
-// against t, or on t's own host but not due yet), t does not take one:
-// its host's turn ends without a request and t waits at the head of its
-// queue for a delay (at least minYield), then asks again, at most
-// maxYields times. Once those have taken the pages t is refused as
-// budget_exhausted; if they leave the partition (deferred, a close) it
-// goes. It reports whether t yielded.
+// yieldToShallower asks decide.Yield whether t gives its turn up to
+// shallower requests of its crawl; when it does, t waits at the head of
+// its queue for decide.YieldFor. It reports whether t yielded.
 func (h *handler) yieldToShallower(host string, t *task) bool {
-	if !h.charged(t) || t.yields >= maxYields {
-		return false
-	}
-	left := h.s.opts.Budget.Remaining(t.crawl)
-	if left <= 0 {
-		return false // unlimited, or spent (charge refuses t)
+	charged := h.charged(t)
+	left := int64(-1)
+	if charged && t.yields < decide.MaxYields {
+		left = h.s.opts.Budget.Remaining(t.crawl)
 	}
 	crawl, depth := t.crawl, t.depth
-	var shallower int64
 	h.unchargedMu.Lock()
-	if left > int64(len(h.uncharged)) {
-		h.unchargedMu.Unlock()
-		return false // more pages left than the partition holds: no scan
-	}
-	for o := range h.uncharged {
-		if o.depth < depth && o.crawl == crawl {
-			if shallower++; shallower >= left {
-				break
+	yield := decide.Yield(decide.YieldInput{
+		Charged: charged, Yields: t.yields, Left: left, Held: len(h.uncharged),
+		Shallower: func(limit int64) int64 {
+			var n int64
+			for o := range h.uncharged {
+				if o.depth < depth && o.crawl == crawl {
+					if n++; n >= limit {
+						break
+					}
+				}
 			}
-		}
-	}
+			return n
+		},
+	})
 	h.unchargedMu.Unlock()
-	if shallower < left {
+	if !yield {
 		return false
 	}
 	t.yields++
 	_, delay, _ := h.engine.HostQueue(host)
 	compact(t)
-	h.engine.Requeue(host, t, h.s.opts.Now().Add(max(delay, minYield)))
+	h.engine.Requeue(host, t, h.s.opts.Now().Add(decide.YieldFor(delay)))
 	h.s.m.budgetYields.Inc()
 	return true
 }

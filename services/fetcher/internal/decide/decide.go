@@ -1,0 +1,209 @@
+// Package decide holds the fetcher's decisions about a fetch request, as
+// plain functions of what the partition knows, without I/O: what becomes
+// of a request read from the fetch topic (Intake, then Place), and what a
+// host's turn does with the request at the head of its queue (Turn, then
+// Page). package consume gathers their inputs from the politeness engine,
+// the robots.txt cache, the crawl specs and the page budget, calls them
+// and carries out the answer; the scheduler's admit.Policy is the same
+// split on the other side of the fetch topic.
+//
+// At intake, in this order:
+//
+//  1. Skip: a previous owner of the partition fetched the attempt and
+//     recorded it (its fetch-log row exists): ack, no request.
+//  2. Rebuild: a previous owner fetched and published it but its row is
+//     missing: write the row from the page, no request.
+//  3. Cancel: the crawl is cancelled: record failure.Cancelled, no request.
+//  4. Spent: the crawl runs and its page budget refuses the request.
+//  5. Hold: the crawl is paused and the request is due: defer it by
+//     Limits.PauseRecheck (a request already deferred by a pause waits in
+//     its queue and is checked again at its turn, so a paused partition
+//     does not spin).
+//  6. Place: anything else goes to its host's queue, or, when the queue is
+//     full or the request is due beyond the hold horizon, back to the
+//     fetch topic (Place).
+//
+// At a host's turn (Turn), in this order: the crawl cancelled or paused;
+// robots.txt due (RobotsDue) and the page budget spent: refused without
+// even asking robots.txt; robots.txt due: the turn asks for it and the
+// request waits a delay (AfterRobots); otherwise the page: yield to
+// shallower requests of a crawl whose budget is nearly spent (Yield),
+// charge the budget, then refuse what robots.txt denies or fetch (Page).
+package decide
+
+import (
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+)
+
+// Limits are the partition's bounds (consume.Options).
+type Limits struct {
+	// MaxHostQueue bounds a host's queue (see Place).
+	MaxHostQueue int
+	// MaxHostWait: a request that would wait longer than this behind a
+	// backed-off host's queue is deferred.
+	MaxHostWait time.Duration
+	// HoldHorizon: a request due further away is deferred rather than
+	// held in memory.
+	HoldHorizon time.Duration
+	// PauseRecheck is how far the requests of a paused crawl are deferred.
+	PauseRecheck time.Duration
+}
+
+// Verdict is what becomes of a request read from the fetch topic.
+type Verdict uint8
+
+// Verdicts of Intake.
+const (
+	Skip Verdict = iota + 1
+	Rebuild
+	Cancel
+	Spent
+	Hold
+	Place
+)
+
+var verdictNames = [...]string{Skip: "skip", Rebuild: "rebuild", Cancel: "cancel", Spent: "spent", Hold: "hold", Place: "place"}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictNames) && verdictNames[v] != "" {
+		return verdictNames[v]
+	}
+	return "verdict(?)"
+}
+
+// Record is what Intake reads of a request.
+type Record struct {
+	// Recorded: a previous owner recorded the attempt (a fetch-log row at
+	// or after its scheduled_at).
+	Recorded bool
+	// Published: a previous owner published the attempt's page, and its
+	// row is missing.
+	Published bool
+	// State is the request's crawl state.
+	State crawlv1.CrawlState
+	// Spent reports whether the crawl's page budget refuses the request;
+	// asked only of a running crawl's request (it may block on a count).
+	Spent func() bool
+	// NotBefore is the request's not_before (zero: none).
+	NotBefore time.Time
+}
+
+// Intake decides what becomes of a request read at now.
+func Intake(r Record, now time.Time) Verdict {
+	switch {
+	case r.Recorded:
+		return Skip
+	case r.Published:
+		return Rebuild
+	}
+	switch r.State {
+	case crawlv1.CrawlState_CRAWL_STATE_CANCELLED:
+		return Cancel
+	case crawlv1.CrawlState_CRAWL_STATE_RUNNING:
+		if r.Spent != nil && r.Spent() {
+			return Spent
+		}
+	case crawlv1.CrawlState_CRAWL_STATE_PAUSED:
+		if !r.NotBefore.After(now) {
+			return Hold
+		}
+	}
+	return Place
+}
+
+// HoldUntil is when a held request of a paused crawl is due again.
+func (l Limits) HoldUntil(now time.Time) time.Time { return now.Add(l.PauseRecheck) }
+
+// Host is the state of a request's host queue (politeness.Engine's
+// Backlog, HostQueue and OpenHosts).
+type Host struct {
+	Queued int           // requests in its queue
+	Wait   time.Duration // how long a request queued now would wait: the host's back-off and the queue ahead
+	Delay  time.Duration // the host's delay
+	Next   time.Time     // the host's next-allowed time
+	// OpenHosts is the number of the partition's hosts with room for
+	// more requests.
+	OpenHosts int
+}
+
+// Full reports whether h's queue takes no more requests at now: it is
+// backed off (its next-allowed time more than a delay away) and a new
+// request would wait longer than MaxHostWait, or it holds MaxHostQueue
+// requests and some other host of the partition still has room.
+//
+// A queue full only by its length is not full when no other host has room:
+// records read further could only feed hosts that cannot take them, so
+// the request is held over the bound (the partition's in-flight window
+// bounds the memory) and a partition of one huge site reads each of its
+// URLs once instead of cycling its surplus through the fetch topic.
+func (l Limits) Full(h Host, now time.Time) bool {
+	if h.Queued > 0 && h.Next.Sub(now) > h.Delay && h.Wait > l.MaxHostWait {
+		return true
+	}
+	return h.Queued >= l.MaxHostQueue && h.OpenHosts > 0
+}
+
+// Placement says where a request goes.
+type Placement struct {
+	Action Action
+	// At is when the request is due: for Queue its not_before, for Defer
+	// the not_before of its deferred copy, for Evict the earliest
+	// not_before of the evicted request's copy (Later of At and its own).
+	At time.Time
+}
+
+// Action is a Placement's.
+type Action uint8
+
+// Actions of Place.
+const (
+	// Queue: into the host's queue, due at At.
+	Queue Action = iota + 1
+	// Defer: produced again to the fetch topic, due at At, and acked.
+	Defer
+	// Evict: the host's queue is full; its deepest request deeper than
+	// this one leaves it (deferred, due at Later(At, its own not_before))
+	// and this one is queued in its place. When the queue holds nothing
+	// deeper, this one is deferred, due at Later(At, its not_before).
+	Evict
+)
+
+var actionNames = [...]string{Queue: "queue", Defer: "defer", Evict: "evict"}
+
+func (a Action) String() string {
+	if int(a) < len(actionNames) && actionNames[a] != "" {
+		return actionNames[a]
+	}
+	return "action(?)"
+}
+
+// Place decides where a request due at notBefore (zero: now) goes, given
+// its host h at now. Every request of a host deferred at once is due at
+// once (now plus the host's wait), so that when they come back the host's
+// queue takes them by depth (a deferral spread by arrival would let a
+// deeper request deferred first go before a shallower one deferred after
+// it).
+func (l Limits) Place(h Host, notBefore, now time.Time) Placement {
+	beyond := notBefore.After(now.Add(l.HoldHorizon))
+	if l.Full(h, now) {
+		at := now.Add(h.Wait)
+		if beyond {
+			return Placement{Action: Defer, At: Later(at, notBefore)}
+		}
+		return Placement{Action: Evict, At: at}
+	}
+	if beyond {
+		return Placement{Action: Defer, At: notBefore}
+	}
+	return Placement{Action: Queue, At: notBefore}
+}
+
+// Later returns the later of a and b.
+func Later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
