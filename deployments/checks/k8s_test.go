@@ -256,9 +256,9 @@ func (tree k8sTree) render(t *testing.T, dir string, components []string, edit f
 		}
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
-			r.workloads[o.Name] = &workload{kind: "Deployment", namespace: o.Namespace, pod: &o.Spec.Template.Spec}
+			r.workloads[o.Name] = &workload{kind: "Deployment", pod: &o.Spec.Template.Spec}
 		case *appsv1.StatefulSet:
-			r.workloads[o.Name] = &workload{kind: "StatefulSet", namespace: o.Namespace, pod: &o.Spec.Template.Spec, claims: o.Spec.VolumeClaimTemplates}
+			r.workloads[o.Name] = &workload{kind: "StatefulSet", pod: &o.Spec.Template.Spec, claims: o.Spec.VolumeClaimTemplates}
 		case *policyv1.PodDisruptionBudget:
 			r.pdbs[o.Name] = true
 		case *scaledObject:
@@ -288,7 +288,6 @@ type rendered struct {
 // workload is a Deployment or a StatefulSet.
 type workload struct {
 	kind      string
-	namespace string
 	pod       *corev1.PodSpec
 	claims    []corev1.PersistentVolumeClaim // a StatefulSet's volumeClaimTemplates
 }
@@ -306,12 +305,11 @@ func (r *rendered) secretValue(name, key string) (string, bool) {
 	return string(v), ok
 }
 
-// envSource is where a variable's value comes from: a literal, or a key
-// of a Secret (secret != "").
+// envSource is a variable's value (from a literal, a ConfigMap or a
+// Secret) and whether it is set at all.
 type envSource struct {
-	value       string
-	secret, key string
-	set         bool
+	value string
+	set   bool
 }
 
 // env resolves the variable name of container c as the kubelet does: env
@@ -328,7 +326,7 @@ func (r *rendered) env(c *corev1.Container, name string) envSource {
 		case e.ValueFrom.SecretKeyRef != nil:
 			ref := e.ValueFrom.SecretKeyRef
 			v, _ := r.secretValue(ref.Name, ref.Key)
-			return envSource{value: v, secret: ref.Name, key: ref.Key, set: true}
+			return envSource{value: v, set: true}
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
 			if cm, ok := r.configMaps[ref.Name]; ok {
@@ -351,7 +349,7 @@ func (r *rendered) env(c *corev1.Container, name string) envSource {
 		}
 		if ef.SecretRef != nil {
 			if v, ok := r.secretValue(ef.SecretRef.Name, key); ok {
-				return envSource{value: v, secret: ef.SecretRef.Name, key: key, set: true}
+				return envSource{value: v, set: true}
 			}
 		}
 	}
