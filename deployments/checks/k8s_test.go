@@ -287,9 +287,9 @@ type rendered struct {
 
 // workload is a Deployment or a StatefulSet.
 type workload struct {
-	kind      string
-	pod       *corev1.PodSpec
-	claims    []corev1.PersistentVolumeClaim // a StatefulSet's volumeClaimTemplates
+	kind   string
+	pod    *corev1.PodSpec
+	claims []corev1.PersistentVolumeClaim // a StatefulSet's volumeClaimTemplates
 }
 
 // secretValue is key of the Secret name ("", false: no such Secret or key).
