@@ -11,10 +11,12 @@
 // when a record is read, Turn and what follows at a host's turn): this
 // package gathers their inputs, carries out their answers and acks.
 //
-// Files: consume.go (options, assignment, Handle: decode, decide, defer,
-// queue; Close), turn.go, record.go, hoststates.go (state handed to the next
-// owner), attempts.go (no attempt twice), robotstxt.go (stored robots.txt),
-// metrics.go.
+// Files: consume.go (options, the Service, assignment, the handler,
+// Close), intake.go (Handle: a batch becomes tasks, each decided and
+// queued or deferred; a task and its record), turn.go (a host's turn and
+// the page budget's part in it), record.go, hoststates.go (state handed
+// to the next owner), attempts.go (no attempt twice), robotstxt.go
+// (stored robots.txt), identity.go, serp.go, metrics.go.
 package consume
 
 import (
@@ -29,17 +31,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trawl-crawler/trawl/libs/chstore/rows"
-	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
@@ -296,6 +293,7 @@ type Service struct {
 	idents identities
 
 	outcomeOpts outcome.Options
+	limits      decide.Limits // the bounds of decide.Place, from opts
 }
 
 // New returns a Service. rec must outlive the group that runs the
@@ -313,6 +311,7 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	return &Service{
 		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
 		workers: dispatch.NewPool(o.Workers),
+		limits:  decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck},
 		outcomeOpts: outcome.Options{
 			InstanceID: o.InstanceID, MaxAttempts: o.MaxAttempts, RetryBackoff: o.RetryBackoff,
 			MaxRetryBackoff: o.MaxRetryBackoff, MaxRedirects: o.MaxRedirects, Jitter: o.Jitter,
@@ -353,130 +352,6 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 	return h, nil
 }
 
-// task is one FetchRequest record in a host queue. A queued request is
-// held compactly: the record's value (the encoded request, one allocation
-// without pointers, about 200 bytes on the bench web) and the fields that
-// its queue, the repeat check and the page budget read (240 bytes of
-// struct, TestTaskIsCompact), plus its host's name and its 48-byte entry
-// in the host queue: about 500 bytes, where the decoded message and the
-// record it came from were 1.2 KB in a dozen allocations that the
-// collector scanned on every cycle. The request is decoded again for its
-// turn and for its outcome (request), and that copy is dropped when the
-// task goes back to its queue (compact). Every field but req, waited,
-// yields and the turn's own fields is set when the record is read and
-// never changes.
-type task struct {
-	offset int64                 // the record's offset (the partition is the handler's): what acking reads
-	value  []byte                // the record's value, the encoded FetchRequest
-	schema string                // the record's schema header (crawlmsg), shared
-	req    *crawlv1.FetchRequest // decoded for a turn or an outcome (request); nil while queued
-	host   string                // politeness key
-	crawl  string                // crawl id, shared by the handler's tasks of the crawl
-
-	id        attemptID // the attempt (Options.Attempts)
-	urlFP     uint64    // the request's url_fp
-	scheduled int64     // scheduled_at, Unix nanoseconds
-	notBefore int64     // not_before, Unix nanoseconds; 0 for none
-	enqueued  int64     // when the record was read, Unix nanoseconds
-	depth     uint32
-	revisit   bool
-	redefer   bool  // the record was produced by a deferral
-	waited    bool  // politeness wait observed (a robots turn re-queues it)
-	yields    uint8 // turns given up to shallower requests (yieldToShallower)
-
-	// A turn's own fields, set while it runs and read by its outcome.
-	state      []kafka.Message  // host-state record of the last request, published with its outcome
-	retryAfter time.Time        // earliest useful retry (robots.txt expiry, Retry-After)
-	robots     []rows.RobotsRow // robots.txt its turn fetched, recorded with its outcome
-	warcFile   string           // WARC file and offset of the archived answer (Options.Archive)
-	warcOffset int64
-}
-
-// key is what Options.Attempts knows of t's request.
-func (t *task) key() attemptKey {
-	return attemptKey{id: t.id, scheduled: t.scheduled, revisit: t.revisit}
-}
-
-// notBeforeTime is t's not_before (zero for none).
-func (t *task) notBeforeTime() time.Time {
-	if t.notBefore == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, t.notBefore)
-}
-
-// request returns t's FetchRequest, decoding the record's value when it
-// is not decoded yet. The value decoded when the record was read
-// (newTask), so it decodes again; should it not, the request is t's
-// fields alone, and its fetch fails as an invalid URL rather than panic.
-func (h *handler) request(t *task) *crawlv1.FetchRequest {
-	if t.req != nil {
-		return t.req
-	}
-	req := &crawlv1.FetchRequest{}
-	if err := crawlmsg.Unmarshal(t.value, t.schema, req); err != nil {
-		h.log.Error("decode a fetch request read before failed", telemetry.Offset(t.offset), zap.Error(err))
-		req = &crawlv1.FetchRequest{CrawlId: t.crawl, Attempt: t.id.attempt, Depth: t.depth}
-	}
-	t.req = req
-	return req
-}
-
-// compact drops t's decoded request before t goes back to its queue; call
-// it before handing t to the engine (another turn may take it at once).
-func compact(t *task) { t.req = nil }
-
-// newTask returns the task of a record whose request decoded as req, with
-// its host and crawl shared through h's tables.
-func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *task {
-	t := &task{
-		offset: msg.Offset, value: msg.Value, schema: h.intern(schemaOf(msg)), host: host, crawl: h.intern(req.GetCrawlId()),
-		id: idOf(req), urlFP: req.GetUrlFp(), depth: req.GetDepth(), revisit: req.GetRevisit(),
-		redefer: wasDeferred(msg), enqueued: now.UnixNano(),
-	}
-	if sa := req.GetScheduledAt(); sa != nil {
-		t.scheduled = sa.AsTime().UnixNano()
-	}
-	if nb := req.GetNotBefore(); nb != nil {
-		t.notBefore = nb.AsTime().UnixNano()
-	}
-	return t
-}
-
-// intern returns the handler's copy of s (crawl ids, schema names): a
-// queue of thousands holds one string per crawl. Handle's goroutine only;
-// the table is cleared when it exceeds maxInterned.
-func (h *handler) intern(s string) string {
-	if v, ok := h.interned[s]; ok {
-		return v
-	}
-	if h.interned == nil || len(h.interned) >= maxInterned {
-		h.interned = make(map[string]string)
-	}
-	h.interned[s] = s
-	return s
-}
-
-// maxInterned bounds the strings a handler shares (crawls running at once
-// are far fewer).
-const maxInterned = 1024
-
-// schemaOf is the record's schema header (crawlmsg.SchemaHeader), "" when
-// it has none.
-func schemaOf(msg kafka.Message) string {
-	for _, hd := range msg.Headers {
-		if hd.Key == crawlmsg.SchemaHeader {
-			return string(hd.Value)
-		}
-	}
-	return ""
-}
-
-// ack acknowledges t's record.
-func (h *handler) ack(t *task) {
-	h.acker(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.offset})
-}
-
 // handler is the kafkaio.Handler of one partition.
 type handler struct {
 	s         *Service
@@ -514,276 +389,6 @@ type handler struct {
 	gaugeMu        sync.Mutex
 	reportedQueue  int
 	reportedActive int
-}
-
-// Handle queues the batch; records are acked later, when their outcome is
-// durable. Undecodable records are logged, counted and acked (poison never
-// blocks the partition). A record of a host whose queue is full, or whose
-// not_before lies beyond the hold horizon, is deferred: produced again to
-// the fetch topic and acked, so memory stays bounded and one giant or
-// backed-off host does not stop the partition from reading the others.
-func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
-	now := h.s.opts.Now()
-	if !h.suspectKnown && len(batch) > 0 {
-		// The end of the partition at the first fetch bounds what a
-		// previous owner can have handled.
-		h.suspectBelow, h.suspectKnown = batch[0].HighWaterMark, true
-	}
-	if h.acker == nil {
-		// The group's ack is the same for every batch of an assignment;
-		// set before any task is queued, so that turns read it after.
-		h.acker = ack
-	}
-	tasks := make([]*task, 0, len(batch))
-	var suspect []*task
-	for _, msg := range batch {
-		req := &crawlv1.FetchRequest{}
-		if err := kafkaio.Decode(msg, req); err != nil {
-			h.s.m.poison.Inc()
-			h.log.Warn("skipped undecodable fetch request", telemetry.Offset(msg.Offset), zap.Error(err))
-			ack(msg)
-			continue
-		}
-		hostKey, kerr := kafkaio.Key(req.GetUrl())
-		_, oerr := robots.Origin(req.GetUrl())
-		t := h.newTask(msg, req, string(hostKey), now)
-		if kerr != nil || oerr != nil {
-			// The scheduler only admits canonical URLs; record and ack
-			// anything else inline (rare).
-			t.req = req
-			err := errors.Join(kerr, oerr)
-			h.finish(ctx, t, &httpfetch.Response{Start: now, Kind: failure.InvalidURL, Err: err})
-			continue
-		}
-		tasks = append(tasks, t)
-		if h.s.opts.Recorded != nil && msg.Offset < h.suspectBelow {
-			suspect = append(suspect, t)
-		}
-	}
-	var recorded map[*task]bool
-	var rebuilt map[*task]rows.FetchLogRow
-	if len(suspect) > 0 {
-		var err error
-		if recorded, err = h.recordedBefore(ctx, suspect); err != nil {
-			return err
-		}
-		rebuilt = h.publishedBefore(ctx, suspect, recorded)
-	}
-	var deferred, cancelled, spent, completed []*task
-	var deferMsgs []kafka.Message
-	redeferred := 0 // records deferred before and again now
-	noted := ""     // the crawl whose robots.txt agent was noted last
-	for _, t := range tasks {
-		if t.crawl != noted {
-			// robots.txt fetched from now on is compiled for the
-			// crawl's product token too: one fetch per origin serves
-			// every crawl that reads it (robots.Cache.NoteAgent).
-			noted = t.crawl
-			if id := h.s.identityOf(t.crawl); id.agent != "" {
-				h.s.robots.NoteAgent(id.agent)
-			}
-		}
-		_, published := rebuilt[t]
-		notBefore := t.notBeforeTime()
-		verdict := decide.Intake(decide.Record{
-			Recorded: recorded[t], Published: published,
-			State: h.crawlState(t.crawl), NotBefore: notBefore,
-			Spent: func() bool { return h.spent(ctx, t) },
-		}, now)
-		switch verdict {
-		case decide.Skip:
-			// A previous owner fetched it and recorded the outcome.
-			h.s.opts.Attempts.Finish(t.key())
-			h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
-			h.ack(t)
-			continue
-		case decide.Rebuild:
-			// A previous owner fetched and published it; its row is
-			// written now.
-			if h.claim(t) {
-				completed = append(completed, t)
-			}
-			continue
-		case decide.Cancel:
-			cancelled = append(cancelled, t)
-			continue
-		case decide.Spent:
-			spent = append(spent, t)
-			continue
-		case decide.Hold:
-			if m, ok := h.pauseDeferral(t, now); ok {
-				deferred = append(deferred, t)
-				deferMsgs = append(deferMsgs, m)
-				h.s.m.pausedHeld.Inc()
-				continue
-			}
-			// not encodable (not seen): it waits in its queue
-		}
-		switch p := h.limits().Place(h.hostOf(t.host, now), notBefore, now); p.Action {
-		case decide.Evict:
-			if ev, m, ok := h.evict(t, p.At); ok {
-				// A deeper request of the host leaves the full queue instead.
-				deferred = append(deferred, ev)
-				deferMsgs = append(deferMsgs, m)
-				h.push(t, notBefore)
-				continue
-			}
-			p.At = decide.Later(p.At, notBefore) // nothing deeper: t goes
-			fallthrough
-		case decide.Defer:
-			if m, ok := h.deferMessage(t, p.At); ok {
-				deferred = append(deferred, t)
-				deferMsgs = append(deferMsgs, m)
-				if t.redefer {
-					redeferred++
-				}
-				continue
-			}
-		}
-		h.push(t, notBefore)
-	}
-	if len(cancelled) > 0 {
-		h.recordCancelled(ctx, cancelled)
-	}
-	if len(spent) > 0 {
-		h.recordSpent(ctx, spent)
-	}
-	if len(completed) > 0 {
-		h.recordPublished(ctx, completed, rebuilt)
-	}
-	if len(deferred) > 0 {
-		if err := h.s.prod.Write(ctx, deferMsgs...); err != nil {
-			// Could not defer: hold them instead (bounded by the group's
-			// in-flight limit); nothing is lost.
-			h.log.Warn("held requests that could not be deferred", zap.Int("count", len(deferred)), zap.Error(err))
-			for _, t := range deferred {
-				h.push(t, t.notBeforeTime())
-			}
-		} else {
-			for _, t := range deferred {
-				h.ack(t)
-			}
-			h.s.m.deferred.Add(float64(len(deferred)))
-		}
-	}
-	h.notify()
-	if redeferred == len(batch) && len(batch) > 0 {
-		// Everything read was our own deferred work, deferred again: the
-		// partition holds nothing else; do not spin through the topic.
-		t := time.NewTimer(h.s.opts.DeferPause)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-h.disp.Stopping():
-		case <-t.C:
-		}
-	}
-	return nil
-}
-
-// depthOf ranks a request in its host's queue: breadth-first, so that a
-// crawl stopped by its budget, a cancel or a rebalance has its shallowest
-// pages (see politeness.NewRanked).
-func depthOf(t *task) uint32 { return t.depth }
-
-// limits are the bounds decide.Place applies.
-func (h *handler) limits() decide.Limits {
-	o := h.s.opts
-	return decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck}
-}
-
-// hostOf is the state of host's queue that decide.Place reads.
-func (h *handler) hostOf(host string, now time.Time) decide.Host {
-	queued, wait := h.engine.Backlog(host, now)
-	_, delay, next := h.engine.HostQueue(host)
-	return decide.Host{Queued: queued, Wait: wait, Delay: delay, Next: next, OpenHosts: h.engine.OpenHosts()}
-}
-
-// evict keeps a host's full queue breadth-first (decide.Evict): the
-// deepest request of t's host deeper than t, the latest pushed, is taken
-// out and its deferral record, due at at or its own not_before, returned,
-// so that t can be queued in its place. The evicted request's claim is
-// released before its copy is produced (see hold). ok is false when the
-// queue holds nothing deeper (or the copy cannot be encoded: the request
-// stays, one over the bound).
-func (h *handler) evict(t *task, at time.Time) (evicted *task, m kafka.Message, ok bool) {
-	ev, ok := h.engine.EvictAbove(t.host, depthOf(t))
-	if !ok {
-		return nil, kafka.Message{}, false
-	}
-	h.pending(ev, false)
-	h.settle(ev, false)
-	at = decide.Later(at, ev.notBeforeTime())
-	if m, ok = h.deferMessage(ev, at); !ok {
-		h.push(ev, at)
-		return nil, kafka.Message{}, false
-	}
-	h.s.m.evicted.Inc()
-	return ev, m, true
-}
-
-// deferMessage returns the record that puts t back on the fetch topic,
-// due at notBefore.
-func (h *handler) deferMessage(t *task, notBefore time.Time) (kafka.Message, bool) {
-	o := h.s.opts
-	req := proto.CloneOf(h.request(t))
-	compact(t)
-	req.NotBefore = timestamppb.New(notBefore)
-	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.host), req)
-	if err != nil {
-		return kafka.Message{}, false
-	}
-	m.Headers = append(m.Headers, kafka.Header{Key: deferredHeader, Value: []byte("1")})
-	return m, true
-}
-
-// push queues t in its host's queue unless its attempt is held or was
-// finished already (see claim).
-func (h *handler) push(t *task, notBefore time.Time) {
-	if h.claim(t) {
-		h.pending(t, true)
-		h.engine.Push(t.host, t, notBefore)
-	}
-}
-
-// claim takes t's attempt (Options.Attempts) until settle, or reports
-// false when it is held or was finished already: then the record is a
-// repeat and is acked without a request.
-func (h *handler) claim(t *task) bool {
-	if !h.s.opts.Attempts.Claim(t.key()) {
-		h.s.m.repeatsSkipped.WithLabelValues(skipHeld).Inc()
-		h.ack(t)
-		return false
-	}
-	h.claimMu.Lock()
-	h.claimed[t] = struct{}{}
-	h.claimMu.Unlock()
-	return true
-}
-
-// settle ends t's claim: done when its outcome is durable, otherwise
-// released (its record was handed back and may come again).
-func (h *handler) settle(t *task, done bool) {
-	h.claimMu.Lock()
-	delete(h.claimed, t)
-	h.claimMu.Unlock()
-	if done {
-		h.s.opts.Attempts.Finish(t.key())
-	} else {
-		h.s.opts.Attempts.Release(t.key())
-	}
-}
-
-// deferredHeader marks a fetch request produced again by a deferral.
-const deferredHeader = "trawl-deferred"
-
-func wasDeferred(msg kafka.Message) bool {
-	for _, hd := range msg.Headers {
-		if hd.Key == deferredHeader {
-			return true
-		}
-	}
-	return false
 }
 
 // Close stops dispatching, waits for in-flight requests and their outcomes

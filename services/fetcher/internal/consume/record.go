@@ -72,7 +72,7 @@ func (h *handler) count(status int, kind failure.Kind) {
 func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
 	s := h.s
 	req := h.request(t)
-	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfter}, res, s.opts.Now())
+	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfterTime()}, res, s.opts.Now())
 	// Where the answer is archived: on the page too, so that a row rebuilt
 	// from it (read-back after a crash) points at the record as well.
 	r.Page.WarcFile, r.Page.WarcOffset = t.warcFile, uint64(t.warcOffset)
@@ -201,7 +201,7 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failur
 // same request due PauseRecheck from now.
 func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
 	req := proto.CloneOf(h.request(t))
-	req.NotBefore = timestamppb.New(now.Add(h.s.opts.PauseRecheck))
+	req.NotBefore = timestamppb.New(h.s.limits.HoldUntil(now))
 	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.host), req)
 	if err != nil {
 		return kafka.Message{}, false
@@ -218,7 +218,7 @@ func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
 // copy a repeat of itself, acked without a request, and the URL is lost.
 func (h *handler) hold(ctx context.Context, t *task) {
 	now := h.s.opts.Now()
-	recheck := now.Add(h.s.opts.PauseRecheck)
+	recheck := h.s.limits.HoldUntil(now)
 	m, ok := h.pauseDeferral(t, now)
 	compact(t)
 	if !ok {

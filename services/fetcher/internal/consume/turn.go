@@ -51,7 +51,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	id := s.identityOf(t.crawl)
 	var rules *robots.Rules
 	step := decide.Turn(decide.TurnInput{
-		State: h.crawlState(t.crawl), Attempt: req.GetAttempt(), NotBefore: notBeforeOf(req),
+		State: h.crawlState(t.crawl), Attempt: t.id.attempt, NotBefore: t.notBeforeTime(),
 		Robots: func() decide.Robots {
 			var fresh bool
 			rules, fresh = s.robots.LookupAs(origin, id.agent)
@@ -92,14 +92,6 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 			h.fetchPage(ctx, host, t, id)
 		}
 	}
-}
-
-// notBeforeOf is req's not_before, zero for none.
-func notBeforeOf(req *crawlv1.FetchRequest) time.Time {
-	if nb := req.GetNotBefore(); nb != nil {
-		return nb.AsTime()
-	}
-	return time.Time{}
 }
 
 // fetchRobots takes host's turn for robots.txt (decide.FetchRobots): the
@@ -159,7 +151,7 @@ func (h *handler) fetchPage(ctx context.Context, host string, t *task, id ident)
 	switch {
 	case politeness.SlowsDown(res.Status, res.Kind):
 		h.engine.SlowDown(host, end, res.RetryAfter)
-		t.retryAfter = end.Add(res.RetryAfter)
+		t.retryAfter = end.Add(res.RetryAfter).UnixNano()
 	case res.Status > 0:
 		h.engine.Recovered(host)
 	}
@@ -308,16 +300,13 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
 }
 
-// charged reports whether t is charged to its crawl's page budget
-// (decide.Charged).
-func (h *handler) charged(t *task) bool {
-	return decide.Charged(h.s.opts.Budget != nil, t.id.attempt, t.revisit)
-}
+// The page budget at a host's turn: refused, charged, yielded, given
+// back (the rules are decide's Charged and Yield).
 
 // spent reports whether t would be refused by its crawl's page budget,
 // without charging anything.
 func (h *handler) spent(ctx context.Context, t *task) bool {
-	if !h.charged(t) {
+	if !t.charged {
 		return false
 	}
 	spent, err := h.s.opts.Budget.Exhausted(ctx, t.crawl)
@@ -333,7 +322,7 @@ func (h *handler) spent(ctx context.Context, t *task) bool {
 // makes no request and releases the host. A count that could not be read
 // is logged; the page is charged on the local count.
 func (h *handler) charge(ctx context.Context, t *task) bool {
-	if !h.charged(t) {
+	if !t.charged {
 		return true
 	}
 	ok, err := h.s.opts.Budget.Reserve(ctx, t.crawl)
@@ -351,7 +340,7 @@ func (h *handler) charge(ctx context.Context, t *task) bool {
 // shallower requests of its crawl; when it does, t waits at the head of
 // its queue for decide.YieldFor. It reports whether t yielded.
 func (h *handler) yieldToShallower(host string, t *task) bool {
-	charged := h.charged(t)
+	charged := t.charged
 	left := int64(-1)
 	if charged && t.yields < decide.MaxYields {
 		left = h.s.opts.Budget.Remaining(t.crawl)
@@ -387,7 +376,7 @@ func (h *handler) yieldToShallower(host string, t *task) bool {
 // pending adds t to the partition's uncharged requests (see
 // handler.uncharged), or removes it; only requests charged to a budget.
 func (h *handler) pending(t *task, add bool) {
-	if !h.charged(t) {
+	if !t.charged {
 		return
 	}
 	h.unchargedMu.Lock()
@@ -404,7 +393,7 @@ func (h *handler) pending(t *task, add bool) {
 
 // uncharge gives back t's page when its turn made no request after all.
 func (h *handler) uncharge(t *task) {
-	if h.charged(t) {
+	if t.charged {
 		h.s.opts.Budget.Unreserve(t.crawl)
 		h.pending(t, true)
 	}
