@@ -11,6 +11,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
@@ -200,10 +201,7 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 	done := make(map[*task]bool)
 	for _, t := range suspect {
 		at, ok := found[t.crawl][rows.AttemptKey{Host: t.host, URLFP: t.urlFP, Attempt: uint16(min(t.id.attempt, 65535))}]
-		// fetched_at has second precision: a row in the second of
-		// scheduled_at counts (a re-fetch within that second would have to
-		// be a revisit scheduled within a second of the first: none is).
-		if ok && !at.Before(time.Unix(0, t.scheduled).Truncate(time.Second)) {
+		if ok && decide.FetchedBefore(at, time.Unix(0, t.scheduled)) {
 			done[t] = true
 		}
 	}
@@ -231,7 +229,7 @@ func (h *handler) publishedBefore(ctx context.Context, suspect []*task, recorded
 			h.pagesRead = true
 		}
 		p, ok := h.pages[t.id]
-		if !ok || p.Page.GetFetchedAt().AsTime().Before(time.Unix(0, t.scheduled).Truncate(time.Second)) {
+		if !ok || !decide.FetchedBefore(p.Page.GetFetchedAt().AsTime(), time.Unix(0, t.scheduled)) {
 			continue
 		}
 		if out == nil {

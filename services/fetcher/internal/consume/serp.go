@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -48,43 +49,34 @@ func (l *serpLog) first(crawl, host string) bool {
 	return true
 }
 
-// robotsAllow reports whether t of host may be requested under rules:
-// robots.txt allows it, or it disallows it and t is a result page its
-// crawl asked to fetch anyway (serpExempt). With request set the caller
-// makes the request now, and an exemption is counted and logged; without
-// it (the turn that fetched robots.txt puts t back for the next) nothing
-// is.
+// robotsAllow reports whether t of host may be requested under rules
+// (decide.RobotsAllow). With request set the caller makes the request
+// now, and an exemption is counted and logged; without it (the turn that
+// fetched robots.txt puts t back for the next) nothing is.
 func (h *handler) robotsAllow(host string, t *task, rules *robots.Rules, request bool) bool {
-	switch rules.Check(t.req.GetUrl()) {
-	case robots.Allowed:
-		return true
-	case robots.Denied:
-		if !h.serpExempt(t) {
-			return false
-		}
-		if !request {
-			return true
-		}
-		h.s.m.serpRobotsOverridden.Inc()
-		fields := []zap.Field{telemetry.Crawl(t.crawl), telemetry.Host(host),
-			zap.String("serp_engine", t.req.GetSerpEngine()), telemetry.URL(t.req.GetUrl())}
-		if h.s.serpLogged.first(t.crawl, host) {
-			h.log.Info("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
-		} else {
-			h.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
-		}
-		return true
-	default: // robots.txt unavailable: try later, exception or not
-		return false
+	allow, exempted := decide.RobotsAllow(rules.Check(t.req.GetUrl()), func() bool { return h.serpExempt(t) })
+	if !exempted || !request {
+		return allow
 	}
+	h.s.m.serpRobotsOverridden.Inc()
+	fields := []zap.Field{telemetry.Crawl(t.crawl), telemetry.Host(host),
+		zap.String("serp_engine", t.req.GetSerpEngine()), telemetry.URL(t.req.GetUrl())}
+	if h.s.serpLogged.first(t.crawl, host) {
+		h.log.Info("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
+	} else {
+		h.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
+	}
+	return true
 }
 
 // serpExempt reports whether t is a result page of its crawl's keywords
-// and the crawl's spec asks to fetch those despite robots.txt.
+// and the crawl's spec asks to fetch those despite robots.txt
+// (decide.SERPExempt).
 func (h *handler) serpExempt(t *task) bool {
-	req := t.req
-	if req.GetSerpEngine() == "" || req.GetDepth() != 0 || req.GetRedirectHops() != 0 || h.s.opts.Crawls == nil {
+	if h.s.opts.Crawls == nil {
 		return false
 	}
-	return h.s.opts.Crawls.Get(req.GetCrawlId()).GetPoliteness().GetSerpIgnoreRobots()
+	req := t.req
+	return decide.SERPExempt(req.GetSerpEngine(), req.GetDepth(), req.GetRedirectHops(),
+		h.s.opts.Crawls.Get(req.GetCrawlId()).GetPoliteness().GetSerpIgnoreRobots())
 }

@@ -262,18 +262,15 @@ func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Ru
 }
 
 // refuse records a URL that robots.txt denies or that cannot be fetched
-// now because robots.txt is unavailable.
+// now because robots.txt is unavailable (decide.Refusal).
 func (h *handler) refuse(ctx context.Context, t *task, rules *robots.Rules) {
-	res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: failure.RobotsDenied, Err: errors.New("disallowed by robots.txt")}
-	if rules.Outcome == robots.Unavailable {
-		res.Kind, res.Err = rules.Kind, rules.Err
-		if res.Kind == failure.None || res.Kind == failure.Redirect {
-			res.Kind = failure.RobotsUnavailable
-		}
+	unavailable := rules.Outcome == robots.Unavailable
+	res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: decide.Refusal(unavailable, rules.Kind), Err: errors.New("disallowed by robots.txt")}
+	if unavailable {
+		res.Err = rules.Err
 		if res.Err == nil {
 			res.Err = fmt.Errorf("robots.txt unavailable (status %d)", rules.Status)
 		}
-		res.Status = 0
 	}
 	h.s.m.robotsVerdicts.WithLabelValues(robotsVerdict(res.Kind)).Inc()
 	h.finish(ctx, t, res)

@@ -29,6 +29,11 @@
 // request waits a delay (AfterRobots); otherwise the page: yield to
 // shallower requests of a crawl whose budget is nearly spent (Yield),
 // charge the budget, then refuse what robots.txt denies or fetch (Page).
+//
+// And the rules those steps read: FetchedBefore (what a previous owner's
+// fetch-log row or page says of an attempt redelivered), RobotsAllow and
+// SERPExempt (robots.txt's verdict and its one exception, a crawl's own
+// result pages), Refusal (the failure a refusal is recorded with).
 package decide
 
 import (
@@ -206,4 +211,14 @@ func Later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// FetchedBefore reports whether a trace of an attempt a previous owner
+// left at at (its fetch-log row's fetched_at, or its published page's)
+// means that owner fetched the attempt scheduled at scheduled: at or after
+// scheduled_at. fetched_at has second precision, so a trace in the second
+// of scheduled_at counts (a re-fetch within that second would have to be
+// a revisit scheduled within a second of the first: none is).
+func FetchedBefore(at, scheduled time.Time) bool {
+	return !at.Before(scheduled.Truncate(time.Second))
 }

@@ -195,3 +195,21 @@ func FuzzPlace(f *testing.F) {
 		}
 	})
 }
+
+func TestFetchedBefore(t *testing.T) {
+	sched := t0.Add(1500 * time.Millisecond)
+	for _, c := range []struct {
+		at   time.Time
+		want bool
+	}{
+		{sched, true},
+		{sched.Add(time.Hour), true},
+		{t0.Add(time.Second), true}, // the second of scheduled_at: fetched_at has second precision
+		{t0.Add(999 * time.Millisecond), false},
+		{t0.Add(-time.Hour), false},
+	} {
+		if got := FetchedBefore(c.at, sched); got != c.want {
+			t.Errorf("FetchedBefore(%v, %v) = %v, want %v", c.at, sched, got, c.want)
+		}
+	}
+}

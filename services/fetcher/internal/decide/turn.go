@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
 // Step is what a host's turn does with the request at the head of its
@@ -175,3 +177,43 @@ func Yield(in YieldInput) bool {
 // YieldFor is how long a yielding request waits: its host's delay, at
 // least MinYield.
 func YieldFor(delay time.Duration) time.Duration { return max(delay, MinYield) }
+
+// RobotsAllow reports whether robots.txt's verdict v lets a request be
+// fetched: it allows it, or it denies it and the request is exempt
+// (asked only then; SERPExempt); exempted says it was by the exemption. A
+// robots.txt that could not be read allows nothing, exemption or not:
+// try later.
+func RobotsAllow(v robots.Verdict, exempt func() bool) (allow, exempted bool) {
+	switch v {
+	case robots.Allowed:
+		return true, false
+	case robots.Denied:
+		if exempt() {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// SERPExempt reports whether a request is exempt from robots.txt: a
+// result page of its crawl's keywords (serp_engine set, depth 0, not
+// reached through a redirect: a redirect target is the engine's answer,
+// not the user's query) of a crawl whose spec asks to fetch those despite
+// robots.txt (politeness.serp_ignore_robots).
+func SERPExempt(serpEngine string, depth, redirectHops uint32, ignoreRobots bool) bool {
+	return serpEngine != "" && depth == 0 && redirectHops == 0 && ignoreRobots
+}
+
+// Refusal is the failure a request robots.txt refused is recorded with:
+// robots_denied when robots.txt denies it; when robots.txt could not be
+// read, the failure of that read (robots_unavailable when it has none of
+// its own, or was a redirect).
+func Refusal(unavailable bool, readKind failure.Kind) failure.Kind {
+	switch {
+	case !unavailable:
+		return failure.RobotsDenied
+	case readKind == failure.None || readKind == failure.Redirect:
+		return failure.RobotsUnavailable
+	}
+	return readKind
+}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
 func TestTurn(t *testing.T) {
@@ -196,4 +198,60 @@ func FuzzTurn(f *testing.F) {
 			t.Fatal("nothing cached and robots.txt not due")
 		}
 	})
+}
+
+func TestRobotsAllow(t *testing.T) {
+	for _, c := range []struct {
+		v                      robots.Verdict
+		exempt                 bool
+		allow, exempted, asked bool
+	}{
+		{robots.Allowed, false, true, false, false},
+		{robots.Allowed, true, true, false, false},
+		{robots.Denied, false, false, false, true},
+		{robots.Denied, true, true, true, true},
+		{robots.Verdict(-1), true, false, false, false}, // robots.txt unavailable: nothing is exempt
+	} {
+		asked := false
+		allow, exempted := RobotsAllow(c.v, func() bool { asked = true; return c.exempt })
+		if allow != c.allow || exempted != c.exempted || asked != c.asked {
+			t.Errorf("RobotsAllow(%v, exempt %v) = %v %v asked %v, want %v %v asked %v", c.v, c.exempt, allow, exempted, asked, c.allow, c.exempted, c.asked)
+		}
+	}
+}
+
+func TestSERPExempt(t *testing.T) {
+	for _, c := range []struct {
+		engine       string
+		depth, hops  uint32
+		ignore, want bool
+	}{
+		{"bing", 0, 0, true, true},
+		{"bing", 0, 0, false, false},
+		{"", 0, 0, true, false},
+		{"bing", 1, 0, true, false},
+		{"bing", 0, 1, true, false},
+	} {
+		if got := SERPExempt(c.engine, c.depth, c.hops, c.ignore); got != c.want {
+			t.Errorf("SERPExempt(%q, %d, %d, %v) = %v, want %v", c.engine, c.depth, c.hops, c.ignore, got, c.want)
+		}
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	for _, c := range []struct {
+		unavailable bool
+		read, want  failure.Kind
+	}{
+		{false, failure.None, failure.RobotsDenied},
+		{false, failure.Timeout, failure.RobotsDenied},
+		{true, failure.None, failure.RobotsUnavailable},
+		{true, failure.Redirect, failure.RobotsUnavailable},
+		{true, failure.Timeout, failure.Timeout},
+		{true, failure.DNS, failure.DNS},
+	} {
+		if got := Refusal(c.unavailable, c.read); got != c.want {
+			t.Errorf("Refusal(%v, %q) = %q, want %q", c.unavailable, c.read, got, c.want)
+		}
+	}
 }
