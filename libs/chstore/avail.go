@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/trawl-crawler/trawl/libs/backoff"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 )
 
@@ -53,24 +53,8 @@ const (
 	maxWait   = 5 * time.Second
 )
 
-// waitBackoff is the jittered, doubling wait between attempts.
-type waitBackoff struct{ next time.Duration }
-
-func newWaitBackoff() *waitBackoff { return &waitBackoff{next: firstWait} }
-
-// wait sleeps for the next wait or until ctx is done (its error).
-func (b *waitBackoff) wait(ctx context.Context) error {
-	d := b.next/2 + rand.N(b.next/2+1)
-	b.next = min(2*b.next, maxWait)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// newWaitBackoff is the jittered, doubling wait between attempts.
+func newWaitBackoff() *backoff.Backoff { return backoff.Jittered(firstWait, maxWait) }
 
 // availability is what the store knows of ClickHouse's reachability: since
 // when it has been failing, and why. Safe for concurrent use.
@@ -159,7 +143,7 @@ func OpenWaiting(ctx context.Context, c Config, log *zap.Logger) (*Store, error)
 			return nil, err
 		}
 		a.down("open", err)
-		if werr := b.wait(ctx); werr != nil {
+		if werr := b.Wait(ctx); werr != nil {
 			return nil, fmt.Errorf("wait for clickhouse: %w (last: %w)", werr, err)
 		}
 	}

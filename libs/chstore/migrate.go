@@ -176,7 +176,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		s.avail.down("migrate", err)
-		if werr := b.wait(ctx); werr != nil {
+		if werr := b.Wait(ctx); werr != nil {
 			return err
 		}
 	}

@@ -93,7 +93,7 @@ func (s *Store) Read(ctx context.Context, what string, fn func() error) error {
 		}
 		s.avail.down(what, err)
 		s.log.Debug("retrying clickhouse read", zap.String("query", what), zap.Error(err))
-		if werr := b.wait(ctx); werr != nil {
+		if werr := b.Wait(ctx); werr != nil {
 			return err
 		}
 	}

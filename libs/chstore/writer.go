@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/backoff"
 )
 
 // ErrWriterStopped is returned by Write when the writer's Run has returned
@@ -335,7 +337,7 @@ func (e permanentError) Unwrap() error { return e.err }
 // fixes them.
 func (w *BatchWriter[T]) insertRetrying(ctx context.Context, b *batch[T]) error {
 	start := time.Now()
-	backoff := w.opts.RetryBackoff
+	retry := backoff.New(w.opts.RetryBackoff, maxRetryBackoff)
 	recreated := false // once per batch: see Store.Read
 	for attempt := 1; ; attempt++ {
 		err := w.insertOnce(ctx, b.rows)
@@ -365,19 +367,14 @@ func (w *BatchWriter[T]) insertRetrying(ctx context.Context, b *batch[T]) error 
 		if isUnavailable(err) {
 			w.store.avail.down("insert into "+w.table.Name, err)
 			w.log.Debug("retrying insert", zap.Int("rows", len(b.rows)), zap.Int("attempt", attempt),
-				zap.Duration("backoff", backoff), zap.Error(err))
+				zap.Duration("backoff", retry.Next()), zap.Error(err))
 		} else {
 			w.log.Warn("retrying insert", zap.Int("rows", len(b.rows)), zap.Int("attempt", attempt),
-				zap.Duration("backoff", backoff), zap.Error(err))
+				zap.Duration("backoff", retry.Next()), zap.Error(err))
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Wait(ctx) != nil {
 			return err
-		case <-t.C:
 		}
-		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 

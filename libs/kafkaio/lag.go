@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/trawl-crawler/trawl/libs/backoff"
 )
 
 // partitionsOf returns the partition ids of topic.
@@ -225,14 +227,14 @@ func Follow(ctx context.Context, c Config, topic string, fn func(kafka.Message))
 				cancel()
 				return
 			}
-			var retry *backoff // since the last record read
+			var retry *backoff.Backoff // since the last record read
 			for {
 				msg, err := reader.FetchMessage(ctx)
 				if err != nil && ctx.Err() == nil && isRetryable(err) {
 					if retry == nil {
-						retry = newBackoff(100*time.Millisecond, 2*time.Second)
+						retry = backoff.New(100*time.Millisecond, 2*time.Second)
 					}
-					if retry.wait(ctx) != nil {
+					if retry.Wait(ctx) != nil {
 						return
 					}
 					continue

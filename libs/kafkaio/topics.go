@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/trawl-crawler/trawl/libs/backoff"
 )
 
 // ErrPartitionMismatch reports an existing URL topic whose partition count
@@ -87,7 +89,7 @@ func EnsureTopics(ctx context.Context, c Config) error {
 		names[i] = s.name
 	}
 
-	backoff := newBackoff(50*time.Millisecond, time.Second)
+	retry := backoff.New(50*time.Millisecond, time.Second)
 	var lastErr error
 	for {
 		done, err := ensureOnce(ctx, client, sec, specs, names)
@@ -97,7 +99,7 @@ func EnsureTopics(ctx context.Context, c Config) error {
 		if err != nil {
 			lastErr = err
 		}
-		if werr := backoff.wait(ctx); werr != nil {
+		if werr := retry.Wait(ctx); werr != nil {
 			return fmt.Errorf("ensure topics: %w", errors.Join(werr, lastErr))
 		}
 	}

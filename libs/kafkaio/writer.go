@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go/compress/snappy"
 	"go.uber.org/zap"
 
+	"github.com/trawl-crawler/trawl/libs/backoff"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 )
 
@@ -198,7 +199,7 @@ func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
 	}
 	pending := msgs
 	recreated := false
-	backoff := newBackoff(50*time.Millisecond, 2*time.Second)
+	wait := backoff.New(50*time.Millisecond, 2*time.Second)
 	for {
 		err := w.sec.classify(w.w.WriteMessages(ctx, pending...))
 		if err == nil {
@@ -248,7 +249,7 @@ func (w *Writer) Write(ctx context.Context, msgs ...kafka.Message) error {
 			}
 		}
 		pending = retry
-		if werr := backoff.wait(ctx); werr != nil {
+		if werr := wait.Wait(ctx); werr != nil {
 			return fmt.Errorf("write %d records: %w", len(pending), errors.Join(werr, err))
 		}
 	}

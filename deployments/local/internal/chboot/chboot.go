@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/backoff"
 	"github.com/trawl-crawler/trawl/libs/chlocal"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 )
@@ -80,7 +81,7 @@ func (s *Server) Watch(ctx context.Context, out io.Writer) {
 // restart starts the dead server again until it answers, or ctx is done
 // (false).
 func (s *Server) restart(ctx context.Context, out io.Writer) bool {
-	backoff := time.Second
+	retry := backoff.New(time.Second, 10*time.Second)
 	for {
 		err := s.srv.Restart(ctx)
 		if err == nil {
@@ -89,15 +90,10 @@ func (s *Server) restart(ctx context.Context, out io.Writer) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		fmt.Fprintf(out, "clickhouse restart failed (%v); trying again in %s\n", err, backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		fmt.Fprintf(out, "clickhouse restart failed (%v); trying again in %s\n", err, retry.Next())
+		if retry.Wait(ctx) != nil {
 			return false
-		case <-t.C:
 		}
-		backoff = min(2*backoff, 10*time.Second)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/trawl-crawler/trawl/libs/backoff"
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
@@ -180,7 +181,7 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 		for host := range q.hosts {
 			hosts = append(hosts, host)
 		}
-		delay := 100 * time.Millisecond
+		retry := backoff.New(100*time.Millisecond, 5*time.Second)
 		for {
 			rec, err := h.s.opts.Recorded.RecordedAttempts(ctx, crawl, hosts, q.fps)
 			if err == nil {
@@ -188,14 +189,9 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*task) (map[*tas
 				break
 			}
 			h.s.m.recordedErrors.Inc()
-			t := time.NewTimer(delay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if retry.Wait(ctx) != nil {
 				return nil, fmt.Errorf("look up redelivered attempts: %w", err)
-			case <-t.C:
 			}
-			delay = min(2*delay, 5*time.Second)
 		}
 	}
 	done := make(map[*task]bool)
@@ -247,7 +243,7 @@ func (h *handler) readPages(ctx context.Context) map[attemptID]published.Page {
 		pages []published.Page
 		err   error
 	)
-	delay := 200 * time.Millisecond
+	retry := backoff.New(200*time.Millisecond, time.Second)
 	for try := 0; ; try++ {
 		if pages, err = h.s.opts.Published.Recent(ctx, h.partition); err == nil {
 			break
@@ -256,14 +252,9 @@ func (h *handler) readPages(ctx context.Context) map[attemptID]published.Page {
 			h.log.Warn("read back no published pages, redelivered attempts without a fetch-log row are fetched again", zap.Error(err))
 			return nil
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Wait(ctx) != nil {
 			return nil
-		case <-t.C:
 		}
-		delay *= 2
 	}
 	out := make(map[attemptID]published.Page, len(pages))
 	for _, p := range pages {

@@ -25,6 +25,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/trawl-crawler/trawl/libs/backoff"
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
@@ -36,8 +40,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/budget"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/dedup"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/frontier"
-	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 )
 
 // Producer writes records durably (acks=all); *kafkaio.Writer. Write blocks
@@ -280,7 +282,7 @@ func (s *Scheduler) Assign(ctx context.Context, topic string, partition int) (ka
 // cfg.LoadRetry after the first failure, doubled up to 5s: a partition
 // whose seen set cannot be loaded stalls, it is never served without it.
 func (s *Scheduler) retryLoad(ctx context.Context, log *zap.Logger, load func() error) error {
-	delay := s.cfg.LoadRetry
+	retry := backoff.New(s.cfg.LoadRetry, 5*time.Second)
 	for {
 		err := load()
 		if err == nil {
@@ -289,15 +291,10 @@ func (s *Scheduler) retryLoad(ctx context.Context, log *zap.Logger, load func() 
 		if ctx.Err() != nil {
 			return fmt.Errorf("load seen set: %w", ctx.Err())
 		}
-		log.Warn("load seen set failed, retrying", zap.Error(err), zap.Duration("retry_in", delay))
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		log.Warn("load seen set failed, retrying", zap.Error(err), zap.Duration("retry_in", retry.Next()))
+		if retry.Wait(ctx) != nil {
 			return fmt.Errorf("load seen set: %w", ctx.Err())
-		case <-t.C:
 		}
-		delay = min(2*delay, 5*time.Second)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/trawl-crawler/trawl/libs/backoff"
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -125,7 +126,7 @@ func New(cfg Config, p Producer, st Store, now func() time.Time, log *zap.Logger
 // ends) and starts its pump. It is a kafkaio.AssignFunc.
 func (r *Revisiter) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {
 	log := r.log.With(telemetry.Topic(topic), telemetry.Partition(partition))
-	delay := 200 * time.Millisecond
+	retry := backoff.New(200*time.Millisecond, 5*time.Second)
 	for {
 		sched := make(map[uint64]*rows.RevisitRow)
 		err := r.store.LoadRevisits(ctx, partition, func(row rows.RevisitRow) {
@@ -147,15 +148,10 @@ func (r *Revisiter) Assign(ctx context.Context, topic string, partition int) (ka
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("load revisit schedule: %w", ctx.Err())
 		}
-		log.Warn("load revisit schedule failed, retrying", zap.Error(err), zap.Duration("retry_in", delay))
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		log.Warn("load revisit schedule failed, retrying", zap.Error(err), zap.Duration("retry_in", retry.Next()))
+		if retry.Wait(ctx) != nil {
 			return nil, fmt.Errorf("load revisit schedule: %w", ctx.Err())
-		case <-t.C:
 		}
-		delay = min(2*delay, 5*time.Second)
 	}
 }
 
