@@ -59,7 +59,8 @@ func newWaitBackoff() *backoff.Backoff { return backoff.Jittered(firstWait, maxW
 // availability is what the store knows of ClickHouse's reachability: since
 // when it has been failing, and why. Safe for concurrent use.
 type availability struct {
-	log *zap.Logger
+	log  *zap.Logger
+	addr []string // the servers waited for, named in the log lines
 
 	mu     sync.Mutex
 	since  time.Time // zero while available
@@ -77,7 +78,7 @@ func (a *availability) down(what string, err error) {
 	a.mu.Unlock()
 	if first {
 		a.log.Warn("clickhouse unavailable, waiting for it; nothing is acknowledged meanwhile",
-			zap.String("query", what), zap.Error(err))
+			zap.Strings("clickhouse_addr", a.addr), zap.String("query", what), zap.Error(err))
 	}
 }
 
@@ -88,7 +89,8 @@ func (a *availability) up() {
 	a.since, a.reason = time.Time{}, nil
 	a.mu.Unlock()
 	if !since.IsZero() {
-		a.log.Info("clickhouse available again", zap.Duration("unavailable_for", time.Since(since).Round(time.Millisecond)))
+		a.log.Info("clickhouse available again", zap.Strings("clickhouse_addr", a.addr),
+			zap.Duration("unavailable_for", time.Since(since).Round(time.Millisecond)))
 	}
 }
 
@@ -128,7 +130,7 @@ func OpenWaiting(ctx context.Context, c Config, log *zap.Logger) (*Store, error)
 	if log == nil {
 		log = zap.NewNop()
 	}
-	a := &availability{log: log}
+	a := &availability{log: log, addr: c.Addr}
 	b := newWaitBackoff()
 	for {
 		s, err := Open(ctx, c, log)

@@ -272,9 +272,9 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 	}
 	if err := conn.Ping(ctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("ping clickhouse: %w", err)
+		return nil, fmt.Errorf("ping clickhouse %s: %w", strings.Join(c.Addr, ","), err)
 	}
-	return &Store{conn: conn, db: c.Database, cluster: c.Cluster, log: log, avail: &availability{log: log},
+	return &Store{conn: conn, db: c.Database, cluster: c.Cluster, log: log, avail: &availability{log: log, addr: c.Addr},
 		boot: func() (driver.Conn, error) { return clickhouse.Open(options(c, sec, "default")) }}, nil
 }
 
@@ -327,7 +327,7 @@ func (s *Store) Database() string { return s.db }
 // Ping checks the connection (for readiness).
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.conn.Ping(ctx); err != nil {
-		return fmt.Errorf("ping clickhouse: %w", err)
+		return fmt.Errorf("ping clickhouse %s: %w", strings.Join(s.avail.addr, ","), err)
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func TestReadWaits(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				core, logs := observer.New(zap.DebugLevel)
 				log := zap.New(core)
-				s := &Store{log: log, avail: &availability{log: log}}
+				s := &Store{log: log, avail: &availability{log: log, addr: []string{"ch-1:9000", "ch-2:9000"}}}
 				calls := 0
 				err := s.Read(t.Context(), "test", func() error {
 					calls++
@@ -91,6 +91,12 @@ func TestReadWaits(t *testing.T) {
 				}
 				if !slices.Equal(got, tt.wantLogs) {
 					t.Errorf("logged %q, want %q", got, tt.wantLogs)
+				}
+				for _, e := range logs.FilterLevelExact(zap.WarnLevel).All() {
+					// the line names the servers it waits for
+					if addr := fmt.Sprint(e.ContextMap()["clickhouse_addr"]); addr != "[ch-1:9000 ch-2:9000]" {
+						t.Errorf("%q names clickhouse_addr %s, want both servers", e.Message, addr)
+					}
 				}
 				if waiting, _, _ := s.Unavailable(); waiting {
 					t.Error("still waiting after the read returned")

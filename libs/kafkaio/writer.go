@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -64,7 +65,7 @@ func (w *Writer) waitedFor() time.Duration {
 // writer waits for brokers that do not take its records.
 func (w *Writer) Check(context.Context) error {
 	if d := w.waitedFor(); d > 0 {
-		return fmt.Errorf("kafka unavailable for %s: records wait to be produced", d.Round(time.Second))
+		return fmt.Errorf("kafka brokers %s unavailable for %s: records wait to be produced", strings.Join(w.cfg.Brokers, ","), d.Round(time.Second))
 	}
 	return nil
 }
@@ -72,7 +73,8 @@ func (w *Writer) Check(context.Context) error {
 // down records a retryable failure: the first of an outage is logged.
 func (w *Writer) down(records int, err error) {
 	if w.waitingSince.CompareAndSwap(0, time.Now().UnixNano()) {
-		w.log.Warn("kafka unavailable, waiting for it; nothing is acknowledged meanwhile", zap.Int("records", records), zap.Error(err))
+		w.log.Warn("kafka unavailable, waiting for it; nothing is acknowledged meanwhile", zap.Strings("brokers", w.cfg.Brokers),
+			zap.Int("records", records), zap.Error(err))
 		return
 	}
 	w.log.Debug("kafka write failed, retrying", zap.Int("records", records), zap.Error(err))
@@ -81,7 +83,8 @@ func (w *Writer) down(records int, err error) {
 // up records a write the brokers took: the end of an outage is logged.
 func (w *Writer) up() {
 	if since := w.waitingSince.Swap(0); since != 0 {
-		w.log.Info("kafka available again", zap.Duration("unavailable_for", time.Since(time.Unix(0, since)).Round(time.Millisecond)))
+		w.log.Info("kafka available again", zap.Strings("brokers", w.cfg.Brokers),
+			zap.Duration("unavailable_for", time.Since(time.Unix(0, since)).Round(time.Millisecond)))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,8 +170,8 @@ func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("write to missing topic: err = %v, want deadline exceeded", err)
 	}
-	if err := w.Check(t.Context()); err == nil || !w.Waiting() {
-		t.Errorf("Check = %v, Waiting = %v after writes the broker refused; want an error and true", err, w.Waiting())
+	if err := w.Check(t.Context()); err == nil || !w.Waiting() || !strings.Contains(err.Error(), c.Brokers[0]) {
+		t.Errorf("Check = %v, Waiting = %v after writes the broker refused; want an error naming broker %s and true", err, w.Waiting(), c.Brokers[0])
 	}
 	if v := labelledValue(t, reg, "dependency_waiting", "dependency", "kafka"); v != 1 {
 		t.Errorf("dependency_waiting{dependency=kafka} = %v, want 1", v)
