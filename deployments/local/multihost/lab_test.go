@@ -182,6 +182,13 @@ func setupLab(ctx context.Context) (_ *lab, err error) {
 			l.teardown()
 		}
 	}()
+	// A crashed run's directory (logs, ClickHouse and broker data):
+	// removed under the lock, before this run makes its own.
+	if old, _ := filepath.Glob(filepath.Join(os.TempDir(), "trawl-multihost-*")); os.Getenv("TRAWL_MULTIHOST_KEEP") == "" {
+		for _, d := range old {
+			_ = os.RemoveAll(d) // best effort: a leftover
+		}
+	}
 	if l.dir, err = os.MkdirTemp("", "trawl-multihost-"); err != nil {
 		return nil, err
 	}

@@ -67,10 +67,10 @@ func TestLossyCrawlerHost(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "three crawler hosts, %d web hosts; the lossy run's c3 link: %q\n", smallWeb.Hosts, link)
-	fmt.Fprintf(&b, "%-10s %9s %10s %12s %11s %9s %11s\n", "run", "requests", "window", "requests/s", "duplicates", "retries", "drained in")
+	fmt.Fprintf(&b, "%-10s %9s %10s %12s %11s %11s %9s %11s\n", "run", "requests", "window", "requests/s", "duplicates", "violations", "retries", "drained in")
 	for _, r := range results {
-		fmt.Fprintf(&b, "%-10s %9d %10s %12.1f %11d %9d %11s\n", r.name, r.o.Stats.Requests, r.o.Window.Round(100*time.Millisecond),
-			r.o.ReqPerS, r.o.Stats.Duplicates, r.o.Stats.Retries, r.wall.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "%-10s %9d %10s %12.1f %11d %11d %9d %11s\n", r.name, r.o.Stats.Requests, r.o.Window.Round(100*time.Millisecond),
+			r.o.ReqPerS, r.o.Stats.Duplicates, r.o.Violations, r.o.Stats.Retries, r.wall.Round(100*time.Millisecond))
 	}
 	t.Log("\n" + b.String())
 }

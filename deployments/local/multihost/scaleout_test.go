@@ -54,13 +54,15 @@ func TestScaleOut(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "scale-out: %d hosts, delay %s, politeness ceiling %.0f requests/s; each crawler host on %q\n",
 		smallWeb.Hosts, labDelay, ceiling, scaleLink)
-	fmt.Fprintf(&b, "%-14s %9s %10s %12s %11s %10s %11s %13s %10s\n", "crawler hosts", "requests", "window", "requests/s", "of ceiling", "speed-up", "efficiency", "last request", "drained in")
+	fmt.Fprintf(&b, "%-14s %9s %10s %12s %11s %10s %11s %13s %10s %11s %11s\n", "crawler hosts", "requests", "window", "requests/s", "of ceiling",
+		"speed-up", "efficiency", "last request", "drained in", "duplicates", "violations")
 	base := runs[0].o.ReqPerS
 	for _, r := range runs {
 		speedup := r.o.ReqPerS / base
-		fmt.Fprintf(&b, "%-14d %9d %10s %12.1f %10.0f%% %9.2fx %10.0f%% %13s %10s\n", r.hosts, r.o.Stats.PageRequests,
+		fmt.Fprintf(&b, "%-14d %9d %10s %12.1f %10.0f%% %9.2fx %10.0f%% %13s %10s %11d %11d\n", r.hosts, r.o.Stats.PageRequests,
 			r.o.Window.Round(100*time.Millisecond), r.o.ReqPerS, 100*r.o.ReqPerS/ceiling, speedup,
-			100*speedup/float64(r.hosts), r.o.Stats.Last.Sub(r.o.Stats.First).Round(100*time.Millisecond), r.wall.Round(100*time.Millisecond))
+			100*speedup/float64(r.hosts), r.o.Stats.Last.Sub(r.o.Stats.First).Round(100*time.Millisecond), r.wall.Round(100*time.Millisecond),
+			r.o.Stats.Duplicates+r.o.Stats.RobotsMore, r.o.Violations)
 	}
 	t.Log("\n" + b.String())
 }
