@@ -292,9 +292,17 @@ func isRetryable(err error) bool {
 	var nerr net.Error
 	var tooLarge kafka.MessageTooLargeError
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled):
 		// The caller gave up; retrying would outlive its context.
 		return false
+	case errors.Is(err, context.DeadlineExceeded):
+		// A dial or I/O timeout says DeadlineExceeded too: a broker that
+		// does not answer (a network fault, a host cut off) rather than
+		// one that refuses. That is weather, retried; the caller's own
+		// deadline is the caller's to check (ctx.Err()), and comes
+		// without a *net.OpError.
+		var oerr *net.OpError
+		return errors.As(err, &oerr) && oerr.Timeout()
 	case IsAuthError(err):
 		// Wrong credentials or certificates stay wrong: no retry storm
 		// against the brokers, a clear error at once.
