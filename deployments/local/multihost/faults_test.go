@@ -1,3 +1,5 @@
+//go:build linux && (amd64 || arm64)
+
 package multihost_test
 
 import (
@@ -215,6 +217,12 @@ func TestCrawlerHostCutOff(t *testing.T) {
 	movedIn := time.Since(cutAt)
 	if !ok {
 		t.Errorf("c2's partitions did not move to c1 and c3 within 30 s: %v", c.owned("fetcher"))
+	}
+	// The cut host's fetcher, asked from its own host, is not ready.
+	code, body := readyzIn(ctx, cutHost, c.service(cutHost, "fetcher"))
+	t.Logf("c2's fetcher /readyz during the cut, asked on c2: %d %s", code, first(body, 300))
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("c2's fetcher answered /readyz %d during the cut, want 503: %s", code, body)
 	}
 	select {
 	case <-ctx.Done():

@@ -1,3 +1,5 @@
+//go:build linux && (amd64 || arm64)
+
 // Package multihost_test runs trawl on several "machines" made of Linux
 // network namespaces on one box (issue 30): a store host (the development
 // broker as a process of its own and Debian's clickhouse-server), three
@@ -28,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -553,6 +556,54 @@ func setLink(ctx context.Context, h host, up bool) error {
 		state = "up"
 	}
 	return run(ctx, "ip", "link", "set", h.veth(), state)
+}
+
+// readyzIn asks a service's /readyz from inside host h's namespace: the
+// only way to reach a host whose link is down. The asking goroutine's
+// thread joins the namespace and ends with it (never unlocked).
+func readyzIn(ctx context.Context, h host, s *svc) (int, string) {
+	type answer struct {
+		code int
+		body string
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.Open(h.nsPath())
+		if err != nil {
+			ch <- answer{0, err.Error()}
+			return
+		}
+		defer f.Close()
+		if _, _, errno := syscall.RawSyscall(sysSetns, f.Fd(), syscall.CLONE_NEWNET, 0); errno != 0 {
+			ch <- answer{0, "setns: " + errno.Error()}
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		c, err := new(net.Dialer).DialContext(ctx, "tcp", s.admin)
+		if err != nil {
+			ch <- answer{0, err.Error()}
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(3 * time.Second)) // a local connection: the deadline only bounds a hung service
+		if _, err := fmt.Fprintf(c, "GET /readyz HTTP/1.0\r\nHost: %s\r\n\r\n", s.admin); err != nil {
+			ch <- answer{0, err.Error()}
+			return
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "/readyz", nil) // a constant request: no error
+		resp, err := http.ReadResponse(bufio.NewReader(c), req)
+		if err != nil {
+			ch <- answer{0, err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096)) // a short body; a cut one is still an answer
+		ch <- answer{resp.StatusCode, strings.TrimSpace(string(body))}
+	}()
+	a := <-ch
+	return a.code, a.body
 }
 
 // shapeLink puts a tc qdisc (spec: "tbf rate 8mbit burst 32kb latency

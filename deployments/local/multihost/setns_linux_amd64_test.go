@@ -1,0 +1,5 @@
+package multihost_test
+
+// sysSetns is setns(2) on linux/amd64 (the syscall package has no name
+// for it).
+const sysSetns = 308
