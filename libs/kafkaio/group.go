@@ -136,6 +136,8 @@ type Group struct {
 	log     *zap.Logger
 	metrics *groupMetrics
 
+	lease *lease // renewed by the coordinator's answers (LeaseOf)
+
 	mu       sync.Mutex
 	started  bool
 	assigned map[int]int32 // partition -> generation id
@@ -197,6 +199,7 @@ func NewGroup(c Config, gc GroupConfig, assign AssignFunc, log *zap.Logger, reg 
 		log:      log.With(telemetry.Topic(gc.Topic), zap.String("group", gc.GroupID)),
 		metrics:  newGroupMetrics(reg, gc.Topic),
 		assigned: make(map[int]int32),
+		lease:    newLease(c.SessionTimeout),
 	}, nil
 }
 
@@ -220,10 +223,12 @@ func (g *Group) Run(ctx context.Context) error {
 	g.mu.Unlock()
 
 	kgLog := g.log.WithOptions(zap.AddCallerSkip(1))
+	dialer := g.sec.dialer()
+	dialer.DialFunc = g.lease.dialer(dialer.DialFunc)
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                g.gc.GroupID,
 		Brokers:           g.cfg.Brokers,
-		Dialer:            g.sec.dialer(),
+		Dialer:            dialer,
 		Topics:            []string{g.gc.Topic},
 		SessionTimeout:    g.cfg.SessionTimeout,
 		RebalanceTimeout:  g.cfg.RebalanceTimeout,
@@ -424,7 +429,7 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 	defer stop()
 
 	log := g.log.With(telemetry.Partition(pr.partition))
-	h, err := g.assign(ctx, g.gc.Topic, pr.partition)
+	h, err := g.assign(context.WithValue(ctx, leaseKey{}, g.lease), g.gc.Topic, pr.partition)
 	if err != nil {
 		if ctx.Err() == nil {
 			fail(fmt.Errorf("assign partition %d: %w", pr.partition, err))

@@ -1,0 +1,85 @@
+package kafkaio
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// Lease is what a member of a consumer group knows of its session: when
+// the coordinator may have expired it, and so may have given its
+// partitions to another member. Until then the partitions are the
+// member's. A handler that acts on the world (the fetcher's requests,
+// under a politeness rule the next owner applies too) stops at the
+// expiry: a member cut off from the brokers learns that its generation
+// ended only once its heartbeat fails, and what it still does meanwhile
+// can overlap with the next owner's work.
+type Lease interface {
+	// Expiry returns when the session may expire if the coordinator is
+	// not heard from again before; zero before it was ever heard from.
+	Expiry() time.Time
+}
+
+// LeaseOf returns the Lease of the group that assigned the partition
+// whose AssignFunc got ctx, nil outside one.
+func LeaseOf(ctx context.Context) Lease {
+	l, _ := ctx.Value(leaseKey{}).(*lease)
+	if l == nil {
+		return nil
+	}
+	return l
+}
+
+type leaseKey struct{}
+
+// lease is a member's Lease: the coordinator last answered at last (on
+// the connections of the group itself: heartbeats, joins, commits, not
+// the partition readers'), so the session cannot expire before last plus
+// the session timeout. The margin covers the request's way to the
+// coordinator (its clock starts when the heartbeat arrives, before the
+// answer is read here) and the time a handler takes to notice.
+type lease struct {
+	last    atomic.Int64 // Unix nanoseconds; 0 before the first answer
+	session time.Duration
+}
+
+func newLease(session time.Duration) *lease { return &lease{session: session} }
+
+// leaseMargin is how long before the coordinator's earliest possible
+// expiry a lease lapses.
+func leaseMargin(session time.Duration) time.Duration {
+	return min(session/5, 2*time.Second)
+}
+
+func (l *lease) Expiry() time.Time {
+	last := l.last.Load()
+	if last == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, last).Add(l.session - leaseMargin(l.session))
+}
+
+// dialer wraps dial: every answer read on its connections renews l.
+func (l *lease) dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &leaseConn{Conn: c, l: l}, nil
+	}
+}
+
+type leaseConn struct {
+	net.Conn
+	l *lease
+}
+
+func (c *leaseConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.l.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
