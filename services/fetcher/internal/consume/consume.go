@@ -348,6 +348,7 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 	if s.opts.RobotsTxt != nil {
 		h.restoreRobots(ctx)
 	}
+	h.watchLease(runCtx, kafkaio.LeaseOf(ctx))
 	h.disp = dispatch.Start(runCtx, h.engine, s.workers, s.opts.Now, h.turn)
 	return h, nil
 }
@@ -363,6 +364,7 @@ type handler struct {
 	disp      *dispatch.Dispatcher[*task] // its turns are fetches (turn)
 	log       *zap.Logger
 	cancel    context.CancelFunc
+	lease     leaseGuard     // the requests' context under the group lease (lease.go)
 	recording sync.WaitGroup // outcomes handed to the recorder, not yet durable
 
 	// suspectBelow: records at lower offsets may have been handled by a
@@ -413,6 +415,7 @@ func (h *handler) Close(ctx context.Context) error {
 		h.disp.Wait()
 	}
 	h.cancel()
+	h.lease.done.Wait()
 	h.publishStates()
 	h.claimMu.Lock()
 	abandoned := make([]*task, 0, len(h.claimed))

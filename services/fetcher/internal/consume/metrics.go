@@ -25,6 +25,7 @@ type metrics struct {
 	retries          *prometheus.CounterVec // outcome: queued, exhausted
 	deferred         prometheus.Counter
 	evicted          prometheus.Counter
+	leaseLapses      prometheus.Counter
 	budgetYields     prometheus.Counter
 	pausedHeld       prometheus.Counter
 	redirects        *prometheus.CounterVec // outcome: redirect* constants
@@ -104,6 +105,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "budget_yields_total",
 			Help: "Turns that made no request because the crawl's last pages of budget were kept for shallower requests of the partition.",
 		}),
+		leaseLapses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "group_lease_lapses_total",
+			Help: "Times a partition stopped its requests because the consumer group's coordinator had not answered for nearly a session timeout (another fetcher may own its hosts).",
+		}),
 		evicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "evicted_total",
 			Help: "Requests taken out of a full host queue for a shallower one of the host and deferred (also counted in deferred_total): the queue keeps the shallowest.",
@@ -155,7 +160,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.evicted, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.serpRobotsOverridden} {
+		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.serpRobotsOverridden} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -43,9 +43,17 @@ func (h *handler) turn(ctx context.Context, host string, t *task, dispatched tim
 	h.syncGauges() // the dispatcher looks for the next host on return
 }
 
-// process runs one turn of host: the step decide.Turn chooses.
+// process runs one turn of host: the step decide.Turn chooses. Its
+// requests run under the partition's lease (lease.go): none while it has
+// lapsed, and those in flight when it lapses are put back in the queue.
 func (h *handler) process(ctx context.Context, host string, t *task) {
 	s := h.s
+	rctx, ok := h.requestContext()
+	if !ok {
+		compact(t)
+		h.engine.Requeue(host, t, s.opts.Now().Add(leaseCheck))
+		return
+	}
 	req := h.request(t)
 	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
 	id := s.identityOf(t.crawl)
@@ -76,7 +84,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		h.pending(t, false)
 		h.recordSpent(ctx, []*task{t})
 	case decide.FetchRobots:
-		h.fetchRobots(ctx, host, t, origin, id)
+		h.fetchRobots(ctx, rctx, host, t, origin, id)
 	case decide.TakePage:
 		h.setDelay(host, t, rules.CrawlDelay)
 		if h.yieldToShallower(host, t) {
@@ -89,24 +97,24 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 			h.engine.Release(host) // no request made: the delay clock is unchanged
 			h.refuse(ctx, t, rules)
 		case decide.Fetch:
-			h.fetchPage(ctx, host, t, id)
+			h.fetchPage(ctx, rctx, host, t, id)
 		}
 	}
 }
 
 // fetchRobots takes host's turn for robots.txt (decide.FetchRobots): the
-// page waits the delay after it.
-func (h *handler) fetchRobots(ctx context.Context, host string, t *task, origin string, id ident) {
+// page waits the delay after it. The request runs under rctx.
+func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *task, origin string, id ident) {
 	s := h.s
-	server, ok := h.claimServer(ctx, host, t)
+	server, ok := h.claimServer(rctx, host, t)
 	if !ok {
 		return
 	}
-	rules := s.robots.FetchAs(ctx, origin, host, id.robotsAs())
+	rules := s.robots.FetchAs(rctx, origin, host, id.robotsAs())
 	h.serverDone(server, s.opts.Now())
-	if ctx.Err() != nil {
-		h.engine.Done(host, s.opts.Now())
-		return // abandoned at close: unacked
+	if rctx.Err() != nil {
+		h.cutShort(host, t, s.opts.Now())
+		return
 	}
 	s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
 	t.robots = h.robotsRows(host, rules)
@@ -126,27 +134,27 @@ func (h *handler) fetchRobots(ctx context.Context, host string, t *task, origin 
 	}
 }
 
-// fetchPage requests t's page (decide.Fetch), feeds the answer back to
-// host's politeness and records the outcome.
-func (h *handler) fetchPage(ctx context.Context, host string, t *task, id ident) {
+// fetchPage requests t's page (decide.Fetch) under rctx, feeds the answer
+// back to host's politeness and records the outcome.
+func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *task, id ident) {
 	s := h.s
 	req := t.req
 	r := httpfetch.Request{URL: req.GetUrl(), Host: host, Sitemap: strings.HasSuffix(req.GetParentUrl(), "/robots.txt"),
 		ETag: req.GetEtag(), LastModified: req.GetLastModified(), Capture: s.opts.Archive != nil,
 		UserAgent: id.userAgent, Header: id.headers}
-	server, ok := h.claimServer(ctx, host, t)
+	server, ok := h.claimServer(rctx, host, t)
 	if !ok {
 		h.uncharge(t) // back in its queue: charged again at its turn
 		return
 	}
-	res := s.fetch.Fetch(ctx, r)
+	res := s.fetch.Fetch(rctx, r)
 	end := s.opts.Now()
 	h.serverDone(server, end)
 	h.engine.ObserveDuration(host, res.Duration)
-	if ctx.Err() != nil {
-		h.engine.Done(host, end)
+	if rctx.Err() != nil {
 		h.uncharge(t)
-		return // abandoned at close: unacked
+		h.cutShort(host, t, end)
+		return
 	}
 	switch {
 	case politeness.SlowsDown(res.Status, res.Kind):
@@ -164,6 +172,16 @@ func (h *handler) fetchPage(ctx context.Context, host string, t *task, id ident)
 		return
 	}
 	h.finish(ctx, t, res)
+}
+
+// cutShort ends the turn of a request cancelled in flight (a close, or
+// the lease lapsed): the host's delay runs from end, as after any request
+// that may have reached it, and t waits at the head of its queue for the
+// host's next turn; at a close it is handed back unacked with the rest.
+func (h *handler) cutShort(host string, t *task, end time.Time) {
+	h.engine.Done(host, end)
+	compact(t)
+	h.engine.PushFront(host, t)
 }
 
 // archive writes the exchange of t's fetch to the WARC archive, when one

@@ -4,6 +4,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // conns keeps the direct connections the fetcher dialed, by the address
@@ -18,15 +19,43 @@ type conns struct {
 
 // keptConn is a dialed connection that leaves conns when it is closed,
 // whoever closes it.
+//
+// A connection closed while a request it sent is unanswered (a fetch
+// cancelled or timed out) is reset rather than closed: the kernel drops
+// what it had not delivered yet. Closed gracefully, it would keep sending
+// it, and a request held up in a cut link would reach the site whenever
+// the link came back, maybe after another fetcher's request of the same
+// host (see the fetcher's lease). Answered connections close as usual.
 type keptConn struct {
 	net.Conn
-	set  *conns
-	addr string
-	once sync.Once
+	set      *conns
+	addr     string
+	once     sync.Once
+	awaiting atomic.Bool // written to since the last read
+}
+
+// Write marks c awaiting an answer before it writes: the answer can be
+// read before Write returns.
+func (c *keptConn) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		c.awaiting.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *keptConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.awaiting.Store(false)
+	}
+	return n, err
 }
 
 func (c *keptConn) Close() error {
 	c.once.Do(func() { c.set.remove(c) })
+	if tc, ok := c.Conn.(*net.TCPConn); ok && c.awaiting.Load() {
+		_ = tc.SetLinger(0) // best effort: the close below still happens
+	}
 	return c.Conn.Close()
 }
 

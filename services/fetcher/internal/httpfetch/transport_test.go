@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -460,5 +463,73 @@ func TestRelease(t *testing.T) {
 	f.Release("no-such-host.example") // nothing to close: no effect
 	if n := f.conns.len(); n != 2 {
 		t.Errorf("%d connections kept after releasing an unknown host, want 2", n)
+	}
+}
+
+// TestUnansweredConnectionIsReset: a fetch cancelled before its answer
+// resets its connection (the kernel drops what it had not delivered, so
+// a request held up in a cut link never reaches the site later), while
+// a connection whose request was answered closes gracefully. Seen from
+// a raw server on loopback: a reset reads as ECONNRESET, a close as EOF.
+func TestUnansweredConnectionIsReset(t *testing.T) {
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.78:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type ending struct {
+		path string
+		err  error
+	}
+	ended := make(chan ending, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				n, err := c.Read(buf)
+				if err != nil {
+					return
+				}
+				path := strings.Fields(string(buf[:n]))[1]
+				if path == "/answered" {
+					fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+				_, err = c.Read(buf) // until the client ends the connection
+				ended <- ending{path, err}
+			}()
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+	f := New(Options{AllowPrivate: true})
+	defer f.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if res := f.Fetch(ctx, Request{URL: base + "/unanswered"}); res.Err == nil {
+		t.Fatalf("an unanswered fetch succeeded: status %d", res.Status)
+	}
+	if res := f.Fetch(t.Context(), Request{URL: base + "/answered"}); res.Err != nil || res.Status != 200 {
+		t.Fatalf("answered fetch: status %d err %v", res.Status, res.Err)
+	}
+	f.Release(strings.TrimPrefix(base, "http://"))
+	got := map[string]error{}
+	for range 2 {
+		select {
+		case e := <-ended:
+			got[e.path] = e.err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("connections ended: %v, want both", got)
+		}
+	}
+	if err := got["/unanswered"]; !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("the cancelled fetch's connection ended with %v, want a reset", err)
+	}
+	if err := got["/answered"]; !errors.Is(err, io.EOF) {
+		t.Errorf("the answered fetch's connection ended with %v, want a graceful close (EOF)", err)
 	}
 }

@@ -1,0 +1,93 @@
+package consume
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+)
+
+// The group lease (kafkaio.Lease). A fetcher cut off from the brokers
+// learns that its partitions went to another fetcher only when its
+// heartbeat fails; until then it would go on requesting pages of hosts
+// whose new owner requests them too, and requests held up in a cut link
+// would reach the sites when it comes back, next to the new owner's. So
+// a partition makes requests only while its lease holds: when the
+// coordinator has not answered for nearly a session timeout, before it
+// can have given the partition away, the requests in flight are cancelled
+// (their connections reset: httpfetch discards what they had not sent)
+// and put back at the head of their queues, and no turn makes a request
+// until the coordinator answers again. If the generation ended meanwhile,
+// the partition closes as usual and its records go unacked to the next
+// owner.
+
+// leaseCheck is how often a partition compares its lease with the clock,
+// and how soon a turn refused for a lapsed lease comes back.
+const leaseCheck = 200 * time.Millisecond
+
+// leaseGuard holds the context of a partition's requests: cancelled when
+// the lease lapses, made anew when it is renewed.
+type leaseGuard struct {
+	mu     sync.Mutex
+	ctx    context.Context //nolint:containedctx // the requests' context, replaced as the lease lapses and holds
+	cancel context.CancelFunc
+	lapsed bool
+	done   sync.WaitGroup // the watch goroutine
+}
+
+// watchLease starts the partition's lease guard under runCtx (the
+// partition's in-flight context); without a lease (a handler not run by
+// a kafkaio.Group) requests run under runCtx alone.
+func (h *handler) watchLease(runCtx context.Context, lease kafkaio.Lease) {
+	g := &h.lease
+	g.ctx, g.cancel = context.WithCancel(runCtx)
+	if lease == nil {
+		return
+	}
+	g.done.Add(1)
+	go func() {
+		defer g.done.Done()
+		t := time.NewTicker(leaseCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				h.checkLease(runCtx, lease.Expiry())
+			}
+		}
+	}()
+}
+
+// checkLease lapses or renews the lease as expiry says.
+func (h *handler) checkLease(runCtx context.Context, expiry time.Time) {
+	g := &h.lease
+	lapsed := !expiry.IsZero() && time.Now().After(expiry)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case lapsed && !g.lapsed:
+		g.lapsed = true
+		g.cancel()
+		h.s.m.leaseLapses.Inc()
+		h.log.Warn("kafka group coordinator silent for nearly a session timeout: requests stopped, in-flight ones cancelled and queued again, until it answers",
+			zap.Time("lease_expired", expiry))
+	case !lapsed && g.lapsed:
+		g.lapsed = false
+		g.ctx, g.cancel = context.WithCancel(runCtx)
+		h.log.Info("kafka group coordinator answers again: requests resume")
+	}
+}
+
+// requestContext returns the context of a request of the partition, and
+// false while the lease has lapsed (no request may start).
+func (h *handler) requestContext() (context.Context, bool) {
+	g := &h.lease
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ctx, !g.lapsed
+}
