@@ -55,7 +55,9 @@ func TestLossyCrawlerHost(t *testing.T) {
 			c.stop()
 			// A transfer the bad link stalled is cut off (too slow, a
 			// timeout) and fetched again: the web, which answered it,
-			// counts a repeat.
+			// counts a repeat. Beyond those, the rare repeat seen on
+			// clean links too (TestScaleOut) is tolerated, not in
+			// strict mode.
 			var cut uint64
 			err := c.store.Conn().QueryRow(t.Context(), `SELECT count() FROM fetch_log FINAL
 				WHERE crawl_id = ? AND error_kind IN ('too_slow', 'timeout', 'connect')`, c.id).Scan(&cut)
@@ -63,7 +65,7 @@ func TestLossyCrawlerHost(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%d attempts cut short by the link (too slow, timeout, connect)", cut)
-			c.checkComplete(o, int(cut), tolerate(2))
+			c.checkComplete(o, int(cut)+tolerate(2), tolerate(2))
 			results = append(results, result{name, o, wall})
 		})
 	}
