@@ -169,12 +169,10 @@ func cut(ctx context.Context, t *testing.T, h host, d time.Duration) {
 // cluster.env), then for 15 s, more than it. The short cut moves nothing
 // and the host catches up; the long one moves its partitions to the other
 // two, and when it comes back it takes back a third of them, only from
-// what the others took over. Across both, every page is fetched and
-// duplicate requests are at most what the cut host had in flight (its
-// hosts' requests in the 5 s before the cut). The web's politeness
-// violations are printed with their times; the default run tolerates as
-// many as that bound (a known problem: the cut host's held requests reach
-// the web when it is back), TRAWL_MULTIHOST_STRICT=1 none.
+// what the others took over. Across both, every page is fetched, the web
+// sees no politeness violation (any is printed with its time against the
+// host's return), and duplicate requests are at most what the cut host
+// had in flight (its hosts' requests in the 5 s before the cut).
 func TestCrawlerHostCutOff(t *testing.T) {
 	c := startCrawl(t, crawlConfig{crawlers: 3, web: faultWeb, env: faultEnv})
 	ctx := t.Context()
@@ -281,11 +279,11 @@ func TestCrawlerHostCutOff(t *testing.T) {
 		t.Logf("too close (times from c2's return; the cut began %.1fs before it): partition %d, %s",
 			backAt.Sub(cutAt).Seconds(), c.partitionOfHost(p.Host), p.String(backAt))
 	}
-	// Known (docs/operations.md, "Bare hosts"): the cut fetcher goes on
-	// trying its former hosts, and what its connections held reaches the
-	// web when the link is back, close to the new owners' requests. At
-	// most one per request it had in flight.
-	c.checkComplete(o, inflight, tolerate(inflight))
+	// Until f6fc586 the cut fetcher went on with its former hosts'
+	// requests, and what its connections held reached the web when the
+	// link came back, close to the new owners' requests (56-64 violations
+	// per run): a fetcher now requests only under its group lease.
+	c.checkComplete(o, inflight, 0)
 }
 
 // lastLine returns the last log line of the named service that says why it
@@ -322,13 +320,13 @@ func first(s string, n int) string {
 }
 
 // TestStoreHostUnreachable cuts the store host (broker and ClickHouse)
-// off for 30 s a third into a crawl on three crawler hosts. The services
-// say which peer they cannot reach, their /readyz turns 503, nothing is
-// lost, and fetching resumes by itself once the store is back.
+// off for 30 s a third into a crawl on three crawler hosts. No service
+// exits, they say which peer they cannot reach, their /readyz turns 503,
+// nothing is lost, and fetching resumes by itself once the store is back.
 func TestStoreHostUnreachable(t *testing.T) {
-	// A service that exits is restarted, as the guide's units do; the
-	// restarts are printed, and fail the test only in strict mode.
-	c := startCrawl(t, crawlConfig{crawlers: 3, web: faultWeb, env: faultEnv, allowRestarts: !strict()})
+	// No service may exit (until 751c5c7 every one did, 20-25 s into the
+	// outage: a dial timeout was taken for the caller's deadline).
+	c := startCrawl(t, crawlConfig{crawlers: 3, web: faultWeb, env: faultEnv})
 	ctx := t.Context()
 	c.waitPages(ctx, c.ready.Pages/3)
 	cutAt := time.Now()
