@@ -402,6 +402,10 @@ func TestStoreHostUnreachable(t *testing.T) {
 		t.Logf("%d service restarts while the store was unreachable (a service should wait, not exit):%s", len(r), b.String())
 	}
 	// Work fetched during the cut and not acknowledged is fetched again
-	// after it: at most the requests answered during the cut.
-	c.checkComplete(o, during, tolerate(2))
+	// after it: the requests answered during the cut, and at most as many
+	// again when the members, rejoining one by one after the store's
+	// return, rebalance the group a second time before the first redo is
+	// durable (seen once, under the e2e suite's load in make test: 579
+	// repeats for 400 requests answered during the cut; 100-262 alone).
+	c.checkComplete(o, 2*during, tolerate(2))
 }
