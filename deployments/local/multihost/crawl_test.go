@@ -320,8 +320,8 @@ func (c *crawl) startWeb(ctx context.Context) {
 	w := c.cfg.web
 	logFile := filepath.Join(c.dir, "logs", "web.log")
 	var err error
-	c.web, err = startIn(webHost, "webhost", logFile, nil, c.lab.bins["webhost"],
-		"--first-addr", webFirst, "--hosts", fmt.Sprint(w.Hosts), "--articles", fmt.Sprint(w.Articles),
+	c.web, err = startIn(webHost, "websim", logFile, nil, c.lab.bins["websim"],
+		"--private", "--trap-every", "-1", "--big-every", "-1", "--slow-every", "-1", "--first-addr", webFirst, "--hosts", fmt.Sprint(w.Hosts), "--articles", fmt.Sprint(w.Articles),
 		"--min-links", fmt.Sprint(w.MinLinks), "--max-links", fmt.Sprint(w.MaxLinks),
 		"--stats-addr", webHost.addr+":8080")
 	if err != nil {

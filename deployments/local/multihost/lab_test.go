@@ -336,8 +336,8 @@ func buildNetwork(ctx context.Context) error {
 // build builds the service binaries, the broker and the web host once.
 func (l *lab) build(ctx context.Context) error {
 	pkgs := map[string]string{
-		"broker":  supervise.ToolPrefix + "broker",
-		"webhost": "github.com/trawl-crawler/trawl/deployments/local/multihost/cmd/webhost",
+		"broker": supervise.ToolPrefix + "broker",
+		"websim": supervise.ToolPrefix + "websim",
 	}
 	for _, s := range []string{"scheduler", "fetcher", "parser", "proxypool", "seeder"} {
 		pkgs[s] = supervise.ModulePrefix + s + "/cmd/" + s

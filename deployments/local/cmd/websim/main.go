@@ -3,8 +3,13 @@
 // crawling by hand. Once serving, it prints one JSON line on standard
 // output: the seeds, the hosts of the crawl, the off-site host, the number
 // of content pages and the address of its statistics (GET /stats).
+// GET /resources lists every resource's requests with their times, and
+// GET /content the ids of the content pages: what the multi-host harness
+// (deployments/local/multihost) counts politeness and completeness from,
+// running it with --private on a web host's private range.
 //
 //	go run ./deployments/local/cmd/websim --hosts 200 --articles 50
+//	ip netns exec web websim --private --first-addr 10.78.0.1 --hosts 200 --stats-addr 10.77.0.20:8080
 package main
 
 import (
@@ -39,6 +44,9 @@ func run(ctx context.Context) error {
 	fs := flag.NewFlagSet("websim", flag.ContinueOnError)
 	fs.IntVar(&cfg.Hosts, "hosts", websim.DefaultHosts, "hosts of the crawl")
 	fs.IntVar(&cfg.Articles, "articles", websim.DefaultArticles, "articles per host")
+	fs.IntVar(&cfg.MinLinks, "min-links", websim.DefaultMinLinks, "fewest links of an article")
+	fs.IntVar(&cfg.MaxLinks, "max-links", websim.DefaultMaxLinks, "most links of an article")
+	fs.BoolVar(&cfg.Private, "private", false, "serve on private IPv4 addresses (a web host in a network namespace of its own) instead of loopback")
 	first := fs.String("first-addr", websim.DefaultFirstAddr.String(), "address of host 0; the others follow it")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the link graph and the text")
 	fs.IntVar(&cfg.GBKEvery, "gbk-every", websim.DefaultGBKEvery, "every n-th host serves GBK (-1: none)")
@@ -46,7 +54,7 @@ func run(ctx context.Context) error {
 	fs.IntVar(&cfg.BigEvery, "big-every", websim.DefaultBigEvery, "every n-th host links a big page (-1: none)")
 	fs.IntVar(&cfg.SlowEvery, "slow-every", websim.DefaultSlowEvery, "every n-th host links a slow page (-1: none)")
 	fs.DurationVar(&cfg.SlowDelay, "slow-delay", websim.DefaultSlowDelay, "how long the slow page takes")
-	statsAddr := fs.String("stats-addr", "127.0.0.1:0", "listen address of GET /stats")
+	statsAddr := fs.String("stats-addr", "127.0.0.1:0", "listen address of GET /stats, /resources and /content")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
@@ -66,10 +74,15 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", *statsAddr, err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(web.Stats())
-	})
+	serveJSON := func(path string, v func() any) {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(v()) // the client went away: nothing to do
+		})
+	}
+	serveJSON("/stats", func() any { return web.Stats() })
+	serveJSON("/resources", func() any { return web.Resources() })
+	serveJSON("/content", func() any { return web.ContentIDs() })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
