@@ -317,19 +317,17 @@ func (t *task) key() attemptKey {
 }
 
 // notBeforeTime is t's not_before (zero for none).
-func (t *task) notBeforeTime() time.Time {
-	if t.notBefore == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, t.notBefore)
-}
+func (t *task) notBeforeTime() time.Time { return unixTime(t.notBefore) }
 
 // retryAfterTime is the earliest useful retry of t's turn (zero for none).
-func (t *task) retryAfterTime() time.Time {
-	if t.retryAfter == 0 {
+func (t *task) retryAfterTime() time.Time { return unixTime(t.retryAfter) }
+
+// unixTime is the time of a task's Unix nanoseconds, zero for 0 (none).
+func unixTime(ns int64) time.Time {
+	if ns == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, t.retryAfter)
+	return time.Unix(0, ns)
 }
 
 // request returns t's FetchRequest, decoding the record's value when it
