@@ -38,6 +38,7 @@ type metrics struct {
 	sitemaps         prometheus.Counter
 	proxyOutcomes    *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
 	serverWaits      prometheus.Counter
+	replaysRefused   prometheus.Counter
 	// serpRobotsOverridden: result pages fetched although robots.txt
 	// disallows them (serp.go).
 	serpRobotsOverridden prometheus.Counter
@@ -149,6 +150,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "server_waits_total",
 			Help: "Requests put back in their host queue because another host on the same server (--server-delay) was being fetched or within its gap.",
 		}),
+		replaysRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "replays_refused_total",
+			Help: "Requests whose connection the site closed after the request was sent, which net/http would have sent again at once on another connection: failed instead (connect), retried on the host's turn.",
+		}),
 		robotsVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "robots_refusals_total",
 			Help: "URLs not requested because of robots.txt, by verdict (disallowed, unavailable).",
@@ -160,7 +165,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.serpRobotsOverridden} {
+		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.replaysRefused, m.serpRobotsOverridden} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

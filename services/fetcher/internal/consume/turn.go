@@ -163,6 +163,9 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *task, id 
 	case res.Status > 0:
 		h.engine.Recovered(host)
 	}
+	if res.ReplayRefused {
+		s.m.replaysRefused.Inc()
+	}
 	class := statusClass(res.Status)
 	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
 	s.m.bytes.Add(float64(res.BodyBytes))

@@ -304,6 +304,10 @@ type Response struct {
 	Duration         time.Duration
 	ProxyID          string
 	Host             string // Request.Host (politeness key)
+	// ReplayRefused: the connection closed after the request was sent,
+	// and net/http's replay of it on another connection was refused
+	// (replayGuard); Err is a Connect failure wrapping ErrReplayRefused.
+	ReplayRefused bool
 	// Exchange is the request and answer as sent and received, with
 	// Request.Capture, when an answer came (nil otherwise).
 	Exchange *Exchange
@@ -394,8 +398,17 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		ex = &Exchange{}
 		req = captureConn(req, ex)
 	}
+	req, guard := guardReplay(req, cancelCause)
 	hr, err := f.client.Do(req)
 	resp.TTFB = time.Since(resp.Start)
+	if guard.Refused() {
+		resp.ReplayRefused = true
+		if err == nil { // cannot happen: the request's context is cancelled
+			closeBody(hr)
+		}
+		resp.Err = fmt.Errorf("get: %w", &failure.Error{Kind: failure.Connect, Err: ErrReplayRefused})
+		return resp
+	}
 	if err != nil {
 		resp.Err = fmt.Errorf("get: %w", err)
 		return resp
