@@ -61,6 +61,19 @@ type GroupConfig struct {
 	// like StickyBalancer, is told the partitions of every generation. Give
 	// every Group its own StickyBalancer: it holds that member's claims.
 	Balancers []kafka.GroupBalancer
+	// SettleAfterLapse, when positive, holds back the partitions of a
+	// generation that starts within this long after the member's lease
+	// lapsed (the coordinator silent for nearly a session timeout: a
+	// broker outage, a cut link) until the generation has lasted this
+	// long: after an outage the members rejoin one by one, and each
+	// rejoin ends the generation before. A partition started at once
+	// would do again the work its previous owner did during the outage
+	// and has not made durable yet (its writes wait for the store to
+	// come back), and again when the next rebalance moves it; held back,
+	// it starts once the group has settled and the previous owners' late
+	// writes have landed. For a handler that acts on the world (the
+	// fetcher); 0 (the default) starts partitions at once.
+	SettleAfterLapse time.Duration
 }
 
 // GroupConfig defaults.
@@ -116,6 +129,9 @@ func (gc GroupConfig) validate() error {
 	if gc.CloseTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("close timeout: %v must be positive", gc.CloseTimeout))
 	}
+	if gc.SettleAfterLapse < 0 {
+		errs = append(errs, fmt.Errorf("settle after lapse: %v must not be negative", gc.SettleAfterLapse))
+	}
 	return errors.Join(errs...)
 }
 
@@ -151,6 +167,7 @@ type groupMetrics struct {
 	lag          prometheus.Gauge
 	assigned     prometheus.Gauge
 	rebalances   prometheus.Counter
+	settles      prometheus.Counter
 }
 
 func newGroupMetrics(reg prometheus.Registerer, topic string) *groupMetrics {
@@ -168,6 +185,7 @@ func newGroupMetrics(reg prometheus.Registerer, topic string) *groupMetrics {
 		lag:          gauge("kafka_lag", "Records on this member's partitions it has not read yet (high watermark minus the next offset at its last read), by topic: what autoscaling on consumer lag reads."),
 		assigned:     gauge("kafka_assigned_partitions", "Partitions currently assigned to this member, by topic."),
 		rebalances:   counter("kafka_rebalances_total", "Consumer group generations joined, by topic."),
+		settles:      counter("kafka_settle_holds_total", "Generations whose partitions were held back after the member's group lease lapsed (GroupConfig.SettleAfterLapse), by topic."),
 	}
 }
 
@@ -314,6 +332,7 @@ func (g *Group) Assigned() []int {
 // before joining the next generation) and wg (Run waits for them).
 func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sync.WaitGroup, gen *kafka.Generation) {
 	g.metrics.rebalances.Inc()
+	g.lease.newGeneration()
 	assignments := gen.Assignments[g.gc.Topic]
 	parts := make([]*partitionRun, len(assignments))
 	ids := make([]int, len(assignments))
@@ -327,14 +346,34 @@ func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sy
 		g.assigned[id] = gen.ID
 	}
 	g.mu.Unlock()
-	for _, b := range g.gc.Balancers {
-		if o, ok := b.(ownershipRecorder); ok {
-			o.SetOwned(gen.ID, g.gc.Topic, ids)
-		}
+	// The sticky balancer's claim for the next join: the partitions this
+	// member works on. A generation held back (settle) claims its
+	// partitions only once they start: after an outage the members
+	// rejoin one by one, and the first one's passing generation (every
+	// partition, none started) would otherwise outrank, as the newer
+	// claim, what each member held before the outage, and the group
+	// would settle with partitions moved away from the member whose
+	// recorder still holds their outage-time work.
+	var claim sync.Once
+	own := func() {
+		claim.Do(func() {
+			for _, b := range g.gc.Balancers {
+				if o, ok := b.(ownershipRecorder); ok {
+					o.SetOwned(gen.ID, g.gc.Topic, ids)
+				}
+			}
+		})
 	}
 	g.metrics.assigned.Set(float64(len(ids)))
 	g.log.Info("partitions assigned", zap.Int32("generation", gen.ID), zap.Ints("partitions", ids))
 
+	settle := g.settle(time.Now())
+	if settle > 0 {
+		g.log.Info("partitions held back until the group settles after the coordinator's silence",
+			zap.Int32("generation", gen.ID), zap.Duration("for", settle))
+	} else {
+		own()
+	}
 	var partsWG sync.WaitGroup
 	partsWG.Add(len(parts))
 	for _, pr := range parts {
@@ -343,6 +382,10 @@ func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sy
 			defer wg.Done()
 			defer partsWG.Done()
 			defer g.unassign(pr.partition, gen.ID)
+			if !waitSettled(runCtx, genCtx, settle) {
+				return // the generation or the run ended first: nothing was read
+			}
+			own()
 			g.consumePartition(runCtx, genCtx, fail, pr)
 		})
 	}
@@ -351,6 +394,40 @@ func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sy
 		defer wg.Done()
 		g.commitLoop(runCtx, genCtx, gen, parts, &partsWG)
 	})
+}
+
+// settle returns how long the partitions of a generation starting at
+// start are held back (GroupConfig.SettleAfterLapse): the whole settle
+// time when the lease lapsed within it before start, otherwise 0.
+func (g *Group) settle(start time.Time) time.Duration {
+	d := g.gc.SettleAfterLapse
+	if d <= 0 {
+		return 0
+	}
+	back := g.lease.lapseEnded()
+	if back.IsZero() || start.Sub(back) > d {
+		return 0
+	}
+	g.metrics.settles.Inc()
+	return d
+}
+
+// waitSettled waits d, and reports false when the run or the generation
+// ends first.
+func waitSettled(runCtx, genCtx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-runCtx.Done():
+		return false
+	case <-genCtx.Done():
+		return false
+	}
 }
 
 // ownershipRecorder is a balancer that reports the member's partitions in

@@ -18,6 +18,10 @@ import (
 type Lease interface {
 	// Expiry returns when the session may expire if the coordinator is
 	// not heard from again before; zero before it was ever heard from.
+	// Once the coordinator was silent for a whole session timeout, the
+	// session of the current generation is certainly expired: Expiry
+	// then stays in the past, whatever the coordinator answers, until
+	// the member joins a new generation.
 	Expiry() time.Time
 }
 
@@ -40,7 +44,15 @@ type leaseKey struct{}
 // coordinator (its clock starts when the heartbeat arrives, before the
 // answer is read here) and the time a handler takes to notice.
 type lease struct {
-	last    atomic.Int64 // Unix nanoseconds; 0 before the first answer
+	last atomic.Int64 // Unix nanoseconds; 0 before the first answer
+	back atomic.Int64 // Unix nanoseconds of the first answer after the last lapse; 0 for none
+	// ended is the Unix nanoseconds at which the coordinator certainly
+	// expired the session of the current generation (it had not been
+	// heard from for a whole session timeout), 0 while it may be alive.
+	// The generation is over whatever the coordinator answers next (an
+	// error, most likely), so the lease does not renew until the member
+	// joins a new generation (newGeneration).
+	ended   atomic.Int64
 	session time.Duration
 }
 
@@ -57,7 +69,43 @@ func (l *lease) Expiry() time.Time {
 	if last == 0 {
 		return time.Time{}
 	}
+	if ended := l.ended.Load(); ended != 0 {
+		return time.Unix(0, ended).Add(-leaseMargin(l.session))
+	}
 	return time.Unix(0, last).Add(l.session - leaseMargin(l.session))
+}
+
+// newGeneration is called when the member joins a generation: a session
+// that ended before belongs to an earlier one.
+func (l *lease) newGeneration() { l.ended.Store(0) }
+
+// renew records an answer of the coordinator at now. An answer after a
+// silence long enough for the lease to have lapsed marks the lapse's end.
+func (l *lease) renew(now time.Time) {
+	ns := now.UnixNano()
+	prev := l.last.Swap(ns)
+	if prev == 0 {
+		return
+	}
+	if ns-prev > int64(l.session-leaseMargin(l.session)) {
+		l.back.Store(ns)
+	}
+	// The coordinator heard from the member at the latest when it sent
+	// its previous answer: silent for longer than the session, it has
+	// expired the session.
+	if ns-prev > int64(l.session) {
+		l.ended.CompareAndSwap(0, prev+int64(l.session))
+	}
+}
+
+// lapseEnded returns when the coordinator answered again after the lease
+// last lapsed; zero when it never lapsed.
+func (l *lease) lapseEnded() time.Time {
+	back := l.back.Load()
+	if back == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, back)
 }
 
 // dialer wraps dial: every answer read on its connections renews l.
@@ -79,7 +127,7 @@ type leaseConn struct {
 func (c *leaseConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
-		c.l.last.Store(time.Now().UnixNano())
+		c.l.renew(time.Now())
 	}
 	return n, err
 }

@@ -132,6 +132,11 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		Topic:        topics.Fetch,
 		MaxInFlight:  cfg.MaxInflightPerPartition,
 		CloseTimeout: cfg.DrainTimeout,
+		// After an outage of the brokers or of this host's link, a
+		// partition waits for the group to settle (its members rejoin
+		// one by one) and for the late writes of its previous owner, so
+		// that the work done during the outage is not requested again.
+		SettleAfterLapse: cfg.Kafka.SessionTimeout,
 	}, consumer.Assign, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)

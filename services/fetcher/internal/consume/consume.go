@@ -424,7 +424,7 @@ func (h *handler) Close(ctx context.Context) error {
 	}
 	h.claimMu.Unlock()
 	for _, t := range abandoned {
-		h.settle(t, false) // unacked: the next owner fetches it
+		h.settle(t, false) // not requested or cut short: the next owner fetches it (those with the recorder settle on their own: toRecorder)
 	}
 	queued := h.engine.Len()
 	h.s.m.abandoned.Add(float64(queued))

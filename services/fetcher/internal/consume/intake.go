@@ -258,6 +258,20 @@ func (h *handler) claim(t *task) bool {
 	return true
 }
 
+// toRecorder hands t's claim over to its outcome: the request was made,
+// so Close does not release the attempt, which the outcome's Done settles
+// (finished once durable, released if it could not be made so). A
+// partition closed while the store is away (a broker or ClickHouse
+// outage ends the generation) thus keeps the attempts whose outcomes wait
+// in the recorder, and when the partition comes back to this fetcher (the
+// sticky assignor gives it back) their redelivered records are repeats,
+// not requests.
+func (h *handler) toRecorder(t *task) {
+	h.claimMu.Lock()
+	delete(h.claimed, t)
+	h.claimMu.Unlock()
+}
+
 // settle ends t's claim: done when its outcome is durable, otherwise
 // released (its record was handed back and may come again).
 func (h *handler) settle(t *task, done bool) {

@@ -40,6 +40,7 @@ func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) 
 		return
 	}
 	h.recording.Add(1)
+	h.toRecorder(t)
 	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []rows.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {

@@ -1,0 +1,60 @@
+package kafkaio
+
+import (
+	"testing"
+	"time"
+)
+
+// TestLeaseAfterExpiredSession: an answer after a silence longer than the
+// session timeout (most likely the coordinator's "unknown member") does
+// not renew the lease: the session is certainly expired and the
+// generation over. The lease renews again once the member joins a new
+// generation. An answer after a shorter silence renews it, and marks the
+// end of a lapse when the silence was long enough for one.
+func TestLeaseAfterExpiredSession(t *testing.T) {
+	const session = 6 * time.Second
+	margin := leaseMargin(session)
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+
+	l := newLease(session)
+	if !l.Expiry().IsZero() || !l.lapseEnded().IsZero() {
+		t.Fatalf("a new lease: expiry %v, lapse ended %v; want zero", l.Expiry(), l.lapseEnded())
+	}
+	l.renew(t0)
+	if got, want := l.Expiry(), t0.Add(session-margin); !got.Equal(want) {
+		t.Fatalf("expiry %v, want %v", got, want)
+	}
+
+	// A short lapse (5.5 s: past the margin, within the session) ends
+	// with a renewal.
+	t1 := t0.Add(5500 * time.Millisecond)
+	l.renew(t1)
+	if got, want := l.Expiry(), t1.Add(session-margin); !got.Equal(want) {
+		t.Errorf("after a short lapse: expiry %v, want %v", got, want)
+	}
+	if got := l.lapseEnded(); !got.Equal(t1) {
+		t.Errorf("after a short lapse: lapse ended %v, want %v", got, t1)
+	}
+
+	// Silent past the session: the next answer renews nothing.
+	t2 := t1.Add(session + time.Second)
+	l.renew(t2)
+	if got := l.Expiry(); !got.Before(t2) {
+		t.Errorf("after an expired session: expiry %v, want before the answer at %v", got, t2)
+	}
+	l.renew(t2.Add(time.Second))
+	if got := l.Expiry(); !got.Before(t2) {
+		t.Errorf("a second answer in the ended generation: expiry %v, want before %v", got, t2)
+	}
+	if got := l.lapseEnded(); !got.Equal(t2) {
+		t.Errorf("lapse ended %v, want %v", got, t2)
+	}
+
+	// A new generation: answers renew again.
+	l.newGeneration()
+	t3 := t2.Add(2 * time.Second)
+	l.renew(t3)
+	if got, want := l.Expiry(), t3.Add(session-margin); !got.Equal(want) {
+		t.Errorf("in a new generation: expiry %v, want %v", got, want)
+	}
+}
