@@ -348,6 +348,10 @@ func (c *crawl) startWeb(ctx context.Context) {
 // (docs/operations.md, "Bare hosts").
 func strict() bool { return os.Getenv("TRAWL_MULTIHOST_STRICT") != "" }
 
+// repeatBound is the most requests a fault may cost the web again: 0.5 %
+// of the crawl's requests (issue 34's bound for any fault).
+func repeatBound(o outcome) int { return o.Stats.Requests / 200 }
+
 // tolerate returns n, or 0 in strict mode.
 func tolerate(n int) int {
 	if strict() {

@@ -283,7 +283,10 @@ func TestCrawlerHostCutOff(t *testing.T) {
 	// requests, and what its connections held reached the web when the
 	// link came back, close to the new owners' requests (56-64 violations
 	// per run): a fetcher now requests only under its group lease.
-	c.checkComplete(o, inflight, 0)
+	// What may be requested again: the requests the web answered that
+	// never reached the cut fetcher (in flight at the cut), at most
+	// 0.5 % of the crawl.
+	c.checkComplete(o, min(inflight, repeatBound(o)), 0)
 }
 
 // lastLine returns the last log line of the named service that says why it
@@ -401,11 +404,13 @@ func TestStoreHostUnreachable(t *testing.T) {
 		}
 		t.Logf("%d service restarts while the store was unreachable (a service should wait, not exit):%s", len(r), b.String())
 	}
-	// Work fetched during the cut and not acknowledged is fetched again
-	// after it: the requests answered during the cut, and at most as many
-	// again when the members, rejoining one by one after the store's
-	// return, rebalance the group a second time before the first redo is
-	// durable (seen once, under the e2e suite's load in make test: 579
-	// repeats for 400 requests answered during the cut; 100-262 alone).
-	c.checkComplete(o, 2*during, tolerate(2))
+	// Work fetched during the cut waits in the fetchers' recorders until
+	// the store is back. Until this bound, it was fetched again after the
+	// cut (100-262 repeats alone, 579 for 400 requests made during the
+	// cut under make test's load: the members rejoined one by one and
+	// each passing generation redid it); now a fetcher keeps the attempts
+	// its recorder holds, and holds its partitions back until the group
+	// has settled after the coordinator's silence (kafkaio
+	// SettleAfterLapse), so that each gets its own partitions back.
+	c.checkComplete(o, repeatBound(o), tolerate(2))
 }
