@@ -105,7 +105,7 @@ func TestFollowGrants(t *testing.T) {
 		t.Fatalf("grant key %q", grant.Key)
 	}
 	if err := w.Write(ctx, grant, spec,
-		kafka.Message{Topic: topic, Key: []byte("scope/c/other.example")},                         // tombstone
+		kafka.Message{Topic: topic, Key: []byte("scope/c/other.example")},                          // tombstone
 		kafka.Message{Topic: topic, Key: []byte("scope/c/bad.example"), Value: []byte{0xff, 0x01}}, // poison
 	); err != nil {
 		t.Fatal(err)
