@@ -643,7 +643,9 @@ func Snapshot(ctx context.Context, c kafkaio.Config) (*Specs, error) {
 	select {
 	case <-caughtUp:
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			return nil, fmt.Errorf("read the control topic: %w", err)
+		}
 		return specs, nil
 	case err := <-done:
 		if err == nil {
