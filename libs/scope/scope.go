@@ -383,6 +383,9 @@ func SiteOf(mode crawlv1.ScopeMode, key string) (Site, bool) {
 // host has none. WEB and UNSPECIFIED return nothing. The lists are sorted
 // and free of repeats; a seed that does not parse is left out.
 func SeedSites(mode crawlv1.ScopeMode, seeds []string) (hosts, domains []string) {
+	if mode != crawlv1.ScopeMode_SCOPE_MODE_HOST && mode != crawlv1.ScopeMode_SCOPE_MODE_DOMAIN {
+		return nil, nil
+	}
 	hs, ds := map[string]bool{}, map[string]bool{}
 	for _, u := range seeds {
 		key, err := urlcanon.PolitenessKey(u)
@@ -391,7 +394,7 @@ func SeedSites(mode crawlv1.ScopeMode, seeds []string) (hosts, domains []string)
 		}
 		site, ok := SiteOf(mode, key)
 		if !ok {
-			return nil, nil
+			continue
 		}
 		if site.Host != "" {
 			hs[site.Host] = true
