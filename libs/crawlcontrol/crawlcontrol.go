@@ -8,12 +8,20 @@
 // specification's state at a given time (StateAt) is CANCELLED once the
 // limit has passed since its created_at, so every service that asks
 // Specs.State obeys it at the same moment, and Specs.Changed fires then.
+//
+// The topic also carries scope grants (crawlv1.ScopeGrant, keyed
+// "scope/<crawl id>/<site>"): the site a seed's redirect led to, joined to
+// the scope of a crawl kept on its seeds' sites by the scheduler that
+// admitted the redirect target. Followers fold them into Specs.Scoped, the
+// specification the scope rules are compiled from; Specs.Get stays the
+// seeder's.
 package crawlcontrol
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +52,13 @@ type Specs struct {
 	// absent are the crawl ids a Sync found without a specification.
 	absent map[string]bool
 
+	// grants are every crawl's scope grants by key (ScopeGrantKey);
+	// scoped is, for a crawl that has a specification and grants, its
+	// specification with the grants folded into its seed sites (Scoped),
+	// rebuilt when either changes.
+	grants map[string]map[string]*crawlv1.ScopeGrant
+	scoped map[string]*crawlv1.CrawlSpec
+
 	// now is the clock State reads time limits with. timer closes
 	// changed at armed, the next time limit to pass (zero: none armed);
 	// fired is the last one it fired for, so that a clock that stands
@@ -61,7 +76,8 @@ func NewSpecs() *Specs { return NewSpecsClock(time.Now) }
 // the limit's distance from now's time).
 func NewSpecsClock(now func() time.Time) *Specs {
 	return &Specs{specs: make(map[string]*crawlv1.CrawlSpec), changed: make(chan struct{}),
-		next: make(map[int]int64), progress: make(chan struct{}), absent: make(map[string]bool), now: now}
+		next: make(map[int]int64), progress: make(chan struct{}), absent: make(map[string]bool), now: now,
+		grants: make(map[string]map[string]*crawlv1.ScopeGrant), scoped: make(map[string]*crawlv1.CrawlSpec)}
 }
 
 // SyncTimeout bounds how long GetSynced waits for the follower.
@@ -266,6 +282,7 @@ func (s *Specs) Apply(spec *crawlv1.CrawlSpec) bool {
 		return false
 	}
 	s.specs[spec.GetCrawlId()] = spec
+	s.foldLocked(spec.GetCrawlId())
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.armLocked()
@@ -325,6 +342,7 @@ func (s *Specs) Delete(crawlID string) {
 	defer s.mu.Unlock()
 	if _, ok := s.specs[crawlID]; ok {
 		delete(s.specs, crawlID)
+		delete(s.scoped, crawlID)
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
@@ -336,6 +354,90 @@ func (s *Specs) Changed() <-chan struct{} {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.changed
+}
+
+// Scoped is Get with the crawl's scope grants (Grant) folded into its
+// scope's seed_hosts and seed_domains: the specification whose scope
+// rules the services judge URLs by (libs/scope compiles it; a new grant
+// is a new message, so a scope.Cache recompiles). Get stays the
+// specification the seeder published, for whoever shows or revises it.
+// The returned message must not be modified.
+func (s *Specs) Scoped(crawlID string) *crawlv1.CrawlSpec {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if spec, ok := s.scoped[crawlID]; ok {
+		return spec
+	}
+	return s.specs[crawlID]
+}
+
+// Grant records a scope grant (see ScopeGrantMessage) and reports whether
+// it was new: a site already granted to the crawl is not granted again.
+// A grant may come before its crawl's specification (they are records of
+// different keys, possibly on different partitions): it is folded in when
+// the specification comes. Grants only add sites.
+func (s *Specs) Grant(g *crawlv1.ScopeGrant) bool {
+	key, ok := grantSite(g)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	crawl := s.grants[g.GetCrawlId()]
+	if crawl == nil {
+		crawl = make(map[string]*crawlv1.ScopeGrant)
+		s.grants[g.GetCrawlId()] = crawl
+	}
+	if _, ok := crawl[key]; ok {
+		return false
+	}
+	crawl[key] = g
+	s.foldLocked(g.GetCrawlId())
+	return true
+}
+
+// Grants returns the scope grants of a crawl, ordered by grant time then
+// site (the messages must not be modified).
+func (s *Specs) Grants(crawlID string) []*crawlv1.ScopeGrant {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*crawlv1.ScopeGrant, 0, len(s.grants[crawlID]))
+	for _, g := range s.grants[crawlID] {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *crawlv1.ScopeGrant) int {
+		if c := a.GetGrantedAt().AsTime().Compare(b.GetGrantedAt().AsTime()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.GetHost()+a.GetDomain(), b.GetHost()+b.GetDomain())
+	})
+	return out
+}
+
+// foldLocked rebuilds the scoped specification of a crawl: a copy of its
+// specification whose seed_hosts and seed_domains also hold its grants'
+// sites. The caller holds mu.
+func (s *Specs) foldLocked(crawlID string) {
+	spec, grants := s.specs[crawlID], s.grants[crawlID]
+	if spec == nil || len(grants) == 0 {
+		delete(s.scoped, crawlID)
+		return
+	}
+	out := proto.Clone(spec).(*crawlv1.CrawlSpec)
+	sc := out.GetScope()
+	if sc == nil {
+		sc = &crawlv1.Scope{}
+		out.Scope = sc
+	}
+	for _, g := range grants {
+		switch {
+		case g.GetHost() != "":
+			sc.SeedHosts = append(sc.SeedHosts, g.GetHost())
+		case g.GetDomain() != "":
+			sc.SeedDomains = append(sc.SeedDomains, g.GetDomain())
+		}
+	}
+	s.scoped[crawlID] = out
 }
 
 // ErrNoCrawlID is returned when publishing a specification without an id.
@@ -367,6 +469,42 @@ func ClaimMessage(topic string, claim *crawlv1.CrawlClaim) (kafka.Message, error
 // IsClaim reports whether a control-topic record is a claim (or a claim
 // key's tombstone) rather than a specification.
 func IsClaim(m kafka.Message) bool { return strings.HasPrefix(string(m.Key), ClaimKeyPrefix) }
+
+// ScopeGrantKeyPrefix starts the key of every scope grant on the control
+// topic ("scope/<crawl id>/<host or domain>"): like a claim's, a key no
+// crawl id can take, so compaction keeps the grants beside the
+// specification they widen, and repeats of one grant collapse into one.
+const ScopeGrantKeyPrefix = "scope/"
+
+// ErrNoSite is returned when publishing a scope grant that names no site.
+var ErrNoSite = errors.New("scope grant without host or domain")
+
+// grantSite is the site of a valid grant (a crawl id, and a host or a
+// domain, not both).
+func grantSite(g *crawlv1.ScopeGrant) (string, bool) {
+	if g.GetCrawlId() == "" || (g.GetHost() == "") == (g.GetDomain() == "") {
+		return "", false
+	}
+	return g.GetHost() + g.GetDomain(), true
+}
+
+// ScopeGrantMessage encodes a scope grant as a control-topic record keyed
+// ScopeGrantKeyPrefix + crawl id + "/" + its site. Write it with acks=all
+// before anything of the granted site is fetched.
+func ScopeGrantMessage(topic string, g *crawlv1.ScopeGrant) (kafka.Message, error) {
+	if g.GetCrawlId() == "" {
+		return kafka.Message{}, ErrNoCrawlID
+	}
+	site, ok := grantSite(g)
+	if !ok {
+		return kafka.Message{}, ErrNoSite
+	}
+	return kafkaio.NewMessage(topic, []byte(ScopeGrantKeyPrefix+g.GetCrawlId()+"/"+site), g)
+}
+
+// IsScopeGrant reports whether a control-topic record is a scope grant
+// (or a grant key's tombstone).
+func IsScopeGrant(m kafka.Message) bool { return strings.HasPrefix(string(m.Key), ScopeGrantKeyPrefix) }
 
 // Follow reads the control topic of c from the beginning and keeps specs
 // up to date until ctx is done. Undecodable records are reported through
@@ -444,6 +582,26 @@ func FollowClaims(ctx context.Context, c kafkaio.Config, specs *Specs, caughtUp 
 // apply records one control-topic record in specs, or hands a claim to
 // onClaim.
 func apply(specs *Specs, m kafka.Message, onClaim func(*crawlv1.CrawlClaim, kafka.Message), onError func(error)) {
+	if IsScopeGrant(m) {
+		if m.Value == nil {
+			return // grants only add; a grant key's tombstone deletes no crawl
+		}
+		g := &crawlv1.ScopeGrant{}
+		if err := kafkaio.Decode(m, g); err != nil {
+			if onError != nil {
+				onError(fmt.Errorf("decode scope grant at offset %d: %w", m.Offset, err))
+			}
+			return
+		}
+		if _, ok := grantSite(g); !ok {
+			if onError != nil {
+				onError(fmt.Errorf("scope grant at offset %d: %w", m.Offset, ErrNoSite))
+			}
+			return
+		}
+		specs.Grant(g)
+		return
+	}
 	if IsClaim(m) {
 		if onClaim == nil || m.Value == nil {
 			return // not a specification; a claim key's tombstone deletes no crawl
@@ -470,4 +628,29 @@ func apply(specs *Specs, m kafka.Message, onClaim func(*crawlv1.CrawlClaim, kafk
 		return
 	}
 	specs.Apply(spec)
+}
+
+// Snapshot reads the control topic of c up to the records it holds now
+// into a new table and returns it (the launcher's summary reads a crawl's
+// scope grants this way).
+func Snapshot(ctx context.Context, c kafkaio.Config) (*Specs, error) {
+	specs := NewSpecs()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	caughtUp := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- FollowCaughtUp(ctx, c, specs, func() { close(caughtUp) }, nil) }()
+	select {
+	case <-caughtUp:
+		cancel()
+		if err := <-done; err != nil {
+			return nil, fmt.Errorf("read the control topic: %w", err)
+		}
+		return specs, nil
+	case err := <-done:
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("read the control topic: %w", err)
+	}
 }

@@ -51,6 +51,7 @@ type Rules struct {
 	// seedScoped: a link must be on the seeds' sites (Scope.mode DOMAIN or
 	// HOST): seedHosts or seedDomains.
 	seedScoped       bool
+	mode             crawlv1.ScopeMode
 	seedHosts        map[string]bool
 	seedDomains      domainSet
 	sameHostOnly     bool
@@ -122,6 +123,7 @@ func Compile(s *crawlv1.Scope, d Defaults, hasSpec bool) (*Rules, error) {
 	switch s.GetMode() {
 	case crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, crawlv1.ScopeMode_SCOPE_MODE_HOST:
 		r.seedScoped = true
+		r.mode = s.GetMode()
 	}
 	if v := int(s.GetNearDuplicateDistance()); v > 0 {
 		r.nearDistance = v
@@ -235,6 +237,42 @@ func (r *Rules) DetailURL(u string) bool {
 // found on a page of pageHost is dropped, or "" when it is kept.
 // sameHost applies same_host_only (false on search result pages).
 func (r *Rules) Check(pageHost, link, host string, sameHost bool) string {
+	return r.check(pageHost, link, host, sameHost, Site{})
+}
+
+// CheckJoining judges a URL (canonical, with politeness key host) that a
+// seed's redirect chain led to, for a crawl kept on its seeds' sites: the
+// reason it is dropped ("" when kept), and the site that joins the scope
+// for it (ok false when none: the crawl is not kept on its seeds' sites,
+// the host is on them already, or the URL is dropped). Every other rule
+// (deny and allow hosts and domains, patterns, sites' filters, trap guard,
+// length) still applies: only the seed-site rule gives way.
+func (r *Rules) CheckJoining(link, host string) (reason string, joined Site, ok bool) {
+	if !r.seedScoped || r.OnSeedSites(host) {
+		return r.Check("", link, host, false), Site{}, false
+	}
+	site, ok := SiteOf(r.mode, host)
+	if !ok {
+		return r.Check("", link, host, false), Site{}, false
+	}
+	if reason := r.check("", link, host, false, site); reason != "" {
+		return reason, Site{}, false
+	}
+	return "", site, true
+}
+
+// OnSeedSites reports whether host (a politeness key) is on the sites the
+// crawl stays on: always for a crawl not kept on its seeds' sites.
+func (r *Rules) OnSeedSites(host string) bool {
+	if !r.seedScoped {
+		return true
+	}
+	name := hostname(host)
+	return r.seedHosts[host] || r.seedHosts[name] || r.seedDomains.match(name)
+}
+
+// check is Check with joined counted among the seed sites.
+func (r *Rules) check(pageHost, link, host string, sameHost bool, joined Site) string {
 	if len(link) > r.maxURLLength {
 		return DropTooLong
 	}
@@ -245,7 +283,7 @@ func (r *Rules) Check(pageHost, link, host string, sameHost bool) string {
 	case (r.allowHosts != nil || r.allowDomains != nil) &&
 		!(r.allowHosts[host] || r.allowHosts[name] || r.allowDomains.match(name)):
 		return DropOutOfScope
-	case r.seedScoped && !(r.seedHosts[host] || r.seedHosts[name] || r.seedDomains.match(name)):
+	case r.seedScoped && !(r.seedHosts[host] || r.seedHosts[name] || r.seedDomains.match(name)) && !joined.has(host, name):
 		return DropOutOfScope
 	case sameHost && r.sameHostOnly && host != pageHost:
 		return DropOutOfScope
@@ -294,14 +332,56 @@ func hostname(key string) string {
 	return key
 }
 
-// SeedSites returns the sites a crawl of mode stays on, from its seeds
-// (canonical URLs; search-engine result pages are not seeds of a site):
-// with HOST the seeds' politeness keys; with DOMAIN the seeds' registrable
-// domains by the public suffix list (example.co.uk for
-// www.example.co.uk), and the politeness key of a seed whose host has none
+// Site is one site a crawl of mode DOMAIN or HOST stays on: a host (a
+// politeness key) or a registrable domain (with its subdomains). Exactly
+// one is set; the zero Site is none.
+type Site struct {
+	Host, Domain string
+}
+
+// has reports whether the site holds the host key (or its name).
+func (s Site) has(key, name string) bool {
+	switch {
+	case s.Host != "":
+		return s.Host == key || s.Host == name
+	case s.Domain != "":
+		return domainSet{s.Domain: true}.match(name)
+	default:
+		return false
+	}
+}
+
+// String is the host or the domain.
+func (s Site) String() string { return s.Host + s.Domain }
+
+// SiteOf returns the site of a politeness key under mode: with HOST the
+// key itself; with DOMAIN its registrable domain by the public suffix list
+// (example.co.uk for www.example.co.uk), or the key when its host has none
 // (an IP address, a single label such as localhost, a public suffix
-// itself). WEB and UNSPECIFIED return nothing. The lists are sorted and
-// free of repeats; a seed that does not parse is left out.
+// itself). ok is false for WEB and UNSPECIFIED, and for an empty key.
+func SiteOf(mode crawlv1.ScopeMode, key string) (Site, bool) {
+	if key == "" {
+		return Site{}, false
+	}
+	switch mode {
+	case crawlv1.ScopeMode_SCOPE_MODE_HOST:
+		return Site{Host: key}, true
+	case crawlv1.ScopeMode_SCOPE_MODE_DOMAIN:
+		if d, ok := registrable(hostname(key)); ok {
+			return Site{Domain: d}, true
+		}
+		return Site{Host: key}, true
+	default:
+		return Site{}, false
+	}
+}
+
+// SeedSites returns the sites a crawl of mode stays on, from its seeds
+// (canonical URLs; search-engine result pages are not seeds of a site),
+// each seed's SiteOf: with HOST the seeds' politeness keys; with DOMAIN
+// the seeds' registrable domains, and the politeness key of a seed whose
+// host has none. WEB and UNSPECIFIED return nothing. The lists are sorted
+// and free of repeats; a seed that does not parse is left out.
 func SeedSites(mode crawlv1.ScopeMode, seeds []string) (hosts, domains []string) {
 	if mode != crawlv1.ScopeMode_SCOPE_MODE_HOST && mode != crawlv1.ScopeMode_SCOPE_MODE_DOMAIN {
 		return nil, nil
@@ -312,14 +392,14 @@ func SeedSites(mode crawlv1.ScopeMode, seeds []string) (hosts, domains []string)
 		if err != nil {
 			continue
 		}
-		if mode == crawlv1.ScopeMode_SCOPE_MODE_HOST {
-			hs[key] = true
+		site, ok := SiteOf(mode, key)
+		if !ok {
 			continue
 		}
-		if d, ok := registrable(hostname(key)); ok {
-			ds[d] = true
+		if site.Host != "" {
+			hs[site.Host] = true
 		} else {
-			hs[key] = true
+			ds[site.Domain] = true
 		}
 	}
 	return sortedKeys(hs), sortedKeys(ds)

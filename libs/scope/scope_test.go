@@ -230,3 +230,98 @@ func TestCacheRecompilesPerRevision(t *testing.T) {
 		t.Errorf("errors %v", errors.Join(errs...))
 	}
 }
+
+func TestSiteOf(t *testing.T) {
+	tests := []struct {
+		name string
+		mode crawlv1.ScopeMode
+		key  string
+		want scope.Site
+		ok   bool
+	}{
+		{name: "host mode", mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, key: "www.example.com", want: scope.Site{Host: "www.example.com"}, ok: true},
+		{name: "host mode with port", mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, key: "127.0.0.2:8080", want: scope.Site{Host: "127.0.0.2:8080"}, ok: true},
+		{name: "domain mode", mode: crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, key: "www.go.dev", want: scope.Site{Domain: "go.dev"}, ok: true},
+		{name: "domain mode public suffix list", mode: crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, key: "a.b.example.co.uk", want: scope.Site{Domain: "example.co.uk"}, ok: true},
+		{name: "domain mode ip keeps the key", mode: crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, key: "127.0.0.2:8080", want: scope.Site{Host: "127.0.0.2:8080"}, ok: true},
+		{name: "domain mode single label", mode: crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, key: "localhost", want: scope.Site{Host: "localhost"}, ok: true},
+		{name: "web mode has no sites", mode: crawlv1.ScopeMode_SCOPE_MODE_WEB, key: "example.com"},
+		{name: "unspecified mode has no sites", key: "example.com"},
+		{name: "empty key", mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, key: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := scope.SiteOf(tt.mode, tt.key)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("SiteOf(%v, %q) = %+v, %v; want %+v, %v", tt.mode, tt.key, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// TestCheckJoining: a seed's redirect target off the seeds' sites is kept
+// and names the site that joins (its host in HOST mode, its registrable
+// domain in DOMAIN mode); every rule but the seed-site one still drops.
+func TestCheckJoining(t *testing.T) {
+	domain := &crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, SeedDomains: []string{"golang.org"}}
+	host := &crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, SeedHosts: []string{"example.com"}}
+	tests := []struct {
+		name       string
+		scope      *crawlv1.Scope
+		link       string
+		wantReason string
+		want       scope.Site
+		wantOK     bool
+	}{
+		{name: "domain mode: another domain joins", scope: domain, link: "https://go.dev/", want: scope.Site{Domain: "go.dev"}, wantOK: true},
+		{name: "domain mode: a subdomain's registrable domain joins", scope: domain, link: "https://tip.go.dev/doc", want: scope.Site{Domain: "go.dev"}, wantOK: true},
+		{name: "domain mode: on the seeds' sites already", scope: domain, link: "https://www.golang.org/"},
+		{name: "host mode: www joins as a host", scope: host, link: "http://www.example.com/", want: scope.Site{Host: "www.example.com"}, wantOK: true},
+		{name: "host mode: on the seeds' sites already", scope: host, link: "http://example.com/x"},
+		{name: "web mode: nothing joins", scope: &crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_WEB}, link: "http://b.example/"},
+		{name: "no scope: nothing joins", link: "http://b.example/"},
+		{name: "deny host still applies", scope: &crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, SeedHosts: []string{"a.example"}, DenyHosts: []string{"b.example"}},
+			link: "http://b.example/", wantReason: scope.DropOutOfScope},
+		{name: "deny domain still applies", scope: &crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, SeedDomains: []string{"a.example"}, DenyDomains: []string{"b.example"}},
+			link: "http://www.b.example/", wantReason: scope.DropOutOfScope},
+		{name: "allow hosts still apply", scope: &crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, SeedHosts: []string{"a.example"}, AllowHosts: []string{"a.example"}},
+			link: "http://b.example/", wantReason: scope.DropOutOfScope},
+		{name: "deny pattern still applies", scope: &crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, SeedHosts: []string{"a.example"}, DenyPatterns: []string{`/private`}},
+			link: "http://b.example/private/", wantReason: scope.DropFiltered},
+		{name: "a site's filter still applies", scope: &crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, SeedHosts: []string{"a.example"},
+			Sites: []*crawlv1.SiteRules{{Hosts: []string{"b.example"}, AllowPatterns: []string{`/news/`}}}},
+			link: "http://b.example/", wantReason: scope.DropFiltered},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rules, err := scope.Compile(tt.scope, scope.Defaults{}, tt.scope != nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, err := urlcanon.PolitenessKey(tt.link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reason, got, ok := rules.CheckJoining(tt.link, key)
+			if reason != tt.wantReason || got != tt.want || ok != tt.wantOK {
+				t.Errorf("CheckJoining(%q) = %q, %+v, %v; want %q, %+v, %v", tt.link, reason, got, ok, tt.wantReason, tt.want, tt.wantOK)
+			}
+			if ok && rules.Check("", tt.link, key, false) != scope.DropOutOfScope {
+				t.Errorf("Check(%q) keeps a URL CheckJoining says joins", tt.link)
+			}
+		})
+	}
+}
+
+func TestOnSeedSites(t *testing.T) {
+	rules, _ := scope.Compile(&crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, SeedDomains: []string{"a.example"}, SeedHosts: []string{"127.0.0.2:80"}}, scope.Defaults{}, true)
+	for key, want := range map[string]bool{"a.example": true, "www.a.example": true, "127.0.0.2:80": true, "127.0.0.2:81": false, "b.example": false} {
+		if got := rules.OnSeedSites(key); got != want {
+			t.Errorf("OnSeedSites(%q) = %v, want %v", key, got, want)
+		}
+	}
+	web, _ := scope.Compile(nil, scope.Defaults{}, false)
+	if !web.OnSeedSites("anywhere.example") {
+		t.Error("a crawl not kept on its seeds' sites has every host on them")
+	}
+}

@@ -922,6 +922,110 @@ func (x *CrawlClaim) GetClaimedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// ScopeGrant widens the scope of a crawl kept on its seeds' sites (mode
+// DOMAIN or HOST) by the site a seed's redirect led to: a person who
+// types the name they know (http://golang.org/ → https://go.dev/,
+// example.com → www.example.com) gets the site that answers for it, as
+// Heritrix does. The scheduler that admits such a redirect target writes
+// the grant (acks=all) to the control topic keyed
+// "scope/<crawl_id>/<host or domain>" (a key no crawl id or claim can
+// take, so compaction keeps it beside the specification it widens, and
+// repeats of one grant collapse) before it produces the target's fetch
+// request. Followers (libs/crawlcontrol) fold a crawl's grants into its
+// seed_hosts and seed_domains; the specification itself is never
+// rewritten, so the seeder's revisions of it are never lost.
+type ScopeGrant struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	CrawlId        string                 `protobuf:"bytes,1,opt,name=crawl_id,json=crawlId,proto3" json:"crawl_id,omitempty"`
+	Host           string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`                                           // HOST mode: the politeness key that joined; or, in DOMAIN mode, a host without a registrable domain (an IP address, a single label)
+	Domain         string                 `protobuf:"bytes,3,opt,name=domain,proto3" json:"domain,omitempty"`                                       // DOMAIN mode: the registrable domain that joined
+	RedirectedFrom string                 `protobuf:"bytes,4,opt,name=redirected_from,json=redirectedFrom,proto3" json:"redirected_from,omitempty"` // the URL whose redirect led to target_url (the seed, for the first hop)
+	TargetUrl      string                 `protobuf:"bytes,5,opt,name=target_url,json=targetUrl,proto3" json:"target_url,omitempty"`                // the redirect target (canonical) whose site joined
+	RedirectHops   uint32                 `protobuf:"varint,6,opt,name=redirect_hops,json=redirectHops,proto3" json:"redirect_hops,omitempty"`      // redirects from the seed to target_url (1..3)
+	GrantedAt      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=granted_at,json=grantedAt,proto3" json:"granted_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ScopeGrant) Reset() {
+	*x = ScopeGrant{}
+	mi := &file_control_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScopeGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScopeGrant) ProtoMessage() {}
+
+func (x *ScopeGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScopeGrant.ProtoReflect.Descriptor instead.
+func (*ScopeGrant) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ScopeGrant) GetCrawlId() string {
+	if x != nil {
+		return x.CrawlId
+	}
+	return ""
+}
+
+func (x *ScopeGrant) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *ScopeGrant) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *ScopeGrant) GetRedirectedFrom() string {
+	if x != nil {
+		return x.RedirectedFrom
+	}
+	return ""
+}
+
+func (x *ScopeGrant) GetTargetUrl() string {
+	if x != nil {
+		return x.TargetUrl
+	}
+	return ""
+}
+
+func (x *ScopeGrant) GetRedirectHops() uint32 {
+	if x != nil {
+		return x.RedirectHops
+	}
+	return 0
+}
+
+func (x *ScopeGrant) GetGrantedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.GrantedAt
+	}
+	return nil
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
@@ -1002,7 +1106,18 @@ const file_control_proto_rawDesc = "" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x1a\n" +
 	"\bclaimant\x18\x02 \x01(\tR\bclaimant\x129\n" +
 	"\n" +
-	"claimed_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tclaimedAt*u\n" +
+	"claimed_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tclaimedAt\"\xfb\x01\n" +
+	"\n" +
+	"ScopeGrant\x12\x19\n" +
+	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12\x16\n" +
+	"\x06domain\x18\x03 \x01(\tR\x06domain\x12'\n" +
+	"\x0fredirected_from\x18\x04 \x01(\tR\x0eredirectedFrom\x12\x1d\n" +
+	"\n" +
+	"target_url\x18\x05 \x01(\tR\ttargetUrl\x12#\n" +
+	"\rredirect_hops\x18\x06 \x01(\rR\fredirectHops\x129\n" +
+	"\n" +
+	"granted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tgrantedAt*u\n" +
 	"\n" +
 	"CrawlState\x12\x1b\n" +
 	"\x17CRAWL_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1028,7 +1143,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_control_proto_goTypes = []any{
 	(CrawlState)(0),               // 0: crawler.v1.CrawlState
 	(ScopeMode)(0),                // 1: crawler.v1.ScopeMode
@@ -1041,34 +1156,36 @@ var file_control_proto_goTypes = []any{
 	(*Politeness)(nil),            // 8: crawler.v1.Politeness
 	(*Revisit)(nil),               // 9: crawler.v1.Revisit
 	(*CrawlClaim)(nil),            // 10: crawler.v1.CrawlClaim
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
+	(*ScopeGrant)(nil),            // 11: crawler.v1.ScopeGrant
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
 }
 var file_control_proto_depIdxs = []int32{
 	0,  // 0: crawler.v1.CrawlSpec.state:type_name -> crawler.v1.CrawlState
-	11, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
 	5,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
 	7,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
 	8,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
 	9,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
-	11, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
+	12, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
 	3,  // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
-	11, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
+	12, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
 	4,  // 9: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
 	6,  // 10: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
 	1,  // 11: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
-	12, // 12: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
-	12, // 13: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	12, // 14: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	12, // 15: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	12, // 16: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	12, // 17: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	11, // 18: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	13, // 12: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
+	13, // 13: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	13, // 14: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	13, // 15: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	13, // 16: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	13, // 17: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	12, // 18: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
+	12, // 19: crawler.v1.ScopeGrant.granted_at:type_name -> google.protobuf.Timestamp
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -1082,7 +1199,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

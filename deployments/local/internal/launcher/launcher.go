@@ -25,7 +25,9 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
 )
 
 // DefaultPartitions is the partition count of a local crawl's URL topics.
@@ -416,6 +418,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		return errors.Join(runErr, stopErr, err)
 	}
 	sum.Restarts = p.Restarts()
+	if sum.Joined, err = joinedSites(sctx, p.Kafka, cfg.CrawlID); err != nil {
+		fmt.Fprintf(out, "sites that joined the scope not read: %v\n", err)
+	}
 	sum.Print(out)
 	for _, o := range plan.others {
 		if o.Cancelled {
@@ -639,4 +644,18 @@ func brokerWeather(broker *supervise.Process) string {
 		return fmt.Sprintf("the broker came back %s ago", time.Since(broker.StartedAt()).Round(time.Second))
 	}
 	return ""
+}
+
+// joinedSites reads the sites that joined a crawl's scope because a seed
+// redirected to them: its scope grants on the control topic.
+func joinedSites(ctx context.Context, kc kafkaio.Config, crawlID string) ([]progress.Joined, error) {
+	specs, err := crawlcontrol.Snapshot(ctx, kc)
+	if err != nil {
+		return nil, err
+	}
+	var out []progress.Joined
+	for _, g := range specs.Grants(crawlID) {
+		out = append(out, progress.Joined{From: g.GetRedirectedFrom(), To: g.GetTargetUrl(), Hops: g.GetRedirectHops(), Site: g.GetHost() + g.GetDomain()})
+	}
+	return out, nil
 }

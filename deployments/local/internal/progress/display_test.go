@@ -61,3 +61,35 @@ func TestSummaryRestarts(t *testing.T) {
 		})
 	}
 }
+
+func TestSummaryJoined(t *testing.T) {
+	tests := []struct {
+		name   string
+		joined []Joined
+		want   string // the scope lines
+	}{
+		{"none", nil, ""},
+		{"a seed's redirect and the next hop", []Joined{
+			{From: "http://golang.org/", To: "https://go.dev/", Hops: 1, Site: "go.dev"},
+			{From: "http://example.com/", To: "http://www.example.com/", Hops: 2, Site: "www.example.com"},
+			{From: "http://www.example.com/", To: "http://b.example/", Hops: 3, Site: "b.example"},
+		}, "  scope       seed http://golang.org/ redirected to https://go.dev/, go.dev joined the scope\n" +
+			"  scope       http://example.com/ (1 redirect from a seed) redirected to http://www.example.com/, www.example.com joined the scope\n" +
+			"  scope       http://www.example.com/ (2 redirects from a seed) redirected to http://b.example/, b.example joined the scope\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			Summary{CrawlID: "c", Joined: tt.joined}.Print(&out)
+			got := ""
+			for _, l := range strings.SplitAfter(out.String(), "\n") {
+				if strings.HasPrefix(l, "  scope") {
+					got += l
+				}
+			}
+			if got != tt.want {
+				t.Errorf("scope lines %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

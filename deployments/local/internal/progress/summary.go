@@ -23,6 +23,31 @@ type Summary struct {
 	// Restarts is, per service process, how often it was restarted during
 	// the crawl (set by the caller; nil prints nothing).
 	Restarts map[string]int
+	// Joined are the sites that joined the crawl's scope because a seed
+	// redirected to them (its scope grants, read from the control topic
+	// by the caller), in the order they joined.
+	Joined []Joined
+}
+
+// Joined is one site a seed's redirect chain added to the crawl's scope.
+type Joined struct {
+	From, To string // the redirect: the URL that redirected and its target
+	Hops     uint32 // redirects from the seed to To (1: From is the seed)
+	Site     string // the host or registrable domain that joined
+}
+
+// String is the summary's line for the site, e.g. "seed http://a/
+// redirected to http://b/, b joined the scope".
+func (j Joined) String() string {
+	from := "seed " + j.From
+	if j.Hops > 1 {
+		plural := "s"
+		if j.Hops == 2 {
+			plural = ""
+		}
+		from = fmt.Sprintf("%s (%d redirect%s from a seed)", j.From, j.Hops-1, plural)
+	}
+	return fmt.Sprintf("%s redirected to %s, %s joined the scope", from, j.To, j.Site)
 }
 
 // ReadSummary reads the summary of crawlID; duration is the crawl's wall
@@ -104,6 +129,9 @@ func (s Summary) Print(w io.Writer) {
 			fmt.Fprintf(w, " %s:%d", k, s.ByError[k])
 		}
 		fmt.Fprintln(w)
+	}
+	for _, j := range s.Joined {
+		fmt.Fprintf(w, "  scope       %s\n", j)
 	}
 	if s.Restarts != nil {
 		names := make([]string, 0, len(s.Restarts))

@@ -62,6 +62,10 @@ type Metrics struct {
 	duration  prometheus.Histogram
 	documents prometheus.Counter
 	serp      *prometheus.CounterVec
+	// scopeSyncs counts the batches that caught up with the control
+	// topic because a page was off its crawl's known sites (a scope grant
+	// not read yet).
+	scopeSyncs prometheus.Counter
 }
 
 // NewMetrics registers the processor's metrics on reg.
@@ -92,8 +96,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "serp_pages_total",
 			Help: "Search engine result pages parsed, by engine (presets and --serp-config names).",
 		}, []string{"engine"}),
+		scopeSyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scope_syncs_total",
+			Help: "Batches that caught up with the control topic before parsing, because a page was on a host off its crawl's known sites (a scope grant not read yet).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp} {
+	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register parser metrics: %w", err)
 		}

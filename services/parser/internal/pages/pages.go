@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/scope"
@@ -53,9 +54,18 @@ type ContentIndex interface {
 	SeenContent(ctx context.Context, crawlID string, fps []uint64) (map[uint64]string, error)
 }
 
-// SpecSource returns a crawl's specification or nil (crawlcontrol.Specs).
+// SpecSource returns a crawl's specification or nil (crawlcontrol.Specs):
+// Get as published, Scoped with its scope grants (the sites its seeds
+// redirected to) folded into its seed sites.
 type SpecSource interface {
 	Get(crawlID string) *crawlv1.CrawlSpec
+	Scoped(crawlID string) *crawlv1.CrawlSpec
+}
+
+// scopeSyncer is a SpecSource that can catch up with the control topic
+// (crawlcontrol.Specs.Sync).
+type scopeSyncer interface {
+	Sync(ctx context.Context) error
 }
 
 // specSyncer is a SpecSource that can wait for a specification on its way
@@ -66,7 +76,16 @@ type specSyncer interface {
 
 // syncSpecs makes sure the specification of every crawl of the batch is
 // known before its pages are parsed: a page parsed before its crawl's
-// scope arrived would publish links the scope excludes.
+// scope arrived would publish links the scope excludes. Then, when a
+// page that yields links is on a host off its crawl's known sites, it
+// catches up with the control topic (once per batch): the page was
+// fetched, so its host was in scope, by a scope grant (a seed redirected
+// there) that this parser's follower has not read yet. The scheduler
+// writes a grant, acks=all, before the first fetch request of its site,
+// so after the catch-up the grant is known, on whichever parser the
+// partition is, however late its follower: the page keeps its site's
+// links. A catch-up that fails (but for ctx) is logged, and the batch is
+// parsed on the scope known.
 func (p *Processor) syncSpecs(ctx context.Context, pages []*crawlv1.FetchedPage) error {
 	syncer, ok := p.specs.(specSyncer)
 	if !ok {
@@ -83,7 +102,37 @@ func (p *Processor) syncSpecs(ctx context.Context, pages []*crawlv1.FetchedPage)
 			return fmt.Errorf("wait for the specification of crawl %s: %w", id, err)
 		}
 	}
+	scoper, ok := p.specs.(scopeSyncer)
+	if !ok || !slices.ContainsFunc(pages, p.offSites) {
+		return nil
+	}
+	p.metrics.scopeSyncs.Inc()
+	sctx, cancel := context.WithTimeout(ctx, crawlcontrol.SyncTimeout)
+	defer cancel()
+	if err := scoper.Sync(sctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("catch up with the control topic: %w", err)
+		}
+		p.log.Warn("control topic not caught up, parsing on the scope known", zap.Error(err))
+	}
 	return nil
+}
+
+// offSites reports whether a page that yields links (a 2xx answer) is on
+// a host off the sites its crawl stays on, by the scope known now.
+func (p *Processor) offSites(page *crawlv1.FetchedPage) bool {
+	if page.GetErrorKind() != "" || page.GetStatusCode() < 200 || page.GetStatusCode() > 299 {
+		return false
+	}
+	spec := p.specs.Scoped(page.GetCrawlId())
+	if spec.GetScope() == nil {
+		return false
+	}
+	host, err := urlcanon.PolitenessKey(page.GetUrl())
+	if err != nil {
+		return false
+	}
+	return !p.rules.Rules(page.GetCrawlId(), spec).OnSeedSites(host)
 }
 
 // Sinks are where the processor's output goes.

@@ -99,7 +99,7 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	res.host, _ = urlcanon.CanonicalKey(pageURL) // pageURL is canonical: cannot fail
 	var spec *crawlv1.CrawlSpec
 	if p.specs != nil {
-		spec = p.specs.Get(page.GetCrawlId())
+		spec = p.specs.Scoped(page.GetCrawlId()) // the sites seeds redirected to are the crawl's
 	}
 	rules := p.rules.Rules(page.GetCrawlId(), spec)
 	res.followDup = rules.FollowDuplicates()

@@ -20,6 +20,9 @@
 //     they were found on; seeds are the user's own and are not judged.
 //     same_host_only, a rule about a page's links, does not apply to a
 //     redirect: it is the server's answer for a URL the crawl asked for.
+//     A seed's redirect target (SeedRedirect) off the sites a crawl of
+//     mode DOMAIN or HOST stays on is admitted instead, when every other
+//     scope rule keeps it, and its site joins the scope: Decision.Grant.
 //  6. too_deep: depth above the maximum.
 //  7. duplicate: the fingerprint is already in the partition's seen set.
 //  8. budget_exhausted: the crawl reached its admission ceiling
@@ -178,6 +181,31 @@ type Decision struct {
 	// Hold is set with Admit when the crawl is paused: the request must
 	// wait (durably) until the crawl runs again instead of being produced.
 	Hold bool
+	// Grant is set with Admit when the URL is a seed's redirect target
+	// (SeedRedirect) whose site joins the crawl's scope: the caller must
+	// write it durably to the control topic before Fetch goes out
+	// (crawlcontrol.ScopeGrantMessage), so that every service judging
+	// the site's URLs afterwards can know it.
+	Grant *crawlv1.ScopeGrant
+}
+
+// MaxSeedRedirectHops is how many redirects from a seed may lead to a
+// site that joins the crawl's scope: http://golang.org/ → https://go.dev/
+// takes one, http://example.com/ → https://example.com/ →
+// https://www.example.com/ two.
+const MaxSeedRedirectHops = 3
+
+// SeedRedirect reports whether u is a seed's redirect target within
+// MaxSeedRedirectHops: the fetcher reports a redirect's target at the
+// depth of the URL that redirected (depth 0 for a seed's chain) with one
+// more redirect hop. A search-engine result page (serp_engine) is no seed
+// of a site and widens nothing. The depth-0 URLs that are not seeds are
+// the entry points the crawl was given with them (a sitemap's URLs the
+// seeder published at depth 0, a sitemap named by a seed host's
+// robots.txt), which a site that moved redirects just the same.
+func SeedRedirect(u *crawlv1.DiscoveredURL) bool {
+	return u.GetSource() == crawlv1.Source_SOURCE_REDIRECT && u.GetDepth() == 0 &&
+		u.GetRedirectHops() >= 1 && u.GetRedirectHops() <= MaxSeedRedirectHops && u.GetSerpEngine() == ""
 }
 
 // Decide applies the policy to u, read from partition. It reserves the
@@ -205,9 +233,12 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 		Partition: owner,
 	}
 	state := p.state(u.GetCrawlId())
-	var scopeDrop Reason
+	var (
+		scopeDrop Reason
+		grant     *crawlv1.ScopeGrant
+	)
 	if owner == partition {
-		scopeDrop = p.scopeDrop(u, canonical, string(key))
+		scopeDrop, grant = p.scopeDrop(u, canonical, string(key))
 	}
 	switch {
 	case owner != partition:
@@ -249,27 +280,72 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 			RedirectHops: u.GetRedirectHops(),
 		}
 		d.Hold = state == crawlv1.CrawlState_CRAWL_STATE_PAUSED
+		d.Grant = grant
 	}
 	return d, nil
 }
 
 // scopeDrop judges the URLs nobody judged before (redirect targets,
 // sitemaps' URLs) by the crawl's scope: the reason it is dropped, or "".
-// host is the URL's politeness key.
-func (p Policy) scopeDrop(u *crawlv1.DiscoveredURL, canonical, host string) Reason {
+// host is the URL's politeness key. A seed's redirect target that only the
+// seed-site rule would drop is kept, with the grant of its site.
+func (p Policy) scopeDrop(u *crawlv1.DiscoveredURL, canonical, host string) (Reason, *crawlv1.ScopeGrant) {
+	rules, ok := p.rules(u)
+	if !ok {
+		return "", nil
+	}
+	if !SeedRedirect(u) {
+		return Reason(rules.Check("", canonical, host, false)), nil
+	}
+	reason, site, joins := rules.CheckJoining(canonical, host)
+	if !joins {
+		return Reason(reason), nil
+	}
+	return "", &crawlv1.ScopeGrant{
+		CrawlId:        u.GetCrawlId(),
+		Host:           site.Host,
+		Domain:         site.Domain,
+		RedirectedFrom: u.GetParentUrl(),
+		TargetUrl:      canonical,
+		RedirectHops:   u.GetRedirectHops(),
+		GrantedAt:      timestamppb.New(p.Now()),
+	}
+}
+
+// rules returns the scope rules u is judged by: those of its crawl, for
+// a URL nobody judged before (a redirect target, a sitemap's URL).
+func (p Policy) rules(u *crawlv1.DiscoveredURL) (*scope.Rules, bool) {
 	switch u.GetSource() {
 	case crawlv1.Source_SOURCE_REDIRECT, crawlv1.Source_SOURCE_SITEMAP:
 	default:
-		return ""
+		return nil, false
 	}
 	if p.Scope == nil {
-		return ""
+		return nil, false
 	}
-	rules, ok := p.Scope(u.GetCrawlId())
+	return p.Scope(u.GetCrawlId())
+}
+
+// ParentOffSites reports whether u is a URL the scope judges (a redirect
+// target, a sitemap's URL) whose parent, a URL the crawl fetched, is off
+// the sites its crawl stays on by the rules known here. The parent was in
+// scope when it was fetched, so the rules known here lag behind a scope
+// grant (written before anything of its site was fetched, but perhaps not
+// read yet by this scheduler's control follower): the caller should catch
+// up with the control topic before deciding u.
+func (p Policy) ParentOffSites(u *crawlv1.DiscoveredURL) bool {
+	if u.GetParentUrl() == "" {
+		return false
+	}
+	rules, ok := p.rules(u)
 	if !ok {
-		return ""
+		return false
 	}
-	return Reason(rules.Check("", canonical, host, false))
+	host, err := urlcanon.PolitenessKey(u.GetParentUrl())
+	if err != nil {
+		return false
+	}
+	return !rules.OnSeedSites(host)
 }
 
 // state is the crawl's operator state.

@@ -249,6 +249,108 @@ func TestDecideScope(t *testing.T) {
 	}
 }
 
+// TestDecideSeedRedirect: a seed's redirect target (depth 0, 1 to 3
+// hops, no result page) off the seeds' sites is admitted with the grant
+// of its site (its host in HOST mode, its registrable domain in DOMAIN
+// mode); a redirect from any other page to another site is dropped as
+// before, and so is a seed's target that another scope rule drops.
+func TestDecideSeedRedirect(t *testing.T) {
+	compile := func(s *crawlv1.Scope) *scope.Rules {
+		r, err := scope.Compile(s, scope.Defaults{}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	crawls := map[string]*scope.Rules{
+		"domain": compile(&crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_DOMAIN, SeedDomains: []string{"golang.org"},
+			DenyDomains: []string{"denied.example"}, DenyPatterns: []string{`/private/`}}),
+		"host": compile(&crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, SeedHosts: []string{"example.com"}}),
+		"web":  compile(&crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_WEB}),
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: func() time.Time { return now },
+		Scope: func(crawlID string) (*scope.Rules, bool) { r, ok := crawls[crawlID]; return r, ok }}
+	redirect := func(crawl, url string, depth, hops uint32) *crawlv1.DiscoveredURL {
+		return &crawlv1.DiscoveredURL{CrawlId: crawl, Url: url, Depth: depth, RedirectHops: hops, Source: crawlv1.Source_SOURCE_REDIRECT,
+			ParentUrl: "http://golang.org/"}
+	}
+	tests := []struct {
+		name       string
+		in         *crawlv1.DiscoveredURL
+		wantReason Reason
+		wantHost   string
+		wantDomain string
+	}{
+		{name: "domain: seed to another domain joins it", in: redirect("domain", "https://go.dev/", 0, 1), wantDomain: "go.dev"},
+		{name: "domain: third hop joins", in: redirect("domain", "https://www.go.dev/", 0, 3), wantDomain: "go.dev"},
+		{name: "domain: fourth hop is dropped", in: redirect("domain", "https://go.dev/", 0, 4), wantReason: OutOfScope},
+		{name: "domain: on the seeds' domain grants nothing", in: redirect("domain", "https://www.golang.org/", 0, 1)},
+		{name: "domain: a page's redirect to another site is dropped", in: redirect("domain", "https://go.dev/", 1, 1), wantReason: OutOfScope},
+		{name: "domain: deny domain still applies", in: redirect("domain", "https://www.denied.example/", 0, 1), wantReason: OutOfScope},
+		{name: "domain: deny pattern still applies", in: redirect("domain", "https://go.dev/private/", 0, 1), wantReason: Filtered},
+		{name: "domain: a result page's redirect widens nothing",
+			in: &crawlv1.DiscoveredURL{CrawlId: "domain", Url: "https://go.dev/", Source: crawlv1.Source_SOURCE_REDIRECT, RedirectHops: 1, SerpEngine: "bing"}, wantReason: OutOfScope},
+		{name: "domain: a sitemap's url widens nothing", in: &crawlv1.DiscoveredURL{CrawlId: "domain", Url: "https://go.dev/", Source: crawlv1.Source_SOURCE_SITEMAP}, wantReason: OutOfScope},
+		{name: "domain: redirect without hops widens nothing", in: redirect("domain", "https://go.dev/", 0, 0), wantReason: OutOfScope},
+		{name: "host: www joins as a host", in: redirect("host", "https://www.example.com/", 0, 2), wantHost: "www.example.com"},
+		{name: "host: the seed's host grants nothing", in: redirect("host", "https://example.com/", 0, 1)},
+		{name: "web: nothing to grant", in: redirect("web", "https://go.dev/", 0, 1)},
+		{name: "no scope: nothing to grant", in: redirect("none", "https://go.dev/", 0, 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := decide(t, p, tt.in, 0, dedup.New(0), &budget{left: 1})
+			if d.Reason != tt.wantReason || d.Admit != (tt.wantReason == "") {
+				t.Fatalf("Decide = admit %v, reason %q; want reason %q", d.Admit, d.Reason, tt.wantReason)
+			}
+			g := d.Grant
+			if tt.wantHost == "" && tt.wantDomain == "" {
+				if g != nil {
+					t.Fatalf("grant %v, want none", g)
+				}
+				return
+			}
+			if g.GetHost() != tt.wantHost || g.GetDomain() != tt.wantDomain || g.GetCrawlId() != tt.in.GetCrawlId() ||
+				g.GetTargetUrl() != d.Canonical || g.GetRedirectedFrom() != tt.in.GetParentUrl() ||
+				g.GetRedirectHops() != tt.in.GetRedirectHops() || !g.GetGrantedAt().AsTime().Equal(now) {
+				t.Errorf("grant = %v, want host %q domain %q", g, tt.wantHost, tt.wantDomain)
+			}
+		})
+	}
+	// A target admitted without a grant (the budget is spent) leaves none.
+	if d := decide(t, p, redirect("domain", "https://go.dev/", 0, 1), 0, dedup.New(0), &budget{}); d.Admit || d.Grant != nil {
+		t.Errorf("over budget: admit %v grant %v", d.Admit, d.Grant)
+	}
+}
+
+// TestParentOffSites: a judged URL whose parent is off the known sites
+// tells the caller to catch up with the control topic first.
+func TestParentOffSites(t *testing.T) {
+	rules, _ := scope.Compile(&crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_HOST, SeedHosts: []string{"a.example"}}, scope.Defaults{}, true)
+	p := Policy{Scope: func(crawlID string) (*scope.Rules, bool) { return rules, crawlID == "c" }}
+	tests := []struct {
+		name string
+		in   *crawlv1.DiscoveredURL
+		want bool
+	}{
+		{name: "redirect from a granted site not known yet", in: &crawlv1.DiscoveredURL{CrawlId: "c", Source: crawlv1.Source_SOURCE_REDIRECT, ParentUrl: "http://b.example/x"}, want: true},
+		{name: "sitemap url named by a site not known yet", in: &crawlv1.DiscoveredURL{CrawlId: "c", Source: crawlv1.Source_SOURCE_SITEMAP, ParentUrl: "http://b.example/robots.txt"}, want: true},
+		{name: "redirect from a seed site", in: &crawlv1.DiscoveredURL{CrawlId: "c", Source: crawlv1.Source_SOURCE_REDIRECT, ParentUrl: "http://a.example/x"}},
+		{name: "link: judged by the parser", in: &crawlv1.DiscoveredURL{CrawlId: "c", Source: crawlv1.Source_SOURCE_LINK, ParentUrl: "http://b.example/x"}},
+		{name: "no parent", in: &crawlv1.DiscoveredURL{CrawlId: "c", Source: crawlv1.Source_SOURCE_SITEMAP}},
+		{name: "bad parent", in: &crawlv1.DiscoveredURL{CrawlId: "c", Source: crawlv1.Source_SOURCE_REDIRECT, ParentUrl: "::bad"}},
+		{name: "crawl without scope", in: &crawlv1.DiscoveredURL{CrawlId: "other", Source: crawlv1.Source_SOURCE_REDIRECT, ParentUrl: "http://b.example/x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := p.ParentOffSites(tt.in); got != tt.want {
+				t.Errorf("ParentOffSites = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // hostBudget is a HostBudget of left pages per host, failing on "broken".
 type hostBudget struct {
 	left  map[string]int

@@ -80,7 +80,13 @@ func (s *Scheduler) admission(reg prometheus.Registerer) (*kafkaio.Group, error)
 		Topics: topics, Partitions: cfg.Kafka.Partitions,
 		MaxDepth: uint32(cfg.MaxDepth), DepthLimit: config.SpecDepth(specs), Scope: config.SpecScope(specs, s.log),
 		State: specs.State, Paused: config.PausedCrawls(specs), Retired: config.RetiredCrawls(specs), Changed: specs.Changed,
-		SyncSpec:  func(ctx context.Context, crawlID string) error { _, err := specs.GetSynced(ctx, crawlID); return err },
+		SyncSpec: func(ctx context.Context, crawlID string) error { _, err := specs.GetSynced(ctx, crawlID); return err },
+		SyncScope: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, crawlcontrol.SyncTimeout)
+			defer cancel()
+			return specs.Sync(ctx)
+		},
+		Granted:   specs.Grant,
 		HostLimit: config.SpecHostPages(specs), HostCounts: sinks.CountHosts(store),
 		HostQuota: cfg.HostQuota, QuotaWindow: cfg.QuotaWindow,
 	}, s.producer, s.Writers.Seen, s.Writers.Events, sinks.Frontier{W: s.Writers.Frontier, Store: store}, store, s.tracker, time.Now, s.log, reg)

@@ -24,14 +24,15 @@ func SpecDepth(specs *crawlcontrol.Specs) func(crawlID string) (uint32, bool) {
 }
 
 // SpecScope returns a crawl's scope rules from its specification, when it
-// sets a scope; patterns that do not compile are logged once per revision
-// and left out (the parser reports them too).
+// sets a scope, with its scope grants folded in (crawlcontrol's Scoped: the
+// sites seeds redirected to); patterns that do not compile are logged once
+// per revision and left out (the parser reports them too).
 func SpecScope(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) (*scope.Rules, bool) {
 	cache := scope.NewCache(scope.Defaults{}, func(crawlID string, err error) {
 		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
 	})
 	return func(crawlID string) (*scope.Rules, bool) {
-		spec := specs.Get(crawlID)
+		spec := specs.Scoped(crawlID)
 		if spec.GetScope() == nil {
 			return nil, false
 		}

@@ -3,7 +3,8 @@
 // runs the admission policy over each batch, produces the fetch requests and
 // persists the new fingerprints before acknowledging.
 //
-// Delivery order per batch: decide every record → produce every
+// Delivery order per batch: decide every record → produce the scope
+// grants of seeds' redirect targets to the control topic → produce every
 // FetchRequest (and every re-keyed DiscoveredURL) with acks=all → add the
 // new fingerprints to the in-memory seen set → insert them into url_seen
 // (with the batch's drop events) in the background, the fingerprints of
@@ -30,6 +31,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/backoff"
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -124,13 +126,25 @@ type Config struct {
 	// before the seeds, and a seed admitted before its crawl's limits and
 	// state are known would be admitted on the defaults.
 	SyncSpec func(ctx context.Context, crawlID string) error
+	// SyncScope, optional, waits until the scheduler knows every record
+	// the control topic holds now (crawlcontrol.Specs.Sync): asked at most
+	// once per batch, before deciding a redirect target or a sitemap's URL
+	// whose parent is off its crawl's known sites (a scope grant this
+	// scheduler has not read yet). An error other than ctx's is logged
+	// and the batch is decided on what is known.
+	SyncScope func(ctx context.Context) error
+	// Granted, optional, records a scope grant this scheduler wrote
+	// (crawlcontrol.Specs.Grant) so that its next decisions see it before
+	// its control follower reads it back; it reports whether the grant was
+	// new. Grants go to Topics.Control.
+	Granted func(*crawlv1.ScopeGrant) bool
 }
 
 // Validate reports a configuration error.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Topics.Discovered == "" || c.Topics.Fetch == "" {
-		errs = append(errs, errors.New("topics: discovered and fetch must be named"))
+	if c.Topics.Discovered == "" || c.Topics.Fetch == "" || c.Topics.Control == "" {
+		errs = append(errs, errors.New("topics: discovered, fetch and control must be named"))
 	}
 	if c.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("partitions: %d must be positive", c.Partitions))
@@ -434,6 +448,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	now := s.now()
 	var synced []string
+	scopeSynced := false
+	// The scope grants of the batch's seed redirects, by record key: the
+	// seeds of one batch may redirect to one site.
+	var grants []kafka.Message
+	var granted []*crawlv1.ScopeGrant
 	// A record whose decision left no row to insert (a repeat of a
 	// duplicate already recorded, a record re-keyed to its partition, an
 	// undecodable one) is acked as soon as what it produced is durable; the
@@ -458,6 +477,16 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				return fmt.Errorf("wait for the specification of crawl %s: %w", u.GetCrawlId(), err)
 			}
 		}
+		if s.cfg.SyncScope != nil && !scopeSynced && s.policy.ParentOffSites(&u) {
+			scopeSynced = true
+			if err := s.cfg.SyncScope(ctx); err != nil {
+				if ctx.Err() != nil {
+					undo()
+					return fmt.Errorf("catch up with the control topic: %w", err)
+				}
+				h.log.Warn("control topic not caught up, deciding on the scope known", telemetry.Crawl(u.GetCrawlId()), zap.Error(err))
+			}
+		}
 		set, err := h.setOf(ctx, u.GetCrawlId())
 		if err != nil {
 			undo()
@@ -470,6 +499,17 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 		if d.Admit && hosts != nil {
 			hostsNow = append(hostsNow, hostTaken{u.GetCrawlId(), string(d.Key)})
+		}
+		if d.Grant != nil {
+			m, err := crawlcontrol.ScopeGrantMessage(s.cfg.Topics.Control, d.Grant)
+			if err != nil {
+				undo()
+				return fmt.Errorf("encode scope grant: %w", err)
+			}
+			if !slices.ContainsFunc(grants, func(g kafka.Message) bool { return string(g.Key) == string(m.Key) }) {
+				grants = append(grants, m)
+				granted = append(granted, d.Grant)
+			}
 		}
 		switch {
 		case d.Admit:
@@ -529,6 +569,16 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			ackNow = append(ackNow, kafkaio.AckRef(msg))
 		}
 	}
+	if len(grants) > 0 {
+		// Before the targets' fetch requests (and frontier rows): a
+		// service that reads the control topic up to its end after
+		// seeing anything of a granted site knows the grant.
+		if err := s.producer.Write(ctx, grants...); err != nil {
+			undo()
+			return fmt.Errorf("produce scope grants: %w", err)
+		}
+		h.granted(granted)
+	}
 	if len(out) > 0 {
 		if err := s.producer.Write(ctx, out...); err != nil {
 			undo()
@@ -572,6 +622,20 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		return nil
 	})
 	return nil
+}
+
+// granted records the scope grants the batch wrote, counts and logs the
+// new ones.
+func (h *handler) granted(grants []*crawlv1.ScopeGrant) {
+	for _, g := range grants {
+		if h.s.cfg.Granted != nil && !h.s.cfg.Granted(g) {
+			continue // granted already (a redelivered batch)
+		}
+		h.s.metrics.grants.Inc()
+		h.log.Info("scope widened by a seed's redirect", telemetry.Crawl(g.GetCrawlId()),
+			zap.String("site", g.GetHost()+g.GetDomain()), zap.String("redirected_from", g.GetRedirectedFrom()),
+			telemetry.URL(g.GetTargetUrl()), zap.Uint32("redirect_hops", g.GetRedirectHops()))
+	}
 }
 
 // persist inserts a batch's fingerprints, deferred URLs and drop events,

@@ -519,7 +519,7 @@ func TestMaxPagesBudget(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	topics := kafkaio.Topics{Discovered: "d", Fetch: "f"}
+	topics := kafkaio.Topics{Discovered: "d", Fetch: "f", Control: "c"}
 	tests := []struct {
 		name    string
 		cfg     Config
@@ -527,6 +527,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{name: "valid", cfg: Config{Topics: topics, Partitions: 4, MaxDepth: 16}},
 		{name: "no topics", cfg: Config{Partitions: 4}, wantErr: true},
+		{name: "no control topic", cfg: Config{Topics: kafkaio.Topics{Discovered: "d", Fetch: "f"}, Partitions: 4}, wantErr: true},
 		{name: "no partitions", cfg: Config{Topics: topics}, wantErr: true},
 		{name: "negative retry", cfg: Config{Topics: topics, Partitions: 1, LoadRetry: -time.Second}, wantErr: true},
 	}

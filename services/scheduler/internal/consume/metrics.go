@@ -23,6 +23,7 @@ type metrics struct {
 	batchTime prometheus.Histogram
 	deferred  prometheus.Counter // admitted URLs put in the frontier table by the host quota
 	released  prometheus.Counter // frontier URLs released as fetch requests
+	grants    prometheus.Counter // sites joined to a crawl's scope by a seed's redirect
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -53,13 +54,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		released: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "urls_released_total", Help: "Frontier URLs released as fetch requests by the partition pumps.",
 		}),
+		grants: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scope_grants_total", Help: "Sites joined to a crawl's scope because a seed redirected to them (scope grants written to the control topic).",
+		}),
 	}
 	for _, r := range admit.Reasons {
 		m.dropped.WithLabelValues(string(r))
 	}
 	m.dropped.WithLabelValues(string(Malformed))
 	var errs []error
-	for _, c := range []prometheus.Collector{m.received, m.admitted, m.dropped, m.seenSize, m.seenLoad, m.batchTime, m.deferred, m.released} {
+	for _, c := range []prometheus.Collector{m.received, m.admitted, m.dropped, m.seenSize, m.seenLoad, m.batchTime, m.deferred, m.released, m.grants} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
