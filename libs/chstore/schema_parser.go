@@ -118,6 +118,28 @@ var parserMigrations = []Migration{
 ) ENGINE = ReplacingMergeTree(found_at) ORDER BY (crawl_id, target_host, target_fp, source_fp, position)`,
 		},
 	},
+	{
+		Version: 205,
+		Name:    "documents_carried: pages found unchanged since an earlier crawl",
+		Statements: []string{
+			// One row per page of a crawl that an earlier crawl fetched and
+			// that answered 304 to this crawl's conditional request
+			// (CrawlSpec.previous_crawl_id): its document is the one of
+			// from_crawl (the crawl that last fetched it in full) at
+			// from_url_fp, joined by the documents export. No text is
+			// copied: a carried page costs a row of a few short columns.
+			// A redelivery collapses on the key.
+			`CREATE TABLE IF NOT EXISTS documents_carried (
+	crawl_id String,
+	url String,
+	url_fp UInt64,
+	host String,
+	from_crawl String,
+	from_url_fp UInt64,
+	checked_at DateTime
+) ENGINE = ReplacingMergeTree(checked_at) ORDER BY (crawl_id, url_fp)`,
+		},
+	},
 }
 
 // NearCandidate is a document of the index that shares a band with a
