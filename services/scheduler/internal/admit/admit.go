@@ -247,6 +247,11 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 			AnchorText:   u.GetAnchorText(),
 			SerpEngine:   u.GetSerpEngine(),
 			RedirectHops: u.GetRedirectHops(),
+			// A URL of the previous crawl: asked for conditionally, a 304
+			// carrying that crawl's document over.
+			Etag:            u.GetEtag(),
+			LastModified:    u.GetLastModified(),
+			DocumentCrawlId: u.GetDocumentCrawlId(),
 		}
 		d.Hold = state == crawlv1.CrawlState_CRAWL_STATE_PAUSED
 	}
@@ -254,11 +259,12 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 }
 
 // scopeDrop judges the URLs nobody judged before (redirect targets,
-// sitemaps' URLs) by the crawl's scope: the reason it is dropped, or "".
-// host is the URL's politeness key.
+// sitemaps' URLs, the previous crawl's URLs, judged by that crawl's
+// scope) by the crawl's scope: the reason it is dropped, or "". host is
+// the URL's politeness key.
 func (p Policy) scopeDrop(u *crawlv1.DiscoveredURL, canonical, host string) Reason {
 	switch u.GetSource() {
-	case crawlv1.Source_SOURCE_REDIRECT, crawlv1.Source_SOURCE_SITEMAP:
+	case crawlv1.Source_SOURCE_REDIRECT, crawlv1.Source_SOURCE_SITEMAP, crawlv1.Source_SOURCE_PREVIOUS_CRAWL:
 	default:
 		return ""
 	}
