@@ -261,3 +261,44 @@ func (s *Store) nearCandidates(ctx context.Context, crawlID string, bands []simh
 	}
 	return out, nil
 }
+
+// CarriedFrom returns, for those of fps (fingerprints in crawlID) that
+// crawlID carried over from an earlier crawl (documents_carried), the crawl
+// whose documents row holds the text. The query reads the table's key
+// (crawl_id, url_fp): a batch of fingerprints is one indexed read.
+func (s *Store) CarriedFrom(ctx context.Context, crawlID string, fps []uint64) (map[uint64]string, error) {
+	out := make(map[uint64]string, len(fps))
+	if len(fps) == 0 {
+		return out, nil
+	}
+	err := s.Read(ctx, "carried from", func() error {
+		clear(out)
+		// Fingerprints are numbers: inlined, they cannot inject
+		// anything, and 18.16 binds no array parameters.
+		var in strings.Builder
+		for i, fp := range fps {
+			if i > 0 {
+				in.WriteByte(',')
+			}
+			fmt.Fprintf(&in, "%d", fp)
+		}
+		rows, err := s.conn.Query(ctx, "SELECT url_fp, argMax(from_crawl, checked_at) FROM documents_carried WHERE crawl_id = ? AND url_fp IN ("+
+			in.String()+") GROUP BY url_fp", crawlID)
+		if err != nil {
+			return fmt.Errorf("query documents_carried: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				fp   uint64
+				from string
+			)
+			if err := rows.Scan(&fp, &from); err != nil {
+				return fmt.Errorf("scan documents_carried: %w", err)
+			}
+			out[fp] = from
+		}
+		return rows.Err()
+	})
+	return out, err
+}
