@@ -69,7 +69,7 @@ var (
 	NearDuplicates = rows.NearDuplicates
 	// DocumentsCarried is rows.DocumentsCarried.
 	DocumentsCarried = rows.DocumentsCarried
-	WarcFiles      = rows.WarcFiles
+	WarcFiles        = rows.WarcFiles
 )
 
 // Frontier states (frontier_v2.state; rows).

@@ -53,7 +53,7 @@ type Config struct {
 	// Full (flag full) makes a new crawl of seeds whose crawl finished
 	// fetch every page again, instead of re-crawling that crawl
 	// incrementally (its pages asked for conditionally: crawls.go).
-	Full bool
+	Full         bool
 	Demo         bool          // flag demo
 	DemoHosts    int           // flag demo-hosts
 	DemoPages    int           // flag demo-pages (total over all hosts)

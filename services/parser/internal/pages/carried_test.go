@@ -53,7 +53,7 @@ func TestUnchangedPageCarriedOver(t *testing.T) {
 		t.Errorf("discovered %+v, want the changed page's link only", got)
 	}
 	var (
-		url, from string
+		url, from  string
 		fp, fromFP uint64
 		checked    time.Time
 	)
