@@ -305,6 +305,9 @@ type FrontierRow struct {
 	DiscoveredAt time.Time
 	State        uint8
 	UpdatedAt    time.Time
+	// The FetchRequest's validators and document crawl (a URL of the
+	// crawl's previous crawl; migration 305).
+	ETag, LastModified, DocumentCrawlID string
 }
 
 // Frontier is the frontier table (frontier_v2 since migration 302; the
@@ -312,10 +315,10 @@ type FrontierRow struct {
 var Frontier = Table[FrontierRow]{
 	Name: "frontier_v2",
 	Columns: []string{"partition", "crawl_id", "host", "fp", "depth", "url", "parent_url",
-		"anchor_text", "serp_engine", "discovered_at", "state", "updated_at"},
+		"anchor_text", "serp_engine", "discovered_at", "state", "updated_at", "etag", "last_modified", "document_crawl_id"},
 	Values: func(r FrontierRow) []any {
 		return []any{r.Partition, r.CrawlID, r.Host, r.FP, r.Depth, r.URL, r.ParentURL,
-			r.AnchorText, r.SerpEngine, r.DiscoveredAt, r.State, r.UpdatedAt}
+			r.AnchorText, r.SerpEngine, r.DiscoveredAt, r.State, r.UpdatedAt, r.ETag, r.LastModified, r.DocumentCrawlID}
 	},
 }
 
