@@ -154,7 +154,11 @@ func Seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, 
 		// The previous crawl's pages go first: a seed that is one of them
 		// is then a duplicate, asked for conditionally as the others.
 		if prev := spec.GetPreviousCrawlId(); prev != "" {
-			sum.Previous, err = seedPrevious(ctx, cfg, w, prev, log, reg)
+			skip := make(map[string]bool, len(serps))
+			for _, sd := range serps {
+				skip[sd.URL] = true
+			}
+			sum.Previous, err = seedPrevious(ctx, cfg, w, prev, skip, log, reg)
 			fromPrevious.Add(float64(sum.Previous.Published))
 			if err != nil {
 				_ = w.Close()
@@ -174,15 +178,16 @@ func Seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, 
 }
 
 // seedPrevious publishes the pages of crawl prev as URLs of cfg.CrawlID
-// (package previous), reading them from ClickHouse.
-func seedPrevious(ctx context.Context, cfg config.Seed, w publish.Writer, prev string, log *zap.Logger, reg prometheus.Registerer) (previous.Summary, error) {
+// (package previous), reading them from ClickHouse, but those in skip (the
+// result-page seeds, published with their engine).
+func seedPrevious(ctx context.Context, cfg config.Seed, w publish.Writer, prev string, skip map[string]bool, log *zap.Logger, reg prometheus.Registerer) (previous.Summary, error) {
 	store, err := service.Bootstrap(ctx, cfg.ClickHouse, cfg.Kafka, log, reg)
 	if err != nil {
 		return previous.Summary{}, err
 	}
 	defer func() { _ = store.Close() }() // read only
 	start := time.Now()
-	sum, err := previous.Publish(ctx, store, w, cfg.Kafka.Topics().Discovered, cfg.CrawlID, prev, start)
+	sum, err := previous.Publish(ctx, store, w, cfg.Kafka.Topics().Discovered, cfg.CrawlID, prev, skip, start)
 	log.Info("previous crawl seeded", telemetry.Crawl(cfg.CrawlID), zap.String("previous_crawl", prev),
 		zap.Int("published", sum.Published), zap.Int("with_validators", sum.Validators), zap.Int("carried_over_before", sum.CarriedOver),
 		zap.Duration("took", time.Since(start)), zap.Error(err))

@@ -137,7 +137,7 @@ func (c *Control) SetPrevious(src previous.Source) { c.prev = src }
 // when SetPrevious gave a source: a seed among them is then a duplicate.
 func (c *Control) PublishSeeds(ctx context.Context, crawlID string, seeds []jobs.Seed) (int, error) {
 	if prev := c.specs.Get(crawlID).GetPreviousCrawlId(); prev != "" && c.prev != nil {
-		sum, err := previous.Publish(ctx, c.prev, c.w, c.cfg.Topics().Discovered, crawlID, prev, c.now())
+		sum, err := previous.Publish(ctx, c.prev, c.w, c.cfg.Topics().Discovered, crawlID, prev, resultPages(seeds), c.now())
 		c.log.Info("previous crawl seeded", telemetry.Crawl(crawlID), zap.String("previous_crawl", prev),
 			zap.Int("published", sum.Published), zap.Int("with_validators", sum.Validators), zap.Error(err))
 		if err != nil {
@@ -149,6 +149,17 @@ func (c *Control) PublishSeeds(ctx context.Context, crawlID string, seeds []jobs
 		ps[i] = publish.Seed{URL: s.URL, SERPEngine: s.Engine, Sitemap: s.Sitemap, Lastmod: s.Lastmod}
 	}
 	return publish.Marked(ctx, c.w, c.cfg.Topics().Discovered, crawlID, ps, c.now())
+}
+
+// resultPages is the set of the search-engine result pages among seeds.
+func resultPages(seeds []jobs.Seed) map[string]bool {
+	out := make(map[string]bool)
+	for _, s := range seeds {
+		if s.Engine != "" {
+			out[s.URL] = true
+		}
+	}
+	return out
 }
 
 // InFlight returns the records the pipeline has not finished: the lag of

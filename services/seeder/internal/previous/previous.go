@@ -46,14 +46,17 @@ type Summary struct {
 }
 
 // Publish publishes the pages prev fetched as DiscoveredURLs of crawlID,
-// discovered at now, with source PREVIOUS_CRAWL. A page prev carried over
-// from a crawl before it keeps that crawl as its document crawl, so that a
-// chain of re-crawls always points at the crawl holding the text.
-func Publish(ctx context.Context, src Source, w publish.Writer, topic, crawlID, prev string, now time.Time) (Summary, error) {
+// discovered at now, with source PREVIOUS_CRAWL, but those in skip (the
+// crawl's search-engine result pages: seeds that must reach the parser
+// marked with their engine, which fetch_log does not keep). A page prev
+// carried over from a crawl before it keeps that crawl as its document
+// crawl, so that a chain of re-crawls always points at the crawl holding
+// the text.
+func Publish(ctx context.Context, src Source, w publish.Writer, topic, crawlID, prev string, skip map[string]bool, now time.Time) (Summary, error) {
 	if prev == "" || prev == crawlID {
 		return Summary{}, fmt.Errorf("seed from previous crawl %q of crawl %q: want another crawl", prev, crawlID)
 	}
-	p := &publisher{src: src, w: w, topic: topic, crawlID: crawlID, prev: prev, at: timestamppb.New(now)}
+	p := &publisher{src: src, w: w, topic: topic, crawlID: crawlID, prev: prev, skip: skip, at: timestamppb.New(now)}
 	add := func(pg chstore.PreviousPage) error { return p.add(ctx, pg) }
 	if err := src.PreviousPages(ctx, prev, add); err != nil {
 		return p.sum, fmt.Errorf("seed from previous crawl %s: %w", prev, err)
@@ -70,6 +73,7 @@ type publisher struct {
 	w              publish.Writer
 	topic, crawlID string
 	prev           string
+	skip           map[string]bool
 	at             *timestamppb.Timestamp
 	batch          []chstore.PreviousPage
 	sum            Summary
@@ -77,6 +81,9 @@ type publisher struct {
 
 // add queues one page, publishing the batch when it is full.
 func (p *publisher) add(ctx context.Context, pg chstore.PreviousPage) error {
+	if p.skip[pg.URL] {
+		return nil
+	}
 	p.batch = append(p.batch, pg)
 	if len(p.batch) < publish.BatchSize {
 		return nil

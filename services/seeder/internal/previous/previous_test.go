@@ -87,7 +87,11 @@ func TestPublish(t *testing.T) {
 	w := kafkaio.NewWriter(kc, zap.NewNop(), prometheus.NewRegistry())
 	defer w.Close()
 	now := at.Add(time.Hour)
-	sum, err := previous.Publish(ctx, store, w, kc.Topics().Discovered, "p2", "p1", now)
+	serp := row("p1", "http://127.0.0.1/search?q=x", 200, "", true) // a result-page seed: published with its engine instead
+	if err := fetchLog.Write(ctx, serp); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := previous.Publish(ctx, store, w, kc.Topics().Discovered, "p2", "p1", map[string]bool{serp.URL: true}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +120,9 @@ func TestPublish(t *testing.T) {
 	if len(got) != want {
 		t.Fatalf("read %d urls, want %d", len(got), want)
 	}
+	if _, ok := got[serp.URL]; ok {
+		t.Errorf("the result-page seed %s was published", serp.URL)
+	}
 	for _, r := range rows {
 		d, ok := got[r.URL]
 		publishedWant := r.CrawlID == "p1" && r.Final && r.ErrorKind == "" && (r.Status == 200 || r.Status == 304)
@@ -141,7 +148,7 @@ func TestPublish(t *testing.T) {
 func TestPublishBadInput(t *testing.T) {
 	store := chtest.NewStore(t)
 	for _, prev := range []string{"", "c1"} {
-		if _, err := previous.Publish(t.Context(), store, nil, "topic", "c1", prev, time.Now()); err == nil {
+		if _, err := previous.Publish(t.Context(), store, nil, "topic", "c1", prev, nil, time.Now()); err == nil {
 			t.Errorf("Publish from %q into c1: no error", prev)
 		}
 	}
