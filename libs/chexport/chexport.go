@@ -81,8 +81,9 @@ func FileName(crawlID string, t Table, f Format) string { return exportfile.File
 func CreateOutput(path string) (*Output, error) { return exportfile.CreateOutput(path) }
 
 // Querier runs a read query; a clickhouse-go driver.Conn (chstore's
-// Store.Conn) is one. It must be safe to call again while an earlier
-// query's rows are closed.
+// Store.Conn, a pool of connections) is one. It must be safe for
+// concurrent use: the documents export reads the documents of a batch of
+// carried-over pages while it reads those pages.
 type Querier interface {
 	Query(ctx context.Context, query string, args ...any) (driver.Rows, error)
 }
@@ -115,7 +116,7 @@ func Export(ctx context.Context, q Querier, req Request, w io.Writer) (int64, er
 	case URLEvents:
 		n, err = export(ctx, q, req, urlEventsTable, w)
 	default:
-		n, err = export(ctx, q, req, documentsTable, w)
+		n, err = exportDocuments(ctx, q, req, w)
 	}
 	if err != nil {
 		return n, err
@@ -163,6 +164,33 @@ const (
 
 // export runs def's query and streams its rows to w.
 func export[T any](ctx context.Context, q Querier, req Request, def tableDef[T], w io.Writer) (int64, error) {
+	var enc encoder[T]
+	n, err := stream(ctx, q, req, def, w, &enc,
+		"SELECT "+strings.Join(def.selects, ", ")+" FROM "+string(def.name)+" FINAL WHERE crawl_id = ?", []any{req.CrawlID}, nil)
+	if err != nil {
+		return n, err
+	}
+	return n, closeEncoder(enc, req)
+}
+
+// closeEncoder writes the trailer of an export that wrote rows (enc not
+// nil).
+func closeEncoder[T any](enc encoder[T], req Request) error {
+	if enc == nil {
+		return nil
+	}
+	if err := enc.close(); err != nil {
+		return fmt.Errorf("write %s: %w", req.Format, err)
+	}
+	return nil
+}
+
+// stream runs query (selecting def.selects) and encodes its rows into w
+// through *enc, created with the first row (nothing is written before).
+// edit, when set, changes each row before it is encoded, or skips it
+// (false). It returns how many rows it encoded.
+func stream[T any](ctx context.Context, q Querier, req Request, def tableDef[T], w io.Writer, enc *encoder[T],
+	query string, args []any, edit func(*T) bool) (int64, error) {
 	block := rowsPerBlock
 	if def.name == Documents {
 		block = documentRowsPerBlock
@@ -173,8 +201,7 @@ func export[T any](ctx context.Context, q Querier, req Request, def tableDef[T],
 	// Cancelled before the rows are closed: Close would otherwise read
 	// the rest of an abandoned result to its end.
 	defer cancel()
-	query := "SELECT " + strings.Join(def.selects, ", ") + " FROM " + string(def.name) + " FINAL WHERE crawl_id = ?"
-	rows, err := q.Query(qctx, query, req.CrawlID)
+	rows, err := q.Query(qctx, query, args...)
 	if err != nil {
 		return 0, fmt.Errorf("query %s: %w", def.name, err)
 	}
@@ -184,30 +211,26 @@ func export[T any](ctx context.Context, q Querier, req Request, def tableDef[T],
 	}()
 	var (
 		n   int64
-		enc encoder[T]
 		row T
 	)
 	for rows.Next() {
 		if err := def.scan(rows, &row); err != nil {
 			return n, fmt.Errorf("scan %s: %w", def.name, err)
 		}
-		if enc == nil {
-			// Only now, with a row in hand, is anything written.
-			enc = newEncoder(req.Format, def, w)
+		if edit != nil && !edit(&row) {
+			continue
 		}
-		if err := enc.encode(&row); err != nil {
+		if *enc == nil {
+			// Only now, with a row in hand, is anything written.
+			*enc = newEncoder(req.Format, def, w)
+		}
+		if err := (*enc).encode(&row); err != nil {
 			return n, fmt.Errorf("write %s: %w", req.Format, err)
 		}
 		n++
 	}
 	if err := rows.Err(); err != nil {
 		return n, fmt.Errorf("read %s: %w", def.name, err)
-	}
-	if enc == nil {
-		return 0, nil
-	}
-	if err := enc.close(); err != nil {
-		return n, fmt.Errorf("write %s: %w", req.Format, err)
 	}
 	return n, nil
 }

@@ -474,3 +474,67 @@ func sortedByFP(rows any) reflect.Value {
 	})
 	return c
 }
+
+// TestCarriedDocuments: a re-crawl's documents export holds its own
+// documents and those it carried over (documents_carried: unchanged since
+// the crawl that fetched them), with the re-crawl's id and fingerprints
+// and the earlier text, across batches of lookups and in every format; a
+// page carried over and later fetched in full again is exported once, from
+// the crawl's own documents; a carried page whose earlier document is gone
+// (none was stored: not HTML) is left out.
+func TestCarriedDocuments(t *testing.T) {
+	s := chtest.NewStore(t)
+	const carried = 130 // more than one lookup batch
+	var (
+		old     []chstore.DocumentRow
+		carries []chstore.CarriedRow
+	)
+	for i := range carried {
+		url := fmt.Sprintf("http://a.test/p%d", i)
+		old = append(old, chstore.DocumentRow{CrawlID: "c0", URL: url, URLFP: uint64(1000 + i), Host: "a.test", FetchedAt: base,
+			Status: 200, Title: fmt.Sprintf("t%d", i), Text: tricky[i%len(tricky)], ContentType: "text/html"})
+		carries = append(carries, chstore.CarriedRow{CrawlID: "c1", URL: url, URLFP: uint64(5000 + i), Host: "a.test",
+			FromCrawl: "c0", FromURLFP: uint64(1000 + i), CheckedAt: base.Add(time.Hour)})
+	}
+	carries = append(carries, chstore.CarriedRow{CrawlID: "c1", URL: "http://a.test/pdf", URLFP: 9999, Host: "a.test",
+		FromCrawl: "c0", FromURLFP: 8888, CheckedAt: base.Add(time.Hour)}) // no document in c0
+	insert(t, s, chstore.Documents, old...)
+	insert(t, s, chstore.DocumentsCarried, carries...)
+	// c1's own: a changed page, and p0 fetched in full again after its 304.
+	insert(t, s, chstore.Documents,
+		chstore.DocumentRow{CrawlID: "c1", URL: "http://a.test/new", URLFP: 7, Host: "a.test", FetchedAt: base.Add(time.Hour), Status: 200, Title: "new"},
+		chstore.DocumentRow{CrawlID: "c1", URL: "http://a.test/p0", URLFP: 5000, Host: "a.test", FetchedAt: base.Add(2 * time.Hour), Status: 200, Title: "p0 again"})
+
+	for _, f := range []chexport.Format{chexport.JSONL, chexport.CSV, chexport.Parquet} {
+		t.Run(string(f), func(t *testing.T) {
+			var buf bytes.Buffer
+			n, err := chexport.Export(t.Context(), s.Conn(), chexport.Request{CrawlID: "c1", Format: f}, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := decode[chexport.DocumentRow](t, f, buf.Bytes())
+			if n != int64(len(got)) || len(got) != carried+1 {
+				t.Fatalf("exported %d (read back %d) documents, want %d", n, len(got), carried+1)
+			}
+			byURL := make(map[string]chexport.DocumentRow)
+			for _, d := range got {
+				if _, dup := byURL[d.URL]; dup {
+					t.Errorf("%s exported twice", d.URL)
+				}
+				byURL[d.URL] = d
+			}
+			if d := byURL["http://a.test/p0"]; d.Title != "p0 again" || d.CrawlID != "c1" {
+				t.Errorf("p0 = %+v, want c1's own document", d)
+			}
+			for i := 1; i < carried; i++ {
+				d, o := byURL[old[i].URL], old[i]
+				if d.CrawlID != "c1" || d.URLFP != uint64(5000+i) || d.Title != o.Title || d.Text != o.Text || !d.FetchedAt.Equal(o.FetchedAt) {
+					t.Errorf("%s = %+v, want c1's id and fingerprint %d with c0's title, text and fetch time", o.URL, d, 5000+i)
+				}
+			}
+			if _, ok := byURL["http://a.test/pdf"]; ok {
+				t.Errorf("a carried page without an earlier document was exported")
+			}
+		})
+	}
+}

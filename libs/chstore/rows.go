@@ -42,6 +42,8 @@ type (
 	SimhashBandRow = rows.SimhashBandRow
 	// NearDuplicateRow is rows.NearDuplicateRow.
 	NearDuplicateRow = rows.NearDuplicateRow
+	// CarriedRow is rows.CarriedRow.
+	CarriedRow = rows.CarriedRow
 	// WarcFileRow is rows.WarcFileRow.
 	WarcFileRow = rows.WarcFileRow
 )
@@ -65,7 +67,9 @@ var (
 	Links          = rows.Links
 	SimhashBands   = rows.SimhashBands
 	NearDuplicates = rows.NearDuplicates
-	WarcFiles      = rows.WarcFiles
+	// DocumentsCarried is rows.DocumentsCarried.
+	DocumentsCarried = rows.DocumentsCarried
+	WarcFiles        = rows.WarcFiles
 )
 
 // Frontier states (frontier_v2.state; rows).

@@ -57,6 +57,72 @@ var fetcherMigrations = []Migration{
 			`ALTER TABLE fetch_log ADD COLUMN final UInt8 DEFAULT 1`,
 		},
 	},
+	{
+		Version: 101,
+		Name:    "fetch_log.etag and last_modified: the validators of each answer",
+		Statements: []string{
+			// The ETag and Last-Modified of an answer (of a 304: those the
+			// request sent, unless it gave new ones), so that the next
+			// crawl of the same sites (CrawlSpec.previous_crawl_id) asks
+			// for the page conditionally (PreviousPages). Empty when the
+			// answer had none; rows from before these columns read empty.
+			// Two short strings per row; one statement each (18.16 has no
+			// ADD COLUMN IF NOT EXISTS: each "already exists" counts as
+			// done on its own).
+			`ALTER TABLE fetch_log ADD COLUMN etag String DEFAULT ''`,
+			`ALTER TABLE fetch_log ADD COLUMN last_modified String DEFAULT ''`,
+		},
+	},
+}
+
+// PreviousPage is a URL an earlier crawl fetched, as the next crawl of the
+// same sites asks for it again (PreviousPages).
+type PreviousPage struct {
+	URL          string
+	Host         string
+	Depth        uint16
+	Status       uint16 // 2xx, or 304 (the page was carried over in that crawl)
+	ETag         string
+	LastModified string
+}
+
+// PreviousPages streams the pages crawlID fetched: the final outcomes of
+// its fetch requests that got an answer, 2xx or 304 (not failures, not
+// robots-denied, not redirects: a redirect's target is a page of its own),
+// with their depth and validators. It is one read of the crawl's range of
+// fetch_log (its sort key's prefix), without GROUP BY or ORDER BY, so that
+// the server streams it in blocks and its cost grows with the crawl, not
+// with its square; the rows come in no particular order, and a URL may come
+// more than once (a revisited page, a redelivered row not yet merged): the
+// scheduler deduplicates. fn runs on the calling goroutine while the server
+// streams; an error from it stops the read and is returned. A read that
+// fails part-way (the server gone) is run again from the start, as every
+// read is (Read): fn sees the first rows again.
+func (s *Store) PreviousPages(ctx context.Context, crawlID string, fn func(PreviousPage) error) error {
+	if crawlID == "" {
+		return fmt.Errorf("read previous pages: crawl id must not be empty")
+	}
+	return s.Read(ctx, "previous pages", func() error {
+		rows, err := s.conn.Query(ctx, `SELECT url, host, depth, status, etag, last_modified FROM fetch_log
+WHERE crawl_id = ? AND final = 1 AND error_kind = '' AND ((status >= 200 AND status < 300) OR status = 304)`, crawlID)
+		if err != nil {
+			return fmt.Errorf("query previous pages of crawl %s: %w", crawlID, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p PreviousPage
+			if err := rows.Scan(&p.URL, &p.Host, &p.Depth, &p.Status, &p.ETag, &p.LastModified); err != nil {
+				return fmt.Errorf("scan previous page: %w", err)
+			}
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read previous pages of crawl %s: %w", crawlID, err)
+		}
+		return nil
+	})
 }
 
 // LoadRobots streams the latest robots.txt of every origin of partition

@@ -118,6 +118,28 @@ var parserMigrations = []Migration{
 ) ENGINE = ReplacingMergeTree(found_at) ORDER BY (crawl_id, target_host, target_fp, source_fp, position)`,
 		},
 	},
+	{
+		Version: 205,
+		Name:    "documents_carried: pages found unchanged since an earlier crawl",
+		Statements: []string{
+			// One row per page of a crawl that an earlier crawl fetched and
+			// that answered 304 to this crawl's conditional request
+			// (CrawlSpec.previous_crawl_id): its document is the one of
+			// from_crawl (the crawl that last fetched it in full) at
+			// from_url_fp, joined by the documents export. No text is
+			// copied: a carried page costs a row of a few short columns.
+			// A redelivery collapses on the key.
+			`CREATE TABLE IF NOT EXISTS documents_carried (
+	crawl_id String,
+	url String,
+	url_fp UInt64,
+	host String,
+	from_crawl String,
+	from_url_fp UInt64,
+	checked_at DateTime
+) ENGINE = ReplacingMergeTree(checked_at) ORDER BY (crawl_id, url_fp)`,
+		},
+	},
 }
 
 // NearCandidate is a document of the index that shares a band with a
@@ -238,4 +260,45 @@ func (s *Store) nearCandidates(ctx context.Context, crawlID string, bands []simh
 		return nil, fmt.Errorf("read simhash_bands: %w", err)
 	}
 	return out, nil
+}
+
+// CarriedFrom returns, for those of fps (fingerprints in crawlID) that
+// crawlID carried over from an earlier crawl (documents_carried), the crawl
+// whose documents row holds the text. The query reads the table's key
+// (crawl_id, url_fp): a batch of fingerprints is one indexed read.
+func (s *Store) CarriedFrom(ctx context.Context, crawlID string, fps []uint64) (map[uint64]string, error) {
+	out := make(map[uint64]string, len(fps))
+	if len(fps) == 0 {
+		return out, nil
+	}
+	err := s.Read(ctx, "carried from", func() error {
+		clear(out)
+		// Fingerprints are numbers: inlined, they cannot inject
+		// anything, and 18.16 binds no array parameters.
+		var in strings.Builder
+		for i, fp := range fps {
+			if i > 0 {
+				in.WriteByte(',')
+			}
+			fmt.Fprintf(&in, "%d", fp)
+		}
+		rows, err := s.conn.Query(ctx, "SELECT url_fp, argMax(from_crawl, checked_at) FROM documents_carried WHERE crawl_id = ? AND url_fp IN ("+
+			in.String()+") GROUP BY url_fp", crawlID)
+		if err != nil {
+			return fmt.Errorf("query documents_carried: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				fp   uint64
+				from string
+			)
+			if err := rows.Scan(&fp, &from); err != nil {
+				return fmt.Errorf("scan documents_carried: %w", err)
+			}
+			out[fp] = from
+		}
+		return rows.Err()
+	})
+	return out, err
 }

@@ -137,4 +137,20 @@ SELECT partition, crawl_id, host, fp, depth, url, parent_url, anchor_text, '', d
 			`ALTER TABLE revisits ADD COLUMN last_visit DateTime DEFAULT toDateTime(0)`,
 		},
 	},
+	{
+		Version: 305,
+		Name:    "frontier_v2.etag, last_modified, document_crawl_id: a deferred URL of a re-crawl keeps its validators",
+		Statements: []string{
+			// A URL of a crawl's previous crawl (CrawlSpec.previous_crawl_id)
+			// carries the validators of its last answer and the crawl whose
+			// document a 304 carries over; deferred by the host quota or a
+			// pause, it keeps them, so that its release still asks
+			// conditionally. Empty for every other URL and for rows from
+			// before. One statement each: an "already exists" (a racing
+			// migration) counts as done (execIdempotent).
+			`ALTER TABLE frontier_v2 ADD COLUMN etag String DEFAULT ''`,
+			`ALTER TABLE frontier_v2 ADD COLUMN last_modified String DEFAULT ''`,
+			`ALTER TABLE frontier_v2 ADD COLUMN document_crawl_id String DEFAULT ''`,
+		},
+	},
 }

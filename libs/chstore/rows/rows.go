@@ -38,6 +38,12 @@ type FetchLogRow struct {
 	// redirected, cancelled); false when the fetcher scheduled a retry
 	// (FetchedPage.will_retry). Column final, migration 203.
 	Final bool
+	// ETag and LastModified are the validators of the answer (of a 304:
+	// those the request sent, unless it gave new ones), asked again by
+	// the next crawl of the same sites (CrawlSpec.previous_crawl_id).
+	// Columns etag and last_modified, migration 101.
+	ETag         string
+	LastModified string
 }
 
 // SeenRow is one admitted URL fingerprint of a partition (table url_seen).
@@ -89,11 +95,11 @@ var (
 		Name: "fetch_log",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt", "warc_file", "warc_offset",
 			"fetched_at", "fetched_at_ms", "status", "error_kind", "error_message", "bytes",
-			"content_type", "duration_ms", "redirect_location", "depth", "fetcher", "final"},
+			"content_type", "duration_ms", "redirect_location", "depth", "fetcher", "final", "etag", "last_modified"},
 		Values: func(r FetchLogRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.Attempt, r.WarcFile, r.WarcOffset,
 				r.FetchedAt, r.FetchedAtMs, r.Status, r.ErrorKind, r.ErrorMessage, r.Bytes,
-				r.ContentType, r.DurationMs, r.RedirectLocation, r.Depth, r.Fetcher, boolByte(r.Final)}
+				r.ContentType, r.DurationMs, r.RedirectLocation, r.Depth, r.Fetcher, boolByte(r.Final), r.ETag, r.LastModified}
 		},
 		Compare: func(a, b FetchLogRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), strings.Compare(a.Host, b.Host), cmp.Compare(a.URLFP, b.URLFP),
@@ -197,6 +203,22 @@ type DocumentMetaRow struct {
 	Depth         uint16
 }
 
+// CarriedRow is a page a crawl found unchanged since an earlier crawl (a
+// 304 to a conditional request of a URL that crawl fetched: table
+// documents_carried): its document is that crawl's, not copied (no text
+// row). FromCrawl is the crawl whose documents row holds the text (the
+// one that last fetched the page in full), FromURLFP the page's
+// fingerprint there (fingerprint.URL(FromCrawl, URL)).
+type CarriedRow struct {
+	CrawlID   string
+	URL       string
+	URLFP     uint64
+	Host      string
+	FromCrawl string
+	FromURLFP uint64
+	CheckedAt time.Time // when the 304 was answered
+}
+
 // ContentSeenRow records the first URL of a content fingerprint in a crawl
 // (table content_seen).
 type ContentSeenRow struct {
@@ -283,6 +305,9 @@ type FrontierRow struct {
 	DiscoveredAt time.Time
 	State        uint8
 	UpdatedAt    time.Time
+	// The FetchRequest's validators and document crawl (a URL of the
+	// crawl's previous crawl; migration 305).
+	ETag, LastModified, DocumentCrawlID string
 }
 
 // Frontier is the frontier table (frontier_v2 since migration 302; the
@@ -290,10 +315,10 @@ type FrontierRow struct {
 var Frontier = Table[FrontierRow]{
 	Name: "frontier_v2",
 	Columns: []string{"partition", "crawl_id", "host", "fp", "depth", "url", "parent_url",
-		"anchor_text", "serp_engine", "discovered_at", "state", "updated_at"},
+		"anchor_text", "serp_engine", "discovered_at", "state", "updated_at", "etag", "last_modified", "document_crawl_id"},
 	Values: func(r FrontierRow) []any {
 		return []any{r.Partition, r.CrawlID, r.Host, r.FP, r.Depth, r.URL, r.ParentURL,
-			r.AnchorText, r.SerpEngine, r.DiscoveredAt, r.State, r.UpdatedAt}
+			r.AnchorText, r.SerpEngine, r.DiscoveredAt, r.State, r.UpdatedAt, r.ETag, r.LastModified, r.DocumentCrawlID}
 	},
 }
 
@@ -427,6 +452,16 @@ var (
 		Columns: []string{"crawl_id", "band_key", "simhash", "url", "first_seen"},
 		Values: func(r SimhashBandRow) []any {
 			return []any{r.CrawlID, r.BandKey, r.Simhash, r.URL, r.FirstSeen}
+		},
+	}
+	DocumentsCarried = Table[CarriedRow]{
+		Name:    "documents_carried",
+		Columns: []string{"crawl_id", "url", "url_fp", "host", "from_crawl", "from_url_fp", "checked_at"},
+		Values: func(r CarriedRow) []any {
+			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FromCrawl, r.FromURLFP, r.CheckedAt}
+		},
+		Compare: func(a, b CarriedRow) int {
+			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))
 		},
 	}
 	NearDuplicates = Table[NearDuplicateRow]{

@@ -156,9 +156,15 @@ type CrawlSpec struct {
 	// and its rows are removed from ClickHouse; its specification stays on
 	// the topic, since a crawl id without one would run on every service's
 	// defaults, and keeps the id taken.
-	DeletedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=deleted_at,json=deletedAt,proto3" json:"deleted_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DeletedAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=deleted_at,json=deletedAt,proto3" json:"deleted_at,omitempty"`
+	// previous_crawl_id is an earlier crawl this one re-crawls incrementally
+	// (seed 003): the seeder publishes every URL that crawl fetched (2xx and
+	// 304 outcomes) with its depth and validators, the fetchers ask for them
+	// conditionally, and a 304 carries the earlier document over instead of
+	// fetching the page again. Empty: a crawl from the seeds alone.
+	PreviousCrawlId string `protobuf:"bytes,13,opt,name=previous_crawl_id,json=previousCrawlId,proto3" json:"previous_crawl_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CrawlSpec) Reset() {
@@ -273,6 +279,13 @@ func (x *CrawlSpec) GetDeletedAt() *timestamppb.Timestamp {
 		return x.DeletedAt
 	}
 	return nil
+}
+
+func (x *CrawlSpec) GetPreviousCrawlId() string {
+	if x != nil {
+		return x.PreviousCrawlId
+	}
+	return ""
 }
 
 // Identity is how a crawl presents itself to the sites it fetches: on
@@ -1031,7 +1044,7 @@ var File_control_proto protoreflect.FileDescriptor
 const file_control_proto_rawDesc = "" +
 	"\n" +
 	"\rcontrol.proto\x12\n" +
-	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\x04\n" +
+	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x04\n" +
 	"\tCrawlSpec\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.crawler.v1.CrawlStateR\x05state\x129\n" +
@@ -1050,7 +1063,8 @@ const file_control_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x120\n" +
 	"\bidentity\x18\v \x01(\v2\x14.crawler.v1.IdentityR\bidentity\x129\n" +
 	"\n" +
-	"deleted_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\"W\n" +
+	"deleted_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\x12*\n" +
+	"\x11previous_crawl_id\x18\r \x01(\tR\x0fpreviousCrawlId\"W\n" +
 	"\bIdentity\x12\x1d\n" +
 	"\n" +
 	"user_agent\x18\x01 \x01(\tR\tuserAgent\x12,\n" +

@@ -38,11 +38,12 @@ const (
 type Source int32
 
 const (
-	Source_SOURCE_UNSPECIFIED Source = 0
-	Source_SOURCE_SEED        Source = 1 // given by the user (seeder)
-	Source_SOURCE_LINK        Source = 2 // extracted from a page (parser)
-	Source_SOURCE_REDIRECT    Source = 3 // Location of a 3xx answer (fetcher)
-	Source_SOURCE_SITEMAP     Source = 4 // listed in a sitemap or robots.txt
+	Source_SOURCE_UNSPECIFIED    Source = 0
+	Source_SOURCE_SEED           Source = 1 // given by the user (seeder)
+	Source_SOURCE_LINK           Source = 2 // extracted from a page (parser)
+	Source_SOURCE_REDIRECT       Source = 3 // Location of a 3xx answer (fetcher)
+	Source_SOURCE_SITEMAP        Source = 4 // listed in a sitemap or robots.txt
+	Source_SOURCE_PREVIOUS_CRAWL Source = 5 // fetched by the crawl's previous crawl (CrawlSpec.previous_crawl_id), re-asked conditionally (seeder)
 )
 
 // Enum value maps for Source.
@@ -53,13 +54,15 @@ var (
 		2: "SOURCE_LINK",
 		3: "SOURCE_REDIRECT",
 		4: "SOURCE_SITEMAP",
+		5: "SOURCE_PREVIOUS_CRAWL",
 	}
 	Source_value = map[string]int32{
-		"SOURCE_UNSPECIFIED": 0,
-		"SOURCE_SEED":        1,
-		"SOURCE_LINK":        2,
-		"SOURCE_REDIRECT":    3,
-		"SOURCE_SITEMAP":     4,
+		"SOURCE_UNSPECIFIED":    0,
+		"SOURCE_SEED":           1,
+		"SOURCE_LINK":           2,
+		"SOURCE_REDIRECT":       3,
+		"SOURCE_SITEMAP":        4,
+		"SOURCE_PREVIOUS_CRAWL": 5,
 	}
 )
 
@@ -105,10 +108,17 @@ type DiscoveredURL struct {
 	Rel          string                 `protobuf:"bytes,8,opt,name=rel,proto3" json:"rel,omitempty"`                                        // rel attribute of the link, if any
 	RedirectHops uint32                 `protobuf:"varint,9,opt,name=redirect_hops,json=redirectHops,proto3" json:"redirect_hops,omitempty"` // source REDIRECT: redirects followed to reach url (1 for the target of a first redirect)
 	// Parser fields (150-199).
-	SerpEngine    string                 `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // non-empty: the URL is a search engine result page of this engine (parser preset or --serp-config name)
-	Lastmod       *timestamppb.Timestamp `protobuf:"bytes,151,opt,name=lastmod,proto3" json:"lastmod,omitempty"`                         // <lastmod> of a sitemap entry (source SITEMAP)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SerpEngine string                 `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // non-empty: the URL is a search engine result page of this engine (parser preset or --serp-config name)
+	Lastmod    *timestamppb.Timestamp `protobuf:"bytes,151,opt,name=lastmod,proto3" json:"lastmod,omitempty"`                         // <lastmod> of a sitemap entry (source SITEMAP)
+	// Seeder fields (250-299): a URL of the previous crawl (source
+	// PREVIOUS_CRAWL), with the validators of its last fetch, sent as
+	// If-None-Match / If-Modified-Since, and the crawl whose documents row
+	// holds its text: a 304 carries that document over.
+	Etag            string `protobuf:"bytes,250,opt,name=etag,proto3" json:"etag,omitempty"`
+	LastModified    string `protobuf:"bytes,251,opt,name=last_modified,json=lastModified,proto3" json:"last_modified,omitempty"`
+	DocumentCrawlId string `protobuf:"bytes,252,opt,name=document_crawl_id,json=documentCrawlId,proto3" json:"document_crawl_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DiscoveredURL) Reset() {
@@ -218,6 +228,27 @@ func (x *DiscoveredURL) GetLastmod() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *DiscoveredURL) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
+func (x *DiscoveredURL) GetLastModified() string {
+	if x != nil {
+		return x.LastModified
+	}
+	return ""
+}
+
+func (x *DiscoveredURL) GetDocumentCrawlId() string {
+	if x != nil {
+		return x.DocumentCrawlId
+	}
+	return ""
+}
+
 // FetchRequest is a deduplicated, admitted URL that the fetcher owning its
 // partition must fetch, published by the scheduler.
 type FetchRequest struct {
@@ -238,9 +269,10 @@ type FetchRequest struct {
 	// Parser fields (150-199).
 	SerpEngine string `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // copied from DiscoveredURL.serp_engine
 	// Scheduler fields (200-249).
-	Revisit       bool `protobuf:"varint,200,opt,name=revisit,proto3" json:"revisit,omitempty"` // a scheduled re-fetch of a page fetched before (revisit policy), not a new URL
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revisit         bool   `protobuf:"varint,200,opt,name=revisit,proto3" json:"revisit,omitempty"`                                         // a scheduled re-fetch of a page fetched before (revisit policy), not a new URL
+	DocumentCrawlId string `protobuf:"bytes,201,opt,name=document_crawl_id,json=documentCrawlId,proto3" json:"document_crawl_id,omitempty"` // copied from DiscoveredURL.document_crawl_id: the earlier crawl whose document a 304 carries over
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *FetchRequest) Reset() {
@@ -378,6 +410,13 @@ func (x *FetchRequest) GetRevisit() bool {
 	return false
 }
 
+func (x *FetchRequest) GetDocumentCrawlId() string {
+	if x != nil {
+		return x.DocumentCrawlId
+	}
+	return ""
+}
+
 // FetchedPage is the outcome of one fetch attempt, success or failure,
 // published by the fetcher for the parser.
 type FetchedPage struct {
@@ -405,14 +444,15 @@ type FetchedPage struct {
 	// Parser fields (150-199).
 	SerpEngine string `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // copied from FetchRequest.serp_engine: the parser extracts only result links
 	// Fetcher fields (100-149).
-	Attempt        uint32 `protobuf:"varint,100,opt,name=attempt,proto3" json:"attempt,omitempty"`                                    // FetchRequest.attempt of this try, 0 for the first
-	WillRetry      bool   `protobuf:"varint,101,opt,name=will_retry,json=willRetry,proto3" json:"will_retry,omitempty"`               // a transient failure: attempt+1 was queued durably
-	Unchanged      bool   `protobuf:"varint,102,opt,name=unchanged,proto3" json:"unchanged,omitempty"`                                // 304 Not Modified to a conditional GET
-	RedirectedFrom string `protobuf:"bytes,103,opt,name=redirected_from,json=redirectedFrom,proto3" json:"redirected_from,omitempty"` // the URL whose redirect led here (its parent_url), when this URL is a redirect target
-	WarcFile       string `protobuf:"bytes,104,opt,name=warc_file,json=warcFile,proto3" json:"warc_file,omitempty"`                   // WARC file holding the archived answer (fetcher --warc-dir); empty when not archived
-	WarcOffset     uint64 `protobuf:"varint,105,opt,name=warc_offset,json=warcOffset,proto3" json:"warc_offset,omitempty"`            // offset of the gzip member of its response/revisit/resource record in warc_file
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	Attempt         uint32 `protobuf:"varint,100,opt,name=attempt,proto3" json:"attempt,omitempty"`                                         // FetchRequest.attempt of this try, 0 for the first
+	WillRetry       bool   `protobuf:"varint,101,opt,name=will_retry,json=willRetry,proto3" json:"will_retry,omitempty"`                    // a transient failure: attempt+1 was queued durably
+	Unchanged       bool   `protobuf:"varint,102,opt,name=unchanged,proto3" json:"unchanged,omitempty"`                                     // 304 Not Modified to a conditional GET
+	RedirectedFrom  string `protobuf:"bytes,103,opt,name=redirected_from,json=redirectedFrom,proto3" json:"redirected_from,omitempty"`      // the URL whose redirect led here (its parent_url), when this URL is a redirect target
+	WarcFile        string `protobuf:"bytes,104,opt,name=warc_file,json=warcFile,proto3" json:"warc_file,omitempty"`                        // WARC file holding the archived answer (fetcher --warc-dir); empty when not archived
+	WarcOffset      uint64 `protobuf:"varint,105,opt,name=warc_offset,json=warcOffset,proto3" json:"warc_offset,omitempty"`                 // offset of the gzip member of its response/revisit/resource record in warc_file
+	DocumentCrawlId string `protobuf:"bytes,106,opt,name=document_crawl_id,json=documentCrawlId,proto3" json:"document_crawl_id,omitempty"` // copied from FetchRequest.document_crawl_id: on a 304 the parser carries that crawl's document over
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *FetchedPage) Reset() {
@@ -632,6 +672,13 @@ func (x *FetchedPage) GetWarcOffset() uint64 {
 		return x.WarcOffset
 	}
 	return 0
+}
+
+func (x *FetchedPage) GetDocumentCrawlId() string {
+	if x != nil {
+		return x.DocumentCrawlId
+	}
+	return ""
 }
 
 // Proxy is one live proxy of the pool, published to the compacted proxies
@@ -997,7 +1044,7 @@ var File_crawl_proto protoreflect.FileDescriptor
 const file_crawl_proto_rawDesc = "" +
 	"\n" +
 	"\vcrawl.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x03\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf7\x03\n" +
 	"\rDiscoveredURL\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -1012,7 +1059,10 @@ const file_crawl_proto_rawDesc = "" +
 	"\rredirect_hops\x18\t \x01(\rR\fredirectHops\x12 \n" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
 	"serpEngine\x125\n" +
-	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\"\x98\x04\n" +
+	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\x12\x13\n" +
+	"\x04etag\x18\xfa\x01 \x01(\tR\x04etag\x12$\n" +
+	"\rlast_modified\x18\xfb\x01 \x01(\tR\flastModified\x12+\n" +
+	"\x11document_crawl_id\x18\xfc\x01 \x01(\tR\x0fdocumentCrawlId\"\xc5\x04\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -1033,7 +1083,8 @@ const file_crawl_proto_rawDesc = "" +
 	"\rredirect_hops\x18\r \x01(\rR\fredirectHops\x12 \n" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
 	"serpEngine\x12\x19\n" +
-	"\arevisit\x18\xc8\x01 \x01(\bR\arevisit\"\xc1\a\n" +
+	"\arevisit\x18\xc8\x01 \x01(\bR\arevisit\x12+\n" +
+	"\x11document_crawl_id\x18\xc9\x01 \x01(\tR\x0fdocumentCrawlId\"\xed\a\n" +
 	"\vFetchedPage\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -1071,7 +1122,8 @@ const file_crawl_proto_rawDesc = "" +
 	"\x0fredirected_from\x18g \x01(\tR\x0eredirectedFrom\x12\x1b\n" +
 	"\twarc_file\x18h \x01(\tR\bwarcFile\x12\x1f\n" +
 	"\vwarc_offset\x18i \x01(\x04R\n" +
-	"warcOffset\x1a:\n" +
+	"warcOffset\x12*\n" +
+	"\x11document_crawl_id\x18j \x01(\tR\x0fdocumentCrawlId\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
@@ -1114,13 +1166,14 @@ const file_crawl_proto_rawDesc = "" +
 	"\aoutcome\x18\x03 \x01(\tR\aoutcome\x12\x1d\n" +
 	"\n" +
 	"latency_us\x18\x04 \x01(\x03R\tlatencyUs\x12*\n" +
-	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at*k\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at*\x86\x01\n" +
 	"\x06Source\x12\x16\n" +
 	"\x12SOURCE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSOURCE_SEED\x10\x01\x12\x0f\n" +
 	"\vSOURCE_LINK\x10\x02\x12\x13\n" +
 	"\x0fSOURCE_REDIRECT\x10\x03\x12\x12\n" +
-	"\x0eSOURCE_SITEMAP\x10\x04B6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
+	"\x0eSOURCE_SITEMAP\x10\x04\x12\x19\n" +
+	"\x15SOURCE_PREVIOUS_CRAWL\x10\x05B6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
 
 var (
 	file_crawl_proto_rawDescOnce sync.Once

@@ -36,6 +36,10 @@ type record struct {
 	// Cancelled says it was cancelled instead (--cancel-others).
 	Finished  time.Time `json:"finished,omitzero"`
 	Cancelled bool      `json:"cancelled,omitempty"`
+	// Previous is the finished crawl this one re-crawls incrementally
+	// (the spec's previous_crawl_id): kept so that a resumed run seeds
+	// from it again (repeats are duplicates to the scheduler).
+	Previous string `json:"previous_crawl_id,omitempty"`
 }
 
 // done reports whether the crawl finished or was cancelled.
@@ -120,6 +124,7 @@ type plan struct {
 	rec     record   // the crawl this run runs
 	resumed bool     // rec is an unfinished crawl of the same seeds
 	done    *record  // the latest finished crawl of the same seeds, when a new one starts
+	full    bool     // done is not re-crawled incrementally (--full)
 	others  []record // unfinished crawls besides rec, most recent first
 }
 
@@ -127,8 +132,10 @@ type plan struct {
 // fixed says the user chose it (--crawl-id, the spec's crawl_id): then it
 // is the crawl, resumed if the data dir knows it. Otherwise, unless fresh
 // (--new), the latest unfinished crawl of the same seeds is resumed, and
-// without one a new crawl of id starts.
-func planRun(records []record, id string, fixed, fresh bool, key string, seeds int, now time.Time) plan {
+// without one a new crawl of id starts: unless full (--full), a re-crawl
+// of the latest finished crawl of the same seeds, when there is one, that
+// asks its pages for again conditionally (record.Previous).
+func planRun(records []record, id string, fixed, fresh, full bool, key string, seeds int, now time.Time) plan {
 	var p plan
 	for _, r := range records {
 		switch {
@@ -142,6 +149,10 @@ func planRun(records []record, id string, fixed, fresh bool, key string, seeds i
 	}
 	if !p.resumed {
 		p.rec = record{CrawlID: id, SeedsKey: key, Seeds: seeds, Started: now}
+		if p.done != nil && !full {
+			p.rec.Previous = p.done.CrawlID
+		}
+		p.full = full
 	} else {
 		p.done = nil
 	}
@@ -183,9 +194,16 @@ func (p plan) describe(cancelOthers bool) string {
 	case p.resumed && p.rec.Runs > 1:
 		fmt.Fprintf(&b, "resuming crawl %s (started %s, run %d): what it fetched is not fetched again (--new starts a new crawl)",
 			p.rec.CrawlID, p.rec.Started.Local().Format(time.DateTime), p.rec.Runs)
+	case p.done != nil && p.rec.Previous == p.done.CrawlID:
+		fmt.Fprintf(&b, "new crawl %s re-crawls crawl %s of these seeds (finished at %s): its pages are asked for again "+
+			"conditionally (If-None-Match, If-Modified-Since), the unchanged ones carried over (--full fetches every page again; --crawl-id %s adds to it)",
+			p.rec.CrawlID, p.done.CrawlID, p.done.Finished.Local().Format(time.DateTime), p.done.CrawlID)
 	case p.done != nil:
 		fmt.Fprintf(&b, "new crawl %s: crawl %s of these seeds finished at %s (--crawl-id %s adds to it)",
 			p.rec.CrawlID, p.done.CrawlID, p.done.Finished.Local().Format(time.DateTime), p.done.CrawlID)
+		if p.full {
+			b.WriteString(": every page is fetched again (--full)")
+		}
 	default:
 		fmt.Fprintf(&b, "new crawl %s", p.rec.CrawlID)
 	}

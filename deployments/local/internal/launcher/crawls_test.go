@@ -37,10 +37,12 @@ func TestPlanRun(t *testing.T) {
 		records      []record
 		id           string
 		chosen, new  bool
+		full         bool
 		want         string
 		resumed      bool
 		runs         int
 		done         string
+		previous     string
 		others       []string
 		wantDescribe []string
 	}{
@@ -49,8 +51,13 @@ func TestPlanRun(t *testing.T) {
 			want: "c-old", resumed: true, runs: 2, wantDescribe: []string{"resuming crawl c-old", "run 2", "--new"}},
 		{name: "--new starts over", records: []record{unfinished}, id: "c-new", new: true,
 			want: "c-new", runs: 1, others: []string{"c-old"}, wantDescribe: []string{"new crawl c-new", "crawl c-old", "did not finish", "--cancel-others"}},
-		{name: "finished crawl of the same seeds: a new one, named", records: []record{finished}, id: "c-new",
-			want: "c-new", runs: 1, done: "c-done", wantDescribe: []string{"new crawl c-new", "crawl c-done of these seeds finished", "--crawl-id c-done"}},
+		{name: "finished crawl of the same seeds: a new one re-crawls it", records: []record{finished}, id: "c-new",
+			want: "c-new", runs: 1, done: "c-done", previous: "c-done",
+			wantDescribe: []string{"new crawl c-new re-crawls crawl c-done of these seeds", "conditionally", "--full", "--crawl-id c-done"}},
+		{name: "--full: a new one fetching every page", records: []record{finished}, id: "c-new", full: true,
+			want: "c-new", runs: 1, done: "c-done", wantDescribe: []string{"new crawl c-new", "crawl c-done of these seeds finished", "--crawl-id c-done", "every page is fetched again (--full)"}},
+		{name: "a re-crawl resumed keeps its previous crawl", records: []record{{CrawlID: "c-re", SeedsKey: key, Started: t0, Runs: 1, Previous: "c-done"}, finished},
+			id: "c-new", want: "c-re", resumed: true, runs: 2, previous: "c-done", wantDescribe: []string{"resuming crawl c-re"}},
 		{name: "a chosen id is that crawl, resumed", records: []record{finished, stranger}, id: "c-done", chosen: true,
 			want: "c-done", resumed: true, runs: 2, others: []string{"c-b"}},
 		{name: "another unfinished crawl is named, a cancelled one is not", records: []record{stranger, cancelled}, id: "c-new",
@@ -58,7 +65,7 @@ func TestPlanRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := planRun(tt.records, tt.id, tt.chosen, tt.new, key, 1, now)
+			p := planRun(tt.records, tt.id, tt.chosen, tt.new, tt.full, key, 1, now)
 			var others []string
 			for _, o := range p.others {
 				others = append(others, o.CrawlID)
@@ -71,6 +78,9 @@ func TestPlanRun(t *testing.T) {
 				strings.Join(others, ",") != strings.Join(tt.others, ",") {
 				t.Errorf("plan: crawl %s resumed %v runs %d done %q others %v; want %s %v %d %q %v",
 					p.rec.CrawlID, p.resumed, p.rec.Runs, done, others, tt.want, tt.resumed, tt.runs, tt.done, tt.others)
+			}
+			if p.rec.Previous != tt.previous {
+				t.Errorf("previous crawl %q, want %q", p.rec.Previous, tt.previous)
 			}
 			if !tt.resumed && (!p.rec.Started.Equal(now) || p.rec.SeedsKey != key) {
 				t.Errorf("a new crawl's record %+v: want started now with the seeds' key", p.rec)

@@ -52,6 +52,10 @@ type Config struct {
 	// them (see crawls.go).
 	New          bool
 	CancelOthers bool
+	// Full (flag full) makes a new crawl of seeds whose crawl finished
+	// fetch every page again, instead of re-crawling that crawl
+	// incrementally (its pages asked for conditionally: crawls.go).
+	Full         bool
 	Demo         bool          // flag demo
 	DemoHosts    int           // flag demo-hosts
 	DemoPages    int           // flag demo-pages (total over all hosts)
@@ -118,6 +122,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SeedsFile, "seeds-file", "", "file with one seed URL per line (- for stdin)")
 	fs.StringVar(&c.CrawlID, "crawl-id", "", "crawl id (default: the spec file's crawl_id, else the data dir's unfinished crawl of the same seeds, else crawl-<UTC time>)")
 	fs.BoolVar(&c.New, "new", false, "start a new crawl even when the data dir holds an unfinished crawl of the same seeds (by default it is resumed)")
+	fs.BoolVar(&c.Full, "full", false, "a new crawl of seeds whose crawl finished fetches every page again, instead of asking for that crawl's pages conditionally and carrying the unchanged ones over")
 	fs.BoolVar(&c.CancelOthers, "cancel-others", false, "cancel the data dir's other unfinished crawls, whose URLs may be left in the topics, instead of crawling them too")
 	fs.StringVar(&c.SpecFile, "spec", "", "crawl request as JSON, the body of POST /v1/crawls (scope, limits, politeness, revisit, seeds); the scope flags below override its fields")
 	fs.BoolVar(&c.Demo, "demo", false, "serve the built-in demo site on 127.0.0.x and crawl it (implies -allow-private)")
@@ -220,11 +225,17 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		known = knownSeeds(cfg.Seeds, cfg.SeedsFile, req)
 		key = seedsKey(known)
 	}
-	plan := planRun(records, req.CrawlID, chosen, cfg.New, key, len(known), now)
+	plan := planRun(records, req.CrawlID, chosen, cfg.New, cfg.Full, key, len(known), now)
 	if err := plan.checkTimeLimit(req, now); err != nil {
 		return err
 	}
 	req.CrawlID = plan.rec.CrawlID
+	// The spec's previous crawl: the user's (--spec), else the one the
+	// plan re-crawls, kept for the runs that resume it.
+	if req.PreviousCrawlID == "" {
+		req.PreviousCrawlID = plan.rec.Previous
+	}
+	plan.rec.Previous = req.PreviousCrawlID
 	cfg.CrawlID = req.CrawlID
 	fmt.Fprintln(out, plan.describe(cfg.CancelOthers))
 	if err := plan.rec.write(dataDir); err != nil {

@@ -51,6 +51,7 @@ func TestPollDrainSummary(t *testing.T) {
 		{"c1", "http://a.test/1", 200, ""},
 		{"c1", "http://a.test/2", 0, "connect"},
 		{"c1", "http://a.test/3", 301, "redirect"},
+		{"c1", "http://a.test/5", 304, ""},
 		{"c2", "http://a.test/4", 200, ""},
 	}
 	var fetches []chstore.FetchLogRow
@@ -62,6 +63,8 @@ func TestPollDrainSummary(t *testing.T) {
 	insertRows(t, ctx, store, chstore.FetchLog, fetches)
 	insertRows(t, ctx, store, chstore.Documents, []chstore.DocumentRow{{CrawlID: "c1", URL: "http://a.test/1", URLFP: 1,
 		Host: "a.test", FetchedAt: now, Status: 200, Title: "t", Text: "x", ContentFP: 9, ContentType: "text/html", Language: "en"}})
+	carried := chstore.CarriedRow{CrawlID: "c1", URL: "http://a.test/5", URLFP: 4, Host: "a.test", FromCrawl: "c0", FromURLFP: 40, CheckedAt: now}
+	insertRows(t, ctx, store, chstore.DocumentsCarried, []chstore.CarriedRow{carried, carried})
 
 	// The scheduler's frontier: c1 holds two pending URLs (one written
 	// twice) and one released; c2 one pending. Held URLs are queued work.
@@ -83,13 +86,13 @@ func TestPollDrainSummary(t *testing.T) {
 	}
 	// The poll reads the per-minute rollup (cheap at any crawl size),
 	// which counts a row inserted twice twice; the summary is exact.
-	if s.Fetched != 6 || s.Errors != 2 {
-		t.Errorf("fetched %d errors %d, want 6 and 2 (every row inserted twice)", s.Fetched, s.Errors)
+	if s.Fetched != 8 || s.Errors != 2 {
+		t.Errorf("fetched %d errors %d, want 8 and 2 (every row inserted twice)", s.Fetched, s.Errors)
 	}
 	if s.Lags["scheduler"] != 3 || s.Frontier != 2 || s.Queued() != 5 {
 		t.Errorf("lags %v, frontier %d (queued %d), want scheduler 3, frontier 2, total 5 (lag error: %v)", s.Lags, s.Frontier, s.Queued(), s.LagErr)
 	}
-	if !strings.Contains(s.Line(), "fetched 6") {
+	if !strings.Contains(s.Line(), "fetched 8") {
 		t.Errorf("line %q", s.Line())
 	}
 
@@ -125,12 +128,13 @@ func TestPollDrainSummary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("summary: %v", err)
 	}
-	if sum.Fetched != 3 || sum.Documents != 1 || sum.ByStatus[200] != 1 || sum.ByError["connect"] != 1 || sum.ByError["redirect"] != 1 {
+	if sum.Fetched != 4 || sum.Documents != 1 || sum.ByStatus[200] != 1 || sum.ByError["connect"] != 1 || sum.ByError["redirect"] != 1 ||
+		sum.Unchanged != 1 || sum.Carried != 1 || sum.From != "c0" {
 		t.Errorf("summary %+v", sum)
 	}
 	var sb bytes.Buffer
 	sum.Print(&sb)
-	if !strings.Contains(sb.String(), "connect:1") {
+	if !strings.Contains(sb.String(), "connect:1") || !strings.Contains(sb.String(), "unchanged   1 pages answered 304 (not fetched again); 1 documents carried over from crawl c0") {
 		t.Errorf("printed summary %q", sb.String())
 	}
 }

@@ -17,6 +17,13 @@ type Summary struct {
 	ByStatus  map[uint16]int64 // HTTP status (0 when no response) -> rows
 	ByError   map[string]int64 // error kind -> rows
 	Documents int64
+	// Unchanged is the fetches answered 304 (of a re-crawl: pages not
+	// fetched again), Carried the documents carried over from an earlier
+	// crawl by such answers (documents_carried), From that crawl (the
+	// latest when there are several).
+	Unchanged int64
+	Carried   int64
+	From      string
 	Bytes     int64
 	Duration  time.Duration // wall time measured by the caller (seeding to drain)
 	Active    time.Duration // first to last fetch_log row (millisecond resolution)
@@ -94,6 +101,13 @@ func ReadSummary(ctx context.Context, conn driver.Conn, crawlID string, duration
 		return s, fmt.Errorf("count documents: %w", err)
 	}
 	s.Documents = int64(docs)
+	s.Unchanged = s.ByStatus[304]
+	var carried uint64
+	if err := conn.QueryRow(ctx, "SELECT count(), argMax(from_crawl, checked_at) FROM documents_carried FINAL WHERE crawl_id = ?", crawlID).
+		Scan(&carried, &s.From); err != nil {
+		return s, fmt.Errorf("count carried-over documents: %w", err)
+	}
+	s.Carried = int64(carried)
 	return s, nil
 }
 
@@ -104,6 +118,13 @@ func (s Summary) Print(w io.Writer) {
 		s.Fetched, float64(s.Bytes)/(1<<20), s.Duration.Round(100*time.Millisecond), rate(s.Fetched, s.Duration))
 	fmt.Fprintf(w, "  active      %s from first to last fetch, %.1f pages/s\n", s.Active.Round(10*time.Millisecond), rate(s.Fetched, s.Active))
 	fmt.Fprintf(w, "  documents   %d\n", s.Documents)
+	if s.Unchanged > 0 || s.Carried > 0 {
+		fmt.Fprintf(w, "  unchanged   %d pages answered 304 (not fetched again); %d documents carried over", s.Unchanged, s.Carried)
+		if s.From != "" {
+			fmt.Fprintf(w, " from crawl %s", s.From)
+		}
+		fmt.Fprintln(w)
+	}
 	statuses := make([]int, 0, len(s.ByStatus))
 	for st := range s.ByStatus {
 		statuses = append(statuses, int(st))

@@ -14,6 +14,7 @@ package outcome
 
 import (
 	"fmt"
+	"maps"
 	"time"
 	"unicode/utf8"
 
@@ -147,6 +148,10 @@ func Of(o Options, a Attempt, res *httpfetch.Response, now time.Time) Result {
 		Attempt:          req.GetAttempt(),
 		Unchanged:        res.Status == 304,
 		RedirectedFrom:   redirectedFrom,
+		DocumentCrawlId:  req.GetDocumentCrawlId(),
+	}
+	if res.Status == 304 {
+		r.Page.Headers = validatorsInForce(res.Header, req)
 	}
 	r.Retry, r.Exhausted = retry(o, a, kind, resErr, now)
 	r.Page.WillRetry = r.Retry != nil
@@ -174,6 +179,27 @@ func Of(o Options, a Attempt, res *httpfetch.Response, now time.Time) Result {
 	}
 	r.Row = FetchLogRow(r.Page, a.Host, o.InstanceID)
 	return r
+}
+
+// validatorsInForce returns the headers of a 304 answer to req with the
+// validators the request sent where the answer gave none of its own: they
+// still hold (the page did not change), and the fetch log keeps them for
+// the next crawl's conditional request (FetchLogRow). header is not
+// modified.
+func validatorsInForce(header map[string]string, req *crawlv1.FetchRequest) map[string]string {
+	etag, lm := req.GetEtag(), req.GetLastModified()
+	if (etag == "" || header["etag"] != "") && (lm == "" || header["last-modified"] != "") {
+		return header
+	}
+	out := make(map[string]string, len(header)+2)
+	maps.Copy(out, header)
+	if etag != "" && out["etag"] == "" {
+		out["etag"] = etag
+	}
+	if lm != "" && out["last-modified"] == "" {
+		out["last-modified"] = lm
+	}
+	return out
 }
 
 // redirect decides whether the target of a redirect answer is followed:
@@ -274,6 +300,8 @@ func FetchLogRow(page *crawlv1.FetchedPage, host, fetcher string) rows.FetchLogR
 		Depth:            uint16(min(page.GetDepth(), 65535)),
 		Fetcher:          fetcher,
 		Final:            !page.GetWillRetry(),
+		ETag:             page.GetHeaders()["etag"],
+		LastModified:     page.GetHeaders()["last-modified"],
 	}
 }
 

@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,54 @@ func TestErrorMessageTruncated(t *testing.T) {
 	r = Of(opts, Attempt{Req: request(0, 0), Host: "a.example"}, &httpfetch.Response{Start: start, Kind: failure.Other, Err: errors.New(odd)}, now)
 	if msg := r.Page.GetErrorMessage(); len(msg) != 999 {
 		t.Fatalf("message of %d bytes, want 999 (cut before a rune)", len(msg))
+	}
+}
+
+// TestValidatorsKept: the fetch log keeps the validators of every answer,
+// those of a 304 completed with the request's where the answer gave none
+// (they still hold), so that the next crawl asks conditionally; the page
+// carries the crawl whose document a 304 carries over.
+func TestValidatorsKept(t *testing.T) {
+	tests := []struct {
+		name           string
+		reqETag, reqLM string
+		status         int
+		header         map[string]string
+		wantETag       string
+		wantLM         string
+	}{
+		{name: "200 with both", status: 200, header: map[string]string{"etag": `"v2"`, "last-modified": "Fri, 02 Jan 2026 00:00:00 GMT"},
+			wantETag: `"v2"`, wantLM: "Fri, 02 Jan 2026 00:00:00 GMT"},
+		{name: "200 without validators", reqETag: `"v1"`, status: 200, header: map[string]string{}},
+		{name: "304 without validators keeps the request's", reqETag: `"v1"`, reqLM: "Thu, 01 Jan 2026 00:00:00 GMT", status: 304,
+			header: map[string]string{"date": "x"}, wantETag: `"v1"`, wantLM: "Thu, 01 Jan 2026 00:00:00 GMT"},
+		{name: "304 with a new etag keeps it", reqETag: `"v1"`, reqLM: "Thu, 01 Jan 2026 00:00:00 GMT", status: 304,
+			header: map[string]string{"etag": `"v1b"`}, wantETag: `"v1b"`, wantLM: "Thu, 01 Jan 2026 00:00:00 GMT"},
+		{name: "304 to a request without validators", status: 304, header: nil},
+		{name: "404 keeps none of the request's", reqETag: `"v1"`, status: 404, header: map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(0, 0)
+			req.Etag, req.LastModified, req.DocumentCrawlId = tt.reqETag, tt.reqLM, "c0"
+			var hdr map[string]string
+			if tt.header != nil {
+				hdr = maps.Clone(tt.header)
+			}
+			res := &httpfetch.Response{Start: start, Status: tt.status, Header: hdr}
+			if tt.status == 404 {
+				res.Err = &failure.StatusError{Code: 404}
+			}
+			r := Of(opts, Attempt{Req: req, Host: "a.example"}, res, now)
+			if r.Row.ETag != tt.wantETag || r.Row.LastModified != tt.wantLM {
+				t.Errorf("row validators %q %q, want %q %q", r.Row.ETag, r.Row.LastModified, tt.wantETag, tt.wantLM)
+			}
+			if r.Page.GetDocumentCrawlId() != "c0" {
+				t.Errorf("page document_crawl_id %q, want c0", r.Page.GetDocumentCrawlId())
+			}
+			if !maps.Equal(res.Header, hdr) {
+				t.Errorf("the response's headers changed: %v, were %v", res.Header, hdr)
+			}
+		})
 	}
 }

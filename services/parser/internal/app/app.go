@@ -71,6 +71,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 	bands := chstore.NewBatchWriter(store, chstore.SimhashBands, batch, log, reg)
 	nearDups := chstore.NewBatchWriter(store, chstore.NearDuplicates, batch, log, reg)
 	links := chstore.NewBatchWriter(store, chstore.Links, batch, log, reg)
+	carried := chstore.NewBatchWriter(store, chstore.DocumentsCarried, batch, log, reg)
 	p.writers = []Writer{
 		{"documents writer", docs.Run},
 		{"document_meta writer", meta.Run},
@@ -79,6 +80,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		{"simhash_bands writer", bands.Run},
 		{"near_duplicates writer", nearDups.Run},
 		{"links writer", links.Run},
+		{"documents_carried writer", carried.Run},
 	}
 	metrics, err := pages.NewMetrics(reg)
 	if err != nil {
@@ -86,7 +88,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 	}
 	proc := pages.NewProcessor(cfg.Parser, topics, pages.Sinks{
 		Publisher: p.writer, Documents: docs, Meta: meta, ContentSeen: contentSeen, Dropped: dropped, Seen: store,
-		Bands: bands, NearDups: nearDups, Near: store, Links: links,
+		Bands: bands, NearDups: nearDups, Near: store, Links: links, Carried: carried,
 	}, p.specs, engines, log, metrics, time.Now)
 	p.group, err = kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:  cfg.Kafka.GroupFor(Name),

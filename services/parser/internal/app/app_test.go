@@ -49,7 +49,7 @@ func TestNew(t *testing.T) {
 		names = append(names, w.Name)
 	}
 	want := "documents writer, document_meta writer, content_seen writer, links_dropped writer, " +
-		"simhash_bands writer, near_duplicates writer, links writer"
+		"simhash_bands writer, near_duplicates writer, links writer, documents_carried writer"
 	if got := strings.Join(names, ", "); got != want {
 		t.Errorf("writers = %s, want %s", got, want)
 	}

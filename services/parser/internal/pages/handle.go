@@ -90,6 +90,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		bands   []chstore.SimhashBandRow
 		nears   []chstore.NearDuplicateRow
 		links   []chstore.LinkRow
+		carried []chstore.CarriedRow
 		outlink int
 	)
 	dropped := make(map[chstore.LinksDroppedRow]uint64)
@@ -98,6 +99,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	for _, r := range results {
 		p.metrics.pages.WithLabelValues(r.outcome).Inc()
 		links = append(links, r.linkRows...)
+		if r.carried != nil {
+			carried = append(carried, *r.carried)
+		}
 		for i, m := range r.links {
 			fp := r.linkFPs[i]
 			if d, ok := batchLinks[fp]; ok && d <= r.linkDepth {
@@ -153,7 +157,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	acks := batch // their payloads dropped above
 	h.stores.Go(func(ctx context.Context) error {
-		if err := p.store(ctx, stored{docs, metas, firsts, rows, bands, nears, links}); err != nil {
+		if err := p.store(ctx, stored{docs, metas, firsts, rows, bands, nears, links, carried}); err != nil {
 			return err
 		}
 		p.metrics.documents.Add(float64(len(docs)))
@@ -174,6 +178,7 @@ type stored struct {
 	bands   []chstore.SimhashBandRow
 	nears   []chstore.NearDuplicateRow
 	links   []chstore.LinkRow
+	carried []chstore.CarriedRow
 }
 
 // store inserts a batch's documents, metadata, first-seen content,
@@ -188,6 +193,7 @@ func (p *Processor) store(ctx context.Context, s stored) error {
 	g.Go(func() error { return write(ctx, p.sinks.Bands, s.bands, "simhash bands") })
 	g.Go(func() error { return write(ctx, p.sinks.NearDups, s.nears, "near duplicates") })
 	g.Go(func() error { return write(ctx, p.sinks.Links, s.links, "links") })
+	g.Go(func() error { return write(ctx, p.sinks.Carried, s.carried, "carried-over documents") })
 	return g.Wait()
 }
 

@@ -26,6 +26,12 @@ const (
 	OutcomeSERP          = "serp"        // search engine result page: result links published only
 	OutcomeSitemap       = "sitemap"     // sitemap: listed URLs published
 	OutcomeBadSitemap    = "bad_sitemap" // sitemap that could not be parsed (broken gzip, …)
+	// OutcomeCarried: a 304 to the conditional request of a page an
+	// earlier crawl fetched (FetchedPage.document_crawl_id): the page is
+	// unchanged, that crawl's document is carried over (documents_carried),
+	// no text stored, no link published (the earlier crawl's links were
+	// seeded already).
+	OutcomeCarried = "carried"
 )
 
 // DropKey is the links_dropped_total reason of a link whose record key
@@ -109,7 +115,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	// Expose every bounded label value from the start, at zero.
 	for _, o := range []string{OutcomeDocument, OutcomeNoIndex, OutcomeNotHTML, OutcomeHTTPStatus,
 		OutcomeFetchError, OutcomeInvalidURL, OutcomeUndecodable, OutcomeDuplicate, OutcomeList, OutcomeSERP,
-		OutcomeSitemap, OutcomeBadSitemap} {
+		OutcomeSitemap, OutcomeBadSitemap, OutcomeCarried} {
 		m.pages.WithLabelValues(o)
 	}
 	for _, r := range []string{extract.DropInvalid, extract.DropScheme, extract.DropTooLong, extract.DropNoFollow,

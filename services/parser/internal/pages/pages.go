@@ -147,6 +147,7 @@ type Sinks struct {
 	NearDups    Writer[chstore.NearDuplicateRow] // documents found near an earlier one
 	Near        NearIndex                        // nil: no near-duplicate detection
 	Links       Writer[chstore.LinkRow]          // the link graph (nil: not kept)
+	Carried     Writer[chstore.CarriedRow]       // pages found unchanged since an earlier crawl
 }
 
 // Processor turns fetched pages into outlinks and documents. It is stateless

@@ -29,7 +29,8 @@ type result struct {
 	linkDepth uint32   // depth of the links
 	outlinks  int      // links the page has in the crawl's scope, published or not
 	doc       *document
-	linkRows  []chstore.LinkRow // the page's in-scope links, for the links table
+	carried   *chstore.CarriedRow // a 304 carrying an earlier crawl's document over
+	linkRows  []chstore.LinkRow   // the page's in-scope links, for the links table
 	crawlID   string
 	host      string // politeness key of the page
 	dropped   map[string]int
@@ -86,6 +87,9 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	switch {
 	case page.GetErrorKind() != "":
 		res.outcome = OutcomeFetchError
+		return res
+	case page.GetStatusCode() == 304 && page.GetDocumentCrawlId() != "":
+		p.carry(page, res)
 		return res
 	case page.GetStatusCode() < 200 || page.GetStatusCode() > 299:
 		res.outcome = OutcomeHTTPStatus
@@ -210,6 +214,35 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	res.outcome = OutcomeDocument
 	res.doc = p.document(page, pageURL, res.host, ext, mt)
 	return res
+}
+
+// carry records a 304 to the conditional request of a page an earlier
+// crawl fetched (FetchedPage.document_crawl_id): unchanged since, so that
+// crawl's document is the page's (documents_carried), joined by the
+// documents export instead of copied. It has no body, hence no links: the
+// earlier crawl's URLs were seeded already (CrawlSpec.previous_crawl_id).
+func (p *Processor) carry(page *crawlv1.FetchedPage, res *result) {
+	pageURL, err := urlcanon.Canonicalize(page.GetUrl())
+	if err != nil {
+		res.outcome = OutcomeInvalidURL
+		return
+	}
+	res.host, _ = urlcanon.CanonicalKey(pageURL) // pageURL is canonical: cannot fail
+	urlFP := page.GetUrlFp()
+	if urlFP == 0 {
+		urlFP = fingerprint.URL(page.GetCrawlId(), pageURL)
+	}
+	from := page.GetDocumentCrawlId()
+	res.outcome = OutcomeCarried
+	res.carried = &chstore.CarriedRow{
+		CrawlID:   page.GetCrawlId(),
+		URL:       pageURL,
+		URLFP:     urlFP,
+		Host:      res.host,
+		FromCrawl: from,
+		FromURLFP: fingerprint.URL(from, pageURL),
+		CheckedAt: page.GetFetchedAt().AsTime(),
+	}
 }
 
 func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ext extract.Result, mt string) *document {

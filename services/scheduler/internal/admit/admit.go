@@ -278,6 +278,11 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 			AnchorText:   u.GetAnchorText(),
 			SerpEngine:   u.GetSerpEngine(),
 			RedirectHops: u.GetRedirectHops(),
+			// A URL of the previous crawl: asked for conditionally, a 304
+			// carrying that crawl's document over.
+			Etag:            u.GetEtag(),
+			LastModified:    u.GetLastModified(),
+			DocumentCrawlId: u.GetDocumentCrawlId(),
 		}
 		d.Hold = state == crawlv1.CrawlState_CRAWL_STATE_PAUSED
 		d.Grant = grant
@@ -286,7 +291,8 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 }
 
 // scopeDrop judges the URLs nobody judged before (redirect targets,
-// sitemaps' URLs) by the crawl's scope: the reason it is dropped, or "".
+// sitemaps' URLs, the previous crawl's URLs, judged by that crawl's
+// scope) by the crawl's scope: the reason it is dropped, or "".
 // host is the URL's politeness key. A seed's redirect target that only the
 // seed-site rule would drop is kept, with the grant of its site.
 func (p Policy) scopeDrop(u *crawlv1.DiscoveredURL, canonical, host string) (Reason, *crawlv1.ScopeGrant) {
@@ -313,10 +319,11 @@ func (p Policy) scopeDrop(u *crawlv1.DiscoveredURL, canonical, host string) (Rea
 }
 
 // rules returns the scope rules u is judged by: those of its crawl, for
-// a URL nobody judged before (a redirect target, a sitemap's URL).
+// a URL nobody judged before (a redirect target, a sitemap's URL, a URL of
+// the previous crawl).
 func (p Policy) rules(u *crawlv1.DiscoveredURL) (*scope.Rules, bool) {
 	switch u.GetSource() {
-	case crawlv1.Source_SOURCE_REDIRECT, crawlv1.Source_SOURCE_SITEMAP:
+	case crawlv1.Source_SOURCE_REDIRECT, crawlv1.Source_SOURCE_SITEMAP, crawlv1.Source_SOURCE_PREVIOUS_CRAWL:
 	default:
 		return nil, false
 	}

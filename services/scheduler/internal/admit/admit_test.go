@@ -110,6 +110,9 @@ func TestDecide(t *testing.T) {
 		{name: "spec limits shallower", in: &crawlv1.DiscoveredURL{CrawlId: "shallow", Url: "http://example.com/", Depth: 2}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
 		{name: "redirect hops carried", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/moved", Source: crawlv1.Source_SOURCE_REDIRECT, RedirectHops: 2, ParentUrl: "http://example.com/old"}, budget: 1, wantCanonical: "http://example.com/moved"},
 		{name: "redirect into a seen page", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://seen.example/?", Source: crawlv1.Source_SOURCE_REDIRECT, RedirectHops: 1}, budget: 1, wantReason: Duplicate, wantCanonical: "http://seen.example/?"},
+		{name: "previous crawl's validators carried", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/old", Depth: 2, Source: crawlv1.Source_SOURCE_PREVIOUS_CRAWL, Etag: `"v1"`, LastModified: "Thu, 01 Jan 2026 00:00:00 GMT", DocumentCrawlId: "c0"}, budget: 1, wantCanonical: "http://example.com/old"},
+		{name: "previous crawl's page seen already", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://seen.example/", Source: crawlv1.Source_SOURCE_PREVIOUS_CRAWL, Etag: `"v1"`}, budget: 1, wantReason: Duplicate, wantCanonical: "http://seen.example/"},
+		{name: "previous crawl's page too deep now", in: &crawlv1.DiscoveredURL{CrawlId: "shallow", Url: "http://example.com/deep", Depth: 4, Source: crawlv1.Source_SOURCE_PREVIOUS_CRAWL}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/deep"},
 		{name: "serp engine carried", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/search?q=x", SerpEngine: "demo"}, budget: 1, wantCanonical: "http://example.com/search?q=x"},
 		{name: "cancelled crawl", in: &crawlv1.DiscoveredURL{CrawlId: "cancelled", Url: "http://example.com/"}, budget: 1, wantReason: Cancelled, wantCanonical: "http://example.com/"},
 		{name: "cancelled wins over depth", in: &crawlv1.DiscoveredURL{CrawlId: "cancelled", Url: "http://example.com/", Depth: 99}, budget: 1, wantReason: Cancelled, wantCanonical: "http://example.com/"},
@@ -150,7 +153,8 @@ func TestDecide(t *testing.T) {
 			f := d.Fetch
 			if f.CrawlId != tt.in.CrawlId || f.Url != d.Canonical || f.UrlFp != d.FP || f.Depth != tt.in.Depth ||
 				f.ParentUrl != tt.in.ParentUrl || f.AnchorText != tt.in.AnchorText || f.SerpEngine != tt.in.SerpEngine || f.Attempt != 0 ||
-				f.RedirectHops != tt.in.RedirectHops {
+				f.RedirectHops != tt.in.RedirectHops || f.Etag != tt.in.Etag || f.LastModified != tt.in.LastModified ||
+				f.DocumentCrawlId != tt.in.DocumentCrawlId {
 				t.Errorf("Fetch = %v, does not match input %v", f, tt.in)
 			}
 			if !f.ScheduledAt.AsTime().Equal(now) {
@@ -235,6 +239,9 @@ func TestDecideScope(t *testing.T) {
 		{"scoped", crawlv1.Source_SOURCE_REDIRECT, "http://sub.example.com/a", ""}, // same_host_only is about links
 		{"scoped", crawlv1.Source_SOURCE_SITEMAP, "http://example.com/a/b/a/b/a", TrapGuard},
 		{"scoped", crawlv1.Source_SOURCE_SITEMAP, "http://elsewhere.org/sitemap.xml", OutOfScope},
+		{"scoped", crawlv1.Source_SOURCE_PREVIOUS_CRAWL, "http://elsewhere.org/a", OutOfScope}, // judged by the previous crawl's scope
+		{"scoped", crawlv1.Source_SOURCE_PREVIOUS_CRAWL, "http://example.com/private/x", Filtered},
+		{"scoped", crawlv1.Source_SOURCE_PREVIOUS_CRAWL, "http://example.com/a", ""},
 		{"scoped", crawlv1.Source_SOURCE_LINK, "http://elsewhere.org/a", ""}, // judged by the parser
 		{"scoped", crawlv1.Source_SOURCE_SEED, "http://elsewhere.org/", ""},
 		{"unscoped", crawlv1.Source_SOURCE_REDIRECT, "http://elsewhere.org/a", ""},

@@ -586,7 +586,9 @@ func TestHostQuotaDefersAndReleases(t *testing.T) {
 }
 
 // TestFrontierSurvivesRestart: URLs deferred by one instance are released
-// by the next owner of the partition, each exactly once.
+// by the next owner of the partition, each exactly once; a URL of the
+// crawl's previous crawl keeps its validators and document crawl through
+// the frontier table.
 func TestFrontierSurvivesRestart(t *testing.T) {
 	e := newEnv(t)
 	first := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: time.Hour}, 0)
@@ -594,7 +596,9 @@ func TestFrontierSurvivesRestart(t *testing.T) {
 	want := make(map[[2]string]uint32)
 	for i := range 6 {
 		u := fmt.Sprintf("http://flood.example/p%d", i)
-		recs = append(recs, disc("c1", u, 1))
+		r := disc("c1", u, 1)
+		r.u.Source, r.u.Etag, r.u.LastModified, r.u.DocumentCrawlId = crawlv1.Source_SOURCE_PREVIOUS_CRAWL, fmt.Sprintf(`"e%d"`, i), "Thu, 01 Jan 2026 00:00:00 GMT", "c0"
+		recs = append(recs, r)
 		want[[2]string{"c1", u}] = 1
 	}
 	e.publish(recs...)
@@ -611,6 +615,13 @@ func TestFrontierSurvivesRestart(t *testing.T) {
 	// a wrong second release would show
 	holdsFor(t, 400*time.Millisecond, "4 deferred URLs released by the second instance", func() bool { return testutil.ToFloat64(second.s.metrics.released) <= 4 })
 	checkFetches(t, e, want)
+	for _, f := range e.fetches() {
+		i := strings.TrimPrefix(f.req.Url, "http://flood.example/p")
+		if f.req.Etag != `"e`+i+`"` || f.req.LastModified != "Thu, 01 Jan 2026 00:00:00 GMT" || f.req.DocumentCrawlId != "c0" {
+			t.Errorf("%s released with validators %q %q and document crawl %q, want \"e%s\", the date and c0",
+				f.req.Url, f.req.Etag, f.req.LastModified, f.req.DocumentCrawlId, i)
+		}
+	}
 }
 
 // TestFailedPersistLeavesBatchUnacked: the fetch requests of a batch go out

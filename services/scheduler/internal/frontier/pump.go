@@ -56,6 +56,8 @@ func PendingRow(partition int, host string, fr *crawlv1.FetchRequest, now time.T
 		SerpEngine: fr.GetSerpEngine(),
 		State:      rows.FrontierPending,
 		UpdatedAt:  now,
+		// A URL of the previous crawl: still asked for conditionally.
+		ETag: fr.GetEtag(), LastModified: fr.GetLastModified(), DocumentCrawlID: fr.GetDocumentCrawlId(),
 	}
 	if fr.GetDiscoveredAt() != nil {
 		r.DiscoveredAt = fr.GetDiscoveredAt().AsTime()
@@ -236,15 +238,18 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 			return len(pending), fmt.Errorf("key frontier url: %w", err)
 		}
 		fr := &crawlv1.FetchRequest{
-			CrawlId:      r.CrawlID,
-			Url:          r.URL,
-			UrlFp:        r.FP,
-			Depth:        uint32(r.Depth),
-			ParentUrl:    r.ParentURL,
-			AnchorText:   r.AnchorText,
-			SerpEngine:   r.SerpEngine,
-			DiscoveredAt: timestamppb.New(r.DiscoveredAt),
-			ScheduledAt:  timestamppb.New(now),
+			CrawlId:         r.CrawlID,
+			Url:             r.URL,
+			UrlFp:           r.FP,
+			Depth:           uint32(r.Depth),
+			ParentUrl:       r.ParentURL,
+			AnchorText:      r.AnchorText,
+			SerpEngine:      r.SerpEngine,
+			DiscoveredAt:    timestamppb.New(r.DiscoveredAt),
+			ScheduledAt:     timestamppb.New(now),
+			Etag:            r.ETag,
+			LastModified:    r.LastModified,
+			DocumentCrawlId: r.DocumentCrawlID,
 		}
 		m, err := kafkaio.NewMessage(p.cfg.Topic, key, fr)
 		if err != nil {

@@ -35,9 +35,10 @@ func (f Frontier) Pending(ctx context.Context, partition, perHost int, skip []st
 	args = append(args, uint64(perHost))
 	var out []chstore.FrontierRow
 	err := f.Store.Read(ctx, "read frontier", func() error {
-		rows, err := f.Store.Conn().Query(ctx, `SELECT crawl_id, host, fp, d, u, p, a, e, t FROM (
+		rows, err := f.Store.Conn().Query(ctx, `SELECT crawl_id, host, fp, d, u, p, a, e, t, et, lm, dc FROM (
 		SELECT crawl_id, host, fp, any(depth) AS d, any(url) AS u, any(parent_url) AS p,
-			any(anchor_text) AS a, any(serp_engine) AS e, any(discovered_at) AS t
+			any(anchor_text) AS a, any(serp_engine) AS e, any(discovered_at) AS t,
+			any(etag) AS et, any(last_modified) AS lm, any(document_crawl_id) AS dc
 		FROM frontier_v2
 		WHERE partition = ?`+skipSQL+`
 		GROUP BY crawl_id, host, fp
@@ -50,7 +51,8 @@ func (f Frontier) Pending(ctx context.Context, partition, perHost int, skip []st
 		out = out[:0]
 		for rows.Next() {
 			r := chstore.FrontierRow{Partition: uint16(partition)}
-			if err := rows.Scan(&r.CrawlID, &r.Host, &r.FP, &r.Depth, &r.URL, &r.ParentURL, &r.AnchorText, &r.SerpEngine, &r.DiscoveredAt); err != nil {
+			if err := rows.Scan(&r.CrawlID, &r.Host, &r.FP, &r.Depth, &r.URL, &r.ParentURL, &r.AnchorText, &r.SerpEngine, &r.DiscoveredAt,
+				&r.ETag, &r.LastModified, &r.DocumentCrawlID); err != nil {
 				return fmt.Errorf("scan frontier: %w", err)
 			}
 			out = append(out, r)

@@ -15,10 +15,12 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/previous"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/publish"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/seeds"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
@@ -32,6 +34,9 @@ type Summary struct {
 	Published int
 	Invalid   int
 	Sitemap   int // URLs taken from sitemaps (included in Published)
+	// Previous is what was seeded from the crawl's previous crawl
+	// (CrawlSpec.previous_crawl_id; not included in Published).
+	Previous previous.Summary
 }
 
 // Seed reads and validates the configured seeds, reports every invalid one
@@ -43,7 +48,9 @@ type Summary struct {
 func Seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, log *zap.Logger, reg prometheus.Registerer) (Summary, error) {
 	published := prometheus.NewCounter(prometheus.CounterOpts{Name: "seeds_published_total", Help: "Seeds published to the discovered topic."})
 	invalid := prometheus.NewCounter(prometheus.CounterOpts{Name: "seeds_invalid_total", Help: "Seeds rejected as invalid."})
-	for _, c := range []prometheus.Collector{published, invalid} {
+	fromPrevious := prometheus.NewCounter(prometheus.CounterOpts{Name: "previous_urls_published_total",
+		Help: "URLs of the previous crawl (CrawlSpec.previous_crawl_id) published to the discovered topic, to be asked for conditionally."})
+	for _, c := range []prometheus.Collector{published, invalid, fromPrevious} {
 		if err := reg.Register(c); err != nil {
 			return Summary{}, fmt.Errorf("register seeder metrics: %w", err)
 		}
@@ -144,6 +151,20 @@ func Seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, 
 		}
 		log.Info("crawl spec published", telemetry.Crawl(cfg.CrawlID), zap.Uint64("revision", spec.GetRevision()),
 			zap.Stringer("state", spec.GetState()))
+		// The previous crawl's pages go first: a seed that is one of them
+		// is then a duplicate, asked for conditionally as the others.
+		if prev := spec.GetPreviousCrawlId(); prev != "" {
+			skip := make(map[string]bool, len(serps))
+			for _, sd := range serps {
+				skip[sd.URL] = true
+			}
+			sum.Previous, err = seedPrevious(ctx, cfg, w, prev, skip, log, reg)
+			fromPrevious.Add(float64(sum.Previous.Published))
+			if err != nil {
+				_ = w.Close()
+				return sum, err
+			}
+		}
 	}
 	n, err := publish.Marked(ctx, w, cfg.Kafka.Topics().Discovered, cfg.CrawlID, batch, time.Now())
 	sum.Published = n
@@ -153,6 +174,23 @@ func Seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, 
 	}
 	log.Info("seeding done", telemetry.Crawl(cfg.CrawlID), zap.Int("published", sum.Published),
 		zap.Int("invalid", sum.Invalid), zap.Int("from_sitemaps", sum.Sitemap), zap.Int("unpublished", len(batch)-n))
+	return sum, err
+}
+
+// seedPrevious publishes the pages of crawl prev as URLs of cfg.CrawlID
+// (package previous), reading them from ClickHouse, but those in skip (the
+// result-page seeds, published with their engine).
+func seedPrevious(ctx context.Context, cfg config.Seed, w publish.Writer, prev string, skip map[string]bool, log *zap.Logger, reg prometheus.Registerer) (previous.Summary, error) {
+	store, err := service.Bootstrap(ctx, cfg.ClickHouse, cfg.Kafka, log, reg)
+	if err != nil {
+		return previous.Summary{}, err
+	}
+	defer func() { _ = store.Close() }() // read only
+	start := time.Now()
+	sum, err := previous.Publish(ctx, store, w, cfg.Kafka.Topics().Discovered, cfg.CrawlID, prev, skip, start)
+	log.Info("previous crawl seeded", telemetry.Crawl(cfg.CrawlID), zap.String("previous_crawl", prev),
+		zap.Int("published", sum.Published), zap.Int("with_validators", sum.Validators), zap.Int("carried_over_before", sum.CarriedOver),
+		zap.Duration("took", time.Since(start)), zap.Error(err))
 	return sum, err
 }
 

@@ -54,6 +54,7 @@ func NewServer(ctx context.Context, cfg config.Serve, log *zap.Logger, reg prome
 	}
 	s.writer = kafkaio.NewWriter(cfg.Kafka, log, reg)
 	s.control = control.New(cfg.Kafka, s.writer, log)
+	s.control.SetPrevious(s.store)
 	apiMetrics, err := api.NewMetrics(reg)
 	if err != nil {
 		return nil, err

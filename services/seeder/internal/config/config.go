@@ -35,6 +35,10 @@ type Seed struct {
 	// SpecFile (flag spec) is a crawl request as POST /v1/crawls takes it;
 	// "-" reads standard input.
 	SpecFile string
+	// ClickHouse (flags clickhouse-*) is read only by a crawl with a
+	// previous crawl (the spec's previous_crawl_id): that crawl's pages
+	// are seeded from its fetch log.
+	ClickHouse chstore.Config
 }
 
 // RegisterFlags binds the fields to flags with their defaults.
@@ -47,6 +51,7 @@ func (c *Seed) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Sitemaps, "sitemaps", false, "also seed from the sitemaps of every seed host (robots.txt Sitemap lines and /sitemap.xml)")
 	fs.Var(&c.SitemapURLs, "sitemap", "sitemap URL to seed from (repeatable)")
 	RegisterSitemapFlags(fs, &c.Sitemap)
+	c.ClickHouse.RegisterFlags(fs)
 	fs.StringVar(&c.SpecFile, "spec", "", `crawl request as JSON, the body of POST /v1/crawls ("-" reads standard input): its scope, limits, politeness and revisit policy are published to the control topic before the seeds, its seeds are seeded with the flags' ones; --crawl-id overrides its crawl_id`)
 }
 
@@ -86,6 +91,7 @@ func (c Seed) Validate(specSeeds bool) error {
 	if c.Sitemaps || len(c.SitemapURLs) > 0 {
 		errs = append(errs, c.Sitemap.Validate())
 	}
+	errs = append(errs, c.ClickHouse.Validate())
 	return errors.Join(errs...)
 }
 

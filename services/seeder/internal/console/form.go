@@ -38,7 +38,7 @@ var formFields = map[string]bool{
 	"identity.user_agent": true, "identity.headers": true,
 	"politeness.delay": true, "politeness.max_crawl_delay": true, "politeness.serp_ignore_robots": true,
 	"revisit.enabled": true, "revisit.min_interval": true, "revisit.max_interval": true, "revisit.initial_interval": true,
-	"sitemaps": true, "sitemap_urls": true,
+	"sitemaps": true, "sitemap_urls": true, "previous_crawl_id": true,
 }
 
 // fieldOf maps an API error's field to the form field showing it.
@@ -107,6 +107,8 @@ func requestFromForm(v url.Values) (jobs.Request, formErrors) {
 		SkipBad:     on("skip_invalid_seeds"),
 		Sitemaps:    on("sitemaps"),
 		SitemapURLs: lines(v.Get("sitemap_urls")),
+		// Validated by jobs.Build, its errors shown on the field.
+		PreviousCrawlID: strings.TrimSpace(v.Get("previous_crawl_id")),
 	}
 	if strings.TrimSpace(req.SeedsText) == "" {
 		req.SeedsText = ""

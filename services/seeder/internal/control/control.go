@@ -15,7 +15,9 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/previous"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/publish"
 )
 
@@ -35,6 +37,10 @@ type Control struct {
 
 	claimMu sync.Mutex
 	claims  claims
+
+	// prev reads the pages of a crawl's previous crawl (SetPrevious);
+	// nil: a crawl with a previous crawl is seeded from its seeds only.
+	prev previous.Source
 }
 
 // New returns a Control writing with w (not closed by Control).
@@ -121,14 +127,39 @@ func (c *Control) All() []*crawlv1.CrawlSpec {
 	return all
 }
 
+// SetPrevious sets where the pages of a crawl's previous crawl are read
+// (PublishSeeds). Call it before the API serves.
+func (c *Control) SetPrevious(src previous.Source) { c.prev = src }
+
 // PublishSeeds publishes a job's seeds to the discovered topic and returns
-// how many were acknowledged.
+// how many were acknowledged. A crawl whose spec names a previous crawl
+// (previous_crawl_id) first gets that crawl's pages (package previous),
+// when SetPrevious gave a source: a seed among them is then a duplicate.
 func (c *Control) PublishSeeds(ctx context.Context, crawlID string, seeds []jobs.Seed) (int, error) {
+	if prev := c.specs.Get(crawlID).GetPreviousCrawlId(); prev != "" && c.prev != nil {
+		sum, err := previous.Publish(ctx, c.prev, c.w, c.cfg.Topics().Discovered, crawlID, prev, resultPages(seeds), c.now())
+		c.log.Info("previous crawl seeded", telemetry.Crawl(crawlID), zap.String("previous_crawl", prev),
+			zap.Int("published", sum.Published), zap.Int("with_validators", sum.Validators), zap.Error(err))
+		if err != nil {
+			return 0, err
+		}
+	}
 	ps := make([]publish.Seed, len(seeds))
 	for i, s := range seeds {
 		ps[i] = publish.Seed{URL: s.URL, SERPEngine: s.Engine, Sitemap: s.Sitemap, Lastmod: s.Lastmod}
 	}
 	return publish.Marked(ctx, c.w, c.cfg.Topics().Discovered, crawlID, ps, c.now())
+}
+
+// resultPages is the set of the search-engine result pages among seeds.
+func resultPages(seeds []jobs.Seed) map[string]bool {
+	out := make(map[string]bool)
+	for _, s := range seeds {
+		if s.Engine != "" {
+			out[s.URL] = true
+		}
+	}
+	return out
 }
 
 // InFlight returns the records the pipeline has not finished: the lag of

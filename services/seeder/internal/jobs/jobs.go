@@ -51,6 +51,11 @@ type Request struct {
 	// as well (absolute http(s) URLs; errors name sitemap_urls[i]).
 	Sitemaps    bool     `json:"sitemaps,omitempty"`
 	SitemapURLs []string `json:"sitemap_urls,omitempty"`
+	// PreviousCrawlID is an earlier crawl of the same sites that this
+	// one re-crawls incrementally: its pages are seeded with their
+	// validators and asked for conditionally, a 304 carrying the
+	// earlier document over (CrawlSpec.previous_crawl_id).
+	PreviousCrawlID string `json:"previous_crawl_id,omitempty"`
 }
 
 // Keywords asks for result-page seeds.
@@ -243,6 +248,13 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 	if len(req.Name) > MaxName {
 		errs.add("name", "%d bytes, want at most %d", len(req.Name), MaxName)
 	}
+	switch prev := req.PreviousCrawlID; {
+	case prev == "":
+	case !ValidCrawlID(prev):
+		errs.add("previous_crawl_id", "want 1-%d letters, digits, '.', '_' or '-'", MaxCrawlID)
+	case prev == id:
+		errs.add("previous_crawl_id", "%q is the crawl itself, want an earlier crawl", prev)
+	}
 
 	var out []Seed
 	seen := make(map[string]bool)
@@ -313,6 +325,8 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 		Name:      req.Name,
 		CreatedAt: timestamppb.New(now),
 		UpdatedAt: timestamppb.New(now),
+		// Checked above.
+		PreviousCrawlId: req.PreviousCrawlID,
 	}
 	if req.Scope != nil {
 		spec.Scope = buildScope(*req.Scope, &errs)

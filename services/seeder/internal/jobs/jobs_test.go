@@ -376,3 +376,25 @@ func TestBuildIdentityAndTimeLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildPreviousCrawl: previous_crawl_id reaches the spec; an invalid
+// id, or the crawl itself, is a field error.
+func TestBuildPreviousCrawl(t *testing.T) {
+	job, err := jobs.BuildSpec(jobs.Request{CrawlID: "c2", PreviousCrawlID: "c1"}, nil, now)
+	if err != nil || job.Spec.GetPreviousCrawlId() != "c1" {
+		t.Fatalf("BuildSpec = %v, %v; want previous crawl c1", job.Spec, err)
+	}
+	for _, tt := range []struct{ name, id, prev string }{
+		{"invalid id", "c2", "no spaces"},
+		{"too long", "c2", strings.Repeat("a", jobs.MaxCrawlID+1)},
+		{"itself", "c2", "c2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := jobs.BuildSpec(jobs.Request{CrawlID: tt.id, PreviousCrawlID: tt.prev}, nil, now)
+			var fe jobs.FieldErrors
+			if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "previous_crawl_id" {
+				t.Errorf("err = %v, want a previous_crawl_id field error", err)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chexport"
@@ -105,7 +107,11 @@ func (s *Stats) Partitions(ctx context.Context, crawlID string) ([]int, error) {
 
 // Documents calls fn for every document of the crawl (the latest version
 // of each URL), ordered by URL, streaming from the server; it stops at the
-// first error of fn.
+// first error of fn. The documents a re-crawl carried over from an earlier
+// crawl (documents_carried: the page answered 304) are listed with the
+// earlier crawl's content, merged in URL order; a page of both (fetched in
+// full again after its 304) is listed once, from the crawl's own
+// documents.
 func (s *Stats) Documents(ctx context.Context, crawlID string, fn func(jobs.Document) error) error {
 	rows, err := s.store.Conn().Query(ctx, `SELECT url, host, fetched_at, status, title, text, content_type, language, outlinks
 FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
@@ -113,6 +119,15 @@ FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
 		return fmt.Errorf("query documents: %w", err)
 	}
 	defer rows.Close()
+	carried, err := s.carried(ctx, crawlID)
+	if err != nil {
+		return err
+	}
+	defer carried.close()
+	next, err := carried.next(ctx)
+	if err != nil {
+		return err
+	}
 	for rows.Next() {
 		var (
 			d  jobs.Document
@@ -122,6 +137,16 @@ FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
 			return fmt.Errorf("scan document: %w", err)
 		}
 		d.FetchedAt = at.UTC()
+		for next != nil && next.URL <= d.URL {
+			if next.URL < d.URL {
+				if err := fn(*next); err != nil {
+					return err
+				}
+			}
+			if next, err = carried.next(ctx); err != nil {
+				return err
+			}
+		}
 		if err := fn(d); err != nil {
 			return err
 		}
@@ -129,7 +154,121 @@ FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read documents: %w", err)
 	}
+	for next != nil {
+		if err := fn(*next); err != nil {
+			return err
+		}
+		if next, err = carried.next(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// carriedBatch is how many carried-over pages are resolved at once: their
+// documents (text up to the parser's 1 MiB each) are in memory together.
+const carriedBatch = 128
+
+// carriedDocs reads a crawl's carried-over pages in URL order and resolves
+// their documents a batch at a time.
+type carriedDocs struct {
+	store *chstore.Store
+	rows  interface {
+		Next() bool
+		Scan(dest ...any) error
+		Err() error
+		Close() error
+	}
+	ready []jobs.Document // resolved, in URL order
+}
+
+func (s *Stats) carried(ctx context.Context, crawlID string) (*carriedDocs, error) {
+	rows, err := s.store.Conn().Query(ctx, `SELECT url, from_crawl, from_url_fp FROM documents_carried FINAL
+WHERE crawl_id = ? ORDER BY url`, crawlID)
+	if err != nil {
+		return nil, fmt.Errorf("query documents_carried: %w", err)
+	}
+	return &carriedDocs{store: s.store, rows: rows}, nil
+}
+
+func (c *carriedDocs) close() { _ = c.rows.Close() }
+
+// next returns the next carried-over document, nil when none is left. A
+// page whose earlier document is gone (none was stored: not HTML) is left
+// out.
+func (c *carriedDocs) next(ctx context.Context) (*jobs.Document, error) {
+	for len(c.ready) == 0 {
+		type page struct {
+			url, from string
+			fp        uint64
+		}
+		var batch []page
+		for len(batch) < carriedBatch && c.rows.Next() {
+			var p page
+			if err := c.rows.Scan(&p.url, &p.from, &p.fp); err != nil {
+				return nil, fmt.Errorf("scan documents_carried: %w", err)
+			}
+			batch = append(batch, p)
+		}
+		if err := c.rows.Err(); err != nil {
+			return nil, fmt.Errorf("read documents_carried: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil, nil
+		}
+		byFrom := make(map[string][]uint64)
+		for _, p := range batch {
+			byFrom[p.from] = append(byFrom[p.from], p.fp)
+		}
+		found := make(map[string]map[uint64]jobs.Document, len(byFrom))
+		for from, fps := range byFrom {
+			docs, err := c.lookup(ctx, from, fps)
+			if err != nil {
+				return nil, err
+			}
+			found[from] = docs
+		}
+		for _, p := range batch {
+			if d, ok := found[p.from][p.fp]; ok {
+				d.URL = p.url
+				c.ready = append(c.ready, d)
+			}
+		}
+	}
+	d := c.ready[0]
+	c.ready = c.ready[1:]
+	return &d, nil
+}
+
+// lookup reads the documents of crawl from at fps.
+func (c *carriedDocs) lookup(ctx context.Context, from string, fps []uint64) (map[uint64]jobs.Document, error) {
+	in := make([]string, len(fps))
+	for i, fp := range fps {
+		in[i] = strconv.FormatUint(fp, 10) // numbers: inlined, they inject nothing (18.16 binds no arrays)
+	}
+	rows, err := c.store.Conn().Query(ctx, `SELECT url_fp, host, fetched_at, status, title, text, content_type, language, outlinks
+FROM documents FINAL WHERE crawl_id = ? AND url_fp IN (`+strings.Join(in, ",")+`)`, from)
+	if err != nil {
+		return nil, fmt.Errorf("query carried-over documents of crawl %s: %w", from, err)
+	}
+	defer rows.Close()
+	out := make(map[uint64]jobs.Document, len(fps))
+	for rows.Next() {
+		var (
+			fp uint64
+			d  jobs.Document
+			at time.Time
+		)
+		if err := rows.Scan(&fp, &d.Host, &at, &d.Status, &d.Title, &d.Text, &d.ContentType, &d.Language, &d.Outlinks); err != nil {
+			return nil, fmt.Errorf("scan carried-over document: %w", err)
+		}
+		d.FetchedAt = at.UTC()
+		out[fp] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read carried-over documents of crawl %s: %w", from, err)
+	}
+	return out, nil
 }
 
 // Export writes the crawl's rows of one table to w in one format

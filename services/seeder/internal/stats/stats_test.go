@@ -119,3 +119,61 @@ func insertRows[T any](ctx context.Context, t *testing.T, s *chstore.Store, tabl
 		t.Fatal(err)
 	}
 }
+
+// TestDocumentsWithCarried: a re-crawl's documents are its own and those
+// it carried over from an earlier crawl, in URL order across batches of
+// lookups, with the earlier text; a page of both is listed once, from the
+// crawl's own documents; a carried page without an earlier document is
+// left out; an error of fn stops the listing.
+func TestDocumentsWithCarried(t *testing.T) {
+	ctx := t.Context()
+	s := chtest.NewStore(t)
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	const n = 140
+	var (
+		own, old []chstore.DocumentRow
+		carried  []chstore.CarriedRow
+		want     []string
+	)
+	for i := range n {
+		url := fmt.Sprintf("http://a.test/u%03d", i)
+		carried = append(carried, chstore.CarriedRow{CrawlID: "c1", URL: url, URLFP: uint64(5000 + i), Host: "a.test",
+			FromCrawl: "c0", FromURLFP: uint64(1000 + i), CheckedAt: at})
+		if i != 7 {
+			old = append(old, chstore.DocumentRow{CrawlID: "c0", URL: url, URLFP: uint64(1000 + i), Host: "a.test", FetchedAt: at.Add(-time.Hour),
+				Status: 200, Title: fmt.Sprintf("old %d", i), Text: "old text"})
+		}
+		switch {
+		case i%10 == 0:
+			own = append(own, chstore.DocumentRow{CrawlID: "c1", URL: url, URLFP: uint64(5000 + i), Host: "a.test", FetchedAt: at,
+				Status: 200, Title: fmt.Sprintf("own %d", i), Text: "new text"})
+			want = append(want, fmt.Sprintf("%s own %d", url, i))
+		case i != 7:
+			want = append(want, fmt.Sprintf("%s old %d", url, i))
+		}
+	}
+	own = append(own, chstore.DocumentRow{CrawlID: "c1", URL: "http://a.test/zz", URLFP: 1, Host: "a.test", FetchedAt: at, Title: "last"})
+	want = append(want, "http://a.test/zz last")
+	insertRows(ctx, t, s, chstore.Documents, append(own, old...))
+	insertRows(ctx, t, s, chstore.DocumentsCarried, carried)
+
+	st := stats.New(s)
+	var got []string
+	if err := st.Documents(ctx, "c1", func(d jobs.Document) error {
+		got = append(got, d.URL+" "+d.Title)
+		if strings.HasPrefix(d.Title, "old") && (d.Text != "old text" || !d.FetchedAt.Equal(at.Add(-time.Hour))) {
+			t.Errorf("%s: text %q fetched at %v, want the earlier crawl's", d.URL, d.Text, d.FetchedAt)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("documents\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	stop := fmt.Errorf("enough")
+	calls := 0
+	if err := st.Documents(ctx, "c1", func(jobs.Document) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("Documents with a failing fn = %v after %d calls, want its error after 1", err, calls)
+	}
+}
