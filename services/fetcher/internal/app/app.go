@@ -21,6 +21,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/service"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
@@ -207,6 +208,53 @@ func (f *Fetcher) Archive() func(ctx context.Context) error {
 		return nil
 	}
 	return f.archive.Run
+}
+
+// deleteRetry is how soon a failed removal of a deleted crawl's WARC
+// files is tried again when no specification changes meanwhile.
+const deleteRetry = time.Minute
+
+// DeletesArchives reports whether this fetcher archives (--warc-dir), so
+// that DeleteArchives has files to remove.
+func (f *Fetcher) DeletesArchives() bool { return f.archive != nil }
+
+// DeleteArchives removes the WARC files of deleted crawls
+// (crawlcontrol.Deleted) from the archive's directory, which only this
+// fetcher writes: once the control topic is read to its end (crawls
+// deleted while it was down; warc.Writer.DeleteCrawl finds nothing to do
+// for those done already), then at every change of the specifications,
+// until ctx is done. A removal that fails is logged and tried again at the
+// next change or after deleteRetry.
+func (f *Fetcher) DeleteArchives(ctx context.Context) error {
+	if f.archive == nil || !f.WaitSpecs(ctx) {
+		return nil
+	}
+	done := make(map[string]bool) // one entry per deleted crawl
+	retry := time.NewTicker(deleteRetry)
+	defer retry.Stop()
+	for {
+		changed := f.specs.Changed()
+		for _, spec := range f.specs.All() {
+			id := spec.GetCrawlId()
+			if !crawlcontrol.Deleted(spec) || done[id] {
+				continue
+			}
+			if _, err := f.archive.DeleteCrawl(ctx, id); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				f.log.Warn("warc files of a deleted crawl not all removed, retried", telemetry.Crawl(id), zap.Error(err))
+				continue
+			}
+			done[id] = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-retry.C:
+		}
+	}
 }
 
 // Writers returns the ClickHouse batch writers: the fetch log and
