@@ -221,6 +221,9 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 		_ = lock.Close()
 		return nil, err
 	}
+	if len(w.closed) > 0 {
+		w.notify <- struct{}{} // Run indexes them at once
+	}
 	return w, nil
 }
 

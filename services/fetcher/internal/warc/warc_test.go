@@ -211,8 +211,8 @@ func TestArchiveCrawl(t *testing.T) {
 	revisits := map[string]string{}
 	for _, path := range warcs {
 		name := filepath.Base(path)
-		if !strings.HasPrefix(name, "trawl-") || !strings.HasSuffix(name, "-test-1.warc.gz") {
-			t.Errorf("file name %s: want trawl-<timestamp>-<serial>-test-1.warc.gz", name)
+		if !strings.HasPrefix(name, "trawl-c1-") || !strings.HasSuffix(name, "-test-1.warc.gz") {
+			t.Errorf("file name %s: want trawl-c1-<timestamp>-<serial>-test-1.warc.gz", name)
 		}
 		recs, err := specRead(path)
 		if err != nil {
@@ -314,7 +314,7 @@ func TestArchiveCrawl(t *testing.T) {
 	}
 
 	var listed uint64
-	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM warc_files FINAL WHERE fetcher = 'test-1' AND bytes > 0").Scan(&listed); err != nil {
+	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM warc_files FINAL WHERE fetcher = 'test-1' AND bytes > 0 AND crawl_id = 'c1'").Scan(&listed); err != nil {
 		t.Fatal(err)
 	}
 	if int(listed) != len(warcs) {
