@@ -206,6 +206,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if err != nil {
 		return fmt.Errorf("resolve data dir: %w", err)
 	}
+	unlock, err := lockDataDir(dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	records, err := readRecords(dataDir)
 	if err != nil {
 		return err
@@ -217,6 +222,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if !cfg.Demo && !cfg.Web {
 		known = knownSeeds(cfg.Seeds, cfg.SeedsFile, req)
 		key = seedsKey(known)
+	}
+	if err := checkDeleted(records, req.CrawlID, chosen); err != nil {
+		return err
 	}
 	plan := planRun(records, req.CrawlID, chosen, cfg.New, key, len(known), now)
 	if err := plan.checkTimeLimit(req, now); err != nil {
