@@ -292,7 +292,9 @@ func publishDeletion(ctx context.Context, dataDir, id string, stderr io.Writer) 
 	}
 	defer b.Close()
 	fmt.Fprintf(stderr, "started the data dir's broker on %s (stopped when done)\n", dir)
-	kc := kafkaio.Config{Brokers: []string{b.Addr()}, TopicPrefix: "crawler.", Partitions: DefaultPartitions}
+	// The pipeline's settings (pipeline.Start): its default topic prefix.
+	kc := kafkaio.DefaultConfig()
+	kc.Brokers, kc.TopicPrefix, kc.Partitions, kc.MaxMessageBytes = []string{b.Addr()}, "crawler.", DefaultPartitions, 16<<20
 	specs := crawlcontrol.NewSpecs()
 	fctx, stop := context.WithCancel(ctx)
 	caught := make(chan struct{})
