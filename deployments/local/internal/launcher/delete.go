@@ -304,7 +304,7 @@ func publishDeletion(ctx context.Context, dataDir, id string, stderr io.Writer) 
 	}()
 	defer func() {
 		stop()
-		<-done
+		_ = <-done // stopped: what it read is in specs
 	}()
 	wait := time.NewTimer(30 * time.Second)
 	defer wait.Stop()
@@ -324,7 +324,7 @@ func publishDeletion(ctx context.Context, dataDir, id string, stderr io.Writer) 
 	}
 	next := crawlspec.Delete(spec, time.Now())
 	w := kafkaio.NewWriter(kc, nil, nil)
-	defer w.Close()
+	defer func() { _ = w.Close() }() // Write returned: the record is acknowledged
 	m, err := crawlcontrol.Message(kc.Topics().Control, next)
 	if err != nil {
 		return false, err
