@@ -304,7 +304,9 @@ func publishDeletion(ctx context.Context, dataDir, id string, stderr io.Writer) 
 	}()
 	defer func() {
 		stop()
-		_ = <-done // stopped: what it read is in specs
+		if err := <-done; err != nil && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "control topic follower: %v\n", err)
+		}
 	}()
 	wait := time.NewTimer(30 * time.Second)
 	defer wait.Stop()
