@@ -60,19 +60,32 @@ type Rewrite struct {
 	RemovedBytes                 int64
 }
 
-// RemoveCrawl removes crawlID's WARC files, their CDXJ indexes and their
+// RemoveCrawl is RemoveCrawls of one crawl.
+func RemoveCrawl(dir, prefix, crawlID string) (Removal, error) {
+	return RemoveCrawls(dir, prefix, crawlID)
+}
+
+// RemoveCrawls removes the crawls' WARC files, their CDXJ indexes and their
 // open forms from dir (files named with prefix), and rewrites the legacy
-// files of dir that hold records of crawlID without them (a copy written
+// files of dir that hold records of the crawls without them, in one pass
+// over them whatever the number of crawls (a copy written
 // beside the file, fsynced, its index removed, renamed over the file,
 // and the index written again from the old one's lines: a crash leaves
 // either file whole, at worst without an index, which the fetcher's next
 // start writes). A legacy file left with no fetch is removed. The caller
 // holds dir's lock (Lock) or is the process that does (the fetcher, after
 // closing the crawl's open file). Repeating it finds nothing more to do.
-func RemoveCrawl(dir, prefix, crawlID string) (Removal, error) {
+func RemoveCrawls(dir, prefix string, crawlIDs ...string) (Removal, error) {
 	var r Removal
-	if crawlID == "" {
-		return r, errors.New("remove warc files: empty crawl id")
+	gone := make(map[string]bool, len(crawlIDs))
+	for _, id := range crawlIDs {
+		if id == "" {
+			return r, errors.New("remove warc files: empty crawl id")
+		}
+		gone[id] = true
+	}
+	if len(gone) == 0 {
+		return r, nil
 	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -93,7 +106,7 @@ func RemoveCrawl(dir, prefix, crawlID string) (Removal, error) {
 			legacy = append(legacy, name)
 			continue
 		}
-		if id, ok := CrawlOf(prefix, name); !ok || id != crawlID {
+		if id, ok := CrawlOf(prefix, name); !ok || !gone[id] {
 			continue
 		}
 		st, err := os.Stat(path)
@@ -116,12 +129,12 @@ func RemoveCrawl(dir, prefix, crawlID string) (Removal, error) {
 		}
 	}
 	for _, name := range legacy {
-		rw, gone, err := rewriteWithout(filepath.Join(dir, name), crawlID)
+		rw, removed, err := rewriteWithout(filepath.Join(dir, name), gone)
 		if err != nil {
-			return r, fmt.Errorf("rewrite %s without crawl %s: %w", name, crawlID, err)
+			return r, fmt.Errorf("rewrite %s without deleted crawls: %w", name, err)
 		}
 		switch {
-		case gone:
+		case removed:
 			r.Files++
 			r.Bytes += rw.RemovedBytes
 			r.Closed = append(r.Closed, name)
@@ -230,13 +243,14 @@ func (c *countReader) Read(p []byte) (int, error) {
 // index lists and warc_files counts).
 func capture(typ string) bool { return typ == "response" || typ == "resource" || typ == "revisit" }
 
-// rewriteWithout rewrites the legacy file at path without crawlID's
+// rewriteWithout rewrites the legacy file at path without the crawls'
+// (gone)
 // fetches: the records of one fetch (request, capture, metadata, written
 // together and ended by the metadata record) go together, by the crawl of
 // their capture's attempt; the warcinfo record loses the crawl's
 // specification. gone reports that nothing of another crawl was left and
 // the file (and its index) was removed instead.
-func rewriteWithout(path, crawlID string) (rw Rewrite, gone bool, err error) {
+func rewriteWithout(path string, gone map[string]bool) (rw Rewrite, removed bool, err error) {
 	rw.File = filepath.Base(path)
 	ms, err := readMembers(path)
 	if err != nil {
@@ -256,7 +270,7 @@ func rewriteWithout(path, crawlID string) (rw Rewrite, gone bool, err error) {
 				}
 			}
 			for j := start; j <= i; j++ {
-				drop[j] = crawl == crawlID
+				drop[j] = gone[crawl]
 			}
 			start = i + 1
 		}
@@ -274,7 +288,7 @@ func rewriteWithout(path, crawlID string) (rw Rewrite, gone bool, err error) {
 	infos := make([][]byte, len(ms)) // rebuilt warcinfo records, by member
 	for i, m := range ms {
 		if m.typ == "warcinfo" {
-			if rec, changed := withoutSpec(m.record, crawlID); changed {
+			if rec, changed := withoutSpec(m.record, gone); changed {
 				infos[i] = rec
 			}
 		}
@@ -394,11 +408,11 @@ func copyKept(path string, ms []member, drop []bool, infos [][]byte, rw *Rewrite
 	return moved, nil
 }
 
-// withoutSpec returns the warcinfo record rec without crawlID's
-// specification (its "isPartOf: <crawl>" line and the "crawl-spec:" line
-// after it), its Content-Length and block digest made again; changed is
+// withoutSpec returns the warcinfo record rec without the specifications
+// of the crawls (gone: an "isPartOf: <crawl>" line and the "crawl-spec:"
+// line after it), its Content-Length and block digest made again; changed is
 // false when it names no such crawl.
-func withoutSpec(rec []byte, crawlID string) (out []byte, changed bool) {
+func withoutSpec(rec []byte, gone map[string]bool) (out []byte, changed bool) {
 	head, block, ok := bytes.Cut(rec, []byte("\r\n\r\n"))
 	if !ok {
 		return nil, false
@@ -407,7 +421,7 @@ func withoutSpec(rec []byte, crawlID string) (out []byte, changed bool) {
 	lines := strings.SplitAfter(string(block), "\r\n")
 	var nb strings.Builder
 	for i := 0; i < len(lines); i++ {
-		if strings.TrimRight(lines[i], "\r\n") == "isPartOf: "+crawlID {
+		if id, ok := strings.CutPrefix(strings.TrimRight(lines[i], "\r\n"), "isPartOf: "); ok && gone[id] {
 			changed = true
 			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "crawl-spec:") {
 				i++

@@ -300,3 +300,44 @@ func TestRemoveCrawlBad(t *testing.T) {
 		t.Error("a stale rewrite was left")
 	}
 }
+
+// TestRemoveCrawls: several crawls go in one pass: a legacy file of
+// three crawls keeps the third's fetches only, and each crawl's own files
+// go.
+func TestRemoveCrawls(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, c := range []string{"a", "b", "c"} {
+		writeFile(t, dir, Name("trawl", c, at, int64(i+1), "f0")+".gz", append([][]byte{record(t, "warcinfo", nil, "isPartOf: "+c+"\r\n")}, fetch(t, c, "http://"+c+"/")...))
+	}
+	members := [][]byte{record(t, "warcinfo", nil, "isPartOf: a\r\ncrawl-spec: {}\r\nisPartOf: b\r\ncrawl-spec: {}\r\nisPartOf: c\r\ncrawl-spec: {}\r\n")}
+	for _, c := range []string{"a", "c", "b", "a"} {
+		members = append(members, fetch(t, c, "http://"+c+"/x")...)
+	}
+	legacy := "trawl-20250101000000-00001-f0.warc.gz"
+	writeFile(t, dir, legacy, members)
+	r, err := RemoveCrawls(dir, "trawl", "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Files != 2 || len(r.Rewritten) != 1 || r.Rewritten[0].RemovedRecords != 9 || r.Rewritten[0].Records != 4 {
+		t.Fatalf("removal %+v", r)
+	}
+	ms, err := readMembers(filepath.Join(dir, legacy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, legacy))
+	for _, m := range ms {
+		rec := gunzip(t, raw[m.offset:m.offset+m.length])
+		if bytes.Contains(rec, []byte("isPartOf: a")) || bytes.Contains(rec, []byte("isPartOf: b")) || m.crawl == "a" || m.crawl == "b" {
+			t.Errorf("a record of a deleted crawl left:\n%s", rec)
+		}
+	}
+	if _, err := RemoveCrawls(dir, "trawl", "c", ""); err == nil {
+		t.Error("an empty crawl id among others accepted")
+	}
+	if r, err := RemoveCrawls(dir, "trawl"); err != nil || r.Files != 0 {
+		t.Errorf("no crawl: %+v, %v", r, err)
+	}
+}

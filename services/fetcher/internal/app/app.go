@@ -11,6 +11,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -234,19 +235,23 @@ func (f *Fetcher) DeleteArchives(ctx context.Context) error {
 	defer retry.Stop()
 	for {
 		changed := f.specs.Changed()
+		var todo []string
 		for _, spec := range f.specs.All() {
-			id := spec.GetCrawlId()
-			if !crawlcontrol.Deleted(spec) || done[id] {
-				continue
+			if id := spec.GetCrawlId(); crawlcontrol.Deleted(spec) && !done[id] {
+				todo = append(todo, id)
 			}
-			if _, err := f.archive.DeleteCrawl(ctx, id); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				f.log.Warn("warc files of a deleted crawl not all removed, retried", telemetry.Crawl(id), zap.Error(err))
-				continue
+		}
+		// All at once: files of several crawls (the layout before a file
+		// held one) are read once whatever the number of crawls.
+		if _, err := f.archive.DeleteCrawls(ctx, todo...); err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			done[id] = true
+			f.log.Warn("warc files of deleted crawls not all removed, retried", telemetry.Crawl(strings.Join(todo, ",")), zap.Error(err))
+		} else {
+			for _, id := range todo {
+				done[id] = true
+			}
 		}
 		select {
 		case <-ctx.Done():
