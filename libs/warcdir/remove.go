@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,12 @@ func RemoveCrawl(dir, prefix, crawlID string) (Removal, error) {
 // start writes). A legacy file left with no fetch is removed. The caller
 // holds dir's lock (Lock) or is the process that does (the fetcher, after
 // closing the crawl's open file). Repeating it finds nothing more to do.
+//
+// No writer adds records to a legacy file, so a crawl is taken out of
+// them once per directory: the crawls done are kept in dir/.deleted (one
+// id a line), and a later call for them (a fetcher's every start, for
+// every crawl deleted so far) reads no legacy file; their own files are
+// still looked for.
 func RemoveCrawls(dir, prefix string, crawlIDs ...string) (Removal, error) {
 	var r Removal
 	gone := make(map[string]bool, len(crawlIDs))
@@ -94,6 +101,16 @@ func RemoveCrawls(dir, prefix string, crawlIDs ...string) (Removal, error) {
 	if err != nil {
 		return r, fmt.Errorf("read warc directory: %w", err)
 	}
+	ledger, err := readLedger(dir)
+	if err != nil {
+		return r, err
+	}
+	rewrite := make(map[string]bool, len(gone)) // the crawls legacy files are read for
+	for id := range gone {
+		if !ledger[id] {
+			rewrite[id] = true
+		}
+	}
 	var legacy []string
 	for _, e := range entries {
 		name := e.Name()
@@ -103,7 +120,9 @@ func RemoveCrawls(dir, prefix string, crawlIDs ...string) (Removal, error) {
 			continue
 		}
 		if Legacy(prefix, name) {
-			legacy = append(legacy, name)
+			if len(rewrite) > 0 {
+				legacy = append(legacy, name)
+			}
 			continue
 		}
 		if id, ok := CrawlOf(prefix, name); !ok || !gone[id] {
@@ -129,7 +148,7 @@ func RemoveCrawls(dir, prefix string, crawlIDs ...string) (Removal, error) {
 		}
 	}
 	for _, name := range legacy {
-		rw, removed, err := rewriteWithout(filepath.Join(dir, name), gone)
+		rw, removed, err := rewriteWithout(filepath.Join(dir, name), rewrite)
 		if err != nil {
 			return r, fmt.Errorf("rewrite %s without deleted crawls: %w", name, err)
 		}
@@ -140,6 +159,11 @@ func RemoveCrawls(dir, prefix string, crawlIDs ...string) (Removal, error) {
 			r.Closed = append(r.Closed, name)
 		case rw.Bytes > 0: // rewritten
 			r.Rewritten = append(r.Rewritten, rw)
+		}
+	}
+	if len(rewrite) > 0 {
+		if err := writeLedger(dir, ledger, rewrite); err != nil {
+			return r, err
 		}
 	}
 	return r, nil
@@ -508,6 +532,51 @@ func writeIndex(path string, lines []string) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename warc index: %w", err)
+	}
+	return nil
+}
+
+// ledgerName is the file of a directory's crawls taken out of its legacy
+// files.
+const ledgerName = ".deleted"
+
+// readLedger returns the crawls taken out of dir's legacy files.
+func readLedger(dir string) (map[string]bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ledgerName))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read deleted crawls: %w", err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line != "" {
+			out[line] = true
+		}
+	}
+	return out, nil
+}
+
+// writeLedger adds the crawls done to dir's ledger (through a temporary
+// file: a crash leaves the old one, and the crawls are done again).
+func writeLedger(dir string, ledger, done map[string]bool) error {
+	var ids []string
+	for id := range ledger {
+		ids = append(ids, id)
+	}
+	for id := range done {
+		if !ledger[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	path := filepath.Join(dir, ledgerName)
+	if err := os.WriteFile(path+OpenSuffix, []byte(strings.Join(ids, "\n")+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write deleted crawls: %w", err)
+	}
+	if err := os.Rename(path+OpenSuffix, path); err != nil {
+		return fmt.Errorf("write deleted crawls: %w", err)
 	}
 	return nil
 }

@@ -206,7 +206,7 @@ func TestRemoveCrawl(t *testing.T) {
 	for _, e := range entries {
 		left = append(left, e.Name())
 	}
-	want := []string{legacy, legacy + IndexSuffix, untouched, untouched + IndexSuffix, other, other + IndexSuffix}
+	want := []string{ledgerName, legacy, legacy + IndexSuffix, untouched, untouched + IndexSuffix, other, other + IndexSuffix}
 	slices.Sort(want)
 	if !slices.Equal(left, want) {
 		t.Fatalf("left %v, want %v", left, want)
@@ -339,5 +339,34 @@ func TestRemoveCrawls(t *testing.T) {
 	}
 	if r, err := RemoveCrawls(dir, "trawl"); err != nil || r.Files != 0 {
 		t.Errorf("no crawl: %+v, %v", r, err)
+	}
+}
+
+// TestLedger: a crawl taken out of a directory's legacy files is not
+// looked for in them again (no writer adds to them), while a file of its
+// own that appeared since still goes; a crawl not in the ledger is.
+func TestLedger(t *testing.T) {
+	dir := t.TempDir()
+	legacy := "trawl-20250101000000-00001-f0.warc.gz"
+	writeFile(t, dir, legacy, append(append([][]byte{record(t, "warcinfo", nil, "software: x\r\n")}, fetch(t, "k", "http://k/")...), fetch(t, "x", "http://x/")...))
+	if r, err := RemoveCrawl(dir, "trawl", "x"); err != nil || len(r.Rewritten) != 1 {
+		t.Fatalf("first removal: %+v, %v", r, err)
+	}
+	// A legacy file holding x's records again (by hand: none is written)
+	// is not read for x any more ...
+	writeFile(t, dir, "trawl-20250101000000-00002-f0.warc.gz", append([][]byte{record(t, "warcinfo", nil, "software: x\r\n")}, fetch(t, "x", "http://x/2")...))
+	own := Name("trawl", "x", time.Now(), 9, "f0") + ".gz"
+	writeFile(t, dir, own, fetch(t, "x", "http://x/3"))
+	r, err := RemoveCrawl(dir, "trawl", "x")
+	if err != nil || r.Files != 1 || len(r.Rewritten) != 0 || !slices.Equal(r.Closed, []string{own}) {
+		t.Fatalf("second removal: %+v, %v; want x's own new file only", r, err)
+	}
+	// ... while another crawl is.
+	if r, err := RemoveCrawls(dir, "trawl", "x", "k"); err != nil || len(r.Rewritten) != 0 || r.Files != 1 {
+		t.Fatalf("removal of k: %+v, %v; want the first legacy file (k's alone now) removed", r, err)
+	}
+	ledger, err := readLedger(dir)
+	if err != nil || !ledger["x"] || !ledger["k"] || len(ledger) != 2 {
+		t.Errorf("ledger %v, %v", ledger, err)
 	}
 }

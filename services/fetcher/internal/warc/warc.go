@@ -566,9 +566,23 @@ type names struct {
 	serial                       *atomic.Int64
 }
 
-// NewWarcfileName implements gowarc.WarcFileNameGenerator.
+// NewWarcfileName implements gowarc.WarcFileNameGenerator. A name a file
+// of the directory has already (the serial starts again at each start of
+// the process, and a restart can fall in the same second) is skipped:
+// gowarc would rename the new file over it when it closes.
 func (n *names) NewWarcfileName() (string, string) {
-	return n.dir, warcdir.Name(n.prefix, n.crawl, n.now(), n.serial.Add(1), n.instance)
+	for {
+		name := warcdir.Name(n.prefix, n.crawl, n.now(), n.serial.Add(1), n.instance)
+		if !exists(filepath.Join(n.dir, name+".gz")) && !exists(filepath.Join(n.dir, name+".gz"+openSuffix)) {
+			return n.dir, name
+		}
+	}
+}
+
+// exists reports whether something is at path.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 // safeName keeps letters, digits, '.', '_' and '-' of an instance id for
