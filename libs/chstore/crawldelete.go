@@ -12,9 +12,11 @@ import (
 //
 // Every table that holds rows of crawls has a crawl_id column
 // (CrawlTables: the fetch log and its two rollups, the seen set, the
-// frontiers, url_events, revisits, change_history and every table of the
-// parser); robots_txt (per origin), warc_files (per file) and
-// schema_migrations hold no crawl's rows. A crawl's rows are removed with
+// frontiers, url_events, revisits, change_history, every table of the
+// parser, and warc_files since a WARC file holds one crawl: migration
+// 500); robots_txt (per origin) and schema_migrations hold no crawl's
+// rows. The WARC files themselves are removed by the fetcher that owns
+// their directory (libs/warcdir). A crawl's rows are removed with
 // one mutation per table, ALTER TABLE … DELETE WHERE crawl_id = '…', which
 // ClickHouse 18.16 and current releases both run: asynchronously, each
 // part of the table rewritten in the background (a heavy operation on a
@@ -27,17 +29,25 @@ import (
 // of each shard takes it and replication carries it to the others. Reads
 // (CrawlRows) go through the Distributed tables as every query does.
 
-// crawlIDColumnRE finds a crawl_id column in a CREATE TABLE's columns.
-var crawlIDColumnRE = regexp.MustCompile(`(?m)^\s*crawl_id\s+String\s*,?\s*$`)
+// crawlIDColumnRE finds a crawl_id column in a CREATE TABLE's columns;
+// addCrawlIDRE a migration that adds one to a table.
+var (
+	crawlIDColumnRE = regexp.MustCompile(`(?m)^\s*crawl_id\s+String\s*,?\s*$`)
+	addCrawlIDRE    = regexp.MustCompile(`^ALTER TABLE (\w+) ADD COLUMN crawl_id String\b`)
+)
 
 // CrawlTables returns, sorted, the tables of the schema (Migrations) that
-// hold rows of crawls: those with a crawl_id column. A table added by a
-// future migration with such a column is included without a change here.
+// hold rows of crawls: those with a crawl_id column, created with it or
+// given it later. A table added by a future migration with such a column
+// is included without a change here.
 func CrawlTables() []string {
 	var out []string
 	for _, m := range Migrations() {
 		for _, stmt := range m.Statements {
 			if c := createTableRE.FindStringSubmatch(stmt); c != nil && crawlIDColumnRE.MatchString(c[2]) {
+				out = append(out, c[1])
+			}
+			if c := addCrawlIDRE.FindStringSubmatch(stmt); c != nil {
 				out = append(out, c[1])
 			}
 		}

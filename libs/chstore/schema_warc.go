@@ -3,7 +3,7 @@ package chstore
 // warcMigrations: the fetcher's WARC archive (--warc-dir). Version 204
 // follows 203 (fetch_log.final); both extend fetch_log, numbered after the
 // parser's 200-202 (kept: see Migrations); the archive's next migrations
-// take 500-599. Append; never edit an applied version.
+// take 500-599 (500: warc_files.crawl_id). Append; never edit an applied version.
 var warcMigrations = []Migration{
 	{
 		Version: 204,
@@ -28,6 +28,16 @@ var warcMigrations = []Migration{
 			// there counts as done (execIdempotent).
 			`ALTER TABLE fetch_log ADD COLUMN warc_file String DEFAULT ''`,
 			`ALTER TABLE fetch_log ADD COLUMN warc_offset UInt64 DEFAULT 0`,
+		},
+	},
+	{
+		Version: 500,
+		Name:    "warc_files.crawl_id: a file holds one crawl's records, deleted with the crawl",
+		Statements: []string{
+			// Files closed before a file held one crawl keep '' (they may
+			// mix crawls). With the column, warc_files is one of
+			// CrawlTables: deleting a crawl deletes its files' rows.
+			`ALTER TABLE warc_files ADD COLUMN crawl_id String DEFAULT ''`,
 		},
 	},
 }

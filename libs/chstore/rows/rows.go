@@ -484,7 +484,7 @@ var (
 
 // WarcFileRow is one closed WARC file of a fetcher (table warc_files).
 type WarcFileRow struct {
-	File      string    // file name, <prefix>-<timestamp>-<serial>-<instance>.warc.gz
+	File      string    // file name, <prefix>-<crawl>-<timestamp>-<serial>-<instance>.warc.gz (libs/warcdir)
 	Dir       string    // directory it was written to (the fetcher's --warc-dir)
 	Fetcher   string    // instance id of the fetcher that wrote it
 	OpenedAt  time.Time // WARC-Date of its warcinfo record
@@ -494,19 +494,20 @@ type WarcFileRow struct {
 	Responses uint32    // response and resource records
 	Revisits  uint32    // revisit records
 	Recovered bool      // closed by the next start after a crash
+	CrawlID   string    // the crawl whose records it holds; "" for a file of several (before migration 500)
 }
 
 // WarcFiles is the table of closed WARC files.
 var WarcFiles = Table[WarcFileRow]{
 	Name: "warc_files",
 	Columns: []string{"file", "dir", "fetcher", "opened_at", "closed_at", "bytes", "records", "responses",
-		"revisits", "recovered"},
+		"revisits", "recovered", "crawl_id"},
 	Values: func(r WarcFileRow) []any {
 		var recovered uint8
 		if r.Recovered {
 			recovered = 1
 		}
 		return []any{r.File, r.Dir, r.Fetcher, r.OpenedAt, r.ClosedAt, r.Bytes, r.Records, r.Responses,
-			r.Revisits, recovered}
+			r.Revisits, recovered, r.CrawlID}
 	},
 }

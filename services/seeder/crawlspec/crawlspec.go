@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
 
@@ -67,3 +68,12 @@ func Validate(req Request) error {
 	_, err := jobs.BuildSpec(req, func() string { return "crawl" }, time.Time{})
 	return err
 }
+
+// ValidCrawlID reports whether id is a crawl id the API accepts: 1-64
+// letters, digits, '.', '_' and '-'.
+func ValidCrawlID(id string) bool { return jobs.ValidCrawlID(id) }
+
+// Delete returns the revision of spec that deletes its crawl, as DELETE
+// /v1/crawls/{id} publishes it: cancelled for good, deleted_at now (a
+// deleted spec is returned as it is).
+func Delete(spec *crawlv1.CrawlSpec, now time.Time) *crawlv1.CrawlSpec { return jobs.Delete(spec, now) }

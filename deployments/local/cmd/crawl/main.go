@@ -14,6 +14,11 @@
 //
 //	go run ./deployments/local/cmd/crawl export --data-dir .crawl [--crawl-id ID] [--table documents|fetch_log|links|url_events] [--format jsonl|csv|parquet] [--out FILE]
 //	go run ./deployments/local/cmd/crawl query --data-dir .crawl "SELECT status, count() FROM fetch_log FINAL GROUP BY status"
+//
+// Deleting a crawl of a data directory no crawl runs on (its rows, its
+// WARC files and indexes; its id stays taken):
+//
+//	go run ./deployments/local/cmd/crawl delete --data-dir .crawl CRAWL_ID
 package main
 
 import (
@@ -40,8 +45,8 @@ func main() {
 	}
 }
 
-// run dispatches on the first argument: export, query, or (anything else)
-// the crawl's flags.
+// run dispatches on the first argument: export, query, delete, or
+// (anything else) the crawl's flags.
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin, stdout, stderr *os.File) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -74,6 +79,21 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 				return fmt.Errorf("validate flags: %w", err)
 			}
 			return results.Query(ctx, cfg, stdout, stderr, isTerminal(stdout))
+		case "delete":
+			var cfg launcher.DeleteConfig
+			fs := flag.NewFlagSet("crawl delete", flag.ContinueOnError)
+			cfg.RegisterFlags(fs)
+			if err := envflag.Parse(fs, args[1:], lookupEnv); err != nil {
+				return err
+			}
+			if fs.NArg() != 1 {
+				return fmt.Errorf("delete: want one crawl id after the flags, got %d arguments: crawl delete --data-dir DIR CRAWL_ID", fs.NArg())
+			}
+			cfg.CrawlID = fs.Arg(0)
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("validate flags: %w", err)
+			}
+			return launcher.Delete(ctx, cfg, stdout, stderr)
 		}
 	}
 	var cfg launcher.Config

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chexport"
 	"github.com/trawl-crawler/trawl/libs/chlocal"
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/warcdir"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -295,6 +297,11 @@ func TestBadInput(t *testing.T) {
 		{"unknown format", []string{"export", "--format", "xlsx"}, "jsonl, csv, parquet"},
 		{"query without SQL", []string{"query", "--data-dir", empty}, "want one SQL query"},
 		{"stray argument", []string{"export", "--data-dir", empty, "extra"}, `unexpected argument "extra"`},
+		{"delete without a crawl id", []string{"delete", "--data-dir", empty}, "want one crawl id"},
+		{"delete of two crawls", []string{"delete", "--data-dir", empty, "a", "b"}, "want one crawl id"},
+		{"delete of an invalid crawl id", []string{"delete", "--data-dir", empty, "a b"}, `crawl id "a b"`},
+		{"delete with no wait", []string{"delete", "--data-dir", empty, "--wait", "0s", "a"}, "wait: 0s must be positive"},
+		{"delete in a missing data dir", []string{"delete", "--data-dir", filepath.Join(empty, "nope"), "a"}, "does not exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -306,5 +313,70 @@ func TestBadInput(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
 		t.Errorf("the commands left %d entries in the data dir", len(entries))
+	}
+}
+
+// TestDelete: `crawl delete` on a stopped data directory removes one
+// crawl's rows (the data directory's own server started and stopped
+// again) and its WARC files and indexes from every fetcher's directory,
+// prints what it removed, marks the crawl's record deleted, and leaves the
+// other crawl's rows and files; repeated, it finds nothing more to remove;
+// an unknown crawl is an error.
+func TestDelete(t *testing.T) {
+	dir, _ := newDataDir(t, false)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	files := map[string][]string{}
+	for i, crawl := range []string{"crawl-a", "crawl-b"} {
+		for f := range 2 {
+			fd := filepath.Join(dir, "warc", fmt.Sprintf("fetcher-%d", f))
+			if err := os.MkdirAll(fd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			name := warcdir.Name("trawl", crawl, at, int64(i+1), fmt.Sprintf("f%d", f)) + ".gz"
+			for _, n := range []string{name, name + warcdir.IndexSuffix} {
+				p := filepath.Join(fd, n)
+				if err := os.WriteFile(p, make([]byte, 1000), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				files[crawl] = append(files[crawl], p)
+			}
+		}
+	}
+	out, _, err := crawl(t, "delete", "--data-dir", dir, "crawl-a")
+	if err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	for _, want := range []string{"deleted crawl crawl-a", "rows: documents", "2 removed", "rows: fetch_log", "warc: 2 files removed, 4000 bytes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, p := range files["crawl-a"] {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left", p)
+		}
+	}
+	for _, p := range files["crawl-b"] {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("crawl-b's %s: %v", p, err)
+		}
+	}
+	rec, err := os.ReadFile(filepath.Join(dir, "crawls", "crawl-a.json"))
+	if err != nil || !strings.Contains(string(rec), `"deleted"`) {
+		t.Errorf("crawl-a's record: %s, %v; want it marked deleted", rec, err)
+	}
+	if answers(t, dir) {
+		t.Error("the server delete started is still running")
+	}
+	q, _, err := crawl(t, "query", "--data-dir", dir, "SELECT crawl_id, count() FROM fetch_log GROUP BY crawl_id ORDER BY crawl_id")
+	if err != nil || q != "crawl_id\tcount()\ncrawl-b\t3\n" {
+		t.Errorf("fetch_log after the delete: %q, %v; want crawl-b's 3 rows only", q, err)
+	}
+	again, _, err := crawl(t, "delete", "--data-dir", dir, "crawl-a")
+	if err != nil || !strings.Contains(again, "rows: none left") || !strings.Contains(again, "warc: 0 files removed") {
+		t.Errorf("second delete: %v\n%s", err, again)
+	}
+	if _, _, err := crawl(t, "delete", "--data-dir", dir, "nope"); err == nil || !strings.Contains(err.Error(), "no such crawl") {
+		t.Errorf("delete of an unknown crawl: %v", err)
 	}
 }

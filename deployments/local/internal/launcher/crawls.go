@@ -40,10 +40,39 @@ type record struct {
 	// (the spec's previous_crawl_id): kept so that a resumed run seeds
 	// from it again (repeats are duplicates to the scheduler).
 	Previous string `json:"previous_crawl_id,omitempty"`
+	// Deleted is when `crawl delete` deleted it (zero: it was not): it
+	// is never resumed, and its id stays taken.
+	Deleted time.Time `json:"deleted,omitzero"`
 }
 
-// done reports whether the crawl finished or was cancelled.
-func (r record) done() bool { return !r.Finished.IsZero() || r.Cancelled }
+// done reports whether the crawl finished, was cancelled or deleted.
+func (r record) done() bool { return !r.Finished.IsZero() || r.Cancelled || !r.Deleted.IsZero() }
+
+// ErrDeleted is returned (wrapped) for a run of a deleted crawl's id.
+var ErrDeleted = errors.New("was deleted")
+
+// checkDeleted refuses a run of a crawl id the user chose (fixed) that
+// names a deleted crawl: its id stays taken.
+func checkDeleted(records []record, id string, fixed bool) error {
+	for _, r := range records {
+		if fixed && r.CrawlID == id && !r.Deleted.IsZero() {
+			return fmt.Errorf("crawl %s %w at %s (crawl delete): choose another --crawl-id", id, ErrDeleted,
+				r.Deleted.Local().Format(time.DateTime))
+		}
+	}
+	return nil
+}
+
+// findRecord returns the data dir's record of crawl id, ok false when
+// there is none.
+func findRecord(records []record, id string) (record, bool) {
+	for _, r := range records {
+		if r.CrawlID == id {
+			return r, true
+		}
+	}
+	return record{}, false
+}
 
 func crawlsDir(dataDir string) string { return filepath.Join(dataDir, "crawls") }
 
@@ -143,7 +172,7 @@ func planRun(records []record, id string, fixed, fresh, full bool, key string, s
 			p.rec, p.resumed = r, true
 		case !fixed && !fresh && !p.resumed && key != "" && r.SeedsKey == key && !r.done():
 			p.rec, p.resumed = r, true
-		case !fixed && key != "" && r.SeedsKey == key && r.done() && p.done == nil:
+		case !fixed && key != "" && r.SeedsKey == key && r.done() && r.Deleted.IsZero() && p.done == nil:
 			p.done = &r
 		}
 	}

@@ -157,3 +157,48 @@ func TestCheckTimeLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedCrawl: a deleted crawl is never resumed, never named as the
+// finished crawl of its seeds nor as another unfinished crawl, and its id
+// chosen again is refused.
+func TestDeletedCrawl(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	key := seedsKey([]string{"http://a.example/"})
+	deleted := record{CrawlID: "c-del", SeedsKey: key, Started: t0, Runs: 1, Deleted: t0.Add(time.Minute)}
+	records := []record{deleted}
+	p := planRun(records, "c-new", false, false, false, key, 1, t0.Add(time.Hour))
+	if p.resumed || p.rec.CrawlID != "c-new" || p.done != nil || len(p.others) != 0 {
+		t.Errorf("plan with a deleted crawl of the same seeds: %+v; want a new crawl, nothing else named", p)
+	}
+	if err := checkDeleted(records, "c-del", true); err == nil || !strings.Contains(err.Error(), "c-del was deleted") {
+		t.Errorf("the deleted id chosen again: %v", err)
+	}
+	if err := checkDeleted(records, "c-del", false); err != nil {
+		t.Errorf("an id not chosen: %v", err)
+	}
+	if err := checkDeleted(records, "c-other", true); err != nil {
+		t.Errorf("another id: %v", err)
+	}
+}
+
+// TestLockDataDir: a data dir in use (a crawl runs) refuses a second
+// lock until released.
+func TestLockDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u2, err := lockDataDir(dir); err == nil || !strings.Contains(err.Error(), "in use by a crawl") {
+		if u2 != nil {
+			u2()
+		}
+		t.Fatalf("second lock: %v", err)
+	}
+	unlock()
+	u3, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	u3()
+}

@@ -213,6 +213,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if err != nil {
 		return fmt.Errorf("resolve data dir: %w", err)
 	}
+	unlock, err := lockDataDir(dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	records, err := readRecords(dataDir)
 	if err != nil {
 		return err
@@ -224,6 +229,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if !cfg.Demo && !cfg.Web {
 		known = knownSeeds(cfg.Seeds, cfg.SeedsFile, req)
 		key = seedsKey(known)
+	}
+	if err := checkDeleted(records, req.CrawlID, chosen); err != nil {
+		return err
 	}
 	plan := planRun(records, req.CrawlID, chosen, cfg.New, cfg.Full, key, len(known), now)
 	if err := plan.checkTimeLimit(req, now); err != nil {

@@ -219,6 +219,11 @@ func LastCrawl(ctx context.Context, dataDir string, q chexport.Querier) (string,
 	return id, nil
 }
 
+// Open is open for other commands on a data directory (crawl delete).
+func Open(ctx context.Context, src Source, stderr io.Writer) (*chstore.Store, func() error, error) {
+	return open(ctx, src, stderr)
+}
+
 // open connects to the data directory's ClickHouse: the server of
 // --clickhouse-addr when it answers; else the data directory's own server
 // when one runs there; else a private server started on the data

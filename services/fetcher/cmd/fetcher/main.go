@@ -53,6 +53,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	svc.AddCheck("kafka", fetcher.KafkaCheck)
 	svc.Go(service.Consume, "crawl spec follower", fetcher.FollowSpecs)
 	svc.Go(service.Consume, "page budget counter", fetcher.CountBudgets)
+	if fetcher.DeletesArchives() {
+		svc.Go(service.Consume, "deleted crawls' warc files remover", fetcher.DeleteArchives)
+	}
 	if fetcher.UsesProxies() {
 		svc.Go(service.Consume, "proxies follower", fetcher.FollowProxies)
 	}

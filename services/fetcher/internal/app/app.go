@@ -11,6 +11,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/service"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
@@ -212,6 +214,57 @@ func (f *Fetcher) Archive() func(ctx context.Context) error {
 		return nil
 	}
 	return f.archive.Run
+}
+
+// deleteRetry is how soon a failed removal of a deleted crawl's WARC
+// files is tried again when no specification changes meanwhile.
+const deleteRetry = time.Minute
+
+// DeletesArchives reports whether this fetcher archives (--warc-dir), so
+// that DeleteArchives has files to remove.
+func (f *Fetcher) DeletesArchives() bool { return f.archive != nil }
+
+// DeleteArchives removes the WARC files of deleted crawls
+// (crawlcontrol.Deleted) from the archive's directory, which only this
+// fetcher writes: once the control topic is read to its end (crawls
+// deleted while it was down; warc.Writer.DeleteCrawl finds nothing to do
+// for those done already), then at every change of the specifications,
+// until ctx is done. A removal that fails is logged and tried again at the
+// next change or after deleteRetry.
+func (f *Fetcher) DeleteArchives(ctx context.Context) error {
+	if f.archive == nil || !f.WaitSpecs(ctx) {
+		return nil
+	}
+	done := make(map[string]bool) // one entry per deleted crawl
+	retry := time.NewTicker(deleteRetry)
+	defer retry.Stop()
+	for {
+		changed := f.specs.Changed()
+		var todo []string
+		for _, spec := range f.specs.All() {
+			if id := spec.GetCrawlId(); crawlcontrol.Deleted(spec) && !done[id] {
+				todo = append(todo, id)
+			}
+		}
+		// All at once: files of several crawls (the layout before a file
+		// held one) are read once whatever the number of crawls.
+		if _, err := f.archive.DeleteCrawls(ctx, todo...); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			f.log.Warn("warc files of deleted crawls not all removed, retried", telemetry.Crawl(strings.Join(todo, ",")), zap.Error(err))
+		} else {
+			for _, id := range todo {
+				done[id] = true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-retry.C:
+		}
+	}
 }
 
 // Writers returns the ClickHouse batch writers: the fetch log and

@@ -11,12 +11,13 @@ import (
 
 // Config is the archive's part of the fetcher's flags.
 type Config struct {
-	Dir         string        // --warc-dir: where WARC files are written; "" (default): no archive
-	Prefix      string        // --warc-prefix (default "trawl")
-	MaxFileSize int64         // --warc-max-file-bytes: a file is closed once this size is reached (default 1 GiB)
-	MaxFileAge  time.Duration // --warc-max-file-age (default 1h)
-	MaxDigests  int           // --warc-digests: payload digests remembered for revisit records (default 100000)
-	Fsync       bool          // --warc-fsync: fsync every fetch's records before it is acked
+	Dir          string        // --warc-dir: where WARC files are written; "" (default): no archive
+	Prefix       string        // --warc-prefix (default "trawl")
+	MaxFileSize  int64         // --warc-max-file-bytes: a file is closed once this size is reached (default 1 GiB)
+	MaxFileAge   time.Duration // --warc-max-file-age (default 1h)
+	MaxDigests   int           // --warc-digests: payload digests remembered for revisit records (default 100000)
+	MaxOpenFiles int           // --warc-max-open-files: crawls with a file open at once (default 16)
+	Fsync        bool          // --warc-fsync: fsync every fetch's records before it is acked
 }
 
 // RegisterFlags registers the --warc-* flags on fs.
@@ -25,6 +26,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Prefix, "warc-prefix", DefaultPrefix, "prefix of the WARC file names")
 	fs.Int64Var(&c.MaxFileSize, "warc-max-file-bytes", DefaultMaxFileSize, "a WARC file is closed after the fetch that takes it to this size")
 	fs.DurationVar(&c.MaxFileAge, "warc-max-file-age", DefaultMaxFileAge, "a WARC file is closed this long after it was opened")
+	fs.IntVar(&c.MaxOpenFiles, "warc-max-open-files", DefaultMaxOpenFiles, "files open at once, one per crawl: a crawl that needs one while as many are open closes the least recently used")
 	fs.IntVar(&c.MaxDigests, "warc-digests", DefaultMaxDigests, "payload digests remembered to write revisit records for identical payloads (0: none)")
 	fs.BoolVar(&c.Fsync, "warc-fsync", false, "fsync the records of every fetch before it is acknowledged (survives a machine crash, costs a disk flush per fetch)")
 }
@@ -41,6 +43,9 @@ func (c Config) Validate() error {
 	if c.MaxFileAge < time.Second {
 		errs = append(errs, fmt.Errorf("warc-max-file-age: %v is below 1s", c.MaxFileAge))
 	}
+	if c.MaxOpenFiles < 0 {
+		errs = append(errs, fmt.Errorf("warc-max-open-files: %d must not be negative", c.MaxOpenFiles))
+	}
 	if c.MaxDigests < 0 {
 		errs = append(errs, fmt.Errorf("warc-digests: %d must not be negative", c.MaxDigests))
 	}
@@ -56,5 +61,5 @@ func (c Config) Options(instance, userAgent string, maxBodyBytes int64, specs fu
 		digests = -1 // none (Options: 0 is the default)
 	}
 	return Options{Dir: c.Dir, Prefix: c.Prefix, Instance: instance, MaxFileSize: c.MaxFileSize, MaxFileAge: c.MaxFileAge,
-		MaxDigests: digests, Fsync: c.Fsync, MaxBodyBytes: maxBodyBytes, UserAgent: userAgent, Specs: specs}
+		MaxOpenFiles: c.MaxOpenFiles, MaxDigests: digests, Fsync: c.Fsync, MaxBodyBytes: maxBodyBytes, UserAgent: userAgent, Specs: specs}
 }

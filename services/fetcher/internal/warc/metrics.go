@@ -14,6 +14,12 @@ type metrics struct {
 	filesClosed prometheus.Counter
 	fileBytes   prometheus.Counter
 	recovered   *prometheus.CounterVec
+
+	evicted        prometheus.Counter
+	skippedDeleted prometheus.Counter
+	deletedFiles   prometheus.Counter
+	deletedBytes   prometheus.Counter
+	rewrittenFiles prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,11 +44,32 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "crawler_fetcher_warc_recovered_files_total",
 			Help: "Files left open by a crash, at start: closed (cut after the last complete fetch) or discarded; closed files cut after a failed write (cut).",
 		}, []string{"outcome"}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crawler_fetcher_warc_files_evicted_total",
+			Help: "Files closed because another crawl needed a file and --warc-max-open-files were open (the least recently used).",
+		}),
+		skippedDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crawler_fetcher_warc_deleted_crawl_fetches_total",
+			Help: "Fetches not archived because their crawl was deleted while they were in flight.",
+		}),
+		deletedFiles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crawler_fetcher_warc_deleted_files_total",
+			Help: "WARC files removed because their crawl was deleted.",
+		}),
+		deletedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crawler_fetcher_warc_deleted_bytes_total",
+			Help: "Bytes removed from the WARC directory because their crawl was deleted (files, indexes, and records cut out of files of several crawls).",
+		}),
+		rewrittenFiles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crawler_fetcher_warc_rewritten_files_total",
+			Help: "WARC files of several crawls (written before a file held one crawl) rewritten without a deleted crawl's records.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.records, m.duplicates, m.errors, m.filesClosed, m.fileBytes, m.recovered} {
+	for _, c := range []prometheus.Collector{m.records, m.duplicates, m.errors, m.filesClosed, m.fileBytes, m.recovered,
+		m.evicted, m.skippedDeleted, m.deletedFiles, m.deletedBytes, m.rewrittenFiles} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register warc metrics: %w", err)
 		}

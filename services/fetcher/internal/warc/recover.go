@@ -6,32 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"go.uber.org/zap"
 
 	"github.com/nlnwa/gowarc/v3"
 )
 
-// lockDir takes an exclusive lock on dir, so that a second fetcher never
-// recovers (closes) a file the first is writing. The lock goes with the
-// process.
-func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open warc directory lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("lock warc directory %s (another fetcher writes there?): %w", dir, err)
-	}
-	return f, nil
-}
-
 // recoverDir closes what a previous process left in the directory: every
 // .open file is cut after its last complete record and renamed, or removed
 // when no fetch of it is complete; closed files without an index (closed
-// or recovered but not listed) are queued for Run to index and list. The
+// or recovered but not listed) are queued for Run to index and list. (A
+// rewrite a crash interrupted, warcdir.RemoveCrawl's, is removed by the
+// next one: the file it rewrote is whole.) The
 // attempts of recovered files are remembered, so that a re-delivered
 // fetch archived again is counted as a duplicate.
 func (w *Writer) recoverDir() error {

@@ -3,14 +3,18 @@
 // response record (revisit for a 304 or a payload already archived,
 // resource for FTP) and a metadata record; a warcinfo record per file.
 //
-// Files are gzip per record, named <prefix>-<timestamp>-<serial>-<instance>
-// .warc.gz, written under a temporary name (.open) and renamed when closed
-// (by size, by age, at shutdown). Each closed file gets a CDXJ index beside
-// it (<file>.cdxj) and a row in warc_files. Archive returns once the
-// fetch's records are written to the file, so a fetch acknowledged after
-// it is in the archive. A crash leaves at most .open files: the next Open
-// truncates each to its last complete record and closes it (or removes it
-// when nothing of a fetch is left), and reports it.
+// A file holds one crawl's records: files are gzip per record, named
+// <prefix>-<crawl>-<timestamp>-<serial>-<instance>.warc.gz (libs/warcdir
+// names them), written under a temporary name (.open) and renamed when
+// closed (by size, by age, when the crawl's file is the least recently
+// used of more than Options.MaxOpenFiles, at shutdown). Each closed file
+// gets a CDXJ index beside it (<file>.cdxj) and a row in warc_files.
+// Archive returns once the fetch's records are written to the file, so a
+// fetch acknowledged after it is in the archive. A crash leaves at most
+// .open files: the next Open truncates each to its last complete record
+// and closes it (or removes it when nothing of a fetch is left), and
+// reports it. DeleteCrawl removes a deleted crawl's files (and rewrites
+// files of the layout before, which mixed crawls, without its records).
 package warc
 
 import (
@@ -32,6 +36,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/warcdir"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 )
 
@@ -41,13 +46,17 @@ const (
 	DefaultMaxFileSize = 1 << 30
 	DefaultMaxFileAge  = time.Hour
 	DefaultMaxDigests  = 100_000
+	// DefaultMaxOpenFiles bounds the crawls with a file open at once:
+	// each costs a file, a gzip writer (about 256 KiB at its largest)
+	// and two goroutines of gowarc's writer.
+	DefaultMaxOpenFiles = 16
 )
 
-// File name parts.
+// File name parts (libs/warcdir's).
 const (
-	openSuffix  = ".open"
-	warcSuffix  = ".warc.gz"
-	indexSuffix = ".cdxj"
+	openSuffix  = warcdir.OpenSuffix
+	warcSuffix  = warcdir.WarcSuffix
+	indexSuffix = warcdir.IndexSuffix
 )
 
 // Options configures a Writer.
@@ -57,6 +66,10 @@ type Options struct {
 	Instance    string        // the fetcher's instance id, in file names and warcinfo
 	MaxFileSize int64         // a file is closed after the fetch that takes it to this size (default 1 GiB)
 	MaxFileAge  time.Duration // a file is closed this long after it was opened (default 1h)
+	// MaxOpenFiles bounds the files open at once, one per crawl: a crawl
+	// archiving while as many others have a file open closes the least
+	// recently used one first (default DefaultMaxOpenFiles).
+	MaxOpenFiles int
 	// MaxDigests bounds the payload digests (and as many attempts)
 	// remembered for revisit records and duplicate counts (default
 	// 100000, about 20 MB; negative: none, no revisit for a payload).
@@ -86,6 +99,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxDigests == 0 {
 		o.MaxDigests = DefaultMaxDigests
 	}
+	if o.MaxOpenFiles <= 0 {
+		o.MaxOpenFiles = DefaultMaxOpenFiles
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpfetch.DefaultMaxBodyBytes
 	}
@@ -108,7 +124,8 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// gowarcMu serializes what makes gowarc record options (see Archive).
+// gowarcMu serializes what makes gowarc record options (see Archive), and
+// guards every Writer's open files (Writer.crawls) and deleted crawls.
 var gowarcMu sync.Mutex
 
 // FileLister lists closed WARC files (chstore.BatchWriter of warc_files).
@@ -117,29 +134,44 @@ type FileLister interface {
 	Write(ctx context.Context, rows ...rows.WarcFileRow) error
 }
 
-// Writer archives fetches. Archive is safe for concurrent use; Run owns
-// the rotation by age and the indexing of closed files, and closes the
-// files when its context ends.
+// Writer archives fetches. Archive and DeleteCrawl are safe for concurrent
+// use; Run owns the rotation by age and the indexing of closed files, and
+// closes the files when its context ends.
 type Writer struct {
 	opts    Options
 	log     *zap.Logger
 	m       *metrics
 	files   FileLister
-	gw      *gowarc.WarcFileWriter
 	recOpts []gowarc.WarcRecordOption
 	lock    *os.File
 
 	digests  *memory[revisitTarget]
 	attempts *memory[struct{}]
 
+	// Under gowarcMu: the open file of each crawl (at most
+	// Options.MaxOpenFiles), uses to order them by their last use, and
+	// the crawls deleted (DeleteCrawl: never archived again; one entry
+	// per deleted crawl, as the control topic keeps their specs).
+	crawls  map[string]*crawlFile
+	uses    uint64
+	deleted map[string]bool
+
+	// indexMu is held while closed files are indexed and while a crawl's
+	// files are removed, so that no file is listed as it goes.
+	indexMu sync.Mutex
+
 	mu       sync.Mutex
-	opened   map[string]time.Time // open file's path → opened at
+	opened   map[string]time.Time // crawl of an open file → opened at
 	closed   []closedFile         // closed files not indexed yet
 	notify   chan struct{}        // a file was closed
 	stopping atomic.Bool
+	serial   atomic.Int64 // of the file names
+}
 
-	rotateMu sync.Mutex
-	rotated  string // the last file closed for its size
+// crawlFile is the gowarc writer of one crawl's file.
+type crawlFile struct {
+	gw   *gowarc.WarcFileWriter
+	used uint64 // Writer.uses at its last Archive
 }
 
 // closedFile is a file to index and list.
@@ -158,7 +190,7 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create warc directory: %w", err)
 	}
-	lock, err := lockDir(o.Dir)
+	lock, err := warcdir.Lock(o.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +208,8 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 		digests:  newMemory[revisitTarget](o.MaxDigests),
 		attempts: newMemory[struct{}](DefaultMaxDigests),
 		opened:   make(map[string]time.Time),
+		crawls:   make(map[string]*crawlFile),
+		deleted:  make(map[string]bool),
 		notify:   make(chan struct{}, 1),
 		recOpts: []gowarc.WarcRecordOption{
 			gowarc.WithAddMissingDigest(true),
@@ -187,8 +221,36 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 		_ = lock.Close()
 		return nil, err
 	}
-	w.gw = gowarc.NewWarcFileWriter(
-		gowarc.WithFileNameGenerator(&names{dir: o.Dir, prefix: o.Prefix, instance: safeName(o.Instance), now: o.Now}),
+	if len(w.closed) > 0 {
+		w.notify <- struct{}{} // Run indexes them at once
+	}
+	return w, nil
+}
+
+// fileFor returns the writer of crawl's file, made (not opened: gowarc
+// opens the file at the first write) after closing the least recently
+// used crawl's file when Options.MaxOpenFiles are open. The caller holds
+// gowarcMu.
+func (w *Writer) fileFor(crawl string) *crawlFile {
+	w.uses++
+	if cf := w.crawls[crawl]; cf != nil {
+		cf.used = w.uses
+		return cf
+	}
+	if len(w.crawls) >= w.opts.MaxOpenFiles {
+		lru := ""
+		for id, cf := range w.crawls { // at most MaxOpenFiles
+			if lru == "" || cf.used < w.crawls[lru].used {
+				lru = id
+			}
+		}
+		w.closeCrawl(lru)
+		w.m.evicted.Inc()
+	}
+	cf := &crawlFile{used: w.uses}
+	cf.gw = gowarc.NewWarcFileWriter(
+		gowarc.WithFileNameGenerator(&names{dir: w.opts.Dir, prefix: w.opts.Prefix, crawl: crawl,
+			instance: safeName(w.opts.Instance), now: w.opts.Now, serial: &w.serial}),
 		gowarc.WithCompression(true),
 		gowarc.WithCompressedFileSuffix(".gz"),
 		gowarc.WithOpenFileSuffix(openSuffix),
@@ -196,14 +258,26 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 		// split one fetch's records over two files.
 		gowarc.WithMaxFileSize(0),
 		gowarc.WithMaxConcurrentWriters(1),
-		gowarc.WithFlush(o.Fsync),
+		gowarc.WithFlush(w.opts.Fsync),
 		gowarc.WithAddWarcConcurrentToHeader(true),
 		gowarc.WithRecordOptions(w.recOpts...),
-		gowarc.WithWarcInfoFunc(w.warcinfo),
-		gowarc.WithBeforeFileCreationHook(w.fileOpened),
-		gowarc.WithAfterFileCreationHook(w.fileClosed),
+		gowarc.WithWarcInfoFunc(func(rb gowarc.WarcRecordBuilder) error { return w.warcinfo(rb, crawl) }),
+		gowarc.WithBeforeFileCreationHook(func(string) error { return w.fileOpened(crawl) }),
+		gowarc.WithAfterFileCreationHook(func(path string, _ int64, _ string) error { return w.fileClosed(crawl, path) }),
 	)
-	return w, nil
+	w.crawls[crawl] = cf
+	return cf
+}
+
+// closeCrawl closes crawl's file, if one is open, and forgets its writer
+// (its goroutines end). The caller holds gowarcMu.
+func (w *Writer) closeCrawl(crawl string) {
+	cf := w.crawls[crawl]
+	if cf == nil {
+		return
+	}
+	delete(w.crawls, crawl)
+	_ = cf.gw.Close() // gowarc reports no error: a file that did not close whole is cut when indexed
 }
 
 // Release gives up a Writer that will not Run (its owner failed to start):
@@ -219,14 +293,23 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 	if res == nil || res.Exchange == nil {
 		return "", 0, nil
 	}
-	if w.stopping.Load() {
-		return "", 0, errors.New("archive: writer closed")
-	}
 	// gowarc sets a package variable each time it makes record options
 	// (uuid.EnableRandPool), here and in its writer's warcinfo: building
 	// and writing are serialized (gowarc's single writer serializes the
 	// writes anyway).
 	gowarcMu.Lock()
+	if w.stopping.Load() {
+		gowarcMu.Unlock()
+		return "", 0, errors.New("archive: writer closed")
+	}
+	crawl := req.GetCrawlId()
+	if w.deleted[crawl] {
+		// Fetched after the crawl's deletion (in flight then): its
+		// records would outlive it.
+		gowarcMu.Unlock()
+		w.m.skippedDeleted.Inc()
+		return "", 0, nil
+	}
 	b, err := w.build(req, res)
 	if err != nil {
 		gowarcMu.Unlock()
@@ -238,7 +321,8 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 	if _, dup := w.attempts.get(key); dup {
 		w.m.duplicates.Inc() // a re-delivered attempt archived again: harmless
 	}
-	resps := w.gw.Write(b.recs...)
+	cf := w.fileFor(crawl)
+	resps := cf.gw.Write(b.recs...)
 	if len(resps) != len(b.recs) {
 		gowarcMu.Unlock()
 		w.m.errors.Inc()
@@ -249,12 +333,18 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 			// The file may end in part of a record now: close it before
 			// anything else is written to it (its index cuts it after
 			// its last complete fetch; this one is not acknowledged).
-			if err := w.gw.Rotate(); err != nil {
+			if err := cf.gw.Rotate(); err != nil {
 				w.log.Warn("close warc file after a failed write, next write retries", zap.Error(err))
 			}
 			gowarcMu.Unlock()
 			w.m.errors.Inc()
 			return "", 0, fmt.Errorf("write warc records to %s: %w", r.FileName, r.Err)
+		}
+	}
+	if last := resps[len(resps)-1]; last.FileOffset >= w.opts.MaxFileSize {
+		// Full: the crawl's next fetch opens a new file.
+		if err := cf.gw.Rotate(); err != nil {
+			w.log.Warn("rotate full warc file, retried after the next fetch", zap.Error(err))
 		}
 	}
 	gowarcMu.Unlock()
@@ -263,9 +353,6 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 	}
 	main := resps[b.main]
 	w.attempts.put(key, struct{}{})
-	if last := resps[len(resps)-1]; last.FileOffset >= w.opts.MaxFileSize {
-		w.rotateFull(last.FileName)
-	}
 	if b.digest != "" {
 		rec := b.recs[b.main]
 		w.digests.put(b.digest, revisitTarget{id: rec.RecordId(), uri: req.GetUrl(),
@@ -287,17 +374,21 @@ func (w *Writer) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			gowarcMu.Lock()
 			w.stopping.Store(true)
-			if err := w.gw.Close(); err != nil {
-				failed = errors.Join(failed, fmt.Errorf("close warc files: %w", err))
+			for crawl := range w.crawls {
+				w.closeCrawl(crawl)
 			}
+			gowarcMu.Unlock()
 			// Listing still works: the warc_files writer stops after this.
 			return errors.Join(failed, w.indexClosed(context.WithoutCancel(ctx)))
 		case <-tick.C:
-			if w.dueForRotation() {
-				if err := w.gw.Rotate(); err != nil {
-					w.log.Warn("rotate warc files, retried next tick", zap.Error(err))
+			if due := w.dueForRotation(); len(due) > 0 {
+				gowarcMu.Lock()
+				for _, crawl := range due {
+					w.closeCrawl(crawl)
 				}
+				gowarcMu.Unlock()
 			}
 		case <-w.notify:
 		}
@@ -307,49 +398,35 @@ func (w *Writer) Run(ctx context.Context) error {
 	}
 }
 
-// rotateFull closes the file name, full, unless it was closed already
-// (concurrent fetches find it full together). The next fetch opens a new
-// file.
-func (w *Writer) rotateFull(name string) {
-	w.rotateMu.Lock()
-	defer w.rotateMu.Unlock()
-	if w.rotated == name {
-		return
-	}
-	w.rotated = name
-	if err := w.gw.Rotate(); err != nil {
-		w.log.Warn("rotate full warc file, retried after the next fetch", zap.Error(err))
-		w.rotated = ""
-	}
-}
-
-// dueForRotation reports whether an open file is older than MaxFileAge.
-func (w *Writer) dueForRotation() bool {
+// dueForRotation returns the crawls whose open file is older than
+// MaxFileAge (closed then: a crawl that archives again opens a new one).
+func (w *Writer) dueForRotation() []string {
 	now := w.opts.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, at := range w.opened {
+	var due []string
+	for crawl, at := range w.opened {
 		if now.Sub(at) >= w.opts.MaxFileAge {
-			return true
+			due = append(due, crawl)
 		}
 	}
-	return false
+	return due
 }
 
-// fileOpened (gowarc hook, on its writer goroutine) notes when path was
-// opened.
-func (w *Writer) fileOpened(path string) error {
+// fileOpened (gowarc hook, on its writer goroutine) notes when crawl's
+// file was opened.
+func (w *Writer) fileOpened(crawl string) error {
 	w.mu.Lock()
-	w.opened[strings.TrimSuffix(path, openSuffix)] = w.opts.Now()
+	w.opened[crawl] = w.opts.Now()
 	w.mu.Unlock()
 	return nil
 }
 
-// fileClosed (gowarc hook, on its writer goroutine) queues the closed file
-// for Run; it never blocks.
-func (w *Writer) fileClosed(path string, _ int64, _ string) error {
+// fileClosed (gowarc hook, on its writer goroutine) queues crawl's closed
+// file at path for Run; it never blocks.
+func (w *Writer) fileClosed(crawl, path string) error {
 	w.mu.Lock()
-	delete(w.opened, path)
+	delete(w.opened, crawl)
 	w.closed = append(w.closed, closedFile{path: path})
 	w.mu.Unlock()
 	select {
@@ -362,6 +439,8 @@ func (w *Writer) fileClosed(path string, _ int64, _ string) error {
 // indexClosed indexes and lists the files closed so far; a file that
 // fails stays queued.
 func (w *Writer) indexClosed(ctx context.Context) error {
+	w.indexMu.Lock()
+	defer w.indexMu.Unlock()
 	w.mu.Lock()
 	todo := w.closed
 	w.closed = nil
@@ -382,6 +461,9 @@ func (w *Writer) indexClosed(ctx context.Context) error {
 // then writes its CDXJ index beside it (a file without an index is
 // re-listed by the next start: the listing is idempotent).
 func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
+	if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
+		return nil // a legacy file that held only a deleted crawl's records (DeleteCrawl)
+	}
 	ix, err := indexFile(f.path, f.recovered)
 	if errors.Is(err, errDamaged) {
 		// A write failed mid-record (a full disk): keep what is whole.
@@ -410,6 +492,7 @@ func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
 		OpenedAt: ix.opened, ClosedAt: w.opts.Now().Truncate(time.Second), Bytes: uint64(st.Size()),
 		Records: uint32(ix.records), Responses: uint32(ix.responses), Revisits: uint32(ix.revisits), Recovered: f.recovered,
 	}
+	row.CrawlID, _ = warcdir.CrawlOf(w.opts.Prefix, row.File) // "" for a legacy file
 	if w.files != nil {
 		if err := w.files.Write(ctx, row); err != nil {
 			return fmt.Errorf("list warc file %s: %w", row.File, err)
@@ -425,9 +508,10 @@ func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
 	return nil
 }
 
-// warcinfo fills each file's warcinfo record: the crawler, its version,
-// the user agent and the crawl specifications known when it was opened.
-func (w *Writer) warcinfo(rb gowarc.WarcRecordBuilder) error {
+// warcinfo fills the warcinfo record of a file of crawl: the crawler, its
+// version, the user agent and the crawl's specification when it was
+// opened.
+func (w *Writer) warcinfo(rb gowarc.WarcRecordBuilder, crawl string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "software: trawl-fetcher/%s\r\n", version())
 	b.WriteString("format: WARC File Format 1.1\r\n")
@@ -442,6 +526,9 @@ func (w *Writer) warcinfo(rb gowarc.WarcRecordBuilder) error {
 	b.WriteString("robots: obey\r\n")
 	if w.opts.Specs != nil {
 		for _, s := range w.opts.Specs() {
+			if s.GetCrawlId() != crawl {
+				continue
+			}
 			js, err := protojson.Marshal(s)
 			if err != nil {
 				continue
@@ -469,18 +556,33 @@ func version() string {
 	return v
 }
 
-// names generates file names <prefix>-<timestamp>-<serial>-<instance>.warc
-// (gowarc appends .gz, and .open while the file is written).
+// names generates the file names of a crawl,
+// <prefix>-<crawl>-<timestamp>-<serial>-<instance>.warc (warcdir.Name;
+// gowarc appends .gz, and .open while the file is written), the serial
+// shared by the Writer's crawls.
 type names struct {
-	dir, prefix, instance string
-	now                   func() time.Time
-	serial                atomic.Int64
+	dir, prefix, crawl, instance string
+	now                          func() time.Time
+	serial                       *atomic.Int64
 }
 
-// NewWarcfileName implements gowarc.WarcFileNameGenerator.
+// NewWarcfileName implements gowarc.WarcFileNameGenerator. A name a file
+// of the directory has already (the serial starts again at each start of
+// the process, and a restart can fall in the same second) is skipped:
+// gowarc would rename the new file over it when it closes.
 func (n *names) NewWarcfileName() (string, string) {
-	return n.dir, fmt.Sprintf("%s-%s-%05d-%s.warc", n.prefix, n.now().UTC().Format("20060102150405"),
-		n.serial.Add(1), n.instance)
+	for {
+		name := warcdir.Name(n.prefix, n.crawl, n.now(), n.serial.Add(1), n.instance)
+		if !exists(filepath.Join(n.dir, name+".gz")) && !exists(filepath.Join(n.dir, name+".gz"+openSuffix)) {
+			return n.dir, name
+		}
+	}
+}
+
+// exists reports whether something is at path.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 // safeName keeps letters, digits, '.', '_' and '-' of an instance id for

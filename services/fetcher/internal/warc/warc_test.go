@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -211,8 +212,8 @@ func TestArchiveCrawl(t *testing.T) {
 	revisits := map[string]string{}
 	for _, path := range warcs {
 		name := filepath.Base(path)
-		if !strings.HasPrefix(name, "trawl-") || !strings.HasSuffix(name, "-test-1.warc.gz") {
-			t.Errorf("file name %s: want trawl-<timestamp>-<serial>-test-1.warc.gz", name)
+		if !strings.HasPrefix(name, "trawl-c1-") || !strings.HasSuffix(name, "-test-1.warc.gz") {
+			t.Errorf("file name %s: want trawl-c1-<timestamp>-<serial>-test-1.warc.gz", name)
 		}
 		recs, err := specRead(path)
 		if err != nil {
@@ -314,7 +315,7 @@ func TestArchiveCrawl(t *testing.T) {
 	}
 
 	var listed uint64
-	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM warc_files FINAL WHERE fetcher = 'test-1' AND bytes > 0").Scan(&listed); err != nil {
+	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM warc_files FINAL WHERE fetcher = 'test-1' AND bytes > 0 AND crawl_id = 'c1'").Scan(&listed); err != nil {
 		t.Fatal(err)
 	}
 	if int(listed) != len(warcs) {
@@ -587,5 +588,23 @@ func TestRecoverCuts(t *testing.T) {
 				t.Fatalf("no index: %v", err)
 			}
 		})
+	}
+}
+
+// TestNamesSkipExisting: a file name the directory holds already (a
+// restart within the same second starts the serial again) is never
+// given out again.
+func TestNamesSkipExisting(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var serial atomic.Int64
+	n := &names{dir: dir, prefix: "trawl", crawl: "c", instance: "i", now: func() time.Time { return at }, serial: &serial}
+	for _, taken := range []string{"trawl-c-20260102030405-00001-i.warc.gz", "trawl-c-20260102030405-00002-i.warc.gz.open"} {
+		if err := os.WriteFile(filepath.Join(dir, taken), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, name := n.NewWarcfileName(); name != "trawl-c-20260102030405-00003-i.warc" {
+		t.Fatalf("name %s, want serial 3 (1 and 2 are taken)", name)
 	}
 }

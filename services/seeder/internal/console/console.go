@@ -2,7 +2,7 @@
 // pages under /ui/ of the crawl-jobs API's server, behind the API's token.
 // The crawls and their counters, a form that submits a crawl through the
 // API's own validation (its field errors shown at their fields), pause,
-// resume and cancel with a confirmation, one crawl's charts and tables,
+// resume, cancel and delete with a confirmation, one crawl's charts and tables,
 // one host's politeness and fetch log, one URL's story, all read from
 // ClickHouse with bounded queries filtered on the tables' sort keys.
 //
@@ -61,6 +61,10 @@ const csp = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 's
 type Jobs interface {
 	Create(ctx context.Context, req jobs.Request) (api.CreateResponse, error)
 	SetState(ctx context.Context, id string, state crawlv1.CrawlState) (api.CrawlView, error)
+	// Delete deletes a crawl (DELETE /v1/crawls/{id}): cancelled for
+	// good, marked deleted, its rows removed from ClickHouse; the
+	// fetchers remove its WARC files when they see the mark.
+	Delete(ctx context.Context, id string) (api.CrawlView, error)
 	Crawls() []*crawlv1.CrawlSpec
 	Crawl(id string) *crawlv1.CrawlSpec
 	View(ctx context.Context, spec *crawlv1.CrawlSpec) api.CrawlView

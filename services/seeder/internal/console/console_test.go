@@ -651,3 +651,99 @@ func TestFormIdentityAndTimeLimit(t *testing.T) {
 		t.Errorf("%d crawls, want only the first", n)
 	}
 }
+
+// TestDelete: a crawl's page offers Delete…, which asks for a
+// confirmation; the POST needs the session's CSRF token; confirmed, the
+// crawl is deleted through the API (marked deleted on the control topic,
+// its rows removed from ClickHouse, warc_files included), its page then
+// shows it deleted with its deletion's progress and no action, it leaves
+// the crawls' list, its confirmation page answers 410, and deleting it
+// again or deleting an unknown crawl is refused or harmless as the API
+// says.
+func TestDelete(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(t)
+	csrf := c.login()
+	const id = "delete-crawl"
+	if r := c.post("/ui/crawls", url.Values{"csrf": {csrf}, "crawl_id": {id}, "seeds_text": {"http://127.0.0.2:8080/"}}); r.code != http.StatusSeeOther {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	crawlRows(t, e.store, id)
+	b, err := e.store.Conn().PrepareBatch(t.Context(), "INSERT INTO warc_files ("+strings.Join(chstore.WarcFiles.Columns, ", ")+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(chstore.WarcFiles.Values(chstore.WarcFileRow{File: "trawl-delete~2dcrawl-20260101000000-00001-f1.warc.gz",
+		Dir: "/warc", Fetcher: "f1", OpenedAt: time.Now(), ClosedAt: time.Now(), Bytes: 100, Records: 3, Responses: 1, CrawlID: id})...); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := e.store.CrawlRows(t.Context(), id); err != nil || left["warc_files"] != 1 {
+		t.Fatalf("rows of the crawl before its deletion: %v, %v", left, err)
+	}
+	r := c.get("/ui/crawls/" + id)
+	if r.code != http.StatusOK || !strings.Contains(r.body, `href="/ui/crawls/`+id+`/delete" id="delete"`) {
+		t.Fatalf("crawl page: %d, no Delete…", r.code)
+	}
+	path := "/ui/crawls/" + id + "/delete"
+	token := c.csrf(path)
+	if r := c.get(path); !strings.Contains(r.body, "its WARC files and their CDXJ indexes") || !strings.Contains(r.body, `id="confirm" class="delete">Delete `+id) {
+		t.Errorf("confirmation page lacks the explanation or the button:\n%s", r.body)
+	}
+	if r := c.post(path, url.Values{}); r.code != http.StatusForbidden || e.api.Crawl(id).GetDeletedAt() != nil {
+		t.Fatalf("delete without CSRF token: %d, deleted %v", r.code, e.api.Crawl(id).GetDeletedAt() != nil)
+	}
+	if r := c.post(path, url.Values{"csrf": {token}}); r.code != http.StatusSeeOther || r.hdr.Get("Location") != "/ui/crawls/"+id {
+		t.Fatalf("delete: %d %q %s", r.code, r.hdr.Get("Location"), r.body)
+	}
+	spec := e.api.Crawl(id)
+	if spec.GetDeletedAt() == nil || spec.GetState() != crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
+		t.Fatalf("after delete: %v", spec)
+	}
+	r = c.get("/ui/crawls/" + id)
+	if r.code != http.StatusOK || !strings.Contains(r.body, `id="crawl-state">deleted</span>`) || !strings.Contains(r.body, `id="deletion"`) ||
+		strings.Contains(r.body, `id="delete"`) || strings.Contains(r.body, `id="cancel"`) || strings.Contains(r.body, "data-refresh") {
+		t.Errorf("deleted crawl's page: %d\n%s", r.code, r.body)
+	}
+	if r := c.get("/ui/"); strings.Contains(r.body, id) {
+		t.Error("the crawls' list still shows the deleted crawl")
+	}
+	if r := c.get(path); r.code != http.StatusGone {
+		t.Errorf("confirmation page of a deleted crawl: %d, want 410", r.code)
+	}
+	if r := c.post(path, url.Values{"csrf": {token}}); r.code != http.StatusSeeOther {
+		t.Errorf("delete again: %d, want 303 (the API's delete is idempotent)", r.code)
+	}
+	if r := c.post("/ui/crawls/nope/delete", url.Values{"csrf": {token}}); r.code != http.StatusNotFound {
+		t.Errorf("delete an unknown crawl: %d, want 404", r.code)
+	}
+	if r := c.post("/ui/crawls/bad%20id/delete", url.Values{"csrf": {token}}); r.code != http.StatusBadRequest {
+		t.Errorf("delete an invalid id: %d, want 400", r.code)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for {
+		left, err := e.store.CrawlRows(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := uint64(0)
+		for _, n := range left {
+			total += n
+		}
+		if total == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("rows of the deleted crawl left: %v", left)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	r = c.get("/ui/crawls/" + id)
+	if !strings.Contains(r.body, "Its rows are removed from every ClickHouse table") {
+		t.Errorf("deleted crawl's page once its rows are gone:\n%s", r.body)
+	}
+}

@@ -23,6 +23,13 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
+	// deref is the time a pointer holds (zero for nil).
+	"deref": func(t *time.Time) time.Time {
+		if t == nil {
+			return time.Time{}
+		}
+		return *t
+	},
 	"clock": func(t time.Time) string {
 		if t.IsZero() || t.Unix() <= 0 {
 			return "–"

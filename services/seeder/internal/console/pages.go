@@ -179,7 +179,8 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sess []byte) {
 	http.Redirect(w, r, Prefix+"crawls/"+url.PathEscape(resp.CrawlID), http.StatusSeeOther)
 }
 
-// actions are the state changes the console offers.
+// actions are the state changes the console offers; delete is no state
+// (Delete).
 var actions = map[string]struct {
 	State   crawlv1.CrawlState
 	Verb    string
@@ -188,6 +189,9 @@ var actions = map[string]struct {
 	"pause":  {crawlv1.CrawlState_CRAWL_STATE_PAUSED, "Pause", "The fetchers stop taking this crawl's URLs; nothing is lost, and resume continues where it stopped."},
 	"resume": {crawlv1.CrawlState_CRAWL_STATE_RUNNING, "Resume", "The crawl's URLs are fetched again."},
 	"cancel": {crawlv1.CrawlState_CRAWL_STATE_CANCELLED, "Cancel", "The crawl stops for good: its queued URLs are dropped and it cannot be resumed."},
+	"delete": {Verb: "Delete", Explain: "The crawl is cancelled for good and everything it left is removed: its rows in every ClickHouse table " +
+		"(fetch log, URLs, documents, links, …) and its WARC files and their CDXJ indexes, which each fetcher removes from its directory. " +
+		"This cannot be undone; its id stays taken."},
 }
 
 type confirmData struct {
@@ -202,6 +206,10 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request, sess []byte) {
 		s.fail(w, r, http.StatusNotFound, "No such crawl or action.")
 		return
 	}
+	if crawlcontrol.Deleted(spec) {
+		s.fail(w, r, http.StatusGone, "The crawl "+id+" was deleted.")
+		return
+	}
 	s.render(w, r, http.StatusOK, "confirm", page{Title: a.Verb + " " + id, CSRF: s.keys.csrfToken(sess),
 		Nav:  []crumb{{"Crawls", Prefix}, {id, crawlPath(id)}},
 		Data: confirmData{ID: id, Action: act, Verb: a.Verb, Explain: a.Explain, State: jobs.Status(spec.GetState(), jobs.Counts{}, false)}})
@@ -214,7 +222,12 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, _ []byte) {
 		s.fail(w, r, http.StatusNotFound, "No such action.")
 		return
 	}
-	_, err := s.jobs.SetState(r.Context(), id, a.State)
+	var err error
+	if act == "delete" {
+		_, err = s.jobs.Delete(r.Context(), id)
+	} else {
+		_, err = s.jobs.SetState(r.Context(), id, a.State)
+	}
 	var ae *api.Error
 	switch {
 	case errors.As(err, &ae):
@@ -258,6 +271,12 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 	spec := s.jobs.Crawl(id)
 	if spec == nil {
 		s.fail(w, r, http.StatusNotFound, "No crawl "+id+".")
+		return
+	}
+	if crawlcontrol.Deleted(spec) {
+		// Nothing to chart: what is left of it is its deletion's progress.
+		d := crawlData{Spec: spec, View: s.jobs.View(r.Context(), spec)}
+		s.render(w, r, http.StatusOK, "crawl", page{Title: "Crawl " + id, CSRF: s.keys.csrfToken(sess), Nav: []crumb{{"Crawls", Prefix}}, Data: d})
 		return
 	}
 	now := s.now()
