@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -143,7 +144,7 @@ func TestSettleAfterLapse(t *testing.T) {
 	gens := testutilValue(t, reg, "kafka_rebalances_total", topic)
 
 	silent.Store(true)
-	time.Sleep(cfg.SessionTimeout + time.Second) // the lease lapses; the coordinator expires the session
+	waitGroupEmpty(t, cfg, cfg.GroupFor("settle")) // the lease lapsed; the coordinator expired the session
 	silent.Store(false)
 	var joined time.Time // when the member joined its next generation (polled)
 	eventually(t, 30*time.Second, "a new generation after the lapse", func() bool {
@@ -231,7 +232,7 @@ func TestSettleKeepsOwners(t *testing.T) {
 	before := owners()
 
 	silent.Store(true)
-	time.Sleep(cfg.SessionTimeout + time.Second)
+	waitGroupEmpty(t, cfg, cfg.GroupFor("owners"))
 	silent.Store(false)
 	eventually(t, 60*time.Second, "the members rejoined", func() bool { return !slices.EqualFunc(owners(), before, slices.Equal) })
 	stableFor(t, 60*time.Second, 5*time.Second, "a balanced assignment after the outage", balanced)
@@ -240,4 +241,18 @@ func TestSettleKeepsOwners(t *testing.T) {
 	if !slices.EqualFunc(after, before, slices.Equal) {
 		t.Errorf("members hold %v after the outage, want what they held before it: %v", after, before)
 	}
+}
+
+// waitGroupEmpty waits until the coordinator has expired every member of
+// the group (its state Empty: their heartbeats went unanswered past the
+// session timeout), asking it with DescribeGroups.
+func waitGroupEmpty(t *testing.T, cfg kafkaio.Config, group string) {
+	t.Helper()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: tr}
+	eventually(t, 4*cfg.SessionTimeout, "the coordinator expired the group's members", func() bool {
+		res, err := client.DescribeGroups(t.Context(), &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+		return err == nil && len(res.Groups) == 1 && res.Groups[0].GroupState == "Empty"
+	})
 }
