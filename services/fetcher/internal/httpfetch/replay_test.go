@@ -26,7 +26,7 @@ type closingServer struct {
 
 func startClosingServer(t *testing.T, ip string) *closingServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}

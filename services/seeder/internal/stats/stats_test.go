@@ -2,6 +2,7 @@ package stats_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -173,7 +174,7 @@ func TestDocumentsWithCarried(t *testing.T) {
 	}
 	stop := fmt.Errorf("enough")
 	calls := 0
-	if err := st.Documents(ctx, "c1", func(jobs.Document) error { calls++; return stop }); err != stop || calls != 1 {
+	if err := st.Documents(ctx, "c1", func(jobs.Document) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Errorf("Documents with a failing fn = %v after %d calls, want its error after 1", err, calls)
 	}
 }
