@@ -31,7 +31,8 @@ type keptConn struct {
 	set      *conns
 	addr     string
 	once     sync.Once
-	awaiting atomic.Bool // written to since the last read
+	awaiting atomic.Bool  // written to since the last read
+	written  atomic.Int64 // bytes written (replayGuard)
 }
 
 // Write marks c awaiting an answer before it writes: the answer can be
@@ -40,8 +41,27 @@ func (c *keptConn) Write(b []byte) (int, error) {
 	if len(b) > 0 {
 		c.awaiting.Store(true)
 	}
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	c.written.Add(int64(n))
+	return n, err
 }
+
+func (c *keptConn) bytesWritten() int64 { return c.written.Load() }
+
+// countedConn counts the bytes written to a connection that is not kept
+// (one to a proxy), for replayGuard.
+type countedConn struct {
+	net.Conn
+	written atomic.Int64
+}
+
+func (c *countedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.written.Add(int64(n))
+	return n, err
+}
+
+func (c *countedConn) bytesWritten() int64 { return c.written.Load() }
 
 func (c *keptConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)

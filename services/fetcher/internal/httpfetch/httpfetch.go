@@ -194,7 +194,11 @@ func New(o Options) *Fetcher {
 	kept := &conns{}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if o.Proxies != nil && o.Proxies.IsProxyAddr(addr) {
-			return direct.DialContext(ctx, network, addr)
+			c, err := direct.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countedConn{Conn: c}, nil
 		}
 		c, err := checkedDial(ctx, network, addr)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -110,5 +111,46 @@ func TestReplayRefused(t *testing.T) {
 	}
 	if got := srv.received(); len(got) != 3 {
 		t.Fatalf("the site received %q; want 3 requests", got)
+	}
+}
+
+// TestRetryOfUnsentRequest: a host's idle connection closed by the
+// fetcher itself (Release, when the host's queue empties) right before
+// the next request of the host: the transport may pick the closed
+// connection, fail to send the request and send it on a new one. Nothing
+// reached the site, so that retry is let through: every fetch is answered
+// and the site receives each request once.
+func TestRetryOfUnsentRequest(t *testing.T) {
+	const fetches = 200
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := unstartedOn(t, "127.0.0.78", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<p>hello</p>")
+	}))
+	srv.Start()
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	f := New(Options{AllowPrivate: true})
+	defer f.Close()
+	for i := range fetches {
+		res := f.Fetch(t.Context(), Request{URL: fmt.Sprintf("%s/p%d", srv.URL, i), Host: host})
+		if res.Err != nil || res.Status != 200 || res.ReplayRefused {
+			t.Fatalf("fetch %d after its host's connection was released: status %d err %v refused %v", i, res.Status, res.Err, res.ReplayRefused)
+		}
+		f.Release(host)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for p, n := range hits {
+		if n != 1 {
+			t.Errorf("%s received %d times, want once", p, n)
+		}
+	}
+	if len(hits) != fetches {
+		t.Errorf("the site received %d distinct requests, want %d", len(hits), fetches)
 	}
 }
