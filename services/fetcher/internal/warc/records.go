@@ -53,6 +53,8 @@ type built struct {
 	// remember none), target the main record.
 	digest string
 	kind   string // type of the main record, for the metrics
+	// status and mime of the main record's CDXJ line (liveIndex).
+	status, mime string
 }
 
 // close releases the records' buffers.
@@ -78,6 +80,7 @@ func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) (b bu
 			return b, err
 		}
 		b.recs, b.main, b.kind = []gowarc.WarcRecord{rec}, 0, "resource"
+		b.mime = mediaType(rec.WarcHeader().Get(gowarc.ContentType))
 	} else {
 		reqRec, err := w.record(gowarc.Request, uri, date, httpRequestType, "", [][]byte{requestBlock(ex)})
 		if err != nil {
@@ -89,6 +92,11 @@ func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) (b bu
 			return b, err
 		}
 		b.recs, b.main, b.kind, b.digest = append(b.recs, rec), 1, kind, digest
+		b.status = statusOf(responseHeader(ex))
+		b.mime = mediaType(ex.Header.Get("Content-Type"))
+		if kind == "revisit" {
+			b.mime = "warc/revisit"
+		}
 	}
 	b.recs[b.main].WarcHeader().Set(attemptField, attemptKey(req))
 	meta, err := w.record(gowarc.Metadata, uri, date, gowarc.ApplicationWarcFields, b.recs[b.main].RecordId(),

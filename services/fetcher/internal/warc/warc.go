@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,9 @@ const (
 	// each costs a file, a gzip writer (about 256 KiB at its largest)
 	// and two goroutines of gowarc's writer.
 	DefaultMaxOpenFiles = 16
+	// DefaultMaxIndexBytes bounds the index lines of open files kept
+	// in memory.
+	DefaultMaxIndexBytes = 64 << 20
 )
 
 // File name parts (libs/warcdir's).
@@ -78,6 +82,10 @@ type Options struct {
 	// Archive returns; without it they are written to the operating
 	// system, which survives a crash of the process but not of the machine.
 	Fsync bool
+	// MaxIndexBytes bounds the CDXJ lines of open files kept in memory
+	// until their files close (default 64 MiB, about 250000 fetches): a
+	// file whose lines would pass it is read again to be indexed.
+	MaxIndexBytes int64
 	// MaxBodyBytes is the fetcher's body cap: record blocks up to it stay
 	// in memory while built.
 	MaxBodyBytes int64
@@ -101,6 +109,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxOpenFiles <= 0 {
 		o.MaxOpenFiles = DefaultMaxOpenFiles
+	}
+	if o.MaxIndexBytes <= 0 {
+		o.MaxIndexBytes = DefaultMaxIndexBytes
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpfetch.DefaultMaxBodyBytes
@@ -166,18 +177,26 @@ type Writer struct {
 	notify   chan struct{}        // a file was closed
 	stopping atomic.Bool
 	serial   atomic.Int64 // of the file names
+	// indexBytes is the size of the liveIndex lines not written yet.
+	indexBytes atomic.Int64
 }
 
 // crawlFile is the gowarc writer of one crawl's file.
 type crawlFile struct {
 	gw   *gowarc.WarcFileWriter
 	used uint64 // Writer.uses at its last Archive
+	// The index of the open file and when it was opened, set by Archive
+	// and gowarc's hooks (on its writer goroutine, while Archive or
+	// closeCrawl waits for it under gowarcMu).
+	ix       *liveIndex
+	openedAt time.Time
 }
 
 // closedFile is a file to index and list.
 type closedFile struct {
 	path      string
 	recovered bool
+	ix        *liveIndex // its index made while it was written; nil: read it
 }
 
 // Open recovers the files a crashed process left in o.Dir and returns a
@@ -262,8 +281,15 @@ func (w *Writer) fileFor(crawl string) *crawlFile {
 		gowarc.WithAddWarcConcurrentToHeader(true),
 		gowarc.WithRecordOptions(w.recOpts...),
 		gowarc.WithWarcInfoFunc(func(rb gowarc.WarcRecordBuilder) error { return w.warcinfo(rb, crawl) }),
-		gowarc.WithBeforeFileCreationHook(func(string) error { return w.fileOpened(crawl) }),
-		gowarc.WithAfterFileCreationHook(func(path string, _ int64, _ string) error { return w.fileClosed(crawl, path) }),
+		gowarc.WithBeforeFileCreationHook(func(string) error {
+			cf.openedAt = time.Now() // the warcinfo record's date, to the second (gowarc's clock)
+			return w.fileOpened(crawl)
+		}),
+		gowarc.WithAfterFileCreationHook(func(path string, _ int64, _ string) error {
+			ix := cf.ix
+			cf.ix = nil
+			return w.fileClosed(crawl, path, ix)
+		}),
 	)
 	w.crawls[crawl] = cf
 	return cf
@@ -277,7 +303,8 @@ func (w *Writer) closeCrawl(crawl string) {
 		return
 	}
 	delete(w.crawls, crawl)
-	_ = cf.gw.Close() // gowarc reports no error: a file that did not close whole is cut when indexed
+	_ = cf.gw.Close()  // gowarc reports no error: a file that did not close whole is cut when indexed
+	w.dropIndex(cf.ix) // its file did not close (gowarc's hook takes it otherwise)
 }
 
 // Release gives up a Writer that will not Run (its owner failed to start):
@@ -333,6 +360,7 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 			// The file may end in part of a record now: close it before
 			// anything else is written to it (its index cuts it after
 			// its last complete fetch; this one is not acknowledged).
+			w.dropIndex(cf.ix)
 			if err := cf.gw.Rotate(); err != nil {
 				w.log.Warn("close warc file after a failed write, next write retries", zap.Error(err))
 			}
@@ -341,6 +369,7 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 			return "", 0, fmt.Errorf("write warc records to %s: %w", r.FileName, r.Err)
 		}
 	}
+	w.indexFetch(cf, req.GetUrl(), &b, resps)
 	if last := resps[len(resps)-1]; last.FileOffset >= w.opts.MaxFileSize {
 		// Full: the crawl's next fetch opens a new file.
 		if err := cf.gw.Rotate(); err != nil {
@@ -423,11 +452,16 @@ func (w *Writer) fileOpened(crawl string) error {
 }
 
 // fileClosed (gowarc hook, on its writer goroutine) queues crawl's closed
-// file at path for Run; it never blocks.
-func (w *Writer) fileClosed(crawl, path string) error {
+// file at path, with its index made while it was written (ix, when it is
+// the file's and whole), for Run; it never blocks.
+func (w *Writer) fileClosed(crawl, path string, ix *liveIndex) error {
+	if ix != nil && (ix.dropped || ix.file != filepath.Base(path)) {
+		w.dropIndex(ix)
+		ix = nil
+	}
 	w.mu.Lock()
 	delete(w.opened, crawl)
-	w.closed = append(w.closed, closedFile{path: path})
+	w.closed = append(w.closed, closedFile{path: path, ix: ix})
 	w.mu.Unlock()
 	select {
 	case w.notify <- struct{}{}:
@@ -446,8 +480,8 @@ func (w *Writer) indexClosed(ctx context.Context) error {
 	w.closed = nil
 	w.mu.Unlock()
 	var errs error
-	for i, f := range todo {
-		if err := w.indexAndList(ctx, f); err != nil {
+	for i := range todo {
+		if err := w.indexAndList(ctx, &todo[i]); err != nil {
 			w.mu.Lock()
 			w.closed = append(w.closed, todo[i:]...)
 			w.mu.Unlock()
@@ -457,14 +491,24 @@ func (w *Writer) indexClosed(ctx context.Context) error {
 	return errs
 }
 
-// indexAndList reads the closed file at f.path, lists it in warc_files and
-// then writes its CDXJ index beside it (a file without an index is
-// re-listed by the next start: the listing is idempotent).
-func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
+// indexAndList lists the closed file at f.path in warc_files and then
+// writes its CDXJ index beside it (a file without an index is re-listed
+// by the next start: the listing is idempotent): the index made while it
+// was written, or, without one (f.ix nil), the file read back.
+func (w *Writer) indexAndList(ctx context.Context, f *closedFile) error {
 	if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
+		w.dropIndex(f.ix)
 		return nil // a legacy file that held only a deleted crawl's records (DeleteCrawl)
 	}
-	ix, err := indexFile(f.path, f.recovered)
+	var ix fileIndex
+	var err error
+	if f.ix != nil {
+		ix = f.ix.ix
+		slices.Sort(ix.lines) // again on a retry: sorted already
+	} else {
+		w.m.indexReread.Inc()
+		ix, err = indexFile(f.path, f.recovered)
+	}
 	if errors.Is(err, errDamaged) {
 		// A write failed mid-record (a full disk): keep what is whole.
 		c, cerr := cutAfterLastFetch(f.path)
@@ -482,6 +526,9 @@ func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
 	}
 	if err != nil {
 		return err
+	}
+	if f.ix == nil {
+		f.ix = &liveIndex{ix: ix} // a retry (listing failed) does not read it again
 	}
 	st, err := os.Stat(f.path)
 	if err != nil {
@@ -501,11 +548,61 @@ func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
 	if err := writeIndex(f.path+indexSuffix, ix.lines); err != nil {
 		return err
 	}
+	w.dropIndex(f.ix)
 	w.m.filesClosed.Inc()
 	w.m.fileBytes.Add(float64(st.Size()))
 	w.log.Info("closed warc file", zap.String("file", row.File), zap.Int("records", ix.records),
 		zap.Int64("bytes", st.Size()), zap.Bool("recovered", f.recovered))
 	return nil
+}
+
+// indexFetch adds the records of the fetch b, just written (resps), to
+// the index of cf's file: the main record's CDXJ line (its gzip member
+// ends where the metadata record's begins) and the counts. The caller
+// holds gowarcMu.
+func (w *Writer) indexFetch(cf *crawlFile, uri string, b *built, resps []gowarc.WriteResponse) {
+	li := cf.ix
+	if li == nil || li.file != resps[0].FileName {
+		w.dropIndex(li) // not handed to fileClosed: its file did not close whole
+		li = &liveIndex{file: resps[0].FileName}
+		li.ix.records = 1 // the warcinfo record
+		li.ix.opened = cf.openedAt.UTC().Truncate(time.Second)
+		cf.ix = li
+	}
+	if li.dropped {
+		return
+	}
+	li.ix.records += len(resps)
+	switch b.kind {
+	case "revisit":
+		li.ix.revisits++
+	default:
+		li.ix.responses++
+	}
+	rec := b.recs[b.main]
+	date, _ := rec.Date()
+	off := resps[b.main].FileOffset
+	line := cdxLine(li.file, uri, date, rec.WarcHeader().Get(gowarc.WarcPayloadDigest), b.status, b.mime,
+		off, resps[b.main+1].FileOffset-off)
+	n := int64(len(line) + 16) // and the string header
+	if w.indexBytes.Add(n) > w.opts.MaxIndexBytes {
+		w.indexBytes.Add(-n)
+		w.dropIndex(li)
+		return
+	}
+	li.bytes += n
+	li.ix.lines = append(li.ix.lines, line)
+}
+
+// dropIndex gives up li's lines (nil: none): its file is read again to
+// be indexed.
+func (w *Writer) dropIndex(li *liveIndex) {
+	if li == nil || li.dropped {
+		return
+	}
+	li.dropped = true
+	w.indexBytes.Add(-li.bytes)
+	li.bytes, li.ix.lines = 0, nil
 }
 
 // warcinfo fills the warcinfo record of a file of crawl: the crawler, its
