@@ -56,6 +56,11 @@ const (
 	DefaultMaxIndexBytes = 64 << 20
 )
 
+// gzipLevel is the DEFLATE level of the records' gzip members
+// (klauspost/compress): level 1 takes about half the time of the default
+// (6) on 20 KB pages and writes about 7 % more bytes (README).
+const gzipLevel = 1
+
 // File name parts (libs/warcdir's).
 const (
 	openSuffix  = warcdir.OpenSuffix
@@ -271,6 +276,7 @@ func (w *Writer) fileFor(crawl string) *crawlFile {
 		gowarc.WithFileNameGenerator(&names{dir: w.opts.Dir, prefix: w.opts.Prefix, crawl: crawl,
 			instance: safeName(w.opts.Instance), now: w.opts.Now, serial: &w.serial}),
 		gowarc.WithCompression(true),
+		gowarc.WithCompressionLevel(gzipLevel),
 		gowarc.WithCompressedFileSuffix(".gz"),
 		gowarc.WithOpenFileSuffix(openSuffix),
 		// Size rotation is Archive's, between fetches: gowarc's would
