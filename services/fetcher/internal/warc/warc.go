@@ -1,7 +1,10 @@
 // Package warc archives what the fetcher fetched as WARC/1.1 files (ISO
-// 28500), written with github.com/nlnwa/gowarc: per fetch a request and a
-// response record (revisit for a 304 or a payload already archived,
-// resource for FTP) and a metadata record; a warcinfo record per file.
+// 28500): per fetch a request and a response record (revisit for a 304 or
+// a payload already archived, resource for FTP) and a metadata record; a
+// warcinfo record per file. The records are written by this package
+// (encode.go: headers, SHA-1 digests, one gzip member each, a fetch's
+// members in one write) and read with github.com/nlnwa/gowarc (recovery,
+// the indexes of files read back, the tests).
 //
 // A file holds one crawl's records: files are gzip per record, named
 // <prefix>-<crawl>-<timestamp>-<serial>-<instance>.warc.gz (libs/warcdir
@@ -30,7 +33,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nlnwa/gowarc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -48,18 +50,12 @@ const (
 	DefaultMaxFileAge  = time.Hour
 	DefaultMaxDigests  = 100_000
 	// DefaultMaxOpenFiles bounds the crawls with a file open at once:
-	// each costs a file, a gzip writer (about 256 KiB at its largest)
-	// and two goroutines of gowarc's writer.
+	// each costs a file descriptor and its index lines so far.
 	DefaultMaxOpenFiles = 16
 	// DefaultMaxIndexBytes bounds the index lines of open files kept
 	// in memory.
 	DefaultMaxIndexBytes = 64 << 20
 )
-
-// gzipLevel is the DEFLATE level of the records' gzip members
-// (klauspost/compress): level 1 takes about half the time of the default
-// (6) on 20 KB pages and writes about 7 % more bytes (README).
-const gzipLevel = 1
 
 // File name parts (libs/warcdir's).
 const (
@@ -140,8 +136,10 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// gowarcMu serializes what makes gowarc record options (see Archive), and
-// guards every Writer's open files (Writer.crawls) and deleted crawls.
+// gowarcMu serializes what makes gowarc record options (gowarc sets a
+// package variable then, uuid.EnableRandPool: scan's readers) and the
+// writes of every Writer (its encoder), and guards every Writer's open
+// files (Writer.crawls) and deleted crawls.
 var gowarcMu sync.Mutex
 
 // FileLister lists closed WARC files (chstore.BatchWriter of warc_files).
@@ -154,23 +152,24 @@ type FileLister interface {
 // use; Run owns the rotation by age and the indexing of closed files, and
 // closes the files when its context ends.
 type Writer struct {
-	opts    Options
-	log     *zap.Logger
-	m       *metrics
-	files   FileLister
-	recOpts []gowarc.WarcRecordOption
-	lock    *os.File
+	opts  Options
+	log   *zap.Logger
+	m     *metrics
+	files FileLister
+	lock  *os.File
 
 	digests  *memory[revisitTarget]
 	attempts *memory[struct{}]
 
 	// Under gowarcMu: the open file of each crawl (at most
-	// Options.MaxOpenFiles), uses to order them by their last use, and
-	// the crawls deleted (DeleteCrawl: never archived again; one entry
-	// per deleted crawl, as the control topic keeps their specs).
+	// Options.MaxOpenFiles), uses to order them by their last use, the
+	// crawls deleted (DeleteCrawl: never archived again; one entry per
+	// deleted crawl, as the control topic keeps their specs) and the
+	// encoder of the records.
 	crawls  map[string]*crawlFile
 	uses    uint64
 	deleted map[string]bool
+	enc     *encoder
 
 	// indexMu is held while closed files are indexed and while a crawl's
 	// files are removed, so that no file is listed as it goes.
@@ -186,15 +185,18 @@ type Writer struct {
 	indexBytes atomic.Int64
 }
 
-// crawlFile is the gowarc writer of one crawl's file.
+// crawlFile is one crawl's file: opened at the crawl's first write,
+// closed (and opened again at the next write) by rotation. Under gowarcMu.
 type crawlFile struct {
-	gw   *gowarc.WarcFileWriter
-	used uint64 // Writer.uses at its last Archive
-	// The index of the open file and when it was opened, set by Archive
-	// and gowarc's hooks (on its writer goroutine, while Archive or
-	// closeCrawl waits for it under gowarcMu).
-	ix       *liveIndex
-	openedAt time.Time
+	crawl    string
+	names    *names
+	used     uint64   // Writer.uses at its last Archive
+	f        *os.File // nil: none open
+	name     string   // the file's base name once closed
+	path     string   // where it is written (….open)
+	size     int64
+	warcinfo string     // its warcinfo record's WARC-Record-ID
+	ix       *liveIndex // its index so far
 }
 
 // closedFile is a file to index and list.
@@ -235,11 +237,7 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 		crawls:   make(map[string]*crawlFile),
 		deleted:  make(map[string]bool),
 		notify:   make(chan struct{}, 1),
-		recOpts: []gowarc.WarcRecordOption{
-			gowarc.WithAddMissingDigest(true),
-			gowarc.WithDefaultDigestAlgorithm("sha1"),
-			gowarc.WithBufferMaxMemBytes(o.MaxBodyBytes + 256<<10),
-		},
+		enc:      newEncoder(),
 	}
 	if err := w.recoverDir(); err != nil {
 		_ = lock.Close()
@@ -251,10 +249,9 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 	return w, nil
 }
 
-// fileFor returns the writer of crawl's file, made (not opened: gowarc
-// opens the file at the first write) after closing the least recently
-// used crawl's file when Options.MaxOpenFiles are open. The caller holds
-// gowarcMu.
+// fileFor returns crawl's file (not opened: write opens it), after
+// closing the least recently used crawl's file when Options.MaxOpenFiles
+// are open. The caller holds gowarcMu.
 func (w *Writer) fileFor(crawl string) *crawlFile {
 	w.uses++
 	if cf := w.crawls[crawl]; cf != nil {
@@ -271,46 +268,140 @@ func (w *Writer) fileFor(crawl string) *crawlFile {
 		w.closeCrawl(lru)
 		w.m.evicted.Inc()
 	}
-	cf := &crawlFile{used: w.uses}
-	cf.gw = gowarc.NewWarcFileWriter(
-		gowarc.WithFileNameGenerator(&names{dir: w.opts.Dir, prefix: w.opts.Prefix, crawl: crawl,
-			instance: safeName(w.opts.Instance), now: w.opts.Now, serial: &w.serial}),
-		gowarc.WithCompression(true),
-		gowarc.WithCompressionLevel(gzipLevel),
-		gowarc.WithCompressedFileSuffix(".gz"),
-		gowarc.WithOpenFileSuffix(openSuffix),
-		// Size rotation is Archive's, between fetches: gowarc's would
-		// split one fetch's records over two files.
-		gowarc.WithMaxFileSize(0),
-		gowarc.WithMaxConcurrentWriters(1),
-		gowarc.WithFlush(w.opts.Fsync),
-		gowarc.WithAddWarcConcurrentToHeader(true),
-		gowarc.WithRecordOptions(w.recOpts...),
-		gowarc.WithWarcInfoFunc(func(rb gowarc.WarcRecordBuilder) error { return w.warcinfo(rb, crawl) }),
-		gowarc.WithBeforeFileCreationHook(func(string) error {
-			cf.openedAt = time.Now() // the warcinfo record's date, to the second (gowarc's clock)
-			return w.fileOpened(crawl)
-		}),
-		gowarc.WithAfterFileCreationHook(func(path string, _ int64, _ string) error {
-			ix := cf.ix
-			cf.ix = nil
-			return w.fileClosed(crawl, path, ix)
-		}),
-	)
+	cf := &crawlFile{crawl: crawl, used: w.uses, names: &names{dir: w.opts.Dir, prefix: w.opts.Prefix, crawl: crawl,
+		instance: safeName(w.opts.Instance), now: w.opts.Now, serial: &w.serial}}
 	w.crawls[crawl] = cf
 	return cf
 }
 
-// closeCrawl closes crawl's file, if one is open, and forgets its writer
-// (its goroutines end). The caller holds gowarcMu.
+// closeCrawl closes crawl's file, if one is open, and forgets it. The
+// caller holds gowarcMu.
 func (w *Writer) closeCrawl(crawl string) {
 	cf := w.crawls[crawl]
 	if cf == nil {
 		return
 	}
 	delete(w.crawls, crawl)
-	_ = cf.gw.Close()  // gowarc reports no error: a file that did not close whole is cut when indexed
-	w.dropIndex(cf.ix) // its file did not close (gowarc's hook takes it otherwise)
+	w.closeFile(cf)
+}
+
+// openFile opens a new file for cf and puts its warcinfo record into the
+// encoder's output, the start of the file's first write. The caller holds
+// gowarcMu.
+func (w *Writer) openFile(cf *crawlFile) error {
+	dir, base := cf.names.NewWarcfileName()
+	name := base + ".gz"
+	path := filepath.Join(dir, name+openSuffix)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	if err != nil {
+		return fmt.Errorf("create warc file: %w", err)
+	}
+	w.fileOpened(cf.crawl)
+	now := w.opts.Now()
+	info := &record{typ: "warcinfo", date: warcDate(now), id: w.enc.newID(), contentType: warcFieldsType,
+		fields: []field{{"WARC-Filename", name}}, parts: [][]byte{[]byte(w.warcinfo(cf.crawl))}}
+	if _, err := w.enc.member(info, nil, ""); err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		w.fileGone(cf.crawl)
+		return fmt.Errorf("encode warcinfo record: %w", err)
+	}
+	cf.f, cf.name, cf.path, cf.size, cf.warcinfo = f, name, path, 0, info.id
+	cf.ix = &liveIndex{file: name, ix: fileIndex{records: 1, opened: now.UTC().Truncate(time.Second)}}
+	return nil
+}
+
+// write appends the records of one fetch to cf's file (opening one if
+// none is open) in one write, each record a gzip member, each naming the
+// others (WARC-Concurrent-To) and the file's warcinfo record. It returns
+// the offset of each record and the end of the last one. A write that
+// fails closes the file: it may end in part of a record, which its index
+// (read back) cuts after its last complete fetch. The caller holds
+// gowarcMu.
+func (w *Writer) write(cf *crawlFile, recs []*record) (offs []int64, err error) {
+	w.enc.out.Reset()
+	if cf.f == nil {
+		if err := w.openFile(cf); err != nil {
+			return nil, err
+		}
+	}
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.id
+	}
+	offs = make([]int64, len(recs)+1)
+	off := cf.size + int64(w.enc.out.Len())
+	for i, r := range recs {
+		offs[i] = off
+		n, err := w.enc.member(r, ids, cf.warcinfo)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s record: %w", r.typ, err)
+		}
+		off += n
+	}
+	offs[len(recs)] = off
+	_, err = cf.f.Write(w.enc.out.Bytes())
+	if err == nil && w.opts.Fsync {
+		err = cf.f.Sync()
+	}
+	if err != nil {
+		cf.size = max(cf.size, 1) // not empty: closeFile keeps it, to be cut
+		w.dropIndex(cf.ix)
+		w.closeFile(cf)
+		return nil, fmt.Errorf("write warc records to %s: %w", cf.name, err)
+	}
+	cf.size = off
+	return offs, nil
+}
+
+// closeFile closes cf's file, if one is open, renames it to its name and
+// queues it for Run (fileClosed); a file nothing was written to is
+// removed. The caller holds gowarcMu.
+func (w *Writer) closeFile(cf *crawlFile) {
+	if cf.f == nil {
+		return
+	}
+	f, path, size, ix := cf.f, cf.path, cf.size, cf.ix
+	cf.f, cf.ix, cf.size = nil, nil, 0
+	err := f.Close()
+	if err == nil && size == 0 {
+		_ = os.Remove(path)
+		w.dropIndex(ix)
+		w.fileGone(cf.crawl)
+		return
+	}
+	final := strings.TrimSuffix(path, openSuffix)
+	if err == nil {
+		err = rename(path, final)
+	}
+	if err != nil {
+		// Left .open: the next start recovers it.
+		w.log.Warn("close warc file, recovered at the next start", zap.String("file", filepath.Base(path)), zap.Error(err))
+		w.dropIndex(ix)
+		w.fileGone(cf.crawl)
+		return
+	}
+	w.fileClosed(cf.crawl, final, ix)
+}
+
+// rename renames the file at from to to, and syncs their directory (as
+// gowarc did), so that a closed file stays closed after a machine crash.
+func rename(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("rename warc file: %w", err)
+	}
+	d, err := os.Open(filepath.Dir(to))
+	if err != nil {
+		return fmt.Errorf("sync warc directory: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync warc directory: %w", err)
+	}
+	return nil
 }
 
 // Release gives up a Writer that will not Run (its owner failed to start):
@@ -326,10 +417,8 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 	if res == nil || res.Exchange == nil {
 		return "", 0, nil
 	}
-	// gowarc sets a package variable each time it makes record options
-	// (uuid.EnableRandPool), here and in its writer's warcinfo: building
-	// and writing are serialized (gowarc's single writer serializes the
-	// writes anyway).
+	// Building and writing are serialized: one encoder, and the files are
+	// written one fetch at a time.
 	gowarcMu.Lock()
 	if w.stopping.Load() {
 		gowarcMu.Unlock()
@@ -343,57 +432,33 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 		w.m.skippedDeleted.Inc()
 		return "", 0, nil
 	}
-	b, err := w.build(req, res)
-	if err != nil {
-		gowarcMu.Unlock()
-		w.m.errors.Inc()
-		return "", 0, err
-	}
-	defer b.close()
+	b := w.build(req, res)
 	key := attemptKey(req)
 	if _, dup := w.attempts.get(key); dup {
 		w.m.duplicates.Inc() // a re-delivered attempt archived again: harmless
 	}
 	cf := w.fileFor(crawl)
-	resps := cf.gw.Write(b.recs...)
-	if len(resps) != len(b.recs) {
+	offs, err := w.write(cf, b.recs)
+	if err != nil {
 		gowarcMu.Unlock()
 		w.m.errors.Inc()
-		return "", 0, errors.New("archive: writer closed")
+		return "", 0, err
 	}
-	for _, r := range resps {
-		if r.Err != nil {
-			// The file may end in part of a record now: close it before
-			// anything else is written to it (its index cuts it after
-			// its last complete fetch; this one is not acknowledged).
-			w.dropIndex(cf.ix)
-			if err := cf.gw.Rotate(); err != nil {
-				w.log.Warn("close warc file after a failed write, next write retries", zap.Error(err))
-			}
-			gowarcMu.Unlock()
-			w.m.errors.Inc()
-			return "", 0, fmt.Errorf("write warc records to %s: %w", r.FileName, r.Err)
-		}
-	}
-	w.indexFetch(cf, req.GetUrl(), &b, resps)
-	if last := resps[len(resps)-1]; last.FileOffset >= w.opts.MaxFileSize {
-		// Full: the crawl's next fetch opens a new file.
-		if err := cf.gw.Rotate(); err != nil {
-			w.log.Warn("rotate full warc file, retried after the next fetch", zap.Error(err))
-		}
+	file, offset = cf.name, offs[b.main]
+	w.indexFetch(cf, req.GetUrl(), &b, offs)
+	if cf.size >= w.opts.MaxFileSize {
+		w.closeFile(cf) // full: the crawl's next fetch opens a new file
 	}
 	gowarcMu.Unlock()
 	for _, r := range b.recs {
-		w.m.records.WithLabelValues(r.Type().String()).Inc()
+		w.m.records.WithLabelValues(r.typ).Inc()
 	}
-	main := resps[b.main]
 	w.attempts.put(key, struct{}{})
 	if b.digest != "" {
 		rec := b.recs[b.main]
-		w.digests.put(b.digest, revisitTarget{id: rec.RecordId(), uri: req.GetUrl(),
-			date: rec.WarcHeader().Get(gowarc.WarcDate)})
+		w.digests.put(b.digest, revisitTarget{id: rec.id, uri: req.GetUrl(), date: rec.date})
 	}
-	return main.FileName, main.FileOffset, nil
+	return file, offset, nil
 }
 
 // Run closes files older than Options.MaxFileAge and indexes and lists
@@ -448,19 +513,24 @@ func (w *Writer) dueForRotation() []string {
 	return due
 }
 
-// fileOpened (gowarc hook, on its writer goroutine) notes when crawl's
-// file was opened.
-func (w *Writer) fileOpened(crawl string) error {
+// fileOpened notes when crawl's file was opened.
+func (w *Writer) fileOpened(crawl string) {
 	w.mu.Lock()
 	w.opened[crawl] = w.opts.Now()
 	w.mu.Unlock()
-	return nil
 }
 
-// fileClosed (gowarc hook, on its writer goroutine) queues crawl's closed
-// file at path, with its index made while it was written (ix, when it is
-// the file's and whole), for Run; it never blocks.
-func (w *Writer) fileClosed(crawl, path string, ix *liveIndex) error {
+// fileGone forgets crawl's file, removed or left open.
+func (w *Writer) fileGone(crawl string) {
+	w.mu.Lock()
+	delete(w.opened, crawl)
+	w.mu.Unlock()
+}
+
+// fileClosed queues crawl's closed file at path, with its index made
+// while it was written (ix, when it is the file's and whole), for Run; it
+// never blocks.
+func (w *Writer) fileClosed(crawl, path string, ix *liveIndex) {
 	if ix != nil && (ix.dropped || ix.file != filepath.Base(path)) {
 		w.dropIndex(ix)
 		ix = nil
@@ -473,7 +543,6 @@ func (w *Writer) fileClosed(crawl, path string, ix *liveIndex) error {
 	case w.notify <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // indexClosed indexes and lists the files closed so far; a file that
@@ -562,23 +631,15 @@ func (w *Writer) indexAndList(ctx context.Context, f *closedFile) error {
 	return nil
 }
 
-// indexFetch adds the records of the fetch b, just written (resps), to
-// the index of cf's file: the main record's CDXJ line (its gzip member
-// ends where the metadata record's begins) and the counts. The caller
-// holds gowarcMu.
-func (w *Writer) indexFetch(cf *crawlFile, uri string, b *built, resps []gowarc.WriteResponse) {
+// indexFetch adds the records of the fetch b, just written to cf's file
+// at offs (and the end of the last), to its index: the main record's
+// CDXJ line and the counts. The caller holds gowarcMu.
+func (w *Writer) indexFetch(cf *crawlFile, uri string, b *built, offs []int64) {
 	li := cf.ix
-	if li == nil || li.file != resps[0].FileName {
-		w.dropIndex(li) // not handed to fileClosed: its file did not close whole
-		li = &liveIndex{file: resps[0].FileName}
-		li.ix.records = 1 // the warcinfo record
-		li.ix.opened = cf.openedAt.UTC().Truncate(time.Second)
-		cf.ix = li
-	}
-	if li.dropped {
+	if li == nil || li.dropped {
 		return
 	}
-	li.ix.records += len(resps)
+	li.ix.records += len(b.recs)
 	switch b.kind {
 	case "revisit":
 		li.ix.revisits++
@@ -586,10 +647,8 @@ func (w *Writer) indexFetch(cf *crawlFile, uri string, b *built, resps []gowarc.
 		li.ix.responses++
 	}
 	rec := b.recs[b.main]
-	date, _ := rec.Date()
-	off := resps[b.main].FileOffset
-	line := cdxLine(li.file, uri, date, rec.WarcHeader().Get(gowarc.WarcPayloadDigest), b.status, b.mime,
-		off, resps[b.main+1].FileOffset-off)
+	date, _ := time.Parse(time.RFC3339Nano, rec.date)
+	line := cdxLine(li.file, uri, date, rec.payloadDigest, b.status, b.mime, offs[b.main], offs[b.main+1]-offs[b.main])
 	n := int64(len(line) + 16) // and the string header
 	if w.indexBytes.Add(n) > w.opts.MaxIndexBytes {
 		w.indexBytes.Add(-n)
@@ -611,10 +670,10 @@ func (w *Writer) dropIndex(li *liveIndex) {
 	li.bytes, li.ix.lines = 0, nil
 }
 
-// warcinfo fills the warcinfo record of a file of crawl: the crawler, its
+// warcinfo is the block of the warcinfo record of a file of crawl: the crawler, its
 // version, the user agent and the crawl's specification when it was
 // opened.
-func (w *Writer) warcinfo(rb gowarc.WarcRecordBuilder, crawl string) error {
+func (w *Writer) warcinfo(crawl string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "software: trawl-fetcher/%s\r\n", version())
 	b.WriteString("format: WARC File Format 1.1\r\n")
@@ -639,8 +698,7 @@ func (w *Writer) warcinfo(rb gowarc.WarcRecordBuilder, crawl string) error {
 			fmt.Fprintf(&b, "isPartOf: %s\r\ncrawl-spec: %s\r\n", s.GetCrawlId(), js)
 		}
 	}
-	_, err := rb.WriteString(b.String())
-	return err
+	return b.String()
 }
 
 // version is the module version and VCS revision the binary was built
@@ -669,7 +727,7 @@ type names struct {
 	serial                       *atomic.Int64
 }
 
-// NewWarcfileName implements gowarc.WarcFileNameGenerator. A name a file
+// NewWarcfileName returns the directory and name of a new file. A name a file
 // of the directory has already (the serial starts again at each start of
 // the process, and a restart can fall in the same second) is skipped:
 // gowarc would rename the new file over it when it closes.
