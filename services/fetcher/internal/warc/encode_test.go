@@ -1,8 +1,11 @@
 package warc
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -182,6 +185,38 @@ func BenchmarkEncode(b *testing.B) {
 			if _, err := w.enc.member(r, ids, ""); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// TestMemberCompression: a record under storedBelow is stored in its
+// member (a little larger than the record), a page's is compressed (to
+// less than half); both read back as written.
+func TestMemberCompression(t *testing.T) {
+	e := newEncoder()
+	page := benchPage(3)
+	for _, c := range []struct {
+		block  []byte
+		stored bool
+	}{{[]byte("crawl-id: c1\r\nattempt: 0\r\n"), true}, {page, false}} {
+		e.out.Reset()
+		r := &record{typ: "metadata", uri: "http://m.test/", date: warcDate(time.Now()), id: e.newID(), contentType: warcFieldsType,
+			parts: [][]byte{c.block}}
+		n, err := e.member(r, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := len(e.hdr) + len(c.block) + 4
+		if stored := n > int64(raw); stored != c.stored || (!stored && n > int64(raw/2)) {
+			t.Errorf("record of %d bytes: member of %d bytes, want stored %v", raw, n, c.stored)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(e.out.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil || !bytes.HasSuffix(got, append(c.block, "\r\n\r\n"...)) || len(got) != raw {
+			t.Errorf("member reads back %d bytes (%v), want the %d of the record", len(got), err, raw)
 		}
 	}
 }
