@@ -42,6 +42,9 @@ type record struct {
 	// HTTP payload of a request or response, of the payload a revisit
 	// stands for, of a resource's block.
 	payloadDigest string
+	// coded: the block is mostly a payload compressed by the server,
+	// which DEFLATE cannot shrink: stored in its member.
+	coded bool
 }
 
 // field is a WARC header field.
@@ -158,7 +161,7 @@ func (e *encoder) member(r *record, concurrent []string, warcinfo string) (int64
 	e.hdr = h
 	start := e.out.Len()
 	zw := e.zw
-	if len(h)+size < storedBelow {
+	if r.coded || len(h)+size < storedBelow {
 		zw = e.zs
 	}
 	zw.Reset(&e.out)
@@ -179,13 +182,16 @@ func (e *encoder) member(r *record, concurrent []string, warcinfo string) (int64
 	return int64(e.out.Len() - start), nil
 }
 
+// lineBreaks makes line breaks spaces.
+var lineBreaks = strings.NewReplacer("\r", " ", "\n", " ")
+
 // appendField appends "name: value\r\n" to h, a line break in value
 // (none is expected: URLs, dates, ids) made a space.
 func appendField(h []byte, name, value string) []byte {
 	h = append(h, name...)
 	h = append(h, ": "...)
 	if strings.ContainsAny(value, "\r\n") {
-		value = strings.NewReplacer("\r", " ", "\n", " ").Replace(value)
+		value = lineBreaks.Replace(value)
 	}
 	h = append(h, value...)
 	return append(h, "\r\n"...)

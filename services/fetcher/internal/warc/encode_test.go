@@ -191,17 +191,18 @@ func BenchmarkEncode(b *testing.B) {
 
 // TestMemberCompression: a record under storedBelow is stored in its
 // member (a little larger than the record), a page's is compressed (to
-// less than half); both read back as written.
+// less than half) unless the server compressed it (coded); all read back
+// as written.
 func TestMemberCompression(t *testing.T) {
 	e := newEncoder()
 	page := benchPage(3)
 	for _, c := range []struct {
-		block  []byte
-		stored bool
-	}{{[]byte("crawl-id: c1\r\nattempt: 0\r\n"), true}, {page, false}} {
+		block         []byte
+		coded, stored bool
+	}{{[]byte("crawl-id: c1\r\nattempt: 0\r\n"), false, true}, {page, false, false}, {page, true, true}} {
 		e.out.Reset()
 		r := &record{typ: "metadata", uri: "http://m.test/", date: warcDate(time.Now()), id: e.newID(), contentType: warcFieldsType,
-			parts: [][]byte{c.block}}
+			parts: [][]byte{c.block}, coded: c.coded}
 		n, err := e.member(r, nil, "")
 		if err != nil {
 			t.Fatal(err)
@@ -217,6 +218,19 @@ func TestMemberCompression(t *testing.T) {
 		got, err := io.ReadAll(zr)
 		if err != nil || !bytes.HasSuffix(got, append(c.block, "\r\n\r\n"...)) || len(got) != raw {
 			t.Errorf("member reads back %d bytes (%v), want the %d of the record", len(got), err, raw)
+		}
+	}
+}
+
+// TestCompressedCoding: which Content-Encoding values make a response's
+// member stored (the payload compressed already).
+func TestCompressedCoding(t *testing.T) {
+	for ce, want := range map[string]bool{
+		"gzip": true, " GZIP ": true, "x-gzip": true, "br": true, "zstd": true, "deflate": true, "identity, br": true,
+		"": false, "identity": false, "gzip, identity": false, "aes128gcm": false, ",": false, "gzip;q=1": false,
+	} {
+		if got := compressedCoding(ce); got != want {
+			t.Errorf("compressedCoding(%q) = %v, want %v", ce, got, want)
 		}
 	}
 }

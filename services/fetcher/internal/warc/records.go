@@ -118,6 +118,7 @@ func (w *Writer) response(uri, date string, hdr []byte, res *httpfetch.Response)
 			rec.fields = append(rec.fields, field{"WARC-Truncated", t})
 		}
 		rec.parts = [][]byte{hdr, ex.Body}
+		rec.coded = len(ex.Body) > len(hdr) && compressedCoding(ex.Header.Get("Content-Encoding"))
 		return rec, digest
 	}
 	// The HTTP header only: the payload is the one the profile names
@@ -146,6 +147,20 @@ func (w *Writer) resource(uri, date string, res *httpfetch.Response) *record {
 		rec.fields = append(rec.fields, field{"WARC-Truncated", "length"})
 	}
 	return rec
+}
+
+// compressedCoding reports whether a Content-Encoding value names a
+// compression last (its payload does not compress again): "gzip",
+// "identity, br"; not "", "identity" or a coding unknown.
+func compressedCoding(ce string) bool {
+	if i := strings.LastIndexByte(ce, ','); i >= 0 {
+		ce = ce[i+1:]
+	}
+	switch strings.ToLower(strings.TrimSpace(ce)) {
+	case "gzip", "x-gzip", "br", "zstd", "deflate", "compress", "x-compress":
+		return true
+	}
+	return false
 }
 
 // truncation is the WARC-Truncated value of an answer whose archived body
@@ -202,7 +217,10 @@ func (w *Writer) metadataBlock(req *crawlv1.FetchRequest, res *httpfetch.Respons
 		if v != "" {
 			b.WriteString(k)
 			b.WriteString(": ")
-			b.WriteString(strings.NewReplacer("\r", " ", "\n", " ").Replace(v))
+			if strings.ContainsAny(v, "\r\n") {
+				v = lineBreaks.Replace(v)
+			}
+			b.WriteString(v)
 			b.WriteString("\r\n")
 		}
 	}
