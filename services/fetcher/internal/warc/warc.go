@@ -87,8 +87,10 @@ type Options struct {
 	// until their files close (default 64 MiB, about 250000 fetches): a
 	// file whose lines would pass it is read again to be indexed.
 	MaxIndexBytes int64
-	// MaxBodyBytes is the fetcher's body cap: record blocks up to it stay
-	// in memory while built.
+	// MaxBodyBytes is the fetcher's body cap. The writer no longer
+	// needs it (record blocks are not copied, the body is written from
+	// the fetch's buffer); kept so that callers and configurations stay
+	// as they are.
 	MaxBodyBytes int64
 	UserAgent    string                      // for warcinfo
 	Specs        func() []*crawlv1.CrawlSpec // crawl specs named in each file's warcinfo; nil: none
@@ -335,6 +337,9 @@ func (w *Writer) write(cf *crawlFile, recs []*record) (offs []int64, err error) 
 		offs[i] = off
 		n, err := w.enc.member(r, ids, cf.warcinfo)
 		if err != nil {
+			if cf.size == 0 {
+				w.closeFile(cf) // its warcinfo record was not written: removed
+			}
 			return nil, fmt.Errorf("encode %s record: %w", r.typ, err)
 		}
 		off += n
