@@ -54,7 +54,11 @@ func (w *Writer) DeleteCrawls(ctx context.Context, crawls ...string) (warcdir.Re
 	w.mu.Lock()
 	w.closed = slices.DeleteFunc(w.closed, func(f closedFile) bool {
 		id, ok := warcdir.CrawlOf(w.opts.Prefix, filepath.Base(f.path))
-		return ok && gone[id]
+		if ok && gone[id] {
+			w.dropIndex(f.ix)
+			return true
+		}
+		return false
 	})
 	w.mu.Unlock()
 	r, err := warcdir.RemoveCrawls(w.opts.Dir, w.opts.Prefix, crawls...)

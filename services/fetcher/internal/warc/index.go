@@ -37,8 +37,9 @@ var errDamaged = errors.New("damaged warc file")
 // digests, and calls fn with it. It returns the end of the last good
 // member: a member cut short (a crash mid-write) or a record that does not
 // parse (verify) ends the scan with bad set to its error. Files this
-// process closed are indexed without verify (a third of the cost of
-// archiving a fetch otherwise); files a crash left are verified.
+// process closed are indexed as they are written (liveIndex); the few
+// it reads again (past the memory bound) are not verified, files a crash
+// left are.
 func scan(path string, verify bool, fn func(m member) error) (end int64, bad error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -50,7 +51,10 @@ func scan(path string, verify bool, fn func(m member) error) (end int64, bad err
 	pos := func() int64 { return cr.n - int64(br.Buffered()) }
 	zr := new(gzip.Reader)
 	var buf bytes.Buffer
-	opts := []gowarc.WarcRecordOption{gowarc.WithNoValidation()}
+	// Blocks are parsed either way: the index takes the status and
+	// media type of each HTTP response.
+	opts := []gowarc.WarcRecordOption{gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore), gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore),
+		gowarc.WithUnknownRecordTypePolicy(gowarc.ErrIgnore)}
 	if verify {
 		opts = []gowarc.WarcRecordOption{gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail)}
 	}
@@ -151,23 +155,43 @@ func (ix *fileIndex) add(file string, m member) {
 	if a := r.WarcHeader().Get(attemptField); a != "" {
 		ix.attempts = append(ix.attempts, a)
 	}
-	uri := r.WarcHeader().Get(gowarc.WarcTargetURI)
-	e := cdxEntry{URL: uri, Digest: r.WarcHeader().Get(gowarc.WarcPayloadDigest), Length: m.length, Offset: m.offset, Filename: file}
+	var status, mt string
 	switch b := r.Block().(type) {
 	case gowarc.HttpResponseBlock:
-		e.Status = fmt.Sprint(b.HttpStatusCode())
-		e.Mime = mediaType(b.HttpHeader().Get("Content-Type"))
+		status = fmt.Sprint(b.HttpStatusCode())
+		mt = mediaType(b.HttpHeader().Get("Content-Type"))
 	case gowarc.ProtocolHeaderBlock: // revisit: the HTTP header only
-		e.Status = statusOf(b.ProtocolHeaderBytes())
+		status = statusOf(b.ProtocolHeaderBytes())
 	}
 	if r.Type() == gowarc.Revisit {
-		e.Mime = "warc/revisit"
+		mt = "warc/revisit"
 	}
 	if r.Type() == gowarc.Resource {
-		e.Mime = mediaType(r.WarcHeader().Get(gowarc.ContentType))
+		mt = mediaType(r.WarcHeader().Get(gowarc.ContentType))
 	}
-	js, _ := json.Marshal(e)
-	ix.lines = append(ix.lines, surt(uri)+" "+date.UTC().Format("20060102150405")+" "+string(js))
+	ix.lines = append(ix.lines, cdxLine(file, r.WarcHeader().Get(gowarc.WarcTargetURI), date,
+		r.WarcHeader().Get(gowarc.WarcPayloadDigest), status, mt, m.offset, m.length))
+}
+
+// cdxLine is the CDXJ line of a capture of uri at date, its record the
+// length bytes at offset of file.
+func cdxLine(file, uri string, date time.Time, digest, status, mime string, offset, length int64) string {
+	js, _ := json.Marshal(cdxEntry{URL: uri, Mime: mime, Status: status, Digest: digest, Length: length, Offset: offset, Filename: file})
+	return surt(uri) + " " + date.UTC().Format("20060102150405") + " " + string(js)
+}
+
+// liveIndex is the index of an open file, made as its records are
+// written (the CDXJ line of each capture is known then), so that the file
+// is not read again when it closes. Its lines count against
+// Writer.indexBytes: a file whose lines would take it past
+// Options.MaxIndexBytes drops them and is read again when it closes, as
+// a file a write failed in is (cut after its last whole fetch) and as
+// files a crash left are (recoverDir).
+type liveIndex struct {
+	file    string // base name, as gowarc reports it
+	ix      fileIndex
+	bytes   int64 // of ix.lines, counted in Writer.indexBytes
+	dropped bool
 }
 
 // cdxEntry is the JSON block of a CDXJ line (the fields pywb and OutbackCDX

@@ -20,6 +20,7 @@ type metrics struct {
 	deletedFiles   prometheus.Counter
 	deletedBytes   prometheus.Counter
 	rewrittenFiles prometheus.Counter
+	indexReread    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -64,12 +65,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "crawler_fetcher_warc_rewritten_files_total",
 			Help: "WARC files of several crawls (written before a file held one crawl) rewritten without a deleted crawl's records.",
 		}),
+		indexReread: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crawler_fetcher_warc_index_rereads_total",
+			Help: "Closed files read again to be indexed: recovered after a crash, cut after a failed write, or past the memory bound of the index lines kept while written (64 MiB).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.records, m.duplicates, m.errors, m.filesClosed, m.fileBytes, m.recovered,
-		m.evicted, m.skippedDeleted, m.deletedFiles, m.deletedBytes, m.rewrittenFiles} {
+		m.evicted, m.skippedDeleted, m.deletedFiles, m.deletedBytes, m.rewrittenFiles, m.indexReread} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register warc metrics: %w", err)
 		}

@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/nlnwa/gowarc/v3"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
@@ -47,142 +44,123 @@ type revisitTarget struct {
 // built is the records of one fetch, in file order, and the index of the
 // one that fetch_log points at (response, revisit or resource).
 type built struct {
-	recs []gowarc.WarcRecord
+	recs []*record
 	main int
 	// digest is the payload digest to remember for later revisits ("" to
 	// remember none), target the main record.
 	digest string
 	kind   string // type of the main record, for the metrics
+	// status and mime of the main record's CDXJ line (liveIndex).
+	status, mime string
 }
 
-// close releases the records' buffers.
-func (b *built) close() {
-	for _, r := range b.recs {
-		_ = r.Close()
-	}
-}
-
-// build returns the records of the fetch of req answered by res.
-func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) (b built, err error) {
+// build returns the records of the fetch of req answered by res. The
+// caller holds gowarcMu (w.enc).
+func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) built {
+	var b built
 	ex := res.Exchange
-	defer func() {
-		if err != nil {
-			b.close()
-		}
-	}()
 	uri := req.GetUrl()
-	date := res.Start.UTC()
+	date := warcDate(res.Start)
 	if ex.FTP {
-		rec, err := w.resource(uri, date, res)
-		if err != nil {
-			return b, err
-		}
-		b.recs, b.main, b.kind = []gowarc.WarcRecord{rec}, 0, "resource"
+		rec := w.resource(uri, date, res)
+		b.recs, b.main, b.kind = []*record{rec}, 0, "resource"
+		b.mime = mediaType(rec.contentType)
 	} else {
-		reqRec, err := w.record(gowarc.Request, uri, date, httpRequestType, "", [][]byte{requestBlock(ex)})
-		if err != nil {
-			return b, fmt.Errorf("build request record: %w", err)
+		b.recs = append(b.recs, &record{typ: "request", uri: uri, date: date, id: w.enc.newID(), contentType: httpRequestType,
+			parts: [][]byte{requestBlock(ex)}, payloadDigest: emptyDigest})
+		hdr := responseHeader(ex)
+		rec, digest := w.response(uri, date, hdr, res)
+		b.recs, b.main, b.kind, b.digest = append(b.recs, rec), 1, rec.typ, digest
+		b.status = statusOf(hdr)
+		b.mime = mediaType(ex.Header.Get("Content-Type"))
+		if rec.typ == "revisit" {
+			b.mime = "warc/revisit"
 		}
-		b.recs = append(b.recs, reqRec)
-		rec, kind, digest, err := w.response(uri, date, res)
-		if err != nil {
-			return b, err
-		}
-		b.recs, b.main, b.kind, b.digest = append(b.recs, rec), 1, kind, digest
 	}
-	b.recs[b.main].WarcHeader().Set(attemptField, attemptKey(req))
-	meta, err := w.record(gowarc.Metadata, uri, date, gowarc.ApplicationWarcFields, b.recs[b.main].RecordId(),
-		[][]byte{w.metadataBlock(req, res)})
-	if err != nil {
-		return b, fmt.Errorf("build metadata record: %w", err)
-	}
-	b.recs = append(b.recs, meta)
-	return b, nil
+	main := b.recs[b.main]
+	main.fields = append(main.fields, field{attemptField, attemptKey(req)})
+	b.recs = append(b.recs, &record{typ: "metadata", uri: uri, date: date, id: w.enc.newID(), contentType: warcFieldsType,
+		fields: []field{{"WARC-Refers-To", main.id}}, parts: [][]byte{w.metadataBlock(req, res)}})
+	return b
 }
 
-// record builds a record of type t whose block is the concatenation of
-// parts (copied once, into the record's buffer).
-func (w *Writer) record(t gowarc.RecordType, uri string, date time.Time, contentType, refersTo string, parts [][]byte, extra ...string) (gowarc.WarcRecord, error) {
-	rb := gowarc.NewRecordBuilder(t, w.recOpts...)
-	rb.AddWarcHeader(gowarc.WarcTargetURI, uri)
-	rb.AddWarcHeaderTime(gowarc.WarcDate, date)
-	rb.AddWarcHeader(gowarc.ContentType, contentType)
-	if refersTo != "" {
-		rb.AddWarcHeader(gowarc.WarcRefersTo, "<"+refersTo+">")
-	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		if extra[i+1] != "" {
-			rb.AddWarcHeader(extra[i], extra[i+1])
-		}
-	}
-	for _, p := range parts {
-		if _, err := rb.Write(p); err != nil {
-			_ = rb.Close()
-			return nil, fmt.Errorf("buffer record block: %w", err)
-		}
-	}
-	rec, _, err := rb.Build()
-	if err != nil {
-		return nil, fmt.Errorf("build %s record: %w", t, err)
-	}
-	return rec, nil
-}
+// warcFieldsType is the content type of warcinfo and metadata blocks.
+const warcFieldsType = "application/warc-fields"
 
-// response builds the response record of an HTTP answer, or its revisit
-// record: server-not-modified for a 304, identical-payload-digest for a
-// complete 2xx payload already archived. digest is the payload digest to
-// remember when the record is a response worth referring to.
-func (w *Writer) response(uri string, date time.Time, res *httpfetch.Response) (rec gowarc.WarcRecord, kind, digest string, err error) {
+// response builds the response record of an HTTP answer (hdr: its status
+// line and header), or its revisit record: server-not-modified for a 304,
+// identical-payload-digest for a complete 2xx payload already archived.
+// digest is the payload digest to remember when the record is a response
+// worth referring to.
+func (w *Writer) response(uri, date string, hdr []byte, res *httpfetch.Response) (rec *record, digest string) {
 	ex := res.Exchange
-	ip := ""
+	rec = &record{typ: "response", uri: uri, date: date, id: w.enc.newID(), contentType: httpResponseType,
+		payloadDigest: w.enc.digest(ex.Body)}
 	if ex.RemoteAddr != "" {
-		if h, _, err := net.SplitHostPort(ex.RemoteAddr); err == nil {
-			ip = h
+		if h, _, err := net.SplitHostPort(ex.RemoteAddr); err == nil && h != "" {
+			rec.fields = append(rec.fields, field{"WARC-IP-Address", h})
 		}
 	}
-	rec, err = w.record(gowarc.Response, uri, date, httpResponseType, "", [][]byte{responseHeader(ex), ex.Body},
-		gowarc.WarcIPAddress, ip, gowarc.WarcTruncated, truncation(res))
-	if err != nil {
-		return nil, "", "", fmt.Errorf("build response record: %w", err)
-	}
-	var ref *gowarc.RevisitRef
+	var revisit []field
 	switch {
 	case res.Status == http.StatusNotModified:
-		ref = &gowarc.RevisitRef{Profile: gowarc.ProfileServerNotModifiedV1_1, TargetUri: uri}
+		revisit = []field{{"WARC-Profile", profileServerNotModified}, {"WARC-Refers-To-Target-URI", uri}}
 	case res.Status >= 200 && res.Status < 300 && ex.BodyRead && len(ex.Body) > 0 && !res.Truncated:
-		digest = rec.WarcHeader().Get(gowarc.WarcPayloadDigest)
+		digest = rec.payloadDigest
 		if t, ok := w.digests.get(digest); ok {
-			ref = &gowarc.RevisitRef{Profile: gowarc.ProfileIdenticalPayloadDigestV1_1,
-				TargetRecordId: t.id, TargetUri: t.uri, TargetDate: t.date}
+			revisit = []field{{"WARC-Profile", profileIdenticalPayload}, {"WARC-Refers-To", t.id},
+				{"WARC-Refers-To-Target-URI", t.uri}, {"WARC-Refers-To-Date", t.date}}
 			digest = ""
 		}
 	}
-	if ref == nil {
-		return rec, "response", digest, nil
+	if revisit == nil {
+		if t := truncation(res); t != "" {
+			rec.fields = append(rec.fields, field{"WARC-Truncated", t})
+		}
+		rec.parts = [][]byte{hdr, ex.Body}
+		rec.coded = len(ex.Body) > len(hdr) && compressedCoding(ex.Header.Get("Content-Encoding"))
+		return rec, digest
 	}
-	rev, err := rec.ToRevisitRecord(ref)
-	_ = rec.Close()
-	if err != nil {
-		return nil, "", "", fmt.Errorf("build revisit record: %w", err)
-	}
-	return rev, "revisit", "", nil
+	// The HTTP header only: the payload is the one the profile names
+	// (WARC-Truncated: length, as gowarc writes revisits).
+	rec.typ = "revisit"
+	rec.fields = append(append(rec.fields, revisit...), field{"WARC-Truncated", "length"})
+	rec.parts = [][]byte{hdr}
+	return rec, ""
 }
 
+// Revisit profiles (WARC 1.1).
+const (
+	profileServerNotModified = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+	profileIdenticalPayload  = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+)
+
 // resource builds the resource record of an FTP retrieval.
-func (w *Writer) resource(uri string, date time.Time, res *httpfetch.Response) (gowarc.WarcRecord, error) {
+func (w *Writer) resource(uri, date string, res *httpfetch.Response) *record {
 	ct := res.ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	trunc := ""
+	rec := &record{typ: "resource", uri: uri, date: date, id: w.enc.newID(), contentType: ct,
+		parts: [][]byte{res.Exchange.Body}, payloadDigest: w.enc.digest(res.Exchange.Body)}
 	if res.Truncated {
-		trunc = "length"
+		rec.fields = append(rec.fields, field{"WARC-Truncated", "length"})
 	}
-	rec, err := w.record(gowarc.Resource, uri, date, ct, "", [][]byte{res.Exchange.Body}, gowarc.WarcTruncated, trunc)
-	if err != nil {
-		return nil, fmt.Errorf("build resource record: %w", err)
+	return rec
+}
+
+// compressedCoding reports whether a Content-Encoding value names a
+// compression last (its payload does not compress again): "gzip",
+// "identity, br"; not "", "identity" or a coding unknown.
+func compressedCoding(ce string) bool {
+	if i := strings.LastIndexByte(ce, ','); i >= 0 {
+		ce = ce[i+1:]
 	}
-	return rec, nil
+	switch strings.ToLower(strings.TrimSpace(ce)) {
+	case "gzip", "x-gzip", "br", "zstd", "deflate", "compress", "x-compress":
+		return true
+	}
+	return false
 }
 
 // truncation is the WARC-Truncated value of an answer whose archived body
@@ -239,7 +217,10 @@ func (w *Writer) metadataBlock(req *crawlv1.FetchRequest, res *httpfetch.Respons
 		if v != "" {
 			b.WriteString(k)
 			b.WriteString(": ")
-			b.WriteString(strings.NewReplacer("\r", " ", "\n", " ").Replace(v))
+			if strings.ContainsAny(v, "\r\n") {
+				v = lineBreaks.Replace(v)
+			}
+			b.WriteString(v)
 			b.WriteString("\r\n")
 		}
 	}

@@ -1,7 +1,10 @@
 // Package warc archives what the fetcher fetched as WARC/1.1 files (ISO
-// 28500), written with github.com/nlnwa/gowarc: per fetch a request and a
-// response record (revisit for a 304 or a payload already archived,
-// resource for FTP) and a metadata record; a warcinfo record per file.
+// 28500): per fetch a request and a response record (revisit for a 304 or
+// a payload already archived, resource for FTP) and a metadata record; a
+// warcinfo record per file. The records are written by this package
+// (encode.go: headers, SHA-1 digests, one gzip member each, a fetch's
+// members in one write) and read with github.com/nlnwa/gowarc (recovery,
+// the indexes of files read back, the tests).
 //
 // A file holds one crawl's records: files are gzip per record, named
 // <prefix>-<crawl>-<timestamp>-<serial>-<instance>.warc.gz (libs/warcdir
@@ -24,12 +27,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/nlnwa/gowarc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -47,9 +50,11 @@ const (
 	DefaultMaxFileAge  = time.Hour
 	DefaultMaxDigests  = 100_000
 	// DefaultMaxOpenFiles bounds the crawls with a file open at once:
-	// each costs a file, a gzip writer (about 256 KiB at its largest)
-	// and two goroutines of gowarc's writer.
+	// each costs a file descriptor and its index lines so far.
 	DefaultMaxOpenFiles = 16
+	// DefaultMaxIndexBytes bounds the index lines of open files kept
+	// in memory.
+	DefaultMaxIndexBytes = 64 << 20
 )
 
 // File name parts (libs/warcdir's).
@@ -78,8 +83,14 @@ type Options struct {
 	// Archive returns; without it they are written to the operating
 	// system, which survives a crash of the process but not of the machine.
 	Fsync bool
-	// MaxBodyBytes is the fetcher's body cap: record blocks up to it stay
-	// in memory while built.
+	// MaxIndexBytes bounds the CDXJ lines of open files kept in memory
+	// until their files close (default 64 MiB, about 250000 fetches): a
+	// file whose lines would pass it is read again to be indexed.
+	MaxIndexBytes int64
+	// MaxBodyBytes is the fetcher's body cap. The writer no longer
+	// needs it (record blocks are not copied, the body is written from
+	// the fetch's buffer); kept so that callers and configurations stay
+	// as they are.
 	MaxBodyBytes int64
 	UserAgent    string                      // for warcinfo
 	Specs        func() []*crawlv1.CrawlSpec // crawl specs named in each file's warcinfo; nil: none
@@ -101,6 +112,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxOpenFiles <= 0 {
 		o.MaxOpenFiles = DefaultMaxOpenFiles
+	}
+	if o.MaxIndexBytes <= 0 {
+		o.MaxIndexBytes = DefaultMaxIndexBytes
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpfetch.DefaultMaxBodyBytes
@@ -124,8 +138,10 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// gowarcMu serializes what makes gowarc record options (see Archive), and
-// guards every Writer's open files (Writer.crawls) and deleted crawls.
+// gowarcMu serializes what makes gowarc record options (gowarc sets a
+// package variable then, uuid.EnableRandPool: scan's readers) and the
+// writes of every Writer (its encoder), and guards every Writer's open
+// files (Writer.crawls) and deleted crawls.
 var gowarcMu sync.Mutex
 
 // FileLister lists closed WARC files (chstore.BatchWriter of warc_files).
@@ -138,23 +154,24 @@ type FileLister interface {
 // use; Run owns the rotation by age and the indexing of closed files, and
 // closes the files when its context ends.
 type Writer struct {
-	opts    Options
-	log     *zap.Logger
-	m       *metrics
-	files   FileLister
-	recOpts []gowarc.WarcRecordOption
-	lock    *os.File
+	opts  Options
+	log   *zap.Logger
+	m     *metrics
+	files FileLister
+	lock  *os.File
 
 	digests  *memory[revisitTarget]
 	attempts *memory[struct{}]
 
 	// Under gowarcMu: the open file of each crawl (at most
-	// Options.MaxOpenFiles), uses to order them by their last use, and
-	// the crawls deleted (DeleteCrawl: never archived again; one entry
-	// per deleted crawl, as the control topic keeps their specs).
+	// Options.MaxOpenFiles), uses to order them by their last use, the
+	// crawls deleted (DeleteCrawl: never archived again; one entry per
+	// deleted crawl, as the control topic keeps their specs) and the
+	// encoder of the records.
 	crawls  map[string]*crawlFile
 	uses    uint64
 	deleted map[string]bool
+	enc     *encoder
 
 	// indexMu is held while closed files are indexed and while a crawl's
 	// files are removed, so that no file is listed as it goes.
@@ -166,18 +183,29 @@ type Writer struct {
 	notify   chan struct{}        // a file was closed
 	stopping atomic.Bool
 	serial   atomic.Int64 // of the file names
+	// indexBytes is the size of the liveIndex lines not written yet.
+	indexBytes atomic.Int64
 }
 
-// crawlFile is the gowarc writer of one crawl's file.
+// crawlFile is one crawl's file: opened at the crawl's first write,
+// closed (and opened again at the next write) by rotation. Under gowarcMu.
 type crawlFile struct {
-	gw   *gowarc.WarcFileWriter
-	used uint64 // Writer.uses at its last Archive
+	crawl    string
+	names    *names
+	used     uint64   // Writer.uses at its last Archive
+	f        *os.File // nil: none open
+	name     string   // the file's base name once closed
+	path     string   // where it is written (….open)
+	size     int64
+	warcinfo string     // its warcinfo record's WARC-Record-ID
+	ix       *liveIndex // its index so far
 }
 
 // closedFile is a file to index and list.
 type closedFile struct {
 	path      string
 	recovered bool
+	ix        *liveIndex // its index made while it was written; nil: read it
 }
 
 // Open recovers the files a crashed process left in o.Dir and returns a
@@ -211,11 +239,7 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 		crawls:   make(map[string]*crawlFile),
 		deleted:  make(map[string]bool),
 		notify:   make(chan struct{}, 1),
-		recOpts: []gowarc.WarcRecordOption{
-			gowarc.WithAddMissingDigest(true),
-			gowarc.WithDefaultDigestAlgorithm("sha1"),
-			gowarc.WithBufferMaxMemBytes(o.MaxBodyBytes + 256<<10),
-		},
+		enc:      newEncoder(),
 	}
 	if err := w.recoverDir(); err != nil {
 		_ = lock.Close()
@@ -227,10 +251,9 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 	return w, nil
 }
 
-// fileFor returns the writer of crawl's file, made (not opened: gowarc
-// opens the file at the first write) after closing the least recently
-// used crawl's file when Options.MaxOpenFiles are open. The caller holds
-// gowarcMu.
+// fileFor returns crawl's file (not opened: write opens it), after
+// closing the least recently used crawl's file when Options.MaxOpenFiles
+// are open. The caller holds gowarcMu.
 func (w *Writer) fileFor(crawl string) *crawlFile {
 	w.uses++
 	if cf := w.crawls[crawl]; cf != nil {
@@ -247,37 +270,143 @@ func (w *Writer) fileFor(crawl string) *crawlFile {
 		w.closeCrawl(lru)
 		w.m.evicted.Inc()
 	}
-	cf := &crawlFile{used: w.uses}
-	cf.gw = gowarc.NewWarcFileWriter(
-		gowarc.WithFileNameGenerator(&names{dir: w.opts.Dir, prefix: w.opts.Prefix, crawl: crawl,
-			instance: safeName(w.opts.Instance), now: w.opts.Now, serial: &w.serial}),
-		gowarc.WithCompression(true),
-		gowarc.WithCompressedFileSuffix(".gz"),
-		gowarc.WithOpenFileSuffix(openSuffix),
-		// Size rotation is Archive's, between fetches: gowarc's would
-		// split one fetch's records over two files.
-		gowarc.WithMaxFileSize(0),
-		gowarc.WithMaxConcurrentWriters(1),
-		gowarc.WithFlush(w.opts.Fsync),
-		gowarc.WithAddWarcConcurrentToHeader(true),
-		gowarc.WithRecordOptions(w.recOpts...),
-		gowarc.WithWarcInfoFunc(func(rb gowarc.WarcRecordBuilder) error { return w.warcinfo(rb, crawl) }),
-		gowarc.WithBeforeFileCreationHook(func(string) error { return w.fileOpened(crawl) }),
-		gowarc.WithAfterFileCreationHook(func(path string, _ int64, _ string) error { return w.fileClosed(crawl, path) }),
-	)
+	cf := &crawlFile{crawl: crawl, used: w.uses, names: &names{dir: w.opts.Dir, prefix: w.opts.Prefix, crawl: crawl,
+		instance: safeName(w.opts.Instance), now: w.opts.Now, serial: &w.serial}}
 	w.crawls[crawl] = cf
 	return cf
 }
 
-// closeCrawl closes crawl's file, if one is open, and forgets its writer
-// (its goroutines end). The caller holds gowarcMu.
+// closeCrawl closes crawl's file, if one is open, and forgets it. The
+// caller holds gowarcMu.
 func (w *Writer) closeCrawl(crawl string) {
 	cf := w.crawls[crawl]
 	if cf == nil {
 		return
 	}
 	delete(w.crawls, crawl)
-	_ = cf.gw.Close() // gowarc reports no error: a file that did not close whole is cut when indexed
+	w.closeFile(cf)
+}
+
+// openFile opens a new file for cf and puts its warcinfo record into the
+// encoder's output, the start of the file's first write. The caller holds
+// gowarcMu.
+func (w *Writer) openFile(cf *crawlFile) error {
+	dir, base := cf.names.NewWarcfileName()
+	name := base + ".gz"
+	path := filepath.Join(dir, name+openSuffix)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	if err != nil {
+		return fmt.Errorf("create warc file: %w", err)
+	}
+	w.fileOpened(cf.crawl)
+	now := w.opts.Now()
+	info := &record{typ: "warcinfo", date: warcDate(now), id: w.enc.newID(), contentType: warcFieldsType,
+		fields: []field{{"WARC-Filename", name}}, parts: [][]byte{[]byte(w.warcinfo(cf.crawl))}}
+	if _, err := w.enc.member(info, nil, ""); err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		w.fileGone(cf.crawl)
+		return fmt.Errorf("encode warcinfo record: %w", err)
+	}
+	cf.f, cf.name, cf.path, cf.size, cf.warcinfo = f, name, path, 0, info.id
+	cf.ix = &liveIndex{file: name, ix: fileIndex{records: 1, opened: now.UTC().Truncate(time.Second)}}
+	return nil
+}
+
+// write appends the records of one fetch to cf's file (opening one if
+// none is open) in one write, each record a gzip member, each naming the
+// others (WARC-Concurrent-To) and the file's warcinfo record. It returns
+// the offset of each record and the end of the last one. A write that
+// fails closes the file: it may end in part of a record, which its index
+// (read back) cuts after its last complete fetch. The caller holds
+// gowarcMu.
+func (w *Writer) write(cf *crawlFile, recs []*record) (offs []int64, err error) {
+	w.enc.out.Reset()
+	if cf.f == nil {
+		if err := w.openFile(cf); err != nil {
+			return nil, err
+		}
+	}
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.id
+	}
+	offs = make([]int64, len(recs)+1)
+	off := cf.size + int64(w.enc.out.Len())
+	for i, r := range recs {
+		offs[i] = off
+		n, err := w.enc.member(r, ids, cf.warcinfo)
+		if err != nil {
+			if cf.size == 0 {
+				w.closeFile(cf) // its warcinfo record was not written: removed
+			}
+			return nil, fmt.Errorf("encode %s record: %w", r.typ, err)
+		}
+		off += n
+	}
+	offs[len(recs)] = off
+	_, err = cf.f.Write(w.enc.out.Bytes())
+	if err == nil && w.opts.Fsync {
+		err = cf.f.Sync()
+	}
+	if err != nil {
+		cf.size = max(cf.size, 1) // not empty: closeFile keeps it, to be cut
+		w.dropIndex(cf.ix)
+		w.closeFile(cf)
+		return nil, fmt.Errorf("write warc records to %s: %w", cf.name, err)
+	}
+	cf.size = off
+	return offs, nil
+}
+
+// closeFile closes cf's file, if one is open, renames it to its name and
+// queues it for Run (fileClosed); a file nothing was written to is
+// removed. The caller holds gowarcMu.
+func (w *Writer) closeFile(cf *crawlFile) {
+	if cf.f == nil {
+		return
+	}
+	f, path, size, ix := cf.f, cf.path, cf.size, cf.ix
+	cf.f, cf.ix, cf.size = nil, nil, 0
+	err := f.Close()
+	if err == nil && size == 0 {
+		_ = os.Remove(path)
+		w.dropIndex(ix)
+		w.fileGone(cf.crawl)
+		return
+	}
+	final := strings.TrimSuffix(path, openSuffix)
+	if err == nil {
+		err = rename(path, final)
+	}
+	if err != nil {
+		// Left .open: the next start recovers it.
+		w.log.Warn("close warc file, recovered at the next start", zap.String("file", filepath.Base(path)), zap.Error(err))
+		w.dropIndex(ix)
+		w.fileGone(cf.crawl)
+		return
+	}
+	w.fileClosed(cf.crawl, final, ix)
+}
+
+// rename renames the file at from to to, and syncs their directory (as
+// gowarc did), so that a closed file stays closed after a machine crash.
+func rename(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("rename warc file: %w", err)
+	}
+	d, err := os.Open(filepath.Dir(to))
+	if err != nil {
+		return fmt.Errorf("sync warc directory: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync warc directory: %w", err)
+	}
+	return nil
 }
 
 // Release gives up a Writer that will not Run (its owner failed to start):
@@ -293,10 +422,8 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 	if res == nil || res.Exchange == nil {
 		return "", 0, nil
 	}
-	// gowarc sets a package variable each time it makes record options
-	// (uuid.EnableRandPool), here and in its writer's warcinfo: building
-	// and writing are serialized (gowarc's single writer serializes the
-	// writes anyway).
+	// Building and writing are serialized: one encoder, and the files are
+	// written one fetch at a time.
 	gowarcMu.Lock()
 	if w.stopping.Load() {
 		gowarcMu.Unlock()
@@ -310,55 +437,33 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 		w.m.skippedDeleted.Inc()
 		return "", 0, nil
 	}
-	b, err := w.build(req, res)
-	if err != nil {
-		gowarcMu.Unlock()
-		w.m.errors.Inc()
-		return "", 0, err
-	}
-	defer b.close()
+	b := w.build(req, res)
 	key := attemptKey(req)
 	if _, dup := w.attempts.get(key); dup {
 		w.m.duplicates.Inc() // a re-delivered attempt archived again: harmless
 	}
 	cf := w.fileFor(crawl)
-	resps := cf.gw.Write(b.recs...)
-	if len(resps) != len(b.recs) {
+	offs, err := w.write(cf, b.recs)
+	if err != nil {
 		gowarcMu.Unlock()
 		w.m.errors.Inc()
-		return "", 0, errors.New("archive: writer closed")
+		return "", 0, err
 	}
-	for _, r := range resps {
-		if r.Err != nil {
-			// The file may end in part of a record now: close it before
-			// anything else is written to it (its index cuts it after
-			// its last complete fetch; this one is not acknowledged).
-			if err := cf.gw.Rotate(); err != nil {
-				w.log.Warn("close warc file after a failed write, next write retries", zap.Error(err))
-			}
-			gowarcMu.Unlock()
-			w.m.errors.Inc()
-			return "", 0, fmt.Errorf("write warc records to %s: %w", r.FileName, r.Err)
-		}
-	}
-	if last := resps[len(resps)-1]; last.FileOffset >= w.opts.MaxFileSize {
-		// Full: the crawl's next fetch opens a new file.
-		if err := cf.gw.Rotate(); err != nil {
-			w.log.Warn("rotate full warc file, retried after the next fetch", zap.Error(err))
-		}
+	file, offset = cf.name, offs[b.main]
+	w.indexFetch(cf, req.GetUrl(), &b, offs)
+	if cf.size >= w.opts.MaxFileSize {
+		w.closeFile(cf) // full: the crawl's next fetch opens a new file
 	}
 	gowarcMu.Unlock()
 	for _, r := range b.recs {
-		w.m.records.WithLabelValues(r.Type().String()).Inc()
+		w.m.records.WithLabelValues(r.typ).Inc()
 	}
-	main := resps[b.main]
 	w.attempts.put(key, struct{}{})
 	if b.digest != "" {
 		rec := b.recs[b.main]
-		w.digests.put(b.digest, revisitTarget{id: rec.RecordId(), uri: req.GetUrl(),
-			date: rec.WarcHeader().Get(gowarc.WarcDate)})
+		w.digests.put(b.digest, revisitTarget{id: rec.id, uri: req.GetUrl(), date: rec.date})
 	}
-	return main.FileName, main.FileOffset, nil
+	return file, offset, nil
 }
 
 // Run closes files older than Options.MaxFileAge and indexes and lists
@@ -413,27 +518,36 @@ func (w *Writer) dueForRotation() []string {
 	return due
 }
 
-// fileOpened (gowarc hook, on its writer goroutine) notes when crawl's
-// file was opened.
-func (w *Writer) fileOpened(crawl string) error {
+// fileOpened notes when crawl's file was opened.
+func (w *Writer) fileOpened(crawl string) {
 	w.mu.Lock()
 	w.opened[crawl] = w.opts.Now()
 	w.mu.Unlock()
-	return nil
 }
 
-// fileClosed (gowarc hook, on its writer goroutine) queues crawl's closed
-// file at path for Run; it never blocks.
-func (w *Writer) fileClosed(crawl, path string) error {
+// fileGone forgets crawl's file, removed or left open.
+func (w *Writer) fileGone(crawl string) {
 	w.mu.Lock()
 	delete(w.opened, crawl)
-	w.closed = append(w.closed, closedFile{path: path})
+	w.mu.Unlock()
+}
+
+// fileClosed queues crawl's closed file at path, with its index made
+// while it was written (ix, when it is the file's and whole), for Run; it
+// never blocks.
+func (w *Writer) fileClosed(crawl, path string, ix *liveIndex) {
+	if ix != nil && (ix.dropped || ix.file != filepath.Base(path)) {
+		w.dropIndex(ix)
+		ix = nil
+	}
+	w.mu.Lock()
+	delete(w.opened, crawl)
+	w.closed = append(w.closed, closedFile{path: path, ix: ix})
 	w.mu.Unlock()
 	select {
 	case w.notify <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // indexClosed indexes and lists the files closed so far; a file that
@@ -446,8 +560,8 @@ func (w *Writer) indexClosed(ctx context.Context) error {
 	w.closed = nil
 	w.mu.Unlock()
 	var errs error
-	for i, f := range todo {
-		if err := w.indexAndList(ctx, f); err != nil {
+	for i := range todo {
+		if err := w.indexAndList(ctx, &todo[i]); err != nil {
 			w.mu.Lock()
 			w.closed = append(w.closed, todo[i:]...)
 			w.mu.Unlock()
@@ -457,14 +571,24 @@ func (w *Writer) indexClosed(ctx context.Context) error {
 	return errs
 }
 
-// indexAndList reads the closed file at f.path, lists it in warc_files and
-// then writes its CDXJ index beside it (a file without an index is
-// re-listed by the next start: the listing is idempotent).
-func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
+// indexAndList lists the closed file at f.path in warc_files and then
+// writes its CDXJ index beside it (a file without an index is re-listed
+// by the next start: the listing is idempotent): the index made while it
+// was written, or, without one (f.ix nil), the file read back.
+func (w *Writer) indexAndList(ctx context.Context, f *closedFile) error {
 	if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
+		w.dropIndex(f.ix)
 		return nil // a legacy file that held only a deleted crawl's records (DeleteCrawl)
 	}
-	ix, err := indexFile(f.path, f.recovered)
+	var ix fileIndex
+	var err error
+	if f.ix != nil {
+		ix = f.ix.ix
+		slices.Sort(ix.lines) // again on a retry: sorted already
+	} else {
+		w.m.indexReread.Inc()
+		ix, err = indexFile(f.path, f.recovered)
+	}
 	if errors.Is(err, errDamaged) {
 		// A write failed mid-record (a full disk): keep what is whole.
 		c, cerr := cutAfterLastFetch(f.path)
@@ -482,6 +606,9 @@ func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
 	}
 	if err != nil {
 		return err
+	}
+	if f.ix == nil {
+		f.ix = &liveIndex{ix: ix} // a retry (listing failed) does not read it again
 	}
 	st, err := os.Stat(f.path)
 	if err != nil {
@@ -501,6 +628,7 @@ func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
 	if err := writeIndex(f.path+indexSuffix, ix.lines); err != nil {
 		return err
 	}
+	w.dropIndex(f.ix)
 	w.m.filesClosed.Inc()
 	w.m.fileBytes.Add(float64(st.Size()))
 	w.log.Info("closed warc file", zap.String("file", row.File), zap.Int("records", ix.records),
@@ -508,10 +636,49 @@ func (w *Writer) indexAndList(ctx context.Context, f closedFile) error {
 	return nil
 }
 
-// warcinfo fills the warcinfo record of a file of crawl: the crawler, its
+// indexFetch adds the records of the fetch b, just written to cf's file
+// at offs (and the end of the last), to its index: the main record's
+// CDXJ line and the counts. The caller holds gowarcMu.
+func (w *Writer) indexFetch(cf *crawlFile, uri string, b *built, offs []int64) {
+	li := cf.ix
+	if li == nil || li.dropped {
+		return
+	}
+	li.ix.records += len(b.recs)
+	switch b.kind {
+	case "revisit":
+		li.ix.revisits++
+	default:
+		li.ix.responses++
+	}
+	rec := b.recs[b.main]
+	date, _ := time.Parse(time.RFC3339Nano, rec.date)
+	line := cdxLine(li.file, uri, date, rec.payloadDigest, b.status, b.mime, offs[b.main], offs[b.main+1]-offs[b.main])
+	n := int64(len(line) + 16) // and the string header
+	if w.indexBytes.Add(n) > w.opts.MaxIndexBytes {
+		w.indexBytes.Add(-n)
+		w.dropIndex(li)
+		return
+	}
+	li.bytes += n
+	li.ix.lines = append(li.ix.lines, line)
+}
+
+// dropIndex gives up li's lines (nil: none): its file is read again to
+// be indexed.
+func (w *Writer) dropIndex(li *liveIndex) {
+	if li == nil || li.dropped {
+		return
+	}
+	li.dropped = true
+	w.indexBytes.Add(-li.bytes)
+	li.bytes, li.ix.lines = 0, nil
+}
+
+// warcinfo is the block of the warcinfo record of a file of crawl: the crawler, its
 // version, the user agent and the crawl's specification when it was
 // opened.
-func (w *Writer) warcinfo(rb gowarc.WarcRecordBuilder, crawl string) error {
+func (w *Writer) warcinfo(crawl string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "software: trawl-fetcher/%s\r\n", version())
 	b.WriteString("format: WARC File Format 1.1\r\n")
@@ -536,8 +703,7 @@ func (w *Writer) warcinfo(rb gowarc.WarcRecordBuilder, crawl string) error {
 			fmt.Fprintf(&b, "isPartOf: %s\r\ncrawl-spec: %s\r\n", s.GetCrawlId(), js)
 		}
 	}
-	_, err := rb.WriteString(b.String())
-	return err
+	return b.String()
 }
 
 // version is the module version and VCS revision the binary was built
@@ -566,7 +732,7 @@ type names struct {
 	serial                       *atomic.Int64
 }
 
-// NewWarcfileName implements gowarc.WarcFileNameGenerator. A name a file
+// NewWarcfileName returns the directory and name of a new file. A name a file
 // of the directory has already (the serial starts again at each start of
 // the process, and a restart can fall in the same second) is skipped:
 // gowarc would rename the new file over it when it closes.

@@ -321,10 +321,61 @@ func TestArchiveCrawl(t *testing.T) {
 	if int(listed) != len(warcs) {
 		t.Errorf("warc_files lists %d files, %d written", listed, len(warcs))
 	}
+	// Every index was made while its file was written, none read back,
+	// and each is the one read back from its file, byte for byte, its
+	// counts too.
+	checkIndexes(t, store, "test-1", warcs)
+	if n := testutil.ToFloat64(w.m.indexReread); n != 0 {
+		t.Errorf("files read again to be indexed: %v, want 0", n)
+	}
+	if n := w.indexBytes.Load(); n != 0 {
+		t.Errorf("index lines of closed files still counted: %d bytes", n)
+	}
 	if n := testutil.ToFloat64(w.m.records.WithLabelValues("revisit")); n != 2 {
 		t.Errorf("revisit records: %v, want 2", n)
 	}
 	t.Logf("%d files, %d records, %d fetches", len(warcs), len(byFileOffset), len(got))
+}
+
+// checkIndexes checks that the .cdxj of each file of warcs is the index
+// read back from the file (every record verified), byte for byte, and
+// that its warc_files row (of fetcher; store nil: unlisted) has the
+// counts read back.
+func checkIndexes(t *testing.T, store *chstore.Store, fetcher string, warcs []string) {
+	t.Helper()
+	for _, path := range warcs {
+		name := filepath.Base(path)
+		ix, err := indexFile(path, true)
+		if err != nil {
+			t.Fatalf("read back %s: %v", name, err)
+		}
+		want := path + ".want"
+		if err := writeIndex(want, ix.lines); err != nil {
+			t.Fatal(err)
+		}
+		wantB, _ := os.ReadFile(want)
+		_ = os.Remove(want)
+		got, err := os.ReadFile(path + indexSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ix.lines) == 0 || !bytes.Equal(got, wantB) {
+			t.Errorf("%s: index written\n%s\nread back from the file\n%s", name, got, wantB)
+		}
+		if store == nil {
+			continue
+		}
+		var records, responses, revisits uint32
+		var opened time.Time
+		if err := store.Conn().QueryRow(t.Context(), "SELECT records, responses, revisits, opened_at FROM warc_files FINAL "+
+			"WHERE fetcher = ? AND file = ?", fetcher, name).Scan(&records, &responses, &revisits, &opened); err != nil {
+			t.Fatalf("%s: warc_files row: %v", name, err)
+		}
+		if int(records) != ix.records || int(responses) != ix.responses || int(revisits) != ix.revisits || !opened.Equal(ix.opened) {
+			t.Errorf("%s: listed %d records, %d responses, %d revisits, opened %v; read back %d, %d, %d, %v", name,
+				records, responses, revisits, opened, ix.records, ix.responses, ix.revisits, ix.opened)
+		}
+	}
 }
 
 // child archives pages of site until it is killed, printing each URL once
@@ -479,6 +530,10 @@ func TestRecoverAfterKill(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d of %d acknowledged pages are not in the archive", missing, len(acked))
 	}
+	// The recovered file's index (read back) and the others' (written
+	// by the child as it wrote them, or read back after the kill) are
+	// the files' own.
+	checkIndexes(t, nil, "", warcs)
 	t.Logf("killed after %d acknowledged pages; %d files, %d pages archived", len(acked), len(warcs), len(archived))
 }
 
@@ -606,5 +661,54 @@ func TestNamesSkipExisting(t *testing.T) {
 	}
 	if _, name := n.NewWarcfileName(); name != "trawl-c-20260102030405-00003-i.warc" {
 		t.Fatalf("name %s, want serial 3 (1 and 2 are taken)", name)
+	}
+}
+
+// TestIndexPastMemoryBound: with the index lines kept in memory bounded
+// to less than one line, every file is read again when it closes (and
+// counted so), and its index and listed counts are still the file's; the
+// memory counted goes back to 0.
+func TestIndexPastMemoryBound(t *testing.T) {
+	store := chtest.NewStore(t)
+	files := chstore.NewBatchWriter(store, chstore.WarcFiles, chstore.BatchOptions{MaxRows: 1, FlushInterval: 10 * time.Millisecond}, zap.NewNop(), nil)
+	fctx, stopFiles := context.WithCancel(t.Context())
+	filesDone := make(chan error, 1)
+	go func() { filesDone <- files.Run(fctx) }()
+	dir := t.TempDir()
+	w, err := Open(Options{Dir: dir, Instance: "bound-1", MaxFileSize: 16 << 10, MaxIndexBytes: 100}, files, zaptest.NewLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for i := range 8 {
+		body := benchPage(i)
+		res := &httpfetch.Response{Status: 200, Start: time.Now(), Exchange: &httpfetch.Exchange{
+			Method: "GET", RequestURI: "/p", RequestHost: "bound.test", RequestHeader: http.Header{},
+			Proto: "HTTP/1.1", Status: "200 OK", Header: http.Header{"Content-Type": {"text/html"}}, Body: body, BodyRead: true,
+		}}
+		if _, _, err := w.Archive(ctx, request("c1", fmt.Sprintf("http://bound.test/p/%d", i), 0, ""), res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	stopFiles()
+	if err := <-filesDone; err != nil {
+		t.Fatal(err)
+	}
+	warcs, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	if len(warcs) < 2 {
+		t.Fatalf("%d files, want ≥2 (16 KiB each)", len(warcs))
+	}
+	checkIndexes(t, store, "bound-1", warcs)
+	if n := testutil.ToFloat64(w.m.indexReread); int(n) != len(warcs) {
+		t.Errorf("files read again to be indexed: %v, want %d", n, len(warcs))
+	}
+	if n := w.indexBytes.Load(); n != 0 {
+		t.Errorf("index lines still counted: %d bytes", n)
 	}
 }

@@ -1,0 +1,236 @@
+package warc
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nlnwa/gowarc/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+)
+
+// TestEncodeBadValues: header values with line breaks (a URL, an ETag
+// echoed in a header would be the way in) do not make header lines of
+// their own: the record reads with gowarc's strict reader, every digest
+// valid, with one WARC-Type and the URL's line break made a space; an
+// empty block and an empty HTTP body are valid records too.
+func TestEncodeBadValues(t *testing.T) {
+	e := newEncoder()
+	recs := []*record{
+		{typ: "response", uri: "http://bad.test/a\r\nWARC-Type: resource", date: warcDate(time.Now()), id: e.newID(),
+			contentType: httpResponseType, parts: [][]byte{[]byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"), nil},
+			payloadDigest: emptyDigest, fields: []field{{"WARC-IP-Address", "127.0.0.1\n"}}},
+		{typ: "metadata", uri: "http://bad.test/b", date: warcDate(time.Now()), id: e.newID(), contentType: warcFieldsType},
+		{typ: "request", uri: "http://bad.test/c", date: warcDate(time.Now()), id: e.newID(), contentType: httpRequestType,
+			parts: [][]byte{[]byte("GET /c HTTP/1.1\r\nHost: bad.test\r\n\r\n")}, payloadDigest: emptyDigest},
+	}
+	ids := []string{recs[0].id, recs[1].id, recs[2].id}
+	for _, r := range recs {
+		if _, err := e.member(r, ids, "<urn:uuid:00000000-0000-4000-8000-000000000000>"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "bad.warc.gz")
+	if err := os.WriteFile(path, e.out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := gowarc.NewWarcFileReader(path, 0, gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rd.Close() }()
+	n := 0
+	for rec, err := range rd.Records() {
+		if err != nil {
+			t.Fatalf("record %d: %v", n, err)
+		}
+		if _, err := rec.WarcRecord.ValidateDigest(); err != nil {
+			t.Errorf("record %d: %v", n, err)
+		}
+		h := rec.WarcRecord.WarcHeader()
+		if got := h.GetAll(gowarc.WarcType); len(got) != 1 || got[0] != recs[n].typ {
+			t.Errorf("record %d: WARC-Type %q, want %q", n, got, recs[n].typ)
+		}
+		if got := h.GetAll(gowarc.WarcConcurrentTo); len(got) != 2 {
+			t.Errorf("record %d: WARC-Concurrent-To %q, want the 2 others", n, got)
+		}
+		if n == 0 && (h.Get(gowarc.WarcTargetURI) != "http://bad.test/a  WARC-Type: resource" || h.Get(gowarc.WarcIPAddress) != "127.0.0.1") {
+			t.Errorf("line breaks kept: URI %q, IP %q", h.Get(gowarc.WarcTargetURI), h.Get(gowarc.WarcIPAddress))
+		}
+		_ = rec.Close()
+		n++
+	}
+	if n != len(recs) {
+		t.Fatalf("read %d records, wrote %d", n, len(recs))
+	}
+	if d := e.digest(); d != emptyDigest {
+		t.Errorf("digest of nothing %s, emptyDigest %s", d, emptyDigest)
+	}
+}
+
+// TestRecordIDs: record ids are version 4 UUID URNs, all different.
+func TestRecordIDs(t *testing.T) {
+	re := regexp.MustCompile(`^<urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}>$`)
+	e, e2 := newEncoder(), newEncoder()
+	seen := map[string]bool{}
+	for range 10000 {
+		for _, id := range []string{e.newID(), e2.newID()} {
+			if !re.MatchString(id) || seen[id] {
+				t.Fatalf("id %q: malformed or seen before", id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
+// TestFailedWrite: a write that fails closes the file (counted, the fetch
+// not archived); the file keeps its fetches before, read back to be
+// indexed; the next fetch goes to a new file, indexed as written.
+func TestFailedWrite(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(Options{Dir: dir, Instance: "fail-1"}, nil, zaptest.NewLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	archive := func(i int) (string, error) {
+		res := &httpfetch.Response{Status: 200, Start: time.Now(), Exchange: &httpfetch.Exchange{
+			Method: "GET", RequestURI: "/p", RequestHost: "fail.test", RequestHeader: http.Header{},
+			Proto: "HTTP/1.1", Status: "200 OK", Header: http.Header{"Content-Type": {"text/html"}}, Body: benchPage(i), BodyRead: true,
+		}}
+		file, _, err := w.Archive(ctx, request("c1", fmt.Sprintf("http://fail.test/p/%d", i), 0, ""), res)
+		return file, err
+	}
+	first, err := archive(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archive(1); err != nil {
+		t.Fatal(err)
+	}
+	// The file's descriptor made read-only: the next write fails.
+	gowarcMu.Lock()
+	cf := w.crawls["c1"]
+	ro, err := os.Open(cf.path)
+	if err != nil {
+		gowarcMu.Unlock()
+		t.Fatal(err)
+	}
+	_ = cf.f.Close()
+	cf.f = ro
+	gowarcMu.Unlock()
+	if _, err := archive(2); err == nil {
+		t.Fatal("archive to a read-only file: no error")
+	}
+	second, err := archive(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == first {
+		t.Errorf("the fetch after the failed write went to %s again", first)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(w.m.errors); n != 1 {
+		t.Errorf("write errors: %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(w.m.indexReread); n != 1 {
+		t.Errorf("files read again to be indexed: %v, want 1 (the one the write failed in)", n)
+	}
+	warcs, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	if len(warcs) != 2 {
+		t.Fatalf("files %v, want 2", warcs)
+	}
+	checkIndexes(t, nil, "", warcs)
+	idx, err := os.ReadFile(filepath.Join(dir, first+indexSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(idx), "\n"); lines != 2 || strings.Contains(string(idx), "/p/2") {
+		t.Errorf("index of the file the write failed in:\n%s\nwant fetches 0 and 1", idx)
+	}
+}
+
+// BenchmarkEncode: one fetch's three records encoded (digests, headers,
+// gzip members), without the file.
+func BenchmarkEncode(b *testing.B) {
+	w := &Writer{enc: newEncoder(), digests: newMemory[revisitTarget](-1), opts: Options{Instance: "bench"}}
+	res := &httpfetch.Response{Status: 200, Start: time.Now(), Exchange: &httpfetch.Exchange{
+		Method: "GET", RequestURI: "/p", RequestHost: "bench.test", RequestHeader: http.Header{"User-Agent": {"trawl/0.1"}},
+		Proto: "HTTP/1.1", Status: "200 OK", Header: http.Header{"Content-Type": {"text/html"}}, Body: benchPage(1), BodyRead: true,
+	}}
+	req := request("c1", "http://bench.test/p", 0, "")
+	b.ReportAllocs()
+	for range b.N {
+		w.enc.out.Reset()
+		bt := w.build(req, res)
+		ids := []string{bt.recs[0].id, bt.recs[1].id, bt.recs[2].id}
+		for _, r := range bt.recs {
+			if _, err := w.enc.member(r, ids, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestMemberCompression: a record under storedBelow is stored in its
+// member (a little larger than the record), a page's is compressed (to
+// less than half) unless the server compressed it (coded); all read back
+// as written.
+func TestMemberCompression(t *testing.T) {
+	e := newEncoder()
+	page := benchPage(3)
+	for _, c := range []struct {
+		block         []byte
+		coded, stored bool
+	}{{[]byte("crawl-id: c1\r\nattempt: 0\r\n"), false, true}, {page, false, false}, {page, true, true}} {
+		e.out.Reset()
+		r := &record{typ: "metadata", uri: "http://m.test/", date: warcDate(time.Now()), id: e.newID(), contentType: warcFieldsType,
+			parts: [][]byte{c.block}, coded: c.coded}
+		n, err := e.member(r, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := len(e.hdr) + len(c.block) + 4
+		if stored := n > int64(raw); stored != c.stored || (!stored && n > int64(raw/2)) {
+			t.Errorf("record of %d bytes: member of %d bytes, want stored %v", raw, n, c.stored)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(e.out.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil || !bytes.HasSuffix(got, append(c.block, "\r\n\r\n"...)) || len(got) != raw {
+			t.Errorf("member reads back %d bytes (%v), want the %d of the record", len(got), err, raw)
+		}
+	}
+}
+
+// TestCompressedCoding: which Content-Encoding values make a response's
+// member stored (the payload compressed already).
+func TestCompressedCoding(t *testing.T) {
+	for ce, want := range map[string]bool{
+		"gzip": true, " GZIP ": true, "x-gzip": true, "br": true, "zstd": true, "deflate": true, "identity, br": true,
+		"": false, "identity": false, "gzip, identity": false, "aes128gcm": false, ",": false, "gzip;q=1": false,
+	} {
+		if got := compressedCoding(ce); got != want {
+			t.Errorf("compressedCoding(%q) = %v, want %v", ce, got, want)
+		}
+	}
+}
