@@ -217,7 +217,7 @@ func NewGroup(c Config, gc GroupConfig, assign AssignFunc, log *zap.Logger, reg 
 		log:      log.With(telemetry.Topic(gc.Topic), zap.String("group", gc.GroupID)),
 		metrics:  newGroupMetrics(reg, gc.Topic),
 		assigned: make(map[int]int32),
-		lease:    newLease(c.SessionTimeout),
+		lease:    newLease(c.SessionTimeout, heartbeatInterval(c.SessionTimeout)),
 	}, nil
 }
 
@@ -332,7 +332,7 @@ func (g *Group) Assigned() []int {
 // before joining the next generation) and wg (Run waits for them).
 func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sync.WaitGroup, gen *kafka.Generation) {
 	g.metrics.rebalances.Inc()
-	g.lease.newGeneration()
+	g.lease.newGeneration(time.Now())
 	assignments := gen.Assignments[g.gc.Topic]
 	parts := make([]*partitionRun, len(assignments))
 	ids := make([]int, len(assignments))
@@ -465,6 +465,11 @@ loop:
 			g.commit(gen, parts)
 		}
 	}
+	// The generation ended now (kafka-go joins the next one once every
+	// function of this one returned, so before any JoinGroup): whether
+	// in a silence is judged now, before the partitions take their time
+	// to close.
+	g.lease.endGeneration(time.Now())
 	partsWG.Wait()
 	g.commit(gen, parts)
 }

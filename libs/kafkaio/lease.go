@@ -52,11 +52,21 @@ type lease struct {
 	// The generation is over whatever the coordinator answers next (an
 	// error, most likely), so the lease does not renew until the member
 	// joins a new generation (newGeneration).
-	ended   atomic.Int64
-	session time.Duration
+	ended atomic.Int64
+	// inGen is true while the member is in a generation: silences only
+	// count then (a JoinGroup waits at the coordinator for the other
+	// members, which is no lapse). lapsed says the last generation ended
+	// in a silence (its heartbeat timed out): the next answer ends the
+	// lapse.
+	inGen, lapsed atomic.Bool
+	genStart      atomic.Int64 // Unix nanoseconds the current generation started
+	session       time.Duration
+	heartbeat     time.Duration
 }
 
-func newLease(session time.Duration) *lease { return &lease{session: session} }
+func newLease(session, heartbeat time.Duration) *lease {
+	return &lease{session: session, heartbeat: heartbeat}
+}
 
 // leaseMargin is how long before the coordinator's earliest possible
 // expiry a lease lapses.
@@ -75,18 +85,46 @@ func (l *lease) Expiry() time.Time {
 	return time.Unix(0, last).Add(l.session - leaseMargin(l.session))
 }
 
-// newGeneration is called when the member joins a generation: a session
-// that ended before belongs to an earlier one.
-func (l *lease) newGeneration() { l.ended.Store(0) }
+// newGeneration is called when the member joins a generation, at now: a
+// session that ended before belongs to an earlier one, and silences are
+// counted from now at the earliest.
+func (l *lease) newGeneration(now time.Time) {
+	l.genStart.Store(now.UnixNano())
+	l.ended.Store(0)
+	l.lapsed.Store(false)
+	l.inGen.Store(true)
+}
 
-// renew records an answer of the coordinator at now. An answer after a
-// silence long enough for the lease to have lapsed marks the lapse's end.
+// endGeneration is called when the member's generation ended, at now. It
+// ended in a silence when the coordinator had not answered for longer
+// than a heartbeat interval (the heartbeat timed out: a cut link, a
+// broker away); an answer (an error: a rebalance, an unknown member)
+// ends it right after the answer.
+func (l *lease) endGeneration(now time.Time) {
+	if l.inGen.Swap(false) {
+		if last := l.last.Load(); last != 0 && now.UnixNano()-last > int64(l.heartbeat) {
+			l.lapsed.Store(true)
+		}
+	}
+}
+
+// renew records an answer of the coordinator at now. In a generation, an
+// answer after a silence long enough for the lease to have lapsed marks
+// the lapse's end; between generations, the first answer after a
+// generation that ended in a silence does.
 func (l *lease) renew(now time.Time) {
 	ns := now.UnixNano()
 	prev := l.last.Swap(ns)
 	if prev == 0 {
 		return
 	}
+	if !l.inGen.Load() {
+		if l.lapsed.Swap(false) {
+			l.back.Store(ns)
+		}
+		return
+	}
+	prev = max(prev, l.genStart.Load())
 	if ns-prev > int64(l.session-leaseMargin(l.session)) {
 		l.back.Store(ns)
 	}

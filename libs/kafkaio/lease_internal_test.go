@@ -16,10 +16,11 @@ func TestLeaseAfterExpiredSession(t *testing.T) {
 	margin := leaseMargin(session)
 	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 
-	l := newLease(session)
+	l := newLease(session, time.Second)
 	if !l.Expiry().IsZero() || !l.lapseEnded().IsZero() {
 		t.Fatalf("a new lease: expiry %v, lapse ended %v; want zero", l.Expiry(), l.lapseEnded())
 	}
+	l.newGeneration(t0)
 	l.renew(t0)
 	if got, want := l.Expiry(), t0.Add(session-margin); !got.Equal(want) {
 		t.Fatalf("expiry %v, want %v", got, want)
@@ -51,10 +52,54 @@ func TestLeaseAfterExpiredSession(t *testing.T) {
 	}
 
 	// A new generation: answers renew again.
-	l.newGeneration()
 	t3 := t2.Add(2 * time.Second)
+	l.newGeneration(t3.Add(-time.Second))
 	l.renew(t3)
 	if got, want := l.Expiry(), t3.Add(session-margin); !got.Equal(want) {
 		t.Errorf("in a new generation: expiry %v, want %v", got, want)
+	}
+}
+
+// TestLeaseLapseOnlyInAGeneration: a JoinGroup that waits long at the
+// coordinator (members joining at a crawl's start, a rebalance) is no
+// lapse; a generation that ended in a silence (its heartbeat timed out)
+// is, and the first answer after it ends the lapse; a generation ended by
+// an answer (a rebalance's error) is not.
+func TestLeaseLapseOnlyInAGeneration(t *testing.T) {
+	const session, heartbeat = 6 * time.Second, 1200 * time.Millisecond
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+
+	l := newLease(session, heartbeat)
+	l.renew(t0)                      // FindCoordinator
+	l.renew(t0.Add(8 * time.Second)) // a JoinGroup that waited 8 s
+	if got := l.lapseEnded(); !got.IsZero() {
+		t.Errorf("a long join counted as a lapse ended at %v", got)
+	}
+
+	// A generation ended by an answer (a rebalance's error), then a long
+	// join: no lapse.
+	t1 := t0.Add(20 * time.Second)
+	l.newGeneration(t1.Add(-100 * time.Millisecond))
+	l.renew(t1)
+	l.endGeneration(t1.Add(10 * time.Millisecond))
+	l.renew(t1.Add(9 * time.Second))
+	if got := l.lapseEnded(); !got.IsZero() {
+		t.Errorf("a generation ended by an answer counted as a lapse ended at %v", got)
+	}
+
+	// A generation ended in a silence (the heartbeat timed out 5 s
+	// after the last answer): the first answer after it ends the lapse.
+	t2 := t1.Add(30 * time.Second)
+	l.newGeneration(t2.Add(-100 * time.Millisecond))
+	l.renew(t2)
+	l.endGeneration(t2.Add(5 * time.Second))
+	back := t2.Add(40 * time.Second)
+	l.renew(back)
+	if got := l.lapseEnded(); !got.Equal(back) {
+		t.Errorf("after a generation ended in a silence: lapse ended %v, want %v", got, back)
+	}
+	l.renew(back.Add(time.Second))
+	if got := l.lapseEnded(); !got.Equal(back) {
+		t.Errorf("a later answer moved the lapse's end to %v, want %v", got, back)
 	}
 }

@@ -708,6 +708,12 @@ func (c *crawl) checkComplete(o outcome, maxExtra, maxViolations int) {
 	if o.Violations > maxViolations {
 		c.t.Errorf("%d politeness violations at the web host, want at most %d (closest: %s apart on host %s, delay %s)",
 			o.Violations, maxViolations, o.MinGap, o.MinGapHost, labDelay)
+		for i, p := range o.Close {
+			if i == 20 {
+				break
+			}
+			c.t.Logf("too close (times from the seeding): partition %d, %s", c.partitionOfHost(p.Host), p.String(c.seeded))
+		}
 	}
 	if extra := o.Stats.Duplicates + o.Stats.RobotsMore; extra > maxExtra {
 		c.t.Errorf("%d extra requests (%d duplicates; %d robots.txt again), want at most %d; repeated: %v",
