@@ -376,13 +376,20 @@ func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sy
 	}
 	var partsWG sync.WaitGroup
 	partsWG.Add(len(parts))
-	for _, pr := range parts {
+	for i, pr := range parts {
 		wg.Add(1)
+		// The holds of every member end at once: the partitions start
+		// spread over a quarter of the settle time, not in one burst
+		// of every site of the group at the same instant.
+		hold := settle
+		if settle > 0 {
+			hold += time.Duration(i) * settle / 4 / time.Duration(len(parts))
+		}
 		gen.Start(func(genCtx context.Context) {
 			defer wg.Done()
 			defer partsWG.Done()
 			defer g.unassign(pr.partition, gen.ID)
-			if !waitSettled(runCtx, genCtx, settle) {
+			if !waitSettled(runCtx, genCtx, hold) {
 				return // the generation or the run ended first: nothing was read
 			}
 			own()
