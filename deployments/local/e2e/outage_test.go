@@ -164,21 +164,20 @@ func status(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
-// minGapPerWebHost returns the shortest time between two requests of one
-// host of the generated web (robots.txt excluded), and the host.
+// minGapPerWebHost returns the shortest time between the answer to one
+// request of a host of the generated web and the next request of it
+// (websim.Gap; robots.txt excluded), and the host.
 func minGapPerWebHost(web *websim.Web) (time.Duration, string) {
-	byHost := map[string][]time.Time{}
+	byHost := map[string][]websim.Hit{}
 	for _, r := range web.Resources() {
 		host, _, _ := strings.Cut(r.ID, " ")
-		for _, h := range r.Hits {
-			byHost[host] = append(byHost[host], h.At)
-		}
+		byHost[host] = append(byHost[host], r.Hits...)
 	}
 	gap, where := time.Duration(1<<62), ""
-	for host, at := range byHost {
-		slices.SortFunc(at, time.Time.Compare)
-		for i := 1; i < len(at); i++ {
-			if d := at[i].Sub(at[i-1]); d < gap {
+	for host, hits := range byHost {
+		slices.SortFunc(hits, func(a, b websim.Hit) int { return a.Arrived.Compare(b.Arrived) })
+		for i := 1; i < len(hits); i++ {
+			if d := websim.Gap(hits[i-1], hits[i]); d < gap {
 				gap, where = d, host
 			}
 		}

@@ -60,13 +60,14 @@ type crawlConfig struct {
 const labDelay = time.Second
 
 // jitter is how much closer than the delay the web may see two requests
-// of one host. The web records a request when its answer has been
-// written (websim.Hit.At), the fetcher counts its delay from the end of
-// the answer it read: a page whose last bytes the web wrote later than
-// the fetcher saw the answer end (the fetcher's end is its own reading of
-// the body, the web's the handler's return) shows up to a few tens of
-// milliseconds closer than it was (15 ms seen on clean links).
-const jitter = 25 * time.Millisecond
+// of one host. The web measures from the start of the last write of one
+// answer to the arrival of the next request (websim.Gap), a lower bound
+// of the fetcher's own wait from reading the answer's end to sending the
+// next request, whatever the web's scheduling; jitter only absorbs the
+// reading of two clocks. (The handler's return, measured before, came up
+// to 51 ms after the fetcher had read the answer when every site's first
+// pages were served at once, on two cores with the race detector.)
+const jitter = 2 * time.Millisecond
 
 // crawl is one running crawl: its web, its services on the crawler hosts,
 // its own topics (a topic prefix) and ClickHouse database.
@@ -617,7 +618,8 @@ type outcome struct {
 }
 
 // closePair is two consecutive requests of one host closer than the
-// delay: the resources and when the web answered them.
+// delay: the resources, when the web sent the first one's answer (the
+// start of its last write) and when the second request arrived.
 type closePair struct {
 	Host     string
 	A, B     string
@@ -625,7 +627,7 @@ type closePair struct {
 }
 
 func (p closePair) String(ref time.Time) string {
-	return fmt.Sprintf("host %s: %s at %+.3fs, %s at %+.3fs (%s apart)", p.Host, p.A, p.AtA.Sub(ref).Seconds(),
+	return fmt.Sprintf("host %s: %s answered at %+.3fs, %s arrived at %+.3fs (%s apart)", p.Host, p.A, p.AtA.Sub(ref).Seconds(),
 		p.B, p.AtB.Sub(ref).Seconds(), p.AtB.Sub(p.AtA).Round(time.Millisecond))
 }
 
@@ -635,14 +637,14 @@ func (c *crawl) outcome(ctx context.Context) outcome {
 	o := outcome{Stats: c.webStats(ctx)}
 	type hit struct {
 		id string
-		at time.Time
+		websim.Hit
 	}
 	byHost := map[string][]hit{}
 	for _, r := range c.webResources(ctx) {
 		h, _, _ := strings.Cut(r.ID, " ")
 		final, repeated := false, false
 		for _, x := range r.Hits {
-			byHost[h] = append(byHost[h], hit{r.ID, x.At})
+			byHost[h] = append(byHost[h], hit{r.ID, x})
 			repeated = repeated || final
 			final = final || (x.Status > 0 && x.Status < 500)
 		}
@@ -656,12 +658,12 @@ func (c *crawl) outcome(ctx context.Context) outcome {
 	}
 	o.MinGap = time.Duration(1 << 62)
 	for h, hs := range byHost {
-		slices.SortFunc(hs, func(a, b hit) int { return a.at.Compare(b.at) })
+		slices.SortFunc(hs, func(a, b hit) int { return a.Arrived.Compare(b.Arrived) })
 		for i := 1; i < len(hs); i++ {
-			g := hs[i].at.Sub(hs[i-1].at)
+			g := websim.Gap(hs[i-1].Hit, hs[i].Hit)
 			if g < labDelay-jitter {
 				o.Violations++
-				o.Close = append(o.Close, closePair{Host: h, A: hs[i-1].id, B: hs[i].id, AtA: hs[i-1].at, AtB: hs[i].at})
+				o.Close = append(o.Close, closePair{Host: h, A: hs[i-1].id, B: hs[i].id, AtA: hs[i-1].Sent, AtB: hs[i].Arrived})
 			}
 			if g < o.MinGap {
 				o.MinGap, o.MinGapHost = g, h

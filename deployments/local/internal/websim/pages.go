@@ -71,14 +71,17 @@ func u32(a netip.Addr) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
-// statusWriter remembers the status and counts the body bytes.
+// statusWriter remembers the status, counts the body bytes and stamps
+// the start of the last write: the answer's last bytes left after it.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	last   time.Time
 }
 
 func (s *statusWriter) WriteHeader(code int) {
+	s.last = time.Now()
 	if s.status == 0 {
 		s.status = code
 	}
@@ -86,6 +89,7 @@ func (s *statusWriter) WriteHeader(code int) {
 }
 
 func (s *statusWriter) Write(p []byte) (int, error) {
+	s.last = time.Now()
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
@@ -97,13 +101,20 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.inflight.Add(1)
 	defer w.inflight.Add(-1)
+	arrived := time.Now()
 	h, _ := r.Context().Value(hostKey{}).(int)
 	sw := &statusWriter{ResponseWriter: rw}
 	kind := w.serve(h, sw, r)
 	if sw.status == 0 && r.Context().Err() == nil {
 		sw.status = http.StatusOK
 	}
-	w.stats.record(h, resourceOf(r), kind, sw.status, sw.bytes, time.Now())
+	at := time.Now()
+	sent := sw.last
+	if sent.IsZero() {
+		// nothing written: the header goes out after the handler returns
+		sent = at
+	}
+	w.stats.record(h, resourceOf(r), kind, Hit{At: at, Arrived: arrived, Sent: sent, Status: sw.status}, sw.bytes)
 }
 
 // serve answers one request and returns the kind of resource asked for.

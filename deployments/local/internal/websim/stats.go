@@ -91,10 +91,25 @@ type resource struct {
 
 // Hit is one request of a resource: when it was answered and with what
 // status (0: the connection was dropped before an answer).
+//
+// Arrived and Sent bound what the client saw, whatever the web's own
+// scheduling: the request left the client before Arrived (the handler's
+// start), and the client cannot have read the whole answer before Sent
+// (the start of the handler's last write; its last bytes left after it).
+// At, the handler's return, can come after the client read the answer
+// when the handler's goroutine waits for a core.
 type Hit struct {
-	At     time.Time `json:"at"`
-	Status int       `json:"status"`
+	At      time.Time `json:"at"`
+	Arrived time.Time `json:"arrived"`
+	Sent    time.Time `json:"sent"`
+	Status  int       `json:"status"`
 }
+
+// Gap is the quiet time the web can prove between the end of the answer
+// to prev and the request next, two consecutive requests of one host: a
+// lower bound of what the client waited between reading prev's answer and
+// sending next. It is negative when next came before prev was answered.
+func Gap(prev, next Hit) time.Duration { return next.Arrived.Sub(prev.Sent) }
 
 // Resource is the history of one resource (robots.txt excluded): its
 // identity (host index, path with dot segments resolved, escapes decoded,
@@ -136,7 +151,8 @@ func resourceOf(r *http.Request) string {
 	return id
 }
 
-func (st *stats) record(h int, id, kind string, status int, bytes int64, at time.Time) {
+func (st *stats) record(h int, id, kind string, hit Hit, bytes int64) {
+	at, status := hit.At, hit.Status
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := &st.s
@@ -187,7 +203,7 @@ func (st *stats) record(h int, id, kind string, status int, bytes int64, at time
 		s.Retries++
 	}
 	r.answered = r.answered || final
-	r.hits = append(r.hits, Hit{At: at, Status: status})
+	r.hits = append(r.hits, hit)
 }
 
 // ContentIDs returns the resource IDs (as Resource.ID) of every content
