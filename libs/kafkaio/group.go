@@ -369,6 +369,7 @@ func (g *Group) startGeneration(runCtx context.Context, fail func(error), wg *sy
 
 	settle := g.settle(time.Now())
 	if settle > 0 {
+		g.metrics.settles.Inc()
 		g.log.Info("partitions held back until the group settles after the coordinator's silence",
 			zap.Int32("generation", gen.ID), zap.Duration("for", settle))
 	} else {
@@ -415,7 +416,6 @@ func (g *Group) settle(start time.Time) time.Duration {
 	if back.IsZero() || start.Sub(back) > d {
 		return 0
 	}
-	g.metrics.settles.Inc()
 	return d
 }
 
