@@ -1,12 +1,8 @@
 package consume
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,76 +17,9 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/hanguptest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
-
-// hangUpSite is a real HTTP/1.1 server that answers the first request of
-// every connection with keep-alive and receives the second one in full,
-// then closes the connection without an answer. It logs every request it
-// received with its arrival time.
-type hangUpSite struct {
-	base string
-	mu   sync.Mutex
-	got  []arrival
-}
-
-type arrival struct {
-	path string
-	at   time.Time
-}
-
-func startHangUpSite(t *testing.T, ip string) *hangUpSite {
-	t.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	s := &hangUpSite{base: "http://" + ln.Addr().String()}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { s.serve(c) })
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-	})
-	return s
-}
-
-func (s *hangUpSite) serve(c net.Conn) {
-	defer c.Close()
-	br := bufio.NewReader(c)
-	for n := 1; ; n++ {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		s.mu.Lock()
-		s.got = append(s.got, arrival{path: req.URL.Path, at: time.Now()})
-		s.mu.Unlock()
-		if n == 2 {
-			return // received, never answered
-		}
-		if req.URL.Path == "/robots.txt" {
-			fmt.Fprint(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-			continue
-		}
-		body := "<html><body><p>page " + req.URL.Path + "</p></body></html>"
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	}
-}
-
-func (s *hangUpSite) arrivals() []arrival {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]arrival(nil), s.got...)
-}
 
 // TestReplayRefusedKeepsPoliteness crawls a site that hangs up on every
 // second request of a connection, after receiving it. net/http would send
@@ -110,12 +39,12 @@ func TestReplayRefusedKeepsPoliteness(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
-	site := startHangUpSite(t, "127.0.0.83")
+	site := hanguptest.Start(t, "127.0.0.83")
 	w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
 	defer w.Close()
 	var msgs []kafka.Message
 	for i := range pages {
-		u := fmt.Sprintf("%s/p%d", site.base, i)
+		u := fmt.Sprintf("%s/p%d", site.URL, i)
 		key, err := kafkaio.Key(u)
 		if err != nil {
 			t.Fatal(err)
@@ -145,15 +74,15 @@ func TestReplayRefusedKeepsPoliteness(t *testing.T) {
 		t.Fatalf("query fetch_log: %v", err)
 	}
 
-	got := site.arrivals()
+	got := site.Received()
 	requests := 0
 	for i, a := range got {
-		if a.path != "/robots.txt" {
+		if a.Path != "/robots.txt" {
 			requests++
 		}
 		if i > 0 {
-			if gap := a.at.Sub(got[i-1].at); gap < delay {
-				t.Errorf("%s arrived %v after %s, want at least the delay %v", a.path, gap, got[i-1].path, delay)
+			if gap := a.At.Sub(got[i-1].At); gap < delay {
+				t.Errorf("%s arrived %v after %s, want at least the delay %v", a.Path, gap, got[i-1].Path, delay)
 			}
 		}
 	}

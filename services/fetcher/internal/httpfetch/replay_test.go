@@ -1,83 +1,16 @@
 package httpfetch
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/testkit/hanguptest"
 )
-
-// closingServer is a real HTTP/1.1 server on a TCP listener that answers
-// the first request of every connection (keep-alive) and reads the second
-// request of a connection in full, then closes the connection without an
-// answer: a site that hung up after it received the request. It counts
-// the requests it received.
-type closingServer struct {
-	ln       net.Listener
-	mu       sync.Mutex
-	requests []string // request paths in the order received
-	wg       sync.WaitGroup
-}
-
-func startClosingServer(t *testing.T, ip string) *closingServer {
-	t.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	s := &closingServer{ln: ln}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				s.serve(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		s.wg.Wait()
-	})
-	return s
-}
-
-func (s *closingServer) serve(c net.Conn) {
-	defer c.Close()
-	br := bufio.NewReader(c)
-	for n := 1; ; n++ {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		s.mu.Lock()
-		s.requests = append(s.requests, req.URL.Path)
-		s.mu.Unlock()
-		if n == 2 {
-			return // received in full, never answered
-		}
-		body := "<p>hello</p>"
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	}
-}
-
-func (s *closingServer) received() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.requests...)
-}
 
 // TestReplayRefused: a site that closes a reused connection after it
 // received the request must see that request once. net/http would send it
@@ -86,8 +19,8 @@ func (s *closingServer) received() []string {
 // Connect failure (ErrReplayRefused, ReplayRefused set), to be retried on
 // the host's next turn. A request on a fresh connection is not affected.
 func TestReplayRefused(t *testing.T) {
-	srv := startClosingServer(t, "127.0.0.77")
-	base := "http://" + srv.ln.Addr().String()
+	srv := hanguptest.Start(t, "127.0.0.77")
+	base := srv.URL
 	f := New(Options{AllowPrivate: true})
 	defer f.Close()
 
@@ -100,7 +33,7 @@ func TestReplayRefused(t *testing.T) {
 		t.Fatalf("second fetch: status %d kind %q err %v refused %v; want a refused replay (connect)",
 			second.Status, second.Kind, second.Err, second.ReplayRefused)
 	}
-	if got := srv.received(); len(got) != 2 || got[1] != "/b" {
+	if got := srv.Paths(); len(got) != 2 || got[1] != "/b" {
 		t.Fatalf("the site received %q; want /a and /b once each", got)
 	}
 	// the fetcher's own retry, on the host's next turn: a new connection,
@@ -109,7 +42,7 @@ func TestReplayRefused(t *testing.T) {
 	if third.Err != nil || third.Status != 200 || third.ReplayRefused {
 		t.Fatalf("retry: status %d err %v refused %v", third.Status, third.Err, third.ReplayRefused)
 	}
-	if got := srv.received(); len(got) != 3 {
+	if got := srv.Paths(); len(got) != 3 {
 		t.Fatalf("the site received %q; want 3 requests", got)
 	}
 }
