@@ -35,8 +35,12 @@ type carriedPage struct {
 // carried over.
 func exportDocuments(ctx context.Context, q Querier, req Request, w io.Writer) (int64, error) {
 	var enc encoder[DocumentRow]
+	keep, err := latestDocuments(ctx, q, req.CrawlID)
+	if err != nil {
+		return 0, err
+	}
 	n, err := stream(ctx, q, req, documentsTable, w, &enc,
-		"SELECT "+strings.Join(documentsTable.selects, ", ")+" FROM documents FINAL WHERE crawl_id = ?", []any{req.CrawlID}, nil)
+		"SELECT "+strings.Join(documentsTable.selects, ", ")+" FROM documents WHERE crawl_id = ?", []any{req.CrawlID}, keep)
 	if err != nil {
 		return n, err
 	}
@@ -123,20 +127,34 @@ func carriedDocuments(ctx context.Context, q Querier, req Request, w io.Writer, 
 		for fp := range pages {
 			fps = append(fps, fp)
 		}
-		m, err := stream(ctx, q, req, documentsTable, w, enc,
-			"SELECT "+strings.Join(documentsTable.selects, ", ")+" FROM documents FINAL WHERE crawl_id = ? AND url_fp IN ("+numbers(fps)+")",
+		// Read plainly (latest.go), the batch's latest versions kept.
+		latest := make(map[uint64]DocumentRow, len(pages))
+		var none encoder[DocumentRow]
+		_, err := stream(ctx, q, req, documentsTable, io.Discard, &none,
+			"SELECT "+strings.Join(documentsTable.selects, ", ")+" FROM documents WHERE crawl_id = ? AND url_fp IN ("+numbers(fps)+")",
 			[]any{from}, func(d *DocumentRow) bool {
-				p, ok := pages[d.URLFP]
-				if !ok {
-					return false
+				if had, ok := latest[d.URLFP]; !ok || had.FetchedAt.Before(d.FetchedAt) {
+					latest[d.URLFP] = *d
 				}
-				delete(pages, d.URLFP) // once, should the earlier crawl's row come twice
-				d.CrawlID, d.URL, d.URLFP = req.CrawlID, p.url, p.urlFP
-				return true
+				return false
 			})
-		n += m
 		if err != nil {
 			return n, fmt.Errorf("carried-over documents from crawl %s: %w", from, err)
+		}
+		for _, fp := range fps {
+			d, ok := latest[fp]
+			if !ok {
+				continue
+			}
+			p := pages[fp]
+			d.CrawlID, d.URL, d.URLFP = req.CrawlID, p.url, p.urlFP
+			if *enc == nil {
+				*enc = newEncoder(req.Format, documentsTable, w)
+			}
+			if err := (*enc).encode(&d); err != nil {
+				return n, fmt.Errorf("write %s: %w", req.Format, err)
+			}
+			n++
 		}
 	}
 	return n, nil

@@ -9,15 +9,16 @@
 // written in row groups of at most rowGroupRows rows and about
 // rowGroupBytes bytes, each flushed to the output before the next begins.
 //
-// Rows are read with FINAL, so a row a redelivery inserted twice (the
-// tables are ReplacingMergeTrees) is exported once, and a re-crawled
-// document in its latest version. They come in the order the server reads
+// Rows are read with FINAL (documents without it, and the same result:
+// latest.go), so a row a redelivery inserted twice (the tables are
+// ReplacingMergeTrees) is exported once, and a re-crawled document in its
+// latest version. They come in the order the server reads
 // them, without ORDER BY: a sort would cost the server time and memory
 // that grow with the crawl (on 18.16 a million documents read in 1.1 s,
 // and sorted by URL in 3-4 s). On 18.16, FINAL reads in the table's key
-// order (documents by URL fingerprint, fetch_log by host, URL and time);
-// current releases read FINAL in parallel ranges. Sort downstream when the
-// order matters. The queries name their columns and stay within what
+// order (fetch_log by host, URL and time); current releases read FINAL in
+// parallel ranges, and documents come in no order. Sort downstream when
+// the order matters. The queries name their columns and stay within what
 // ClickHouse 18.16 and current releases accept.
 package chexport
 
@@ -191,12 +192,12 @@ func closeEncoder[T any](enc encoder[T], req Request) error {
 // (false). It returns how many rows it encoded.
 func stream[T any](ctx context.Context, q Querier, req Request, def tableDef[T], w io.Writer, enc *encoder[T],
 	query string, args []any, edit func(*T) bool) (int64, error) {
-	block := rowsPerBlock
+	settings := clickhouse.Settings{"max_block_size": rowsPerBlock}
 	if def.name == Documents {
-		block = documentRowsPerBlock
+		settings = documentSettings()
 	}
 	qctx, cancel := context.WithCancel(clickhouse.Context(ctx,
-		clickhouse.WithSettings(clickhouse.Settings{"max_block_size": block}),
+		clickhouse.WithSettings(settings),
 		clickhouse.WithBlockBufferSize(1)))
 	// Cancelled before the rows are closed: Close would otherwise read
 	// the rest of an abandoned result to its end.

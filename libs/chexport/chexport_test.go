@@ -480,7 +480,8 @@ func sortedByFP(rows any) reflect.Value {
 // the crawl that fetched them), with the re-crawl's id and fingerprints
 // and the earlier text, across batches of lookups and in every format; a
 // page carried over and later fetched in full again is exported once, from
-// the crawl's own documents; a carried page whose earlier document is gone
+// the crawl's own documents, and a carried page in the latest version the
+// earlier crawl stored; a carried page whose earlier document is gone
 // (none was stored: not HTML) is left out.
 func TestCarriedDocuments(t *testing.T) {
 	s := chtest.NewStore(t)
@@ -499,6 +500,9 @@ func TestCarriedDocuments(t *testing.T) {
 	carries = append(carries, chstore.CarriedRow{CrawlID: "c1", URL: "http://a.test/pdf", URLFP: 9999, Host: "a.test",
 		FromCrawl: "c0", FromURLFP: 8888, CheckedAt: base.Add(time.Hour)}) // no document in c0
 	insert(t, s, chstore.Documents, old...)
+	// c0 fetched p1 twice: only its later text is carried
+	insert(t, s, chstore.Documents, chstore.DocumentRow{CrawlID: "c0", URL: old[1].URL, URLFP: 1001, Host: "a.test",
+		FetchedAt: base.Add(-time.Hour), Status: 200, Title: "t1 earlier", Text: "earlier", ContentType: "text/html"})
 	insert(t, s, chstore.DocumentsCarried, carries...)
 	// c1's own: a changed page, and p0 fetched in full again after its 304.
 	insert(t, s, chstore.Documents,

@@ -2,8 +2,11 @@ package chexport_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,5 +170,81 @@ FROM numbers(?)`, rows)
 	}
 	if want := uint64(rows) * (rows - 1) / 2; sum != want {
 		t.Errorf("sum of url_fp %d, want %d: rows lost or repeated", sum, want)
+	}
+}
+
+// TestDocumentsManyParts exports the documents of a crawl whose rows lie
+// in many unmerged parts (merges stopped, one part per insert, as a crawl
+// of a million pages left 345) under a server memory bound the export
+// sets itself, lowered here to 128 MiB: a FINAL read holds buffers and a
+// block of every column of every part at once, and the 41 parts of 2 MiB
+// (128 texts of 16 KiB each) take it past 512 MiB on 18.16 and fail; a
+// plain read with the duplicates found first takes under 64 MiB, and
+// exports every page once, in its latest version.
+func TestDocumentsManyParts(t *testing.T) {
+	s := chtest.NewStore(t)
+	defer func(old int) { *chexport.DocumentServerMemory = old }(*chexport.DocumentServerMemory)
+	*chexport.DocumentServerMemory = 128 << 20
+	if err := s.Conn().Exec(t.Context(), "SYSTEM STOP MERGES "+s.Database()+".documents"); err != nil {
+		t.Fatalf("stop merges: %v", err)
+	}
+	const (
+		parts   = 40
+		perPart = 128
+		pages   = parts * perPart
+	)
+	// 16 KiB of hex per text (1 024 hashes of 16 digits), which LZ4 does
+	// not shrink to nothing; the last part stores its pages again, later.
+	for p := range parts + 1 {
+		err := s.Conn().Exec(t.Context(), `INSERT INTO documents
+	(crawl_id, url, url_fp, host, fetched_at, status, title, text, content_fp, outlinks, content_type, language)
+SELECT 'parts', concat('http://h.test/p/', toString(n)), n, 'h.test', toDateTime('2024-05-17 10:30:00') + ?, 200,
+	concat('Page ', toString(n), ' v', toString(?)),
+	arrayStringConcat(arrayMap(x -> hex(cityHash64(n, x)), range(1024))), cityHash64(n), 0, 'text/html', 'en'
+FROM (SELECT ? * ? + number AS n FROM numbers(?))`, p, p, p%parts, perPart, perPart)
+		if err != nil {
+			t.Fatalf("insert part %d: %v", p, err)
+		}
+	}
+	var active uint64
+	if err := s.Conn().QueryRow(t.Context(), "SELECT count() FROM system.parts WHERE database = ? AND table = 'documents' AND active",
+		s.Database()).Scan(&active); err != nil {
+		t.Fatal(err)
+	}
+	if active < parts {
+		t.Fatalf("documents in %d active parts, want at least %d", active, parts)
+	}
+	start := time.Now()
+	cw := &countingWriter{w: io.Discard}
+	var out bytes.Buffer
+	n, err := chexport.Export(t.Context(), s.Conn(), chexport.Request{CrawlID: "parts", Format: chexport.JSONL}, io.MultiWriter(cw, &out))
+	if err != nil {
+		t.Fatalf("export of %d parts: %v", active, err)
+	}
+	t.Logf("%d documents from %d parts, %.1f MiB, in %v", n, active, float64(cw.n)/(1<<20), time.Since(start).Round(time.Millisecond))
+	if n != pages {
+		t.Errorf("exported %d documents, want %d", n, pages)
+	}
+	// The first part's pages were stored again by the last insert: only
+	// that version may come out.
+	seen := map[uint64]bool{}
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var d chexport.DocumentRow
+		if err := dec.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		if seen[d.URLFP] {
+			t.Errorf("page %d exported twice", d.URLFP)
+		}
+		seen[d.URLFP] = true
+		if d.URLFP < perPart && !strings.HasSuffix(d.Title, fmt.Sprintf(" v%d", parts)) {
+			t.Errorf("page %d exported as %q, want its latest version (v%d)", d.URLFP, d.Title, parts)
+		}
+	}
+	// The bound holds: the same read with FINAL fails under it.
+	_, err = chexport.ExportFinalForTest(t.Context(), s.Conn(), "parts")
+	if err == nil {
+		t.Errorf("a FINAL read of %d parts stayed within %d MiB: the test's parts are too small to show the bound", active, 128)
 	}
 }

@@ -98,3 +98,14 @@ func (s *Store) Read(ctx context.Context, what string, fn func() error) error {
 		}
 	}
 }
+
+// WithSettings returns ctx carrying ClickHouse settings for the queries
+// run with it, for packages that do not import the driver (numbers only:
+// an 18.16 server takes no string setting over the native protocol).
+func WithSettings(ctx context.Context, settings map[string]int) context.Context {
+	s := make(clickhouse.Settings, len(settings))
+	for k, v := range settings {
+		s[k] = v
+	}
+	return clickhouse.Context(ctx, clickhouse.WithSettings(s))
+}

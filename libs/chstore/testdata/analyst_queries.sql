@@ -158,6 +158,23 @@ FROM documents FINAL
 GROUP BY crawl_id
 ORDER BY crawl_id;
 
+-- name: text_sizes
+-- The text stored per crawl: documents, their text in bytes (total, average, largest). Each page counts once, in its latest version (argMax by fetched_at), without FINAL: a FINAL read of the text holds a block of every unmerged part at once, and on a crawl of a million pages asks the server for gigabytes.
+SELECT
+    crawl_id,
+    count() AS documents,
+    sum(bytes) AS text_bytes,
+    round(avg(bytes)) AS avg_text_bytes,
+    max(bytes) AS max_text_bytes
+FROM
+(
+    SELECT crawl_id, url_fp, argMax(length(text), fetched_at) AS bytes
+    FROM documents
+    GROUP BY crawl_id, url_fp
+)
+GROUP BY crawl_id
+ORDER BY crawl_id;
+
 -- name: near_duplicates
 -- Documents that nearly duplicate an earlier one (mirrors, reprints, pages that differ by a date or a word), with the original and the distance between their simhashes.
 SELECT

@@ -112,9 +112,19 @@ func (s *Stats) Partitions(ctx context.Context, crawlID string) ([]int, error) {
 // earlier crawl's content, merged in URL order; a page of both (fetched in
 // full again after its 304) is listed once, from the crawl's own
 // documents.
+//
+// The documents are read without FINAL, which holds buffers and a block of
+// every unmerged part at once (a crawl of a million pages asked for
+// gigabytes), and sorted by URL and newest first, so that a URL's versions
+// come together and the first is the latest; the sort spills to disk past
+// documentSortBytes.
 func (s *Stats) Documents(ctx context.Context, crawlID string, fn func(jobs.Document) error) error {
-	rows, err := s.store.Conn().Query(ctx, `SELECT url, host, fetched_at, status, title, text, content_type, language, outlinks
-FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
+	qctx := chstore.WithSettings(ctx, map[string]int{
+		"max_block_size":                 documentRowsPerBlock,
+		"max_bytes_before_external_sort": documentSortBytes,
+	})
+	rows, err := s.store.Conn().Query(qctx, `SELECT url, host, fetched_at, status, title, text, content_type, language, outlinks
+FROM documents WHERE crawl_id = ? ORDER BY url, fetched_at DESC`, crawlID)
 	if err != nil {
 		return fmt.Errorf("query documents: %w", err)
 	}
@@ -128,6 +138,7 @@ FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
 	if err != nil {
 		return err
 	}
+	var last string
 	for rows.Next() {
 		var (
 			d  jobs.Document
@@ -137,6 +148,10 @@ FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
 			return fmt.Errorf("scan document: %w", err)
 		}
 		d.FetchedAt = at.UTC()
+		if d.URL == last {
+			continue // an earlier version
+		}
+		last = d.URL
 		for next != nil && next.URL <= d.URL {
 			if next.URL < d.URL {
 				if err := fn(*next); err != nil {
@@ -168,6 +183,14 @@ FROM documents FINAL WHERE crawl_id = ? ORDER BY url`, crawlID)
 // carriedBatch is how many carried-over pages are resolved at once: their
 // documents (text up to the parser's 1 MiB each) are in memory together.
 const carriedBatch = 128
+
+// The reads of documents: blocks of documentRowsPerBlock rows (their text
+// up to the parser's 1 MiB each), and the sort by URL spilled to disk past
+// documentSortBytes of the server's memory.
+const (
+	documentRowsPerBlock = 128
+	documentSortBytes    = 256 << 20
+)
 
 // carriedDocs reads a crawl's carried-over pages in URL order and resolves
 // their documents a batch at a time.
@@ -247,7 +270,7 @@ func (c *carriedDocs) lookup(ctx context.Context, from string, fps []uint64) (ma
 		in[i] = strconv.FormatUint(fp, 10) // numbers: inlined, they inject nothing (18.16 binds no arrays)
 	}
 	rows, err := c.store.Conn().Query(ctx, `SELECT url_fp, host, fetched_at, status, title, text, content_type, language, outlinks
-FROM documents FINAL WHERE crawl_id = ? AND url_fp IN (`+strings.Join(in, ",")+`)`, from)
+FROM documents WHERE crawl_id = ? AND url_fp IN (`+strings.Join(in, ",")+`)`, from)
 	if err != nil {
 		return nil, fmt.Errorf("query carried-over documents of crawl %s: %w", from, err)
 	}
@@ -263,7 +286,9 @@ FROM documents FINAL WHERE crawl_id = ? AND url_fp IN (`+strings.Join(in, ",")+`
 			return nil, fmt.Errorf("scan carried-over document: %w", err)
 		}
 		d.FetchedAt = at.UTC()
-		out[fp] = d
+		if had, ok := out[fp]; !ok || had.FetchedAt.Before(d.FetchedAt) {
+			out[fp] = d // the latest version, read without FINAL
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read carried-over documents of crawl %s: %w", from, err)

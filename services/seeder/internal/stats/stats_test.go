@@ -124,8 +124,9 @@ func insertRows[T any](ctx context.Context, t *testing.T, s *chstore.Store, tabl
 // TestDocumentsWithCarried: a re-crawl's documents are its own and those
 // it carried over from an earlier crawl, in URL order across batches of
 // lookups, with the earlier text; a page of both is listed once, from the
-// crawl's own documents; a carried page without an earlier document is
-// left out; an error of fn stops the listing.
+// crawl's own documents; each in its latest version, read from unmerged
+// parts; a carried page without an earlier document is left out; an error
+// of fn stops the listing.
 func TestDocumentsWithCarried(t *testing.T) {
 	ctx := t.Context()
 	s := chtest.NewStore(t)
@@ -155,7 +156,18 @@ func TestDocumentsWithCarried(t *testing.T) {
 	}
 	own = append(own, chstore.DocumentRow{CrawlID: "c1", URL: "http://a.test/zz", URLFP: 1, Host: "a.test", FetchedAt: at, Title: "last"})
 	want = append(want, "http://a.test/zz last")
+	// Earlier versions, in parts of their own that are never merged: a
+	// page of c1 fetched twice, and a page of c0.
+	if err := s.Conn().Exec(ctx, "SYSTEM STOP MERGES "+s.Database()+".documents"); err != nil {
+		t.Fatalf("stop merges: %v", err)
+	}
+	earlier := own[0]
+	earlier.FetchedAt, earlier.Title = at.Add(-30*time.Minute), "own earlier"
+	older := old[3]
+	older.FetchedAt, older.Title, older.Text = at.Add(-2*time.Hour), "older", "older text"
+	insertRows(ctx, t, s, chstore.Documents, []chstore.DocumentRow{earlier, older})
 	insertRows(ctx, t, s, chstore.Documents, append(own, old...))
+	insertRows(ctx, t, s, chstore.Documents, []chstore.DocumentRow{earlier, older})
 	insertRows(ctx, t, s, chstore.DocumentsCarried, carried)
 
 	st := stats.New(s)

@@ -1,0 +1,20 @@
+package chexport
+
+import (
+	"context"
+	"io"
+	"strings"
+)
+
+// DocumentServerMemory lets a test lower the server memory bound of a
+// documents read.
+var DocumentServerMemory = &documentServerMemory
+
+// ExportFinalForTest reads a crawl's documents with FINAL, as the export
+// did before, under the same settings, and discards them: a test's
+// measure of what the plain read saves.
+func ExportFinalForTest(ctx context.Context, q Querier, crawlID string) (int64, error) {
+	var enc encoder[DocumentRow]
+	return stream(ctx, q, Request{CrawlID: crawlID, Format: JSONL}, documentsTable, io.Discard, &enc,
+		"SELECT "+strings.Join(documentsTable.selects, ", ")+" FROM documents FINAL WHERE crawl_id = ?", []any{crawlID}, nil)
+}
