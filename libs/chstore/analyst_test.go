@@ -324,8 +324,8 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 		}},
 		"duplicate_content": {true, []string{"crawl-1 | 4 | 3 | 1", "crawl-2 | 1 | 1 | 0"}},
 		// the latest "text of Home" (12 bytes), 16, 22 and 13
-		"text_sizes": {true, []string{"crawl-1 | 4 | 63 | 16 | 22", "crawl-2 | 1 | 11 | 11 | 11"}},
-		"near_duplicates":   {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
+		"text_sizes":      {true, []string{"crawl-1 | 4 | 63 | 16 | 22", "crawl-2 | 1 | 11 | 11 | 11"}},
+		"near_duplicates": {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
 		"in_links": {true, []string{
 			"http://h0.test/p/0 | page one |  | 1",
 			"http://h0.test/p/1 | one | ugc | 3",
