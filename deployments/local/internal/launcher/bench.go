@@ -194,6 +194,9 @@ type Bench struct {
 	// FetchReads are the records the fetchers read from the fetch topic:
 	// a request deferred back to it (a host's surplus) is read again.
 	FetchReads   float64  `json:"fetch_topic_reads,omitempty"`
+	// Lags is how far the stored documents trailed the fetched pages,
+	// polled every second.
+	Lags progress.LagStats `json:"parser_lag"`
 	ScrapeErrors []string `json:"scrape_errors,omitempty"`
 }
 
@@ -347,6 +350,13 @@ func (b Bench) Print(out io.Writer) {
 	} else {
 		fmt.Fprintf(out, "bench: %d fetches, %.1f pages/s between first and last fetch (%.1fs); %.1fs seeding to drained\n",
 			b.Summary.Fetched, b.Summary.Rate(), b.Summary.Active.Seconds(), b.Summary.Duration.Seconds())
+	}
+	if l := b.Lags; l.Polls > 0 {
+		q := l.StoredByQuarter
+		fmt.Fprintf(out, "  %-22s %9s   p50 %.1fs, p99 %.1fs, max %.1fs; pages waiting p50 %d, p99 %d, max %d (%d polls)\n", "fetch to stored", "",
+			l.P50.Seconds(), l.P99.Seconds(), l.Max.Seconds(), l.RecordsP50, l.RecordsP99, l.RecordsMax, l.Polls)
+		fmt.Fprintf(out, "  %-22s %9s   %d, %d, %d, %d: the last quarter at %.0f%% of the first\n", "stored by quarter", "",
+			q[0], q[1], q[2], q[3], 100*float64(q[3])/float64(max(q[0], 1)))
 	}
 	reqs := b.requests()
 	names := make([]string, 0, len(b.Processes))

@@ -389,7 +389,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		}
 	}
 	start := time.Now()
-	runErr := crawl(ctx, cfg, p, pipeline.SeedRun{CrawlID: cfg.CrawlID, Seeds: seeds, SeedsFile: seedsFile, SpecFile: specFile}, disp)
+	lags, runErr := crawl(ctx, cfg, p, pipeline.SeedRun{CrawlID: cfg.CrawlID, Seeds: seeds, SeedsFile: seedsFile, SpecFile: specFile}, disp)
 	duration := time.Since(start)
 	if runErr != nil && ctx.Err() != nil {
 		fmt.Fprintln(out, "interrupted; stopping services (run the same command again to resume)")
@@ -424,7 +424,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		scraped = scrapeProcesses(sctx, p, brokerAdmin)
 	}
 	stopErr := p.Stop()
-	bench := Bench{Processes: p.Usage(), WebHosts: cfg.WebHosts}
+	bench := Bench{Processes: p.Usage(), WebHosts: cfg.WebHosts, Lags: lags}
 	if pid := ch.Pid(); pid > 0 {
 		if u, err := supervise.ProcUsage(pid); err == nil {
 			bench.Processes["clickhouse"] = u
@@ -532,8 +532,9 @@ func build(ctx context.Context, dataDir string, out io.Writer) (map[string]strin
 	return bins, nil
 }
 
-// crawl seeds the crawl and waits until it drains.
-func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.SeedRun, disp *progress.Display) error {
+// crawl seeds the crawl and waits until it drains. It returns how far
+// the parser trailed the fetcher meanwhile.
+func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.SeedRun, disp *progress.Display) (progress.LagStats, error) {
 	if cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
@@ -543,14 +544,14 @@ func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.S
 	defer mon.Close()
 	seeder, err := p.Seed(ctx, run)
 	if err != nil {
-		return err
+		return progress.LagStats{}, err
 	}
 	if err := seeder.Err(); err != nil {
-		return fmt.Errorf("seeder: %w", err)
+		return progress.LagStats{}, fmt.Errorf("seeder: %w", err)
 	}
 	_, err = mon.WaitDrained(ctx, progress.DrainConfig{Check: p.Check, Display: disp})
 	disp.Done()
-	return err
+	return mon.Lags.Stats(), err
 }
 
 func copyStdin(stdin io.Reader, dataDir string) (string, error) {

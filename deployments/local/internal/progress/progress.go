@@ -67,6 +67,9 @@ type Monitor struct {
 	// frontierEvery for the display. Poll is called by one goroutine.
 	frontier   int64
 	frontierAt time.Time
+
+	// Lags follows the parser behind the fetcher, a sample per poll.
+	Lags LagTrack
 }
 
 // frontierEvery is how stale the displayed frontier count may be while
@@ -100,12 +103,22 @@ func (m *Monitor) Poll(ctx context.Context) (Snapshot, error) {
 		m.offsets = r
 	}
 	for _, g := range Groups {
-		lag, err := m.offsets.Lag(ctx, m.kafka.GroupFor(g), topicOf[g])
+		parts, err := m.offsets.GroupOffsets(ctx, m.kafka.GroupFor(g), topicOf[g])
 		if err != nil {
 			s.LagErr = fmt.Errorf("read %s lag: %w", g, err)
-			lag = -1
+			s.Lags[g] = -1
+			continue
+		}
+		var lag, produced, stored int64
+		for _, p := range parts {
+			lag += p.Lag()
+			produced += p.End
+			stored += max(p.Committed, p.First)
 		}
 		s.Lags[g] = lag
+		if g == "parser" {
+			m.Lags.Add(time.Now(), produced, stored)
+		}
 	}
 	// Counted from the per-minute rollup, not from fetch_log FINAL: a
 	// poll a second must not scan the whole log (a million-page crawl

@@ -56,6 +56,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if fetcher.DeletesArchives() {
 		svc.Go(service.Consume, "deleted crawls' warc files remover", fetcher.DeleteArchives)
 	}
+	if fetcher.HoldsBack() {
+		svc.Go(service.Consume, "backpressure monitor", fetcher.HoldBack)
+	}
 	if fetcher.UsesProxies() {
 		svc.Go(service.Consume, "proxies follower", fetcher.FollowProxies)
 	}

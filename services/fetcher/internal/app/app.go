@@ -23,6 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/backpressure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
@@ -55,6 +56,10 @@ type Fetcher struct {
 	writers     []Writer
 	archive     *warc.Writer // nil without --warc-dir
 	controlWait time.Duration
+	// offsets and backpressure: the parser's lag, watched unless
+	// --max-downstream-lag is 0 (then nil)
+	offsets      *kafkaio.OffsetReader
+	backpressure *backpressure.Monitor
 
 	caughtUpOnce sync.Once
 	caughtUp     chan struct{} // closed once the control topic was read to its end
@@ -129,6 +134,24 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	if err != nil {
 		return nil, fmt.Errorf("create consumer: %w", err)
 	}
+	if cfg.MaxDownstreamLag > 0 {
+		if f.offsets, err = kafkaio.NewOffsetReader(cfg.Kafka); err != nil {
+			return nil, fmt.Errorf("create offset reader: %w", err)
+		}
+		group, fetched := cfg.Kafka.GroupFor(ParserGroup), topics.Fetched
+		offsets := func(ctx context.Context) (produced, taken int64, err error) {
+			parts, err := f.offsets.GroupOffsets(ctx, group, fetched)
+			if err != nil {
+				return 0, 0, err
+			}
+			produced, taken = parserOffsets(parts)
+			return produced, taken, nil
+		}
+		f.backpressure, err = backpressure.New(backpressure.Options{High: cfg.MaxDownstreamLag}, offsets, consumer, log, reg)
+		if err != nil {
+			return nil, err
+		}
+	}
 	f.group, err = kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:      cfg.Kafka.GroupFor(Name),
 		Topic:        topics.Fetch,
@@ -145,6 +168,37 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	}
 	return f, nil
 }
+
+// parserOffsets sums the records produced to the fetched-pages topic and
+// those the parser's group committed. A group that never committed
+// anything is no parser (a fleet of fetchers alone, archiving to WARC) or
+// one that has not stored its first batch yet: it holds nothing back, and
+// its lag counts once it commits.
+func parserOffsets(parts []kafkaio.PartitionOffsets) (produced, taken int64) {
+	committed := false
+	for _, p := range parts {
+		produced += p.End
+		taken += max(p.Committed, p.First)
+		committed = committed || p.Committed >= 0
+	}
+	if !committed {
+		return produced, produced
+	}
+	return produced, taken
+}
+
+// ParserGroup is the service whose consumer group's lag on the
+// fetched-pages topic holds the fetcher back (--max-downstream-lag).
+const ParserGroup = "parser"
+
+// HoldsBack reports whether the fetcher pauses while the parser is behind
+// (--max-downstream-lag); HoldBack then runs the monitor.
+func (f *Fetcher) HoldsBack() bool { return f.backpressure != nil }
+
+// HoldBack measures the parser's lag every second until ctx is done, and
+// pauses new requests while it is over --max-downstream-lag
+// (internal/backpressure).
+func (f *Fetcher) HoldBack(ctx context.Context) error { return f.backpressure.Run(ctx) }
 
 // Ping checks ClickHouse (the readiness check).
 func (f *Fetcher) Ping(ctx context.Context) error { return f.store.Ping(ctx) }
@@ -274,6 +328,9 @@ func (f *Fetcher) Writers() []Writer { return f.writers }
 // Close closes the Kafka writer, the HTTP fetcher's idle connections and
 // ClickHouse, logging what fails; call it once every part has stopped.
 func (f *Fetcher) Close() {
+	if f.offsets != nil {
+		f.offsets.Close()
+	}
 	if f.producer != nil {
 		if err := f.producer.Close(); err != nil {
 			f.log.Warn("close kafka writer failed, ignored", zap.Error(err))

@@ -66,7 +66,14 @@ type Config struct {
 	MaxPages                int64         // --max-pages: page budget of a crawl whose spec sets none (0 = unlimited)
 	BudgetRefresh           time.Duration // --budget-refresh: how often page budgets are counted in fetch_log (default 5s)
 	Warc                    warc.Config   // --warc-*: the WARC archive (off by default)
+	MaxDownstreamLag        time.Duration // --max-downstream-lag: age of the oldest fetched page the parser has yet to store at which new requests pause (default 15s; 0: never)
 }
+
+// DefaultMaxDownstreamLag is the default of --max-downstream-lag: a parser
+// that keeps up stores a page within its flush interval (2 s) and the
+// time its batches wait; the fetched pages then wait at most about 16 s
+// (15 s, a second between two measures), whatever the rates.
+const DefaultMaxDownstreamLag = 15 * time.Second
 
 // DefaultReadbackWindow is the default of --readback-window: five times
 // the default ClickHouse flush interval (chstore.DefaultFlushInterval), so
@@ -116,6 +123,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.Int64Var(&c.MaxPages, "max-pages", 0, "pages fetched per crawl whose spec sets no limits.max_pages, 0 = unlimited; the scheduler's --max-pages should match (see README)")
 	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the pages every fetcher charged to page budgets are counted in ClickHouse")
 	fs.DurationVar(&c.ReadbackWindow, "readback-window", DefaultReadbackWindow, "when a partition is assigned, the FetchedPages produced this long before its last one are read back, so that attempts its previous owner published but had not recorded in fetch_log when it died (rows are inserted up to --clickhouse-flush-interval later) are not fetched again (0 disables)")
+	fs.DurationVar(&c.MaxDownstreamLag, "max-downstream-lag", DefaultMaxDownstreamLag, "age of the oldest fetched page the parser has not stored yet (its lag on the fetched-pages topic) at which new requests pause, until the parser, at its rate of the last seconds, would store what waits within a quarter of it: the fetch rate follows what the parser and ClickHouse take (0: never pause)")
 	fs.DurationVar(&c.HoldHorizon, "hold-horizon", consume.DefaultHoldHorizon, "requests due later than this are deferred to the fetch topic instead of held in memory")
 }
 
@@ -135,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInflightPerPartition < 1 {
 		errs = append(errs, fmt.Errorf("max-inflight-per-partition: %d must be positive", c.MaxInflightPerPartition))
+	}
+	if c.MaxDownstreamLag < 0 {
+		errs = append(errs, fmt.Errorf("max-downstream-lag: %s must not be negative (0: never pause)", c.MaxDownstreamLag))
 	}
 	positive := map[string]time.Duration{
 		"delay": c.Delay, "connect-timeout": c.ConnectTimeout, "response-header-timeout": c.ResponseHeaderTimeout,

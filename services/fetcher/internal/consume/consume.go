@@ -319,6 +319,13 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	}, nil
 }
 
+// Pause stops new requests, in every partition, until Resume; the
+// requests in flight finish (backpressure.Gate).
+func (s *Service) Pause() { s.workers.Pause() }
+
+// Resume lets new requests start again.
+func (s *Service) Resume() { s.workers.Resume() }
+
 // Assign is the kafkaio.AssignFunc: it starts the partition's dispatcher.
 func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {
 	// In-flight fetches must outlive a revoke long enough to finish within

@@ -26,10 +26,42 @@ import (
 )
 
 // Pool is the worker pool shared by the dispatchers of every partition: it
-// bounds the turns running at once. Safe for concurrent use.
+// bounds the turns running at once, and starts none while paused. Safe for
+// concurrent use.
 type Pool struct {
 	slots chan struct{}
 	idle  atomic.Int64 // goroutines waiting for a turn, every dispatcher's
+
+	mu   sync.Mutex
+	held chan struct{} // while paused: closed by Resume
+}
+
+// Pause stops the pool from starting turns; those running go on. The
+// fetcher pauses while the stages after it fall behind (backpressure).
+func (p *Pool) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+// Resume lets the pool start turns again.
+func (p *Pool) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// paused returns a channel closed when the pool resumes, nil when it is
+// not paused.
+func (p *Pool) paused() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // NewPool returns a pool of workers (at least one).
@@ -156,7 +188,16 @@ func (d *Dispatcher[T]) loop(ctx context.Context) {
 			}
 			timer.Stop()
 		}
-		// then for a worker
+		// then for the pool to run turns
+		if held := d.pool.paused(); held != nil {
+			select {
+			case <-held:
+			case <-d.stop:
+				return
+			}
+			continue
+		}
+		// and for a worker
 		select {
 		case d.pool.slots <- struct{}{}:
 		case <-d.stop:

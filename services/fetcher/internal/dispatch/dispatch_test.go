@@ -286,3 +286,69 @@ func TestTurnsReuseGoroutines(t *testing.T) {
 		}
 	})
 }
+
+// TestPauseHoldsNewTurns: a paused pool starts no turn, of any
+// dispatcher, however long it stays paused, while the turn already
+// running finishes; once resumed the waiting turns start, each host's
+// delay kept.
+func TestPauseHoldsNewTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r1 := newRecorder(10*time.Millisecond, 0)
+		r1.release = make(chan struct{})
+		r2 := newRecorder(10*time.Millisecond, 50*time.Millisecond)
+		pool := NewPool(4)
+		d1 := Start(t.Context(), r1.e, pool, time.Now, r1.work)
+		d2 := Start(t.Context(), r2.e, pool, time.Now, r2.work)
+		r1.e.Push("a", "a/0", time.Time{})
+		d1.Notify()
+		started := time.NewTimer(time.Second)
+		<-started.C
+		synctest.Wait()
+		r1.mu.Lock()
+		if r1.now != 1 {
+			t.Errorf("%d turns running before the pause, want 1", r1.now)
+		}
+		r1.mu.Unlock()
+		pool.Pause()
+		pool.Pause() // twice is one pause
+		for i := range 3 {
+			r2.e.Push("b", fmt.Sprintf("b/%d", i), time.Time{})
+			r2.e.Push("c", fmt.Sprintf("c/%d", i), time.Time{})
+		}
+		d2.Notify()
+		close(r1.release) // the turn that ran before the pause ends
+		paused := time.NewTimer(time.Hour)
+		<-paused.C
+		synctest.Wait()
+		r1.mu.Lock()
+		r2.mu.Lock()
+		if len(r1.turns) != 1 || len(r2.turns) != 0 {
+			t.Errorf("turns while paused: %d and %d, want the one started before the pause", len(r1.turns), len(r2.turns))
+		}
+		r2.mu.Unlock()
+		r1.mu.Unlock()
+		resumed := time.Now()
+		pool.Resume()
+		pool.Resume()
+		done := time.NewTimer(time.Second)
+		<-done.C
+		synctest.Wait()
+		d1.Stop()
+		d2.Stop()
+		d1.Wait()
+		d2.Wait()
+		if len(r2.turns) != 6 {
+			t.Fatalf("%d turns after the resume, want 6", len(r2.turns))
+		}
+		last := map[string]time.Time{}
+		for _, tu := range r2.turns {
+			if tu.start.Before(resumed) {
+				t.Errorf("%s started at %v, before the resume at %v", tu.item, tu.start, resumed)
+			}
+			if prev, ok := last[tu.host]; ok && tu.start.Sub(prev) < 10*time.Millisecond {
+				t.Errorf("%s started %v after the host's previous turn ended, want the delay", tu.item, tu.start.Sub(prev))
+			}
+			last[tu.host] = tu.end
+		}
+	})
+}

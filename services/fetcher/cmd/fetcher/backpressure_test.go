@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/app"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+)
+
+// TestHoldsBackWhileParserBehind runs the whole fetcher with
+// --max-downstream-lag 2s against a real broker, ClickHouse and a local
+// site of 60 pages at 10 requests a second, and a parser that stored a
+// page earlier and now stores nothing: the fetcher
+// fetches until its oldest fetched page waited 2 s for the parser (about
+// 20 pages, plus those of the second between two measures and the
+// requests running), then starts no request while nothing stores them. A consumer in the parser's
+// group then takes the fetched pages and commits them, as the parser does
+// once their documents are inserted: the lag falls, the fetcher resumes and
+// fetches every page.
+func TestHoldsBackWhileParserBehind(t *testing.T) {
+	const (
+		pages   = 60
+		high    = 2 * time.Second
+		workers = 4
+		// one host at 10 requests a second: the lag is measured every
+		// second, so about 10 requests start after it reached high
+		delay = 100 * time.Millisecond
+		rate  = int64(time.Second / delay)
+		want  = rate * int64(high/time.Second)
+	)
+	kcfg := kafkatest.Config(t, 2)
+	ch := chtest.Config(t)
+	var served atomic.Int64
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.91:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		served.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html><body><p>page %s</p></body></html>", r.URL.Path)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+
+	args := []string{
+		"-kafka-brokers", strings.Join(kcfg.Brokers, ","),
+		"-kafka-partitions", strconv.Itoa(kcfg.Partitions),
+		"-kafka-topic-prefix", kcfg.TopicPrefix,
+		"-kafka-session-timeout", kcfg.SessionTimeout.String(),
+		"-kafka-rebalance-timeout", kcfg.RebalanceTimeout.String(),
+		"-clickhouse-addr", strings.Join(ch.Addr, ","),
+		"-clickhouse-database", ch.Database,
+		"-admin-addr", "127.0.0.1:0",
+		"-log-level", "warn",
+		"-workers", strconv.Itoa(workers),
+		"-delay", delay.String(),
+		"-allow-private",
+		"-max-downstream-lag", high.String(),
+	}
+	env := func(string) (string, bool) { return "", false }
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(runCtx, args, env) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+
+	w := kafkaio.NewWriter(kcfg, zap.NewNop(), prometheus.NewRegistry())
+	defer w.Close()
+	// A parser that ran before: its group stored (committed) a page. (A
+	// group that never committed is no parser, and holds nothing back.)
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: kcfg.Brokers, GroupID: kcfg.GroupFor(app.ParserGroup), Topic: kcfg.Topics().Fetched,
+		SessionTimeout: kcfg.SessionTimeout, RebalanceTimeout: kcfg.RebalanceTimeout,
+		HeartbeatInterval: time.Second, MaxWait: 100 * time.Millisecond,
+	})
+	defer r.Close()
+	if err := w.Write(ctx, kafka.Message{Topic: kcfg.Topics().Fetched, Key: []byte("earlier"), Value: []byte("a page stored before")}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.FetchMessage(ctx); err != nil {
+		t.Fatal(err)
+	} else if err := r.CommitMessages(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []kafka.Message
+	for i := range pages {
+		u := fmt.Sprintf("%s/p/%d", base, i)
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{CrawlId: "bp", Url: u, UrlFp: uint64(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := w.Write(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+
+	// The fetcher stops fetching: no request for 3 s.
+	held := settled(ctx, t, &served, 3*time.Second)
+	t.Logf("held back after %d of %d pages (pause at %s of lag, about %d pages; %d workers)", held, pages, high, want, workers)
+	if held < want-rate || held > want+2*rate+workers {
+		t.Fatalf("fetched %d pages with nothing parsed, want the pause at about %d (%s at %d/s; give or take a second's requests between two measures, and the %d running)",
+			held, want, high, rate, workers)
+	}
+
+	// The parser catches up: its group takes and commits the fetched pages.
+	parsed := make(chan error, 1)
+	go func() {
+		for {
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				parsed <- err
+				return
+			}
+			if err := r.CommitMessages(ctx, m); err != nil {
+				parsed <- err
+				return
+			}
+		}
+	}()
+	for served.Load() < pages {
+		select {
+		case err := <-parsed:
+			t.Fatalf("parser group: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("fetched %d of %d pages after the parser caught up: %v", served.Load(), pages, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Logf("every page fetched once the parser caught up")
+}
+
+// settled waits until n has not changed for quiet and returns it.
+func settled(ctx context.Context, t *testing.T, n *atomic.Int64, quiet time.Duration) int64 {
+	t.Helper()
+	last, since := n.Load(), time.Now()
+	for time.Since(since) < quiet || last == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for the fetcher to hold back: %v (at %d)", ctx.Err(), n.Load())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if v := n.Load(); v != last {
+			last, since = v, time.Now()
+		}
+	}
+	return last
+}

@@ -1,0 +1,240 @@
+// Package backpressure holds the fetcher back while the stage after it
+// falls behind. A crawl is done when its last document is stored, not when
+// its last page is fetched: a fetcher that runs ahead of the parser and
+// ClickHouse fills the fetched-pages topic (0.6-1.4 M records waited in a
+// crawl of 1.1 M pages), and the end of the crawl becomes a long catch-up
+// in which almost nothing is fetched.
+//
+// A Monitor reads, every Interval, the records produced to the
+// fetched-pages topic and those the parser committed (it commits a batch
+// once its documents are inserted), and from the times it saw the produced
+// count pass the committed one, how long ago the oldest page not yet
+// stored was fetched: the lag, in seconds, whatever the rate. At High it
+// pauses the start of new requests (the turns running finish). It resumes
+// them once what waits would be stored within Low/2 at the rate the parser
+// stored pages over the last rateWindow (a parser commits in bursts, and
+// the gap to Low keeps a noisy rate from pausing and resuming by turns):
+// not once the lag is under Low,
+// which a pause cannot bring about (nothing new is fetched, so the
+// youngest page waiting ages with the pause, and the pipeline would run
+// dry before each resume). Nor does it pause when what waits would be
+// stored within Low, however old the oldest page: right after a resume
+// that would pause again at once. Every fetcher measures the same lag and holds back
+// alike. A lag that cannot be measured (the broker unreachable) pauses
+// nothing: the crawl does not stop for its monitor.
+package backpressure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Gate is what the Monitor holds back: the fetcher's worker pool.
+type Gate interface {
+	Pause()
+	Resume()
+}
+
+// Options configures a Monitor.
+type Options struct {
+	// High is the lag at which new requests pause.
+	High time.Duration
+	// Low: an old page pauses nothing while what waits would be stored
+	// within Low, and requests resume once it would be within Low/2
+	// (default High/2).
+	Low time.Duration
+	// Interval is the time between two measures (default 1s).
+	Interval time.Duration
+}
+
+// DefaultInterval is the default of Options.Interval.
+const DefaultInterval = time.Second
+
+// Offsets reads the records produced to the next stage's topic and those
+// it has taken (committed), summed over the partitions.
+type Offsets func(context.Context) (produced, taken int64, err error)
+
+// Monitor pauses and resumes a Gate by the lag it measures.
+type Monitor struct {
+	opts    Options
+	offsets Offsets
+	seen    []sample // produced counts with when first seen, oldest first
+	taken   []sample // taken counts of the last rateWindow, oldest first
+	gate    Gate
+	log     *zap.Logger
+	m       metrics
+	paused  time.Time // when the current pause began; zero: not paused
+	failed  bool      // the last measure failed (logged once per streak)
+}
+
+// sample is a count and when the Monitor saw it.
+type sample struct {
+	at       time.Time
+	produced int64 // or taken
+}
+
+// rateWindow is how far back the parser's rate is measured.
+const rateWindow = 5 * time.Second
+
+type metrics struct {
+	lag      prometheus.Gauge
+	records  prometheus.Gauge
+	active   prometheus.Gauge
+	pauses   prometheus.Counter
+	seconds  prometheus.Counter
+	failures prometheus.Counter
+}
+
+// New returns a Monitor of gate by the lag of the next stage on offsets.
+// reg receives its metrics.
+func New(o Options, offsets Offsets, gate Gate, log *zap.Logger, reg prometheus.Registerer) (*Monitor, error) {
+	if o.High <= 0 {
+		return nil, errors.New("backpressure: Options.High must be positive")
+	}
+	if o.Low <= 0 || o.Low >= o.High {
+		o.Low = o.High / 2
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	m := metrics{
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "downstream_lag_seconds",
+			Help: "How long ago the oldest fetched page the parser has not stored yet was fetched, as last measured.",
+		}),
+		records: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "downstream_lag_records",
+			Help: "Fetched pages the parser has not stored yet (its consumer group's lag on the fetched-pages topic), as last measured.",
+		}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "backpressure_paused",
+			Help: "1 while new requests are paused because the parser is behind (--max-downstream-lag), else 0.",
+		}),
+		pauses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "backpressure_pauses_total",
+			Help: "Times new requests were paused because the parser's lag reached --max-downstream-lag.",
+		}),
+		seconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "backpressure_paused_seconds_total",
+			Help: "Seconds new requests spent paused because the parser was behind.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "downstream_lag_failures_total",
+			Help: "Measures of the parser's lag that failed (nothing is paused while it is unknown).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.lag, m.records, m.active, m.pauses, m.seconds, m.failures} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register backpressure metrics: %w", err)
+		}
+	}
+	return &Monitor{opts: o, offsets: offsets, gate: gate, log: log, m: m}, nil
+}
+
+// Run measures the lag every Interval until ctx is done, then resumes the
+// gate if it paused it.
+func (m *Monitor) Run(ctx context.Context) error {
+	t := time.NewTicker(m.opts.Interval)
+	defer t.Stop()
+	for {
+		m.Step(ctx, time.Now())
+		select {
+		case <-ctx.Done():
+			m.resume(time.Now(), "stopping", 0)
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Step measures the lag once at now and pauses or resumes the gate.
+func (m *Monitor) Step(ctx context.Context, now time.Time) {
+	produced, taken, err := m.offsets(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		m.m.failures.Inc()
+		if !m.failed {
+			m.log.Warn("cannot measure the parser's lag; fetching goes on unthrottled", zap.Error(err))
+		}
+		m.failed = true
+		m.resume(now, "lag unknown", 0)
+		return
+	}
+	m.failed = false
+	lag := m.lag(now, produced, taken)
+	waiting := max(produced-taken, 0)
+	drain, known := m.drain(now, taken, waiting)
+	m.m.lag.Set(lag.Seconds())
+	m.m.records.Set(float64(waiting))
+	switch {
+	case m.paused.IsZero() && lag >= m.opts.High && !(known && drain < m.opts.Low):
+		m.paused = now
+		m.gate.Pause()
+		m.m.active.Set(1)
+		m.m.pauses.Inc()
+		m.log.Info("parser behind: new requests paused", zap.Duration("lag", lag), zap.Int64("pages", waiting),
+			zap.Duration("resume_within", m.opts.Low/2))
+	case !m.paused.IsZero() && known && drain < m.opts.Low/2:
+		m.resume(now, "parser catching up", lag)
+	}
+}
+
+// drain records taken as seen at now and returns how long the parser
+// needs to store waiting pages at its rate over the last rateWindow; not
+// known while it stored nothing in that window, unless nothing waits.
+func (m *Monitor) drain(now time.Time, taken, waiting int64) (time.Duration, bool) {
+	m.taken = append(m.taken, sample{at: now, produced: taken})
+	for len(m.taken) > 2 && !m.taken[1].at.After(now.Add(-rateWindow)) {
+		m.taken = m.taken[1:]
+	}
+	if waiting == 0 {
+		return 0, true
+	}
+	first := m.taken[0]
+	stored, span := taken-first.produced, now.Sub(first.at)
+	if stored <= 0 || span <= 0 {
+		return 0, false
+	}
+	return time.Duration(float64(waiting) / float64(stored) * float64(span)), true
+}
+
+// lag records produced as seen at now and returns how long ago the
+// Monitor first saw a produced count that reaches taken: the age of the
+// oldest record not yet taken (0 when every record was taken). Records
+// produced before the first measure count as produced then. The samples
+// older than that one are dropped: taken never goes back.
+func (m *Monitor) lag(now time.Time, produced, taken int64) time.Duration {
+	if n := len(m.seen); n == 0 || m.seen[n-1].produced < produced {
+		m.seen = append(m.seen, sample{at: now, produced: produced})
+	}
+	if taken >= produced {
+		m.seen = m.seen[:0]
+		return 0
+	}
+	i := 0
+	for i < len(m.seen)-1 && m.seen[i].produced <= taken {
+		i++
+	}
+	m.seen = append(m.seen[:0], m.seen[i:]...)
+	return now.Sub(m.seen[0].at)
+}
+
+// resume ends a pause, if one is on.
+func (m *Monitor) resume(now time.Time, why string, lag time.Duration) {
+	if m.paused.IsZero() {
+		return
+	}
+	d := now.Sub(m.paused)
+	m.paused = time.Time{}
+	m.gate.Resume()
+	m.m.active.Set(0)
+	m.m.seconds.Add(d.Seconds())
+	m.log.Info("new requests resumed", zap.String("why", why), zap.Duration("lag", lag), zap.Duration("paused_for", d))
+}
