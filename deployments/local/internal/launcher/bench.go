@@ -193,11 +193,11 @@ type Bench struct {
 	Runtime map[string]GoRuntime `json:"go_runtime,omitempty"`
 	// FetchReads are the records the fetchers read from the fetch topic:
 	// a request deferred back to it (a host's surplus) is read again.
-	FetchReads   float64  `json:"fetch_topic_reads,omitempty"`
+	FetchReads float64 `json:"fetch_topic_reads,omitempty"`
 	// Lags is how far the stored documents trailed the fetched pages,
 	// polled every second.
-	Lags progress.LagStats `json:"parser_lag"`
-	ScrapeErrors []string `json:"scrape_errors,omitempty"`
+	Lags         progress.LagStats `json:"parser_lag"`
+	ScrapeErrors []string          `json:"scrape_errors,omitempty"`
 }
 
 // WarcUsage is the disk the WARC archive of a crawl takes.
