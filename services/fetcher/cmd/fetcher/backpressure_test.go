@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,21 +62,13 @@ func TestHoldsBackWhileParserBehind(t *testing.T) {
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()
 
-	args := []string{
-		"-kafka-brokers", strings.Join(kcfg.Brokers, ","),
-		"-kafka-partitions", strconv.Itoa(kcfg.Partitions),
-		"-kafka-topic-prefix", kcfg.TopicPrefix,
-		"-kafka-session-timeout", kcfg.SessionTimeout.String(),
-		"-kafka-rebalance-timeout", kcfg.RebalanceTimeout.String(),
-		"-clickhouse-addr", strings.Join(ch.Addr, ","),
-		"-clickhouse-database", ch.Database,
-		"-admin-addr", "127.0.0.1:0",
+	args := append(storeArgs(kcfg, ch),
 		"-log-level", "warn",
 		"-workers", strconv.Itoa(workers),
 		"-delay", delay.String(),
 		"-allow-private",
 		"-max-downstream-lag", high.String(),
-	}
+	)
 	env := func(string) (string, bool) { return "", false }
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
@@ -20,20 +22,12 @@ func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 func TestRunStartsAndStops(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
 	ch := chtest.Config(t)
-	args := []string{
-		"-kafka-brokers", strings.Join(kcfg.Brokers, ","),
-		"-kafka-partitions", strconv.Itoa(kcfg.Partitions),
-		"-kafka-topic-prefix", kcfg.TopicPrefix,
-		"-kafka-session-timeout", kcfg.SessionTimeout.String(),
-		"-kafka-rebalance-timeout", kcfg.RebalanceTimeout.String(),
-		"-clickhouse-addr", strings.Join(ch.Addr, ","),
-		"-clickhouse-database", ch.Database,
-		"-admin-addr", "127.0.0.1:0",
+	args := append(storeArgs(kcfg, ch),
 		"-log-level", "warn",
 		"-workers", "4",
 		"-use-proxies",
 		"-warc-dir", t.TempDir(), // the archive wired too: opened, closed at the stop
-	}
+	)
 	env := func(string) (string, bool) { return "", false }
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -51,6 +45,21 @@ func TestRunStartsAndStops(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("run did not stop within 30s of cancellation")
+	}
+}
+
+// storeArgs are the flags of a fetcher on the test's broker and
+// ClickHouse database, with its admin server on a free port.
+func storeArgs(kcfg kafkaio.Config, ch chstore.Config) []string {
+	return []string{
+		"-kafka-brokers", strings.Join(kcfg.Brokers, ","),
+		"-kafka-partitions", strconv.Itoa(kcfg.Partitions),
+		"-kafka-topic-prefix", kcfg.TopicPrefix,
+		"-kafka-session-timeout", kcfg.SessionTimeout.String(),
+		"-kafka-rebalance-timeout", kcfg.RebalanceTimeout.String(),
+		"-clickhouse-addr", strings.Join(ch.Addr, ","),
+		"-clickhouse-database", ch.Database,
+		"-admin-addr", "127.0.0.1:0",
 	}
 }
 

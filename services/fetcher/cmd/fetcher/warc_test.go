@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -123,16 +122,8 @@ func TestWarcSurvivesKill(t *testing.T) {
 	start := func(logs *syncBuffer) *exec.Cmd {
 		// Not ended by ctx: a process still running at the deadline is
 		// asked for its goroutines (SIGQUIT) for the failure message.
-		cmd := exec.CommandContext(context.WithoutCancel(ctx), bin,
-			"-kafka-brokers", strings.Join(kcfg.Brokers, ","),
-			"-kafka-partitions", strconv.Itoa(kcfg.Partitions),
-			"-kafka-topic-prefix", kcfg.TopicPrefix,
-			"-kafka-session-timeout", kcfg.SessionTimeout.String(),
-			"-kafka-rebalance-timeout", kcfg.RebalanceTimeout.String(),
-			"-clickhouse-addr", strings.Join(ch.Addr, ","),
-			"-clickhouse-database", ch.Database,
+		cmd := exec.CommandContext(context.WithoutCancel(ctx), bin, append(storeArgs(kcfg, ch),
 			"-clickhouse-flush-interval", "100ms",
-			"-admin-addr", "127.0.0.1:0",
 			"-log-level", "info",
 			"-allow-private", "-delay", "50ms", "-workers", "4",
 			"-warc-dir", dir, "-warc-max-file-bytes", "1048576",
@@ -142,7 +133,7 @@ func TestWarcSurvivesKill(t *testing.T) {
 			// here, so that this test is about the archive; the rows it
 			// rebuilds carry the location (TestFetchLogRowWarc).
 			"-readback-window", "0",
-		)
+		)...)
 		cmd.Stderr = logs
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start fetcher: %v", err)
