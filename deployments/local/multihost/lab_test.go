@@ -560,7 +560,12 @@ func setLink(ctx context.Context, h host, up bool) error {
 
 // readyzIn asks a service's /readyz from inside host h's namespace: the
 // only way to reach a host whose link is down. The asking goroutine's
-// thread joins the namespace and ends with it (never unlocked).
+// thread joins the namespace, and goes back to its own before it is
+// unlocked. It must not end with the goroutine: the services are started
+// with Pdeathsig (supervise), which fires when the thread that forked them
+// ends, and Go's threads are shared: a thread ended here had forked other
+// hosts' services earlier, and they were stopped (SIGTERM, exit 0) in the
+// middle of the crawl.
 func readyzIn(ctx context.Context, h host, s *svc) (int, string) {
 	type answer struct {
 		code int
@@ -569,16 +574,32 @@ func readyzIn(ctx context.Context, h host, s *svc) (int, string) {
 	ch := make(chan answer, 1)
 	go func() {
 		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- answer{0, err.Error()}
+			return
+		}
+		defer own.Close()
 		f, err := os.Open(h.nsPath())
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- answer{0, err.Error()}
 			return
 		}
 		defer f.Close()
 		if _, _, errno := syscall.RawSyscall(sysSetns, f.Fd(), syscall.CLONE_NEWNET, 0); errno != 0 {
+			runtime.UnlockOSThread()
 			ch <- answer{0, "setns: " + errno.Error()}
 			return
 		}
+		defer func() {
+			// Back home, the thread can serve other goroutines again; if
+			// it cannot go back, it stays locked and ends with this one.
+			if _, _, errno := syscall.RawSyscall(sysSetns, own.Fd(), syscall.CLONE_NEWNET, 0); errno == 0 {
+				runtime.UnlockOSThread()
+			}
+		}()
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		c, err := new(net.Dialer).DialContext(ctx, "tcp", s.admin)
