@@ -128,8 +128,12 @@ func TestSchedulerKilledSkewedCrawl(t *testing.T) {
 		found = true
 		t.Logf("crawl_status: admitted %d, terminal %d (fetched %d, redirected %d, robots_denied %d, failed %d, cancelled %d), pending %d, dropped %d, status %s",
 			admitted, terminal, fetched, redirected, denied, failed, cx, pending, dropped, st)
-		if pending != 0 || st != "finished" || admitted < uint64(total) || dropped == 0 || fetched+redirected+denied+failed+cx+spent != terminal {
-			t.Errorf("crawl_status after drain: admitted %d terminal %d pending %d dropped %d status %s; want every admitted URL terminal, finished, duplicates recorded",
+		// dropped may be 0: the parser publishes a link it published
+		// recently only once (services/parser/internal/recent), so in a
+		// crawl this small the scheduler may see no rediscovery at all,
+		// and whether a kill makes it see one depends on where it falls.
+		if pending != 0 || st != "finished" || admitted < uint64(total) || fetched+redirected+denied+failed+cx+spent != terminal {
+			t.Errorf("crawl_status after drain: admitted %d terminal %d pending %d dropped %d status %s; want every admitted URL terminal, finished",
 				admitted, terminal, pending, dropped, st)
 		}
 	}
@@ -139,7 +143,8 @@ func TestSchedulerKilledSkewedCrawl(t *testing.T) {
 	}
 
 	// Where did URL X go? One query: the host-0 index page was admitted
-	// once, fetched, and its rediscoveries dropped as duplicates.
+	// once and fetched (its rediscoveries, if any reach the scheduler,
+	// dropped as duplicates).
 	idx := "http://" + e.site.Hosts()[0] + "/"
 	journey := strings.NewReplacer("'crawl-1'", "'"+e.crawlID+"'", "'http://h0.test/p/0'", "'"+idx+"'").
 		Replace(analystQuery(t, "url_journey"))
