@@ -14,7 +14,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
-	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/app"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -100,19 +99,11 @@ func TestHoldsBackWhileParserBehind(t *testing.T) {
 	} else if err := r.CommitMessages(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	var msgs []kafka.Message
+	var urls []string
 	for i := range pages {
-		u := fmt.Sprintf("%s/p/%d", base, i)
-		key, err := kafkaio.Key(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{CrawlId: "bp", Url: u, UrlFp: uint64(i + 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m)
+		urls = append(urls, fmt.Sprintf("%s/p/%d", base, i))
 	}
+	msgs := fetchRequests(t, kcfg, "bp", urls)
 	if err := w.Write(ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}

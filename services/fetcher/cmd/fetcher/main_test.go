@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
@@ -61,6 +64,25 @@ func storeArgs(kcfg kafkaio.Config, ch chstore.Config) []string {
 		"-clickhouse-database", ch.Database,
 		"-admin-addr", "127.0.0.1:0",
 	}
+}
+
+// fetchRequests are the fetch-topic records of crawl's requests of urls,
+// fingerprinted 1, 2, … in order.
+func fetchRequests(t *testing.T, kcfg kafkaio.Config, crawl string, urls []string) []kafka.Message {
+	t.Helper()
+	msgs := make([]kafka.Message, 0, len(urls))
+	for i, u := range urls {
+		key, err := kafkaio.Key(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{CrawlId: crawl, Url: u, UrlFp: uint64(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {

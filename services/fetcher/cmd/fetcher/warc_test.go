@@ -19,11 +19,9 @@ import (
 
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
-	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/app"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -95,18 +93,7 @@ func TestWarcSurvivesKill(t *testing.T) {
 	}
 	w := kafkaio.NewWriter(kcfg, zap.NewNop(), prometheus.NewRegistry())
 	defer w.Close()
-	var msgs []kafka.Message
-	for i, u := range urls {
-		key, err := kafkaio.Key(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, &crawlv1.FetchRequest{CrawlId: "wk", Url: u, UrlFp: uint64(i + 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m)
-	}
+	msgs := fetchRequests(t, kcfg, "wk", urls)
 	if err := kafkaio.EnsureTopics(ctx, kcfg); err != nil {
 		t.Fatal(err)
 	}
