@@ -7,11 +7,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -230,10 +230,6 @@ func Load(args []string, lookupEnv func(string) (string, bool), defaultInstance 
 // PageBudget returns a crawl's page budget: its specification's
 // limits.max_pages when set, else maxPages (--max-pages); 0 = unlimited.
 func PageBudget(maxPages int64, specs *crawlcontrol.Specs) func(crawlID string) int64 {
-	return func(crawlID string) int64 {
-		if n := specs.Get(crawlID).GetLimits().GetMaxPages(); n > 0 {
-			return int64(min(n, math.MaxInt64))
-		}
-		return maxPages
-	}
+	fleet := crawlsettings.Fleet{MaxPages: maxPages}
+	return func(crawlID string) int64 { return crawlsettings.Resolve(specs.Get(crawlID), fleet).Pages }
 }

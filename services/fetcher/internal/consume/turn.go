@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -310,12 +312,11 @@ func robotsVerdict(k failure.Kind) string {
 // the fetcher's --delay floor. A host shared by crawls takes, after each
 // request, the delay of that request's crawl.
 func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) {
-	var minDelay, maxCrawlDelay time.Duration
+	var p hostdelay.Crawl
 	if h.s.opts.Crawls != nil {
-		p := h.s.opts.Crawls.Get(t.crawl).GetPoliteness()
-		minDelay, maxCrawlDelay = p.GetDelay().AsDuration(), p.GetMaxCrawlDelay().AsDuration()
+		p = crawlsettings.PolitenessOf(h.s.opts.Crawls.Get(t.crawl))
 	}
-	return h.engine.SetHostDelay(host, d, minDelay, maxCrawlDelay)
+	return h.engine.SetHostDelay(host, d, p.Delay, p.MaxCrawlDelay)
 }
 
 // The page budget at a host's turn: refused, charged, yielded, given

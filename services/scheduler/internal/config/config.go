@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -40,7 +41,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
-	fs.UintVar(&c.MaxDepth, "max-depth", 16, "deepest link depth admitted (seeds are depth 0)")
+	fs.UintVar(&c.MaxDepth, "max-depth", crawlsettings.DefaultMaxDepth, "deepest link depth admitted (seeds are depth 0)")
 	fs.Int64Var(&c.MaxPages, "max-pages", 0, "page budget of a crawl whose spec sets no limits.max_pages, 0 = unlimited; charged by the fetchers (give them the same --max-pages), which are sent at most --budget-admit-factor times as many URLs")
 	fs.Float64Var(&c.BudgetAdmitFactor, "budget-admit-factor", DefaultBudgetAdmitFactor, "URLs admitted per page of a crawl's page budget, at most (≥ 1; approximate with several schedulers, see README)")
 	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the per-crawl admitted count is read from ClickHouse when --max-pages is set")
@@ -49,6 +50,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.HostQuota, "host-quota", 0, "fetch requests released per host per --host-quota-window, the rest waits in the frontier table (0 = unlimited)")
 	fs.DurationVar(&c.QuotaWindow, "host-quota-window", 10*time.Second, "window of --host-quota (also how often held URLs of paused crawls are checked)")
 	fs.DurationVar(&c.RevisitTick, "revisit-tick", time.Second, "how often each partition's due revisits are produced")
+}
+
+// Fleet returns the flags a crawl's specification may override
+// (crawlsettings.Resolve).
+func (c Config) Fleet() crawlsettings.Fleet {
+	return crawlsettings.Fleet{MaxPages: c.MaxPages, MaxDepth: uint32(c.MaxDepth)}
 }
 
 // DefaultBudgetAdmitFactor is --budget-admit-factor's default: twice the

@@ -1,25 +1,21 @@
 package config
 
 import (
-	"math"
-
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
 )
 
-// SpecDepth returns a crawl's max depth from its specification, when it has
-// one that sets it; other crawls use --max-depth.
-func SpecDepth(specs *crawlcontrol.Specs) func(crawlID string) (uint32, bool) {
+// SpecDepth returns a crawl's max depth: its specification's
+// limits.max_depth, else the fleet's --max-depth (crawlsettings.Resolve).
+func SpecDepth(specs *crawlcontrol.Specs, fleet crawlsettings.Fleet) func(crawlID string) (uint32, bool) {
 	return func(crawlID string) (uint32, bool) {
-		if d := specs.Get(crawlID).GetLimits().GetMaxDepth(); d > 0 {
-			return d, true
-		}
-		return 0, false
+		return crawlsettings.Resolve(specs.Get(crawlID), fleet).Depth, true
 	}
 }
 
@@ -40,15 +36,12 @@ func SpecScope(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) 
 	}
 }
 
-// SpecPages returns a crawl's admission ceiling from its specification,
-// when it sets a page budget (limits.max_pages, times factor, see
-// AdmitCeiling); other crawls use --max-pages's.
-func SpecPages(specs *crawlcontrol.Specs, factor float64) func(crawlID string) (int64, bool) {
+// SpecPages returns a crawl's admission ceiling: its page budget
+// (crawlsettings.Resolve: limits.max_pages, else the fleet's --max-pages)
+// times factor (AdmitCeiling).
+func SpecPages(specs *crawlcontrol.Specs, fleet crawlsettings.Fleet, factor float64) func(crawlID string) (int64, bool) {
 	return func(crawlID string) (int64, bool) {
-		if n := specs.Get(crawlID).GetLimits().GetMaxPages(); n > 0 {
-			return AdmitCeiling(int64(min(n, math.MaxInt64)), factor), true
-		}
-		return 0, false
+		return AdmitCeiling(crawlsettings.Resolve(specs.Get(crawlID), fleet).Pages, factor), true
 	}
 }
 
@@ -90,10 +83,10 @@ func SpecRevisit(specs *crawlcontrol.Specs) func(crawlID string) (revisit.Policy
 	}
 }
 
-// SpecHostPages returns a crawl's per-host page budget from its
-// specification (limits.max_pages_per_host), 0 = unlimited.
+// SpecHostPages returns a crawl's per-host page budget
+// (limits.max_pages_per_host), 0 = unlimited.
 func SpecHostPages(specs *crawlcontrol.Specs) func(crawlID string) int64 {
 	return func(crawlID string) int64 {
-		return int64(min(specs.Get(crawlID).GetLimits().GetMaxPagesPerHost(), math.MaxInt64))
+		return crawlsettings.Resolve(specs.Get(crawlID), crawlsettings.Fleet{}).PagesPerHost
 	}
 }

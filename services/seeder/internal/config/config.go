@@ -7,11 +7,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -107,16 +109,26 @@ type Serve struct {
 	// ConsoleRefresh is how often the operator console's pages of a
 	// running crawl refresh (flag console-refresh).
 	ConsoleRefresh time.Duration
-	// Fleet is the fetchers' --delay and --max-crawl-delay (flags delay,
-	// max-crawl-delay; CRAWLER_DELAY and CRAWLER_MAX_CRAWL_DELAY as the
-	// fetchers read them), for the delay the console says applies.
-	Fleet hostdelay.Fleet
+	// Fleet is the services' flags a crawl's specification may override:
+	// the fetchers' --delay and --max-crawl-delay, the fetchers' and the
+	// schedulers' --max-pages, the schedulers' --max-depth (flags delay,
+	// max-crawl-delay, max-pages, max-depth; CRAWLER_DELAY,
+	// CRAWLER_MAX_CRAWL_DELAY, CRAWLER_MAX_PAGES and CRAWLER_MAX_DEPTH as
+	// the services read them), for the settings the console says apply.
+	Fleet crawlsettings.Fleet
 }
 
 // RegisterFlags binds the fields to flags with their defaults.
 func (c *Serve) RegisterFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&c.Fleet.Delay, "delay", hostdelay.DefaultDelay, "the fetchers' --delay (the console shows the delay that applies to a host)")
-	fs.DurationVar(&c.Fleet.MaxCrawlDelay, "max-crawl-delay", hostdelay.DefaultMaxCrawlDelay, "the fetchers' --max-crawl-delay (the console shows the delay that applies to a host)")
+	fs.DurationVar(&c.Fleet.Politeness.Delay, "delay", hostdelay.DefaultDelay, "the fetchers' --delay (the console shows the delay that applies to a host)")
+	fs.DurationVar(&c.Fleet.Politeness.MaxCrawlDelay, "max-crawl-delay", hostdelay.DefaultMaxCrawlDelay, "the fetchers' --max-crawl-delay (the console shows the delay that applies to a host)")
+	fs.Int64Var(&c.Fleet.MaxPages, "max-pages", 0, "the fetchers' and schedulers' --max-pages (the console shows the page budget that applies to a crawl whose spec sets none)")
+	c.Fleet.MaxDepth = crawlsettings.DefaultMaxDepth
+	fs.Func("max-depth", fmt.Sprintf("the schedulers' --max-depth (the console shows the depth that applies to a crawl whose spec sets none; default %d)", crawlsettings.DefaultMaxDepth), func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		c.Fleet.MaxDepth = uint32(n)
+		return err
+	})
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
@@ -142,8 +154,8 @@ func (c Serve) Validate() error {
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("validate api-max-body-bytes: %d, want at least 1024", c.MaxBodyBytes))
 	}
-	if c.Fleet.Delay <= 0 || c.Fleet.MaxCrawlDelay < c.Fleet.Delay {
-		errs = append(errs, fmt.Errorf("validate delay %v and max-crawl-delay %v: want a positive delay and a cap not below it, as the fetchers", c.Fleet.Delay, c.Fleet.MaxCrawlDelay))
+	if c.Fleet.Politeness.Delay <= 0 || c.Fleet.Politeness.MaxCrawlDelay < c.Fleet.Politeness.Delay {
+		errs = append(errs, fmt.Errorf("validate delay %v and max-crawl-delay %v: want a positive delay and a cap not below it, as the fetchers", c.Fleet.Politeness.Delay, c.Fleet.Politeness.MaxCrawlDelay))
 	}
 	if c.ConsoleRefresh < time.Second || c.ConsoleRefresh%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("validate console-refresh: %v, want whole seconds, at least 1s", c.ConsoleRefresh))

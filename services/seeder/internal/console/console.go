@@ -36,7 +36,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
-	"github.com/trawl-crawler/trawl/libs/hostdelay"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
@@ -84,10 +84,12 @@ type Config struct {
 	Partitions int
 	// Refresh is how often a running crawl's pages refresh (default 5 s).
 	Refresh time.Duration
-	// Fleet is the fetchers' own politeness (their --delay and
-	// --max-crawl-delay; zero fields: the defaults), for a host page's
-	// delay that applies.
-	Fleet hostdelay.Fleet
+	// Fleet is the services' own flags that a crawl's specification may
+	// override (the fetchers' --delay and --max-crawl-delay, zero: the
+	// defaults; the fleet's --max-pages and --max-depth), for the
+	// settings a crawl page and a host page say apply
+	// (crawlsettings.Resolve, as the services resolve them).
+	Fleet crawlsettings.Fleet
 }
 
 // Metrics are the console's metrics.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -48,7 +49,8 @@ const (
 type env struct {
 	url string
 	// fleetURL serves a console told of fetchers whose --delay is
-	// fleetDelay (Config.Fleet), over the same crawls.
+	// fleetDelay and whose --max-pages is fleetPages (Config.Fleet), over
+	// the same crawls.
 	fleetURL string
 	store    *chstore.Store
 	api      *api.Server
@@ -62,8 +64,12 @@ type skew struct{ d atomic.Int64 }
 func (s *skew) now() time.Time      { return time.Now().Add(time.Duration(s.d.Load())) }
 func (s *skew) add(d time.Duration) { s.d.Add(int64(d)) }
 
-// fleetDelay is the --delay of the fetchers env.fleetURL's console knows.
-const fleetDelay = 2500 * time.Millisecond
+// fleetDelay and fleetPages are the --delay and --max-pages of the
+// fetchers env.fleetURL's console knows.
+const (
+	fleetDelay = 2500 * time.Millisecond
+	fleetPages = 7
+)
 
 func newEnv(t *testing.T) env {
 	t.Helper()
@@ -109,7 +115,8 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleetUI, err := console.New(console.Config{Token: token, Partitions: partitions, Fleet: hostdelay.Fleet{Delay: fleetDelay}}, a, st, store.Conn(), fm, zap.NewNop())
+	fleet := crawlsettings.Fleet{MaxPages: fleetPages, Politeness: hostdelay.Fleet{Delay: fleetDelay}}
+	fleetUI, err := console.New(console.Config{Token: token, Partitions: partitions, Fleet: fleet}, a, st, store.Conn(), fm, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,6 +549,22 @@ func TestPages(t *testing.T) {
 	fc.login()
 	r = fc.get("/ui/crawls/" + id + "/hosts/" + url.PathEscape(host))
 	contains("host on slower fetchers", r.body, `<dd id="effective-delay">2.5s</dd>`)
+	// The crawl's own budget (4) wins over the fleet's --max-pages (7).
+	r = fc.get("/ui/crawls/" + id)
+	contains("crawl on a fleet with a budget", r.body, "of the budget of 4: 75%")
+	if strings.Contains(r.body, "the fleet's --max-pages") {
+		t.Errorf("a crawl with its own budget says the fleet's applies")
+	}
+	// A crawl whose spec sets no budget: none on the console of a fleet
+	// without --max-pages, the fleet's where it has one.
+	const unbounded = "pages-crawl-unbounded"
+	if r := c.post("/ui/crawls", url.Values{"csrf": {csrf}, "crawl_id": {unbounded}, "seeds_text": {"http://127.0.0.2:8080/"}}); r.code != http.StatusSeeOther {
+		t.Fatalf("submit %s: %d %s", unbounded, r.code, r.body)
+	}
+	r = c.get("/ui/crawls/" + unbounded)
+	contains("crawl without a budget", r.body, "(no page budget)")
+	r = fc.get("/ui/crawls/" + unbounded)
+	contains("crawl without a budget on a fleet with one", r.body, "of the budget of 7 (the fleet's --max-pages): 0%")
 
 	r = c.get("/ui/crawls/" + id + "/url?u=" + url.QueryEscape(urls[1]))
 	if r.code != http.StatusOK {

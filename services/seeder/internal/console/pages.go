@@ -11,7 +11,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
-	"github.com/trawl-crawler/trawl/libs/hostdelay"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
@@ -247,7 +247,8 @@ type crawlData struct {
 	View            api.CrawlView
 	Spec            *crawlv1.CrawlSpec
 	Running         bool
-	Budget          uint64        // max pages; 0: none
+	Settings        crawlsettings.Settings
+	Budget          int64         // the page budget that applies; 0: none
 	TimeLimit       time.Duration // limits.max_duration; 0: none
 	Deadline        time.Time     // when the time limit ends the crawl
 	UserAgent       string        // identity.user_agent; "": the fetcher's
@@ -280,7 +281,8 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 		return
 	}
 	now := s.now()
-	d := crawlData{Spec: spec, Search: r.URL.Query().Get("q"), Budget: spec.GetLimits().GetMaxPages(),
+	settings := crawlsettings.Resolve(spec, s.cfg.Fleet)
+	d := crawlData{Spec: spec, Search: r.URL.Query().Get("q"), Settings: settings, Budget: settings.Pages,
 		UserAgent: spec.GetIdentity().GetUserAgent()}
 	if end, ok := crawlcontrol.Deadline(spec); ok {
 		d.TimeLimit, d.Deadline = spec.GetLimits().GetMaxDuration().AsDuration(), end.UTC()
@@ -367,17 +369,15 @@ func (s *Server) host(w http.ResponseWriter, r *http.Request, sess []byte) {
 		s.queryFailed(w, r, err)
 		return
 	}
-	pol := spec.GetPoliteness()
 	// The delay that applies is the fetcher's rule (libs/hostdelay) on
 	// the fleet's flags, the crawl's politeness and robots.txt.
-	fleet := s.cfg.Fleet.WithDefaults()
-	crawl := hostdelay.Crawl{Delay: pol.GetDelay().AsDuration(), MaxCrawlDelay: pol.GetMaxCrawlDelay().AsDuration()}
-	d.Delay, _ = hostdelay.Effective(fleet, crawl, 0) // without a Crawl-delay
-	d.DelayDefault, d.MaxCrawlDelay = pol.GetDelay() == nil, hostdelay.Cap(fleet, crawl)
+	settings := crawlsettings.Resolve(spec, s.cfg.Fleet)
+	d.Delay, _ = settings.Delay(0) // without a Crawl-delay
+	d.DelayDefault, d.MaxCrawlDelay = spec.GetPoliteness().GetDelay() == nil, settings.MaxCrawlDelay()
 	if len(d.Robots) > 0 {
 		d.CrawlDelay = time.Duration(d.Robots[0].CrawlDelayMs) * time.Millisecond
 	}
-	d.Effective, _ = hostdelay.Effective(fleet, crawl, d.CrawlDelay)
+	d.Effective, _ = settings.Delay(d.CrawlDelay)
 	var gaps []time.Duration
 	for _, f := range d.Fetches {
 		if f.Throttled {

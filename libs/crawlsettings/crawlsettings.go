@@ -1,0 +1,128 @@
+// Package crawlsettings is the one place a crawl's effective settings are
+// resolved: what its specification sets, else the fleet's flags. The
+// fetchers (page budget, politeness), the schedulers (page budget, depth,
+// per-host pages) and the seeder's console (what it says applies) all
+// call Resolve, so that what a console page shows is what the services do
+// and a new setting is defaulted in one place.
+//
+// It is pure: no I/O; its inputs are a specification and the fleet's
+// flags, its output a value.
+package crawlsettings
+
+import (
+	"math"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
+)
+
+// DefaultMaxDepth is the default of the fleet's --max-depth (the
+// schedulers' and the seeder's flags).
+const DefaultMaxDepth = 16
+
+// Fleet is the services' own flags that a crawl's specification may
+// override. The same environment variables set them on every service
+// (CRAWLER_MAX_PAGES, CRAWLER_MAX_DEPTH, CRAWLER_DELAY,
+// CRAWLER_MAX_CRAWL_DELAY), so a deployment that sets them once sets them
+// alike everywhere.
+type Fleet struct {
+	MaxPages   int64           // --max-pages: 0 = unlimited
+	MaxDepth   uint32          // --max-depth: 0 admits the seeds only
+	Politeness hostdelay.Fleet // --delay, --max-crawl-delay
+}
+
+// WithDefaults returns f with its politeness defaulted and a negative
+// MaxPages made 0 (unlimited).
+func (f Fleet) WithDefaults() Fleet {
+	f.MaxPages = max(f.MaxPages, 0)
+	f.Politeness = f.Politeness.WithDefaults()
+	return f
+}
+
+// Source says where an effective setting comes from.
+type Source uint8
+
+const (
+	// Unset: neither the specification nor the fleet sets it (an
+	// unlimited budget).
+	Unset Source = iota
+	// FromSpec: the crawl's specification sets it.
+	FromSpec
+	// FromFleet: the fleet's flag, the specification setting none.
+	FromFleet
+)
+
+// String names the source as the console and the logs say it.
+func (s Source) String() string {
+	switch s {
+	case FromSpec:
+		return "spec"
+	case FromFleet:
+		return "fleet"
+	default:
+		return "unset"
+	}
+}
+
+// Settings is a crawl's effective settings.
+type Settings struct {
+	// Pages is the page budget (0: unlimited), from limits.max_pages,
+	// else the fleet's --max-pages.
+	Pages     int64
+	PagesFrom Source
+	// PagesPerHost is the per-host page budget (0: unlimited), from
+	// limits.max_pages_per_host; the fleet has no flag for it.
+	PagesPerHost int64
+	// Depth is the deepest link depth admitted (seeds are 0), from
+	// limits.max_depth, else the fleet's --max-depth.
+	Depth     uint32
+	DepthFrom Source
+	// Politeness is the crawl's own politeness (zero fields where its
+	// specification sets none); Fleet the fleet's, defaulted. Delay
+	// combines them with a host's robots.txt.
+	Politeness hostdelay.Crawl
+	Fleet      hostdelay.Fleet
+}
+
+// Resolve returns the effective settings of a crawl with specification
+// spec (nil: a crawl without one, every setting the fleet's) on fleet f.
+func Resolve(spec *crawlv1.CrawlSpec, f Fleet) Settings {
+	f = f.WithDefaults()
+	lim := spec.GetLimits()
+	s := Settings{
+		Pages: f.MaxPages, Depth: f.MaxDepth, DepthFrom: FromFleet,
+		PagesPerHost: clampInt64(lim.GetMaxPagesPerHost()),
+		Politeness:   PolitenessOf(spec),
+		Fleet:        f.Politeness,
+	}
+	if s.Pages > 0 {
+		s.PagesFrom = FromFleet
+	}
+	if n := lim.GetMaxPages(); n > 0 {
+		s.Pages, s.PagesFrom = clampInt64(n), FromSpec
+	}
+	if d := lim.GetMaxDepth(); d > 0 {
+		s.Depth, s.DepthFrom = d, FromSpec
+	}
+	return s
+}
+
+// PolitenessOf returns what a specification sets of its crawl's
+// politeness (zero fields: nothing set).
+func PolitenessOf(spec *crawlv1.CrawlSpec) hostdelay.Crawl {
+	p := spec.GetPoliteness()
+	return hostdelay.Crawl{Delay: p.GetDelay().AsDuration(), MaxCrawlDelay: p.GetMaxCrawlDelay().AsDuration()}
+}
+
+// Delay returns the delay between two requests to a host whose robots.txt
+// asks for crawlDelay (0: none), and whether the crawl's cap cut that
+// Crawl-delay (libs/hostdelay's rule).
+func (s Settings) Delay(crawlDelay time.Duration) (d time.Duration, capped bool) {
+	return hostdelay.Effective(s.Fleet, s.Politeness, crawlDelay)
+}
+
+// MaxCrawlDelay returns the cap of a robots.txt Crawl-delay in the crawl.
+func (s Settings) MaxCrawlDelay() time.Duration { return hostdelay.Cap(s.Fleet, s.Politeness) }
+
+func clampInt64(n uint64) int64 { return int64(min(n, math.MaxInt64)) }

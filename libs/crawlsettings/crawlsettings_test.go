@@ -1,0 +1,108 @@
+package crawlsettings
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
+)
+
+func TestResolve(t *testing.T) {
+	fleet := Fleet{MaxPages: 500, MaxDepth: 7, Politeness: hostdelay.Fleet{Delay: 2 * time.Second}}
+	tests := []struct {
+		name  string
+		spec  *crawlv1.CrawlSpec
+		fleet Fleet
+		want  Settings
+	}{
+		{
+			name: "no spec: the fleet's", fleet: fleet,
+			want: Settings{Pages: 500, PagesFrom: FromFleet, Depth: 7, DepthFrom: FromFleet},
+		},
+		{
+			name: "no spec, unlimited fleet", fleet: Fleet{MaxDepth: 3},
+			want: Settings{Pages: 0, PagesFrom: Unset, Depth: 3, DepthFrom: FromFleet},
+		},
+		{
+			name: "negative fleet budget is unlimited", fleet: Fleet{MaxPages: -1},
+			want: Settings{Pages: 0, PagesFrom: Unset, Depth: 0, DepthFrom: FromFleet},
+		},
+		{
+			name:  "the spec's limits win",
+			spec:  &crawlv1.CrawlSpec{Limits: &crawlv1.Limits{MaxPages: 40, MaxDepth: 2, MaxPagesPerHost: 9}},
+			fleet: fleet,
+			want:  Settings{Pages: 40, PagesFrom: FromSpec, Depth: 2, DepthFrom: FromSpec, PagesPerHost: 9},
+		},
+		{
+			name:  "zero limits are unset",
+			spec:  &crawlv1.CrawlSpec{Limits: &crawlv1.Limits{}},
+			fleet: fleet,
+			want:  Settings{Pages: 500, PagesFrom: FromFleet, Depth: 7, DepthFrom: FromFleet},
+		},
+		{
+			name:  "huge limits clamp",
+			spec:  &crawlv1.CrawlSpec{Limits: &crawlv1.Limits{MaxPages: math.MaxUint64, MaxPagesPerHost: math.MaxUint64}},
+			fleet: fleet,
+			want:  Settings{Pages: math.MaxInt64, PagesFrom: FromSpec, Depth: 7, DepthFrom: FromFleet, PagesPerHost: math.MaxInt64},
+		},
+		{
+			name: "politeness",
+			spec: &crawlv1.CrawlSpec{Politeness: &crawlv1.Politeness{
+				Delay: durationpb.New(3 * time.Second), MaxCrawlDelay: durationpb.New(10 * time.Second)}},
+			fleet: fleet,
+			want: Settings{Pages: 500, PagesFrom: FromFleet, Depth: 7, DepthFrom: FromFleet,
+				Politeness: hostdelay.Crawl{Delay: 3 * time.Second, MaxCrawlDelay: 10 * time.Second}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.want.Fleet = tt.fleet.Politeness.WithDefaults()
+			if got := Resolve(tt.spec, tt.fleet); got != tt.want {
+				t.Errorf("Resolve = %+v\nwant      %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDelay checks that Settings.Delay is libs/hostdelay's rule on the
+// resolved politeness: the fetcher and the console both call it.
+func TestDelay(t *testing.T) {
+	fleet := Fleet{Politeness: hostdelay.Fleet{Delay: time.Second, MaxCrawlDelay: 20 * time.Second}}
+	spec := &crawlv1.CrawlSpec{Politeness: &crawlv1.Politeness{
+		Delay: durationpb.New(2 * time.Second), MaxCrawlDelay: durationpb.New(5 * time.Second)}}
+	tests := []struct {
+		spec       *crawlv1.CrawlSpec
+		crawlDelay time.Duration
+		want       time.Duration
+		capped     bool
+		cap        time.Duration
+	}{
+		{nil, 0, time.Second, false, 20 * time.Second},
+		{nil, 30 * time.Second, 20 * time.Second, true, 20 * time.Second},
+		{spec, 0, 2 * time.Second, false, 5 * time.Second},
+		{spec, 4 * time.Second, 4 * time.Second, false, 5 * time.Second},
+		{spec, 9 * time.Second, 5 * time.Second, true, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		s := Resolve(tt.spec, fleet)
+		got, capped := s.Delay(tt.crawlDelay)
+		if got != tt.want || capped != tt.capped {
+			t.Errorf("spec %v, Crawl-delay %v: Delay = %v, %v; want %v, %v", tt.spec != nil, tt.crawlDelay, got, capped, tt.want, tt.capped)
+		}
+		if c := s.MaxCrawlDelay(); c != tt.cap {
+			t.Errorf("spec %v: MaxCrawlDelay = %v, want %v", tt.spec != nil, c, tt.cap)
+		}
+	}
+}
+
+func TestSourceString(t *testing.T) {
+	for s, want := range map[Source]string{Unset: "unset", FromSpec: "spec", FromFleet: "fleet"} {
+		if got := s.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", s, got, want)
+		}
+	}
+}
