@@ -61,9 +61,10 @@ var shardingKeys = map[string]string{
 	"links_dropped":     "cityHash64(host)",
 	"links":             "cityHash64(target_host)",
 	// Looked up by their key's second column across hosts.
-	"content_seen":  "content_fp",
-	"simhash_bands": "band_key",
-	"warc_files":    "cityHash64(file)",
+	"content_seen":    "content_fp",
+	"content_seen_v2": "content_fp",
+	"simhash_bands":   "band_key",
+	"warc_files":      "cityHash64(file)",
 	// Filled on each shard by materialized views over fetch_log_local,
 	// never inserted into through the Distributed table.
 	"fetch_per_host_minute": "cityHash64(host)",

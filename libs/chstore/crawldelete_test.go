@@ -18,7 +18,7 @@ import (
 func TestCrawlTables(t *testing.T) {
 	s := chtest.NewStore(t)
 	got := chstore.CrawlTables()
-	want := []string{"change_history", "content_seen", "document_meta", "documents", "documents_carried", "fetch_log", "fetch_per_host_minute",
+	want := []string{"change_history", "content_seen", "content_seen_v2", "document_meta", "documents", "documents_carried", "fetch_log", "fetch_per_host_minute",
 		"fetch_status_minute", "frontier", "frontier_v2", "links", "links_dropped", "near_duplicates", "revisits",
 		"simhash_bands", "url_events", "url_seen", "warc_files"}
 	if !slices.Equal(got, want) {

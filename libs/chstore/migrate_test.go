@@ -2,7 +2,9 @@ package chstore_test
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,5 +90,52 @@ func TestMigrate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestContentSeenCarriedOver: migration 206 moves content_seen into
+// content_seen_v2 (granules of 256 rows); what a crawl recorded before is
+// found after it, and the new table has the small granules.
+func TestContentSeenCarriedOver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cfg := chtest.Config(t)
+	s, err := chstore.Open(ctx, cfg, zap.NewNop())
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer s.Close()
+	if err := s.MigrateBefore(ctx, 206); err != nil {
+		t.Fatalf("migrate to 205: %v", err)
+	}
+	seen := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b, err := s.Conn().PrepareBatch(ctx, "INSERT INTO content_seen (crawl_id, content_fp, url, first_seen)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{"http://a.test/2", "http://a.test/1"} {
+		if err := b.Append("c1", uint64(42), url, seen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	got, err := s.SeenContent(ctx, "c1", []uint64{42, 43})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[uint64]string{42: "http://a.test/1"}; !maps.Equal(got, want) {
+		t.Errorf("SeenContent after the migration = %v, want %v", got, want)
+	}
+	var ddl string
+	if err := s.Conn().QueryRow(ctx, "SELECT create_table_query FROM system.tables WHERE database = ? AND name = 'content_seen_v2'", cfg.Database).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ddl, "index_granularity = 256") {
+		t.Errorf("content_seen_v2: %s, want granules of 256 rows", ddl)
 	}
 }

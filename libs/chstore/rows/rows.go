@@ -220,7 +220,7 @@ type CarriedRow struct {
 }
 
 // ContentSeenRow records the first URL of a content fingerprint in a crawl
-// (table content_seen).
+// (table content_seen_v2).
 type ContentSeenRow struct {
 	CrawlID   string
 	ContentFP uint64
@@ -259,7 +259,7 @@ var (
 		},
 	}
 	ContentSeen = Table[ContentSeenRow]{
-		Name:    "content_seen",
+		Name:    "content_seen_v2",
 		Columns: []string{"crawl_id", "content_fp", "url", "first_seen"},
 		Values: func(r ContentSeenRow) []any {
 			return []any{r.CrawlID, r.ContentFP, r.URL, r.FirstSeen}

@@ -38,7 +38,7 @@ func TestDuplicateOfPageBeingStored(t *testing.T) {
 	r.produce(ctx, htmlPage("http://127.0.0.2/b", 1, text, now))
 	both := readDocuments(t, ctx, r.kc, 2)
 	var n uint64
-	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM content_seen").Scan(&n); err != nil {
+	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM content_seen_v2").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 0 {
