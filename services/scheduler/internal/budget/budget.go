@@ -181,7 +181,12 @@ func (t *Tracker) Estimate(crawlID string) int64 {
 	return c.Used()
 }
 
-// Refresh runs one global count for every crawl the tracker knows.
+// Refresh runs one global count for every crawl the tracker knows that
+// has a page budget. A crawl without one is not counted: nothing is
+// measured against its estimate, and the count reads every admitted
+// fingerprint of the crawl (a count a refresh of a million-URL crawl
+// would repeat every few seconds). Its local charges go on, so a budget
+// set later starts from them and the next count.
 func (t *Tracker) Refresh(ctx context.Context, count CountFunc) error {
 	if !t.Limited() {
 		return nil
@@ -190,6 +195,9 @@ func (t *Tracker) Refresh(ctx context.Context, count CountFunc) error {
 	ids := make([]string, 0, len(t.crawls))
 	started := make(map[string]int64, len(t.crawls))
 	for id, c := range t.crawls {
+		if t.limit(id) <= 0 {
+			continue
+		}
 		ids = append(ids, id)
 		started[id] = c.CountStarts()
 	}

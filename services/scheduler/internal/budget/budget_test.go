@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -218,5 +219,49 @@ func TestSpecLimits(t *testing.T) {
 				t.Errorf("reserved %d of 10, want %d", took, tt.wantTook)
 			}
 		})
+	}
+}
+
+// TestRefreshCountsBudgetedCrawls: a refresh counts the crawls with a page
+// budget only (the count reads all of a crawl's fingerprints); a crawl
+// given a budget later is counted from then on.
+func TestRefreshCountsBudgetedCrawls(t *testing.T) {
+	budgets := map[string]int64{"bounded": 5}
+	tr := NewTracker(0).WithLimits(func(id string) (int64, bool) {
+		n, ok := budgets[id]
+		return n, ok
+	})
+	for _, id := range []string{"bounded", "open"} {
+		if !tr.Reserve(0, id) {
+			t.Fatalf("reserve %s refused", id)
+		}
+	}
+	var asked []string
+	count := func(_ context.Context, ids []string) (map[string]int64, error) {
+		asked = append(asked[:0], ids...)
+		return map[string]int64{"bounded": 3, "open": 3}, nil
+	}
+	if err := tr.Refresh(t.Context(), count); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asked, []string{"bounded"}) {
+		t.Errorf("counted %v, want [bounded]", asked)
+	}
+	if got := tr.Estimate("bounded"); got != 3 {
+		t.Errorf("estimate of bounded = %d, want 3 (the count)", got)
+	}
+	if got := tr.Estimate("open"); got != 1 {
+		t.Errorf("estimate of open = %d, want 1 (its local charge)", got)
+	}
+	budgets["open"] = 2
+	if err := tr.Refresh(t.Context(), count); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(asked)
+	if !slices.Equal(asked, []string{"bounded", "open"}) {
+		t.Errorf("counted %v once open has a budget, want both", asked)
+	}
+	if tr.Reserve(0, "open") {
+		t.Errorf("open reserved past its budget of 2 (counted 3)")
 	}
 }
