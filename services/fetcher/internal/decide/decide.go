@@ -47,6 +47,15 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 )
 
+// Defaults of Limits, which the fetcher's consumer applies to the fields
+// left zero and its configuration's flags start from (MaxHostWait's is
+// consume's: no flag sets it).
+const (
+	DefaultMaxHostQueue = 100
+	DefaultHoldHorizon  = 2 * time.Minute
+	DefaultPauseRecheck = 5 * time.Second
+)
+
 // Limits are the partition's bounds (consume.Options).
 type Limits struct {
 	// MaxHostQueue bounds a host's queue (see Place).
