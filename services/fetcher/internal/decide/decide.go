@@ -36,9 +36,10 @@
 // robots.Verdict.Allow asks when robots.txt denies a page), Refusal (the
 // failure a refusal is recorded with).
 //
-// decide is one of the pure packages (README.md, Layout): it imports no
-// broker, ClickHouse or HTTP client, not even through robots, whose cache
-// fetches robots.txt through httpfetch (deployments/checks TestPureImports).
+// decide is one of the pure packages (README.md, "The pure packages"): it
+// imports no broker, ClickHouse or HTTP client, not even through robots,
+// whose cache fetches robots.txt through httpfetch (deployments/checks,
+// TestPureImports).
 package decide
 
 import (
