@@ -15,8 +15,9 @@ import (
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/warc"
@@ -104,11 +105,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 5*time.Second, "how long a revoked or stopping partition waits for in-flight fetches")
 	fs.Int64Var(&c.MinTransferRate, "min-transfer-rate", httpfetch.DefaultMinTransferRate, "minimum body transfer rate in bytes/s over each --transfer-rate-window; 0 disables")
 	fs.DurationVar(&c.TransferRateWindow, "transfer-rate-window", httpfetch.DefaultTransferRateWindow, "window of the minimum transfer rate")
-	fs.IntVar(&c.MaxAttempts, "max-attempts", consume.DefaultMaxAttempts, "attempts per URL for transient failures (1 disables retries)")
-	fs.DurationVar(&c.RetryBackoff, "retry-backoff", consume.DefaultRetryBackoff, "back-off before the second attempt, doubled per attempt, with jitter")
-	fs.DurationVar(&c.MaxRetryBackoff, "max-retry-backoff", consume.DefaultMaxRetryBackoff, "cap of the retry back-off")
-	fs.IntVar(&c.MaxRedirects, "max-redirects", consume.DefaultMaxRedirects, "redirects followed per chain; a redirect target goes back through the scheduler like a link (0: targets are recorded, never followed)")
-	fs.IntVar(&c.MaxHostQueue, "max-host-queue", consume.DefaultMaxHostQueue, "requests buffered per host; the surplus is deferred to the fetch topic")
+	fs.IntVar(&c.MaxAttempts, "max-attempts", outcome.DefaultMaxAttempts, "attempts per URL for transient failures (1 disables retries)")
+	fs.DurationVar(&c.RetryBackoff, "retry-backoff", outcome.DefaultRetryBackoff, "back-off before the second attempt, doubled per attempt, with jitter")
+	fs.DurationVar(&c.MaxRetryBackoff, "max-retry-backoff", outcome.DefaultMaxRetryBackoff, "cap of the retry back-off")
+	fs.IntVar(&c.MaxRedirects, "max-redirects", outcome.DefaultMaxRedirects, "redirects followed per chain; a redirect target goes back through the scheduler like a link (0: targets are recorded, never followed)")
+	fs.IntVar(&c.MaxHostQueue, "max-host-queue", decide.DefaultMaxHostQueue, "requests buffered per host; the surplus is deferred to the fetch topic")
 	fs.StringVar(&c.CredentialsFile, "credentials-file", "", `JSON file of per-site basic-auth credentials: {"host[:port]": {"username": "...", "password": "...", "allow_http": false}}`)
 	fs.BoolVar(&c.Cookies, "cookies", false, "keep the cookies each site sets and send them back to it")
 	fs.BoolVar(&c.PersistHostState, "persist-host-state", true, "publish per-host politeness state to the host-state topic and load it when a partition is assigned")
@@ -119,12 +120,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.IntVar(&c.DNSCacheSize, "dns-cache-size", httpfetch.DefaultDNSCacheSize, "host names kept in the DNS cache")
 	fs.IntVar(&c.MaxIdleConns, "max-idle-conns", httpfetch.DefaultMaxIdleConns, "idle connections kept for reuse, at most one per host: the hosts the fetcher has in flight (each costs about 13 KB)")
 	fs.DurationVar(&c.IdleConnTimeout, "idle-conn-timeout", httpfetch.DefaultIdleConnTimeout, "an idle connection unused this long is closed: the hosts the crawl still visits keep theirs")
-	fs.DurationVar(&c.PauseRecheck, "pause-recheck", consume.DefaultPauseRecheck, "requests of a paused crawl are deferred to the fetch topic by this")
+	fs.DurationVar(&c.PauseRecheck, "pause-recheck", decide.DefaultPauseRecheck, "requests of a paused crawl are deferred to the fetch topic by this")
 	fs.Int64Var(&c.MaxPages, "max-pages", 0, "pages fetched per crawl whose spec sets no limits.max_pages, 0 = unlimited; the scheduler's --max-pages should match (see README)")
 	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the pages every fetcher charged to page budgets are counted in ClickHouse")
 	fs.DurationVar(&c.ReadbackWindow, "readback-window", DefaultReadbackWindow, "when a partition is assigned, the FetchedPages produced this long before its last one are read back, so that attempts its previous owner published but had not recorded in fetch_log when it died (rows are inserted up to --clickhouse-flush-interval later) are not fetched again (0 disables)")
 	fs.DurationVar(&c.MaxDownstreamLag, "max-downstream-lag", DefaultMaxDownstreamLag, "age of the oldest fetched page the parser has not stored yet (its lag on the fetched-pages topic) at which new requests pause, until the parser, at its rate of the last seconds, would store what waits within a quarter of it: the fetch rate follows what the parser and ClickHouse take (0: never pause)")
-	fs.DurationVar(&c.HoldHorizon, "hold-horizon", consume.DefaultHoldHorizon, "requests due later than this are deferred to the fetch topic instead of held in memory")
+	fs.DurationVar(&c.HoldHorizon, "hold-horizon", decide.DefaultHoldHorizon, "requests due later than this are deferred to the fetch topic instead of held in memory")
 }
 
 // Validate reports every configuration error.

@@ -66,17 +66,12 @@ type Fetcher interface {
 	Release(host string)
 }
 
-// Defaults of Options.
+// Defaults of Options, besides those of outcome.Options (retries,
+// redirects) and of decide.Limits (queues, horizons), which the
+// configuration's flags share without importing this package.
 const (
-	DefaultMaxAttempts     = 3
-	DefaultRetryBackoff    = 5 * time.Second
-	DefaultMaxRetryBackoff = 10 * time.Minute
-	DefaultMaxRedirects    = 5
-	DefaultMaxHostQueue    = 100
-	DefaultHoldHorizon     = 2 * time.Minute
-	DefaultMaxHostWait     = time.Minute
-	DefaultDeferPause      = time.Second
-	DefaultPauseRecheck    = 5 * time.Second
+	DefaultMaxHostWait = time.Minute
+	DefaultDeferPause  = time.Second
 )
 
 // Options configures the consumer.
@@ -238,32 +233,32 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
+		o.MaxAttempts = outcome.DefaultMaxAttempts
 	}
 	if o.RetryBackoff <= 0 {
-		o.RetryBackoff = DefaultRetryBackoff
+		o.RetryBackoff = outcome.DefaultRetryBackoff
 	}
 	if o.MaxRetryBackoff < o.RetryBackoff {
-		o.MaxRetryBackoff = max(DefaultMaxRetryBackoff, o.RetryBackoff)
+		o.MaxRetryBackoff = max(outcome.DefaultMaxRetryBackoff, o.RetryBackoff)
 	}
 	if o.MaxRedirects == 0 {
-		o.MaxRedirects = DefaultMaxRedirects
+		o.MaxRedirects = outcome.DefaultMaxRedirects
 	}
 	if o.MaxHostQueue <= 0 {
-		o.MaxHostQueue = DefaultMaxHostQueue
+		o.MaxHostQueue = decide.DefaultMaxHostQueue
 	}
 	o.Politeness.FullAt = o.MaxHostQueue
 	if o.MaxHostWait <= 0 {
 		o.MaxHostWait = DefaultMaxHostWait
 	}
 	if o.HoldHorizon <= 0 {
-		o.HoldHorizon = DefaultHoldHorizon
+		o.HoldHorizon = decide.DefaultHoldHorizon
 	}
 	if o.DeferPause <= 0 {
 		o.DeferPause = DefaultDeferPause
 	}
 	if o.PauseRecheck <= 0 {
-		o.PauseRecheck = DefaultPauseRecheck
+		o.PauseRecheck = decide.DefaultPauseRecheck
 	}
 	if o.Jitter == nil {
 		o.Jitter = rand.Int64N

@@ -50,11 +50,11 @@ func (l *serpLog) first(crawl, host string) bool {
 }
 
 // robotsAllow reports whether t of host may be requested under rules
-// (decide.RobotsAllow). With request set the caller makes the request
+// (robots.Verdict.Allow). With request set the caller makes the request
 // now, and an exemption is counted and logged; without it (the turn that
 // fetched robots.txt puts t back for the next) nothing is.
 func (h *handler) robotsAllow(host string, t *task, rules *robots.Rules, request bool) bool {
-	allow, exempted := decide.RobotsAllow(rules.Check(t.req.GetUrl()), func() bool { return h.serpExempt(t) })
+	allow, exempted := rules.Check(t.req.GetUrl()).Allow(func() bool { return h.serpExempt(t) })
 	if !exempted || !request {
 		return allow
 	}

@@ -31,15 +31,30 @@
 // charge the budget, then refuse what robots.txt denies or fetch (Page).
 //
 // And the rules those steps read: FetchedBefore (what a previous owner's
-// fetch-log row or page says of an attempt redelivered), RobotsAllow and
-// SERPExempt (robots.txt's verdict and its one exception, a crawl's own
-// result pages), Refusal (the failure a refusal is recorded with).
+// fetch-log row or page says of an attempt redelivered), SERPExempt
+// (robots.txt's one exception, a crawl's own result pages, which
+// robots.Verdict.Allow asks when robots.txt denies a page), Refusal (the
+// failure a refusal is recorded with).
+//
+// decide is one of the pure packages (README.md, "The pure packages"): it
+// imports no broker, ClickHouse or HTTP client, not even through robots,
+// whose cache fetches robots.txt through httpfetch (deployments/checks,
+// TestPureImports).
 package decide
 
 import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+)
+
+// Defaults of Limits, which the fetcher's consumer applies to the fields
+// left zero and its configuration's flags start from (MaxHostWait's is
+// consume's: no flag sets it).
+const (
+	DefaultMaxHostQueue = 100
+	DefaultHoldHorizon  = 2 * time.Minute
+	DefaultPauseRecheck = 5 * time.Second
 )
 
 // Limits are the partition's bounds (consume.Options).

@@ -5,7 +5,6 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
 // Step is what a host's turn does with the request at the head of its
@@ -177,23 +176,6 @@ func Yield(in YieldInput) bool {
 // YieldFor is how long a yielding request waits: its host's delay, at
 // least MinYield.
 func YieldFor(delay time.Duration) time.Duration { return max(delay, MinYield) }
-
-// RobotsAllow reports whether robots.txt's verdict v lets a request be
-// fetched: it allows it, or it denies it and the request is exempt
-// (asked only then; SERPExempt); exempted says it was by the exemption. A
-// robots.txt that could not be read allows nothing, exemption or not:
-// try later.
-func RobotsAllow(v robots.Verdict, exempt func() bool) (allow, exempted bool) {
-	switch v {
-	case robots.Allowed:
-		return true, false
-	case robots.Denied:
-		if exempt() {
-			return true, true
-		}
-	}
-	return false, false
-}
 
 // SERPExempt reports whether a request is exempt from robots.txt: a
 // result page of its crawl's keywords (serp_engine set, depth 0, not

@@ -6,7 +6,6 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
 func TestTurn(t *testing.T) {
@@ -198,26 +197,6 @@ func FuzzTurn(f *testing.F) {
 			t.Fatal("nothing cached and robots.txt not due")
 		}
 	})
-}
-
-func TestRobotsAllow(t *testing.T) {
-	for _, c := range []struct {
-		v                      robots.Verdict
-		exempt                 bool
-		allow, exempted, asked bool
-	}{
-		{robots.Allowed, false, true, false, false},
-		{robots.Allowed, true, true, false, false},
-		{robots.Denied, false, false, false, true},
-		{robots.Denied, true, true, true, true},
-		{robots.Verdict(-1), true, false, false, false}, // robots.txt unavailable: nothing is exempt
-	} {
-		asked := false
-		allow, exempted := RobotsAllow(c.v, func() bool { asked = true; return c.exempt })
-		if allow != c.allow || exempted != c.exempted || asked != c.asked {
-			t.Errorf("RobotsAllow(%v, exempt %v) = %v %v asked %v, want %v %v asked %v", c.v, c.exempt, allow, exempted, asked, c.allow, c.exempted, c.asked)
-		}
-	}
 }
 
 func TestSERPExempt(t *testing.T) {

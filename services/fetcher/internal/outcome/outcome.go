@@ -28,6 +28,15 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 )
 
+// Defaults of Options, which the fetcher's consumer applies to the fields
+// left zero and its configuration's flags start from.
+const (
+	DefaultMaxAttempts     = 3
+	DefaultRetryBackoff    = 5 * time.Second
+	DefaultMaxRetryBackoff = 10 * time.Minute
+	DefaultMaxRedirects    = 5
+)
+
 // Options are the fetcher's retry and redirect settings (defaulted by its
 // consumer: every field is used as given).
 type Options struct {

@@ -140,6 +140,23 @@ const (
 	TryLater // robots.txt unavailable: do not fetch now
 )
 
+// Allow reports whether verdict v lets a request be fetched: it allows
+// it, or it denies it and the request is exempt (exempt is asked only
+// then; decide.SERPExempt); exempted says it was by the exemption. A
+// robots.txt that could not be read allows nothing, exemption or not:
+// try later.
+func (v Verdict) Allow(exempt func() bool) (allow, exempted bool) {
+	switch v {
+	case Allowed:
+		return true, false
+	case Denied:
+		if exempt() {
+			return true, true
+		}
+	}
+	return false, false
+}
+
 // Check returns the verdict for rawURL (of this origin) for the agent the
 // rules were compiled for (the cache's). Rules and URL are compared in one
 // form, urlcanon.NormalizePathQuery: however either side spells an

@@ -335,3 +335,23 @@ func TestRecordRestore(t *testing.T) {
 		t.Errorf("record = %+v", okRec)
 	}
 }
+
+func TestVerdictAllow(t *testing.T) {
+	for _, c := range []struct {
+		v                      Verdict
+		exempt                 bool
+		allow, exempted, asked bool
+	}{
+		{Allowed, false, true, false, false},
+		{Allowed, true, true, false, false},
+		{Denied, false, false, false, true},
+		{Denied, true, true, true, true},
+		{Verdict(-1), true, false, false, false}, // robots.txt unavailable: nothing is exempt
+	} {
+		asked := false
+		allow, exempted := c.v.Allow(func() bool { asked = true; return c.exempt })
+		if allow != c.allow || exempted != c.exempted || asked != c.asked {
+			t.Errorf("%v.Allow(exempt %v) = %v %v asked %v, want %v %v asked %v", c.v, c.exempt, allow, exempted, asked, c.allow, c.exempted, c.asked)
+		}
+	}
+}
