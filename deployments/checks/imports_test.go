@@ -56,6 +56,7 @@ var purePackages = []string{
 	"./libs/scope",
 	"./libs/hostdelay",
 	"./libs/pagebudget",
+	"./libs/crawlsettings",
 	"./libs/identity",
 	"./libs/simhash",
 	"./libs/backoff",
