@@ -196,6 +196,27 @@ func requestCounts(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 	return counted
 }
 
+// TestStatus: each kind of refused or failed operation answers the
+// status code the API has always answered it with (and the console too).
+func TestStatus(t *testing.T) {
+	tests := []struct {
+		kind crawljobs.Kind
+		want int
+	}{
+		{crawljobs.Invalid, http.StatusBadRequest},
+		{crawljobs.NotFound, http.StatusNotFound},
+		{crawljobs.Conflict, http.StatusConflict},
+		{crawljobs.Gone, http.StatusGone},
+		{crawljobs.Unavailable, http.StatusServiceUnavailable},
+		{0, http.StatusInternalServerError},
+	}
+	for _, tt := range tests {
+		if got := api.Status(tt.kind); got != tt.want {
+			t.Errorf("Status(%d) = %d, want %d", tt.kind, got, tt.want)
+		}
+	}
+}
+
 // TestOpenAPIInSync checks that every route is described in the served
 // OpenAPI document and that the document describes no other route.
 func TestOpenAPIInSync(t *testing.T) {
