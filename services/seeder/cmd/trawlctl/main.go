@@ -27,8 +27,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chexport/exportfile"
 	"github.com/trawl-crawler/trawl/libs/envflag"
-	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/client"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
 
@@ -132,7 +132,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 }
 
 // deletionNote says how far a deleted crawl's rows are removed.
-func deletionNote(d *api.Deletion) string {
+func deletionNote(d *crawljobs.Deletion) string {
 	switch {
 	case d == nil:
 		return ""

@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -85,7 +86,8 @@ func startAPI(t *testing.T) (string, *chstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Token: token}, ctl, stats.New(store), m, zap.NewNop()).Handler())
+	st := stats.New(store)
+	srv := httptest.NewServer(api.New(api.Config{Token: token}, crawljobs.New(ctl, st, nil, zap.NewNop()), st, m, zap.NewNop()).Handler())
 	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait(); w.Close() })
 	consumeDiscovered(t, kc)
 	return srv.URL, store

@@ -26,6 +26,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -44,7 +45,7 @@ type env struct {
 	store *chstore.Store
 	reg   *prometheus.Registry
 	clock *skew // the control table's
-	api   *api.Server
+	jobs  *crawljobs.Service
 }
 
 func newEnv(t *testing.T) env {
@@ -53,14 +54,14 @@ func newEnv(t *testing.T) env {
 }
 
 // newEnvWith is newEnv with a sitemap source.
-func newEnvWith(t *testing.T, sm api.SitemapSource) env {
+func newEnvWith(t *testing.T, sm crawljobs.SitemapSource) env {
 	t.Helper()
 	return newEnvOn(t, kafkatest.Config(t, 2), chtest.NewStore(t), sm)
 }
 
 // newEnvOn is an API server over the given broker and ClickHouse: several
 // of them on one broker are API servers of one deployment.
-func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm api.SitemapSource) env {
+func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm crawljobs.SitemapSource) env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
@@ -87,7 +88,9 @@ func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm api.Site
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := api.New(api.Config{Token: token, MaxBodyBytes: 64 << 10, Sitemaps: sm}, ctl, stats.New(store), m, zap.NewNop())
+	st := stats.New(store)
+	j := crawljobs.New(ctl, st, sm, zap.NewNop())
+	server := api.New(api.Config{Token: token, MaxBodyBytes: 64 << 10}, j, st, m, zap.NewNop())
 	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(func() {
 		srv.Close()
@@ -95,7 +98,7 @@ func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm api.Site
 		wg.Wait()
 		w.Close()
 	})
-	return env{url: srv.URL, srv: srv, kafka: kc, store: store, reg: reg, clock: clock, api: server}
+	return env{url: srv.URL, srv: srv, kafka: kc, store: store, reg: reg, clock: clock, jobs: j}
 }
 
 // do sends a request with the token and decodes a JSON answer into out
@@ -191,6 +194,27 @@ func requestCounts(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 		}
 	}
 	return counted
+}
+
+// TestStatus: each kind of refused or failed operation answers the
+// status code the API has always answered it with (and the console too).
+func TestStatus(t *testing.T) {
+	tests := []struct {
+		kind crawljobs.Kind
+		want int
+	}{
+		{crawljobs.Invalid, http.StatusBadRequest},
+		{crawljobs.NotFound, http.StatusNotFound},
+		{crawljobs.Conflict, http.StatusConflict},
+		{crawljobs.Gone, http.StatusGone},
+		{crawljobs.Unavailable, http.StatusServiceUnavailable},
+		{0, http.StatusInternalServerError},
+	}
+	for _, tt := range tests {
+		if got := api.Status(tt.kind); got != tt.want {
+			t.Errorf("Status(%d) = %d, want %d", tt.kind, got, tt.want)
+		}
+	}
 }
 
 // TestOpenAPIInSync checks that every route is described in the served
@@ -343,7 +367,7 @@ func TestCrawlLifecycle(t *testing.T) {
 		"limits":{"max_depth":3,"max_pages":100},
 		"politeness":{"delay":"1500ms"},
 		"revisit":{"enabled":true,"min_interval":"1h","max_interval":"24h"}}`
-	var created api.CreateResponse
+	var created crawljobs.CreateResponse
 	if code, raw := e.do(t, http.MethodPost, "/v1/crawls", body, &created); code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, raw)
 	}
@@ -379,7 +403,7 @@ func TestCrawlLifecycle(t *testing.T) {
 
 	// Counts come from ClickHouse.
 	insertRows(t, e.store)
-	var v api.CrawlView
+	var v crawljobs.CrawlView
 	if code, raw := e.do(t, http.MethodGet, "/v1/crawls/life", "", &v); code != http.StatusOK {
 		t.Fatalf("get: %d %s", code, raw)
 	}
@@ -418,7 +442,7 @@ func TestCrawlLifecycle(t *testing.T) {
 		{"pause", 409, "", 0},
 	}
 	for _, s := range steps {
-		var v api.CrawlView
+		var v crawljobs.CrawlView
 		code, raw := e.do(t, http.MethodPost, "/v1/crawls/life/"+s.action, "", nil)
 		if code != s.wantCode {
 			t.Fatalf("%s: %d %s, want %d", s.action, code, raw, s.wantCode)
@@ -490,7 +514,7 @@ func TestCrawlLifecycle(t *testing.T) {
 
 func TestCreateSkipInvalidAndGeneratedID(t *testing.T) {
 	e := newEnv(t)
-	var created api.CreateResponse
+	var created crawljobs.CreateResponse
 	code, raw := e.do(t, http.MethodPost, "/v1/crawls",
 		`{"skip_invalid_seeds":true,"seeds":["http://127.0.0.2/","bad seed"],"seeds_text":"http://127.0.0.4/\n\nalso bad\n"}`, &created)
 	if code != http.StatusCreated {

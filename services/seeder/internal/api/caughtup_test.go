@@ -17,6 +17,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
@@ -56,7 +57,8 @@ func TestRestartRefusesUntilCaughtUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Token: token}, restarted, stats.New(chtest.NewStore(t)), m, zap.NewNop()).Handler())
+	st := stats.New(chtest.NewStore(t))
+	srv := httptest.NewServer(api.New(api.Config{Token: token}, crawljobs.New(restarted, st, nil, zap.NewNop()), st, m, zap.NewNop()).Handler())
 	defer srv.Close()
 	e := env{url: srv.URL, kafka: kc}
 

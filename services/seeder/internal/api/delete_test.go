@@ -13,6 +13,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 )
@@ -43,7 +44,7 @@ func crawlRows(t *testing.T, s *chstore.Store, id string, now time.Time) {
 // crawl.
 type deletedView struct {
 	Error string `json:"error"`
-	api.CrawlView
+	crawljobs.CrawlView
 }
 
 // TestDelete: DELETE /v1/crawls/{id} publishes the crawl's next revision,
@@ -65,7 +66,7 @@ func TestDelete(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	crawlRows(t, e.store, "del", now)
 	crawlRows(t, e.store, "keep", now)
-	var before api.CrawlView
+	var before crawljobs.CrawlView
 	if code, raw := e.do(t, http.MethodGet, "/v1/crawls/keep", "", &before); code != http.StatusOK || before.Counts == nil {
 		t.Fatalf("get keep: %d %s", code, raw)
 	}
@@ -86,7 +87,7 @@ func TestDelete(t *testing.T) {
 		}
 	}
 
-	var v api.CrawlView
+	var v crawljobs.CrawlView
 	code, raw := e.do(t, http.MethodDelete, "/v1/crawls/del", "", &v)
 	if code != http.StatusAccepted || v.Status != jobs.StatusDeleted || v.State != "cancelled" || v.Revision != 2 || v.DeletedAt == nil || v.Deletion == nil {
 		t.Fatalf("DELETE del: %d %s, want 202, deleted, cancelled, revision 2", code, raw)
@@ -121,7 +122,7 @@ func TestDelete(t *testing.T) {
 		t.Errorf("GET del after its deletion: %+v", gone)
 	}
 	// Idempotent: the same revision, nothing left (200).
-	var again api.CrawlView
+	var again crawljobs.CrawlView
 	if code, raw := e.do(t, http.MethodDelete, "/v1/crawls/del", "", &again); code != http.StatusOK || again.Revision != 2 || !again.DeletedAt.Equal(*v.DeletedAt) || !again.Deletion.Done {
 		t.Errorf("second DELETE: %d %s, want 200, revision 2, done", code, raw)
 	}
@@ -146,7 +147,7 @@ func TestDelete(t *testing.T) {
 	}
 
 	// The other crawl's rows are there, its answers unchanged.
-	var after api.CrawlView
+	var after crawljobs.CrawlView
 	if code, raw := e.do(t, http.MethodGet, "/v1/crawls/keep", "", &after); code != http.StatusOK || after.Counts == nil ||
 		after.Counts.Admitted != before.Counts.Admitted || after.Counts.Fetched != before.Counts.Fetched || after.Counts.Documents != before.Counts.Documents {
 		t.Errorf("get keep after del was deleted: %d %s, want the counts of before (%+v)", code, raw, before.Counts)
@@ -170,7 +171,7 @@ func TestDelete(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := e.api.SweepDeleted(sweepCtx, 50*time.Millisecond, time.Hour); err != nil {
+		if err := e.jobs.SweepDeleted(sweepCtx, 50*time.Millisecond, time.Hour); err != nil {
 			t.Errorf("sweep: %v", err)
 		}
 	}()

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
 
@@ -23,7 +23,7 @@ func TestIdentityAndTimeLimit(t *testing.T) {
 	body := `{"crawl_id":"timed","seeds":["http://127.0.0.2/"],
 		"identity":{"user_agent":"examplebot/1.0 (+https://example.org/bot)","headers":["accept-language: en","From: ops@example.org"]},
 		"limits":{"max_duration":"1s"}}`
-	var created api.CreateResponse
+	var created crawljobs.CreateResponse
 	if code, raw := e.do(t, http.MethodPost, "/v1/crawls", body, &created); code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, raw)
 	}
@@ -50,11 +50,11 @@ func TestIdentityAndTimeLimit(t *testing.T) {
 
 	deadline := created.CreatedAt.Add(time.Second)
 	e.clock.add(time.Second)
-	var v api.CrawlView
+	var v crawljobs.CrawlView
 	if code, raw := e.do(t, http.MethodGet, "/v1/crawls/timed", "", &v); code != http.StatusOK {
 		t.Fatalf("get: %d %s", code, raw)
 	}
-	if v.State != "cancelled" || v.Status != "cancelled" || v.StateReason != api.ReasonTimeLimit ||
+	if v.State != "cancelled" || v.Status != "cancelled" || v.StateReason != crawljobs.ReasonTimeLimit ||
 		!v.UpdatedAt.Equal(deadline) || v.Revision != 1 {
 		t.Errorf("after the time limit: %+v, want cancelled by its time limit at %v, revision 1", v, deadline)
 	}
@@ -65,9 +65,9 @@ func TestIdentityAndTimeLimit(t *testing.T) {
 	if code, raw := e.do(t, http.MethodPost, "/v1/crawls/timed/cancel", "", &v); code != http.StatusOK || v.State != "cancelled" {
 		t.Errorf("cancel: %d %s, want 200 and cancelled", code, raw)
 	}
-	var list struct{ Crawls []api.CrawlView }
+	var list struct{ Crawls []crawljobs.CrawlView }
 	if code, raw := e.do(t, http.MethodGet, "/v1/crawls", "", &list); code != http.StatusOK || len(list.Crawls) != 1 ||
-		list.Crawls[0].State != "cancelled" || list.Crawls[0].StateReason != api.ReasonTimeLimit {
+		list.Crawls[0].State != "cancelled" || list.Crawls[0].StateReason != crawljobs.ReasonTimeLimit {
 		t.Errorf("list: %d %s", code, raw)
 	}
 

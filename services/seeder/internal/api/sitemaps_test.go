@@ -10,7 +10,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
-	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 )
 
@@ -48,7 +48,7 @@ func TestCreateWithSitemaps(t *testing.T) {
 
 	body := `{"crawl_id":"maps","seeds":["http://` + host + `/"],"sitemaps":true,` +
 		`"sitemap_urls":["http://` + host + `/extra.xml","http://` + host + `/gone.xml"]}`
-	var created api.CreateResponse
+	var created crawljobs.CreateResponse
 	if code, raw := e.do(t, http.MethodPost, "/v1/crawls", body, &created); code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, raw)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/seeder/internal/config"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/console"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 )
@@ -32,7 +33,7 @@ type Server struct {
 	writer     *kafkaio.Writer
 	control    *control.Control
 	discoverer *sitemaps.Discoverer
-	api        *api.Server
+	jobs       *crawljobs.Service
 	http       *httpserve.Server
 	addr       net.Addr
 }
@@ -61,13 +62,13 @@ func NewServer(ctx context.Context, cfg config.Serve, log *zap.Logger, reg prome
 	}
 	s.discoverer = sitemaps.New(cfg.Sitemap)
 	st := stats.New(s.store)
-	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Sitemaps: s.discoverer}, s.control, st, apiMetrics, log)
-	s.api = srv
+	s.jobs = crawljobs.New(s.control, st, s.discoverer, log)
+	srv := api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes}, s.jobs, st, apiMetrics, log)
 	consoleMetrics, err := console.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	ui, err := console.New(console.Config{Token: cfg.APIToken, Partitions: cfg.Kafka.Partitions, Refresh: cfg.ConsoleRefresh, Fleet: cfg.Fleet}, srv, st, s.store.Conn(), consoleMetrics, log)
+	ui, err := console.New(console.Config{Token: cfg.APIToken, Partitions: cfg.Kafka.Partitions, Refresh: cfg.ConsoleRefresh, Fleet: cfg.Fleet}, s.jobs, st, s.store.Conn(), consoleMetrics, log)
 	if err != nil {
 		return nil, err
 	}
@@ -110,9 +111,9 @@ const (
 )
 
 // SweepDeleted removes the rows of deleted crawls that are still in
-// ClickHouse until ctx is done (api.Server.SweepDeleted).
+// ClickHouse until ctx is done (crawljobs.Service.SweepDeleted).
 func (s *Server) SweepDeleted(ctx context.Context) error {
-	return s.api.SweepDeleted(ctx, sweepInterval, sweepSettle)
+	return s.jobs.SweepDeleted(ctx, sweepInterval, sweepSettle)
 }
 
 // Serve serves the API until ctx is done.

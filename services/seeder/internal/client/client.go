@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 )
 
 // Client talks to one API server. Safe for concurrent use.
@@ -125,34 +126,34 @@ func (c *Client) doJSON(ctx context.Context, method, path string, body []byte, o
 }
 
 // Submit posts a crawl request (the JSON body of POST /v1/crawls).
-func (c *Client) Submit(ctx context.Context, request []byte) (api.CreateResponse, error) {
-	var out api.CreateResponse
+func (c *Client) Submit(ctx context.Context, request []byte) (crawljobs.CreateResponse, error) {
+	var out crawljobs.CreateResponse
 	err := c.doJSON(ctx, http.MethodPost, "/v1/crawls", request, &out)
 	return out, err
 }
 
 // Get returns a crawl with its status and counts.
-func (c *Client) Get(ctx context.Context, id string) (api.CrawlView, error) {
-	var out api.CrawlView
+func (c *Client) Get(ctx context.Context, id string) (crawljobs.CrawlView, error) {
+	var out crawljobs.CrawlView
 	err := c.doJSON(ctx, http.MethodGet, "/v1/crawls/"+url.PathEscape(id), nil, &out)
 	return out, err
 }
 
 // List returns every crawl.
-func (c *Client) List(ctx context.Context) ([]api.CrawlView, error) {
+func (c *Client) List(ctx context.Context) ([]crawljobs.CrawlView, error) {
 	var out api.ListResponse
 	err := c.doJSON(ctx, http.MethodGet, "/v1/crawls", nil, &out)
 	return out.Crawls, err
 }
 
 // Action pauses, resumes or cancels a crawl.
-func (c *Client) Action(ctx context.Context, id, action string) (api.CrawlView, error) {
+func (c *Client) Action(ctx context.Context, id, action string) (crawljobs.CrawlView, error) {
 	switch action {
 	case "pause", "resume", "cancel":
 	default:
-		return api.CrawlView{}, fmt.Errorf("unknown action %q", action)
+		return crawljobs.CrawlView{}, fmt.Errorf("unknown action %q", action)
 	}
-	var out api.CrawlView
+	var out crawljobs.CrawlView
 	err := c.doJSON(ctx, http.MethodPost, "/v1/crawls/"+url.PathEscape(id)+"/"+action, nil, &out)
 	return out, err
 }
@@ -160,8 +161,8 @@ func (c *Client) Action(ctx context.Context, id, action string) (api.CrawlView, 
 // Delete deletes a crawl (DELETE /v1/crawls/{id}): it is cancelled for
 // good and ClickHouse starts removing its rows; the answer's Deletion says
 // how many are left (Done: none).
-func (c *Client) Delete(ctx context.Context, id string) (api.CrawlView, error) {
-	var out api.CrawlView
+func (c *Client) Delete(ctx context.Context, id string) (crawljobs.CrawlView, error) {
+	var out crawljobs.CrawlView
 	err := c.doJSON(ctx, http.MethodDelete, "/v1/crawls/"+url.PathEscape(id), nil, &out)
 	return out, err
 }
@@ -195,11 +196,11 @@ func (c *Client) Export(ctx context.Context, id, table, format string, w io.Writ
 }
 
 // Finished reports whether a watched crawl is over.
-func Finished(v api.CrawlView) bool { return v.Status == "drained" || v.Status == "cancelled" }
+func Finished(v crawljobs.CrawlView) bool { return v.Status == "drained" || v.Status == "cancelled" }
 
 // Progress renders one progress line of width bar cells: a bar of
 // terminal over admitted URLs and the counts.
-func Progress(v api.CrawlView, width int) string {
+func Progress(v crawljobs.CrawlView, width int) string {
 	if width < 1 {
 		width = 1
 	}

@@ -1,10 +1,12 @@
 // Package console is the seeder's operator console: server-rendered HTML
 // pages under /ui/ of the crawl-jobs API's server, behind the API's token.
-// The crawls and their counters, a form that submits a crawl through the
-// API's own validation (its field errors shown at their fields), pause,
-// resume, cancel and delete with a confirmation, one crawl's charts and tables,
-// one host's politeness and fetch log, one URL's story, all read from
-// ClickHouse with bounded queries filtered on the tables' sort keys.
+// Like the JSON API it is a face over the crawl-job operations
+// (internal/crawljobs). The crawls and their counters, a form that submits
+// a crawl through the API's own validation (its field errors shown at
+// their fields), pause, resume, cancel and delete with a confirmation, one
+// crawl's charts and tables, one host's politeness and fetch log, one
+// URL's story, all read from ClickHouse with bounded queries filtered on
+// the tables' sort keys.
 //
 // Templates, CSS and the small script (fetch-and-swap of the live parts)
 // are embedded; there is no build step. Every page reads without
@@ -37,7 +39,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
-	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
 
@@ -56,18 +58,19 @@ var consoleCSS string
 // csp is the pages' Content-Security-Policy: no inline script or style.
 const csp = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// Jobs is the crawl-jobs API the console drives (*api.Server): the same
-// validation, publishing and counts as the JSON API.
+// Jobs is the crawl-job operations the console drives
+// (*crawljobs.Service): the same validation, publishing and counts as the
+// JSON API.
 type Jobs interface {
-	Create(ctx context.Context, req jobs.Request) (api.CreateResponse, error)
-	SetState(ctx context.Context, id string, state crawlv1.CrawlState) (api.CrawlView, error)
+	Create(ctx context.Context, req jobs.Request) (crawljobs.CreateResponse, error)
+	SetState(ctx context.Context, id string, state crawlv1.CrawlState) (crawljobs.CrawlView, error)
 	// Delete deletes a crawl (DELETE /v1/crawls/{id}): cancelled for
 	// good, marked deleted, its rows removed from ClickHouse; the
 	// fetchers remove its WARC files when they see the mark.
-	Delete(ctx context.Context, id string) (api.CrawlView, error)
+	Delete(ctx context.Context, id string) (crawljobs.CrawlView, error)
 	Crawls() []*crawlv1.CrawlSpec
 	Crawl(id string) *crawlv1.CrawlSpec
-	View(ctx context.Context, spec *crawlv1.CrawlSpec) api.CrawlView
+	View(ctx context.Context, spec *crawlv1.CrawlSpec) crawljobs.CrawlView
 	CaughtUp() bool
 }
 
@@ -120,8 +123,8 @@ type Server struct {
 	pages map[string]*template.Template
 }
 
-// New returns the console over the API, its counts and a ClickHouse
-// connection (not closed by the console).
+// New returns the console over the crawl-job operations, the crawls'
+// counts and a ClickHouse connection (not closed by the console).
 func New(cfg Config, j Jobs, count Counter, conn driver.Conn, m *Metrics, log *zap.Logger) (*Server, error) {
 	if cfg.Token == "" {
 		return nil, errors.New("console: no token")

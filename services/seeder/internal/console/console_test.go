@@ -31,6 +31,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/seeder/internal/app"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/console"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -53,7 +54,7 @@ type env struct {
 	// the same crawls.
 	fleetURL string
 	store    *chstore.Store
-	api      *api.Server
+	jobs     *crawljobs.Service
 	clock    *skew // the control table's
 }
 
@@ -101,12 +102,13 @@ func newEnv(t *testing.T) env {
 		t.Fatal(err)
 	}
 	st := stats.New(store)
-	a := api.New(api.Config{Token: token}, ctl, st, am, zap.NewNop())
+	j := crawljobs.New(ctl, st, nil, zap.NewNop())
+	a := api.New(api.Config{Token: token}, j, st, am, zap.NewNop())
 	cm, err := console.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ui, err := console.New(console.Config{Token: token, Partitions: partitions}, a, st, store.Conn(), cm, zap.NewNop())
+	ui, err := console.New(console.Config{Token: token, Partitions: partitions}, j, st, store.Conn(), cm, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func newEnv(t *testing.T) env {
 		t.Fatal(err)
 	}
 	fleet := crawlsettings.Fleet{MaxPages: fleetPages, Politeness: hostdelay.Fleet{Delay: fleetDelay}}
-	fleetUI, err := console.New(console.Config{Token: token, Partitions: partitions, Fleet: fleet}, a, st, store.Conn(), fm, zap.NewNop())
+	fleetUI, err := console.New(console.Config{Token: token, Partitions: partitions, Fleet: fleet}, j, st, store.Conn(), fm, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func newEnv(t *testing.T) env {
 		wg.Wait()
 		w.Close()
 	})
-	return env{url: srv.URL, fleetURL: fleetSrv.URL, store: store, api: a, clock: clock}
+	return env{url: srv.URL, fleetURL: fleetSrv.URL, store: store, jobs: j, clock: clock}
 }
 
 // client is a browser: a cookie jar, redirects not followed.
@@ -321,7 +323,7 @@ func TestCSRF(t *testing.T) {
 			if r := c.do(http.MethodPost, "/ui/crawls/csrf-crawl/cancel", tt.form, tt.hdr); r.code != http.StatusForbidden {
 				t.Errorf("%d, want 403", r.code)
 			}
-			if s := e.api.Crawl("csrf-crawl").GetState(); s != crawlv1.CrawlState_CRAWL_STATE_RUNNING {
+			if s := e.jobs.Crawl("csrf-crawl").GetState(); s != crawlv1.CrawlState_CRAWL_STATE_RUNNING {
 				t.Errorf("state %v after a refused request", s)
 			}
 		})
@@ -333,7 +335,7 @@ func TestCSRF(t *testing.T) {
 	if r := c.post("/ui/crawls/csrf-crawl/pause", url.Values{"csrf": {csrf}}); r.code != http.StatusSeeOther {
 		t.Fatalf("pause: %d %s", r.code, r.body)
 	}
-	if s := e.api.Crawl("csrf-crawl").GetState(); s != crawlv1.CrawlState_CRAWL_STATE_PAUSED {
+	if s := e.jobs.Crawl("csrf-crawl").GetState(); s != crawlv1.CrawlState_CRAWL_STATE_PAUSED {
 		t.Errorf("state %v after pause", s)
 	}
 }
@@ -368,8 +370,8 @@ func TestFormErrors(t *testing.T) {
 		Politeness: &jobs.Politeness{Delay: "fast"}, Limits: &jobs.Limits{},
 		Revisit:  &jobs.Revisit{Enabled: true, MinInterval: "2h", MaxInterval: "1h"},
 		Keywords: &jobs.Keywords{Terms: []string{"golang"}, Engines: []string{"no-such-engine"}}}
-	_, err := e.api.Create(t.Context(), req)
-	var ae *api.Error
+	_, err := e.jobs.Create(t.Context(), req)
+	var ae *crawljobs.Error
 	if !errors.As(err, &ae) || len(ae.Fields) < 6 {
 		t.Fatalf("API: %v, want at least 6 field errors", err)
 	}
@@ -410,7 +412,7 @@ func TestFormErrors(t *testing.T) {
 	if r.code != http.StatusBadRequest || !strings.Contains(r.body, `data-field="limits.max_pages">want a whole number`) {
 		t.Errorf("max_pages=many: %d", r.code)
 	}
-	if n := len(e.api.Crawls()); n != 0 {
+	if n := len(e.jobs.Crawls()); n != 0 {
 		t.Errorf("%d crawls created by refused forms", n)
 	}
 }
@@ -492,7 +494,7 @@ func TestPages(t *testing.T) {
 	if r.code != http.StatusSeeOther || r.hdr.Get("Location") != "/ui/crawls/"+id {
 		t.Fatalf("submit: %d %q %s", r.code, r.hdr.Get("Location"), r.body)
 	}
-	spec := e.api.Crawl(id)
+	spec := e.jobs.Crawl(id)
 	if spec.GetLimits().GetMaxPages() != 4 || !spec.GetScope().GetSameHostOnly() || spec.GetPoliteness().GetDelay().AsDuration() != 1500*time.Millisecond {
 		t.Fatalf("spec from the form: %v", spec)
 	}
@@ -512,7 +514,7 @@ func TestPages(t *testing.T) {
 	}
 	// Every admitted URL is final: the list shows the API's status (drained
 	// or running by the pipeline's lag: here the seed nobody consumed).
-	v := e.api.View(t.Context(), spec)
+	v := e.jobs.View(t.Context(), spec)
 	if !v.Counts.Finished {
 		t.Fatalf("counts %+v, want finished", v.Counts)
 	}
@@ -593,7 +595,7 @@ func TestPages(t *testing.T) {
 		if r := c.post(path, url.Values{"csrf": {token}}); r.code != http.StatusSeeOther {
 			t.Fatalf("%s: %d %s", step.action, r.code, r.body)
 		}
-		if s := e.api.Crawl(id).GetState(); s != step.want {
+		if s := e.jobs.Crawl(id).GetState(); s != step.want {
 			t.Errorf("after %s: %v", step.action, s)
 		}
 	}
@@ -624,7 +626,7 @@ func TestFormIdentityAndTimeLimit(t *testing.T) {
 	if r.code != http.StatusSeeOther {
 		t.Fatalf("submit: %d %s", r.code, r.body)
 	}
-	spec := e.api.Crawl(id)
+	spec := e.jobs.Crawl(id)
 	hs := spec.GetIdentity().GetHeaders()
 	if spec.GetIdentity().GetUserAgent() != ua || len(hs) != 2 || hs[0].GetName() != "Accept-Language" || hs[0].GetValue() != "en" ||
 		hs[1].GetName() != "From" || spec.GetLimits().GetMaxDuration().AsDuration() != time.Second {
@@ -670,7 +672,7 @@ func TestFormIdentityAndTimeLimit(t *testing.T) {
 	if !strings.Contains(r.body, ">X-Ok: 1\nCookie: a=b\nno colon</textarea>") || !strings.Contains(r.body, `name="limits.max_duration" value="-1m"`) {
 		t.Errorf("the form lost its values")
 	}
-	if n := len(e.api.Crawls()); n != 1 {
+	if n := len(e.jobs.Crawls()); n != 1 {
 		t.Errorf("%d crawls, want only the first", n)
 	}
 }
@@ -715,13 +717,13 @@ func TestDelete(t *testing.T) {
 	if r := c.get(path); !strings.Contains(r.body, "its WARC files and their CDXJ indexes") || !strings.Contains(r.body, `id="confirm" class="delete">Delete `+id) {
 		t.Errorf("confirmation page lacks the explanation or the button:\n%s", r.body)
 	}
-	if r := c.post(path, url.Values{}); r.code != http.StatusForbidden || e.api.Crawl(id).GetDeletedAt() != nil {
-		t.Fatalf("delete without CSRF token: %d, deleted %v", r.code, e.api.Crawl(id).GetDeletedAt() != nil)
+	if r := c.post(path, url.Values{}); r.code != http.StatusForbidden || e.jobs.Crawl(id).GetDeletedAt() != nil {
+		t.Fatalf("delete without CSRF token: %d, deleted %v", r.code, e.jobs.Crawl(id).GetDeletedAt() != nil)
 	}
 	if r := c.post(path, url.Values{"csrf": {token}}); r.code != http.StatusSeeOther || r.hdr.Get("Location") != "/ui/crawls/"+id {
 		t.Fatalf("delete: %d %q %s", r.code, r.hdr.Get("Location"), r.body)
 	}
-	spec := e.api.Crawl(id)
+	spec := e.jobs.Crawl(id)
 	if spec.GetDeletedAt() == nil || spec.GetState() != crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
 		t.Fatalf("after delete: %v", spec)
 	}

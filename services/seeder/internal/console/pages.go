@@ -13,6 +13,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
 )
@@ -161,7 +162,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sess []byte) {
 		return
 	}
 	resp, err := s.jobs.Create(r.Context(), req)
-	var ae *api.Error
+	var ae *crawljobs.Error
 	switch {
 	case errors.As(err, &ae):
 		mapErrors(ae.Fields, errs)
@@ -171,7 +172,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sess []byte) {
 		for _, p := range ae.SitemapProblems {
 			errs.add("sitemap_urls", p.Source+": "+p.Message)
 		}
-		back(ae.Code)
+		back(api.Status(ae.Kind))
 		return
 	case err != nil:
 		return // the client went away
@@ -228,10 +229,10 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, _ []byte) {
 	} else {
 		_, err = s.jobs.SetState(r.Context(), id, a.State)
 	}
-	var ae *api.Error
+	var ae *crawljobs.Error
 	switch {
 	case errors.As(err, &ae):
-		s.fail(w, r, ae.Code, ae.Msg)
+		s.fail(w, r, api.Status(ae.Kind), ae.Msg)
 		return
 	case err != nil:
 		s.fail(w, r, http.StatusServiceUnavailable, err.Error())
@@ -244,7 +245,7 @@ func crawlPath(id string) string { return Prefix + "crawls/" + url.PathEscape(id
 
 // crawlData is one crawl's page.
 type crawlData struct {
-	View            api.CrawlView
+	View            crawljobs.CrawlView
 	Spec            *crawlv1.CrawlSpec
 	Running         bool
 	Settings        crawlsettings.Settings
