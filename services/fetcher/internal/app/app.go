@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	robotsCache := robots.NewCache(f.fetcher, time.Now, robots.Options{UserAgent: cfg.UserAgent})
 
 	f.producer = kafkaio.NewWriter(cfg.Kafka, log, reg)
-	fetchLog := chstore.NewBatchWriter(f.store, chstore.FetchLog, FetchLogBatch(cfg.ClickHouse.Batch(), cfg.MaxInflightPerPartition), log, reg)
+	fetchLog := chstore.NewBatchWriter(f.store, chstore.FetchLog, cfg.ClickHouse.Batch(), log, reg)
 	robotsLog := chstore.NewBatchWriter(f.store, chstore.RobotsTxt, cfg.ClickHouse.Batch(), log, reg)
 	f.writers = []Writer{{"fetch log writer", fetchLog.Run}, {"robots.txt writer", robotsLog.Run}}
 	if f.recorder, err = recorder.New(recorder.Options{Recycle: kafkaio.Recycle}, f.producer, fetchLog, robotsLog, reg); err != nil {
@@ -199,22 +199,6 @@ func (f *Fetcher) HoldsBack() bool { return f.backpressure != nil }
 // pauses new requests while it is over --max-downstream-lag
 // (internal/backpressure).
 func (f *Fetcher) HoldBack(ctx context.Context) error { return f.backpressure.Run(ctx) }
-
-// FetchLogBatch returns the batching of the fetch-log writer: an insert at
-// most every inflight rows (--max-inflight-per-partition), fewer when the
-// shared --clickhouse-batch-rows says so. A fetch request is acked once its
-// fetch_log row is in, and a partition reads no more than inflight unacked
-// requests: with the shared 10 000 rows, more than a fetcher's partitions
-// hold at once, every insert waited for the flush interval, and each
-// partition fetched its window and then waited, one window per flush
-// (exactly 20 000 requests a minute per partition at the end of a
-// million-page crawl, with the core idle). By size, a busy fetcher inserts
-// as soon as a window's worth is fetched; a quiet one still every flush
-// interval.
-func FetchLogBatch(o chstore.BatchOptions, inflight int) chstore.BatchOptions {
-	o.MaxRows = min(max(o.MaxRows, 1), max(inflight, 1))
-	return o
-}
 
 // Ping checks ClickHouse (the readiness check).
 func (f *Fetcher) Ping(ctx context.Context) error { return f.store.Ping(ctx) }
