@@ -44,12 +44,13 @@ func (f Fleet) WithDefaults() Fleet {
 type Source uint8
 
 const (
-	// Unset: neither the specification nor the fleet sets it (an
+	// Unset means neither the specification nor the fleet sets it (an
 	// unlimited budget).
 	Unset Source = iota
-	// FromSpec: the crawl's specification sets it.
+	// FromSpec means the crawl's specification sets it.
 	FromSpec
-	// FromFleet: the fleet's flag, the specification setting none.
+	// FromFleet means the fleet's flag applies, the specification
+	// setting none.
 	FromFleet
 )
 
