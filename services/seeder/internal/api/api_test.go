@@ -12,7 +12,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
-	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/control/controltest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
@@ -44,7 +43,7 @@ type env struct {
 	kafka kafkaio.Config
 	store *chstore.Store
 	reg   *prometheus.Registry
-	clock *skew // the control table's
+	clock *controltest.Clock // the control table's
 	jobs  *crawljobs.Service
 }
 
@@ -63,27 +62,8 @@ func newEnvWith(t *testing.T, sm crawljobs.SitemapSource) env {
 // of them on one broker are API servers of one deployment.
 func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm crawljobs.SitemapSource) env {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	w := kafkaio.NewWriter(kc, zap.NewNop(), reg)
-	clock := &skew{}
-	ctl := control.NewClock(kc, w, zap.NewNop(), clock.now)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctl.Run(ctx); err != nil {
-			t.Errorf("control run: %v", err)
-		}
-	}()
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := ctl.WaitCaughtUp(wctx); err != nil {
-		t.Fatalf("control never caught up: %v", err)
-	}
+	ctl, clock := controltest.Start(t, kc, reg)
 	m, err := api.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -92,12 +72,7 @@ func newEnvOn(t *testing.T, kc kafkaio.Config, store *chstore.Store, sm crawljob
 	j := crawljobs.New(ctl, st, sm, zap.NewNop())
 	server := api.New(api.Config{Token: token, MaxBodyBytes: 64 << 10}, j, st, m, zap.NewNop())
 	srv := httptest.NewServer(server.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		wg.Wait()
-		w.Close()
-	})
+	t.Cleanup(srv.Close)
 	return env{url: srv.URL, srv: srv, kafka: kc, store: store, reg: reg, clock: clock, jobs: j}
 }
 

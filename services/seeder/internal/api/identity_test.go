@@ -6,7 +6,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +48,7 @@ func TestIdentityAndTimeLimit(t *testing.T) {
 	}
 
 	deadline := created.CreatedAt.Add(time.Second)
-	e.clock.add(time.Second)
+	e.clock.Add(time.Second)
 	var v crawljobs.CrawlView
 	if code, raw := e.do(t, http.MethodGet, "/v1/crawls/timed", "", &v); code != http.StatusOK {
 		t.Fatalf("get: %d %s", code, raw)
@@ -80,13 +79,6 @@ func TestIdentityAndTimeLimit(t *testing.T) {
 		}
 	}
 }
-
-// skew is the clock of an env's control table: the real time plus what a
-// test added, so that a crawl's time limit passes without waiting for it.
-type skew struct{ d atomic.Int64 }
-
-func (s *skew) now() time.Time      { return time.Now().Add(time.Duration(s.d.Load())) }
-func (s *skew) add(d time.Duration) { s.d.Add(int64(d)) }
 
 // TestOpenAPIRequestFields: every JSON field of a crawl request (jobs.Request
 // and the structs it holds) is a property of the OpenAPI document's

@@ -12,8 +12,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,7 +28,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/app"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/console"
-	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/control/controltest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
@@ -55,15 +53,8 @@ type env struct {
 	fleetURL string
 	store    *chstore.Store
 	jobs     *crawljobs.Service
-	clock    *skew // the control table's
+	clock    *controltest.Clock // the control table's
 }
-
-// skew is the clock of an env's control table: the real time plus what a
-// test added, so that a crawl's time limit passes without waiting for it.
-type skew struct{ d atomic.Int64 }
-
-func (s *skew) now() time.Time      { return time.Now().Add(time.Duration(s.d.Load())) }
-func (s *skew) add(d time.Duration) { s.d.Add(int64(d)) }
 
 // fleetDelay and fleetPages are the --delay and --max-pages of the
 // fetchers env.fleetURL's console knows.
@@ -75,28 +66,9 @@ const (
 func newEnv(t *testing.T) env {
 	t.Helper()
 	kc := kafkatest.Config(t, partitions)
-	ctx, cancel := context.WithCancel(t.Context())
-	if err := kafkaio.EnsureTopics(ctx, kc); err != nil {
-		t.Fatal(err)
-	}
 	store := chtest.NewStore(t)
 	reg := prometheus.NewRegistry()
-	w := kafkaio.NewWriter(kc, zap.NewNop(), reg)
-	clock := &skew{}
-	ctl := control.NewClock(kc, w, zap.NewNop(), clock.now)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctl.Run(ctx); err != nil {
-			t.Errorf("control run: %v", err)
-		}
-	}()
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := ctl.WaitCaughtUp(wctx); err != nil {
-		t.Fatalf("control never caught up: %v", err)
-	}
+	ctl, clock := controltest.Start(t, kc, reg)
 	am, err := api.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -126,9 +98,6 @@ func newEnv(t *testing.T) env {
 	t.Cleanup(func() {
 		fleetSrv.Close()
 		srv.Close()
-		cancel()
-		wg.Wait()
-		w.Close()
 	})
 	return env{url: srv.URL, fleetURL: fleetSrv.URL, store: store, jobs: j, clock: clock}
 }
@@ -638,7 +607,7 @@ func TestFormIdentityAndTimeLimit(t *testing.T) {
 			t.Errorf("crawl page lacks %s", want)
 		}
 	}
-	e.clock.add(time.Second)
+	e.clock.Add(time.Second)
 	r = c.get("/ui/crawls/" + id)
 	if !strings.Contains(r.body, `id="crawl-state">cancelled</span> <span id="crawl-state-reason">(time limit)</span>`) || strings.Contains(r.body, `id="pause"`) {
 		t.Errorf("crawl page after the time limit: %d, want cancelled (time limit) and no pause", r.code)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/control"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/control/controltest"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/crawljobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/stats"
@@ -40,40 +40,14 @@ type env struct {
 	jobs  *crawljobs.Service
 	ctl   *control.Control
 	kafka kafkaio.Config
-	clock *skew // the control table's
+	clock *controltest.Clock // the control table's
 }
-
-// skew is the clock of an env's control table: the real time plus what a
-// test added, so that a crawl's time limit passes without waiting for it.
-type skew struct{ d atomic.Int64 }
-
-func (s *skew) now() time.Time      { return time.Now().Add(time.Duration(s.d.Load())) }
-func (s *skew) add(d time.Duration) { s.d.Add(int64(d)) }
 
 // newEnv is an env over a broker of its own and store.
 func newEnv(t *testing.T, store *chstore.Store) env {
 	t.Helper()
 	kc := kafkatest.Config(t, 2)
-	ctx, cancel := context.WithCancel(t.Context())
-	w := kafkaio.NewWriter(kc, zap.NewNop(), prometheus.NewRegistry())
-	clock := &skew{}
-	ctl := control.NewClock(kc, w, zap.NewNop(), clock.now)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := ctl.Run(ctx); err != nil {
-			t.Errorf("control run: %v", err)
-		}
-	})
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		w.Close()
-	})
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := ctl.WaitCaughtUp(wctx); err != nil {
-		t.Fatalf("control never caught up: %v", err)
-	}
+	ctl, clock := controltest.Start(t, kc, prometheus.NewRegistry())
 	return env{jobs: crawljobs.New(ctl, stats.New(store), nil, zap.NewNop()), ctl: ctl, kafka: kc, clock: clock}
 }
 
@@ -196,7 +170,7 @@ func TestRefusals(t *testing.T) {
 		if _, err := e.jobs.Create(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
-		e.clock.add(2 * time.Hour)
+		e.clock.Add(2 * time.Hour)
 		if got := e.jobs.Crawl(id).GetState(); got != cancelled {
 			t.Fatalf("state %v past the time limit, want cancelled", got)
 		}
