@@ -267,9 +267,15 @@ func TestCrawlerHostCutOff(t *testing.T) {
 	c.drain(ctx, 3*time.Minute)
 	o := c.outcome(ctx)
 	c.stop()
-	inflight := answeredBetween(c.webResources(ctx), c.hostsOf(before["c2"]), cutAt.Add(-5*time.Second), cutAt)
-	t.Logf("crawl: %d requests, %d pages of %d, %d duplicates (bound: %d requests to c2's hosts in the 5 s before the cut), %d robots.txt again, %d politeness violations (closest %s), window %s",
-		o.Stats.Requests, o.Stats.Pages, o.Stats.PagesTotal, o.Stats.Duplicates, inflight, o.Stats.RobotsMore,
+	cutHosts := c.hostsOf(before["c2"])
+	res := c.webResources(ctx)
+	inflight := answeredBetween(res, cutHosts, cutAt.Add(-5*time.Second), cutAt)
+	// Not yet durable at the cut: what was answered in the last
+	// politeness delay and commit interval before it.
+	undurable := answeredBetween(res, cutHosts, cutAt.Add(-labDelay-kafkaio.DefaultCommitInterval), cutAt)
+	t.Logf("crawl: %d requests, %d pages of %d, %d duplicates (bound: %d requests to c2's %d hosts in the 5 s before the cut, %d in the last %s), %d robots.txt again, %d politeness violations (closest %s), window %s",
+		o.Stats.Requests, o.Stats.Pages, o.Stats.PagesTotal, o.Stats.Duplicates, inflight, len(cutHosts),
+		undurable, labDelay+kafkaio.DefaultCommitInterval, o.Stats.RobotsMore,
 		o.Violations, o.MinGap.Round(time.Millisecond), o.Window.Round(100*time.Millisecond))
 	for i, p := range o.Close {
 		if i == 20 {
@@ -283,10 +289,15 @@ func TestCrawlerHostCutOff(t *testing.T) {
 	// requests, and what its connections held reached the web when the
 	// link came back, close to the new owners' requests (56-64 violations
 	// per run): a fetcher now requests only under its group lease.
-	// What may be requested again: the requests the web answered that
-	// never reached the cut fetcher (in flight at the cut), at most
-	// 0.5 % of the crawl.
-	c.checkComplete(o, min(inflight, repeatBound(o)), 0)
+	// What may be requested again: the requests the web answered whose
+	// results were not yet durable at the cut, at most 0.5 % of the crawl.
+	// A host's requests are a delay apart and its offsets are committed
+	// every commit interval, so that is what the cut host's hosts were
+	// answered in the last delay and interval; in a crawl this small that
+	// can be more than 0.5 % (CI, 1 Dec 2026: 40 repeats of 4 899
+	// requests for c2's 39 hosts, those listed all answered in the same
+	// 6 ms just before the cut).
+	c.checkComplete(o, min(inflight, max(repeatBound(o), undurable)), 0)
 }
 
 // lastLine returns the last log line of the named service that says why it
