@@ -114,7 +114,15 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		// nothing written: the header goes out after the handler returns
 		sent = at
 	}
-	w.stats.record(h, resourceOf(r), kind, Hit{At: at, Arrived: arrived, Sent: sent, Status: sw.status}, sw.bytes)
+	deep := kind == KindTrap && deepInTrap(r)
+	w.stats.record(h, resourceOf(r), kind, deep, Hit{At: at, Arrived: arrived, Sent: sent, Status: sw.status}, sw.bytes)
+}
+
+// deepInTrap reports whether r, answered as a calendar page, asked for a
+// month past the trap's second hop.
+func deepInTrap(r *http.Request) bool {
+	c, ok := parseMonth(strings.TrimPrefix(stripPathParams(r.URL.Path), "/cal/"))
+	return ok && pastSecondHop(c)
 }
 
 // serve answers one request and returns the kind of resource asked for.
@@ -179,12 +187,12 @@ func (w *Web) serve(h int, rw http.ResponseWriter, r *http.Request) string {
 		writeHTML(rw, "", []byte("<!doctype html><title>private</title><p>robots.txt disallows this page</p>"))
 		return KindPrivate
 	case strings.HasPrefix(p, "/cal/") && has(w.cfg.TrapEvery, h):
-		y, m, ok := parseMonth(strings.TrimPrefix(p, "/cal/"))
+		c, ok := parseMonth(strings.TrimPrefix(p, "/cal/"))
 		if !ok {
 			http.NotFound(rw, r)
 			return KindMissing
 		}
-		writeHTML(rw, "", calendar(y, m))
+		writeHTML(rw, "", calendar(c))
 		return KindTrap
 	case p == "/slow" && has(w.cfg.SlowEvery, h):
 		t := time.NewTimer(w.cfg.SlowDelay)
@@ -255,29 +263,80 @@ func (w *Web) articleIndex(p string) (int, bool) {
 	return i, true
 }
 
-func parseMonth(s string) (y, m int, ok bool) {
+// month is a page of the calendar trap: /cal/<y>/<m>.
+type month struct{ y, m int }
+
+// trapEntry returns the month the articles of a trap host link to.
+func trapEntry() month { return month{2026, 11} }
+
+// path returns the path of month c's page.
+func (c month) path() string { return fmt.Sprintf("/cal/%d/%d", c.y, c.m) }
+
+// previous returns the month before c.
+func (c month) previous() month {
+	if c.m == 1 {
+		return month{c.y - 1, 12}
+	}
+	return month{c.y, c.m - 1}
+}
+
+// next returns the month after c.
+func (c month) next() month {
+	if c.m == 12 {
+		return month{c.y + 1, 1}
+	}
+	return month{c.y, c.m + 1}
+}
+
+// monthLink is a calendar page's link to another month.
+type monthLink struct {
+	to   month
+	text string
+}
+
+// links returns the links of month c's page to other months.
+func (c month) links() []monthLink {
+	return []monthLink{{c.previous(), "previous"}, {c.next(), "next"}}
+}
+
+// pastSecondHop reports whether month c is more than one link away from
+// the trap's entry. The entry (a crawl's first hop into the calendar)
+// and the months it links to (the second hop) are what a person may
+// want; every request of another month is the trap's waste.
+func pastSecondHop(c month) bool {
+	if c == trapEntry() {
+		return false
+	}
+	for _, l := range trapEntry().links() {
+		if l.to == c {
+			return false
+		}
+	}
+	return true
+}
+
+// parseMonth parses the "<y>/<m>" of a calendar page's path.
+func parseMonth(s string) (month, bool) {
 	ys, ms, ok := strings.Cut(s, "/")
 	if !ok {
-		return 0, 0, false
+		return month{}, false
 	}
 	y, err1 := strconv.Atoi(ys)
 	m, err2 := strconv.Atoi(ms)
-	return y, m, err1 == nil && err2 == nil && m >= 1 && m <= 12
+	return month{y, m}, err1 == nil && err2 == nil && m >= 1 && m <= 12
 }
 
-func calendar(y, m int) []byte {
-	ny, nm := y, m+1
-	if nm > 12 {
-		ny, nm = y+1, 1
+// calendar returns the page of month c. It links other months, whose
+// pages link theirs, forever.
+func calendar(c month) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!doctype html><html><head><title>Events %d-%02d</title></head><body>"+
+		"<h1>Events in %d-%02d</h1><p>No events this month.</p>", c.y, c.m, c.y, c.m)
+	for _, l := range c.links() {
+		fmt.Fprintf(&b, "<a href=\"%s\">%s</a> ", l.to.path(), l.text)
 	}
-	py, pm := y, m-1
-	if pm < 1 {
-		py, pm = y-1, 12
-	}
-	return fmt.Appendf(nil, "<!doctype html><html><head><title>Events %d-%02d</title></head><body>"+
-		"<h1>Events in %d-%02d</h1><p>No events this month.</p>"+
-		"<a href=\"/cal/%d/%d\">previous</a> <a href=\"/cal/%d/%d\">next</a> <a href=\"/\">home</a></body></html>",
-		y, m, y, m, py, pm, ny, nm)
+	b.WriteString("<a href=\"/\">home</a></body></html>")
+	return b.Bytes()
 }
 
 func (w *Web) index(h int) []byte {
@@ -478,7 +537,7 @@ func (w *Web) link(rng *rand.Rand, h, i, j int) (href, text string) {
 	case roll < 92:
 		return fmt.Sprintf("/private/%d", rng.IntN(private)), "members only"
 	case roll < 95 && has(w.cfg.TrapEvery, h):
-		return "/cal/2026/11", "events"
+		return trapEntry().path(), "events"
 	case roll < 96 && has(w.cfg.SlowEvery, h):
 		return "/slow", "slow page"
 	case roll < 97 && has(w.cfg.BigEvery, h):

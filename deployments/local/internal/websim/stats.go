@@ -30,9 +30,14 @@ type Stats struct {
 	PagesTotal int `json:"pages_total"`
 	// Trap counts the requests of the calendar trap (bounded only by the
 	// crawl's depth or page limits).
-	Trap   int            `json:"trap"`
-	ByKind map[string]int `json:"by_kind"`
-	Bytes  int64          `json:"bytes"` // body bytes sent
+	Trap int `json:"trap"`
+	// TrapDeep counts the requests of calendar months past the trap's
+	// second hop: more than one link from the month the articles link
+	// to. A person may want that month and the next; a crawler that
+	// detects the trap stops here.
+	TrapDeep int            `json:"trap_deep"`
+	ByKind   map[string]int `json:"by_kind"`
+	Bytes    int64          `json:"bytes"` // body bytes sent
 	// Connections counts the TCP connections the crawler opened: a
 	// polite client reuses one per host (HTTP keep-alive).
 	Connections int       `json:"connections"`
@@ -151,7 +156,9 @@ func resourceOf(r *http.Request) string {
 	return id
 }
 
-func (st *stats) record(h int, id, kind string, hit Hit, bytes int64) {
+// record counts one answered request of resource id of host h; trapDeep
+// says that it asked for a calendar month past the trap's second hop.
+func (st *stats) record(h int, id, kind string, trapDeep bool, hit Hit, bytes int64) {
 	at, status := hit.At, hit.Status
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -177,6 +184,9 @@ func (st *stats) record(h int, id, kind string, hit Hit, bytes int64) {
 		s.Disallowed++
 	case KindTrap:
 		s.Trap++
+		if trapDeep {
+			s.TrapDeep++
+		}
 	}
 	final := status > 0 && status < 500
 	r, ok := st.res[id]

@@ -1,6 +1,7 @@
 package websim
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
@@ -8,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -324,5 +326,82 @@ func TestOnlyItsAddresses(t *testing.T) {
 	}
 	if n := w.Stats().Connections; n != 1 {
 		t.Errorf("%d connections counted, want only the off-site host's", n)
+	}
+}
+
+// TestCalendarLinks: every page of the calendar trap links the months
+// next to it, so a crawl that follows them never runs out.
+func TestCalendarLinks(t *testing.T) {
+	tests := []struct {
+		name  string
+		month string
+		want  []string
+	}{
+		{"entry", "2026/11", []string{"/cal/2026/10", "/cal/2026/12", "/"}},
+		{"across a year's end", "2027/1", []string{"/cal/2026/12", "/cal/2027/2", "/"}},
+		{"path parameter", "1999/12;jsessionid=A", []string{"/cal/1999/11", "/cal/2000/1", "/"}},
+	}
+	w, err := Start(t.Context(), Config{Hosts: 1, Articles: 2, FirstAddr: mustAddr(t, "127.1.6.1"), TrapEvery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, body := get(t, c, w.Seeds()[0]+"cal/"+tt.month)
+			if status != http.StatusOK {
+				t.Fatalf("status %d, want 200", status)
+			}
+			var got []string
+			for _, m := range hrefRE.FindAllSubmatch(body, -1) {
+				got = append(got, string(m[1]))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("links %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTrapPastSecondHop: the web counts every request of a calendar
+// page in Stats.Trap, and those of months more than one link away from
+// the entry the articles link to (past a crawl's second hop into the
+// trap) in Stats.TrapDeep as well. A month requested again counts again.
+func TestTrapPastSecondHop(t *testing.T) {
+	tests := []struct {
+		name   string
+		months []string // requested in this order
+		deep   int
+	}{
+		{"the entry and its neighbours", []string{"2026/11", "2026/10", "2026/12"}, 0},
+		{"two steps", []string{"2026/11", "2026/12", "2027/1", "2026/9"}, 2},
+		{"a year from the entry", []string{"2025/11", "2027/11"}, 2},
+		{"repeated", []string{"2027/1", "2027/1;jsessionid=A", "2026/12", "2026/12"}, 2},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := Start(t.Context(), Config{Hosts: 1, Articles: 2, TrapEvery: 1,
+				FirstAddr: mustAddr(t, fmt.Sprintf("127.1.6.%d", 10+2*i))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			c := &http.Client{Timeout: 5 * time.Second}
+			defer c.CloseIdleConnections()
+			for _, m := range tt.months {
+				if status, _, _ := get(t, c, w.Seeds()[0]+"cal/"+m); status != http.StatusOK {
+					t.Fatalf("%s: status %d, want 200", m, status)
+				}
+			}
+			if status, _, _ := get(t, c, w.Seeds()[0]+"cal/2031/13"); status != http.StatusNotFound {
+				t.Errorf("month 13: status %d, want 404", status)
+			}
+			s := settledStats(t, w)
+			if s.Trap != len(tt.months) || s.TrapDeep != tt.deep {
+				t.Errorf("trap %d, trap_deep %d; want %d and %d", s.Trap, s.TrapDeep, len(tt.months), tt.deep)
+			}
+		})
 	}
 }
