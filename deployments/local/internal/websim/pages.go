@@ -114,15 +114,15 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		// nothing written: the header goes out after the handler returns
 		sent = at
 	}
-	deep := kind == KindTrap && deepInTrap(r)
+	deep := kind == KindTrap && w.deepInTrap(r)
 	w.stats.record(h, resourceOf(r), kind, deep, Hit{At: at, Arrived: arrived, Sent: sent, Status: sw.status}, sw.bytes)
 }
 
 // deepInTrap reports whether r, answered as a calendar page, asked for a
 // month past the trap's second hop.
-func deepInTrap(r *http.Request) bool {
+func (w *Web) deepInTrap(r *http.Request) bool {
 	c, ok := parseMonth(strings.TrimPrefix(stripPathParams(r.URL.Path), "/cal/"))
-	return ok && pastSecondHop(c)
+	return ok && pastSecondHop(c, w.cfg.TrapGrid)
 }
 
 // serve answers one request and returns the kind of resource asked for.
@@ -192,7 +192,7 @@ func (w *Web) serve(h int, rw http.ResponseWriter, r *http.Request) string {
 			http.NotFound(rw, r)
 			return KindMissing
 		}
-		writeHTML(rw, "", calendar(c))
+		writeHTML(rw, "", calendar(c, w.cfg.TrapGrid))
 		return KindTrap
 	case p == "/slow" && has(w.cfg.SlowEvery, h):
 		t := time.NewTimer(w.cfg.SlowDelay)
@@ -294,20 +294,26 @@ type monthLink struct {
 	text string
 }
 
-// links returns the links of month c's page to other months.
-func (c month) links() []monthLink {
-	return []monthLink{{c.previous(), "previous"}, {c.next(), "next"}}
+// links returns the links of month c's page to other months: the
+// previous and the next month, and on a grid calendar the same month of
+// the previous and the next year too.
+func (c month) links(grid bool) []monthLink {
+	out := []monthLink{{c.previous(), "previous"}, {c.next(), "next"}}
+	if grid {
+		out = append(out, monthLink{month{c.y - 1, c.m}, "previous year"}, monthLink{month{c.y + 1, c.m}, "next year"})
+	}
+	return out
 }
 
 // pastSecondHop reports whether month c is more than one link away from
 // the trap's entry. The entry (a crawl's first hop into the calendar)
 // and the months it links to (the second hop) are what a person may
 // want; every request of another month is the trap's waste.
-func pastSecondHop(c month) bool {
+func pastSecondHop(c month, grid bool) bool {
 	if c == trapEntry() {
 		return false
 	}
-	for _, l := range trapEntry().links() {
+	for _, l := range trapEntry().links(grid) {
 		if l.to == c {
 			return false
 		}
@@ -327,12 +333,13 @@ func parseMonth(s string) (month, bool) {
 }
 
 // calendar returns the page of month c. It links other months, whose
-// pages link theirs, forever.
-func calendar(c month) []byte {
+// pages link theirs, forever: a line of months, or with grid a plane of
+// months and years.
+func calendar(c month, grid bool) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "<!doctype html><html><head><title>Events %d-%02d</title></head><body>"+
 		"<h1>Events in %d-%02d</h1><p>No events this month.</p>", c.y, c.m, c.y, c.m)
-	for _, l := range c.links() {
+	for _, l := range c.links(grid) {
 		fmt.Fprintf(&b, "<a href=\"%s\">%s</a> ", l.to.path(), l.text)
 	}
 	b.WriteString("<a href=\"/\">home</a></body></html>")

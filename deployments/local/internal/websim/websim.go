@@ -24,7 +24,9 @@
 //	/error                      500, always (retries are counted apart)
 //	/files/report-<k>.pdf       a binary (application/pdf)
 //	/private/<k>                linked, disallowed by robots.txt
-//	/cal/<y>/<m>                calendar trap: every month links the next (some hosts)
+//	/cal/<y>/<m>                calendar trap: every month links the previous and the next
+//	                            (with TrapGrid also the same month a year before and after;
+//	                            some hosts)
 //	/slow                       answers after Config.SlowDelay (some hosts)
 //	/big                        a 5 MiB page (some hosts)
 //
@@ -65,6 +67,14 @@ type Config struct {
 	TrapEvery int // a calendar trap linked from its articles (default 25)
 	BigEvery  int // /big, a BigBytes page, linked (default 50)
 	SlowEvery int // /slow linked (default 40)
+
+	// TrapGrid makes every calendar month also link the same month of
+	// the previous and the next year, as calendars with year navigation
+	// do. The months within k links of the entry then grow with the
+	// square of k for the first six links (2k²+2k+1 of them), then by 24
+	// a link instead of the line's 2, since twelve month steps reach
+	// what one year step does: 253 months within 13 links instead of 27.
+	TrapGrid bool
 
 	BigBytes  int           // default 5 MiB
 	SlowDelay time.Duration // default 2s

@@ -330,26 +330,40 @@ func TestOnlyItsAddresses(t *testing.T) {
 }
 
 // TestCalendarLinks: every page of the calendar trap links the months
-// next to it, so a crawl that follows them never runs out.
+// next to it, so a crawl that follows them never runs out; a grid
+// calendar (Config.TrapGrid) links the same month of the years next to
+// it too.
 func TestCalendarLinks(t *testing.T) {
 	tests := []struct {
 		name  string
+		grid  bool
 		month string
 		want  []string
 	}{
-		{"entry", "2026/11", []string{"/cal/2026/10", "/cal/2026/12", "/"}},
-		{"across a year's end", "2027/1", []string{"/cal/2026/12", "/cal/2027/2", "/"}},
-		{"path parameter", "1999/12;jsessionid=A", []string{"/cal/1999/11", "/cal/2000/1", "/"}},
+		{"entry", false, "2026/11", []string{"/cal/2026/10", "/cal/2026/12", "/"}},
+		{"across a year's end", false, "2027/1", []string{"/cal/2026/12", "/cal/2027/2", "/"}},
+		{"path parameter", false, "1999/12;jsessionid=A", []string{"/cal/1999/11", "/cal/2000/1", "/"}},
+		{"grid entry", true, "2026/11", []string{"/cal/2026/10", "/cal/2026/12", "/cal/2025/11", "/cal/2027/11", "/"}},
+		{"grid across a year's start", true, "2026/1", []string{"/cal/2025/12", "/cal/2026/2", "/cal/2025/1", "/cal/2027/1", "/"}},
 	}
-	w, err := Start(t.Context(), Config{Hosts: 1, Articles: 2, FirstAddr: mustAddr(t, "127.1.6.1"), TrapEvery: 1})
+	line, err := Start(t.Context(), Config{Hosts: 1, Articles: 2, FirstAddr: mustAddr(t, "127.1.6.1"), TrapEvery: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer line.Close()
+	grid, err := Start(t.Context(), Config{Hosts: 1, Articles: 2, FirstAddr: mustAddr(t, "127.1.6.4"), TrapEvery: 1, TrapGrid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grid.Close()
 	c := &http.Client{Timeout: 5 * time.Second}
 	defer c.CloseIdleConnections()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			w := line
+			if tt.grid {
+				w = grid
+			}
 			status, _, body := get(t, c, w.Seeds()[0]+"cal/"+tt.month)
 			if status != http.StatusOK {
 				t.Fatalf("status %d, want 200", status)
@@ -368,21 +382,25 @@ func TestCalendarLinks(t *testing.T) {
 // TestTrapPastSecondHop: the web counts every request of a calendar
 // page in Stats.Trap, and those of months more than one link away from
 // the entry the articles link to (past a crawl's second hop into the
-// trap) in Stats.TrapDeep as well. A month requested again counts again.
+// trap) in Stats.TrapDeep as well. On a grid calendar a link is a month
+// or a year. A month requested again counts again.
 func TestTrapPastSecondHop(t *testing.T) {
 	tests := []struct {
 		name   string
+		grid   bool
 		months []string // requested in this order
 		deep   int
 	}{
-		{"the entry and its neighbours", []string{"2026/11", "2026/10", "2026/12"}, 0},
-		{"two steps", []string{"2026/11", "2026/12", "2027/1", "2026/9"}, 2},
-		{"a year from the entry", []string{"2025/11", "2027/11"}, 2},
-		{"repeated", []string{"2027/1", "2027/1;jsessionid=A", "2026/12", "2026/12"}, 2},
+		{"the entry and its neighbours", false, []string{"2026/11", "2026/10", "2026/12"}, 0},
+		{"two steps", false, []string{"2026/11", "2026/12", "2027/1", "2026/9"}, 2},
+		{"a year from the entry", false, []string{"2025/11", "2027/11"}, 2},
+		{"repeated", false, []string{"2027/1", "2027/1;jsessionid=A", "2026/12", "2026/12"}, 2},
+		{"grid: a year from the entry", true, []string{"2026/11", "2026/12", "2027/1", "2025/11"}, 1},
+		{"grid: two steps", true, []string{"2027/10", "2025/12", "2028/11", "2026/9", "2027/11", "2026/10"}, 4},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, err := Start(t.Context(), Config{Hosts: 1, Articles: 2, TrapEvery: 1,
+			w, err := Start(t.Context(), Config{Hosts: 1, Articles: 2, TrapEvery: 1, TrapGrid: tt.grid,
 				FirstAddr: mustAddr(t, fmt.Sprintf("127.1.6.%d", 10+2*i))})
 			if err != nil {
 				t.Fatal(err)
