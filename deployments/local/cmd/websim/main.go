@@ -51,6 +51,7 @@ func run(ctx context.Context) error {
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the link graph and the text")
 	fs.IntVar(&cfg.GBKEvery, "gbk-every", websim.DefaultGBKEvery, "every n-th host serves GBK (-1: none)")
 	fs.IntVar(&cfg.TrapEvery, "trap-every", websim.DefaultTrapEvery, "every n-th host has a calendar trap (-1: none)")
+	fs.BoolVar(&cfg.TrapGrid, "trap-grid", false, "calendar months also link the same month of the previous and the next year (a trap with far more pages within a depth limit)")
 	fs.IntVar(&cfg.BigEvery, "big-every", websim.DefaultBigEvery, "every n-th host links a big page (-1: none)")
 	fs.IntVar(&cfg.SlowEvery, "slow-every", websim.DefaultSlowEvery, "every n-th host links a slow page (-1: none)")
 	fs.DurationVar(&cfg.SlowDelay, "slow-delay", websim.DefaultSlowDelay, "how long the slow page takes")
