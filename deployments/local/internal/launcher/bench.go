@@ -341,7 +341,8 @@ func (b Bench) Print(out io.Writer) {
 		fmt.Fprintf(out, "  %-22s %9.1f   %d requests up to the last content page, %d distinct resources in all\n", "requests/s", rate(s.PageRequests, window), s.PageRequests, s.Distinct)
 		fmt.Fprintf(out, "  %-22s %9.1f   %d requests in %.1fs: the crawl to its end, with the retries waiting out their back-off\n", "requests/s, to the end", rate(s.Requests, active), s.Requests, active)
 		fmt.Fprintf(out, "  %-22s %9d   (plus %d retries after a 5xx or a cut answer, %d repeated robots.txt)\n", "duplicate requests", s.Duplicates, s.Retries, s.RobotsMore)
-		fmt.Fprintf(out, "  %-22s %9d   (disallowed by robots.txt %d, calendar trap pages %d)\n", "off-site requests", s.Offsite, s.Disallowed, s.Trap)
+		fmt.Fprintf(out, "  %-22s %9d   (disallowed by robots.txt %d, calendar trap pages %d, %d past their second hop = %.1f%% of requests)\n",
+			"off-site requests", s.Offsite, s.Disallowed, s.Trap, s.TrapDeep, 100*float64(s.TrapDeep)/float64(max(s.Requests, 1)))
 		fmt.Fprintf(out, "  %-22s %9d   (%.3f per request, %.1f requests per connection)\n", "connections opened", s.Connections,
 			float64(s.Connections)/float64(max(s.Requests, 1)), float64(s.Requests)/float64(max(s.Connections, 1)))
 		if len(s.DuplicateExamples) > 0 {
