@@ -38,10 +38,21 @@ type web struct {
 	ready websim.Ready
 }
 
-// startWeb starts the websim binary (pinned to cpus with taskset when
-// cpus is set) and waits for its ready line.
-func startWeb(ctx context.Context, bin, cpus string, hosts, articles int, logDir string) (*web, error) {
-	path, args := bin, []string{"--hosts", strconv.Itoa(hosts), "--articles", strconv.Itoa(articles)}
+// webArgs returns the websim command's flags for the web that the
+// configuration asks for.
+func (c Config) webArgs() []string {
+	args := []string{"--hosts", strconv.Itoa(c.WebHosts), "--articles", strconv.Itoa(c.WebArticles),
+		"--trap-every", strconv.Itoa(c.WebTrapEvery)}
+	if c.WebTrapGrid {
+		args = append(args, "--trap-grid")
+	}
+	return args
+}
+
+// startWeb starts the websim binary with args (pinned to cpus with
+// taskset when cpus is set) and waits for its ready line.
+func startWeb(ctx context.Context, bin, cpus string, args []string, logDir string) (*web, error) {
+	path := bin
 	if cpus != "" {
 		ts, err := exec.LookPath("taskset")
 		if err != nil {

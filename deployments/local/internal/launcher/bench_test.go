@@ -2,12 +2,17 @@ package launcher
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
 )
 
@@ -41,4 +46,80 @@ func TestBenchTrapDeep(t *testing.T) {
 	if v.Web.Trap != 12 || v.Web.TrapDeep != 9 {
 		t.Errorf("bench JSON web trap %d, trap_deep %d; want 12 and 9", v.Web.Trap, v.Web.TrapDeep)
 	}
+}
+
+// TestWebTrapFlagsReachWebsim runs the websim command as the launcher
+// does and reads its calendar trap: the trap flags reach the process,
+// and its stats count the requests past the trap's second hop.
+func TestWebTrapFlagsReachWebsim(t *testing.T) {
+	root, err := supervise.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, err := supervise.BuildTools(t.Context(), root, t.TempDir(), []string{"websim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		args      []string
+		links     int // links of the entry month's page; 0: no trap (404)
+		trapDeep  int // after requesting 2026/11 and 2027/11
+		trapPages int
+	}{
+		{"line", []string{"--web-trap-every", "1"}, 3, 1, 2},
+		{"grid", []string{"--web-trap-every", "1", "--web-trap-grid"}, 5, 0, 2},
+		{"none", []string{"--web-trap-every", "-1"}, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parse(t, append([]string{"--web", "--web-hosts", "1", "--web-articles", "2"}, tt.args...), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			site, err := startWeb(t.Context(), bins["websim"], "", cfg.webArgs(), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = site.proc.Stop(10 * time.Second) }()
+			status, body := httpGet(t, site.ready.Seeds[0]+"cal/2026/11")
+			switch {
+			case tt.links == 0 && status != http.StatusNotFound:
+				t.Errorf("entry month: status %d, want 404 without a trap", status)
+			case tt.links > 0 && status != http.StatusOK:
+				t.Errorf("entry month: status %d, want 200", status)
+			case tt.links > 0 && strings.Count(body, "<a href=") != tt.links:
+				t.Errorf("entry month links %d pages, want %d:\n%s", strings.Count(body, "<a href="), tt.links, body)
+			}
+			httpGet(t, site.ready.Seeds[0]+"cal/2027/11")
+			s, err := site.stats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Trap != tt.trapPages || s.TrapDeep != tt.trapDeep {
+				t.Errorf("trap %d, trap_deep %d; want %d and %d", s.Trap, s.TrapDeep, tt.trapPages, tt.trapDeep)
+			}
+		})
+	}
+}
+
+// httpGet returns the status and body of GET u.
+func httpGet(t *testing.T, u string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }

@@ -76,6 +76,12 @@ type Config struct {
 	WebHosts    int
 	WebArticles int
 	SiteCPUs    string
+	// WebTrapEvery (flag web-trap-every) puts a calendar trap on every
+	// n-th host of the web (websim.Config.TrapEvery: 0 the default, -1
+	// none); WebTrapGrid (flag web-trap-grid) makes its months link the
+	// same month of the years next to them too (websim.Config.TrapGrid).
+	WebTrapEvery int
+	WebTrapGrid  bool
 	// BrokerProcess (flag broker-process; --bench implies it) runs the
 	// embedded broker as a process of its own, to count it apart.
 	BrokerProcess  bool
@@ -141,6 +147,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Web, "web", false, "serve the generated web (many hosts, 10-30 KB pages, links spelled every way, redirects, errors, a trap) on 127.1.x.y and crawl it, scoped to its hosts (implies -allow-private)")
 	fs.IntVar(&c.WebHosts, "web-hosts", websim.DefaultHosts, "hosts of the generated web")
 	fs.IntVar(&c.WebArticles, "web-articles", websim.DefaultArticles, "articles per host of the generated web")
+	fs.IntVar(&c.WebTrapEvery, "web-trap-every", websim.DefaultTrapEvery, "every n-th host of the generated web has a calendar trap (-1: none)")
+	fs.BoolVar(&c.WebTrapGrid, "web-trap-grid", false, "the generated web's calendar months also link the same month of the previous and the next year (a trap with far more pages within the depth limit)")
 	fs.StringVar(&c.SiteCPUs, "site-cpus", "", "run the generated web on these CPUs (taskset list, e.g. 1), apart from the crawl")
 	fs.BoolVar(&c.BrokerProcess, "broker-process", false, "run the embedded broker as a process of its own")
 	fs.StringVar(&c.ProfileDir, "profile", "", "write every service's CPU profile of the crawl and allocation profile here (one directory per process) and print the top entries")
@@ -257,7 +265,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	}
 	var site *web
 	if cfg.Web {
-		if site, err = startWeb(ctx, bins["websim"], cfg.SiteCPUs, cfg.WebHosts, cfg.WebArticles, filepath.Join(dataDir, "logs")); err != nil {
+		if site, err = startWeb(ctx, bins["websim"], cfg.SiteCPUs, cfg.webArgs(), filepath.Join(dataDir, "logs")); err != nil {
 			return err
 		}
 		defer func() { _ = site.proc.Stop(10 * time.Second) }()

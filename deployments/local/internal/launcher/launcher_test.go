@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -27,6 +28,32 @@ func TestRestartFlags(t *testing.T) {
 			}
 			if cfg.AutoRestart != tt.want.AutoRestart || cfg.Restart != tt.want.Restart {
 				t.Errorf("restart %v %+v, want %v %+v", cfg.AutoRestart, cfg.Restart, tt.want.AutoRestart, tt.want.Restart)
+			}
+		})
+	}
+}
+
+// TestWebFlags: the generated web's flags become the websim command's.
+func TestWebFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"defaults", []string{"--web"}, []string{"--hosts", "200", "--articles", "50", "--trap-every", "25"}},
+		{"no trap", []string{"--web", "--web-hosts", "3", "--web-articles", "7", "--web-trap-every", "-1"},
+			[]string{"--hosts", "3", "--articles", "7", "--trap-every", "-1"}},
+		{"grid", []string{"--web", "--web-trap-every", "4", "--web-trap-grid"},
+			[]string{"--hosts", "200", "--articles", "50", "--trap-every", "4", "--trap-grid"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parse(t, tt.args, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.webArgs(); !slices.Equal(got, tt.want) {
+				t.Errorf("websim args %q, want %q", got, tt.want)
 			}
 		})
 	}
