@@ -40,6 +40,7 @@ type Defaults struct {
 	MaxURLLength        int  // bytes of a canonical URL; 0 = urlcanon.MaxLength
 	MaxRepeatedSegments int  // occurrences of one path segment; 0 = no trap guard
 	FollowDuplicates    bool // for crawls without a spec
+	FollowTraps         bool // follow suspected traps in every crawl (a spec can only ask for it)
 	NearDistance        int  // near-duplicate detection's simhash bits; 0 = off
 }
 
@@ -62,6 +63,7 @@ type Rules struct {
 	detail           []*regexp.Regexp
 	detailSelector   goquery.Matcher
 	followDuplicates bool
+	followTraps      bool
 	nearDistance     int
 	sites            []site
 }
@@ -118,6 +120,7 @@ func Compile(s *crawlv1.Scope, d Defaults, hasSpec bool) (*Rules, error) {
 		maxURLLength:     d.MaxURLLength,
 		maxRepeated:      d.MaxRepeatedSegments,
 		followDuplicates: d.FollowDuplicates,
+		followTraps:      d.FollowTraps || s.GetFollowTraps(),
 		nearDistance:     d.NearDistance,
 	}
 	switch s.GetMode() {
@@ -211,6 +214,10 @@ func (r *Rules) MaxOutlinks() int { return r.maxOutlinks }
 // FollowDuplicates reports whether the links of a page whose content
 // duplicates an earlier page are followed.
 func (r *Rules) FollowDuplicates() bool { return r.followDuplicates }
+
+// FollowTraps reports whether the links of pages suspected as a crawler
+// trap are followed (Scope.follow_traps, or the service's default).
+func (r *Rules) FollowTraps() bool { return r.followTraps }
 
 // NearDistance is the simhash distance within which a document nearly
 // duplicates an earlier one (0: no near-duplicate detection).

@@ -325,3 +325,29 @@ func TestOnSeedSites(t *testing.T) {
 		t.Error("a crawl not kept on its seeds' sites has every host on them")
 	}
 }
+
+// TestFollowTraps: a spec can ask to follow suspected traps; the service's
+// default follows them in every crawl, whatever the spec says.
+func TestFollowTraps(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		defaults bool
+		scope    *crawlv1.Scope
+		hasSpec  bool
+		want     bool
+	}{
+		{name: "no spec", want: false},
+		{name: "spec asks", scope: &crawlv1.Scope{FollowTraps: true}, hasSpec: true, want: true},
+		{name: "spec silent", scope: &crawlv1.Scope{}, hasSpec: true, want: false},
+		{name: "service default, spec silent", defaults: true, scope: &crawlv1.Scope{}, hasSpec: true, want: true},
+		{name: "service default, no spec", defaults: true, want: true},
+	} {
+		r, err := scope.Compile(tt.scope, scope.Defaults{MaxOutlinks: 10, FollowTraps: tt.defaults}, tt.hasSpec)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := r.FollowTraps(); got != tt.want {
+			t.Errorf("%s: FollowTraps() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -427,8 +427,9 @@ type Scope struct {
 	// publishes them (libs/scope.SeedSites). UNSPECIFIED (a spec written
 	// before modes) is WEB.
 	Mode          ScopeMode `protobuf:"varint,16,opt,name=mode,proto3,enum=crawler.v1.ScopeMode" json:"mode,omitempty"`
-	SeedHosts     []string  `protobuf:"bytes,17,rep,name=seed_hosts,json=seedHosts,proto3" json:"seed_hosts,omitempty"`       // politeness keys
-	SeedDomains   []string  `protobuf:"bytes,18,rep,name=seed_domains,json=seedDomains,proto3" json:"seed_domains,omitempty"` // registrable domains (public suffix list)
+	SeedHosts     []string  `protobuf:"bytes,17,rep,name=seed_hosts,json=seedHosts,proto3" json:"seed_hosts,omitempty"`        // politeness keys
+	SeedDomains   []string  `protobuf:"bytes,18,rep,name=seed_domains,json=seedDomains,proto3" json:"seed_domains,omitempty"`  // registrable domains (public suffix list)
+	FollowTraps   bool      `protobuf:"varint,19,opt,name=follow_traps,json=followTraps,proto3" json:"follow_traps,omitempty"` // follow the links of pages the parser suspects as a crawler trap (trap_suspected)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -587,6 +588,13 @@ func (x *Scope) GetSeedDomains() []string {
 		return x.SeedDomains
 	}
 	return nil
+}
+
+func (x *Scope) GetFollowTraps() bool {
+	if x != nil {
+		return x.FollowTraps
+	}
+	return false
 }
 
 // SiteRules filter the links to one site, after the crawl's own patterns:
@@ -1071,7 +1079,7 @@ const file_control_proto_rawDesc = "" +
 	"\aheaders\x18\x02 \x03(\v2\x12.crawler.v1.HeaderR\aheaders\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xdf\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x82\x06\n" +
 	"\x05Scope\x12\x1f\n" +
 	"\vallow_hosts\x18\x01 \x03(\tR\n" +
 	"allowHosts\x12\x1d\n" +
@@ -1094,7 +1102,8 @@ const file_control_proto_rawDesc = "" +
 	"\x04mode\x18\x10 \x01(\x0e2\x15.crawler.v1.ScopeModeR\x04mode\x12\x1d\n" +
 	"\n" +
 	"seed_hosts\x18\x11 \x03(\tR\tseedHosts\x12!\n" +
-	"\fseed_domains\x18\x12 \x03(\tR\vseedDomains\"\x87\x01\n" +
+	"\fseed_domains\x18\x12 \x03(\tR\vseedDomains\x12!\n" +
+	"\ffollow_traps\x18\x13 \x01(\bR\vfollowTraps\"\x87\x01\n" +
 	"\tSiteRules\x12\x14\n" +
 	"\x05hosts\x18\x01 \x03(\tR\x05hosts\x12\x18\n" +
 	"\adomains\x18\x02 \x03(\tR\adomains\x12%\n" +

@@ -110,6 +110,12 @@ type DiscoveredURL struct {
 	// Parser fields (150-199).
 	SerpEngine string                 `protobuf:"bytes,150,opt,name=serp_engine,json=serpEngine,proto3" json:"serp_engine,omitempty"` // non-empty: the URL is a search engine result page of this engine (parser preset or --serp-config name)
 	Lastmod    *timestamppb.Timestamp `protobuf:"bytes,151,opt,name=lastmod,proto3" json:"lastmod,omitempty"`                         // <lastmod> of a sitemap entry (source SITEMAP)
+	// Non-empty: the parser suspects a crawler trap. The link leads into the
+	// URL family (its page's URL with every run of digits as '#') whose
+	// pages repeat one another's text and brought nothing new but more of
+	// the family; the scheduler ends it as trap_suspected unless it is
+	// known already.
+	TrapFamily string `protobuf:"bytes,152,opt,name=trap_family,json=trapFamily,proto3" json:"trap_family,omitempty"`
 	// Seeder fields (250-299): a URL of the previous crawl (source
 	// PREVIOUS_CRAWL), with the validators of its last fetch, sent as
 	// If-None-Match / If-Modified-Since, and the crawl whose documents row
@@ -226,6 +232,13 @@ func (x *DiscoveredURL) GetLastmod() *timestamppb.Timestamp {
 		return x.Lastmod
 	}
 	return nil
+}
+
+func (x *DiscoveredURL) GetTrapFamily() string {
+	if x != nil {
+		return x.TrapFamily
+	}
+	return ""
 }
 
 func (x *DiscoveredURL) GetEtag() string {
@@ -1044,7 +1057,7 @@ var File_crawl_proto protoreflect.FileDescriptor
 const file_crawl_proto_rawDesc = "" +
 	"\n" +
 	"\vcrawl.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf7\x03\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x04\n" +
 	"\rDiscoveredURL\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -1059,7 +1072,9 @@ const file_crawl_proto_rawDesc = "" +
 	"\rredirect_hops\x18\t \x01(\rR\fredirectHops\x12 \n" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
 	"serpEngine\x125\n" +
-	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\x12\x13\n" +
+	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\x12 \n" +
+	"\vtrap_family\x18\x98\x01 \x01(\tR\n" +
+	"trapFamily\x12\x13\n" +
 	"\x04etag\x18\xfa\x01 \x01(\tR\x04etag\x12$\n" +
 	"\rlast_modified\x18\xfb\x01 \x01(\tR\flastModified\x12+\n" +
 	"\x11document_crawl_id\x18\xfc\x01 \x01(\tR\x0fdocumentCrawlId\"\xc5\x04\n" +

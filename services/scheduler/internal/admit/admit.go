@@ -25,6 +25,10 @@
 //     scope rule keeps it, and its site joins the scope: Decision.Grant.
 //  6. too_deep: depth above the maximum.
 //  7. duplicate: the fingerprint is already in the partition's seen set.
+//     7b. trap_suspected: the parser marked the link a suspected crawler trap
+//     (DiscoveredURL.trap_family: it leads into a URL family whose pages
+//     repeat one another and brought nothing new). Not added to the seen
+//     set: the same URL linked from a page that is no trap is admitted.
 //  8. budget_exhausted: the crawl reached its admission ceiling
 //     (--budget-admit-factor × its page budget, which the fetchers
 //     charge; checked after
@@ -67,6 +71,7 @@ const (
 	Duplicate         Reason = "duplicate"
 	BudgetExhausted   Reason = "budget_exhausted"
 	Cancelled         Reason = "cancelled"
+	TrapSuspected     Reason = "trap_suspected"
 	// HostBudgetExhausted: the host used up its crawl's per-host page
 	// budget; recorded as budget_exhausted.
 	HostBudgetExhausted Reason = "host_budget_exhausted"
@@ -79,7 +84,7 @@ const (
 
 // Reasons lists every Reason, for pre-creating metric series.
 var Reasons = []Reason{InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong, WrongPartition, TooDeep, Duplicate, BudgetExhausted, Cancelled,
-	HostBudgetExhausted, OutOfScope, Filtered, TrapGuard, ScopeTooLong}
+	TrapSuspected, HostBudgetExhausted, OutOfScope, Filtered, TrapGuard, ScopeTooLong}
 
 // Terminal states of URLs the scheduler does not admit (url_events.state).
 const (
@@ -88,6 +93,7 @@ const (
 	StateBudgetExhausted = "budget_exhausted"
 	StateInvalid         = "invalid"
 	StateCancelled       = "cancelled"
+	StateTrapSuspected   = "trap_suspected"
 )
 
 // StateOf maps a drop reason to the terminal state it records; false for
@@ -102,6 +108,8 @@ func StateOf(r Reason) (string, bool) {
 		return StateBudgetExhausted, true
 	case Cancelled:
 		return StateCancelled, true
+	case TrapSuspected:
+		return StateTrapSuspected, true
 	case InvalidCrawl, InvalidURL, UnsupportedScheme, URLTooLong:
 		return StateInvalid, true
 	default:
@@ -251,6 +259,8 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 		d.Reason = TooDeep
 	case seen.Contains(d.FP):
 		d.Reason = Duplicate
+	case u.GetTrapFamily() != "":
+		d.Reason = TrapSuspected
 	case !budget.Reserve(partition, u.GetCrawlId()):
 		d.Reason = BudgetExhausted
 	default:

@@ -118,6 +118,9 @@ func TestDecide(t *testing.T) {
 		{name: "cancelled wins over depth", in: &crawlv1.DiscoveredURL{CrawlId: "cancelled", Url: "http://example.com/", Depth: 99}, budget: 1, wantReason: Cancelled, wantCanonical: "http://example.com/"},
 		{name: "paused crawl held", in: &crawlv1.DiscoveredURL{CrawlId: "paused", Url: "http://example.com/"}, budget: 1, wantCanonical: "http://example.com/", wantHold: true},
 		{name: "paused crawl still deduplicated", in: &crawlv1.DiscoveredURL{CrawlId: "paused", Url: "http://example.com/", Depth: 6}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/"},
+		{name: "suspected trap", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/cal/2027/1", Depth: 4, TrapFamily: "http://example.com/cal/#/#"}, budget: 1, wantReason: TrapSuspected, wantCanonical: "http://example.com/cal/2027/1"},
+		{name: "suspected trap seen already is a duplicate", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://seen.example/", TrapFamily: "http://seen.example/"}, budget: 1, wantReason: Duplicate, wantCanonical: "http://seen.example/"},
+		{name: "suspected trap too deep", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://example.com/cal/2027/1", Depth: 6, TrapFamily: "http://example.com/cal/#/#"}, budget: 1, wantReason: TooDeep, wantCanonical: "http://example.com/cal/2027/1"},
 		{name: "duplicate wins over budget", in: &crawlv1.DiscoveredURL{CrawlId: "c1", Url: "http://seen.example/"}, budget: 0, wantReason: Duplicate, wantCanonical: "http://seen.example/"},
 	}
 	for _, tt := range tests {
@@ -433,7 +436,7 @@ func TestStateOf(t *testing.T) {
 	want := map[Reason]string{
 		Duplicate: StateDuplicate, TooDeep: StateOutOfScope, OutOfScope: StateOutOfScope, Filtered: StateOutOfScope,
 		TrapGuard: StateOutOfScope, ScopeTooLong: StateOutOfScope, BudgetExhausted: StateBudgetExhausted,
-		HostBudgetExhausted: StateBudgetExhausted, Cancelled: StateCancelled, InvalidCrawl: StateInvalid,
+		HostBudgetExhausted: StateBudgetExhausted, Cancelled: StateCancelled, TrapSuspected: StateTrapSuspected, InvalidCrawl: StateInvalid,
 		InvalidURL: StateInvalid, UnsupportedScheme: StateInvalid, URLTooLong: StateInvalid,
 	}
 	for _, r := range Reasons {
