@@ -51,7 +51,7 @@ func (p *Processor) markDuplicates(ctx context.Context, results []*result) error
 		r.outcome = OutcomeDuplicate
 		if !r.followDup && sameHost(orig, r.host) {
 			r.drop(DropDuplicatePage, len(r.links))
-			r.links, r.linkFPs = nil, nil
+			r.links, r.linkFPs, r.suspects = nil, nil, 0
 		}
 	}
 	return nil

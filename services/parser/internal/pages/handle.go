@@ -103,6 +103,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			carried = append(carried, *r.carried)
 		}
 		for i, m := range r.links {
+			if i >= len(r.links)-r.suspects {
+				msgs = append(msgs, m)
+				outlink++
+				continue
+			}
 			fp := r.linkFPs[i]
 			if d, ok := batchLinks[fp]; ok && d <= r.linkDepth {
 				r.drop(DropPublished, 1)

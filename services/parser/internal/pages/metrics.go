@@ -72,6 +72,9 @@ type Metrics struct {
 	// topic because a page was off its crawl's known sites (a scope grant
 	// not read yet).
 	scopeSyncs prometheus.Counter
+	// trapLinks counts the links published marked as a suspected trap
+	// (DiscoveredURL.trap_family), which the scheduler ends.
+	trapLinks prometheus.Counter
 }
 
 // NewMetrics registers the processor's metrics on reg.
@@ -106,8 +109,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "scope_syncs_total",
 			Help: "Batches that caught up with the control topic before parsing, because a page was on a host off its crawl's known sites (a scope grant not read yet).",
 		}),
+		trapLinks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "links_trap_suspected_total",
+			Help: "Links published marked as a suspected crawler trap: they lead into the URL family of a page that repeats the family's earlier pages and brought nothing new (the scheduler ends them as trap_suspected).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs} {
+	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs, m.trapLinks} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register parser metrics: %w", err)
 		}

@@ -172,7 +172,7 @@ func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
 		r.outcome = OutcomeNearDuplicate
 		if !r.followDup && sameHost(of, r.host) { // a mirror keeps its links: see markDuplicates
 			r.drop(DropNearDuplicatePage, len(r.links))
-			r.links, r.linkFPs = nil, nil
+			r.links, r.linkFPs, r.suspects = nil, nil, 0
 		}
 	}
 }

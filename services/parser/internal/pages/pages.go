@@ -34,6 +34,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/parser/internal/recent"
 	"github.com/trawl-crawler/trawl/services/parser/internal/serp"
+	"github.com/trawl-crawler/trawl/services/parser/internal/traps"
 )
 
 // Publisher produces records and returns once every one is acknowledged by
@@ -164,6 +165,7 @@ type Processor struct {
 	content *recentContent
 	near    *recentNear
 	resolve *urlcanon.ResolveCache // nil: off
+	traps   *traps.Detector
 	log     *zap.Logger
 	metrics *Metrics
 	now     func() time.Time
@@ -181,6 +183,7 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 		MaxRepeatedSegments: cfg.MaxRepeatedSegments,
 		FollowDuplicates:    cfg.FollowDuplicates,
 		NearDistance:        cfg.NearDistance,
+		FollowTraps:         cfg.TrapAllowance == 0,
 	}, func(crawlID string, err error) {
 		log.Warn("crawl scope partly invalid", telemetry.Crawl(crawlID), zap.Error(err))
 	})
@@ -192,7 +195,7 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 	}
 	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
 		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), near: newRecentNear(recentNearSize), resolve: urlcanon.NewResolveCache(cfg.ResolveCache),
-		log: log, metrics: m, now: now}
+		traps: traps.NewDetector(0), log: log, metrics: m, now: now}
 }
 
 // Assign is the kafkaio.AssignFunc of the parser's consumer group.

@@ -234,6 +234,7 @@ type discovered struct {
 	partition int
 	source    crawlv1.Source
 	at        time.Time
+	trap      string // DiscoveredURL.trap_family
 }
 
 // readDiscovered reads the discovered topic until n records arrived, then
@@ -258,6 +259,7 @@ func readDiscovered(t *testing.T, ctx context.Context, kc kafkaio.Config, n int)
 			partition: m.Partition,
 			source:    d.Source,
 			at:        d.DiscoveredAt.AsTime(),
+			trap:      d.TrapFamily,
 		})
 		if len(out) == n && extra == nil {
 			extra = time.AfterFunc(300*time.Millisecond, cancel)

@@ -19,15 +19,20 @@ import (
 	"github.com/trawl-crawler/trawl/libs/sitemap"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
+	"github.com/trawl-crawler/trawl/services/parser/internal/traps"
 )
 
 // result is what one fetched page yields.
 type result struct {
-	outcome   string
-	links     []kafka.Message
-	linkFPs   []uint64 // fingerprint of each of links
-	linkDepth uint32   // depth of the links
-	outlinks  int      // links the page has in the crawl's scope, published or not
+	outcome string
+	links   []kafka.Message
+	linkFPs []uint64 // fingerprint of each of links
+	// suspects is how many of the last links are suspected traps: they
+	// are published marked, never remembered as published, so that the
+	// URL linked from a page that is no trap still reaches the scheduler.
+	suspects  int
+	linkDepth uint32 // depth of the links
+	outlinks  int    // links the page has in the crawl's scope, published or not
 	doc       *document
 	carried   *chstore.CarriedRow // a 304 carrying an earlier crawl's document over
 	linkRows  []chstore.LinkRow   // the page's in-scope links, for the links table
@@ -67,7 +72,7 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 	res := p.extract(page)
 	if len(res.links) > 0 && p.cancelled(page.GetCrawlId()) {
 		res.drop(DropCancelled, len(res.links))
-		res.links, res.linkFPs = nil, nil
+		res.links, res.linkFPs, res.suspects = nil, nil, 0
 	}
 	return res
 }
@@ -152,6 +157,13 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	if srcFP == 0 {
 		srcFP = fingerprint.URL(page.GetCrawlId(), pageURL)
 	}
+	// The new links into the page's own URL family wait until the page is
+	// judged (traps): a page that repeats its family and brings nothing
+	// new outside it makes them suspects.
+	var (
+		family     []familyLink
+		productive bool
+	)
 	for i, l := range ext.Links {
 		host, err := urlcanon.CanonicalKey(l.URL)
 		if err != nil {
@@ -177,22 +189,16 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 			res.drop(DropPublished, 1)
 			continue
 		}
-		msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), &crawlv1.DiscoveredURL{
-			CrawlId:      page.GetCrawlId(),
-			Url:          l.URL,
-			Depth:        res.linkDepth,
-			ParentUrl:    pageURL,
-			DiscoveredAt: now,
-			Source:       crawlv1.Source_SOURCE_LINK,
-			AnchorText:   l.Anchor,
-			Rel:          l.Rel,
-		})
-		if err != nil {
-			res.drop(DropKey, 1)
+		if traps.SameFamily(l.URL, pageURL) {
+			family = append(family, familyLink{l, host, fp})
 			continue
 		}
-		res.links = append(res.links, msg)
-		res.linkFPs = append(res.linkFPs, fp)
+		productive = true
+		p.publish(page, pageURL, res, now, l, host, fp, "")
+	}
+	trap := p.judgeFamily(page.GetCrawlId(), pageURL, rules, ext, len(family) > 0, productive)
+	for _, f := range family {
+		p.publish(page, pageURL, res, now, f.link, f.host, f.fp, trap)
 	}
 	switch {
 	case isSERP:
@@ -214,6 +220,61 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	res.outcome = OutcomeDocument
 	res.doc = p.document(page, pageURL, res.host, ext, mt)
 	return res
+}
+
+// familyLink is a new link into its page's URL family.
+type familyLink struct {
+	link extract.Link
+	host string
+	fp   uint64
+}
+
+// publish adds link l (on host, fingerprint fp) of page to res.links;
+// trapFamily, when set, marks it a suspected trap (and it must come after
+// every link that is not).
+func (p *Processor) publish(page *crawlv1.FetchedPage, pageURL string, res *result, now *timestamppb.Timestamp,
+	l extract.Link, host string, fp uint64, trapFamily string) {
+	msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), &crawlv1.DiscoveredURL{
+		CrawlId:      page.GetCrawlId(),
+		Url:          l.URL,
+		Depth:        res.linkDepth,
+		ParentUrl:    pageURL,
+		DiscoveredAt: now,
+		Source:       crawlv1.Source_SOURCE_LINK,
+		AnchorText:   l.Anchor,
+		Rel:          l.Rel,
+		TrapFamily:   trapFamily,
+	})
+	if err != nil {
+		res.drop(DropKey, 1)
+		return
+	}
+	if trapFamily != "" {
+		p.metrics.trapLinks.Inc()
+		res.suspects++
+	}
+	res.links = append(res.links, msg)
+	res.linkFPs = append(res.linkFPs, fp)
+}
+
+// judgeFamily tells the trap detector about a page at pageURL whose new
+// links were published (productive: one leads outside its URL family;
+// inFamily: one leads into it) and returns the family's name when its new
+// links into the family are suspected as a trap, or "". Only a page
+// whose every new link stays in its family is a candidate, and only its
+// text is hashed.
+func (p *Processor) judgeFamily(crawlID, pageURL string, rules *scope.Rules, ext extract.Result, inFamily, productive bool) string {
+	switch {
+	case productive:
+		p.traps.Productive(crawlID, pageURL)
+		return ""
+	case !inFamily || rules.FollowTraps():
+		return ""
+	}
+	if _, suspect := p.traps.Candidate(crawlID, pageURL, traps.Shape(ext.Title, ext.Text), p.cfg.TrapAllowance); suspect {
+		return traps.Family(pageURL)
+	}
+	return ""
 }
 
 // carry records a 304 to the conditional request of a page an earlier
