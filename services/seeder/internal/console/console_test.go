@@ -443,6 +443,12 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, host, urls[1], fp(1), host,
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, uint16(part), id, host, fp(1), uint16(1), urls[1], urls[0], "to b", "", now, uint8(1), now)
 	exec(`INSERT INTO url_events (crawl_id, url, url_fp, host, partition, state, reason, depth, event_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, urls[3], fingerprint.URL(id, urls[3]), host, uint16(part), "out_of_scope", "deny_pattern", uint16(1), now)
+	// Two months of a calendar the parser suspected as a trap.
+	for _, m := range []string{"2027/1", "2027/2"} {
+		u := "http://" + host + "/cal/" + m
+		exec(`INSERT INTO url_events (crawl_id, url, url_fp, host, partition, state, reason, depth, event_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, u, fingerprint.URL(id, u), host, uint16(part), "trap_suspected", "trap_suspected", uint16(3), now)
+	}
 	exec(`INSERT INTO links_dropped (crawl_id, host, reason, minute, n) VALUES (?, ?, ?, ?, ?)`, id, host, "nofollow", now.Truncate(time.Minute), uint64(3))
 	exec(`INSERT INTO robots_txt (partition, origin, host, agent, outcome, status, rules, crawl_delay_ms, sitemaps, body_bytes, fetched_at, expires, fetcher)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, uint16(part), "http://"+host, host, "trawl", "ok", uint16(200), "User-agent: *\nDisallow: /private/", uint32(2000),
@@ -513,7 +519,9 @@ func TestPages(t *testing.T) {
 		t.Fatalf("host: %d %s", r.code, r.body)
 	}
 	contains("host", r.body, "Disallow: /private/", "Crawl-delay 2000 ms", `<dd id="effective-delay">2s</dd>`, "1.5s", "honoured up to 3s",
-		"read: i/o timeout", "sitemap.xml", "4 attempts")
+		"read: i/o timeout", "sitemap.xml", "4 attempts",
+		// The calendar's family, its two URLs counted.
+		`<td class="url">/cal/#/#</td><td class="n">2</td>`)
 	// The same host on fetchers whose --delay (2.5 s) is above the
 	// Crawl-delay and the crawl's delay: the fleet's floor applies.
 	fc := env{url: e.fleetURL}.client(t)

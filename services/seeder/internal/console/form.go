@@ -32,7 +32,7 @@ var formFields = map[string]bool{
 	"scope.mode": true, "scope.allow_hosts": true, "scope.deny_hosts": true, "scope.allow_domains": true, "scope.deny_domains": true,
 	"scope.same_host_only": true, "scope.allow_patterns": true, "scope.deny_patterns": true,
 	"scope.max_outlinks_per_page": true, "scope.max_url_length": true, "scope.max_repeated_segments": true,
-	"scope.detail_patterns": true, "scope.detail_selector": true, "scope.follow_duplicates": true,
+	"scope.detail_patterns": true, "scope.detail_selector": true, "scope.follow_duplicates": true, "scope.follow_traps": true,
 	"scope.sites": true, "scope.near_duplicate_distance": true,
 	"limits.max_depth": true, "limits.max_pages": true, "limits.max_pages_per_host": true, "limits.max_duration": true,
 	"identity.user_agent": true, "identity.headers": true,
@@ -152,6 +152,7 @@ func requestFromForm(v url.Values) (jobs.Request, formErrors) {
 		DetailPatterns:        lines(v.Get("scope.detail_patterns")),
 		DetailSelector:        strings.TrimSpace(v.Get("scope.detail_selector")),
 		FollowDuplicates:      on("scope.follow_duplicates"),
+		FollowTraps:           on("scope.follow_traps"),
 		NearDuplicateDistance: uint32(num("scope.near_duplicate_distance", 32)),
 	}
 	if s := strings.TrimSpace(v.Get("scope.sites")); s != "" {

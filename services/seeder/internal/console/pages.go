@@ -344,6 +344,7 @@ type hostData struct {
 	Totals   hostTotals
 	Robots   []robotsRow
 	Fetches  []fetchRow
+	Traps    []trapRow // URL families ended as trap_suspected
 	// Politeness: the crawl's delay, the robots.txt Crawl-delay and its
 	// cap, the delay that applies, what the fetch log shows.
 	Delay, CrawlDelay, MaxCrawlDelay, Effective time.Duration
@@ -366,6 +367,7 @@ func (s *Server) host(w http.ResponseWriter, r *http.Request, sess []byte) {
 	g.Go(func() (err error) { d.Totals, err = s.q.hostTotals(ctx, id, host); return err })
 	g.Go(func() (err error) { d.Robots, err = s.q.robots(ctx, host); return err })
 	g.Go(func() (err error) { d.Fetches, err = s.q.hostFetches(ctx, id, host); return err })
+	g.Go(func() (err error) { d.Traps, err = s.q.hostTraps(ctx, id, host); return err })
 	if err := g.Wait(); err != nil {
 		s.queryFailed(w, r, err)
 		return

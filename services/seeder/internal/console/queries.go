@@ -370,6 +370,35 @@ ORDER BY fetched_at DESC, fetched_at_ms DESC, attempt DESC LIMIT ?`, crawlID, ho
 	return out, err
 }
 
+// trapRow is one URL family of a host the crawl suspected as a trap.
+type trapRow struct {
+	Family, Example string
+	URLs            uint64
+	Last            time.Time
+}
+
+// hostTraps returns the URL families of host whose URLs the crawl ended
+// as trap_suspected (url_events), the largest first: what was cut, for
+// the operator to allow back (scope.follow_traps) if it was no trap.
+func (q *queries) hostTraps(ctx context.Context, crawlID, host string) ([]trapRow, error) {
+	rows, err := q.conn.Query(ctx, `SELECT replaceRegexpAll(pathFull(url), '[0-9]+', '#') AS family, any(url), uniqExact(url_fp) AS urls, max(event_time)
+FROM url_events WHERE crawl_id = ? AND host = ? AND state = 'trap_suspected'
+GROUP BY family ORDER BY urls DESC, family LIMIT 20`, crawlID, host)
+	if err != nil {
+		return nil, fmt.Errorf("query suspected traps: %w", err)
+	}
+	defer rows.Close()
+	var out []trapRow
+	for rows.Next() {
+		var r trapRow
+		if err := rows.Scan(&r.Family, &r.Example, &r.URLs, &r.Last); err != nil {
+			return nil, fmt.Errorf("scan suspected traps: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 // hostTotals are a host's totals from the rollup.
 type hostTotals struct {
 	Pages, Errors uint64

@@ -90,6 +90,9 @@ type Scope struct {
 	DetailPatterns      []string `json:"detail_patterns,omitempty"`
 	DetailSelector      string   `json:"detail_selector,omitempty"`
 	FollowDuplicates    bool     `json:"follow_duplicates,omitempty"`
+	// FollowTraps follows the links the parser suspects as a crawler trap
+	// (url_events state trap_suspected): the crawl is allowed its traps.
+	FollowTraps bool `json:"follow_traps,omitempty"`
 	// Sites filter the links to one site each; the first rule naming a
 	// link's host applies, after allow_patterns and deny_patterns.
 	Sites []SiteRules `json:"sites,omitempty"`
@@ -556,6 +559,7 @@ func buildScope(s Scope, errs *FieldErrors) *crawlv1.Scope {
 		MaxRepeatedSegments: s.MaxRepeatedSegments,
 		DetailPatterns:      s.DetailPatterns, DetailSelector: s.DetailSelector,
 		FollowDuplicates:      s.FollowDuplicates,
+		FollowTraps:           s.FollowTraps,
 		Sites:                 sites,
 		NearDuplicateDistance: s.NearDuplicateDistance,
 	}
