@@ -90,4 +90,27 @@ func TestWebCrawlNoWastedRequest(t *testing.T) {
 	if st.Trap == 0 || st.ByKind[websim.KindRedirect] == 0 {
 		t.Errorf("trap %d, redirects %d: the web should have led the crawl into both", st.Trap, st.ByKind[websim.KindRedirect])
 	}
+	// The calendars cost their entry and the months it links: a month
+	// that repeats them makes its neighbours suspects (trap_suspected).
+	// At most one month each way past the second hop, when the entry is
+	// read before any page published its home link (then the entry
+	// brought something new and is no candidate).
+	trapHosts := 0
+	for h, every := 0, e.web.Config().TrapEvery; h < e.web.Config().Hosts; h++ {
+		if h%every == every-1 { // websim's has
+			trapHosts++
+		}
+	}
+	if st.TrapDeep > 2*trapHosts {
+		t.Errorf("%d calendar requests past the second hop on %d trap hosts, want at most %d", st.TrapDeep, trapHosts, 2*trapHosts)
+	}
+	var suspected uint64
+	if err := e.p.Store.Conn().QueryRow(ctx, `SELECT uniqExact(url_fp) FROM url_events WHERE crawl_id = ? AND state = 'trap_suspected'`,
+		e.crawlID).Scan(&suspected); err != nil {
+		t.Fatalf("query url_events: %v", err)
+	}
+	t.Logf("calendar: %d requests, %d past the second hop; %d URLs ended as trap_suspected", st.Trap, st.TrapDeep, suspected)
+	if suspected == 0 {
+		t.Errorf("no URL ended as trap_suspected: the calendars were cut by the depth limit only")
+	}
 }

@@ -56,8 +56,17 @@ func startParserSpecs(t *testing.T, cfg pages.Config, sinks pages.Sinks, specs p
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	r.stop = cancel
-	go func() { r.done <- group.Run(ctx) }()
-	t.Cleanup(cancel)
+	exited := make(chan struct{})
+	go func() {
+		r.done <- group.Run(ctx)
+		close(exited)
+	}()
+	// The group stops before the test ends: it logs as it stops, and a
+	// log line after the test is a panic.
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+	})
 	return r
 }
 
