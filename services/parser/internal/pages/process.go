@@ -157,9 +157,10 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	if srcFP == 0 {
 		srcFP = fingerprint.URL(page.GetCrawlId(), pageURL)
 	}
-	// The new links into the page's own URL family wait until the page is
-	// judged (traps): a page that repeats its family and brings nothing
-	// new outside it makes them suspects.
+	// The new links one step on from the page in its URL family (the next
+	// month, the next page) wait until the page is judged (traps): a page
+	// that repeats its family and brings nothing else new makes them
+	// suspects.
 	var (
 		family     []familyLink
 		productive bool
@@ -189,7 +190,7 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 			res.drop(DropPublished, 1)
 			continue
 		}
-		if traps.SameFamily(l.URL, pageURL) {
+		if traps.Step(pageURL, l.URL) {
 			family = append(family, familyLink{l, host, fp})
 			continue
 		}
@@ -222,7 +223,7 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	return res
 }
 
-// familyLink is a new link into its page's URL family.
+// familyLink is a new link one step on from its page (traps.Step).
 type familyLink struct {
 	link extract.Link
 	host string
@@ -258,11 +259,10 @@ func (p *Processor) publish(page *crawlv1.FetchedPage, pageURL string, res *resu
 }
 
 // judgeFamily tells the trap detector about a page at pageURL whose new
-// links were published (productive: one leads outside its URL family;
-// inFamily: one leads into it) and returns the family's name when its new
-// links into the family are suspected as a trap, or "". Only a page
-// whose every new link stays in its family is a candidate, and only its
-// text is hashed.
+// links were published (productive: one is no step on from it; inFamily:
+// one is) and returns the family's name when its new links one step on
+// are suspected as a trap, or "". Only a page whose every new link is a
+// step on is a candidate, and only its text is hashed.
 func (p *Processor) judgeFamily(crawlID, pageURL string, rules *scope.Rules, ext extract.Result, inFamily, productive bool) string {
 	switch {
 	case productive:

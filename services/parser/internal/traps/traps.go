@@ -2,21 +2,23 @@
 //
 // A trap is a URL family (a URL with every run of digits read as one
 // number: /cal/2026/11 and /cal/2027/1 are one family) whose pages repeat
-// one another's text and bring nothing new but the next URL of the family:
-// a calendar whose months link the next month forever, a list whose
-// ?page=N goes on past its last item, a session id that makes every page
-// a new URL. The depth limit ends such a walk only after it has cost the
+// one another's text and bring nothing new but the next URL of the
+// family, counting on: a calendar whose months link the next month
+// forever, a list whose ?page=N goes on past its last item. The depth limit ends such a walk only after it has cost the
 // site and the crawl as many requests as the limit allows.
 //
-// A page is barren when its only new links (those the parser has not
-// published before) lead into its own family and its text, digits left
-// out, is the text of the family's previous barren candidate. When a
-// family's barren pages follow one another Allowance times, the new
-// links of its next barren pages are suspected: the parser marks them
+// A page is a candidate when its only new links (those the parser has
+// not published before) count one step on from its own URL (Step: the
+// next month, the next page) and a repeat when its text, digits left
+// out, is the text of its family's previous candidate. When a family's
+// repeats follow one another Allowance times, the new links of its next
+// repeats are suspected: the parser marks them
 // (DiscoveredURL.trap_family) and the scheduler ends them as
 // trap_suspected. A page of the family that brings anything new outside
-// it ends the run, so a list whose pages link new items keeps its place
-// however alike the pages look.
+// it, or links into it other than one step on, ends the run, so a list
+// whose pages link new items keeps its place however alike the pages
+// look, and so does a site whose templated pages link one another all
+// over their range (the demo site's tree: page 24 links pages 50 and 51).
 //
 // The first two hops into a family are never cut: its first page is no
 // repeat of anything, and the pages it links are fetched before any of
@@ -32,7 +34,7 @@ import (
 	"sync"
 )
 
-// DefaultAllowance is the number of barren pages of a family in a row
+// DefaultAllowance is the number of repeats of a family in a row
 // after which its new URLs are suspected: the first repeat. The entry of
 // a calendar and its two neighbours are fetched; their neighbours are not.
 const DefaultAllowance = 1
@@ -83,6 +85,58 @@ func SameFamily(a, b string) bool {
 		}
 	}
 	return i == len(a) && j == len(b)
+}
+
+// numbers returns the runs of digits of u after its host, as numbers
+// (false when one has more than 18 digits).
+func numbers(u string) ([]uint64, bool) {
+	var out []uint64
+	for i := authority(u); i < len(u); i++ {
+		if !isDigit(u[i]) {
+			continue
+		}
+		start := i
+		var n uint64
+		for ; i < len(u) && isDigit(u[i]); i++ {
+			n = n*10 + uint64(u[i]-'0')
+		}
+		if i-start > 18 {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, true
+}
+
+// Step reports whether to counts one step from from: one family, and the
+// first number that differs differs by one, the numbers after it equal or
+// wrapped round (either side at most 1). /cal/2026/11 → /cal/2026/12,
+// /cal/2026/12 → /cal/2027/1, /cal/2027/1 → /cal/2026/12, /list?page=4 →
+// /list?page=5 are steps; /sec0/page24 → /sec2/page50 (a tree's child)
+// is not, nor is a URL to itself. A trap counts: each page links the
+// next number, for ever; a site's pages link pages all over its range.
+func Step(from, to string) bool {
+	if !SameFamily(from, to) {
+		return false
+	}
+	a, okA := numbers(from)
+	b, okB := numbers(to)
+	if !okA || !okB || len(a) != len(b) {
+		return false
+	}
+	k := 0
+	for k < len(a) && a[k] == b[k] {
+		k++
+	}
+	if k == len(a) || (a[k]+1 != b[k] && b[k]+1 != a[k]) {
+		return false
+	}
+	for j := k + 1; j < len(a); j++ {
+		if a[j] != b[j] && a[j] > 1 && b[j] > 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // Family names u's family: u with every run of digits of its path and
@@ -150,8 +204,8 @@ type key struct {
 
 // family is what a Detector remembers of one.
 type family struct {
-	shape  uint64 // of its last barren candidate
-	barren int    // barren pages in a row
+	shape   uint64 // of its last candidate
+	repeats int    // repeats in a row
 }
 
 // Detector remembers the families of the pages it is shown. Safe for
@@ -171,9 +225,9 @@ func NewDetector(max int) *Detector {
 	return &Detector{max: max, families: make(map[key]family)}
 }
 
-// Candidate records a page of crawl at pageURL whose new links all lead
-// into its own family, with its text's Shape, and returns how many barren
-// pages of the family came in a row with it (0: it is no repeat) and
+// Candidate records a page of crawl at pageURL whose new links all count
+// one step on from it (Step), with its text's Shape, and returns how many
+// repeats of the family came in a row with it (0: it is no repeat) and
 // whether its new links are suspected: that run reached allowance (never
 // when allowance <= 0).
 func (d *Detector) Candidate(crawl, pageURL string, shape uint64, allowance int) (run int, suspect bool) {
@@ -183,7 +237,7 @@ func (d *Detector) Candidate(crawl, pageURL string, shape uint64, allowance int)
 	f, ok := d.families[k]
 	switch {
 	case ok && f.shape == shape:
-		f.barren++
+		f.repeats++
 	default:
 		f = family{shape: shape}
 	}
@@ -191,17 +245,17 @@ func (d *Detector) Candidate(crawl, pageURL string, shape uint64, allowance int)
 		d.evictOne()
 	}
 	d.families[k] = f
-	return f.barren, allowance > 0 && f.barren >= allowance
+	return f.repeats, allowance > 0 && f.repeats >= allowance
 }
 
 // Productive records that a page of crawl at pageURL brought a new link
-// outside its family: the family's run of barren pages ends.
+// that is no step on from it: the family's run of repeats ends.
 func (d *Detector) Productive(crawl, pageURL string) {
 	k := key{crawl, familyHash(pageURL)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if f, ok := d.families[k]; ok && f.barren > 0 {
-		f.barren = 0
+	if f, ok := d.families[k]; ok && f.repeats > 0 {
+		f.repeats = 0
 		d.families[k] = f
 	}
 }

@@ -144,3 +144,49 @@ func FuzzFamily(f *testing.F) {
 		}
 	})
 }
+
+func TestStep(t *testing.T) {
+	for _, tt := range []struct {
+		from, to string
+		want     bool
+	}{
+		{"http://h/cal/2026/11", "http://h/cal/2026/12", true},
+		{"http://h/cal/2026/11", "http://h/cal/2026/10", true},
+		{"http://h/cal/2026/12", "http://h/cal/2027/1", true},  // the year counts on, the month wraps
+		{"http://h/cal/2027/1", "http://h/cal/2026/12", true},  // and back
+		{"http://h/cal/2026/11", "http://h/cal/2027/11", true}, // a year on
+		{"http://h/list?page=4", "http://h/list?page=5", true},
+		{"http://h/events/2024-01", "http://h/events/2024-02", true},
+		{"http://h/sec0/page24.html", "http://h/sec2/page50.html", false}, // a tree's child
+		{"http://h/sec1/page25.html", "http://h/sec0/page52.html", false}, // one number steps, the next jumps
+		{"http://h/sec0/page24.html", "http://h/sec0/page28.html", false},
+		{"http://h/cal/2026/11", "http://h/cal/2026/11", false}, // itself
+		{"http://h/cal/2026/11", "http://h/cal/2026/13", false},
+		{"http://h/cal/2026/11", "http://g/cal/2026/12", false}, // another host
+		{"http://h/a/1", "http://h/b/2", false},
+		{"http://h/p/" + strings.Repeat("9", 19), "http://h/p/" + strings.Repeat("9", 18) + "8", false}, // too long to read
+	} {
+		if got := Step(tt.from, tt.to); got != tt.want {
+			t.Errorf("Step(%q, %q) = %v, want %v", tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
+// FuzzStep: a step is within one family, never to itself, and a step
+// back is a step too.
+func FuzzStep(f *testing.F) {
+	f.Add("http://h/cal/2026/12", "http://h/cal/2027/1")
+	f.Add("http://h/list?page=1", "http://h/list?page=2")
+	f.Add("http://h/a0b9", "http://h/a1b0")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !Step(a, b) {
+			return
+		}
+		if !SameFamily(a, b) || a == b {
+			t.Fatalf("Step(%q, %q) but same family %v, equal %v", a, b, SameFamily(a, b), a == b)
+		}
+		if !Step(b, a) {
+			t.Fatalf("Step(%q, %q) but not back", a, b)
+		}
+	})
+}
