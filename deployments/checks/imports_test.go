@@ -52,6 +52,7 @@ var purePackages = []string{
 	"./services/fetcher/internal/decide",
 	"./services/scheduler/internal/admit",
 	"./services/parser/internal/extract",
+	"./services/parser/internal/traps",
 	"./libs/urlcanon",
 	"./libs/scope",
 	"./libs/hostdelay",
