@@ -216,13 +216,13 @@ type Detector struct {
 	families map[key]family
 }
 
-// NewDetector returns a Detector that remembers up to max families
-// (DefaultFamilies when max <= 0).
-func NewDetector(max int) *Detector {
-	if max <= 0 {
-		max = DefaultFamilies
+// NewDetector returns a Detector that remembers up to size families
+// (DefaultFamilies when size <= 0).
+func NewDetector(size int) *Detector {
+	if size <= 0 {
+		size = DefaultFamilies
 	}
-	return &Detector{max: max, families: make(map[key]family)}
+	return &Detector{max: size, families: make(map[key]family)}
 }
 
 // Candidate records a page of crawl at pageURL whose new links all count
