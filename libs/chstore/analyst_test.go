@@ -217,6 +217,11 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 	write(ctx, t, s, chstore.URLEvents, []chstore.URLEventRow{
 		{CrawlID: c1, URL: url(u0), URLFP: u0.fp, Host: h0, State: "duplicate", Reason: "duplicate", Depth: 1, EventTime: at(30)},
 		{CrawlID: c1, URL: "http://h9.test/far", URLFP: 900, Host: "h9.test", State: "out_of_scope", Reason: "too_deep", Depth: 3, EventTime: at(40)},
+		// Two months of a calendar the parser suspected as a trap, one
+		// of them redelivered.
+		{CrawlID: c1, URL: "http://h1.test/cal/2027/1", URLFP: 910, Host: h1, State: "trap_suspected", Reason: "trap_suspected", Depth: 4, EventTime: at(50)},
+		{CrawlID: c1, URL: "http://h1.test/cal/2026/9", URLFP: 911, Host: h1, State: "trap_suspected", Reason: "trap_suspected", Depth: 5, EventTime: at(51)},
+		{CrawlID: c1, URL: "http://h1.test/cal/2026/9", URLFP: 911, Host: h1, State: "trap_suspected", Reason: "trap_suspected", Depth: 5, EventTime: at(52)},
 	})
 	frontier := func(x u, state uint8) chstore.FrontierRow {
 		return chstore.FrontierRow{Partition: uint16(x.fp % 4), CrawlID: x.crawl, Host: x.host, FP: x.fp, Depth: x.depth, URL: url(x),
@@ -325,6 +330,7 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 		"duplicate_content": {true, []string{"crawl-1 | 4 | 3 | 1", "crawl-2 | 1 | 1 | 0"}},
 		// the latest "text of Home" (12 bytes), 16, 22 and 13
 		"text_sizes":      {true, []string{"crawl-1 | 4 | 63 | 16 | 22", "crawl-2 | 1 | 11 | 11 | 11"}},
+		"suspected_traps": {true, []string{"h1.test | /cal/#/# | 2 | 4 | http://h1.test/cal/2026/9"}},
 		"near_duplicates": {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
 		"in_links": {true, []string{
 			"http://h0.test/p/0 | page one |  | 1",
@@ -343,7 +349,7 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 		// crawl-1: /p/3 of h1 (the redirect's target) is pending; crawl-2:
 		// /a failed after its last retry, /b was cancelled in the frontier
 		"crawl_status": {true, []string{
-			"crawl-1 | 8 | 7 | 1 | 0 | 4 | 1 | 2 | 0 | 0 | 0 | 2 | running",
+			"crawl-1 | 8 | 7 | 1 | 0 | 4 | 1 | 2 | 0 | 0 | 0 | 4 | running",
 			"crawl-2 | 3 | 3 | 0 | 0 | 1 | 0 | 0 | 1 | 1 | 0 | 0 | finished",
 		}},
 		"url_journey": {true, []string{

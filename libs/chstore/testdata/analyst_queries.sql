@@ -190,6 +190,20 @@ GROUP BY n.crawl_id, n.near_duplicate_of
 ORDER BY copies DESC, original
 LIMIT 100;
 
+-- name: suspected_traps
+-- The URL families of each host whose new URLs the crawl ended as trap_suspected, the largest first.
+SELECT
+    host,
+    replaceRegexpAll(pathFull(url), '[0-9]+', '#') AS family,
+    uniqExact(url_fp) AS urls_not_fetched,
+    min(depth) AS shallowest,
+    argMax(url, url_fp) AS example
+FROM url_events
+WHERE crawl_id = 'crawl-1' AND state = 'trap_suspected'
+GROUP BY host, family
+ORDER BY urls_not_fetched DESC, host, family
+LIMIT 100;
+
 -- name: in_links
 -- Who links to a page, with which words (the table is keyed by target host, so name the host too).
 SELECT
