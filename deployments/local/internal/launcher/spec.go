@@ -42,6 +42,7 @@ type ScopeFlags struct {
 	AllowDomains  Opt[[]string] // flag allow-domain (repeatable)
 	DenyDomains   Opt[[]string] // flag deny-domain (repeatable)
 	SameHostOnly  Opt[bool]     // flag same-host-only
+	FollowTraps   Opt[bool]     // flag follow-traps
 	AllowPatterns Opt[[]string] // flag allow-pattern (repeatable)
 	DenyPatterns  Opt[[]string] // flag deny-pattern (repeatable)
 
@@ -91,6 +92,14 @@ func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
 		s.SameHostOnly = Opt[bool]{V: b, Set: true}
 		return nil
 	})
+	fs.BoolFunc("follow-traps", "follow the links the parser suspects as a crawler trap (pages of one URL family that repeat one another and link nothing new but the next number: an empty calendar's months); by default they end as trap_suspected (scope.follow_traps)", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		s.FollowTraps = Opt[bool]{V: b, Set: true}
+		return nil
+	})
 	listFlag(fs, &s.AllowPatterns, "allow-pattern", "RE2 `regexp` over the canonical URL; when any is given a link must match one (repeatable; scope.allow_patterns)")
 	listFlag(fs, &s.DenyPatterns, "deny-pattern", "RE2 `regexp` over the canonical URL; a matching link is dropped (repeatable; scope.deny_patterns)")
 	uintFlag(fs, &s.MaxDepth, 32, "max-depth", fmt.Sprintf("deepest link `depth` admitted, seeds being depth 0 and their links depth 1; at least 1 (limits.max_depth; default: the spec file's, else %d)", DefaultMaxDepth))
@@ -138,6 +147,10 @@ func (s ScopeFlags) Apply(req *crawlspec.Request) {
 	}
 	if s.SameHostOnly.Set {
 		scope.SameHostOnly = s.SameHostOnly.V
+		scopeSet = true
+	}
+	if s.FollowTraps.Set {
+		scope.FollowTraps = s.FollowTraps.V
 		scopeSet = true
 	}
 	if s.Mode.Set {

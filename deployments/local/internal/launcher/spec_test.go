@@ -48,6 +48,13 @@ func TestCrawlRequestMerge(t *testing.T) {
 				Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth, MaxPagesPerHost: 5}},
 		},
 		{
+			name: "follow traps",
+			args: []string{"--demo", "--follow-traps"},
+			want: crawlspec.Request{CrawlID: "crawl-20261122-040506",
+				Scope:  &crawlspec.Scope{FollowTraps: true},
+				Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
+		},
+		{
 			name: "no scope at all: only the default depth",
 			args: []string{"--seed", "http://127.0.0.2/"},
 			want: crawlspec.Request{CrawlID: "crawl-20261122-040506", Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
@@ -215,6 +222,7 @@ func TestFlagsRejected(t *testing.T) {
 		{"negative max-depth", []string{"--demo", "--max-depth", "-1"}, "want a whole number"},
 		{"max-depth over uint32", []string{"--demo", "--max-depth", "4294967296"}, "want a whole number from 0 to 4294967295"},
 		{"same-host-only not a bool", []string{"--demo", "--same-host-only=maybe"}, "want true or false"},
+		{"follow-traps not a bool", []string{"--demo", "--follow-traps=perhaps"}, "want true or false"},
 		{"nothing to crawl", []string{"--max-pages", "3"}, "nothing to crawl"},
 		{"no restart tolerated", []string{"--demo", "--restart-max", "0"}, "restart-max at least 1"},
 		{"zero back-off", []string{"--demo", "--restart-backoff", "0s"}, "must be positive"},
