@@ -84,6 +84,7 @@ type elem struct {
 	markAlt bool
 	id      int  // identity of an <a> (active formatting list) or a <form> (form pointer)
 	htmlIP  bool // a MathML annotation-xml that is an HTML integration point
+	jsonLD  bool // a <script type="application/ld+json">: its text is a JSON-LD block
 }
 
 // segment is visible text and links in document order. Content foster
@@ -163,6 +164,7 @@ const (
 	atType
 	atEncoding
 	atColor // font breakout: color, face or size
+	atProperty
 	nAttrs
 )
 
@@ -216,6 +218,9 @@ type streamer struct {
 	quirks      bool // quirks mode: a <table> does not close a <p>
 	attr        attrs
 	selfClosing bool
+
+	sd     structuredSink
+	ldText []byte // the text of the open JSON-LD <script>, up to maxJSONLDBlockBytes + 1
 }
 
 // scratch is the working memory of a streamer that no result keeps,
@@ -301,6 +306,7 @@ func extractStream(page string, body []byte, opts Options) Result {
 	}
 	res.Language = normLanguage(lang)
 	res.Links, res.Dropped, res.Canonical = s.resolve(root.links, page, opts, res.NoFollow)
+	s.sd.result(&res)
 	return res
 }
 
@@ -389,6 +395,8 @@ func (s *streamer) readAttrs() {
 			a = atEncoding
 		case "color", "face", "size":
 			a = atColor
+		case "property":
+			a = atProperty
 		default:
 			continue
 		}
@@ -402,7 +410,7 @@ func (s *streamer) readAttrs() {
 func needsAttrs(a atom.Atom) bool {
 	switch a {
 	case atom.A, atom.Area, atom.Frame, atom.Iframe, atom.Link, atom.Body, atom.Applet, atom.Meta,
-		atom.Html, atom.Base, atom.Img, atom.Image, atom.Font, atom.AnnotationXml, atom.Input:
+		atom.Html, atom.Base, atom.Img, atom.Image, atom.Font, atom.AnnotationXml, atom.Input, atom.Script:
 		return true
 	}
 	return false
@@ -421,6 +429,9 @@ func (s *streamer) text(b []byte) {
 		return // foreign text is never visible
 	}
 	if top.ns == nsHTML && rawText(top.a) {
+		if top.jsonLD && len(s.ldText) <= maxJSONLDBlockBytes {
+			s.ldText = append(s.ldText, b[:min(len(b), maxJSONLDBlockBytes+1-len(s.ldText))]...)
+		}
 		s.write(top.seg, b)
 		return
 	}
@@ -548,6 +559,10 @@ func (s *streamer) push(e elem) {
 			if s.titleState == 0 {
 				s.titleState, s.titleDepth = 1, len(s.stack)
 			}
+		case atom.Script:
+			// <template> content is inert: no structured data.
+			e.jsonLD = s.template == 0 && s.attr.has[atType] && isJSONLDType(s.attr.val[atType])
+			s.ldText = s.ldText[:0]
 		}
 	}
 	s.stack = append(s.stack, e)
@@ -569,6 +584,14 @@ func (s *streamer) inserted(e *elem) {
 		}
 		return
 	case atom.Meta:
+		if t.has[atContent] {
+			if t.has[atProperty] {
+				s.sd.property(string(t.val[atProperty]), string(t.val[atContent]))
+			}
+			if t.has[atName] {
+				s.sd.property(string(t.val[atName]), string(t.val[atContent]))
+			}
+		}
 		if t.has[atName] && t.has[atContent] {
 			name := strings.TrimSpace(string(t.val[atName]))
 			switch {
@@ -697,6 +720,10 @@ func (s *streamer) closed(e *elem) {
 	if e.ns != nsHTML {
 		s.fgn--
 		return
+	}
+	if e.jsonLD {
+		s.sd.jsonLD(s.ldText)
+		s.ldText = s.ldText[:0]
 	}
 	switch e.a {
 	case atom.Template:
