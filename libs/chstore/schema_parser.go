@@ -10,7 +10,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/simhash"
 )
 
-// parserMigrations are the schema versions 200-299, owned by the parser (dropped links, duplicates, sitemaps). Append; never edit
+// parserMigrations are the schema versions 200-299, owned by the parser (dropped links, duplicates, sitemaps, structured data). Append; never edit
 // an applied version.
 var parserMigrations = []Migration{
 	{
@@ -165,6 +165,25 @@ var parserMigrations = []Migration{
 ) ENGINE = ReplacingMergeTree ORDER BY (crawl_id, content_fp, url) SETTINGS index_granularity = 256`,
 			`INSERT INTO content_seen_v2 (crawl_id, content_fp, url, first_seen)
 SELECT crawl_id, content_fp, url, first_seen FROM content_seen`,
+		},
+	},
+	{
+		Version: 207,
+		Name:    "documents.json_ld, documents.opengraph, document_meta.structured_errors: structured data",
+		Statements: []string{
+			// The structured data a page publishes (services/parser's
+			// README): its JSON-LD items as one JSON array and its
+			// OpenGraph and Twitter card properties as one JSON object,
+			// '' when it has none; in documents, with the page's text, so
+			// that the documents export (and a re-crawl's carried-over
+			// pages) reads them in the same row, no join. The count of
+			// JSON-LD blocks that did not parse is metadata of the
+			// extraction, next to text_truncated. Each ADD COLUMN on its
+			// own: 18.16 has no ADD COLUMN IF NOT EXISTS, and a column
+			// found there already counts as done (isColumnExists).
+			`ALTER TABLE documents ADD COLUMN json_ld String DEFAULT ''`,
+			`ALTER TABLE documents ADD COLUMN opengraph String DEFAULT ''`,
+			`ALTER TABLE document_meta ADD COLUMN structured_errors UInt16 DEFAULT 0`,
 		},
 	},
 }

@@ -70,6 +70,8 @@ type DocumentRow struct {
 	Outlinks    uint32
 	ContentType string
 	Language    string
+	JSONLD      string // the page's JSON-LD items as one JSON array, "" when none
+	OpenGraph   string // its OpenGraph and Twitter card properties as one JSON object, "" when none
 }
 
 // Table describes how rows of type T are inserted.
@@ -119,10 +121,10 @@ var (
 	Documents = Table[DocumentRow]{
 		Name: "documents",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status",
-			"title", "text", "content_fp", "outlinks", "content_type", "language"},
+			"title", "text", "content_fp", "outlinks", "content_type", "language", "json_ld", "opengraph"},
 		Values: func(r DocumentRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Status,
-				r.Title, r.Text, r.ContentFP, r.Outlinks, r.ContentType, r.Language}
+				r.Title, r.Text, r.ContentFP, r.Outlinks, r.ContentType, r.Language, r.JSONLD, r.OpenGraph}
 		},
 		Compare: func(a, b DocumentRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))
@@ -201,6 +203,9 @@ type DocumentMetaRow struct {
 	IsDetail      bool
 	TextTruncated bool
 	Depth         uint16
+	// StructuredErrors counts the page's JSON-LD blocks that were not
+	// JSON objects or arrays (the items of the others are in documents).
+	StructuredErrors uint16
 }
 
 // CarriedRow is a page a crawl found unchanged since an earlier crawl (a
@@ -249,10 +254,12 @@ var (
 	DocumentMeta = Table[DocumentMetaRow]{
 		Name: "document_meta",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "description", "canonical_url",
-			"simhash", "content_fp", "is_duplicate", "duplicate_of", "is_detail", "text_truncated", "depth"},
+			"simhash", "content_fp", "is_duplicate", "duplicate_of", "is_detail", "text_truncated", "depth",
+			"structured_errors"},
 		Values: func(r DocumentMetaRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Description, r.CanonicalURL,
-				r.Simhash, r.ContentFP, b2u(r.IsDuplicate), r.DuplicateOf, b2u(r.IsDetail), b2u(r.TextTruncated), r.Depth}
+				r.Simhash, r.ContentFP, b2u(r.IsDuplicate), r.DuplicateOf, b2u(r.IsDetail), b2u(r.TextTruncated), r.Depth,
+				r.StructuredErrors}
 		},
 		Compare: func(a, b DocumentMetaRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))
