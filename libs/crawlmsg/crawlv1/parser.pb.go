@@ -50,6 +50,9 @@ type Document struct {
 	TextTruncated         bool                   `protobuf:"varint,19,opt,name=text_truncated,json=textTruncated,proto3" json:"text_truncated,omitempty"`
 	NearDuplicateOf       string                 `protobuf:"bytes,20,opt,name=near_duplicate_of,json=nearDuplicateOf,proto3" json:"near_duplicate_of,omitempty"`                    // an earlier document whose simhash is within the parser's distance, when found
 	NearDuplicateDistance uint32                 `protobuf:"varint,21,opt,name=near_duplicate_distance,json=nearDuplicateDistance,proto3" json:"near_duplicate_distance,omitempty"` // bits between the two simhashes
+	JsonLd                string                 `protobuf:"bytes,22,opt,name=json_ld,json=jsonLd,proto3" json:"json_ld,omitempty"`                                                 // the page's JSON-LD items as one JSON array, "" when none
+	Opengraph             string                 `protobuf:"bytes,23,opt,name=opengraph,proto3" json:"opengraph,omitempty"`                                                         // its OpenGraph and Twitter card properties as one JSON object, "" when none
+	StructuredErrors      uint32                 `protobuf:"varint,24,opt,name=structured_errors,json=structuredErrors,proto3" json:"structured_errors,omitempty"`                  // JSON-LD blocks that were not JSON objects or arrays
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -231,12 +234,33 @@ func (x *Document) GetNearDuplicateDistance() uint32 {
 	return 0
 }
 
+func (x *Document) GetJsonLd() string {
+	if x != nil {
+		return x.JsonLd
+	}
+	return ""
+}
+
+func (x *Document) GetOpengraph() string {
+	if x != nil {
+		return x.Opengraph
+	}
+	return ""
+}
+
+func (x *Document) GetStructuredErrors() uint32 {
+	if x != nil {
+		return x.StructuredErrors
+	}
+	return 0
+}
+
 var File_parser_proto protoreflect.FileDescriptor
 
 const file_parser_proto_rawDesc = "" +
 	"\n" +
 	"\fparser.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\x05\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x06\n" +
 	"\bDocument\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -262,7 +286,10 @@ const file_parser_proto_rawDesc = "" +
 	"\rcanonical_url\x18\x12 \x01(\tR\fcanonicalUrl\x12%\n" +
 	"\x0etext_truncated\x18\x13 \x01(\bR\rtextTruncated\x12*\n" +
 	"\x11near_duplicate_of\x18\x14 \x01(\tR\x0fnearDuplicateOf\x126\n" +
-	"\x17near_duplicate_distance\x18\x15 \x01(\rR\x15nearDuplicateDistanceB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
+	"\x17near_duplicate_distance\x18\x15 \x01(\rR\x15nearDuplicateDistance\x12\x17\n" +
+	"\ajson_ld\x18\x16 \x01(\tR\x06jsonLd\x12\x1c\n" +
+	"\topengraph\x18\x17 \x01(\tR\topengraph\x12+\n" +
+	"\x11structured_errors\x18\x18 \x01(\rR\x10structuredErrorsB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
 
 var (
 	file_parser_proto_rawDescOnce sync.Once
