@@ -64,10 +64,15 @@ func newFixture(crawl string) (fixture, []chstore.DocumentRow, []chstore.FetchLo
 		d := chstore.DocumentRow{CrawlID: crawl, URL: url, URLFP: fp, Host: fmt.Sprintf("h%d.test", i%3), FetchedAt: at,
 			Status: 200, Title: "title " + text, Text: text, ContentFP: ^fp, Outlinks: uint32(i * 7), ContentType: "text/html",
 			Language: []string{"en", "de", ""}[i%3]}
+		if i%2 == 1 {
+			item, _ := json.Marshal(map[string]string{"@type": "Product", "name": text})
+			og, _ := json.Marshal(map[string]string{"og:title": text})
+			d.JSONLD, d.OpenGraph = "["+string(item)+"]", string(og)
+		}
 		docs = append(docs, d)
 		f.documents = append(f.documents, chexport.DocumentRow{CrawlID: d.CrawlID, URL: d.URL, URLFP: d.URLFP, Host: d.Host,
 			FetchedAt: d.FetchedAt, Status: d.Status, Title: d.Title, Text: d.Text, ContentFP: d.ContentFP, Outlinks: d.Outlinks,
-			ContentType: d.ContentType, Language: d.Language})
+			ContentType: d.ContentType, Language: d.Language, JSONLD: chexport.JSONArray(d.JSONLD), OpenGraph: chexport.JSONObject(d.OpenGraph)})
 
 		fat := at.Add(time.Duration(i*37) * time.Millisecond)
 		fl := chstore.FetchLogRow{CrawlID: crawl, URL: url, URLFP: fp, Host: d.Host, Partition: uint16(i % 8), Attempt: uint16(1 + i%2),
@@ -540,5 +545,52 @@ func TestCarriedDocuments(t *testing.T) {
 				t.Errorf("a carried page without an earlier document was exported")
 			}
 		})
+	}
+}
+
+// TestDocumentsStructuredData: in JSON lines a document's json_ld is a
+// JSON array and its opengraph a JSON object ([] and {} for none), not
+// strings; in CSV they are the stored texts.
+func TestDocumentsStructuredData(t *testing.T) {
+	s := chtest.NewStore(t)
+	ld := `[{"@type":"Product","name":"Kettle <b>","offers":{"price":"19.99"}}]`
+	og := `{"og:title":"Kettle & co","og:type":"product"}`
+	insert(t, s, chstore.Documents,
+		chstore.DocumentRow{CrawlID: "sd", URL: "http://a.test/1", URLFP: 1, Host: "a.test", FetchedAt: base, Status: 200, JSONLD: ld, OpenGraph: og},
+		chstore.DocumentRow{CrawlID: "sd", URL: "http://a.test/2", URLFP: 2, Host: "a.test", FetchedAt: base, Status: 200})
+	exportTwo := func(f chexport.Format) []byte {
+		var buf bytes.Buffer
+		if n, err := chexport.Export(t.Context(), s.Conn(), chexport.Request{CrawlID: "sd", Table: chexport.Documents, Format: f}, &buf); err != nil || n != 2 {
+			t.Fatalf("export %s: %d rows, %v; want 2", f, n, err)
+		}
+		return buf.Bytes()
+	}
+	out := exportTwo(chexport.JSONL)
+	got := make(map[string][2]string)
+	for line := range strings.Lines(string(out)) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("json line %q: %v", line, err)
+		}
+		var url string
+		if err := json.Unmarshal(m["url"], &url); err != nil {
+			t.Fatal(err)
+		}
+		got[url] = [2]string{string(m["json_ld"]), string(m["opengraph"])}
+	}
+	want := map[string][2]string{"http://a.test/1": {ld, og}, "http://a.test/2": {"[]", "{}"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("json lines json_ld, opengraph: %q, want %q", got, want)
+	}
+	out = exportTwo(chexport.CSV)
+	recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs[1:] {
+		if ldCol, ogCol := rec[len(rec)-2], rec[len(rec)-1]; rec[1] == "http://a.test/1" && (ldCol != ld || ogCol != og) ||
+			rec[1] == "http://a.test/2" && (ldCol != "" || ogCol != "") {
+			t.Errorf("csv %s: json_ld %q opengraph %q", rec[1], ldCol, ogCol)
+		}
 	}
 }

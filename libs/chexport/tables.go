@@ -1,6 +1,8 @@
 package chexport
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -40,23 +42,29 @@ type DocumentRow struct {
 	Outlinks    uint32    `json:"outlinks" parquet:"outlinks"`
 	ContentType string    `json:"content_type" parquet:"content_type,dict"`
 	Language    string    `json:"language" parquet:"language,dict"`
+	// The page's structured data (services/parser's README): its JSON-LD
+	// items and its OpenGraph and Twitter card properties.
+	JSONLD    JSONArray  `json:"json_ld" parquet:"json_ld"`
+	OpenGraph JSONObject `json:"opengraph" parquet:"opengraph"`
 }
 
 var documentsTable = tableDef[DocumentRow]{
 	name: Documents,
 	selects: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
-		"outlinks", "content_type", "language"},
+		"outlinks", "content_type", "language", "json_ld", "opengraph"},
 	columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
-		"outlinks", "content_type", "language"},
+		"outlinks", "content_type", "language", "json_ld", "opengraph"},
 	scan: func(rows driver.Rows, r *DocumentRow) error {
+		var ld, og string
 		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.FetchedAt, &r.Status, &r.Title, &r.Text, &r.ContentFP,
-			&r.Outlinks, &r.ContentType, &r.Language)
+			&r.Outlinks, &r.ContentType, &r.Language, &ld, &og)
 		r.FetchedAt = r.FetchedAt.UTC()
+		r.JSONLD, r.OpenGraph = JSONArray(ld), JSONObject(og)
 		return err
 	},
 	record: func(r *DocumentRow, rec []string) []string {
 		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, ts(r.FetchedAt), u64(uint64(r.Status)), r.Title, r.Text,
-			u64(r.ContentFP), u64(uint64(r.Outlinks)), r.ContentType, r.Language)
+			u64(r.ContentFP), u64(uint64(r.Outlinks)), r.ContentType, r.Language, string(r.JSONLD), string(r.OpenGraph))
 	},
 }
 
@@ -173,6 +181,65 @@ var urlEventsTable = tableDef[URLEventRow]{
 		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, u64(uint64(r.Partition)), r.State, r.Reason,
 			u64(uint64(r.Depth)), ts(r.EventTime))
 	},
+}
+
+// JSONArray is a column holding a JSON array as text, "" for none. In
+// JSON lines it is the array itself ([] for none); in CSV and Parquet the
+// text ("" for none).
+type JSONArray string
+
+// JSONObject is a column holding a JSON object as text, "" for none. In
+// JSON lines it is the object itself ({} for none); in CSV and Parquet the
+// text ("" for none).
+type JSONObject string
+
+// MarshalJSON writes the array, or [] for none.
+func (a JSONArray) MarshalJSON() ([]byte, error) { return rawJSON(string(a), "[]") }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *JSONArray) UnmarshalJSON(b []byte) error {
+	s, err := unrawJSON(b, "[]")
+	*a = JSONArray(s)
+	return err
+}
+
+// MarshalJSON writes the object, or {} for none.
+func (o JSONObject) MarshalJSON() ([]byte, error) { return rawJSON(string(o), "{}") }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (o *JSONObject) UnmarshalJSON(b []byte) error {
+	s, err := unrawJSON(b, "{}")
+	*o = JSONObject(s)
+	return err
+}
+
+// rawJSON is s as a JSON value: none when empty, s itself when it is
+// valid JSON, else s as a JSON string (a row written by other means must
+// not break the line).
+func rawJSON(s, none string) ([]byte, error) {
+	switch {
+	case s == "":
+		return []byte(none), nil
+	case json.Valid([]byte(s)):
+		return []byte(s), nil
+	}
+	return json.Marshal(s)
+}
+
+// unrawJSON is the text of a JSON value rawJSON wrote.
+func unrawJSON(b []byte, none string) (string, error) {
+	b = bytes.TrimSpace(b)
+	switch {
+	case string(b) == none || string(b) == "null":
+		return "", nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		err := json.Unmarshal(b, &s)
+		return s, err
+	}
+	var buf bytes.Buffer
+	err := json.Compact(&buf, b)
+	return buf.String(), err
 }
 
 func u64(v uint64) string { return strconv.FormatUint(v, 10) }
