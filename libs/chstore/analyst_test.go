@@ -234,10 +234,17 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 		return chstore.DocumentRow{CrawlID: x.crawl, URL: url(x), URLFP: x.fp, Host: x.host, FetchedAt: when, Status: 200, Title: title,
 			Text: "text of " + title, ContentFP: content, Outlinks: outlinks, ContentType: "text/html", Language: lang}
 	}
+	// structured data: a product whose breadcrumb item names come first,
+	// its price a number; one with a string price and OpenGraph tags
+	lamp, kettle := doc(u2, at(10), "Page one of h1", 9, 1, "de"), doc(u7, at(12), "Seven", 10, 0, "de")
+	lamp.JSONLD = `[{"@type":"BreadcrumbList","itemListElement":[{"@type":"ListItem","name":"Home"}]},` +
+		`{"@context":"https://schema.org","@type":"Product","name":"Lamp","offers":{"@type":"Offer","price":25,"priceCurrency":"EUR"}}]`
+	kettle.JSONLD = `[{"@context":"https://schema.org","@type":"Product","name":"Kettle","offers":{"@type":"Offer","price":"19.99","priceCurrency":"EUR"}}]`
+	kettle.OpenGraph = `{"og:title":"Kettle","og:image":"http://h1.test/k.png"}`
 	write(ctx, t, s, chstore.Documents, []chstore.DocumentRow{
 		doc(u0, at(0), "Home v1", 7, 2, "en"), doc(u0, at(120), "Home", 7, 2, "en"), // a re-crawl replaces the first version
 		doc(u1, at(65), "Page one", 7, 1, "en"), // the same content as /p/0
-		doc(u2, at(10), "Page one of h1", 9, 1, "de"), doc(u7, at(12), "Seven", 10, 0, "de"),
+		lamp, kettle,
 		doc(v0, recent, "Two", 11, 3, "fr"),
 	})
 	write(ctx, t, s, chstore.NearDuplicates, []chstore.NearDuplicateRow{{CrawlID: c1, URL: url(u2), URLFP: u2.fp, Host: h1,
@@ -331,6 +338,10 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 		// the latest "text of Home" (12 bytes), 16, 22 and 13
 		"text_sizes":      {true, []string{"crawl-1 | 4 | 63 | 16 | 22", "crawl-2 | 1 | 11 | 11 | 11"}},
 		"suspected_traps": {true, []string{"h1.test | /cal/#/# | 2 | 4 | http://h1.test/cal/2026/9"}},
+		"products": {true, []string{
+			"crawl-1 | http://h1.test/p/1 | Lamp | 25 | EUR | ",
+			"crawl-1 | http://h1.test/p/7 | Kettle | 19.99 | EUR | http://h1.test/k.png",
+		}},
 		"near_duplicates": {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
 		"in_links": {true, []string{
 			"http://h0.test/p/0 | page one |  | 1",

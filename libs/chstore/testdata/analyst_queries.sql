@@ -175,6 +175,24 @@ FROM
 GROUP BY crawl_id
 ORDER BY crawl_id;
 
+-- name: products
+-- Products a crawl found, from the JSON-LD its pages publish (documents.json_ld): name, price and currency of the first schema.org Product item of each page, with its og:image. ClickHouse 18.16 has no JSON functions but the visitParam* ones, which read the first field of a name anywhere in the text: each is read from where the Product item starts, so that a breadcrumb's names before it do not count; the price raw, quotes removed, as sites write it as a string or a number.
+SELECT
+    crawl_id,
+    url,
+    visitParamExtractString(product, 'name') AS name,
+    replaceAll(visitParamExtractRaw(product, 'price'), '"', '') AS price,
+    visitParamExtractString(product, 'priceCurrency') AS currency,
+    visitParamExtractString(opengraph, 'og:image') AS image
+FROM
+(
+    SELECT crawl_id, url, opengraph, substring(json_ld, position(json_ld, '"@type":"Product"')) AS product
+    FROM documents FINAL
+    WHERE position(json_ld, '"@type":"Product"') > 0
+)
+ORDER BY crawl_id, url
+LIMIT 1000;
+
 -- name: near_duplicates
 -- Documents that nearly duplicate an earlier one (mirrors, reprints, pages that differ by a date or a word), with the original and the distance between their simhashes.
 SELECT
