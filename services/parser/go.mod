@@ -6,6 +6,7 @@ replace github.com/trawl-crawler/trawl/libs => ../../libs
 
 require (
 	github.com/PuerkitoBio/goquery v1.13.0
+	github.com/abadojack/whatlanggo v1.0.1
 	github.com/andybalholm/cascadia v1.3.5
 	github.com/prometheus/client_golang v1.25.0
 	github.com/segmentio/kafka-go v0.4.51
@@ -18,6 +19,7 @@ require (
 )
 
 require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/xdg-go/pbkdf2 v1.0.0 // indirect
 	github.com/xdg-go/scram v1.1.2 // indirect
 	github.com/xdg-go/stringprep v1.0.4 // indirect
