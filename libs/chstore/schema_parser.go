@@ -10,7 +10,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/simhash"
 )
 
-// parserMigrations are the schema versions 200-299, owned by the parser (dropped links, duplicates, sitemaps, structured data). Append; never edit
+// parserMigrations are the schema versions 200-299, owned by the parser (dropped links, duplicates, sitemaps, structured data, detected language). Append; never edit
 // an applied version.
 var parserMigrations = []Migration{
 	{
@@ -184,6 +184,20 @@ SELECT crawl_id, content_fp, url, first_seen FROM content_seen`,
 			`ALTER TABLE documents ADD COLUMN json_ld String DEFAULT ''`,
 			`ALTER TABLE documents ADD COLUMN opengraph String DEFAULT ''`,
 			`ALTER TABLE document_meta ADD COLUMN structured_errors UInt16 DEFAULT 0`,
+		},
+	},
+	{
+		Version: 208,
+		Name:    "documents.language_detected: the language of the page's text",
+		Statements: []string{
+			// The ISO 639-1 code the parser detects from the page's
+			// visible text (services/parser's README), next to the
+			// declared language, '' when the text was too short or the
+			// detector not confident. In documents, beside language, so
+			// the two compare in one row. 18.16 has no ADD COLUMN IF NOT
+			// EXISTS; a column found there already counts as done
+			// (isColumnExists).
+			`ALTER TABLE documents ADD COLUMN language_detected String DEFAULT ''`,
 		},
 	},
 }

@@ -72,6 +72,9 @@ type DocumentRow struct {
 	Language    string
 	JSONLD      string // the page's JSON-LD items as one JSON array, "" when none
 	OpenGraph   string // its OpenGraph and Twitter card properties as one JSON object, "" when none
+	// LanguageDetected is the ISO 639-1 code of the language of the
+	// page's text (services/parser/internal/langdetect), "" when unknown.
+	LanguageDetected string
 }
 
 // Table describes how rows of type T are inserted.
@@ -121,10 +124,12 @@ var (
 	Documents = Table[DocumentRow]{
 		Name: "documents",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status",
-			"title", "text", "content_fp", "outlinks", "content_type", "language", "json_ld", "opengraph"},
+			"title", "text", "content_fp", "outlinks", "content_type", "language", "json_ld", "opengraph",
+			"language_detected"},
 		Values: func(r DocumentRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Status,
-				r.Title, r.Text, r.ContentFP, r.Outlinks, r.ContentType, r.Language, r.JSONLD, r.OpenGraph}
+				r.Title, r.Text, r.ContentFP, r.Outlinks, r.ContentType, r.Language, r.JSONLD, r.OpenGraph,
+				r.LanguageDetected}
 		},
 		Compare: func(a, b DocumentRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))
