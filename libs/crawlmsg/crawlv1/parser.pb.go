@@ -53,6 +53,7 @@ type Document struct {
 	JsonLd                string                 `protobuf:"bytes,22,opt,name=json_ld,json=jsonLd,proto3" json:"json_ld,omitempty"`                                                 // the page's JSON-LD items as one JSON array, "" when none
 	Opengraph             string                 `protobuf:"bytes,23,opt,name=opengraph,proto3" json:"opengraph,omitempty"`                                                         // its OpenGraph and Twitter card properties as one JSON object, "" when none
 	StructuredErrors      uint32                 `protobuf:"varint,24,opt,name=structured_errors,json=structuredErrors,proto3" json:"structured_errors,omitempty"`                  // JSON-LD blocks that were not JSON objects or arrays
+	LanguageDetected      string                 `protobuf:"bytes,25,opt,name=language_detected,json=languageDetected,proto3" json:"language_detected,omitempty"`                   // ISO 639-1 code of the language detected from text, "" when unknown
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -255,12 +256,19 @@ func (x *Document) GetStructuredErrors() uint32 {
 	return 0
 }
 
+func (x *Document) GetLanguageDetected() string {
+	if x != nil {
+		return x.LanguageDetected
+	}
+	return ""
+}
+
 var File_parser_proto protoreflect.FileDescriptor
 
 const file_parser_proto_rawDesc = "" +
 	"\n" +
 	"\fparser.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x06\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbb\x06\n" +
 	"\bDocument\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -289,7 +297,8 @@ const file_parser_proto_rawDesc = "" +
 	"\x17near_duplicate_distance\x18\x15 \x01(\rR\x15nearDuplicateDistance\x12\x17\n" +
 	"\ajson_ld\x18\x16 \x01(\tR\x06jsonLd\x12\x1c\n" +
 	"\topengraph\x18\x17 \x01(\tR\topengraph\x12+\n" +
-	"\x11structured_errors\x18\x18 \x01(\rR\x10structuredErrorsB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
+	"\x11structured_errors\x18\x18 \x01(\rR\x10structuredErrors\x12+\n" +
+	"\x11language_detected\x18\x19 \x01(\tR\x10languageDetectedB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
 
 var (
 	file_parser_proto_rawDescOnce sync.Once

@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/sitemap"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/parser/internal/extract"
+	"github.com/trawl-crawler/trawl/services/parser/internal/langdetect"
 	"github.com/trawl-crawler/trawl/services/parser/internal/traps"
 )
 
@@ -320,6 +321,7 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 	fetchedAt := page.GetFetchedAt().AsTime()
 	jsonLD, og := ext.JSONLDText(), ext.OpenGraphText()
 	structErrs := uint16(min(ext.StructuredErrors, 65535))
+	detected := langdetect.Detect(ext.Text)
 	return &document{
 		row: chstore.DocumentRow{
 			CrawlID:     page.GetCrawlId(),
@@ -335,6 +337,8 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 			Language:    lang,
 			JSONLD:      jsonLD,
 			OpenGraph:   og,
+
+			LanguageDetected: detected,
 		},
 		meta: chstore.DocumentMetaRow{
 			CrawlID:          page.GetCrawlId(),
@@ -371,6 +375,7 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 			JsonLd:           jsonLD,
 			Opengraph:        og,
 			StructuredErrors: uint32(structErrs),
+			LanguageDetected: detected,
 		},
 	}
 }
