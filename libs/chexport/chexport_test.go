@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,7 +64,7 @@ func newFixture(crawl string) (fixture, []chstore.DocumentRow, []chstore.FetchLo
 		at := base.Add(time.Duration(i) * time.Minute)
 		d := chstore.DocumentRow{CrawlID: crawl, URL: url, URLFP: fp, Host: fmt.Sprintf("h%d.test", i%3), FetchedAt: at,
 			Status: 200, Title: "title " + text, Text: text, ContentFP: ^fp, Outlinks: uint32(i * 7), ContentType: "text/html",
-			Language: []string{"en", "de", ""}[i%3]}
+			Language: []string{"en", "de", ""}[i%3], LanguageDetected: []string{"en", "", "fr"}[i%3]}
 		if i%2 == 1 {
 			item, _ := json.Marshal(map[string]string{"@type": "Product", "name": text})
 			og, _ := json.Marshal(map[string]string{"og:title": text})
@@ -72,7 +73,8 @@ func newFixture(crawl string) (fixture, []chstore.DocumentRow, []chstore.FetchLo
 		docs = append(docs, d)
 		f.documents = append(f.documents, chexport.DocumentRow{CrawlID: d.CrawlID, URL: d.URL, URLFP: d.URLFP, Host: d.Host,
 			FetchedAt: d.FetchedAt, Status: d.Status, Title: d.Title, Text: d.Text, ContentFP: d.ContentFP, Outlinks: d.Outlinks,
-			ContentType: d.ContentType, Language: d.Language, JSONLD: chexport.JSONArray(d.JSONLD), OpenGraph: chexport.JSONObject(d.OpenGraph)})
+			ContentType: d.ContentType, Language: d.Language, JSONLD: chexport.JSONArray(d.JSONLD), OpenGraph: chexport.JSONObject(d.OpenGraph),
+			LanguageDetected: d.LanguageDetected})
 
 		fat := at.Add(time.Duration(i*37) * time.Millisecond)
 		fl := chstore.FetchLogRow{CrawlID: crawl, URL: url, URLFP: fp, Host: d.Host, Partition: uint16(i % 8), Attempt: uint16(1 + i%2),
@@ -587,10 +589,65 @@ func TestDocumentsStructuredData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ldAt, ogAt := slices.Index(recs[0], "json_ld"), slices.Index(recs[0], "opengraph")
 	for _, rec := range recs[1:] {
-		if ldCol, ogCol := rec[len(rec)-2], rec[len(rec)-1]; rec[1] == "http://a.test/1" && (ldCol != ld || ogCol != og) ||
+		if ldCol, ogCol := rec[ldAt], rec[ogAt]; rec[1] == "http://a.test/1" && (ldCol != ld || ogCol != og) ||
 			rec[1] == "http://a.test/2" && (ldCol != "" || ogCol != "") {
 			t.Errorf("csv %s: json_ld %q opengraph %q", rec[1], ldCol, ogCol)
 		}
+	}
+}
+
+// TestDocumentsLanguageDetected: a document's detected language is
+// exported next to the declared one, under language_detected, in JSON
+// lines and CSV ("" when unknown); Parquet has the column too
+// (TestColumnNames).
+func TestDocumentsLanguageDetected(t *testing.T) {
+	s := chtest.NewStore(t)
+	insert(t, s, chstore.Documents,
+		chstore.DocumentRow{CrawlID: "ld", URL: "http://a.test/1", URLFP: 1, Host: "a.test", FetchedAt: base, Status: 200, Language: "en", LanguageDetected: "de"},
+		chstore.DocumentRow{CrawlID: "ld", URL: "http://a.test/2", URLFP: 2, Host: "a.test", FetchedAt: base, Status: 200, Language: "fr"})
+	want := map[string][2]string{"http://a.test/1": {"en", "de"}, "http://a.test/2": {"fr", ""}}
+	exportTwo := func(f chexport.Format) []byte {
+		var buf bytes.Buffer
+		if n, err := chexport.Export(t.Context(), s.Conn(), chexport.Request{CrawlID: "ld", Table: chexport.Documents, Format: f}, &buf); err != nil || n != 2 {
+			t.Fatalf("export %s: %d rows, %v; want 2", f, n, err)
+		}
+		return buf.Bytes()
+	}
+
+	out := exportTwo(chexport.JSONL)
+	got := make(map[string][2]string)
+	for line := range strings.Lines(string(out)) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("json line %q: %v", line, err)
+		}
+		declared, _ := m["language"].(string)
+		detected, ok := m["language_detected"].(string)
+		if !ok {
+			t.Errorf("json line without a language_detected string: %s", line)
+		}
+		got[m["url"].(string)] = [2]string{declared, detected}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("json lines language, language_detected: %q, want %q", got, want)
+	}
+
+	out = exportTwo(chexport.CSV)
+	recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	langAt, detAt := slices.Index(recs[0], "language"), slices.Index(recs[0], "language_detected")
+	if langAt < 0 || detAt < 0 {
+		t.Fatalf("csv header %q: no language or language_detected", recs[0])
+	}
+	clear(got)
+	for _, rec := range recs[1:] {
+		got[rec[1]] = [2]string{rec[langAt], rec[detAt]}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("csv language, language_detected: %q, want %q", got, want)
 	}
 }
