@@ -241,11 +241,19 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 		`{"@context":"https://schema.org","@type":"Product","name":"Lamp","offers":{"@type":"Offer","price":25,"priceCurrency":"EUR"}}]`
 	kettle.JSONLD = `[{"@context":"https://schema.org","@type":"Product","name":"Kettle","offers":{"@type":"Offer","price":"19.99","priceCurrency":"EUR"}}]`
 	kettle.OpenGraph = `{"og:title":"Kettle","og:image":"http://h1.test/k.png"}`
+	// detected languages: the kettle page's text is English under its
+	// lang="de"; /p/0's first version looked German, its re-crawl does not;
+	// /p/1's could not be told
+	lamp.LanguageDetected, kettle.LanguageDetected = "de", "en"
+	homeV1, home := doc(u0, at(0), "Home v1", 7, 2, "en"), doc(u0, at(120), "Home", 7, 2, "en")
+	homeV1.LanguageDetected, home.LanguageDetected = "de", "en"
+	two := doc(v0, recent, "Two", 11, 3, "fr")
+	two.LanguageDetected = "fr"
 	write(ctx, t, s, chstore.Documents, []chstore.DocumentRow{
-		doc(u0, at(0), "Home v1", 7, 2, "en"), doc(u0, at(120), "Home", 7, 2, "en"), // a re-crawl replaces the first version
+		homeV1, home, // a re-crawl replaces the first version
 		doc(u1, at(65), "Page one", 7, 1, "en"), // the same content as /p/0
 		lamp, kettle,
-		doc(v0, recent, "Two", 11, 3, "fr"),
+		two,
 	})
 	write(ctx, t, s, chstore.NearDuplicates, []chstore.NearDuplicateRow{{CrawlID: c1, URL: url(u2), URLFP: u2.fp, Host: h1,
 		NearDuplicateOf: url(u0), Distance: 2, Simhash: 0xfeed, FoundAt: at(10)}})
@@ -342,7 +350,8 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 			"crawl-1 | http://h1.test/p/1 | Lamp | 25 | EUR | ",
 			"crawl-1 | http://h1.test/p/7 | Kettle | 19.99 | EUR | http://h1.test/k.png",
 		}},
-		"near_duplicates": {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
+		"language_mismatch": {true, []string{"crawl-1 | http://h1.test/p/7 | de | en"}},
+		"near_duplicates":   {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
 		"in_links": {true, []string{
 			"http://h0.test/p/0 | page one |  | 1",
 			"http://h0.test/p/1 | one | ugc | 3",

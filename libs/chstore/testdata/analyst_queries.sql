@@ -193,6 +193,15 @@ FROM
 ORDER BY crawl_id, url
 LIMIT 1000;
 
+-- name: language_mismatch
+-- Pages whose text is in another language than the one they declare (documents.language, <html lang> or Content-Language) by the parser's detection (documents.language_detected, ISO 639-1, '' when unknown): the declared tag's first subtag against the detected code.
+SELECT crawl_id, url, language, language_detected
+FROM documents FINAL
+WHERE language != '' AND language_detected != ''
+    AND splitByChar('-', replaceAll(language, '_', '-'))[1] != language_detected
+ORDER BY crawl_id, url
+LIMIT 1000;
+
 -- name: near_duplicates
 -- Documents that nearly duplicate an earlier one (mirrors, reprints, pages that differ by a date or a word), with the original and the distance between their simhashes.
 SELECT
