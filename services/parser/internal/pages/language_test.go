@@ -2,6 +2,7 @@ package pages_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,8 +17,15 @@ import (
 // produced to the broker, lands in ClickHouse with documents.language
 // "en" (what it declares) and documents.language_detected "de" (what its
 // text is); the document published carries both. A page with too little
-// text to judge stores language_detected ”.
+// text to judge stores language_detected ”. Detection is on
+// (--detect-language); off, nothing is detected.
 func TestLanguageDetectedStored(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("detect=%v", on), func(t *testing.T) { languageDetected(t, on) })
+	}
+}
+
+func languageDetected(t *testing.T, on bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
@@ -28,7 +36,7 @@ func TestLanguageDetectedStored(t *testing.T) {
 	seen := chstore.NewBatchWriter(store, chstore.ContentSeen, fast, log, nil)
 	runWriters(t, docs, meta, seen)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, PublishDocuments: true},
+	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, PublishDocuments: true, DetectLanguage: on},
 		pages.Sinks{Documents: docs, Meta: meta, ContentSeen: seen, Seen: store}, now)
 
 	german := `<!doctype html><html lang="en"><head><title>Stadtrat</title></head><body>
@@ -41,8 +49,11 @@ Schwerverkehr gesperrt ist.</p></body></html>`
 		htmlPage("http://127.0.0.2/short", 1, `<html lang="de"><body><p>Anmelden</p></body></html>`, now))
 
 	for _, d := range readDocuments(t, ctx, r.kc, 2) {
-		if d.GetUrl() == "http://127.0.0.2/haushalt" && (d.GetLanguage() != "en" || d.GetLanguageDetected() != "de") {
+		if d.GetUrl() == "http://127.0.0.2/haushalt" && on && (d.GetLanguage() != "en" || d.GetLanguageDetected() != "de") {
 			t.Errorf("published document: language %q, language_detected %q", d.GetLanguage(), d.GetLanguageDetected())
+		}
+		if !on && d.GetLanguageDetected() != "" {
+			t.Errorf("detection off, but %s published language_detected %q", d.GetUrl(), d.GetLanguageDetected())
 		}
 	}
 
@@ -67,8 +78,12 @@ Schwerverkehr gesperrt ist.</p></body></html>`
 		}
 		return len(got) == 2
 	})
-	if g := got["http://127.0.0.2/haushalt"]; g != (row{"en", "de"}) {
-		t.Errorf("german page declared en: %+v, want {en de}", g)
+	want := row{"en", "de"}
+	if !on {
+		want.detected = ""
+	}
+	if g := got["http://127.0.0.2/haushalt"]; g != want {
+		t.Errorf("german page declared en: %+v, want %+v", g, want)
 	}
 	if g := got["http://127.0.0.2/short"]; g != (row{"de", ""}) {
 		t.Errorf("short page: %+v, want {de \"\"}", g)

@@ -321,7 +321,10 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 	fetchedAt := page.GetFetchedAt().AsTime()
 	jsonLD, og := ext.JSONLDText(), ext.OpenGraphText()
 	structErrs := uint16(min(ext.StructuredErrors, 65535))
-	detected := langdetect.Detect(ext.Text)
+	detected := ""
+	if p.cfg.DetectLanguage {
+		detected = langdetect.Detect(ext.Text)
+	}
 	return &document{
 		row: chstore.DocumentRow{
 			CrawlID:     page.GetCrawlId(),
