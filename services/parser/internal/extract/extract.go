@@ -15,7 +15,8 @@
 // Files: extract.go (Options, Link, Result, the drop reasons, Extract and
 // extractDOM, the DOM path), extract_meta.go (robots directives, language,
 // title, description, meta refresh), extract_structured.go (JSON-LD,
-// OpenGraph and Twitter card properties), extract_links.go (the links of a DOM:
+// OpenGraph and Twitter card properties), extract_microdata.go (microdata
+// items), extract_links.go (the links of a DOM:
 // base URL, link sources, search result links, anchor text),
 // extract_resolve.go (the link rules both paths share: resolution, rel
 // values followed, canonical, nofollow, dedup and cap in linkSink),
@@ -119,6 +120,7 @@ type Result struct {
 	// Structured data (extract_structured.go), within MaxStructuredBytes.
 	JSONLD            []string   `json:"json_ld,omitempty"`            // JSON-LD items, each compact JSON, in document order
 	OpenGraph         []Property `json:"opengraph,omitempty"`          // og:*, twitter:*, … in document order, the first value of each key
+	Microdata         []string   `json:"microdata,omitempty"`          // microdata top-level items, each compact JSON, in document order
 	StructuredErrors  int        `json:"structured_errors,omitempty"`  // JSON-LD blocks that are not JSON objects or arrays
 	StructuredError   string     `json:"structured_error,omitempty"`   // the first one's error
 	StructuredDropped int        `json:"structured_dropped,omitempty"` // items, blocks and properties not kept: over the cap
@@ -168,6 +170,7 @@ func extractDOM(page string, body []byte, opts Options) Result {
 	}
 	var sd structuredSink
 	structuredDOM(root, &sd)
+	sd.microdata(page, body)
 	sd.result(&res)
 	var canonical string
 	res.Links, res.Dropped, canonical = links(root, page, opts, res.NoFollow)

@@ -15,12 +15,14 @@ import (
 // Structured data: the JSON-LD blocks of a page (<script
 // type="application/ld+json">) and its OpenGraph and Twitter card
 // properties (<meta property="og:…" content> and <meta name="twitter:…"
-// content>), kept as sites publish them, without rules that pick fields.
+// content>), kept as sites publish them, without rules that pick fields,
+// and its microdata items (extract_microdata.go).
 // Both paths collect them (the stream in the same pass as the other
 // metadata, the DOM path from the tree) into a structuredSink.
 
 // MaxStructuredBytes bounds the structured data kept of a page: the
-// lengths of Result.JSONLDText() and Result.OpenGraphText() together.
+// lengths of Result.JSONLDText(), Result.OpenGraphText() and
+// Result.MicrodataText() together.
 // What would go past it is dropped and counted (StructuredDropped).
 const MaxStructuredBytes = 256 << 10
 
@@ -48,6 +50,8 @@ type Property struct {
 type structuredSink struct {
 	items   []string
 	props   []Property
+	micro   []string        // microdata items (extract_microdata.go)
+	nmicro  int             // microdata items kept so far
 	seen    map[string]bool // props' keys: the first value of a key wins
 	bytes   int             // of the rendered texts, brackets included
 	errs    int
@@ -56,20 +60,23 @@ type structuredSink struct {
 	buf     bytes.Buffer
 }
 
-// emptyTexts is what the brackets of both rendered texts cost, counted
-// once something is kept.
-const emptyTexts = 4
+// emptyTexts is what the brackets of the three rendered texts cost,
+// counted once something is kept.
+const emptyTexts = 6
 
 // fits reserves n bytes (n counts the separator before the item) of the
 // cap, or reports that they do not fit.
-func (s *structuredSink) fits(n int) bool {
-	if s.bytes == 0 {
+func (s *structuredSink) fits(n int) bool { return reserve(&s.bytes, n) }
+
+// reserve is fits on a count of bytes used.
+func reserve(used *int, n int) bool {
+	if *used == 0 {
 		n += emptyTexts
 	}
-	if s.bytes+n > MaxStructuredBytes {
+	if *used+n > MaxStructuredBytes {
 		return false
 	}
-	s.bytes += n
+	*used += n
 	return true
 }
 
@@ -232,7 +239,7 @@ func structuredDOM(root *goquery.Selection, sd *structuredSink) {
 
 // result moves what was collected into res.
 func (s *structuredSink) result(res *Result) {
-	res.JSONLD, res.OpenGraph = s.items, s.props
+	res.JSONLD, res.OpenGraph, res.Microdata = s.items, s.props, s.micro
 	res.StructuredErrors, res.StructuredError, res.StructuredDropped = s.errs, s.err, s.dropped
 }
 
@@ -243,6 +250,15 @@ func (r Result) JSONLDText() string {
 		return ""
 	}
 	return "[" + strings.Join(r.JSONLD, ",") + "]"
+}
+
+// MicrodataText is the page's microdata items as one JSON array, or ""
+// when it has none.
+func (r Result) MicrodataText() string {
+	if len(r.Microdata) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(r.Microdata, ",") + "]"
 }
 
 // OpenGraphText is the page's OpenGraph and Twitter card properties as

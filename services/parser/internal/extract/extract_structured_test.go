@@ -129,18 +129,26 @@ func TestStructuredTexts(t *testing.T) {
 }
 
 // checkStructured checks a result's structured data: within
-// MaxStructuredBytes, every JSON-LD item and both texts valid JSON, the
+// MaxStructuredBytes, every JSON-LD and microdata item and the three texts valid JSON, the
 // properties valid UTF-8 with unique keys.
 func checkStructured(t *testing.T, res Result) {
 	t.Helper()
-	ld, og := res.JSONLDText(), res.OpenGraphText()
-	if n := len(ld) + len(og); n > MaxStructuredBytes {
+	ld, og, md := res.JSONLDText(), res.OpenGraphText(), res.MicrodataText()
+	if n := len(ld) + len(og) + len(md); n > MaxStructuredBytes {
 		t.Errorf("structured data is %d bytes, cap %d", n, MaxStructuredBytes)
 	}
 	for _, it := range res.JSONLD {
 		if !json.Valid([]byte(it)) || !utf8.ValidString(it) {
 			t.Errorf("json-ld item is not valid JSON: %q", it)
 		}
+	}
+	for _, it := range res.Microdata {
+		if !json.Valid([]byte(it)) || !utf8.ValidString(it) || !strings.HasPrefix(it, "{") {
+			t.Errorf("microdata item is not a valid JSON object: %q", it)
+		}
+	}
+	if md != "" && !json.Valid([]byte(md)) {
+		t.Errorf("microdata text is not valid JSON: %q", md)
 	}
 	if ld != "" && !json.Valid([]byte(ld)) {
 		t.Errorf("json-ld text is not valid JSON: %q", ld)

@@ -306,6 +306,7 @@ func extractStream(page string, body []byte, opts Options) Result {
 	}
 	res.Language = normLanguage(lang)
 	res.Links, res.Dropped, res.Canonical = s.resolve(root.links, page, opts, res.NoFollow)
+	s.sd.microdata(page, body)
 	s.sd.result(&res)
 	return res
 }

@@ -56,6 +56,7 @@ func diffResults(stream, dom Result) []string {
 	check("text_truncated", stream.TextTruncated, dom.TextTruncated)
 	check("json_ld", stream.JSONLD, dom.JSONLD)
 	check("opengraph", stream.OpenGraph, dom.OpenGraph)
+	check("microdata", stream.Microdata, dom.Microdata)
 	check("structured_errors", [3]any{stream.StructuredErrors, stream.StructuredError, stream.StructuredDropped},
 		[3]any{dom.StructuredErrors, dom.StructuredError, dom.StructuredDropped})
 	return diffs
