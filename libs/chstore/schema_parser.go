@@ -200,6 +200,16 @@ SELECT crawl_id, content_fp, url, first_seen FROM content_seen`,
 			`ALTER TABLE documents ADD COLUMN language_detected String DEFAULT ''`,
 		},
 	},
+	{
+		Version: 209,
+		Name:    "documents.microdata: microdata items",
+		Statements: []string{
+			// The page's HTML microdata top-level items as one JSON array
+			// ('' when none), next to json_ld and opengraph and for the
+			// same reasons (migration 207).
+			`ALTER TABLE documents ADD COLUMN microdata String DEFAULT ''`,
+		},
+	},
 }
 
 // NearCandidate is a document of the index that shares a band with a

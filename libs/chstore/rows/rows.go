@@ -75,6 +75,7 @@ type DocumentRow struct {
 	// LanguageDetected is the ISO 639-1 code of the language of the
 	// page's text (services/parser/internal/langdetect), "" when unknown.
 	LanguageDetected string
+	Microdata        string // its microdata items as one JSON array, "" when none
 }
 
 // Table describes how rows of type T are inserted.
@@ -125,11 +126,11 @@ var (
 		Name: "documents",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status",
 			"title", "text", "content_fp", "outlinks", "content_type", "language", "json_ld", "opengraph",
-			"language_detected"},
+			"language_detected", "microdata"},
 		Values: func(r DocumentRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Status,
 				r.Title, r.Text, r.ContentFP, r.Outlinks, r.ContentType, r.Language, r.JSONLD, r.OpenGraph,
-				r.LanguageDetected}
+				r.LanguageDetected, r.Microdata}
 		},
 		Compare: func(a, b DocumentRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))
