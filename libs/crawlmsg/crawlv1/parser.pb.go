@@ -54,6 +54,7 @@ type Document struct {
 	Opengraph             string                 `protobuf:"bytes,23,opt,name=opengraph,proto3" json:"opengraph,omitempty"`                                                         // its OpenGraph and Twitter card properties as one JSON object, "" when none
 	StructuredErrors      uint32                 `protobuf:"varint,24,opt,name=structured_errors,json=structuredErrors,proto3" json:"structured_errors,omitempty"`                  // JSON-LD blocks that were not JSON objects or arrays
 	LanguageDetected      string                 `protobuf:"bytes,25,opt,name=language_detected,json=languageDetected,proto3" json:"language_detected,omitempty"`                   // ISO 639-1 code of the language detected from text, "" when unknown
+	Microdata             string                 `protobuf:"bytes,26,opt,name=microdata,proto3" json:"microdata,omitempty"`                                                         // its microdata items as one JSON array, "" when none
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -263,12 +264,19 @@ func (x *Document) GetLanguageDetected() string {
 	return ""
 }
 
+func (x *Document) GetMicrodata() string {
+	if x != nil {
+		return x.Microdata
+	}
+	return ""
+}
+
 var File_parser_proto protoreflect.FileDescriptor
 
 const file_parser_proto_rawDesc = "" +
 	"\n" +
 	"\fparser.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbb\x06\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd9\x06\n" +
 	"\bDocument\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -298,7 +306,8 @@ const file_parser_proto_rawDesc = "" +
 	"\ajson_ld\x18\x16 \x01(\tR\x06jsonLd\x12\x1c\n" +
 	"\topengraph\x18\x17 \x01(\tR\topengraph\x12+\n" +
 	"\x11structured_errors\x18\x18 \x01(\rR\x10structuredErrors\x12+\n" +
-	"\x11language_detected\x18\x19 \x01(\tR\x10languageDetectedB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
+	"\x11language_detected\x18\x19 \x01(\tR\x10languageDetected\x12\x1c\n" +
+	"\tmicrodata\x18\x1a \x01(\tR\tmicrodataB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
 
 var (
 	file_parser_proto_rawDescOnce sync.Once

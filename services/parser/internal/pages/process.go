@@ -319,7 +319,7 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 	contentFP := fingerprint.String(ext.Text)
 	sim := simhash.Sum64(ext.Text)
 	fetchedAt := page.GetFetchedAt().AsTime()
-	jsonLD, og := ext.JSONLDText(), ext.OpenGraphText()
+	jsonLD, og, md := ext.JSONLDText(), ext.OpenGraphText(), ext.MicrodataText()
 	structErrs := uint16(min(ext.StructuredErrors, 65535))
 	detected := ""
 	if p.cfg.DetectLanguage {
@@ -342,6 +342,7 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 			OpenGraph:   og,
 
 			LanguageDetected: detected,
+			Microdata:        md,
 		},
 		meta: chstore.DocumentMetaRow{
 			CrawlID:          page.GetCrawlId(),
@@ -379,6 +380,7 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 			Opengraph:        og,
 			StructuredErrors: uint32(structErrs),
 			LanguageDetected: detected,
+			Microdata:        md,
 		},
 	}
 }
