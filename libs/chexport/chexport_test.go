@@ -68,13 +68,14 @@ func newFixture(crawl string) (fixture, []chstore.DocumentRow, []chstore.FetchLo
 		if i%2 == 1 {
 			item, _ := json.Marshal(map[string]string{"@type": "Product", "name": text})
 			og, _ := json.Marshal(map[string]string{"og:title": text})
-			d.JSONLD, d.OpenGraph = "["+string(item)+"]", string(og)
+			md, _ := json.Marshal(map[string]any{"@type": "https://schema.org/Person", "name": []string{text, "b"}})
+			d.JSONLD, d.OpenGraph, d.Microdata = "["+string(item)+"]", string(og), "["+string(md)+"]"
 		}
 		docs = append(docs, d)
 		f.documents = append(f.documents, chexport.DocumentRow{CrawlID: d.CrawlID, URL: d.URL, URLFP: d.URLFP, Host: d.Host,
 			FetchedAt: d.FetchedAt, Status: d.Status, Title: d.Title, Text: d.Text, ContentFP: d.ContentFP, Outlinks: d.Outlinks,
 			ContentType: d.ContentType, Language: d.Language, JSONLD: chexport.JSONArray(d.JSONLD), OpenGraph: chexport.JSONObject(d.OpenGraph),
-			LanguageDetected: d.LanguageDetected})
+			LanguageDetected: d.LanguageDetected, Microdata: chexport.JSONArray(d.Microdata)})
 
 		fat := at.Add(time.Duration(i*37) * time.Millisecond)
 		fl := chstore.FetchLogRow{CrawlID: crawl, URL: url, URLFP: fp, Host: d.Host, Partition: uint16(i % 8), Attempt: uint16(1 + i%2),
@@ -550,15 +551,16 @@ func TestCarriedDocuments(t *testing.T) {
 	}
 }
 
-// TestDocumentsStructuredData: in JSON lines a document's json_ld is a
-// JSON array and its opengraph a JSON object ([] and {} for none), not
-// strings; in CSV they are the stored texts.
+// TestDocumentsStructuredData: in JSON lines a document's json_ld and
+// microdata are JSON arrays and its opengraph a JSON object ([], [] and {}
+// for none), not strings; in CSV they are the stored texts.
 func TestDocumentsStructuredData(t *testing.T) {
 	s := chtest.NewStore(t)
 	ld := `[{"@type":"Product","name":"Kettle <b>","offers":{"price":"19.99"}}]`
 	og := `{"og:title":"Kettle & co","og:type":"product"}`
+	md := `[{"@type":"https://schema.org/Product","name":"Kettle","offers":{"price":"19.99"},"color":["red","blue"]}]`
 	insert(t, s, chstore.Documents,
-		chstore.DocumentRow{CrawlID: "sd", URL: "http://a.test/1", URLFP: 1, Host: "a.test", FetchedAt: base, Status: 200, JSONLD: ld, OpenGraph: og},
+		chstore.DocumentRow{CrawlID: "sd", URL: "http://a.test/1", URLFP: 1, Host: "a.test", FetchedAt: base, Status: 200, JSONLD: ld, OpenGraph: og, Microdata: md},
 		chstore.DocumentRow{CrawlID: "sd", URL: "http://a.test/2", URLFP: 2, Host: "a.test", FetchedAt: base, Status: 200})
 	exportTwo := func(f chexport.Format) []byte {
 		var buf bytes.Buffer
@@ -568,7 +570,7 @@ func TestDocumentsStructuredData(t *testing.T) {
 		return buf.Bytes()
 	}
 	out := exportTwo(chexport.JSONL)
-	got := make(map[string][2]string)
+	got := make(map[string][3]string)
 	for line := range strings.Lines(string(out)) {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
@@ -578,22 +580,25 @@ func TestDocumentsStructuredData(t *testing.T) {
 		if err := json.Unmarshal(m["url"], &url); err != nil {
 			t.Fatal(err)
 		}
-		got[url] = [2]string{string(m["json_ld"]), string(m["opengraph"])}
+		got[url] = [3]string{string(m["json_ld"]), string(m["opengraph"]), string(m["microdata"])}
 	}
-	want := map[string][2]string{"http://a.test/1": {ld, og}, "http://a.test/2": {"[]", "{}"}}
+	want := map[string][3]string{"http://a.test/1": {ld, og, md}, "http://a.test/2": {"[]", "{}", "[]"}}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("json lines json_ld, opengraph: %q, want %q", got, want)
+		t.Errorf("json lines json_ld, opengraph, microdata: %q, want %q", got, want)
 	}
 	out = exportTwo(chexport.CSV)
 	recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ldAt, ogAt := slices.Index(recs[0], "json_ld"), slices.Index(recs[0], "opengraph")
+	col := make(map[string]int)
+	for i, name := range recs[0] {
+		col[name] = i
+	}
 	for _, rec := range recs[1:] {
-		if ldCol, ogCol := rec[ldAt], rec[ogAt]; rec[1] == "http://a.test/1" && (ldCol != ld || ogCol != og) ||
-			rec[1] == "http://a.test/2" && (ldCol != "" || ogCol != "") {
-			t.Errorf("csv %s: json_ld %q opengraph %q", rec[1], ldCol, ogCol)
+		got := [3]string{rec[col["json_ld"]], rec[col["opengraph"]], rec[col["microdata"]]}
+		if want := map[string][3]string{"http://a.test/1": {ld, og, md}, "http://a.test/2": {}}[rec[col["url"]]]; got != want {
+			t.Errorf("csv %s: json_ld, opengraph, microdata %q, want %q", rec[col["url"]], got, want)
 		}
 	}
 }

@@ -43,32 +43,34 @@ type DocumentRow struct {
 	ContentType string    `json:"content_type" parquet:"content_type,dict"`
 	Language    string    `json:"language" parquet:"language,dict"`
 	// The page's structured data (services/parser's README): its JSON-LD
-	// items and its OpenGraph and Twitter card properties.
+	// items, its OpenGraph and Twitter card properties and its microdata
+	// items.
 	JSONLD    JSONArray  `json:"json_ld" parquet:"json_ld"`
 	OpenGraph JSONObject `json:"opengraph" parquet:"opengraph"`
 	// LanguageDetected is the ISO 639-1 code of the language of the
 	// page's text, "" when unknown; Language is what the page declares.
-	LanguageDetected string `json:"language_detected" parquet:"language_detected,dict"`
+	LanguageDetected string    `json:"language_detected" parquet:"language_detected,dict"`
+	Microdata        JSONArray `json:"microdata" parquet:"microdata"`
 }
 
 var documentsTable = tableDef[DocumentRow]{
 	name: Documents,
 	selects: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
-		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected"},
+		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata"},
 	columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
-		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected"},
+		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata"},
 	scan: func(rows driver.Rows, r *DocumentRow) error {
-		var ld, og string
+		var ld, og, md string
 		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.FetchedAt, &r.Status, &r.Title, &r.Text, &r.ContentFP,
-			&r.Outlinks, &r.ContentType, &r.Language, &ld, &og, &r.LanguageDetected)
+			&r.Outlinks, &r.ContentType, &r.Language, &ld, &og, &r.LanguageDetected, &md)
 		r.FetchedAt = r.FetchedAt.UTC()
-		r.JSONLD, r.OpenGraph = JSONArray(ld), JSONObject(og)
+		r.JSONLD, r.OpenGraph, r.Microdata = JSONArray(ld), JSONObject(og), JSONArray(md)
 		return err
 	},
 	record: func(r *DocumentRow, rec []string) []string {
 		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, ts(r.FetchedAt), u64(uint64(r.Status)), r.Title, r.Text,
 			u64(r.ContentFP), u64(uint64(r.Outlinks)), r.ContentType, r.Language, string(r.JSONLD), string(r.OpenGraph),
-			r.LanguageDetected)
+			r.LanguageDetected, string(r.Microdata))
 	},
 }
 
