@@ -15,7 +15,8 @@ import (
 // TestMicrodataStored: a product page marked up with microdata (a
 // schema.org Product with a nested Offer), produced to the broker, lands
 // in ClickHouse with its item in documents.microdata, and the document
-// published carries it too. A page without microdata stores ''.
+// published carries it too. A page without microdata stores the empty
+// string.
 func TestMicrodataStored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
