@@ -11,9 +11,11 @@ import (
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
 )
 
@@ -122,4 +124,50 @@ func (r *parserRun) lag(ctx context.Context) int64 {
 func htmlPage(u string, depth uint32, body string, at time.Time) *crawlv1.FetchedPage {
 	return &crawlv1.FetchedPage{CrawlId: "c", Url: u, Depth: depth, FetchedAt: timestamppb.New(at),
 		StatusCode: 200, ContentType: "text/html", Body: []byte(body)}
+}
+
+// startDocumentParser runs a processor with cfg whose documents, their
+// metadata and their content fingerprints go into a real ClickHouse
+// through batch writers that flush every 20 ms, as the service's do.
+func startDocumentParser(t *testing.T, cfg pages.Config, now time.Time) (*parserRun, *chstore.Store) {
+	t.Helper()
+	store := chtest.NewStore(t)
+	log := zaptest.NewLogger(t)
+	fast := chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}
+	docs := chstore.NewBatchWriter(store, chstore.Documents, fast, log, nil)
+	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, fast, log, nil)
+	seen := chstore.NewBatchWriter(store, chstore.ContentSeen, fast, log, nil)
+	runWriters(t, docs, meta, seen)
+	r := startParser(t, cfg, pages.Sinks{Documents: docs, Meta: meta, ContentSeen: seen, Seen: store}, now)
+	return r, store
+}
+
+// storedByURL waits until query, whose first column is a URL and whose
+// others are Strings, returns n rows, and returns each URL's other
+// columns.
+func storedByURL(t *testing.T, ctx context.Context, store *chstore.Store, query string, n int) map[string][]string {
+	t.Helper()
+	got := make(map[string][]string)
+	waitFor(t, ctx, "stored rows", func() bool {
+		rows, err := store.Conn().Query(ctx, query)
+		if err != nil {
+			t.Fatalf("query: %v", err)
+		}
+		defer rows.Close()
+		clear(got)
+		cols := len(rows.Columns())
+		for rows.Next() {
+			vals := make([]string, cols)
+			dst := make([]any, cols)
+			for i := range vals {
+				dst[i] = &vals[i]
+			}
+			if err := rows.Scan(dst...); err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			got[vals[0]] = vals[1:]
+		}
+		return len(got) == n
+	})
+	return got
 }

@@ -3,14 +3,11 @@ package pages_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
-	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
-	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestLanguageDetectedStored: a German page that declares lang="en",
@@ -28,16 +25,9 @@ func TestLanguageDetectedStored(t *testing.T) {
 func languageDetected(t *testing.T, on bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	store := chtest.NewStore(t)
-	log := zaptest.NewLogger(t)
-	fast := chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}
-	docs := chstore.NewBatchWriter(store, chstore.Documents, fast, log, nil)
-	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, fast, log, nil)
-	seen := chstore.NewBatchWriter(store, chstore.ContentSeen, fast, log, nil)
-	runWriters(t, docs, meta, seen)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, PublishDocuments: true, DetectLanguage: on},
-		pages.Sinks{Documents: docs, Meta: meta, ContentSeen: seen, Seen: store}, now)
+	r, store := startDocumentParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048,
+		PublishDocuments: true, DetectLanguage: on}, now)
 
 	german := `<!doctype html><html lang="en"><head><title>Stadtrat</title></head><body>
 <h1>Neuer Haushalt beschlossen</h1>
@@ -57,35 +47,15 @@ Schwerverkehr gesperrt ist.</p></body></html>`
 		}
 	}
 
-	type row struct{ declared, detected string }
-	got := make(map[string]row)
-	waitFor(t, ctx, "documents rows", func() bool {
-		rows, err := store.Conn().Query(ctx, `SELECT url, language, language_detected FROM documents FINAL WHERE crawl_id = 'c'`)
-		if err != nil {
-			t.Fatalf("query: %v", err)
-		}
-		defer rows.Close()
-		clear(got)
-		for rows.Next() {
-			var (
-				url string
-				r   row
-			)
-			if err := rows.Scan(&url, &r.declared, &r.detected); err != nil {
-				t.Fatalf("scan: %v", err)
-			}
-			got[url] = r
-		}
-		return len(got) == 2
-	})
-	want := row{"en", "de"}
+	got := storedByURL(t, ctx, store, `SELECT url, language, language_detected FROM documents FINAL WHERE crawl_id = 'c'`, 2)
+	want := []string{"en", "de"}
 	if !on {
-		want.detected = ""
+		want[1] = ""
 	}
-	if g := got["http://127.0.0.2/haushalt"]; g != want {
-		t.Errorf("german page declared en: %+v, want %+v", g, want)
+	if g := got["http://127.0.0.2/haushalt"]; !slices.Equal(g, want) {
+		t.Errorf("german page declared en: language, language_detected %q, want %q", g, want)
 	}
-	if g := got["http://127.0.0.2/short"]; g != (row{"de", ""}) {
-		t.Errorf("short page: %+v, want {de \"\"}", g)
+	if g := got["http://127.0.0.2/short"]; !slices.Equal(g, []string{"de", ""}) {
+		t.Errorf("short page: %q, want [de \"\"]", g)
 	}
 }

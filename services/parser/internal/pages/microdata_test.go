@@ -2,14 +2,11 @@ package pages_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
-	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
-	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
 // TestMicrodataStored: a product page marked up with microdata (a
@@ -20,16 +17,9 @@ import (
 func TestMicrodataStored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	store := chtest.NewStore(t)
-	log := zaptest.NewLogger(t)
-	fast := chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}
-	docs := chstore.NewBatchWriter(store, chstore.Documents, fast, log, nil)
-	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, fast, log, nil)
-	seen := chstore.NewBatchWriter(store, chstore.ContentSeen, fast, log, nil)
-	runWriters(t, docs, meta, seen)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	r := startParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, PublishDocuments: true},
-		pages.Sinks{Documents: docs, Meta: meta, ContentSeen: seen, Seen: store}, now)
+	r, store := startDocumentParser(t, pages.Config{MaxOutlinks: 10, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048,
+		PublishDocuments: true}, now)
 
 	product := `<!doctype html><html><head><title>Kettle</title></head><body>
 <div itemscope itemtype="https://schema.org/Product">
@@ -52,27 +42,11 @@ func TestMicrodataStored(t *testing.T) {
 		}
 	}
 
-	got := make(map[string]string)
-	waitFor(t, ctx, "documents rows", func() bool {
-		rows, err := store.Conn().Query(ctx, `SELECT url, microdata FROM documents FINAL WHERE crawl_id = 'c'`)
-		if err != nil {
-			t.Fatalf("query: %v", err)
-		}
-		defer rows.Close()
-		clear(got)
-		for rows.Next() {
-			var url, md string
-			if err := rows.Scan(&url, &md); err != nil {
-				t.Fatalf("scan: %v", err)
-			}
-			got[url] = md
-		}
-		return len(got) == 2
-	})
-	if g := got["http://127.0.0.2/kettle"]; g != want {
+	got := storedByURL(t, ctx, store, `SELECT url, microdata FROM documents FINAL WHERE crawl_id = 'c'`, 2)
+	if g := got["http://127.0.0.2/kettle"]; !slices.Equal(g, []string{want}) {
 		t.Errorf("kettle: microdata %s, want %s", g, want)
 	}
-	if g := got["http://127.0.0.2/plain"]; g != "" {
+	if g := got["http://127.0.0.2/plain"]; !slices.Equal(g, []string{""}) {
 		t.Errorf("plain page: microdata %q, want ''", g)
 	}
 	// A query an analyst can run on 18.16: the product's price.
