@@ -2,8 +2,6 @@ package extract
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -142,14 +140,7 @@ func TestMicrodataText(t *testing.T) {
 // within MaxStructuredBytes; every item and the text are valid JSON
 // objects (checkStructured).
 func FuzzMicrodata(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.html"))
-	for _, file := range files {
-		body, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(body)
-	}
+	addTestdata(f)
 	f.Add([]byte(`<div itemscope itemtype="a b"><p itemprop="x y">t<a itemprop=u href="%zz">l</a><div itemprop=n itemscope><meta itemprop=m content="\x00">`))
 	f.Add([]byte(`<table itemscope><tr><td itemprop=a>1<td itemprop=a>2</table><li itemscope><li itemprop=z>`))
 	f.Add([]byte(`<table><tr itemscope><td itemprop=a>1<tr itemscope><td itemprop=b>2</table>`))

@@ -2,8 +2,6 @@ package extract
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -174,14 +172,7 @@ func checkStructured(t *testing.T, res Result) {
 // it keeps is valid JSON, and so are the two texts stored; the properties
 // are valid UTF-8, one value per key.
 func FuzzStructured(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.html"))
-	for _, file := range files {
-		body, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(body)
-	}
+	addTestdata(f)
 	f.Add([]byte(`<script type="application/ld+json">{"@graph":{"@type":"A"}}</script><meta property="og:x" content="\x00\xff">`))
 	f.Add([]byte(`<script type="application/ld+json">[[1],{"a":"\ud800"},"s",null]</script><script type=application/ld+json>{"@graph":[`))
 	f.Add([]byte(`<table><script type="application/ld+json">{"a":1}</script><tr><td><meta name="twitter:card" content="summary"></table>`))
