@@ -156,13 +156,19 @@ func (f fixture) want(table chexport.Table) any {
 
 func export(t *testing.T, s *chstore.Store, req chexport.Request) []byte {
 	t.Helper()
+	return exportRows(t, s, req, fixtureRows)
+}
+
+// exportRows exports req and checks that it wrote want rows.
+func exportRows(t *testing.T, s *chstore.Store, req chexport.Request, want int64) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	n, err := chexport.Export(t.Context(), s.Conn(), req, &buf)
 	if err != nil {
 		t.Fatalf("export %+v: %v", req, err)
 	}
-	if n != fixtureRows {
-		t.Errorf("export %+v: %d rows, want %d", req, n, fixtureRows)
+	if n != want {
+		t.Fatalf("export %+v: %d rows, want %d", req, n, want)
 	}
 	return buf.Bytes()
 }
@@ -563,11 +569,7 @@ func TestDocumentsStructuredData(t *testing.T) {
 		chstore.DocumentRow{CrawlID: "sd", URL: "http://a.test/1", URLFP: 1, Host: "a.test", FetchedAt: base, Status: 200, JSONLD: ld, OpenGraph: og, Microdata: md},
 		chstore.DocumentRow{CrawlID: "sd", URL: "http://a.test/2", URLFP: 2, Host: "a.test", FetchedAt: base, Status: 200})
 	exportTwo := func(f chexport.Format) []byte {
-		var buf bytes.Buffer
-		if n, err := chexport.Export(t.Context(), s.Conn(), chexport.Request{CrawlID: "sd", Table: chexport.Documents, Format: f}, &buf); err != nil || n != 2 {
-			t.Fatalf("export %s: %d rows, %v; want 2", f, n, err)
-		}
-		return buf.Bytes()
+		return exportRows(t, s, chexport.Request{CrawlID: "sd", Table: chexport.Documents, Format: f}, 2)
 	}
 	out := exportTwo(chexport.JSONL)
 	got := make(map[string][3]string)
@@ -614,11 +616,7 @@ func TestDocumentsLanguageDetected(t *testing.T) {
 		chstore.DocumentRow{CrawlID: "ld", URL: "http://a.test/2", URLFP: 2, Host: "a.test", FetchedAt: base, Status: 200, Language: "fr"})
 	want := map[string][2]string{"http://a.test/1": {"en", "de"}, "http://a.test/2": {"fr", ""}}
 	exportTwo := func(f chexport.Format) []byte {
-		var buf bytes.Buffer
-		if n, err := chexport.Export(t.Context(), s.Conn(), chexport.Request{CrawlID: "ld", Table: chexport.Documents, Format: f}, &buf); err != nil || n != 2 {
-			t.Fatalf("export %s: %d rows, %v; want 2", f, n, err)
-		}
-		return buf.Bytes()
+		return exportRows(t, s, chexport.Request{CrawlID: "ld", Table: chexport.Documents, Format: f}, 2)
 	}
 
 	out := exportTwo(chexport.JSONL)
