@@ -63,6 +63,17 @@ func listFlag(fs *flag.FlagSet, o *Opt[[]string], name, usage string) {
 	})
 }
 
+func boolFlag(fs *flag.FlagSet, o *Opt[bool], name, usage string) {
+	fs.BoolFunc(name, usage, func(s string) error {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		o.V, o.Set = b, true
+		return nil
+	})
+}
+
 func uintFlag[T uint32 | uint64](fs *flag.FlagSet, o *Opt[T], bits int, name, usage string) {
 	fs.Func(name, usage, func(s string) error {
 		v, err := strconv.ParseUint(s, 10, bits)
@@ -84,22 +95,8 @@ func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
 	listFlag(fs, &s.DenyHosts, "deny-host", "never follow links to this `host` (repeatable; scope.deny_hosts)")
 	listFlag(fs, &s.AllowDomains, "allow-domain", "follow links only to this `domain` and its subdomains (repeatable; scope.allow_domains)")
 	listFlag(fs, &s.DenyDomains, "deny-domain", "never follow links to this `domain` or its subdomains (repeatable; scope.deny_domains)")
-	fs.BoolFunc("same-host-only", "on ordinary pages follow only links to the page's own host (scope.same_host_only)", func(v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return errors.New("want true or false")
-		}
-		s.SameHostOnly = Opt[bool]{V: b, Set: true}
-		return nil
-	})
-	fs.BoolFunc("follow-traps", "follow the links the parser suspects as a crawler trap (pages of one URL family that repeat one another and link nothing new but the next number: an empty calendar's months); by default they end as trap_suspected (scope.follow_traps)", func(v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return errors.New("want true or false")
-		}
-		s.FollowTraps = Opt[bool]{V: b, Set: true}
-		return nil
-	})
+	boolFlag(fs, &s.SameHostOnly, "same-host-only", "on ordinary pages follow only links to the page's own host (scope.same_host_only)")
+	boolFlag(fs, &s.FollowTraps, "follow-traps", "follow the links the parser suspects as a crawler trap (pages of one URL family that repeat one another and link nothing new but the next number: an empty calendar's months); by default they end as trap_suspected (scope.follow_traps)")
 	listFlag(fs, &s.AllowPatterns, "allow-pattern", "RE2 `regexp` over the canonical URL; when any is given a link must match one (repeatable; scope.allow_patterns)")
 	listFlag(fs, &s.DenyPatterns, "deny-pattern", "RE2 `regexp` over the canonical URL; a matching link is dropped (repeatable; scope.deny_patterns)")
 	uintFlag(fs, &s.MaxDepth, 32, "max-depth", fmt.Sprintf("deepest link `depth` admitted, seeds being depth 0 and their links depth 1; at least 1 (limits.max_depth; default: the spec file's, else %d)", DefaultMaxDepth))
