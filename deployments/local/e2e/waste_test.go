@@ -95,12 +95,7 @@ func TestWebCrawlNoWastedRequest(t *testing.T) {
 	// At most one month each way past the second hop, when the entry is
 	// read before any page published its home link (then the entry
 	// brought something new and is no candidate).
-	trapHosts := 0
-	for h, every := 0, e.web.Config().TrapEvery; h < e.web.Config().Hosts; h++ {
-		if h%every == every-1 { // websim's has
-			trapHosts++
-		}
-	}
+	trapHosts := e.web.TrapHosts()
 	if st.TrapDeep > 2*trapHosts {
 		t.Errorf("%d calendar requests past the second hop on %d trap hosts, want at most %d", st.TrapDeep, trapHosts, 2*trapHosts)
 	}

@@ -300,6 +300,17 @@ type Ready struct {
 	Stats   string   `json:"stats"` // URL of GET /stats (Stats as JSON)
 }
 
+// TrapHosts returns the number of hosts that serve a calendar trap.
+func (w *Web) TrapHosts() int {
+	n := 0
+	for h := range w.cfg.Hosts {
+		if has(w.cfg.TrapEvery, h) {
+			n++
+		}
+	}
+	return n
+}
+
 // Pages returns the number of distinct pages a complete crawl fetches that
 // are the site's content: every index, list page and article.
 func (w *Web) Pages() int { return w.cfg.Hosts * (1 + w.lists() + w.cfg.Articles) }

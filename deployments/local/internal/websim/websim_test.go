@@ -423,3 +423,24 @@ func TestTrapPastSecondHop(t *testing.T) {
 		})
 	}
 }
+
+// TestTrapHosts: TrapHosts counts the hosts that serve the calendar, as a
+// crawler finds them.
+func TestTrapHosts(t *testing.T) {
+	w, err := Start(t.Context(), Config{Hosts: 12, Articles: 1, TrapEvery: 4, FirstAddr: mustAddr(t, "127.1.7.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	serving := 0
+	for _, seed := range w.Seeds() {
+		if status, _, _ := get(t, c, seed+"cal/2026/11"); status == http.StatusOK {
+			serving++
+		}
+	}
+	if serving != 3 || w.TrapHosts() != serving {
+		t.Errorf("TrapHosts() = %d, %d of 12 hosts serve the calendar; want 3 and 3", w.TrapHosts(), serving)
+	}
+}
