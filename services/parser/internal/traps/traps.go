@@ -87,25 +87,15 @@ func SameFamily(a, b string) bool {
 	return i == len(a) && j == len(b)
 }
 
-// numbers returns the runs of digits of u after its host, as numbers
-// (false when one has more than 18 digits).
-func numbers(u string) ([]uint64, bool) {
-	var out []uint64
-	for i := authority(u); i < len(u); i++ {
-		if !isDigit(u[i]) {
-			continue
-		}
-		start := i
-		var n uint64
-		for ; i < len(u) && isDigit(u[i]); i++ {
-			n = n*10 + uint64(u[i]-'0')
-		}
-		if i-start > 18 {
-			return nil, false
-		}
-		out = append(out, n)
+// number reads the run of digits of s at i: its value and the index
+// after it, or false when it has more than 18 digits.
+func number(s string, i int) (uint64, int, bool) {
+	start := i
+	var n uint64
+	for ; i < len(s) && isDigit(s[i]); i++ {
+		n = n*10 + uint64(s[i]-'0')
 	}
-	return out, true
+	return n, i, i-start <= 18
 }
 
 // Step reports whether to counts one step from from: one family, and the
@@ -115,28 +105,43 @@ func numbers(u string) ([]uint64, bool) {
 // /list?page=5 are steps; /sec0/page24 → /sec2/page50 (a tree's child)
 // is not, nor is a URL to itself. A trap counts: each page links the
 // next number, for ever; a site's pages link pages all over its range.
+// It reads both URLs once, in step, and allocates nothing: the parser
+// asks it of every new link.
 func Step(from, to string) bool {
-	if !SameFamily(from, to) {
+	i, j := authority(from), authority(to)
+	if from[:i] != to[:j] {
 		return false
 	}
-	a, okA := numbers(from)
-	b, okB := numbers(to)
-	if !okA || !okB || len(a) != len(b) {
-		return false
-	}
-	k := 0
-	for k < len(a) && a[k] == b[k] {
-		k++
-	}
-	if k == len(a) || (a[k]+1 != b[k] && b[k]+1 != a[k]) {
-		return false
-	}
-	for j := k + 1; j < len(a); j++ {
-		if a[j] != b[j] && a[j] > 1 && b[j] > 1 {
+	stepped := false
+	for i < len(from) && j < len(to) {
+		switch da, db := isDigit(from[i]), isDigit(to[j]); {
+		case da && db:
+			var (
+				a, b     uint64
+				okA, okB bool
+			)
+			a, i, okA = number(from, i)
+			b, j, okB = number(to, j)
+			switch {
+			case !okA || !okB:
+				return false
+			case stepped:
+				if a != b && a > 1 && b > 1 {
+					return false
+				}
+			case a+1 == b || b+1 == a:
+				stepped = true
+			case a != b:
+				return false
+			}
+		case da || db || from[i] != to[j]:
 			return false
+		default:
+			i++
+			j++
 		}
 	}
-	return true
+	return stepped && i == len(from) && j == len(to)
 }
 
 // Family names u's family: u with every run of digits of its path and
