@@ -58,6 +58,7 @@ var purePackages = []string{
 	"./libs/hostdelay",
 	"./libs/pagebudget",
 	"./libs/crawlsettings",
+	"./libs/priority",
 	"./libs/identity",
 	"./libs/simhash",
 	"./libs/backoff",

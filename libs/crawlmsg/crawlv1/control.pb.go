@@ -163,8 +163,12 @@ type CrawlSpec struct {
 	// conditionally, and a 304 carries the earlier document over instead of
 	// fetching the page again. Empty: a crawl from the seeds alone.
 	PreviousCrawlId string `protobuf:"bytes,13,opt,name=previous_crawl_id,json=previousCrawlId,proto3" json:"previous_crawl_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// priority orders the crawl's URLs best first (libs/priority): rules by
+	// pattern, sitemaps' <priority>, in-links; depth breaks ties. Unset: the
+	// in-links and sitemaps signals, no rules.
+	Priority      *Priority `protobuf:"bytes,14,opt,name=priority,proto3" json:"priority,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CrawlSpec) Reset() {
@@ -288,6 +292,129 @@ func (x *CrawlSpec) GetPreviousCrawlId() string {
 	return ""
 }
 
+func (x *CrawlSpec) GetPriority() *Priority {
+	if x != nil {
+		return x.Priority
+	}
+	return nil
+}
+
+// Priority is how a crawl ranks its URLs (best-first, seed 001). A URL's
+// priority is the sum of its signals, clamped to [-1000, 1000]; its host's
+// queue takes the highest first, then the shallowest, then the oldest.
+type Priority struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rules         []*PriorityRule        `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`                                    // every rule that matches adds its delta
+	BreadthFirst  bool                   `protobuf:"varint,2,opt,name=breadth_first,json=breadthFirst,proto3" json:"breadth_first,omitempty"` // no signal at all: every URL priority 0, breadth-first per host
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Priority) Reset() {
+	*x = Priority{}
+	mi := &file_control_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Priority) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Priority) ProtoMessage() {}
+
+func (x *Priority) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Priority.ProtoReflect.Descriptor instead.
+func (*Priority) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Priority) GetRules() []*PriorityRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *Priority) GetBreadthFirst() bool {
+	if x != nil {
+		return x.BreadthFirst
+	}
+	return false
+}
+
+// PriorityRule raises or lowers the URLs matching a pattern.
+type PriorityRule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pattern       string                 `protobuf:"bytes,1,opt,name=pattern,proto3" json:"pattern,omitempty"` // RE2 over the canonical URL
+	Delta         int32                  `protobuf:"varint,2,opt,name=delta,proto3" json:"delta,omitempty"`    // -1000..1000, added when pattern matches
+	Hosts         []string               `protobuf:"bytes,3,rep,name=hosts,proto3" json:"hosts,omitempty"`     // only URLs of these hosts (politeness keys, or names without the port); empty: every host
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PriorityRule) Reset() {
+	*x = PriorityRule{}
+	mi := &file_control_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PriorityRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PriorityRule) ProtoMessage() {}
+
+func (x *PriorityRule) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PriorityRule.ProtoReflect.Descriptor instead.
+func (*PriorityRule) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PriorityRule) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *PriorityRule) GetDelta() int32 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *PriorityRule) GetHosts() []string {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
 // Identity is how a crawl presents itself to the sites it fetches: on
 // every request of the crawl, robots.txt included. The seeder validates it
 // (services/seeder/internal/jobs, libs/identity); the fetcher still drops
@@ -307,7 +434,7 @@ type Identity struct {
 
 func (x *Identity) Reset() {
 	*x = Identity{}
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +446,7 @@ func (x *Identity) String() string {
 func (*Identity) ProtoMessage() {}
 
 func (x *Identity) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +459,7 @@ func (x *Identity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Identity.ProtoReflect.Descriptor instead.
 func (*Identity) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Identity) GetUserAgent() string {
@@ -360,7 +487,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +499,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +512,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Header) GetName() string {
@@ -436,7 +563,7 @@ type Scope struct {
 
 func (x *Scope) Reset() {
 	*x = Scope{}
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -448,7 +575,7 @@ func (x *Scope) String() string {
 func (*Scope) ProtoMessage() {}
 
 func (x *Scope) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -461,7 +588,7 @@ func (x *Scope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scope.ProtoReflect.Descriptor instead.
 func (*Scope) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Scope) GetAllowHosts() []string {
@@ -612,7 +739,7 @@ type SiteRules struct {
 
 func (x *SiteRules) Reset() {
 	*x = SiteRules{}
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +751,7 @@ func (x *SiteRules) String() string {
 func (*SiteRules) ProtoMessage() {}
 
 func (x *SiteRules) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +764,7 @@ func (x *SiteRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteRules.ProtoReflect.Descriptor instead.
 func (*SiteRules) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SiteRules) GetHosts() []string {
@@ -684,7 +811,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +823,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +836,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Limits) GetMaxDepth() uint32 {
@@ -758,7 +885,7 @@ type Politeness struct {
 
 func (x *Politeness) Reset() {
 	*x = Politeness{}
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +897,7 @@ func (x *Politeness) String() string {
 func (*Politeness) ProtoMessage() {}
 
 func (x *Politeness) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +910,7 @@ func (x *Politeness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Politeness.ProtoReflect.Descriptor instead.
 func (*Politeness) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Politeness) GetDelay() *durationpb.Duration {
@@ -820,7 +947,7 @@ type Revisit struct {
 
 func (x *Revisit) Reset() {
 	*x = Revisit{}
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +959,7 @@ func (x *Revisit) String() string {
 func (*Revisit) ProtoMessage() {}
 
 func (x *Revisit) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +972,7 @@ func (x *Revisit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revisit.ProtoReflect.Descriptor instead.
 func (*Revisit) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{7}
+	return file_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Revisit) GetEnabled() bool {
@@ -894,7 +1021,7 @@ type CrawlClaim struct {
 
 func (x *CrawlClaim) Reset() {
 	*x = CrawlClaim{}
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1033,7 @@ func (x *CrawlClaim) String() string {
 func (*CrawlClaim) ProtoMessage() {}
 
 func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1046,7 @@ func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CrawlClaim.ProtoReflect.Descriptor instead.
 func (*CrawlClaim) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CrawlClaim) GetCrawlId() string {
@@ -970,7 +1097,7 @@ type ScopeGrant struct {
 
 func (x *ScopeGrant) Reset() {
 	*x = ScopeGrant{}
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1109,7 @@ func (x *ScopeGrant) String() string {
 func (*ScopeGrant) ProtoMessage() {}
 
 func (x *ScopeGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1122,7 @@ func (x *ScopeGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScopeGrant.ProtoReflect.Descriptor instead.
 func (*ScopeGrant) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{9}
+	return file_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScopeGrant) GetCrawlId() string {
@@ -1052,7 +1179,7 @@ var File_control_proto protoreflect.FileDescriptor
 const file_control_proto_rawDesc = "" +
 	"\n" +
 	"\rcontrol.proto\x12\n" +
-	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x04\n" +
+	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x81\x05\n" +
 	"\tCrawlSpec\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.crawler.v1.CrawlStateR\x05state\x129\n" +
@@ -1072,7 +1199,15 @@ const file_control_proto_rawDesc = "" +
 	"\bidentity\x18\v \x01(\v2\x14.crawler.v1.IdentityR\bidentity\x129\n" +
 	"\n" +
 	"deleted_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\x12*\n" +
-	"\x11previous_crawl_id\x18\r \x01(\tR\x0fpreviousCrawlId\"W\n" +
+	"\x11previous_crawl_id\x18\r \x01(\tR\x0fpreviousCrawlId\x120\n" +
+	"\bpriority\x18\x0e \x01(\v2\x14.crawler.v1.PriorityR\bpriority\"_\n" +
+	"\bPriority\x12.\n" +
+	"\x05rules\x18\x01 \x03(\v2\x18.crawler.v1.PriorityRuleR\x05rules\x12#\n" +
+	"\rbreadth_first\x18\x02 \x01(\bR\fbreadthFirst\"T\n" +
+	"\fPriorityRule\x12\x18\n" +
+	"\apattern\x18\x01 \x01(\tR\apattern\x12\x14\n" +
+	"\x05delta\x18\x02 \x01(\x05R\x05delta\x12\x14\n" +
+	"\x05hosts\x18\x03 \x03(\tR\x05hosts\"W\n" +
 	"\bIdentity\x12\x1d\n" +
 	"\n" +
 	"user_agent\x18\x01 \x01(\tR\tuserAgent\x12,\n" +
@@ -1166,49 +1301,53 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_control_proto_goTypes = []any{
 	(CrawlState)(0),               // 0: crawler.v1.CrawlState
 	(ScopeMode)(0),                // 1: crawler.v1.ScopeMode
 	(*CrawlSpec)(nil),             // 2: crawler.v1.CrawlSpec
-	(*Identity)(nil),              // 3: crawler.v1.Identity
-	(*Header)(nil),                // 4: crawler.v1.Header
-	(*Scope)(nil),                 // 5: crawler.v1.Scope
-	(*SiteRules)(nil),             // 6: crawler.v1.SiteRules
-	(*Limits)(nil),                // 7: crawler.v1.Limits
-	(*Politeness)(nil),            // 8: crawler.v1.Politeness
-	(*Revisit)(nil),               // 9: crawler.v1.Revisit
-	(*CrawlClaim)(nil),            // 10: crawler.v1.CrawlClaim
-	(*ScopeGrant)(nil),            // 11: crawler.v1.ScopeGrant
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
+	(*Priority)(nil),              // 3: crawler.v1.Priority
+	(*PriorityRule)(nil),          // 4: crawler.v1.PriorityRule
+	(*Identity)(nil),              // 5: crawler.v1.Identity
+	(*Header)(nil),                // 6: crawler.v1.Header
+	(*Scope)(nil),                 // 7: crawler.v1.Scope
+	(*SiteRules)(nil),             // 8: crawler.v1.SiteRules
+	(*Limits)(nil),                // 9: crawler.v1.Limits
+	(*Politeness)(nil),            // 10: crawler.v1.Politeness
+	(*Revisit)(nil),               // 11: crawler.v1.Revisit
+	(*CrawlClaim)(nil),            // 12: crawler.v1.CrawlClaim
+	(*ScopeGrant)(nil),            // 13: crawler.v1.ScopeGrant
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
 }
 var file_control_proto_depIdxs = []int32{
 	0,  // 0: crawler.v1.CrawlSpec.state:type_name -> crawler.v1.CrawlState
-	12, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
-	5,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
-	7,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
-	8,  // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
-	9,  // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
-	12, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
-	3,  // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
-	12, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
-	4,  // 9: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
-	6,  // 10: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
-	1,  // 11: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
-	13, // 12: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
-	13, // 13: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	13, // 14: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	13, // 15: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	13, // 16: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	13, // 17: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	12, // 18: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
-	12, // 19: crawler.v1.ScopeGrant.granted_at:type_name -> google.protobuf.Timestamp
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	14, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
+	7,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
+	9,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
+	10, // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
+	11, // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
+	14, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
+	14, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
+	3,  // 9: crawler.v1.CrawlSpec.priority:type_name -> crawler.v1.Priority
+	4,  // 10: crawler.v1.Priority.rules:type_name -> crawler.v1.PriorityRule
+	6,  // 11: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
+	8,  // 12: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
+	1,  // 13: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
+	15, // 14: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
+	15, // 15: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	15, // 16: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	15, // 17: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	15, // 18: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	15, // 19: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	14, // 20: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
+	14, // 21: crawler.v1.ScopeGrant.granted_at:type_name -> google.protobuf.Timestamp
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -1222,7 +1361,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

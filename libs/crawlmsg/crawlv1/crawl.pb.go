@@ -116,6 +116,11 @@ type DiscoveredURL struct {
 	// the family; the scheduler ends it as trap_suspected unless it is
 	// known already.
 	TrapFamily string `protobuf:"bytes,152,opt,name=trap_family,json=trapFamily,proto3" json:"trap_family,omitempty"`
+	// in_links > 1: the parser has seen this many pages link the URL (its
+	// recent-links table, lossy and per parser) and publishes the link again
+	// at each power of two, so that the scheduler can raise the URL's
+	// priority (best-first, libs/priority). 0 or 1: a first sighting.
+	InLinks uint32 `protobuf:"varint,153,opt,name=in_links,json=inLinks,proto3" json:"in_links,omitempty"`
 	// Seeder fields (250-299): a URL of the previous crawl (source
 	// PREVIOUS_CRAWL), with the validators of its last fetch, sent as
 	// If-None-Match / If-Modified-Since, and the crawl whose documents row
@@ -123,6 +128,9 @@ type DiscoveredURL struct {
 	Etag            string `protobuf:"bytes,250,opt,name=etag,proto3" json:"etag,omitempty"`
 	LastModified    string `protobuf:"bytes,251,opt,name=last_modified,json=lastModified,proto3" json:"last_modified,omitempty"`
 	DocumentCrawlId string `protobuf:"bytes,252,opt,name=document_crawl_id,json=documentCrawlId,proto3" json:"document_crawl_id,omitempty"`
+	// <priority> of a sitemap entry (source SITEMAP), 0.0 to 1.0; unset when
+	// the entry has none (the sitemap protocol's default is 0.5).
+	SitemapPriority *float32 `protobuf:"fixed32,253,opt,name=sitemap_priority,json=sitemapPriority,proto3,oneof" json:"sitemap_priority,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -241,6 +249,13 @@ func (x *DiscoveredURL) GetTrapFamily() string {
 	return ""
 }
 
+func (x *DiscoveredURL) GetInLinks() uint32 {
+	if x != nil {
+		return x.InLinks
+	}
+	return 0
+}
+
 func (x *DiscoveredURL) GetEtag() string {
 	if x != nil {
 		return x.Etag
@@ -260,6 +275,13 @@ func (x *DiscoveredURL) GetDocumentCrawlId() string {
 		return x.DocumentCrawlId
 	}
 	return ""
+}
+
+func (x *DiscoveredURL) GetSitemapPriority() float32 {
+	if x != nil && x.SitemapPriority != nil {
+		return *x.SitemapPriority
+	}
+	return 0
 }
 
 // FetchRequest is a deduplicated, admitted URL that the fetcher owning its
@@ -284,8 +306,20 @@ type FetchRequest struct {
 	// Scheduler fields (200-249).
 	Revisit         bool   `protobuf:"varint,200,opt,name=revisit,proto3" json:"revisit,omitempty"`                                         // a scheduled re-fetch of a page fetched before (revisit policy), not a new URL
 	DocumentCrawlId string `protobuf:"bytes,201,opt,name=document_crawl_id,json=documentCrawlId,proto3" json:"document_crawl_id,omitempty"` // copied from DiscoveredURL.document_crawl_id: the earlier crawl whose document a 304 carries over
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// priority orders the request in its host's queue: higher first, then
+	// lower depth (libs/priority). 0 with no signal: breadth-first per host.
+	Priority int32 `protobuf:"varint,202,opt,name=priority,proto3" json:"priority,omitempty"`
+	// priority_reason names the signals that made priority, joined by '+'
+	// ("rule", "sitemap", "inlinks"); empty when it is 0 with no signal.
+	PriorityReason string `protobuf:"bytes,203,opt,name=priority_reason,json=priorityReason,proto3" json:"priority_reason,omitempty"`
+	// reprioritize: not a request. The URL (crawl_id, url_fp; depth as
+	// admitted) is already admitted; if its request waits in the fetcher's
+	// host queue, its priority becomes priority (never lower). A fetcher
+	// that holds no such request ignores it. Sent by the scheduler when a
+	// known URL collects more in-links.
+	Reprioritize  bool `protobuf:"varint,204,opt,name=reprioritize,proto3" json:"reprioritize,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FetchRequest) Reset() {
@@ -428,6 +462,27 @@ func (x *FetchRequest) GetDocumentCrawlId() string {
 		return x.DocumentCrawlId
 	}
 	return ""
+}
+
+func (x *FetchRequest) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *FetchRequest) GetPriorityReason() string {
+	if x != nil {
+		return x.PriorityReason
+	}
+	return ""
+}
+
+func (x *FetchRequest) GetReprioritize() bool {
+	if x != nil {
+		return x.Reprioritize
+	}
+	return false
 }
 
 // FetchedPage is the outcome of one fetch attempt, success or failure,
@@ -1057,7 +1112,7 @@ var File_crawl_proto protoreflect.FileDescriptor
 const file_crawl_proto_rawDesc = "" +
 	"\n" +
 	"\vcrawl.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x04\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfb\x04\n" +
 	"\rDiscoveredURL\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -1074,10 +1129,13 @@ const file_crawl_proto_rawDesc = "" +
 	"serpEngine\x125\n" +
 	"\alastmod\x18\x97\x01 \x01(\v2\x1a.google.protobuf.TimestampR\alastmod\x12 \n" +
 	"\vtrap_family\x18\x98\x01 \x01(\tR\n" +
-	"trapFamily\x12\x13\n" +
+	"trapFamily\x12\x1a\n" +
+	"\bin_links\x18\x99\x01 \x01(\rR\ainLinks\x12\x13\n" +
 	"\x04etag\x18\xfa\x01 \x01(\tR\x04etag\x12$\n" +
 	"\rlast_modified\x18\xfb\x01 \x01(\tR\flastModified\x12+\n" +
-	"\x11document_crawl_id\x18\xfc\x01 \x01(\tR\x0fdocumentCrawlId\"\xc5\x04\n" +
+	"\x11document_crawl_id\x18\xfc\x01 \x01(\tR\x0fdocumentCrawlId\x12/\n" +
+	"\x10sitemap_priority\x18\xfd\x01 \x01(\x02H\x00R\x0fsitemapPriority\x88\x01\x01B\x13\n" +
+	"\x11_sitemap_priority\"\xb1\x05\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -1099,7 +1157,10 @@ const file_crawl_proto_rawDesc = "" +
 	"\vserp_engine\x18\x96\x01 \x01(\tR\n" +
 	"serpEngine\x12\x19\n" +
 	"\arevisit\x18\xc8\x01 \x01(\bR\arevisit\x12+\n" +
-	"\x11document_crawl_id\x18\xc9\x01 \x01(\tR\x0fdocumentCrawlId\"\xed\a\n" +
+	"\x11document_crawl_id\x18\xc9\x01 \x01(\tR\x0fdocumentCrawlId\x12\x1b\n" +
+	"\bpriority\x18\xca\x01 \x01(\x05R\bpriority\x12(\n" +
+	"\x0fpriority_reason\x18\xcb\x01 \x01(\tR\x0epriorityReason\x12#\n" +
+	"\freprioritize\x18\xcc\x01 \x01(\bR\freprioritize\"\xed\a\n" +
 	"\vFetchedPage\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -1239,6 +1300,7 @@ func file_crawl_proto_init() {
 	if File_crawl_proto != nil {
 		return
 	}
+	file_crawl_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
