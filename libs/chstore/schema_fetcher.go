@@ -73,6 +73,19 @@ var fetcherMigrations = []Migration{
 			`ALTER TABLE fetch_log ADD COLUMN last_modified String DEFAULT ''`,
 		},
 	},
+	{
+		Version: 102,
+		Name:    "fetch_log.priority and priority_reason: what ordered each request (best-first)",
+		Statements: []string{
+			// The request's priority (FetchRequest.priority, libs/priority)
+			// when it was fetched, after any raise from in-links collected
+			// while it waited, and the signals that made it. 0 and '' with
+			// no signal (breadth-first) and for rows from before. One
+			// statement each (execIdempotent).
+			`ALTER TABLE fetch_log ADD COLUMN priority Int32 DEFAULT 0`,
+			`ALTER TABLE fetch_log ADD COLUMN priority_reason String DEFAULT ''`,
+		},
+	},
 }
 
 // PreviousPage is a URL an earlier crawl fetched, as the next crawl of the

@@ -153,4 +153,21 @@ SELECT partition, crawl_id, host, fp, depth, url, parent_url, anchor_text, '', d
 			`ALTER TABLE frontier_v2 ADD COLUMN document_crawl_id String DEFAULT ''`,
 		},
 	},
+	{
+		Version: 306,
+		Name:    "url_events and frontier_v2 priority, priority_reason: the rank of a URL and why (best-first)",
+		Statements: []string{
+			// A URL's priority (libs/priority: rules, sitemap, in-links)
+			// and the signals that made it ("rule+inlinks"). In
+			// url_events, the priority a URL had when it was dropped (a
+			// budget_exhausted URL's rank tells what a larger budget would
+			// have fetched next); in frontier_v2, the priority a deferred
+			// URL keeps, so that its release still carries it. 0 and ''
+			// for rows from before. One statement each (execIdempotent).
+			`ALTER TABLE url_events ADD COLUMN priority Int32 DEFAULT 0`,
+			`ALTER TABLE url_events ADD COLUMN priority_reason String DEFAULT ''`,
+			`ALTER TABLE frontier_v2 ADD COLUMN priority Int32 DEFAULT 0`,
+			`ALTER TABLE frontier_v2 ADD COLUMN priority_reason String DEFAULT ''`,
+		},
+	},
 }

@@ -44,6 +44,12 @@ type FetchLogRow struct {
 	// Columns etag and last_modified, migration 101.
 	ETag         string
 	LastModified string
+	// Priority is the request's priority when it was fetched
+	// (FetchRequest.priority, libs/priority) and PriorityReason the
+	// signals that made it. Columns priority and priority_reason,
+	// migration 102.
+	Priority       int32
+	PriorityReason string
 }
 
 // SeenRow is one admitted URL fingerprint of a partition (table url_seen).
@@ -101,11 +107,11 @@ var (
 		Name: "fetch_log",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt", "warc_file", "warc_offset",
 			"fetched_at", "fetched_at_ms", "status", "error_kind", "error_message", "bytes",
-			"content_type", "duration_ms", "redirect_location", "depth", "fetcher", "final", "etag", "last_modified"},
+			"content_type", "duration_ms", "redirect_location", "depth", "fetcher", "final", "etag", "last_modified", "priority", "priority_reason"},
 		Values: func(r FetchLogRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.Attempt, r.WarcFile, r.WarcOffset,
 				r.FetchedAt, r.FetchedAtMs, r.Status, r.ErrorKind, r.ErrorMessage, r.Bytes,
-				r.ContentType, r.DurationMs, r.RedirectLocation, r.Depth, r.Fetcher, boolByte(r.Final), r.ETag, r.LastModified}
+				r.ContentType, r.DurationMs, r.RedirectLocation, r.Depth, r.Fetcher, boolByte(r.Final), r.ETag, r.LastModified, r.Priority, r.PriorityReason}
 		},
 		Compare: func(a, b FetchLogRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), strings.Compare(a.Host, b.Host), cmp.Compare(a.URLFP, b.URLFP),
@@ -321,6 +327,9 @@ type FrontierRow struct {
 	// The FetchRequest's validators and document crawl (a URL of the
 	// crawl's previous crawl; migration 305).
 	ETag, LastModified, DocumentCrawlID string
+	// The FetchRequest's priority and its signals (migration 306).
+	Priority       int32
+	PriorityReason string
 }
 
 // Frontier is the frontier table (frontier_v2 since migration 302; the
@@ -328,10 +337,10 @@ type FrontierRow struct {
 var Frontier = Table[FrontierRow]{
 	Name: "frontier_v2",
 	Columns: []string{"partition", "crawl_id", "host", "fp", "depth", "url", "parent_url",
-		"anchor_text", "serp_engine", "discovered_at", "state", "updated_at", "etag", "last_modified", "document_crawl_id"},
+		"anchor_text", "serp_engine", "discovered_at", "state", "updated_at", "etag", "last_modified", "document_crawl_id", "priority", "priority_reason"},
 	Values: func(r FrontierRow) []any {
 		return []any{r.Partition, r.CrawlID, r.Host, r.FP, r.Depth, r.URL, r.ParentURL,
-			r.AnchorText, r.SerpEngine, r.DiscoveredAt, r.State, r.UpdatedAt, r.ETag, r.LastModified, r.DocumentCrawlID}
+			r.AnchorText, r.SerpEngine, r.DiscoveredAt, r.State, r.UpdatedAt, r.ETag, r.LastModified, r.DocumentCrawlID, r.Priority, r.PriorityReason}
 	},
 }
 
@@ -347,14 +356,18 @@ type URLEventRow struct {
 	Reason    string // the scheduler's drop reason (duplicate, too_deep, invalid_url…)
 	Depth     uint16
 	EventTime time.Time
+	// Priority is the URL's priority when it was dropped (libs/priority)
+	// and PriorityReason the signals that made it (migration 306).
+	Priority       int32
+	PriorityReason string
 }
 
 // URLEvents is the url_events table.
 var URLEvents = Table[URLEventRow]{
 	Name:    "url_events",
-	Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time"},
+	Columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time", "priority", "priority_reason"},
 	Values: func(r URLEventRow) []any {
-		return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.State, r.Reason, r.Depth, r.EventTime}
+		return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.Partition, r.State, r.Reason, r.Depth, r.EventTime, r.Priority, r.PriorityReason}
 	},
 	Compare: func(a, b URLEventRow) int {
 		return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP), strings.Compare(a.State, b.State), strings.Compare(a.Reason, b.Reason))
