@@ -262,3 +262,22 @@ func ParseRule(s string) (*crawlv1.PriorityRule, error) {
 	}
 	return pr, nil
 }
+
+// ParseSignals reads what String wrote; unknown names are ignored.
+func ParseSignals(s string) Signals {
+	var out Signals
+	for s != "" {
+		name := s
+		if i := strings.IndexByte(s, '+'); i >= 0 {
+			name, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		for i, n := range signalNames {
+			if n == name {
+				out |= 1 << i
+			}
+		}
+	}
+	return out
+}

@@ -146,3 +146,14 @@ func FuzzRank(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSignals(t *testing.T) {
+	for s := Signals(0); s < 8; s++ {
+		if got := ParseSignals(s.String()); got != s {
+			t.Errorf("ParseSignals(%q) = %v, want %v", s.String(), got, s)
+		}
+	}
+	if got := ParseSignals("rule+bogus"); got != Rule {
+		t.Errorf("unknown name: %v", got)
+	}
+}
