@@ -31,6 +31,10 @@ type (
 	Keywords = jobs.Keywords
 	// SiteRules are a scope's filters of one site.
 	SiteRules = jobs.SiteRules
+	// Priority is a request's best-first ranking: rules and breadth_first.
+	Priority = jobs.Priority
+	// PriorityRule is one rule of a Priority.
+	PriorityRule = jobs.PriorityRule
 )
 
 // MaxListItems is the most entries a scope list (allow_hosts, deny_hosts,

@@ -263,6 +263,10 @@ func TestCreateRejects(t *testing.T) {
 			wantStatus: 400, wantFields: []string{"keywords.combine"}},
 		{name: "sitemap urls", body: `{"seeds":["http://127.0.0.2/"],"sitemap_urls":["ftp://127.0.0.2/s.xml","/relative.xml","http://127.0.0.2/ok.xml"]}`,
 			wantStatus: 400, wantFields: []string{"sitemap_urls[0]", "sitemap_urls[1]"}},
+		{name: "priority rules", body: `{"seeds":["http://127.0.0.2/"],"priority":{"rules":[{"pattern":"/ok/","delta":5},{"pattern":"(","delta":5},{"pattern":"/x/","delta":0},{"pattern":"/y/","delta":2000}]}}`,
+			wantStatus: 400, wantFields: []string{"priority.rules[1]", "priority.rules[2]", "priority.rules[3]"}},
+		{name: "priority unknown field", body: `{"seeds":["http://127.0.0.2/"],"priority":{"rules":[{"pattern":"/ok/","boost":5}]}}`,
+			wantStatus: 400, wantFields: []string{"boost"}},
 		{name: "sitemaps not enabled", body: `{"seeds":["http://127.0.0.2/"],"sitemaps":true}`,
 			wantStatus: 400, wantFields: []string{"sitemaps"}},
 		{name: "too large", body: `{"seeds_text":"` + strings.Repeat("x", 70<<10) + `"}`, wantStatus: 413},
@@ -340,6 +344,7 @@ func TestCrawlLifecycle(t *testing.T) {
 		"keywords":{"terms":["go","c++"],"templates":[{"name":"local","url":"http://127.0.0.3/search?q={query}&p={page}"}],"pages":2},
 		"scope":{"allow_domains":["Example.ORG"],"deny_patterns":["\\?sort="]},
 		"limits":{"max_depth":3,"max_pages":100},
+		"priority":{"rules":[{"pattern":"/product/","delta":50,"hosts":["127.0.0.2"]}],"breadth_first":true},
 		"politeness":{"delay":"1500ms"},
 		"revisit":{"enabled":true,"min_interval":"1h","max_interval":"24h"}}`
 	var created crawljobs.CreateResponse
@@ -397,8 +402,10 @@ func TestCrawlLifecycle(t *testing.T) {
 		Polite struct {
 			Delay string `json:"delay"`
 		} `json:"politeness"`
+		Priority jobs.Priority `json:"priority"`
 	}
-	if err := json.Unmarshal(v.Spec, &spec); err != nil || spec.Scope.AllowDomains[0] != "example.org" || spec.Limits.MaxDepth != 3 || spec.Polite.Delay != "1.500s" {
+	if err := json.Unmarshal(v.Spec, &spec); err != nil || spec.Scope.AllowDomains[0] != "example.org" || spec.Limits.MaxDepth != 3 || spec.Polite.Delay != "1.500s" ||
+		fmt.Sprint(spec.Priority) != "{[{/product/ 50 [127.0.0.2]}] true}" {
 		t.Errorf("spec %s (%v)", v.Spec, err)
 	}
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/identity"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
@@ -56,6 +57,27 @@ type Request struct {
 	// validators and asked for conditionally, a 304 carrying the
 	// earlier document over (CrawlSpec.previous_crawl_id).
 	PreviousCrawlID string `json:"previous_crawl_id,omitempty"`
+	// Priority ranks the crawl's URLs best first (CrawlSpec.priority,
+	// libs/priority): rules that raise or lower URLs by pattern, or
+	// breadth_first to ignore every signal.
+	Priority *Priority `json:"priority,omitempty"`
+}
+
+// Priority mirrors crawlv1.Priority.
+type Priority struct {
+	Rules []PriorityRule `json:"rules,omitempty"`
+	// BreadthFirst ignores every signal (rules, sitemaps, in-links): each
+	// host's URLs go shallowest first.
+	BreadthFirst bool `json:"breadth_first,omitempty"`
+}
+
+// PriorityRule mirrors crawlv1.PriorityRule: every URL whose canonical
+// form matches Pattern (RE2), on one of Hosts (none: every host), has
+// Delta (-1000 to 1000, not 0) added to its priority.
+type PriorityRule struct {
+	Pattern string   `json:"pattern"`
+	Delta   int32    `json:"delta"`
+	Hosts   []string `json:"hosts,omitempty"`
 }
 
 // Keywords asks for result-page seeds.
@@ -347,6 +369,9 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 		}
 		KeepOnSeeds(spec, urls)
 	}
+	if p := req.Priority; p != nil {
+		spec.Priority = buildPriority(*p, &errs)
+	}
 	if l := req.Limits; l != nil {
 		spec.Limits = &crawlv1.Limits{MaxDepth: l.MaxDepth, MaxPages: l.MaxPages, MaxPagesPerHost: l.MaxPagesPerHost,
 			MaxDuration: timeLimit("limits.max_duration", l.MaxDuration, &errs)}
@@ -565,6 +590,38 @@ func buildScope(s Scope, errs *FieldErrors) *crawlv1.Scope {
 	}
 }
 
+// buildPriority checks a request's priority rules (priority.Validate, rule
+// by rule, so that each error names its rule) and returns them as the
+// spec's; nil when it sets nothing.
+func buildPriority(p Priority, errs *FieldErrors) *crawlv1.Priority {
+	if len(p.Rules) > priority.MaxRules {
+		errs.add("priority.rules", "%d rules, want at most %d", len(p.Rules), priority.MaxRules)
+		return nil
+	}
+	out := &crawlv1.Priority{BreadthFirst: p.BreadthFirst}
+	for i, r := range p.Rules {
+		field := fmt.Sprintf("priority.rules[%d]", i)
+		if len(r.Pattern) > MaxPattern {
+			errs.add(field+".pattern", "%d bytes, want at most %d", len(r.Pattern), MaxPattern)
+			continue
+		}
+		if len(r.Hosts) > MaxListItems {
+			errs.add(field+".hosts", "%d entries, want at most %d", len(r.Hosts), MaxListItems)
+			continue
+		}
+		pr := &crawlv1.PriorityRule{Pattern: r.Pattern, Delta: r.Delta, Hosts: lowerAll(r.Hosts)}
+		if err := priority.Validate(&crawlv1.Priority{Rules: []*crawlv1.PriorityRule{pr}}); err != nil {
+			errs.add(field, "%s", strings.TrimPrefix(err.Error(), "priority rule 1: "))
+			continue
+		}
+		out.Rules = append(out.Rules, pr)
+	}
+	if len(out.Rules) == 0 && !out.BreadthFirst {
+		return nil
+	}
+	return out
+}
+
 // lowerAll returns the items trimmed and in lower case.
 func lowerAll(in []string) []string {
 	out := make([]string, len(in))
@@ -705,7 +762,7 @@ func Delete(spec *crawlv1.CrawlSpec, now time.Time) *crawlv1.CrawlSpec {
 
 // Revise returns spec as the next revision of old, the specification the
 // crawl already has: spec's name, scope, limits, politeness, revisit
-// policy and identity with old's state and creation time, revision old+1, updated at
+// policy, identity and priority with old's state and creation time, revision old+1, updated at
 // now. A cancelled crawl stays cancelled: ErrFinal. Neither argument is
 // modified.
 func Revise(old, spec *crawlv1.CrawlSpec, now time.Time) (*crawlv1.CrawlSpec, error) {

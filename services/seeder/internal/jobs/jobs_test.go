@@ -398,3 +398,57 @@ func TestBuildPreviousCrawl(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildPriority: the request's priority rules become the spec's, hosts
+// in lower case; every bad rule is a field error naming it, none is
+// dropped silently; a priority that sets nothing leaves the spec's unset.
+func TestBuildPriority(t *testing.T) {
+	req := jobs.Request{CrawlID: "c", Priority: &jobs.Priority{
+		Rules: []jobs.PriorityRule{
+			{Pattern: `/product/`, Delta: 50},
+			{Pattern: `\?sort=`, Delta: -100, Hosts: []string{"Shop.Example"}},
+		},
+		BreadthFirst: true,
+	}}
+	job, err := jobs.BuildSpec(req, nil, now)
+	if err != nil {
+		t.Fatalf("BuildSpec: %v", err)
+	}
+	p := job.Spec.GetPriority()
+	if rs := p.GetRules(); !p.GetBreadthFirst() || len(rs) != 2 || rs[0].GetPattern() != `/product/` || rs[0].GetDelta() != 50 ||
+		rs[1].GetDelta() != -100 || !slices.Equal(rs[1].GetHosts(), []string{"shop.example"}) {
+		t.Errorf("priority %v", p)
+	}
+
+	job, err = jobs.BuildSpec(jobs.Request{CrawlID: "c", Priority: &jobs.Priority{}}, nil, now)
+	if err != nil || job.Spec.GetPriority() != nil {
+		t.Errorf("empty priority: %v, %v", job.Spec.GetPriority(), err)
+	}
+
+	bad := &jobs.Priority{Rules: []jobs.PriorityRule{
+		{Pattern: `/ok/`, Delta: 1},
+		{Pattern: `(`, Delta: 5},
+		{Pattern: `/zero/`, Delta: 0},
+		{Pattern: `/big/`, Delta: 1001},
+		{Pattern: ``, Delta: 3},
+		{Pattern: `/h/`, Delta: 3, Hosts: []string{"a.test/path"}},
+	}}
+	_, err = jobs.BuildSpec(jobs.Request{CrawlID: "c", Priority: bad}, nil, now)
+	var fe jobs.FieldErrors
+	if !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want field errors", err)
+	}
+	var fields []string
+	for _, e := range fe {
+		fields = append(fields, e.Field)
+	}
+	want := []string{"priority.rules[1]", "priority.rules[2]", "priority.rules[3]", "priority.rules[4]", "priority.rules[5]"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("fields %v, want %v (%v)", fields, want, err)
+	}
+	for _, w := range []string{"missing closing )", "delta 0 changes nothing", "delta 1001 not in [-1000, 1000]", "empty pattern", `host "a.test/path"`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+}
