@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -648,6 +649,53 @@ func TestFormIdentityAndTimeLimit(t *testing.T) {
 	}
 	if !strings.Contains(r.body, ">X-Ok: 1\nCookie: a=b\nno colon</textarea>") || !strings.Contains(r.body, `name="limits.max_duration" value="-1m"`) {
 		t.Errorf("the form lost its values")
+	}
+	if n := len(e.jobs.Crawls()); n != 1 {
+		t.Errorf("%d crawls, want only the first", n)
+	}
+}
+
+// TestFormPriority: the form's priority rules, one "PATTERN=+N" a line,
+// hosts first for a rule of some hosts, and breadth-first reach the
+// crawl's spec and show on its page; a line that is no rule, and a rule
+// the API refuses, are errors on the field, nothing dropped, no crawl made.
+func TestFormPriority(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(t)
+	csrf := c.login()
+	const id = "priority-crawl"
+	r := c.post("/ui/crawls", url.Values{"csrf": {csrf}, "crawl_id": {id}, "seeds_text": {"http://127.0.0.2:8080/"},
+		"priority.rules": {"/product/=+50\n\nShop.Example,127.0.0.2:8080 \\?sort==-100\n"}, "priority.breadth_first": {"on"}})
+	if r.code != http.StatusSeeOther {
+		t.Fatalf("submit: %d %s", r.code, r.body)
+	}
+	p := e.jobs.Crawl(id).GetPriority()
+	if rs := p.GetRules(); !p.GetBreadthFirst() || len(rs) != 2 || rs[0].GetPattern() != "/product/" || rs[0].GetDelta() != 50 || len(rs[0].GetHosts()) != 0 ||
+		rs[1].GetPattern() != `\?sort=` || rs[1].GetDelta() != -100 || !slices.Equal(rs[1].GetHosts(), []string{"shop.example", "127.0.0.2:8080"}) {
+		t.Fatalf("priority from the form: %v", p)
+	}
+	r = c.get("/ui/crawls/" + id)
+	for _, want := range []string{"breadth-first: every signal ignored", "<code>/product/=+50</code>", "<code>shop.example,127.0.0.2:8080 \\?sort==-100</code>"} {
+		if !strings.Contains(html.UnescapeString(r.body), want) {
+			t.Errorf("crawl page lacks %s", want)
+		}
+	}
+
+	bad := url.Values{"csrf": {csrf}, "seeds_text": {"http://127.0.0.2:8080/"}, "priority.rules": {"/ok/=+1\n/no-number/\n(=+5\n/x/=+2000"}}
+	r = c.post("/ui/crawls", bad)
+	if r.code != http.StatusBadRequest {
+		t.Fatalf("bad form: %d, want 400", r.code)
+	}
+	var shown []string
+	for _, m := range fieldErrorRE.FindAllStringSubmatch(r.body, -1) {
+		if m[1] == "priority.rules" {
+			shown = append(shown, html.UnescapeString(m[2]))
+		}
+	}
+	for _, w := range []string{"line 2: priority rule \"/no-number/\"", "line 3: priority rule \"(=+5\"", "line 4: priority rule \"/x/=+2000\": delta 2000 not in [-1000, 1000]"} {
+		if !slices.ContainsFunc(shown, func(m string) bool { return strings.Contains(m, w) }) {
+			t.Errorf("priority.rules: %q not shown (shown: %q)", w, shown)
+		}
 	}
 	if n := len(e.jobs.Crawls()); n != 1 {
 		t.Errorf("%d crawls, want only the first", n)

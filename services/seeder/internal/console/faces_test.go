@@ -227,6 +227,8 @@ func sampleValue(f string, checkbox bool) string {
 		return `[{"hosts": ["example.org"]}]`
 	case f == "keywords.templates":
 		return "mine https://search.example/?q={query}"
+	case f == "priority.rules":
+		return "/product/=+50"
 	}
 	return "7"
 }

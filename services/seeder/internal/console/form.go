@@ -2,10 +2,13 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/keywords"
 )
@@ -16,7 +19,10 @@ import (
 // Lists are text areas with one entry a line; keywords.groups is one
 // group a line, its terms comma-separated; keywords.templates one
 // "name URL-template" a line; scope.sites is JSON as the API takes it;
-// identity.headers one "Name: value" a line, as the API takes them.
+// identity.headers one "Name: value" a line, as the API takes them;
+// priority.rules one rule a line, "PATTERN=+N" as the launcher's --priority
+// takes it, or "host1,host2 PATTERN=+N" for a rule of some hosts only
+// (formatRule writes them back).
 
 // formErrors are a form's errors by field name; "" holds the ones that
 // name no field of the form.
@@ -39,6 +45,7 @@ var formFields = map[string]bool{
 	"politeness.delay": true, "politeness.max_crawl_delay": true, "politeness.serp_ignore_robots": true,
 	"revisit.enabled": true, "revisit.min_interval": true, "revisit.max_interval": true, "revisit.initial_interval": true,
 	"sitemaps": true, "sitemap_urls": true, "previous_crawl_id": true,
+	"priority.rules": true, "priority.breadth_first": true,
 }
 
 // fieldOf maps an API error's field to the form field showing it.
@@ -163,6 +170,9 @@ func requestFromForm(v url.Values) (jobs.Request, formErrors) {
 		}
 	}
 	req.Scope = &sc
+	if p := priorityFromForm(v.Get("priority.rules"), on("priority.breadth_first"), errs); p != nil {
+		req.Priority = p
+	}
 	req.Limits = &jobs.Limits{MaxDepth: uint32(num("limits.max_depth", 32)), MaxPages: num("limits.max_pages", 64),
 		MaxPagesPerHost: num("limits.max_pages_per_host", 64), MaxDuration: strings.TrimSpace(v.Get("limits.max_duration"))}
 	if id := (jobs.Identity{UserAgent: strings.TrimSpace(v.Get("identity.user_agent")), Headers: lines(v.Get("identity.headers"))}); id.UserAgent != "" || len(id.Headers) > 0 {
@@ -175,4 +185,44 @@ func requestFromForm(v url.Values) (jobs.Request, formErrors) {
 			MaxInterval: strings.TrimSpace(v.Get("revisit.max_interval")), InitialInterval: strings.TrimSpace(v.Get("revisit.initial_interval"))}
 	}
 	return req, errs
+}
+
+// priorityFromForm reads the form's priority rules, one a line:
+// "PATTERN=+N", or "host1,host2 PATTERN=+N" (the hosts, comma-separated,
+// before the first space; a canonical URL holds no space, so a pattern
+// needs none). A line that is no rule is a form error naming its line;
+// jobs.Build checks the rest. nil when the form sets nothing.
+func priorityFromForm(text string, breadthFirst bool, errs formErrors) *jobs.Priority {
+	p := &jobs.Priority{BreadthFirst: breadthFirst}
+	for i, l := range lines(text) {
+		var hosts []string
+		if h, rest, ok := strings.Cut(l, " "); ok {
+			for _, host := range strings.Split(h, ",") {
+				if host = strings.TrimSpace(host); host != "" {
+					hosts = append(hosts, host)
+				}
+			}
+			l = strings.TrimSpace(rest)
+		}
+		pr, err := priority.ParseRule(l)
+		if err != nil {
+			errs.add("priority.rules", "line "+strconv.Itoa(i+1)+": "+err.Error())
+			continue
+		}
+		p.Rules = append(p.Rules, jobs.PriorityRule{Pattern: pr.GetPattern(), Delta: pr.GetDelta(), Hosts: hosts})
+	}
+	if len(p.Rules) == 0 && !p.BreadthFirst {
+		return nil
+	}
+	return p
+}
+
+// formatRule writes a priority rule as the form reads it: "PATTERN=+N",
+// its hosts first when it has any.
+func formatRule(r *crawlv1.PriorityRule) string {
+	s := r.GetPattern() + "=" + fmt.Sprintf("%+d", r.GetDelta())
+	if len(r.GetHosts()) > 0 {
+		s = strings.Join(r.GetHosts(), ",") + " " + s
+	}
+	return s
 }

@@ -254,6 +254,8 @@ type crawlData struct {
 	Deadline        time.Time     // when the time limit ends the crawl
 	UserAgent       string        // identity.user_agent; "": the fetcher's
 	Headers         []string      // identity.headers as "Name: value"
+	Priority        []string      // priority.rules as the form writes them
+	BreadthFirst    bool          // priority.breadth_first
 	Progress        float64
 	Rate            float64
 	Charts          []chart
@@ -291,6 +293,10 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 	for _, h := range spec.GetIdentity().GetHeaders() {
 		d.Headers = append(d.Headers, h.GetName()+": "+h.GetValue())
 	}
+	for _, r := range spec.GetPriority().GetRules() {
+		d.Priority = append(d.Priority, formatRule(r))
+	}
+	d.BreadthFirst = spec.GetPriority().GetBreadthFirst()
 	from := spec.GetCreatedAt().AsTime()
 	to := now
 	if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
