@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
@@ -53,6 +54,9 @@ type ScopeFlags struct {
 
 	UserAgent Opt[string]   // flag user-agent
 	Headers   Opt[[]string] // flag header (repeatable)
+
+	Priority     Opt[[]crawlspec.PriorityRule] // flag priority (repeatable)
+	BreadthFirst Opt[bool]                     // flag breadth-first
 }
 
 func listFlag(fs *flag.FlagSet, o *Opt[[]string], name, usage string) {
@@ -110,6 +114,16 @@ func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
 		s.UserAgent = Opt[string]{V: v, Set: true}
 		return nil
 	})
+	fs.Func("priority", "a priority rule `PATTERN=+N`: every URL whose canonical form matches the RE2 PATTERN has N (-1000 to 1000, not 0; PATTERN=-N lowers) added to its priority, and each host fetches its highest priority first, then the shallowest (repeatable; priority.rules, replacing the spec file's; a rule of some hosts only goes in the spec file)", func(v string) error {
+		r, err := priority.ParseRule(v)
+		if err != nil {
+			return err
+		}
+		s.Priority.V = append(s.Priority.V, crawlspec.PriorityRule{Pattern: r.GetPattern(), Delta: r.GetDelta()})
+		s.Priority.Set = true
+		return nil
+	})
+	boolFlag(fs, &s.BreadthFirst, "breadth-first", "ignore every priority signal (rules, sitemaps' <priority> and <lastmod>, in-links): each host's URLs go shallowest first (priority.breadth_first)")
 	listFlag(fs, &s.Headers, "header", "an extra request header `\"Name: value\"` sent with every request of the crawl, robots.txt included (repeatable; identity.headers; not Cookie, Host, Authorization or hop-by-hop headers)")
 }
 
@@ -192,6 +206,20 @@ func (s ScopeFlags) Apply(req *crawlspec.Request) {
 	if s.UserAgent.Set || s.Headers.Set {
 		req.Identity = &id
 	}
+
+	if s.Priority.Set || s.BreadthFirst.Set {
+		var p crawlspec.Priority
+		if req.Priority != nil {
+			p = *req.Priority
+		}
+		if s.Priority.Set {
+			p.Rules = append([]crawlspec.PriorityRule(nil), s.Priority.V...)
+		}
+		if s.BreadthFirst.Set {
+			p.BreadthFirst = s.BreadthFirst.V
+		}
+		req.Priority = &p
+	}
 }
 
 // given returns, per request field, the flag that set it.
@@ -214,6 +242,7 @@ func (s ScopeFlags) given() map[string]string {
 		{s.MaxDuration.Set, "max-duration", "limits.max_duration"},
 		{s.UserAgent.Set, "user-agent", "identity.user_agent"},
 		{s.Headers.Set, "header", "identity.headers"},
+		{s.Priority.Set, "priority", "priority.rules"},
 	} {
 		if f.set {
 			out[f.field] = f.flag
