@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,6 +36,10 @@ const MaxLocBytes = 64 << 10
 
 // maxLastmodBytes bounds a <lastmod>: a W3C datetime is at most 35 bytes.
 const maxLastmodBytes = 64
+
+// maxPriorityBytes bounds a <priority>: "0.5" is 3 bytes; longer is
+// invalid.
+const maxPriorityBytes = 32
 
 // Kind is what a sitemap lists.
 type Kind int
@@ -90,6 +96,12 @@ type Entry struct {
 	// Lastmod is RawLastmod parsed (UTC); zero when absent or invalid
 	// (ParseLastmod says why).
 	Lastmod time.Time
+	// Priority is the <priority> of a url set's entry when HasPriority
+	// (ParsePriority: 0 to 1, a number outside clamped). HasPriority is
+	// false when the entry has none or it is no number: absent is not 0
+	// (the protocol's default is 0.5).
+	Priority    float32
+	HasPriority bool
 	// Err, when not nil, says why the entry is unusable: ErrNoLoc,
 	// ErrNotURL, ErrTooLong (RobotsSitemaps: why the line is no sitemap
 	// URL). Unusable entries are kept to be reported.
@@ -291,7 +303,7 @@ func parseXML(r io.Reader, maxEntries int) (Result, error) {
 	var (
 		res   Result
 		cur   *Entry
-		field string // "loc" or "lastmod" while inside one of cur
+		field string // "loc", "lastmod" or "priority" while inside one of cur
 		text  strings.Builder
 		long  bool // the field's text went beyond its cap
 		depth int  // of the current element; the root is 1
@@ -324,7 +336,7 @@ func parseXML(r io.Reader, maxEntries int) (Result, error) {
 				}
 			case depth == 2 && (name == "url" || name == "sitemap"):
 				cur = &Entry{}
-			case depth == 3 && cur != nil && (name == "loc" || name == "lastmod"):
+			case depth == 3 && cur != nil && (name == "loc" || name == "lastmod" || name == "priority" && res.Kind == URLSet):
 				field, long = name, false
 				text.Reset()
 			}
@@ -333,8 +345,11 @@ func parseXML(r io.Reader, maxEntries int) (Result, error) {
 				continue
 			}
 			limit := MaxLocBytes
-			if field == "lastmod" {
+			switch field {
+			case "lastmod":
 				limit = maxLastmodBytes + 1 // longer is invalid: see ParseLastmod
+			case "priority":
+				limit = maxPriorityBytes + 1 // longer is invalid: see ParsePriority
 			}
 			if room := limit - text.Len(); len(t) > room {
 				t, long = t[:room], true
@@ -345,14 +360,18 @@ func parseXML(r io.Reader, maxEntries int) (Result, error) {
 			switch {
 			case cur != nil && depth == 2 && strings.ToLower(t.Name.Local) == field:
 				v := strings.TrimSpace(text.String())
-				if field == "loc" {
+				switch field {
+				case "loc":
 					cur.Loc, cur.Err = v, nil
 					if long {
 						cur.Err = ErrTooLong
 					}
-				} else {
+				case "lastmod":
 					cur.RawLastmod = v
 					cur.Lastmod, _ = ParseLastmod(v)
+				case "priority":
+					p, err := ParsePriority(v)
+					cur.Priority, cur.HasPriority = p, err == nil
 				}
 				field = ""
 			case cur != nil && depth == 1:
@@ -398,6 +417,20 @@ func ParseLastmod(s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("invalid lastmod %q", short(s))
+}
+
+// ParsePriority parses a <priority>: a decimal number, 0.0 to 1.0 by the
+// protocol. A number below 0 or above 1 is clamped (a site that writes 2
+// means "high", one that writes -1 "low"); what is no finite number ("high",
+// "", NaN, Inf, longer than 32 bytes) is an error, and the entry has no
+// priority.
+func ParsePriority(s string) (float32, error) {
+	if len(s) <= maxPriorityBytes {
+		if f, err := strconv.ParseFloat(s, 32); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return float32(min(max(f, 0), 1)), nil
+		}
+	}
+	return 0, fmt.Errorf("invalid priority %q", short(s))
 }
 
 // short cuts s for an error message.

@@ -51,6 +51,7 @@ func checkEntries(t *testing.T, got, want []sitemap.Entry) {
 	for i, g := range got {
 		w := want[i]
 		if g.Pos != w.Pos || g.Loc != w.Loc || g.RawLastmod != w.RawLastmod || !g.Lastmod.Equal(w.Lastmod) ||
+			g.Priority != w.Priority || g.HasPriority != w.HasPriority ||
 			!errors.Is(g.Err, w.Err) || (g.Err == nil) != (w.Err == nil) {
 			t.Errorf("entry %d = %+v, want %+v", i, g, w)
 		}
@@ -59,9 +60,10 @@ func checkEntries(t *testing.T, got, want []sitemap.Entry) {
 
 // urlsetEntries are the entries of testdata/urlset.xml: an entity and
 // white space in a <loc>, an <image:loc> that is not the location, the
-// precisions of <lastmod>, an invalid one and an entry without <loc>.
+// precisions of <lastmod>, an invalid one, an entry without <loc>, and a
+// <priority> on the first.
 var urlsetEntries = []sitemap.Entry{
-	{Pos: 1, Loc: "https://example.com/", RawLastmod: "2026-11-01", Lastmod: date(2026, 11, 1, 0, 0)},
+	{Pos: 1, Loc: "https://example.com/", RawLastmod: "2026-11-01", Lastmod: date(2026, 11, 1, 0, 0), Priority: 1, HasPriority: true},
 	{Pos: 2, Loc: "https://example.com/a?x=1&y=2", RawLastmod: "2026-10-31T08:15:00+02:00", Lastmod: date(2026, 10, 31, 6, 15)},
 	{Pos: 3, Loc: "https://example.com/no-lastmod"},
 	{Pos: 4, Loc: "https://example.com/bad-lastmod", RawLastmod: "yesterday"},
@@ -393,6 +395,74 @@ func TestParseLastmod(t *testing.T) {
 	}
 }
 
+// TestParsePriorities: an entry's <priority> is read as a number from 0 to
+// 1; out of range it is clamped; what is no number leaves the entry
+// without a priority (not 0); a sitemap index's entries have none.
+func TestParsePriorities(t *testing.T) {
+	doc := `<urlset>
+<url><loc>http://h.test/a</loc><priority>0.8</priority></url>
+<url><loc>http://h.test/b</loc><priority> 0.0 </priority></url>
+<url><loc>http://h.test/c</loc></url>
+<url><loc>http://h.test/d</loc><priority>high</priority></url>
+<url><loc>http://h.test/e</loc><priority>1.5</priority></url>
+<url><loc>http://h.test/f</loc><priority>-0.3</priority></url>
+<url><loc>http://h.test/g</loc><priority></priority></url>
+<url><loc>http://h.test/h</loc><priority>NaN</priority></url>
+<url><loc>http://h.test/i</loc><priority>0.` + strings.Repeat("5", 100) + `</priority></url>
+</urlset>`
+	res, err := sitemap.Parse(strings.NewReader(doc), 100, sitemap.MaxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, res.Entries, []sitemap.Entry{
+		{Pos: 1, Loc: "http://h.test/a", Priority: 0.8, HasPriority: true},
+		{Pos: 2, Loc: "http://h.test/b", Priority: 0, HasPriority: true}, // 0 written: not absent
+		{Pos: 3, Loc: "http://h.test/c"},
+		{Pos: 4, Loc: "http://h.test/d"},
+		{Pos: 5, Loc: "http://h.test/e", Priority: 1, HasPriority: true},
+		{Pos: 6, Loc: "http://h.test/f", Priority: 0, HasPriority: true},
+		{Pos: 7, Loc: "http://h.test/g"},
+		{Pos: 8, Loc: "http://h.test/h"},
+		{Pos: 9, Loc: "http://h.test/i"}, // longer than any priority
+	})
+
+	res, err = sitemap.Parse(strings.NewReader(`<sitemapindex><sitemap><loc>http://h.test/s.xml</loc><priority>0.9</priority></sitemap></sitemapindex>`), 10, sitemap.MaxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, res.Entries, []sitemap.Entry{{Pos: 1, Loc: "http://h.test/s.xml"}})
+}
+
+func TestParsePriority(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    float32
+		wantErr bool
+	}{
+		{in: "0.5", want: 0.5},
+		{in: "1", want: 1},
+		{in: "1.0", want: 1},
+		{in: "0", want: 0},
+		{in: ".25", want: 0.25},
+		{in: "1e-1", want: 0.1},
+		{in: "7", want: 1},
+		{in: "-2", want: 0},
+		{in: "high", wantErr: true},
+		{in: "", wantErr: true},
+		{in: "0,5", wantErr: true},
+		{in: "NaN", wantErr: true},
+		{in: "Inf", wantErr: true},
+		{in: "-Inf", wantErr: true},
+		{in: "1e40", wantErr: true}, // not a float32
+	}
+	for _, tt := range tests {
+		got, err := sitemap.ParsePriority(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParsePriority(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
 func TestIs(t *testing.T) {
 	tests := []struct {
 		mediaType, path string
@@ -475,6 +545,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("\uFEFFhttp://h.test/a\r\n\r\nbad\nhttp://h.test/b\n"))
 	f.Add([]byte(`<urlset><url><loc>http://h.test/x</loc></url><url><loc>http://h.te`))
 	f.Add([]byte(`<sitemapindex><sitemap><loc>s2.xml</loc><lastmod>2026-11</lastmod></sitemap></sitemapindex>`))
+	f.Add([]byte(`<urlset><url><loc>http://h.test/p</loc><priority>1.5</priority></url><url><loc>x</loc><priority>no</priority></url></urlset>`))
 	f.Add(gz(f, []byte("http://h.test/1\nhttp://h.test/2\nhttp://h.test/3\nhttp://h.test/4\n")))
 	const maxEntries = 3
 	base, _ := url.Parse("http://h.test/robots.txt")
@@ -498,7 +569,8 @@ func FuzzParse(f *testing.F) {
 		}
 		pos := 0
 		for _, e := range res.Entries {
-			if e.Pos <= pos || len(e.Loc) > sitemap.MaxLocBytes || (e.Err == nil && e.Loc == "") {
+			if e.Pos <= pos || len(e.Loc) > sitemap.MaxLocBytes || (e.Err == nil && e.Loc == "") ||
+				e.Priority < 0 || e.Priority > 1 || (!e.HasPriority && e.Priority != 0) || (e.HasPriority && res.Kind != sitemap.URLSet) {
 				t.Fatalf("entry %+v after position %d", e, pos)
 			}
 			pos = e.Pos
