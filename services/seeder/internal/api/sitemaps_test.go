@@ -25,9 +25,9 @@ func TestCreateWithSitemaps(t *testing.T) {
 	host := ln.Addr().String()
 	pages := map[string]string{
 		"/robots.txt":      "Sitemap: /from-robots.txt\n",
-		"/sitemap.xml":     `<urlset><url><loc>http://` + host + `/x</loc><lastmod>2026-11-02</lastmod></url><url><loc>http://` + host + `/</loc></url></urlset>`,
+		"/sitemap.xml":     `<urlset><url><loc>http://` + host + `/x</loc><lastmod>2026-11-02</lastmod><priority>0.9</priority></url><url><loc>http://` + host + `/</loc></url></urlset>`,
 		"/from-robots.txt": "http://" + host + "/y\nnot a url\n",
-		"/extra.xml":       `<urlset><url><loc>http://` + host + `/z</loc></url></urlset>`,
+		"/extra.xml":       `<urlset><url><loc>http://` + host + `/z</loc><priority>high</priority></url></urlset>`,
 	}
 	site := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, ok := pages[r.URL.Path]
@@ -81,6 +81,11 @@ func TestCreateWithSitemaps(t *testing.T) {
 		}
 		if (du.Url == "http://"+host+"/x") != (du.Lastmod != nil) {
 			t.Errorf("%s: lastmod %v", du.Url, du.Lastmod)
+		}
+		// /x's <priority> 0.9 is carried; /z's "high" is no number: unset,
+		// as for the entries without one.
+		if du.Url == "http://"+host+"/x" && du.GetSitemapPriority() != 0.9 || du.Url != "http://"+host+"/x" && du.SitemapPriority != nil {
+			t.Errorf("%s: sitemap priority %v", du.Url, du.SitemapPriority)
 		}
 	}
 

@@ -121,7 +121,8 @@ func Seed(ctx context.Context, cfg config.Seed, job *jobs.Job, stdin io.Reader, 
 			if !seen[e.URL] {
 				seen[e.URL] = true
 				sum.Sitemap++
-				batch = append(batch, publish.Seed{URL: e.URL, Sitemap: true, Lastmod: e.Lastmod})
+				batch = append(batch, publish.Seed{URL: e.URL, Sitemap: true, Lastmod: e.Lastmod,
+					Priority: e.Priority, HasPriority: e.HasPriority})
 			}
 		}
 		log.Info("sitemaps read", zap.Int("requests", res.Fetched), zap.Int("urls", sum.Sitemap), zap.Int("problems", len(res.Problems)))

@@ -146,7 +146,8 @@ func (c *Control) PublishSeeds(ctx context.Context, crawlID string, seeds []jobs
 	}
 	ps := make([]publish.Seed, len(seeds))
 	for i, s := range seeds {
-		ps[i] = publish.Seed{URL: s.URL, SERPEngine: s.Engine, Sitemap: s.Sitemap, Lastmod: s.Lastmod}
+		ps[i] = publish.Seed{URL: s.URL, SERPEngine: s.Engine, Sitemap: s.Sitemap, Lastmod: s.Lastmod,
+			Priority: s.Priority, HasPriority: s.HasPriority}
 	}
 	return publish.Marked(ctx, c.w, c.cfg.Topics().Discovered, crawlID, ps, c.now())
 }

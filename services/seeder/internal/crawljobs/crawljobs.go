@@ -311,12 +311,11 @@ func (s *Service) Create(ctx context.Context, req jobs.Request) (CreateResponse,
 		if err := ctx.Err(); err != nil {
 			return CreateResponse{}, fmt.Errorf("read sitemaps: %w", err)
 		}
-		urls := make([]string, len(res.Entries))
-		lastmods := make([]time.Time, len(res.Entries))
+		entries := make([]jobs.Seed, len(res.Entries))
 		for i, e := range res.Entries {
-			urls[i], lastmods[i] = e.URL, e.Lastmod
+			entries[i] = jobs.Seed{URL: e.URL, Lastmod: e.Lastmod, Priority: e.Priority, HasPriority: e.HasPriority}
 		}
-		fromSitemaps = job.AddSitemapEntries(urls, lastmods)
+		fromSitemaps = job.AddSitemapEntries(entries)
 		problems = res.Problems
 		if len(job.Seeds) == 0 {
 			return CreateResponse{}, &Error{Kind: Invalid, Msg: "invalid request",

@@ -192,12 +192,15 @@ func (e *FieldErrors) add(field, format string, args ...any) {
 }
 
 // Seed is one seed to publish; Engine marks a search-engine result page,
-// Sitemap a URL listed in a sitemap (with its Lastmod, zero when none).
+// Sitemap a URL listed in a sitemap (with its Lastmod, zero when none, and
+// its <priority> when HasPriority).
 type Seed struct {
-	URL     string
-	Engine  string
-	Sitemap bool
-	Lastmod time.Time
+	URL         string
+	Engine      string
+	Sitemap     bool
+	Lastmod     time.Time
+	Priority    float32
+	HasPriority bool
 }
 
 // Job is a validated request.
@@ -212,23 +215,23 @@ type Job struct {
 	SitemapURLs []string
 }
 
-// AddSitemapEntries appends the URLs read from sitemaps (canonical) that
-// are not seeds already, and returns how many it added.
-func (j *Job) AddSitemapEntries(urls []string, lastmods []time.Time) int {
+// AddSitemapEntries appends the URLs read from sitemaps (canonical, with
+// their lastmod and priority) that are not seeds already, marked Sitemap,
+// and returns how many it added.
+func (j *Job) AddSitemapEntries(entries []Seed) int {
 	seen := make(map[string]bool, len(j.Seeds))
 	for _, s := range j.Seeds {
 		seen[s.URL] = true
 	}
 	n := 0
-	for i, u := range urls {
-		if seen[u] {
+	urls := make([]string, 0, len(entries))
+	for _, s := range entries {
+		urls = append(urls, s.URL)
+		if seen[s.URL] {
 			continue
 		}
-		seen[u] = true
-		s := Seed{URL: u, Sitemap: true}
-		if i < len(lastmods) {
-			s.Lastmod = lastmods[i]
-		}
+		seen[s.URL] = true
+		s.Sitemap, s.Engine = true, ""
 		j.Seeds = append(j.Seeds, s)
 		n++
 	}

@@ -299,7 +299,7 @@ func TestBuildScopeMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job.AddSitemapEntries([]string{"http://cdn.example.org/p", "http://www.example.co.uk/b"}, nil)
+	job.AddSitemapEntries([]jobs.Seed{{URL: "http://cdn.example.org/p"}, {URL: "http://www.example.co.uk/b"}})
 	if got := job.Spec.GetScope().GetSeedDomains(); !slices.Equal(got, []string{"example.co.uk", "example.org"}) {
 		t.Errorf("after sitemap entries the seed domains are %q, want the sitemap's site added", got)
 	}

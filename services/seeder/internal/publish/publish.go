@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
@@ -45,6 +46,10 @@ type Seed struct {
 	SERPEngine string
 	Sitemap    bool      // listed in a sitemap: source SITEMAP instead of SEED
 	Lastmod    time.Time // the sitemap's lastmod; zero when none
+	// Priority is the sitemap's <priority> (0 to 1) when HasPriority:
+	// DiscoveredURL.sitemap_priority, unset when the entry has none.
+	Priority    float32
+	HasPriority bool
 }
 
 // Marked is Seeds for seeds that may be marked as result pages.
@@ -70,6 +75,9 @@ func Marked(ctx context.Context, w Writer, topic, crawlID string, seeds []Seed, 
 			d.Source = crawlv1.Source_SOURCE_SITEMAP
 			if !s.Lastmod.IsZero() {
 				d.Lastmod = timestamppb.New(s.Lastmod)
+			}
+			if s.HasPriority {
+				d.SitemapPriority = proto.Float32(s.Priority)
 			}
 		}
 		msg, err := kafkaio.NewMessage(topic, key, d)

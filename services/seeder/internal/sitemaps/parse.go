@@ -19,6 +19,11 @@ import (
 type Entry struct {
 	URL     string    // canonical
 	Lastmod time.Time // zero when absent or invalid
+	// Priority is the entry's <priority> when HasPriority (0 to 1, a
+	// number outside clamped: sitemap.ParsePriority); absent or no number:
+	// HasPriority false, never 0.
+	Priority    float32
+	HasPriority bool
 }
 
 // Invalid is one rejected entry of a sitemap: Pos is the 1-based line of a
@@ -71,7 +76,7 @@ func Parse(body []byte, base *url.URL, maxEntries int, maxBytes int64) (Parsed, 
 			p.invalid(e.Pos, e.Loc, err)
 			continue
 		}
-		entry := Entry{URL: u}
+		entry := Entry{URL: u, Priority: e.Priority, HasPriority: e.HasPriority}
 		if e.RawLastmod != "" {
 			t, err := sitemap.ParseLastmod(e.RawLastmod)
 			if err != nil {

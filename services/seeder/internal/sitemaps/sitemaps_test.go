@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -187,7 +188,7 @@ func TestDiscoverRefusesPrivate(t *testing.T) {
 
 // TestParse checks what the seeder adds to libs/sitemap: URLs validated
 // and canonicalized as seeds, lastmods checked, index locations resolved,
-// and every unusable entry, or where a sitemap stopped, reported with its
+// priorities carried (absent or no number: none), and every unusable entry, or where a sitemap stopped, reported with its
 // position.
 func TestParse(t *testing.T) {
 	base, _ := url.Parse("http://h.test/dir/robots.txt")
@@ -197,6 +198,7 @@ func TestParse(t *testing.T) {
 		body     []byte
 		urls     []string
 		lastmods []time.Time
+		prios    []string // "" for none
 		sitemaps []string
 		invalid  []int // positions
 		err      error
@@ -211,6 +213,13 @@ func TestParse(t *testing.T) {
 				`<url><loc>http://h.test/y</loc><lastmod>yesterday</lastmod></url></urlset>`),
 			urls: []string{"http://h.test/x", "http://h.test/y"}, lastmods: []time.Time{time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), {}},
 			invalid: []int{2, 3, 4},
+		},
+		{
+			name: "priorities", body: []byte(`<urlset><url><loc>http://h.test/a</loc><priority>0.8</priority></url>` +
+				`<url><loc>http://h.test/b</loc><priority>0</priority></url><url><loc>http://h.test/c</loc></url>` +
+				`<url><loc>http://h.test/d</loc><priority>high</priority></url><url><loc>http://h.test/e</loc><priority>3</priority></url></urlset>`),
+			urls:  []string{"http://h.test/a", "http://h.test/b", "http://h.test/c", "http://h.test/d", "http://h.test/e"},
+			prios: []string{"0.8", "0", "", "", "1"},
 		},
 		{
 			name: "gzip index, relative and ftp", body: gzipped([]byte(`<sitemapindex><sitemap><loc>s2.xml</loc></sitemap>` +
@@ -234,11 +243,17 @@ func TestParse(t *testing.T) {
 			var (
 				urls     []string
 				lastmods []time.Time
+				prios    []string
 				invalid  []int
 			)
 			for _, e := range p.URLs {
 				urls = append(urls, e.URL)
 				lastmods = append(lastmods, e.Lastmod)
+				prio := ""
+				if e.HasPriority {
+					prio = fmt.Sprint(e.Priority)
+				}
+				prios = append(prios, prio)
 			}
 			for _, b := range p.Invalid {
 				invalid = append(invalid, b.Pos)
@@ -248,6 +263,9 @@ func TestParse(t *testing.T) {
 			}
 			if !slices.Equal(urls, tt.urls) || !slices.Equal(p.Sitemaps, tt.sitemaps) || !slices.Equal(invalid, tt.invalid) {
 				t.Errorf("urls %q sitemaps %q invalid %+v, want %q %q at %v", urls, p.Sitemaps, p.Invalid, tt.urls, tt.sitemaps, tt.invalid)
+			}
+			if tt.prios != nil && !slices.Equal(prios, tt.prios) {
+				t.Errorf("priorities %q, want %q", prios, tt.prios)
 			}
 			if tt.lastmods != nil && !slices.EqualFunc(lastmods, tt.lastmods, time.Time.Equal) {
 				t.Errorf("lastmods %v, want %v", lastmods, tt.lastmods)
