@@ -702,6 +702,63 @@ func TestFormPriority(t *testing.T) {
 	}
 }
 
+// TestPriorityShown: where the console shows a URL's fetches (the host's
+// fetch log, the URL's story) it shows the priority its request had and
+// why (fetch_log.priority, priority_reason), and for a URL ended as
+// budget_exhausted its priority (url_events); a priority of 0 without a
+// reason shows nothing.
+func TestPriorityShown(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(t)
+	csrf := c.login()
+	const id = "priority-shown"
+	if r := c.post("/ui/crawls", url.Values{"csrf": {csrf}, "crawl_id": {id}, "seeds_text": {"http://127.0.0.2:8080/"}}); r.code != http.StatusSeeOther {
+		t.Fatalf("submit: %d %s", r.code, r.body)
+	}
+	const host = "127.0.0.2:8080"
+	best, plain, late := "http://"+host+"/product/1", "http://"+host+"/", "http://"+host+"/archive/9"
+	part := uint16(kafkaio.PartitionFor([]byte(host), partitions))
+	now := time.Now().UTC().Truncate(time.Second)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		q, _, _ = strings.Cut(q, " VALUES")
+		b, err := e.store.Conn().PrepareBatch(t.Context(), q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if err := b.Append(args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if err := b.Send(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	fl := `INSERT INTO fetch_log (crawl_id, url, url_fp, host, partition, attempt, fetched_at, fetched_at_ms, status, bytes, content_type, duration_ms, depth, fetcher, final, priority, priority_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	exec(fl, id, best, fingerprint.URL(id, best), host, part, uint16(1), now.Add(-2*time.Second), uint16(0), uint16(200), uint64(10), "text/html", uint32(5), uint16(2), "f1", uint8(1), int32(52), "rule+inlinks")
+	exec(fl, id, plain, fingerprint.URL(id, plain), host, part, uint16(1), now.Add(-3*time.Second), uint16(0), uint16(200), uint64(10), "text/html", uint32(5), uint16(0), "f1", uint8(1), int32(0), "")
+	exec(`INSERT INTO url_events (crawl_id, url, url_fp, host, partition, state, reason, depth, event_time, priority, priority_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, late, fingerprint.URL(id, late), host, part, "budget_exhausted", "max_pages", uint16(3), now, int32(-8), "sitemap")
+
+	r := c.get("/ui/crawls/" + id + "/hosts/" + url.PathEscape(host))
+	if r.code != http.StatusOK {
+		t.Fatalf("host: %d %s", r.code, r.body)
+	}
+	if !strings.Contains(html.UnescapeString(r.body), `<span class="sub priority">priority 52 (rule+inlinks)</span>`) {
+		t.Errorf("host page lacks the priority of %s", best)
+	}
+	if n := strings.Count(r.body, `class="sub priority"`); n != 1 {
+		t.Errorf("host page shows %d priorities, want 1 (none for priority 0)", n)
+	}
+	r = c.get("/ui/crawls/" + id + "/url?u=" + url.QueryEscape(best))
+	if !strings.Contains(html.UnescapeString(r.body), "priority 52 (rule+inlinks)") {
+		t.Errorf("story of %s lacks its priority: %d", best, r.code)
+	}
+	r = c.get("/ui/crawls/" + id + "/url?u=" + url.QueryEscape(late))
+	if !strings.Contains(r.body, "budget_exhausted") || !strings.Contains(r.body, "max_pages <span class=\"sub priority\">priority -8 (sitemap)</span>") {
+		t.Errorf("story of %s lacks its priority: %d", late, r.code)
+	}
+}
+
 // TestDelete: a crawl's page offers Delete…, which asks for a
 // confirmation; the POST needs the session's CSRF token; confirmed, the
 // crawl is deleted through the API (marked deleted on the control topic,

@@ -331,9 +331,13 @@ type fetchRow struct {
 	Partition                uint16
 	GapMs                    int64 // since the previous attempt on the host (host page), -1 when unknown
 	RedirectKnown, Throttled bool
+	// Priority is the request's rank (best-first) and PriorityReason the
+	// signals that made it ("rule+inlinks"); 0 and "": none.
+	Priority       int32
+	PriorityReason string
 }
 
-const fetchCols = `url, attempt, fetched_at, fetched_at_ms, status, error_kind, error_message, bytes, content_type, duration_ms, redirect_location, depth, final, fetcher, partition`
+const fetchCols = `url, attempt, fetched_at, fetched_at_ms, status, error_kind, error_message, bytes, content_type, duration_ms, redirect_location, depth, final, fetcher, partition, priority, priority_reason`
 
 func scanFetches(rows driver.Rows) ([]fetchRow, error) {
 	defer rows.Close()
@@ -344,7 +348,7 @@ func scanFetches(rows driver.Rows) ([]fetchRow, error) {
 			ms uint16
 		)
 		if err := rows.Scan(&f.URL, &f.Attempt, &f.At, &ms, &f.Status, &f.ErrorKind, &f.ErrorMessage, &f.Bytes, &f.ContentType,
-			&f.DurationMs, &f.RedirectLocation, &f.Depth, &f.Final, &f.Fetcher, &f.Partition); err != nil {
+			&f.DurationMs, &f.RedirectLocation, &f.Depth, &f.Final, &f.Fetcher, &f.Partition, &f.Priority, &f.PriorityReason); err != nil {
 			return nil, fmt.Errorf("scan fetch log: %w", err)
 		}
 		f.At = f.At.UTC().Add(time.Duration(ms) * time.Millisecond)
@@ -483,6 +487,10 @@ type eventRow struct {
 	State, Reason string
 	Depth         uint16
 	At            time.Time
+	// The URL's priority and why, as the scheduler computed it (a URL
+	// ended as budget_exhausted had this rank); 0 and "": none.
+	Priority       int32
+	PriorityReason string
 }
 
 type docFull struct {
@@ -544,14 +552,14 @@ WHERE partition = ? AND crawl_id = ? AND host = ? AND fp = ? GROUP BY parent_url
 WHERE crawl_id = ? AND target_host = ? AND target_fp = ? ORDER BY depth, source_url LIMIT ?`, crawlID, host, st.FP, maxStoryRows); err != nil {
 		return nil, err
 	}
-	rows, err = q.conn.Query(ctx, `SELECT state, reason, depth, event_time FROM url_events WHERE crawl_id = ? AND url_fp = ?
+	rows, err = q.conn.Query(ctx, `SELECT state, reason, depth, event_time, priority, priority_reason FROM url_events WHERE crawl_id = ? AND url_fp = ?
 ORDER BY event_time LIMIT ?`, crawlID, st.FP, maxStoryRows)
 	if err != nil {
 		return nil, fmt.Errorf("query url_events: %w", err)
 	}
 	for rows.Next() {
 		var e eventRow
-		if err := rows.Scan(&e.State, &e.Reason, &e.Depth, &e.At); err != nil {
+		if err := rows.Scan(&e.State, &e.Reason, &e.Depth, &e.At, &e.Priority, &e.PriorityReason); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan url_events: %w", err)
 		}
