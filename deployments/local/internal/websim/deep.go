@@ -300,10 +300,10 @@ func (w *Web) mostLinked() []bool {
 	in := make([]int32, total)
 	for h := range w.cfg.Hosts {
 		for n := range deepPages {
-			seen := map[int]bool{} // in-links count linking pages, not links
-			for _, m := range w.deepOut(h, n) {
-				if m != n && !seen[m] {
-					seen[m] = true
+			out := w.deepOut(h, n)
+			for i, m := range out {
+				// An in-link is a linking page, not a link.
+				if m != n && !slices.Contains(out[:i], m) {
 					in[h*deepPages+m]++
 				}
 			}
