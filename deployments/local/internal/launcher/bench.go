@@ -46,6 +46,9 @@ func (c Config) webArgs() []string {
 	if c.WebTrapGrid {
 		args = append(args, "--trap-grid")
 	}
+	if c.WebBestDeep {
+		args = append(args, "--best-deep")
+	}
 	return args
 }
 
@@ -184,9 +187,15 @@ func waitFor(ctx context.Context, proc *supervise.Process, limit time.Duration, 
 // the crawl was of the generated web) and every process's CPU time and peak
 // memory.
 type Bench struct {
-	Summary   progress.Summary           `json:"-"`
-	Web       *websim.Stats              `json:"web,omitempty"`
-	WebHosts  int                        `json:"web_hosts,omitempty"`
+	Summary  progress.Summary `json:"-"`
+	Web      *websim.Stats    `json:"web,omitempty"`
+	WebHosts int              `json:"web_hosts,omitempty"`
+	// MaxPages is the crawl's page budget (limits.max_pages, 0: none),
+	// and Order its crawl order ("breadth-first" or "best-first"; "" when
+	// not known): beside Web.MostLinked, what a budget-stopped crawl of a
+	// best-deep web holds of its most linked pages.
+	MaxPages  uint64                     `json:"max_pages,omitempty"`
+	Order     string                     `json:"order,omitempty"`
 	Processes map[string]supervise.Usage `json:"processes"`
 	// ClickHouse is what the server counted during the crawl
 	// (system.events: queries, inserts, rows inserted and merged).
@@ -354,6 +363,9 @@ func (b Bench) Print(out io.Writer) {
 		fmt.Fprintf(out, "  %-22s %9d   (plus %d retries after a 5xx or a cut answer, %d repeated robots.txt)\n", "duplicate requests", s.Duplicates, s.Retries, s.RobotsMore)
 		fmt.Fprintf(out, "  %-22s %9d   (disallowed by robots.txt %d, calendar trap pages %d, %d past their second hop = %.1f%% of requests)\n",
 			"off-site requests", s.Offsite, s.Disallowed, s.Trap, s.TrapDeep, 100*float64(s.TrapDeep)/float64(max(s.Requests, 1)))
+		if s.MostLinkedTotal > 0 {
+			fmt.Fprintln(out, "  "+b.mostLinkedLine())
+		}
 		fmt.Fprintf(out, "  %-22s %9d   (%.3f per request, %.1f requests per connection)\n", "connections opened", s.Connections,
 			float64(s.Connections)/float64(max(s.Requests, 1)), float64(s.Requests)/float64(max(s.Connections, 1)))
 		if len(s.DuplicateExamples) > 0 {
@@ -431,6 +443,24 @@ func (b Bench) Print(out io.Writer) {
 		fmt.Fprintf(out, "  warc: %d files, %.1f MiB (%.1f KiB per fetch of %d), CDXJ indexes %.1f MiB; the fetcher's cpu above includes writing them\n",
 			w.Files, mib(w.Bytes), float64(w.Bytes)/1024/float64(max(b.Summary.Fetched, 1)), b.Summary.Fetched, mib(w.IndexBytes))
 	}
+}
+
+// mostLinkedLine says how many of a best-deep web's most linked pages the
+// crawl fetched, under what budget and in what order.
+func (b Bench) mostLinkedLine() string {
+	s := b.Web
+	line := fmt.Sprintf("most-linked pages held: %d of %d (%.1f %%)", s.MostLinked, s.MostLinkedTotal,
+		100*float64(s.MostLinked)/float64(max(s.MostLinkedTotal, 1)))
+	if b.MaxPages > 0 {
+		line += fmt.Sprintf(" with a budget of %d pages (%.0f %% of the web's %d)", b.MaxPages,
+			100*float64(b.MaxPages)/float64(max(s.PagesTotal, 1)), s.PagesTotal)
+	} else {
+		line += " without a page budget (--max-pages)"
+	}
+	if b.Order != "" {
+		line += ", " + b.Order
+	}
+	return line + fmt.Sprintf("; %d requests", s.Requests)
 }
 
 func perRequest(cpu time.Duration, requests int64) float64 {

@@ -123,3 +123,80 @@ func httpGet(t *testing.T, u string) (int, string) {
 	}
 	return resp.StatusCode, string(b)
 }
+
+// TestBenchMostLinked: on a best-deep web the benchmark prints how many
+// of its most linked pages the crawl holds, with the page budget and the
+// crawl order, and writes them to the JSON figures.
+func TestBenchMostLinked(t *testing.T) {
+	b := Bench{WebHosts: 20, MaxPages: 2120, Order: "breadth-first",
+		Web: &websim.Stats{Requests: 2180, Pages: 2120, PagesTotal: 10600, MostLinked: 53, MostLinkedTotal: 1060}}
+	var out bytes.Buffer
+	b.Print(&out)
+	want := "most-linked pages held: 53 of 1060 (5.0 %) with a budget of 2120 pages (20 % of the web's 10600), breadth-first; 2180 requests"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("bench output lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	Bench{Web: &websim.Stats{Requests: 10}}.Print(&out)
+	if strings.Contains(out.String(), "most-linked") {
+		t.Errorf("a web without a most linked set prints a most-linked line:\n%s", out.String())
+	}
+	path := filepath.Join(t.TempDir(), "bench.json")
+	if err := b.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		MaxPages uint64 `json:"max_pages"`
+		Order    string `json:"order"`
+		Web      struct {
+			MostLinked      int `json:"most_linked"`
+			MostLinkedTotal int `json:"most_linked_total"`
+		} `json:"web"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.MaxPages != 2120 || v.Order != "breadth-first" || v.Web.MostLinked != 53 || v.Web.MostLinkedTotal != 1060 {
+		t.Errorf("bench JSON: %+v", v)
+	}
+}
+
+// TestWebBestDeepReachesWebsim runs the websim command as the launcher
+// does with --web-best-deep: it serves the best-deep sites, and its stats
+// count a fetched page of the most linked set.
+func TestWebBestDeepReachesWebsim(t *testing.T) {
+	root, err := supervise.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, err := supervise.BuildTools(t.Context(), root, t.TempDir(), []string{"websim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parse(t, []string{"--web", "--web-hosts", "2", "--web-best-deep", "--max-pages", "212"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site, err := startWeb(t.Context(), bins["websim"], "", cfg.webArgs(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = site.proc.Stop(10 * time.Second) }()
+	if site.ready.Pages != 2*530 {
+		t.Errorf("%d content pages, want 2 × 530", site.ready.Pages)
+	}
+	if status, _ := httpGet(t, site.ready.Seeds[0]+"top/0.html"); status != http.StatusOK {
+		t.Errorf("a popular page: status %d, want 200", status)
+	}
+	s, err := site.stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MostLinked != 1 || s.MostLinkedTotal != 106 {
+		t.Errorf("most linked %d of %d, want 1 of 106", s.MostLinked, s.MostLinkedTotal)
+	}
+}

@@ -82,6 +82,11 @@ type Config struct {
 	// same month of the years next to them too (websim.Config.TrapGrid).
 	WebTrapEvery int
 	WebTrapGrid  bool
+	// WebBestDeep (flag web-best-deep) serves sites whose most linked
+	// pages sit deepest (websim.Config.BestDeep) instead of articles; with
+	// --bench and a page budget (--max-pages), how many of them the crawl
+	// holds is the figure of best-first.
+	WebBestDeep bool
 	// BrokerProcess (flag broker-process; --bench implies it) runs the
 	// embedded broker as a process of its own, to count it apart.
 	BrokerProcess  bool
@@ -149,6 +154,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WebArticles, "web-articles", websim.DefaultArticles, "articles per host of the generated web")
 	fs.IntVar(&c.WebTrapEvery, "web-trap-every", websim.DefaultTrapEvery, "every n-th host of the generated web has a calendar trap (-1: none)")
 	fs.BoolVar(&c.WebTrapGrid, "web-trap-grid", false, "the generated web's calendar months also link the same month of the previous and the next year (a trap with far more pages within the depth limit)")
+	fs.BoolVar(&c.WebBestDeep, "web-best-deep", false, "the generated web's sites have their most linked pages deepest (530 pages each, whatever -web-articles); with -bench, how many of them a crawl under -max-pages holds")
 	fs.StringVar(&c.SiteCPUs, "site-cpus", "", "run the generated web on these CPUs (taskset list, e.g. 1), apart from the crawl")
 	fs.BoolVar(&c.BrokerProcess, "broker-process", false, "run the embedded broker as a process of its own")
 	fs.StringVar(&c.ProfileDir, "profile", "", "write every service's CPU profile of the crawl and allocation profile here (one directory per process) and print the top entries")
@@ -432,7 +438,10 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		scraped = scrapeProcesses(sctx, p, brokerAdmin)
 	}
 	stopErr := p.Stop()
-	bench := Bench{Processes: p.Usage(), WebHosts: cfg.WebHosts, Lags: lags}
+	bench := Bench{Processes: p.Usage(), WebHosts: cfg.WebHosts, Lags: lags, MaxPages: req.Limits.MaxPages}
+	// TODO(best-first merge): bench.Order = "breadth-first" when
+	// req.Priority != nil && req.Priority.BreadthFirst (the spec's
+	// priority.breadth_first, flag --breadth-first), else "best-first".
 	if pid := ch.Pid(); pid > 0 {
 		if u, err := supervise.ProcUsage(pid); err == nil {
 			bench.Processes["clickhouse"] = u

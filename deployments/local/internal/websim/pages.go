@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -115,7 +116,17 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		sent = at
 	}
 	deep := kind == KindTrap && w.deepInTrap(r)
-	w.stats.record(h, resourceOf(r), kind, deep, Hit{At: at, Arrived: arrived, Sent: sent, Status: sw.status}, sw.bytes)
+	w.stats.record(h, resourceOf(r), kind, deep, w.isMostLinked(h, r), Hit{At: at, Arrived: arrived, Sent: sent, Status: sw.status}, sw.bytes)
+}
+
+// isMostLinked reports whether r asked for one of the most linked pages
+// of a best-deep web.
+func (w *Web) isMostLinked(h int, r *http.Request) bool {
+	if w.top == nil || h < 0 || h >= w.cfg.Hosts {
+		return false
+	}
+	n, ok := deepNode(path.Clean("/" + stripPathParams(r.URL.Path)))
+	return ok && w.top[h*deepPages+n]
 }
 
 // deepInTrap reports whether r, answered as a calendar page, asked for a
@@ -141,6 +152,8 @@ func (w *Web) serve(h int, rw http.ResponseWriter, r *http.Request) string {
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(rw, "User-agent: *\nDisallow: /private/\n")
 		return KindRobots
+	case w.cfg.BestDeep:
+		return w.serveDeep(h, rw, r, p)
 	case p == "/":
 		writeHTML(rw, "", w.index(h))
 		return KindIndex

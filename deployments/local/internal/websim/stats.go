@@ -35,9 +35,14 @@ type Stats struct {
 	// second hop: more than one link from the month the articles link
 	// to. A person may want that month and the next; a crawler that
 	// detects the trap stops here.
-	TrapDeep int            `json:"trap_deep"`
-	ByKind   map[string]int `json:"by_kind"`
-	Bytes    int64          `json:"bytes"` // body bytes sent
+	TrapDeep int `json:"trap_deep"`
+	// MostLinked counts the distinct pages fetched of the web's most
+	// linked tenth (Web.MostLinked; a best-deep web only), of
+	// MostLinkedTotal.
+	MostLinked      int            `json:"most_linked,omitempty"`
+	MostLinkedTotal int            `json:"most_linked_total,omitempty"`
+	ByKind          map[string]int `json:"by_kind"`
+	Bytes           int64          `json:"bytes"` // body bytes sent
 	// Connections counts the TCP connections the crawler opened: a
 	// polite client reuses one per host (HTTP keep-alive).
 	Connections int       `json:"connections"`
@@ -157,8 +162,9 @@ func resourceOf(r *http.Request) string {
 }
 
 // record counts one answered request of resource id of host h; trapDeep
-// says that it asked for a calendar month past the trap's second hop.
-func (st *stats) record(h int, id, kind string, trapDeep bool, hit Hit, bytes int64) {
+// says that it asked for a calendar month past the trap's second hop,
+// mostLinked that it asked for one of the web's most linked pages.
+func (st *stats) record(h int, id, kind string, trapDeep, mostLinked bool, hit Hit, bytes int64) {
 	at, status := hit.At, hit.Status
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -197,6 +203,9 @@ func (st *stats) record(h int, id, kind string, trapDeep bool, hit Hit, bytes in
 		s.Distinct++
 		if kind == KindIndex || kind == KindList || kind == KindArticle {
 			s.Pages++
+			if mostLinked {
+				s.MostLinked++
+			}
 			s.LastPage, s.PageRequests = at, s.Requests
 			slot := int(at.Sub(s.First) / TimelineStep)
 			for len(s.PageTimeline) <= slot {
@@ -220,6 +229,14 @@ func (st *stats) record(h int, id, kind string, trapDeep bool, hit Hit, bytes in
 // page: each host's index, list pages and articles; Pages() of them.
 func (w *Web) ContentIDs() []string {
 	out := make([]string, 0, w.Pages())
+	if w.cfg.BestDeep {
+		for h := range w.cfg.Hosts {
+			for n := range deepPages {
+				out = append(out, strconv.Itoa(h)+" "+deepPath(n))
+			}
+		}
+		return out
+	}
 	for h := range w.cfg.Hosts {
 		id := strconv.Itoa(h) + " "
 		out = append(out, id+"/")

@@ -35,6 +35,10 @@
 // relative, "./", dot segments, empty query, fragment, escaped unreserved
 // characters, a ;jsessionid path parameter, and absolute links to other
 // hosts and to the off-site host.
+//
+// With Config.BestDeep the hosts serve another shape instead (deep.go):
+// sites whose most linked pages sit deepest, for measuring what a crawl
+// stopped by a page budget holds of them (MostLinked, Stats.MostLinked).
 package websim
 
 import (
@@ -75,6 +79,14 @@ type Config struct {
 	// a link instead of the line's 2, since twelve month steps reach
 	// what one year step does: 253 months within 13 links instead of 27.
 	TrapGrid bool
+
+	// BestDeep serves, instead of the articles, lists and the rest, sites
+	// whose most linked pages sit deepest (deep.go): a home, 28 sections,
+	// 448 ordinary pages below them and 53 popular pages, a tenth of the
+	// site, linked only from the ordinary pages and each other. Articles,
+	// PerList and the every-n-th features do not apply; robots.txt and
+	// the off-site host do.
+	BestDeep bool
 
 	BigBytes  int           // default 5 MiB
 	SlowDelay time.Duration // default 2s
@@ -189,7 +201,11 @@ type Web struct {
 	wg      sync.WaitGroup
 	started time.Time
 	stats   *stats
-	conns   atomic.Int64 // connections accepted
+	// With BestDeep: each host's links from ordinary to popular pages
+	// (deepAssign), and the most linked tenth of the pages (mostLinked).
+	deep  [][]uint8
+	top   []bool
+	conns atomic.Int64 // connections accepted
 	// inflight counts the requests being answered: a client can read
 	// a whole answer before its handler has recorded it in the stats.
 	inflight atomic.Int64
@@ -207,7 +223,19 @@ func Start(ctx context.Context, cfg Config) (*Web, error) {
 	if err := w.listen(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.BestDeep {
+		w.deep = make([][]uint8, cfg.Hosts)
+		for h := range w.deep {
+			w.deep[h] = w.deepAssign(h)
+		}
+		w.top = w.mostLinked()
+	}
 	w.stats = newStats(cfg.Hosts)
+	for _, in := range w.top {
+		if in {
+			w.stats.s.MostLinkedTotal++
+		}
+	}
 	w.srv = &http.Server{
 		Handler:           http.HandlerFunc(w.serveHTTP),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -303,6 +331,9 @@ type Ready struct {
 // TrapHosts returns the number of hosts that serve a calendar trap.
 func (w *Web) TrapHosts() int {
 	n := 0
+	if w.cfg.BestDeep {
+		return 0
+	}
 	for h := range w.cfg.Hosts {
 		if has(w.cfg.TrapEvery, h) {
 			n++
@@ -313,7 +344,12 @@ func (w *Web) TrapHosts() int {
 
 // Pages returns the number of distinct pages a complete crawl fetches that
 // are the site's content: every index, list page and article.
-func (w *Web) Pages() int { return w.cfg.Hosts * (1 + w.lists() + w.cfg.Articles) }
+func (w *Web) Pages() int {
+	if w.cfg.BestDeep {
+		return w.cfg.Hosts * deepPages
+	}
+	return w.cfg.Hosts * (1 + w.lists() + w.cfg.Articles)
+}
 
 func (w *Web) lists() int { return (w.cfg.Articles + w.cfg.PerList - 1) / w.cfg.PerList }
 
