@@ -90,9 +90,7 @@ bench-crawl:
 BEST_SITES  ?= 20 200
 BEST_ORDERS ?= best-first breadth-first
 # A site has 530 pages: a budget of 106 a site is a fifth of the web.
-# TODO(best-first merge): --breadth-first is the launcher flag of another branch of issue 38
-# (it sets the spec's priority.breadth_first); until it is merged only BEST_ORDERS=best-first
-# runs, and the default order is still breadth-first.
+# best-first is the default order; --breadth-first sets the spec's priority.breadth_first.
 bench-best:
 	@set -e; for n in $(BEST_SITES); do for order in $(BEST_ORDERS); do \
 		echo "== bench-best: $$n sites, $$order, --max-pages $$((n * 106))"; \

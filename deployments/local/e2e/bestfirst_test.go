@@ -42,10 +42,8 @@ func crawlBestDeep(t *testing.T, ctx context.Context, first string, breadthFirst
 		"limits":   map[string]any{"max_depth": 8, "max_pages": budget},
 	}
 	if breadthFirst {
-		// TODO(best-first merge): the spec's priority.breadth_first, as
-		// the seeder's API decodes it (jobs.Priority.BreadthFirst, branch
-		// bf-faces); the launcher's --breadth-first sets the same field.
-		// Until then the seeder rejects the unknown field "priority".
+		// The spec's priority.breadth_first; the launcher's
+		// --breadth-first sets the same field.
 		req["priority"] = map[string]any{"breadth_first": true}
 	}
 	body, err := json.Marshal(req)

@@ -439,9 +439,10 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	}
 	stopErr := p.Stop()
 	bench := Bench{Processes: p.Usage(), WebHosts: cfg.WebHosts, Lags: lags, MaxPages: req.Limits.MaxPages}
-	// TODO(best-first merge): bench.Order = "breadth-first" when
-	// req.Priority != nil && req.Priority.BreadthFirst (the spec's
-	// priority.breadth_first, flag --breadth-first), else "best-first".
+	bench.Order = "best-first"
+	if req.Priority != nil && req.Priority.BreadthFirst {
+		bench.Order = "breadth-first"
+	}
 	if pid := ch.Pid(); pid > 0 {
 		if u, err := supervise.ProcUsage(pid); err == nil {
 			bench.Processes["clickhouse"] = u
