@@ -16,6 +16,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -198,5 +199,40 @@ func TestReprioritize(t *testing.T) {
 		if c := testutil.ToFloat64(p.svc.m.reprioritized.WithLabelValues(result)); c != n {
 			t.Errorf("reprioritized_total{result=%q} = %v, want %v", result, c, n)
 		}
+	}
+}
+
+// TestRaisedPriorityTravels: a request raised while queued is decoded for
+// its turn, and produced again (a deferral, an eviction), with the raised
+// priority and the signals that raised it, its other fields unchanged; one
+// never raised keeps its own reason as read.
+func TestRaisedPriorityTravels(t *testing.T) {
+	h := &handler{s: &Service{opts: Options{Topics: kafkaio.Topics{Fetch: "fetch"}}}, log: zap.NewNop()}
+	taskOf := func(req *crawlv1.FetchRequest) *task {
+		m, err := kafkaio.NewMessage("fetch", []byte("a.example"), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.newTask(m, req, "a.example", time.Now())
+	}
+	raised := taskOf(&crawlv1.FetchRequest{CrawlId: "c", Url: "http://a.example/x", UrlFp: 7, Depth: 2, Priority: 1, PriorityReason: "sitemap"})
+	raised.priority, raised.signals = 4, priority.InLinks|priority.Sitemap
+	m, ok := h.deferMessage(raised, time.Now())
+	if !ok {
+		t.Fatal("no deferral record")
+	}
+	var got crawlv1.FetchRequest
+	if err := kafkaio.Decode(m, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetPriority() != 4 || got.GetPriorityReason() != "sitemap+inlinks" || got.GetUrlFp() != 7 || got.GetDepth() != 2 {
+		t.Errorf("deferred copy of a raised request: %v", &got)
+	}
+	if r := h.request(raised); r.GetPriority() != 4 || r.GetPriorityReason() != "sitemap+inlinks" {
+		t.Errorf("turn's request of a raised request: %v", r)
+	}
+	kept := taskOf(&crawlv1.FetchRequest{CrawlId: "c", Url: "http://a.example/y", UrlFp: 8, Priority: 2, PriorityReason: "rule+future"})
+	if r := h.request(kept); r.GetPriority() != 2 || r.GetPriorityReason() != "rule+future" {
+		t.Errorf("request never raised: %v, want its own priority and reason", r)
 	}
 }
