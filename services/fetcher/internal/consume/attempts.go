@@ -231,7 +231,11 @@ func (h *handler) publishedBefore(ctx context.Context, suspect []*task, recorded
 		if out == nil {
 			out = make(map[*task]rows.FetchLogRow)
 		}
-		out[t] = outcome.FetchLogRow(p.Page, p.Host, p.Fetcher)
+		row := outcome.FetchLogRow(p.Page, p.Host, p.Fetcher)
+		// The page carries no priority: the request's, as the row
+		// written with the page had it (outcome.Of).
+		row.Priority, row.PriorityReason = t.priority, t.signals.String()
+		out[t] = row
 	}
 	return out
 }

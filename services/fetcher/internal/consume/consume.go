@@ -330,7 +330,7 @@ func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafk
 		s:         s,
 		topic:     topic,
 		partition: partition,
-		engine:    politeness.NewRanked(s.opts.Now, s.opts.Politeness, depthOf),
+		engine:    politeness.NewRanked(s.opts.Now, s.opts.Politeness, rankOf),
 		log:       s.log.With(telemetry.Topic(topic), telemetry.Partition(partition)),
 		claimed:   make(map[*task]struct{}),
 		cancel:    cancel,
@@ -384,7 +384,7 @@ type handler struct {
 
 	// uncharged are the partition's requests that will be charged to a
 	// page budget at their turn (held in the engine or in a turn, not
-	// charged yet): yieldToShallower counts the shallower ones. A request
+	// charged yet): yieldToBetter counts the better-ranked ones. A request
 	// joins when pushed and leaves when charged (or refused) or when it
 	// leaves the partition (evicted, held for a pause, cancelled).
 	unchargedMu sync.Mutex

@@ -14,6 +14,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
@@ -30,6 +31,8 @@ import (
 // not_before lies beyond the hold horizon, is deferred: produced again to
 // the fetch topic and acked, so memory stays bounded and one giant or
 // backed-off host does not stop the partition from reading the others.
+// A reprioritize record is not a request: it raises a queued request
+// (reprioritize) and is acked at once.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
 	now := h.s.opts.Now()
 	if !h.suspectKnown && len(batch) > 0 {
@@ -44,12 +47,19 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	tasks := make([]*task, 0, len(batch))
 	var suspect []*task
+	var raises []raise
 	for _, msg := range batch {
 		req := &crawlv1.FetchRequest{}
 		if err := kafkaio.Decode(msg, req); err != nil {
 			h.s.m.poison.Inc()
 			h.log.Warn("skipped undecodable fetch request", telemetry.Offset(msg.Offset), zap.Error(err))
 			ack(msg)
+			continue
+		}
+		if req.GetReprioritize() {
+			// Applied once the batch's requests are queued: a request
+			// read in the same batch is raised too.
+			raises = append(raises, raise{msg: msg, req: req})
 			continue
 		}
 		hostKey, kerr := kafkaio.Key(req.GetUrl())
@@ -150,6 +160,10 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 		h.push(t, notBefore)
 	}
+	for _, r := range raises {
+		h.reprioritize(r.msg, r.req)
+		ack(r.msg)
+	}
 	if len(cancelled) > 0 {
 		h.recordCancelled(ctx, cancelled)
 	}
@@ -196,15 +210,16 @@ func (h *handler) hostOf(host string, now time.Time) decide.Host {
 	return decide.Host{Queued: queued, Wait: wait, Delay: delay, Next: next, OpenHosts: h.engine.OpenHosts()}
 }
 
-// evict keeps a host's full queue breadth-first (decide.Evict): the
-// deepest request of t's host deeper than t, the latest pushed, is taken
-// out and its deferral record, due at at or its own not_before, returned,
-// so that t can be queued in its place. The evicted request's claim is
-// released before its copy is produced (see hold). ok is false when the
-// queue holds nothing deeper (or the copy cannot be encoded: the request
-// stays, one over the bound).
+// evict keeps a host's full queue best-first (decide.Evict): the
+// worst-ranked request of t's host ranked below t (the lowest priority,
+// then the deepest), the latest pushed, is taken out and its deferral
+// record, due at at or its own not_before, returned, so that t can be
+// queued in its place. The evicted request's claim is released before its
+// copy is produced (see hold). ok is false when the queue holds nothing
+// ranked below t (or the copy cannot be encoded: the request stays, one
+// over the bound).
 func (h *handler) evict(t *task, at time.Time) (evicted *task, m kafka.Message, ok bool) {
-	ev, ok := h.engine.EvictAbove(t.host, depthOf(t))
+	ev, ok := h.engine.EvictAbove(t.host, rankOf(t))
 	if !ok {
 		return nil, kafka.Message{}, false
 	}
@@ -220,7 +235,8 @@ func (h *handler) evict(t *task, at time.Time) (evicted *task, m kafka.Message, 
 }
 
 // deferMessage returns the record that puts t back on the fetch topic,
-// due at notBefore.
+// due at notBefore. It carries t's priority and reason (request), raised
+// or not.
 func (h *handler) deferMessage(t *task, notBefore time.Time) (kafka.Message, bool) {
 	o := h.s.opts
 	req := proto.CloneOf(h.request(t))
@@ -311,11 +327,17 @@ type task struct {
 	notBefore int64     // not_before, Unix nanoseconds; 0 for none
 	enqueued  int64     // when the record was read, Unix nanoseconds
 	depth     uint32
-	revisit   bool
-	charged   bool  // charged to its crawl's page budget (decide.Charged)
-	redefer   bool  // the record was produced by a deferral
-	waited    bool  // politeness wait observed (a robots turn re-queues it)
-	yields    uint8 // turns given up to shallower requests (yieldToShallower)
+	// priority and signals are the request's priority and the signals of
+	// its priority_reason (libs/priority), raised by a reprioritize
+	// record while queued; changed only under the engine's lock and
+	// unchargedMu (reprioritize).
+	priority int32
+	signals  priority.Signals
+	revisit  bool
+	charged  bool  // charged to its crawl's page budget (decide.Charged)
+	redefer  bool  // the record was produced by a deferral
+	waited   bool  // politeness wait observed (a robots turn re-queues it)
+	yields   uint8 // turns given up to better-ranked requests (yieldToBetter)
 
 	// A turn's own fields, set while it runs and read by its outcome.
 	state      []kafka.Message  // host-state record of the last request, published with its outcome
@@ -348,6 +370,9 @@ func unixTime(ns int64) time.Time {
 // is not decoded yet. The value decoded when the record was read
 // (newTask), so it decodes again; should it not, the request is t's
 // fields alone, and its fetch fails as an invalid URL rather than panic.
+// Its priority is t's: a request raised while queued (reprioritize) is
+// fetched, logged, retried and deferred with the raised priority and the
+// signals that raised it.
 func (h *handler) request(t *task) *crawlv1.FetchRequest {
 	if t.req != nil {
 		return t.req
@@ -356,6 +381,9 @@ func (h *handler) request(t *task) *crawlv1.FetchRequest {
 	if err := crawlmsg.Unmarshal(t.value, t.schema, req); err != nil {
 		h.log.Error("decode a fetch request read before failed", telemetry.Offset(t.offset), zap.Error(err))
 		req = &crawlv1.FetchRequest{CrawlId: t.crawl, Attempt: t.id.attempt, Depth: t.depth}
+	}
+	if req.GetPriority() != t.priority {
+		req.Priority, req.PriorityReason = t.priority, t.signals.String()
 	}
 	t.req = req
 	return req
@@ -371,6 +399,7 @@ func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host str
 	t := &task{
 		offset: msg.Offset, value: msg.Value, schema: h.intern(schemaOf(msg)), host: host, crawl: h.intern(req.GetCrawlId()),
 		id: idOf(req), urlFP: req.GetUrlFp(), depth: req.GetDepth(), revisit: req.GetRevisit(),
+		priority: req.GetPriority(), signals: priority.ParseSignals(req.GetPriorityReason()),
 		redefer: wasDeferred(msg), enqueued: now.UnixNano(),
 	}
 	t.charged = decide.Charged(h.s.opts.Budget != nil, t.id.attempt, t.revisit)
@@ -417,10 +446,44 @@ func (h *handler) ack(t *task) {
 	h.acker(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.offset})
 }
 
-// depthOf ranks a request in its host's queue: breadth-first, so that a
-// crawl stopped by its budget, a cancel or a rebalance has its shallowest
-// pages (see politeness.NewRanked).
-func depthOf(t *task) uint32 { return t.depth }
+// rankOf ranks a request in its host's queue (see politeness.NewRanked):
+// the highest priority first, then the lowest depth (priority.Rank), so
+// that a crawl stopped by its budget, a cancel or a rebalance has its
+// best pages; with no priority signal, its shallowest (breadth-first).
+func rankOf(t *task) uint32 { return priority.Rank(t.priority, t.depth) }
+
+// raise is a reprioritize record of a batch.
+type raise struct {
+	msg kafka.Message
+	req *crawlv1.FetchRequest
+}
+
+// reprioritize applies a reprioritize record (FetchRequest.reprioritize):
+// the queued request of its crawl and url_fp in its host's queue takes the
+// record's priority and reason when that ranks it better, and its place by
+// it. Nothing is fetched, charged or logged; a request in flight or not
+// held by this partition is left alone.
+func (h *handler) reprioritize(msg kafka.Message, req *crawlv1.FetchRequest) {
+	host := string(msg.Key)
+	if k, err := kafkaio.Key(req.GetUrl()); err == nil {
+		host = string(k)
+	}
+	crawl, fp := req.GetCrawlId(), req.GetUrlFp()
+	p, signals := req.GetPriority(), priority.ParseSignals(req.GetPriorityReason())
+	res := h.engine.Raise(host, func(t *task) (uint32, bool) {
+		if t.urlFP != fp || t.crawl != crawl {
+			return 0, false
+		}
+		return priority.Rank(p, t.depth), true
+	}, func(t *task) {
+		// yieldToBetter reads the priority of queued requests under
+		// unchargedMu.
+		h.unchargedMu.Lock()
+		t.priority, t.signals = p, signals
+		h.unchargedMu.Unlock()
+	})
+	h.s.m.reprioritized.WithLabelValues(res.String()).Inc()
+}
 
 // deferredHeader marks a fetch request produced again by a deferral.
 const deferredHeader = "trawl-deferred"

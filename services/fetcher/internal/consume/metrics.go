@@ -5,6 +5,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -30,6 +31,7 @@ type metrics struct {
 	pausedHeld       prometheus.Counter
 	redirects        *prometheus.CounterVec // outcome: redirect* constants
 	repeatsSkipped   *prometheus.CounterVec // by: skip* constants
+	reprioritized    *prometheus.CounterVec // result: politeness.RaiseResult
 	recordedErrors   prometheus.Counter
 	unchanged        prometheus.Counter
 	robotsVerdicts   *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
@@ -118,6 +120,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "repeats_skipped_total",
 			Help: "Fetch requests acked without a request because their attempt was done already, by how it was known: recorded (a previous owner's fetch-log row), published (a previous owner's FetchedPage without its fetch-log row, which is written then), held (held or finished by this fetcher).",
 		}, []string{"by"}),
+		reprioritized: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reprioritized_total",
+			Help: "Reprioritize records (a known URL's priority raised by the scheduler), by result: raised (its queued request moved up), not_queued (no such request queued in this partition: in flight, fetched, deferred or elsewhere), not_higher (queued with that priority or a higher one already).",
+		}, []string{"result"}),
 		recordedErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "recorded_query_errors_total",
 			Help: "Failed fetch-log look-ups of redelivered requests (retried with back-off; the partition waits).",
@@ -165,7 +171,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.replaysRefused, m.serpRobotsOverridden} {
+		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.reprioritized, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.replaysRefused, m.serpRobotsOverridden} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -175,6 +181,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, b := range []string{skipRecorded, skipPublished, skipHeld} {
 		m.repeatsSkipped.WithLabelValues(b)
+	}
+	for _, r := range []politeness.RaiseResult{politeness.Raised, politeness.NotQueued, politeness.NotHigher} {
+		m.reprioritized.WithLabelValues(r.String())
 	}
 	for _, o := range []outcome.Redirect{outcome.RedirectPublished, outcome.RedirectLoop, outcome.RedirectTooMany, outcome.RedirectInvalid} {
 		m.redirects.WithLabelValues(string(o))

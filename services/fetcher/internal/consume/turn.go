@@ -89,7 +89,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		h.fetchRobots(ctx, rctx, host, t, origin, id)
 	case decide.TakePage:
 		h.setDelay(host, t, rules.CrawlDelay)
-		if h.yieldToShallower(host, t) {
+		if h.yieldToBetter(host, t) {
 			return
 		}
 		switch decide.Page(func() bool { return h.charge(ctx, t) }, func() bool { return h.robotsAllow(host, t, rules, true) }) {
@@ -355,23 +355,25 @@ func (h *handler) charge(ctx context.Context, t *task) bool {
 	return ok
 }
 
-// yieldToShallower asks decide.Yield whether t gives its turn up to
-// shallower requests of its crawl; when it does, t waits at the head of
-// its queue for decide.YieldFor. It reports whether t yielded.
-func (h *handler) yieldToShallower(host string, t *task) bool {
+// yieldToBetter asks decide.Yield whether t gives its turn up to
+// better-ranked requests of its crawl (a higher priority, or as high and
+// shallower: rankOf); when it does, t waits at the head of its queue for
+// decide.YieldFor. It reports whether t yielded.
+func (h *handler) yieldToBetter(host string, t *task) bool {
 	charged := t.charged
 	left := int64(-1)
 	if charged && t.yields < decide.MaxYields {
 		left = h.s.opts.Budget.Remaining(t.crawl)
 	}
-	crawl, depth := t.crawl, t.depth
+	crawl := t.crawl
 	h.unchargedMu.Lock()
+	rank := rankOf(t) // under unchargedMu: a raise changes queued priorities
 	yield := decide.Yield(decide.YieldInput{
 		Charged: charged, Yields: t.yields, Left: left, Held: len(h.uncharged),
 		Shallower: func(limit int64) int64 {
 			var n int64
 			for o := range h.uncharged {
-				if o.depth < depth && o.crawl == crawl {
+				if o.crawl == crawl && rankOf(o) < rank {
 					if n++; n >= limit {
 						break
 					}

@@ -27,7 +27,7 @@
 // robots.txt due (RobotsDue) and the page budget spent: refused without
 // even asking robots.txt; robots.txt due: the turn asks for it and the
 // request waits a delay (AfterRobots); otherwise the page: yield to
-// shallower requests of a crawl whose budget is nearly spent (Yield),
+// better-ranked requests of a crawl whose budget is nearly spent (Yield),
 // charge the budget, then refuse what robots.txt denies or fetch (Page).
 //
 // And the rules those steps read: FetchedBefore (what a previous owner's
@@ -183,10 +183,11 @@ const (
 	Queue Action = iota + 1
 	// Defer: produced again to the fetch topic, due at At, and acked.
 	Defer
-	// Evict: the host's queue is full; its deepest request deeper than
-	// this one leaves it (deferred, due at Later(At, its own not_before))
-	// and this one is queued in its place. When the queue holds nothing
-	// deeper, this one is deferred, due at Later(At, its not_before).
+	// Evict: the host's queue is full; its worst-ranked request ranked
+	// below this one (the lowest priority, then the deepest) leaves it
+	// (deferred, due at Later(At, its own not_before)) and this one is
+	// queued in its place. When the queue holds nothing ranked below,
+	// this one is deferred, due at Later(At, its not_before).
 	Evict
 )
 
@@ -202,8 +203,8 @@ func (a Action) String() string {
 // Place decides where a request due at notBefore (zero: now) goes, given
 // its host h at now. Every request of a host deferred at once is due at
 // once (now plus the host's wait), so that when they come back the host's
-// queue takes them by depth (a deferral spread by arrival would let a
-// deeper request deferred first go before a shallower one deferred after
+// queue takes them by rank (a deferral spread by arrival would let a
+// worse-ranked request deferred first go before a better one deferred after
 // it).
 func (l Limits) Place(h Host, notBefore, now time.Time) Placement {
 	beyond := notBefore.After(now.Add(l.HoldHorizon))

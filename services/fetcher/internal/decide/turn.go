@@ -132,9 +132,9 @@ func Charged(budgets bool, attempt uint32, revisit bool) bool {
 	return budgets && attempt == 0 && !revisit
 }
 
-// Yielding to shallower requests (Yield): the shortest wait, and the most
-// turns one request gives up, so that a shallower request that is slow to
-// come (a backed-off host) never holds a crawl back for long.
+// Yielding to better-ranked requests (Yield): the shortest wait, and the
+// most turns one request gives up, so that a better-ranked request that is
+// slow to come (a backed-off host) never holds a crawl back for long.
 const (
 	MinYield  = 100 * time.Millisecond
 	MaxYields = 20
@@ -146,14 +146,16 @@ type YieldInput struct {
 	Yields  uint8 // turns it gave up already
 	Left    int64 // pages its crawl has left (negative: unlimited)
 	Held    int   // requests the partition holds that its turn will charge, of any crawl
-	// Shallower counts the held requests of the crawl at a lower depth
-	// than this one, stopping at limit.
+	// Shallower counts the held requests of the crawl ranked better than
+	// this one (a higher priority, or as high and at a lower depth: the
+	// host queues' rank; with no priority signal, shallower), stopping at
+	// limit. The name predates priorities.
 	Shallower func(limit int64) int64
 }
 
-// Yield keeps the last pages of a crawl's budget for the shallowest
+// Yield keeps the last pages of a crawl's budget for the best-ranked
 // requests the partition holds: when the pages left are no more than the
-// crawl's uncharged requests at a lower depth (on other hosts, which the
+// crawl's uncharged requests ranked better (on other hosts, which the
 // host queues do not order against this one, or on its own host but not
 // due yet), this request does not take one: its turn ends without a
 // request and it waits at the head of its queue for YieldFor, then asks

@@ -187,6 +187,7 @@ func Of(o Options, a Attempt, res *httpfetch.Response, now time.Time) Result {
 		}
 	}
 	r.Row = FetchLogRow(r.Page, a.Host, o.InstanceID)
+	r.Row.Priority, r.Row.PriorityReason = req.GetPriority(), req.GetPriorityReason()
 	return r
 }
 
@@ -285,7 +286,9 @@ func ProxyOutcome(res *httpfetch.Response) string {
 // FetchLogRow returns the fetch-log row of the attempt page reports, made
 // by fetcher; host is the politeness key of its URL. The row is derived
 // from the page alone, so the one written with the page and the one
-// rebuilt from it after its fetcher died are equal.
+// rebuilt from it after its fetcher died are equal; the page carries no
+// priority, so its Priority and PriorityReason are left to the caller,
+// which has the request (Of sets the request's as fetched).
 func FetchLogRow(page *crawlv1.FetchedPage, host, fetcher string) rows.FetchLogRow {
 	at := page.GetFetchedAt().AsTime()
 	return rows.FetchLogRow{

@@ -3,10 +3,11 @@
 // flight per host, and a minimum delay between the end of one request to a
 // host and the start of the next (what the site sees).
 //
-// A host's queue is breadth-first: of the items that may start, the one
-// with the lowest rank (the link depth, given by the rank function of
-// NewRanked) goes first, and among equal ranks the one pushed first. New
-// ranks every item 0, which is first-in first-out.
+// A host's queue is ranked: of the items that may start, the one with the
+// lowest rank (given by the rank function of NewRanked; the fetcher ranks a
+// request by its priority, then its link depth, libs/priority.Rank) goes
+// first, and among equal ranks the one pushed first. Raise gives a queued
+// item a better rank. New ranks every item 0, which is first-in first-out.
 //
 // An Engine is a plain data structure with an injected clock: it starts no
 // goroutines and never sleeps. The dispatcher asks it for the next eligible
@@ -60,12 +61,12 @@ func (o Options) withDefaults() Options {
 type entry[T any] struct {
 	item      T
 	notBefore time.Time
-	rank      uint32 // the rank function's value: the link depth
+	rank      uint32 // the rank function's value, or a better one given by Raise
 	seq       uint64 // push order (PushFront and Requeue go before every other)
 }
 
 // before reports whether a starts before b in a host's ready queue: lower
-// rank first (breadth-first), then push order.
+// rank first (better-ranked), then push order.
 func (a *entry[T]) before(b *entry[T]) bool {
 	if a.rank != b.rank {
 		return a.rank < b.rank
@@ -288,10 +289,11 @@ func New[T any](now func() time.Time, o Options) *Engine[T] {
 	return NewRanked[T](now, o, nil)
 }
 
-// NewRanked is New with breadth-first host queues: of a host's items that
-// may start, the one of lowest rank(item) goes first (the fetcher ranks a
-// request by its link depth), then the one pushed first. rank is called
-// once per push, under the engine's lock; nil ranks every item 0.
+// NewRanked is New with ranked host queues: of a host's items that may
+// start, the one of lowest rank(item) goes first (the fetcher ranks a
+// request by its priority, then its link depth), then the one pushed
+// first. rank is called once per push, under the engine's lock; nil ranks
+// every item 0.
 func NewRanked[T any](now func() time.Time, o Options, rank func(T) uint32) *Engine[T] {
 	return &Engine[T]{
 		now:        now,
@@ -358,9 +360,9 @@ func (e *Engine[T]) Requeue(host string, item T, notBefore time.Time) {
 // EvictAbove removes and returns host's queued item that would start last
 // (the highest rank, then the latest pushed) when its rank is above rank;
 // ok is false when no queued item of host ranks above rank. A bounded
-// host queue that is full makes room with it for a shallower item, so
-// that what it holds in memory is the host's shallowest work and the
-// deepest is what waits outside.
+// host queue that is full makes room with it for a better-ranked item, so
+// that what it holds in memory is the host's best work and the worst is
+// what waits outside.
 func (e *Engine[T]) EvictAbove(host string, rank uint32) (item T, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -375,6 +377,82 @@ func (e *Engine[T]) EvictAbove(host string, rank uint32) (item T, ok bool) {
 	e.queued--
 	e.fix(h)
 	return it.item, true
+}
+
+// RaiseResult is what Raise did.
+type RaiseResult uint8
+
+// Results of Raise.
+const (
+	// NotQueued: no queued item of the host matched (unknown, in flight,
+	// or gone).
+	NotQueued RaiseResult = iota
+	// NotHigher: the item matched but already ranks as well or better.
+	NotHigher
+	// Raised: the item took the better rank and its place by it.
+	Raised
+)
+
+var raiseNames = [...]string{NotQueued: "not_queued", NotHigher: "not_higher", Raised: "raised"}
+
+func (r RaiseResult) String() string {
+	if int(r) < len(raiseNames) {
+		return raiseNames[r]
+	}
+	return "raise(?)"
+}
+
+// Raise gives a queued item of host a better rank. match is called on the
+// host's queued items until it selects one (ok), returning the rank that
+// item would have; when that rank is lower (better) than the item's, the
+// item takes it and its place by it (push order still breaks ties), and
+// raised is called on it under the engine's lock, so that whoever takes
+// the item next sees what raised changed in it. A rank is never made
+// worse. Items in flight are not queued: NotQueued.
+//
+// The search is a linear scan of one host's queue, ready and later alike:
+// host queues are bounded (Options.FullAt, the fetcher's --max-host-queue,
+// 100 by default; over it only while no other host has room, and then by
+// the partition's in-flight window), and raises are rare (a URL's
+// in-links doubled), where an index by item would cost a map update on
+// every push and dispatch.
+func (e *Engine[T]) Raise(host string, match func(T) (rank uint32, ok bool), raised func(T)) RaiseResult {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, known := e.hosts[host]
+	if !known {
+		return NotQueued
+	}
+	for i := range h.ready {
+		it := &h.ready[i]
+		if rank, ok := match(it.item); ok {
+			if rank >= it.rank {
+				return NotHigher
+			}
+			it.rank = rank
+			if raised != nil {
+				raised(it.item)
+			}
+			h.ready.up(i) // a better rank only moves up
+			return Raised
+		}
+	}
+	for i := range h.later {
+		it := &h.later[i]
+		if rank, ok := match(it.item); ok {
+			if rank >= it.rank {
+				return NotHigher
+			}
+			// the later heap orders by not_before: nothing moves; the
+			// rank counts once the item is due (take)
+			it.rank = rank
+			if raised != nil {
+				raised(it.item)
+			}
+			return Raised
+		}
+	}
+	return NotQueued
 }
 
 // midSeq splits the push sequence: Push numbers count up from it and
