@@ -285,6 +285,10 @@ func fromStrings[T any](t *testing.T, rec []string) T {
 			var b bool
 			b, err = strconv.ParseBool(s)
 			fv.SetBool(b)
+		case fv.CanInt():
+			var n int64
+			n, err = strconv.ParseInt(s, 10, fv.Type().Bits())
+			fv.SetInt(n)
 		default:
 			var u uint64
 			u, err = strconv.ParseUint(s, 10, fv.Type().Bits())

@@ -71,7 +71,7 @@ func TestPriorityAtAdmission(t *testing.T) {
 		disc("c1", "http://a.example/plain", 1),
 		sitemap,
 		disc("c1", "http://a.example/product/deep", 4), // too deep, recorded with its priority
-		disc("c2", "http://a.example/product/1", 1),   // another crawl: no rules
+		disc("c2", "http://a.example/product/1", 1),    // another crawl: no rules
 	)
 	e.drain()
 	want := map[[2]string][2]any{

@@ -44,7 +44,7 @@ type Quota struct {
 // the generation of its latest deferral.
 type backlog struct {
 	rank uint32
-	gen   uint64
+	gen  uint64
 }
 
 // NewQuota returns a quota of limit releases per host per window.
