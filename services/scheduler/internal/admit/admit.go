@@ -211,9 +211,13 @@ type Decision struct {
 	Partition int
 	// Priority is the URL's priority and PriorityReason the signals that
 	// made it (priority.Signals.String()); set when the URL is decided on
-	// its own partition, whatever the outcome.
+	// its own partition, whatever the outcome, except for a duplicate
+	// without new in-links (most records: a link to a known page), whose
+	// priority only its url_events row needs: Policy.Prioritized computes
+	// it then.
 	Priority       int32
 	PriorityReason string
+	prioritized    bool // Priority is computed (or has no meaning)
 	// Reprioritize is set with Reason Duplicate when the URL comes with
 	// in-links (DiscoveredURL.in_links > 1) in a crawl that is not
 	// breadth-first: a FetchRequest with Reprioritize set, to produce to
@@ -280,12 +284,16 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 		scopeDrop Reason
 		grant     *crawlv1.ScopeGrant
 	)
-	breadthFirst := false
+	var (
+		duplicate    bool
+		breadthFirst bool
+	)
 	if owner == partition {
 		scopeDrop, grant = p.scopeDrop(u, canonical, string(key))
-		var sig priority.Signals
-		d.Priority, sig, breadthFirst = p.priority(u, canonical, string(key))
-		d.PriorityReason = sig.String()
+		duplicate = seen.Contains(d.FP)
+		if !duplicate || u.GetInLinks() > 1 {
+			breadthFirst = p.prioritize(u, &d)
+		}
 	}
 	switch {
 	case owner != partition:
@@ -296,7 +304,7 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 		d.Reason = scopeDrop
 	case u.GetDepth() > p.maxDepth(u.GetCrawlId()):
 		d.Reason = TooDeep
-	case seen.Contains(d.FP):
+	case duplicate:
 		d.Reason = Duplicate
 		if u.GetInLinks() > 1 && !breadthFirst {
 			d.Reprioritize = &crawlv1.FetchRequest{
@@ -363,15 +371,26 @@ func reserve(b Budget, partition int, crawlID string, prio int32) bool {
 	return ok && prio > 0 && best.ReserveBest(partition, crawlID)
 }
 
-// priority is a URL's priority by its crawl's rules, the signals that
-// made it, and whether the crawl is breadth-first (every priority 0).
-// host is the URL's politeness key.
-func (p Policy) priority(u *crawlv1.DiscoveredURL, canonical, host string) (int32, priority.Signals, bool) {
+// Prioritized returns d, the decision on u, with its priority: computed
+// now for a duplicate without new in-links, which Decide leaves out; d
+// itself otherwise. The caller asks for it when it records the duplicate.
+func (p Policy) Prioritized(u *crawlv1.DiscoveredURL, d Decision) Decision {
+	if d.prioritized || d.Canonical == "" || d.Reason == WrongPartition {
+		return d
+	}
+	p.prioritize(u, &d)
+	return d
+}
+
+// prioritize sets d's priority by its crawl's rules (d.Canonical and
+// d.Key, the URL's politeness key, are set) and reports whether the crawl
+// is breadth-first (every priority 0).
+func (p Policy) prioritize(u *crawlv1.DiscoveredURL, d *Decision) bool {
 	var rules *priority.Rules
 	if p.Priority != nil {
 		rules = p.Priority(u.GetCrawlId())
 	}
-	in := priority.Input{URL: canonical, Host: host, InLinks: u.GetInLinks()}
+	in := priority.Input{URL: d.Canonical, Host: string(d.Key), InLinks: u.GetInLinks()}
 	if u.SitemapPriority != nil {
 		in.SitemapPriority, in.HasSitemap = u.GetSitemapPriority(), true
 	}
@@ -379,7 +398,8 @@ func (p Policy) priority(u *crawlv1.DiscoveredURL, canonical, host string) (int3
 		in.Lastmod, in.Now = u.GetLastmod().AsTime(), p.Now()
 	}
 	prio, sig := rules.Of(in)
-	return prio, sig, rules.BreadthFirst()
+	d.Priority, d.PriorityReason, d.prioritized = prio, sig.String(), true
+	return rules.BreadthFirst()
 }
 
 // scopeDrop judges the URLs nobody judged before (redirect targets,

@@ -114,6 +114,10 @@ func TestDecidePriority(t *testing.T) {
 			p := Policy{MaxDepth: 5, Priority: specPriority(t), Partition: hostPartitions, Now: func() time.Time { return now }}
 			b := tt.budget
 			d := decide(t, p, tt.in, tt.partition, seen, &b)
+			if d.Reason == Duplicate && tt.in.InLinks <= 1 && (d.Priority != 0 || d.PriorityReason != "") {
+				t.Errorf("a duplicate without in-links got priority %d (%q): left for Prioritized", d.Priority, d.PriorityReason)
+			}
+			d = p.Prioritized(tt.in, d)
 			if d.Reason != tt.wantReason || d.Admit != (tt.wantReason == "") {
 				t.Fatalf("Admit %v Reason %q, want reason %q", d.Admit, d.Reason, tt.wantReason)
 			}

@@ -578,7 +578,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				// thousand pages costs one insert, not a thousand.
 				break
 			}
-			if ev, ok := dropEvent(&u, d, h.partition, now); ok {
+			if ev, ok := dropEvent(&u, s.policy.Prioritized(&u, d), h.partition, now); ok {
 				events = append(events, ev)
 			}
 		}
