@@ -82,13 +82,13 @@ func newFixture(crawl string) (fixture, []chstore.DocumentRow, []chstore.FetchLo
 			FetchedAt: fat.Truncate(time.Second), FetchedAtMs: chstore.Millis(fat), Status: []uint16{200, 404, 0}[i%3],
 			ErrorKind: []string{"", "", "timeout"}[i%3], ErrorMessage: text, Bytes: uint64(1000 * i), ContentType: "text/html",
 			DurationMs: uint32(10 + i), RedirectLocation: "", Depth: uint16(i % 4), Fetcher: "f-1", Final: i%2 == 0,
-			WarcFile: "", WarcOffset: uint64(i) << 40}
+			WarcFile: "", WarcOffset: uint64(i) << 40, Priority: int32(i%7) - 3, PriorityReason: []string{"", "rule", "rule+inlinks"}[i%3]}
 		fetch = append(fetch, fl)
 		f.fetchLog = append(f.fetchLog, chexport.FetchLogRow{CrawlID: fl.CrawlID, URL: fl.URL, URLFP: fl.URLFP, Host: fl.Host,
 			Partition: fl.Partition, Attempt: fl.Attempt, FetchedAt: fat, Status: fl.Status, ErrorKind: fl.ErrorKind,
 			ErrorMessage: fl.ErrorMessage, Bytes: fl.Bytes, ContentType: fl.ContentType, DurationMs: fl.DurationMs,
 			RedirectLocation: fl.RedirectLocation, Depth: fl.Depth, Fetcher: fl.Fetcher, Final: fl.Final, WarcFile: fl.WarcFile,
-			WarcOffset: fl.WarcOffset})
+			WarcOffset: fl.WarcOffset, Priority: fl.Priority, PriorityReason: fl.PriorityReason})
 
 		l := chstore.LinkRow{CrawlID: crawl, TargetHost: "t.test", TargetURL: "http://t.test/" + strconv.Itoa(i), TargetFP: ^fp,
 			SourceHost: d.Host, SourceURL: url, SourceFP: fp, Position: uint16(i + 1), AnchorText: text, Rel: "nofollow",
@@ -99,10 +99,12 @@ func newFixture(crawl string) (fixture, []chstore.DocumentRow, []chstore.FetchLo
 			AnchorText: l.AnchorText, Rel: l.Rel, Tag: l.Tag, Depth: l.Depth, FoundAt: l.FoundAt})
 
 		e := chstore.URLEventRow{CrawlID: crawl, URL: url + "&e", URLFP: fp, Host: d.Host, Partition: uint16(i % 8),
-			State: []string{"duplicate", "out_of_scope"}[i%2], Reason: text, Depth: uint16(i % 5), EventTime: at}
+			State: []string{"duplicate", "out_of_scope"}[i%2], Reason: text, Depth: uint16(i % 5), EventTime: at,
+			Priority: int32(i % 4), PriorityReason: []string{"", "inlinks", "sitemap"}[i%3]}
 		events = append(events, e)
 		f.urlEvents = append(f.urlEvents, chexport.URLEventRow{CrawlID: e.CrawlID, URL: e.URL, URLFP: e.URLFP, Host: e.Host,
-			Partition: e.Partition, State: e.State, Reason: e.Reason, Depth: e.Depth, EventTime: e.EventTime})
+			Partition: e.Partition, State: e.State, Reason: e.Reason, Depth: e.Depth, EventTime: e.EventTime,
+			Priority: e.Priority, PriorityReason: e.PriorityReason})
 	}
 	return f, docs, fetch, links, events
 }
@@ -283,6 +285,10 @@ func fromStrings[T any](t *testing.T, rec []string) T {
 			var b bool
 			b, err = strconv.ParseBool(s)
 			fv.SetBool(b)
+		case fv.CanInt():
+			var n int64
+			n, err = strconv.ParseInt(s, 10, fv.Type().Bits())
+			fv.SetInt(n)
 		default:
 			var u uint64
 			u, err = strconv.ParseUint(s, 10, fv.Type().Bits())

@@ -74,9 +74,9 @@ func TestParquetDuckDB(t *testing.T) {
 		{
 			table: chexport.FetchLog,
 			types: map[string]string{"url": "VARCHAR", "url_fp": "UBIGINT", "status": "USMALLINT", "duration_ms": "UINTEGER",
-				"fetched_at": "TIMESTAMP WITH TIME ZONE", "final": "BOOLEAN", "bytes": "UBIGINT"},
+				"fetched_at": "TIMESTAMP WITH TIME ZONE", "final": "BOOLEAN", "bytes": "UBIGINT", "priority": "INTEGER", "priority_reason": "VARCHAR"},
 			values: map[string]string{"url": f.fetchLog[0].URL, "url_fp": strconv.FormatUint(f.fetchLog[0].URLFP, 10),
-				"status": "200", "final": "true", "fetched_at": "2024-05-17 10:30:00+00"},
+				"status": "200", "final": "true", "fetched_at": "2024-05-17 10:30:00+00", "priority": "-3"},
 		},
 		{
 			table: chexport.Documents,
@@ -91,7 +91,7 @@ func TestParquetDuckDB(t *testing.T) {
 		},
 		{
 			table:  chexport.URLEvents,
-			types:  map[string]string{"state": "VARCHAR", "partition": "USMALLINT", "event_time": "TIMESTAMP WITH TIME ZONE"},
+			types:  map[string]string{"state": "VARCHAR", "partition": "USMALLINT", "event_time": "TIMESTAMP WITH TIME ZONE", "priority": "INTEGER"},
 			values: map[string]string{"state": "duplicate", "url": f.urlEvents[0].URL, "reason": f.urlEvents[0].Reason},
 		},
 	}

@@ -95,16 +95,21 @@ type FetchLogRow struct {
 	Final            bool      `json:"final" parquet:"final"`
 	WarcFile         string    `json:"warc_file" parquet:"warc_file,dict"`
 	WarcOffset       uint64    `json:"warc_offset" parquet:"warc_offset"`
+	// Priority is the request's priority (best-first, libs/priority) and
+	// PriorityReason the signals that made it ("rule+inlinks"; "" for
+	// none).
+	Priority       int32  `json:"priority" parquet:"priority"`
+	PriorityReason string `json:"priority_reason" parquet:"priority_reason,dict"`
 }
 
 var fetchLogTable = tableDef[FetchLogRow]{
 	name: FetchLog,
 	selects: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt", "fetched_at", "fetched_at_ms", "status",
 		"error_kind", "error_message", "bytes", "content_type", "duration_ms", "redirect_location", "depth", "fetcher",
-		"final", "warc_file", "warc_offset"},
+		"final", "warc_file", "warc_offset", "priority", "priority_reason"},
 	columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "attempt", "fetched_at", "status",
 		"error_kind", "error_message", "bytes", "content_type", "duration_ms", "redirect_location", "depth", "fetcher",
-		"final", "warc_file", "warc_offset"},
+		"final", "warc_file", "warc_offset", "priority", "priority_reason"},
 	scan: func(rows driver.Rows, r *FetchLogRow) error {
 		var (
 			ms    uint16
@@ -112,7 +117,7 @@ var fetchLogTable = tableDef[FetchLogRow]{
 		)
 		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.Partition, &r.Attempt, &r.FetchedAt, &ms, &r.Status,
 			&r.ErrorKind, &r.ErrorMessage, &r.Bytes, &r.ContentType, &r.DurationMs, &r.RedirectLocation, &r.Depth, &r.Fetcher,
-			&final, &r.WarcFile, &r.WarcOffset)
+			&final, &r.WarcFile, &r.WarcOffset, &r.Priority, &r.PriorityReason)
 		r.FetchedAt = r.FetchedAt.UTC().Add(time.Duration(ms) * time.Millisecond)
 		r.Final = final != 0
 		return err
@@ -121,7 +126,7 @@ var fetchLogTable = tableDef[FetchLogRow]{
 		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, u64(uint64(r.Partition)), u64(uint64(r.Attempt)),
 			ts(r.FetchedAt), u64(uint64(r.Status)), r.ErrorKind, r.ErrorMessage, u64(r.Bytes), r.ContentType,
 			u64(uint64(r.DurationMs)), r.RedirectLocation, u64(uint64(r.Depth)), r.Fetcher, strconv.FormatBool(r.Final),
-			r.WarcFile, u64(r.WarcOffset))
+			r.WarcFile, u64(r.WarcOffset), i64(int64(r.Priority)), r.PriorityReason)
 	},
 }
 
@@ -172,20 +177,26 @@ type URLEventRow struct {
 	Reason    string    `json:"reason" parquet:"reason,dict"`
 	Depth     uint16    `json:"depth" parquet:"depth"`
 	EventTime time.Time `json:"event_time" parquet:"event_time,timestamp(millisecond)"`
+	// Priority is the URL's priority when it was decided (libs/priority)
+	// and PriorityReason the signals that made it.
+	Priority       int32  `json:"priority" parquet:"priority"`
+	PriorityReason string `json:"priority_reason" parquet:"priority_reason,dict"`
 }
 
 var urlEventsTable = tableDef[URLEventRow]{
-	name:    URLEvents,
-	selects: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time"},
-	columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time"},
+	name: URLEvents,
+	selects: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time",
+		"priority", "priority_reason"},
+	columns: []string{"crawl_id", "url", "url_fp", "host", "partition", "state", "reason", "depth", "event_time",
+		"priority", "priority_reason"},
 	scan: func(rows driver.Rows, r *URLEventRow) error {
-		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.Partition, &r.State, &r.Reason, &r.Depth, &r.EventTime)
+		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.Partition, &r.State, &r.Reason, &r.Depth, &r.EventTime, &r.Priority, &r.PriorityReason)
 		r.EventTime = r.EventTime.UTC()
 		return err
 	},
 	record: func(r *URLEventRow, rec []string) []string {
 		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, u64(uint64(r.Partition)), r.State, r.Reason,
-			u64(uint64(r.Depth)), ts(r.EventTime))
+			u64(uint64(r.Depth)), ts(r.EventTime), i64(int64(r.Priority)), r.PriorityReason)
 	},
 }
 
@@ -249,6 +260,8 @@ func unrawJSON(b []byte, none string) (string, error) {
 }
 
 func u64(v uint64) string { return strconv.FormatUint(v, 10) }
+
+func i64(v int64) string { return strconv.FormatInt(v, 10) }
 
 // ts is a timestamp as JSON writes a time.Time: RFC 3339 with the
 // fraction only when there is one.

@@ -189,6 +189,11 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 	a0.WarcFile, a0.WarcOffset = w2, 1500
 	a7.WarcFile, a7.WarcOffset = w1, 4200
 	f7.WarcFile, f7.WarcOffset = w1, 0
+	// best-first: /p/1 of h1 raised by a rule and its in-links, /p/7 by
+	// its in-links, the redirect /p/2 lowered by a rule
+	f7.Priority, f7.PriorityReason = 51, "rule+inlinks"
+	a7.Priority, a7.PriorityReason = 2, "inlinks"
+	f8.Priority, f8.PriorityReason = -5, "rule"
 	write(ctx, t, s, chstore.FetchLog, []chstore.FetchLogRow{
 		fetch(u0, 0, at(0), 200, "", "", 1000, 100, true),
 		fetch(u0, 0, at(60), 304, "", "", 0, 100, true),
@@ -352,6 +357,15 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 		}},
 		"language_mismatch": {true, []string{"crawl-1 | http://h1.test/p/7 | de | en"}},
 		"near_duplicates":   {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
+		// last attempts only: /p/1 of h0's timeout and /a's first two
+		// connects are not counted
+		"crawl_order": {true, []string{
+			"crawl-1 | rule+inlinks | 10 and up | 51 | 1 | 1 | 1 | 1",
+			"crawl-1 | inlinks | 1 to 9 | 2 | 1 | 1 | 1 | 1",
+			"crawl-1 | (none) | 0 | 0 | 6 | 3 | 0 | 1",
+			"crawl-1 | rule | below 0 | -5 | 1 | 0 | 2 | 2",
+			"crawl-2 | (none) | 0 | 0 | 2 | 1 | 0 | 1",
+		}},
 		"in_links": {true, []string{
 			"http://h0.test/p/0 | page one |  | 1",
 			"http://h0.test/p/1 | one | ugc | 3",

@@ -231,6 +231,22 @@ GROUP BY host, family
 ORDER BY urls_not_fetched DESC, host, family
 LIMIT 100;
 
+-- name: crawl_order
+-- What ordered the crawl: its fetches (last attempts) by the signals that made their priority and by priority band.
+SELECT
+    crawl_id,
+    if(priority_reason = '', '(none)', priority_reason) AS signals,
+    multiIf(priority >= 10, '10 and up', priority >= 1, '1 to 9', priority = 0, '0', 'below 0') AS band,
+    max(priority) AS top_priority,
+    count() AS fetches,
+    countIf(status >= 200 AND status < 300) AS fetched_ok,
+    min(depth) AS shallowest,
+    max(depth) AS deepest
+FROM fetch_log FINAL
+WHERE final = 1
+GROUP BY crawl_id, signals, band
+ORDER BY crawl_id, top_priority DESC, signals;
+
 -- name: in_links
 -- Who links to a page, with which words (the table is keyed by target host, so name the host too).
 SELECT

@@ -33,13 +33,23 @@
 //     (--budget-admit-factor × its page budget, which the fetchers
 //     charge; checked after
 //     every rule that does not consume anything, because it consumes
-//     budget on success).
+//     budget on success). A URL whose priority is above 0 is still
+//     admitted past the ceiling, within a second allowance of the same
+//     size (BestBudget): a valuable URL discovered late is not dropped
+//     because the crawl's shallow URLs came first.
 //  9. host_budget_exhausted: the URL's host reached its crawl's per-host
 //     page budget (CrawlSpec.limits.max_pages_per_host; HostBudget); the
 //     page reserved in step 8 is given back.
 //
 // Every reason but wrong_partition is a terminal state of the URL,
 // recorded in url_events (StateOf).
+//
+// Every URL decided on its own partition gets its priority (libs/priority:
+// the crawl's rules, a sitemap's <priority> and <lastmod>, its in-links),
+// carried in the fetch request and in its url_events row. A duplicate that
+// comes with new in-links (DiscoveredURL.in_links > 1) yields a
+// reprioritize request instead (Decision.Reprioritize): the fetcher raises
+// the URL's queued request, if it holds one.
 package admit
 
 import (
@@ -51,6 +61,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -134,6 +145,16 @@ type Budget interface {
 	Unreserve(partition int, crawlID string, n int64)
 }
 
+// BestBudget is a Budget with a second allowance for the URLs whose
+// priority is above 0: ReserveBest takes one page of it once Reserve
+// refuses, and reports false, taking nothing, when that is used up too.
+// Unreserve gives back pages of either. *budget.Tracker; a Budget without
+// the method has no second allowance.
+type BestBudget interface {
+	Budget
+	ReserveBest(partition int, crawlID string) bool
+}
+
 // Unlimited is a Budget that never runs out.
 type Unlimited struct{}
 
@@ -167,7 +188,11 @@ type Policy struct {
 	State func(crawlID string) crawlv1.CrawlState
 	// Scope, when set, returns the compiled scope rules of a crawl and
 	// true, or false for a crawl without rules (nothing is judged).
-	Scope     func(crawlID string) (*scope.Rules, bool)
+	Scope func(crawlID string) (*scope.Rules, bool)
+	// Priority, when set, returns a crawl's compiled priority rules (its
+	// CrawlSpec.priority); nil, or a nil result, ranks by the default
+	// signals (sitemaps and in-links) with no rule.
+	Priority  func(crawlID string) *priority.Rules
 	Partition PartitionFunc
 	Now       func() time.Time
 }
@@ -184,6 +209,20 @@ type Decision struct {
 	Key       []byte
 	// Partition is the partition Key hashes to: the owner of the URL.
 	Partition int
+	// Priority is the URL's priority and PriorityReason the signals that
+	// made it (priority.Signals.String()); set when the URL is decided on
+	// its own partition, whatever the outcome, except for a duplicate
+	// without new in-links (most records: a link to a known page), whose
+	// priority only its url_events row needs: Policy.Prioritized computes
+	// it then.
+	Priority       int32
+	PriorityReason string
+	prioritized    bool // Priority is computed (or has no meaning)
+	// Reprioritize is set with Reason Duplicate when the URL comes with
+	// in-links (DiscoveredURL.in_links > 1) in a crawl that is not
+	// breadth-first: a FetchRequest with Reprioritize set, to produce to
+	// the fetch topic under Key. It admits nothing.
+	Reprioritize *crawlv1.FetchRequest
 	// Fetch is the request to produce when Admit is true.
 	Fetch *crawlv1.FetchRequest
 	// Hold is set with Admit when the crawl is paused: the request must
@@ -245,8 +284,16 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 		scopeDrop Reason
 		grant     *crawlv1.ScopeGrant
 	)
+	var (
+		duplicate    bool
+		breadthFirst bool
+	)
 	if owner == partition {
 		scopeDrop, grant = p.scopeDrop(u, canonical, string(key))
+		duplicate = seen.Contains(d.FP)
+		if !duplicate || u.GetInLinks() > 1 {
+			breadthFirst = p.prioritize(u, &d)
+		}
 	}
 	switch {
 	case owner != partition:
@@ -257,11 +304,22 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 		d.Reason = scopeDrop
 	case u.GetDepth() > p.maxDepth(u.GetCrawlId()):
 		d.Reason = TooDeep
-	case seen.Contains(d.FP):
+	case duplicate:
 		d.Reason = Duplicate
+		if u.GetInLinks() > 1 && !breadthFirst {
+			d.Reprioritize = &crawlv1.FetchRequest{
+				CrawlId:        u.GetCrawlId(),
+				Url:            canonical,
+				UrlFp:          d.FP,
+				Depth:          u.GetDepth(),
+				Priority:       d.Priority,
+				PriorityReason: d.PriorityReason,
+				Reprioritize:   true,
+			}
+		}
 	case u.GetTrapFamily() != "":
 		d.Reason = TrapSuspected
-	case !budget.Reserve(partition, u.GetCrawlId()):
+	case !reserve(budget, partition, u.GetCrawlId(), d.Priority):
 		d.Reason = BudgetExhausted
 	default:
 		if hosts != nil {
@@ -293,11 +351,55 @@ func (p Policy) Decide(ctx context.Context, u *crawlv1.DiscoveredURL, partition 
 			Etag:            u.GetEtag(),
 			LastModified:    u.GetLastModified(),
 			DocumentCrawlId: u.GetDocumentCrawlId(),
+			Priority:        d.Priority,
+			PriorityReason:  d.PriorityReason,
 		}
 		d.Hold = state == crawlv1.CrawlState_CRAWL_STATE_PAUSED
 		d.Grant = grant
 	}
 	return d, nil
+}
+
+// reserve takes a page of the crawl's budget, or, for a URL whose
+// priority is above 0, of its second allowance (BestBudget) once the
+// budget refuses.
+func reserve(b Budget, partition int, crawlID string, prio int32) bool {
+	if b.Reserve(partition, crawlID) {
+		return true
+	}
+	best, ok := b.(BestBudget)
+	return ok && prio > 0 && best.ReserveBest(partition, crawlID)
+}
+
+// Prioritized returns d, the decision on u, with its priority: computed
+// now for a duplicate without new in-links, which Decide leaves out; d
+// itself otherwise. The caller asks for it when it records the duplicate.
+func (p Policy) Prioritized(u *crawlv1.DiscoveredURL, d Decision) Decision {
+	if d.prioritized || d.Canonical == "" || d.Reason == WrongPartition {
+		return d
+	}
+	p.prioritize(u, &d)
+	return d
+}
+
+// prioritize sets d's priority by its crawl's rules (d.Canonical and
+// d.Key, the URL's politeness key, are set) and reports whether the crawl
+// is breadth-first (every priority 0).
+func (p Policy) prioritize(u *crawlv1.DiscoveredURL, d *Decision) bool {
+	var rules *priority.Rules
+	if p.Priority != nil {
+		rules = p.Priority(u.GetCrawlId())
+	}
+	in := priority.Input{URL: d.Canonical, Host: string(d.Key), InLinks: u.GetInLinks()}
+	if u.SitemapPriority != nil {
+		in.SitemapPriority, in.HasSitemap = u.GetSitemapPriority(), true
+	}
+	if u.GetLastmod() != nil {
+		in.Lastmod, in.Now = u.GetLastmod().AsTime(), p.Now()
+	}
+	prio, sig := rules.Of(in)
+	d.Priority, d.PriorityReason, d.prioritized = prio, sig.String(), true
+	return rules.BreadthFirst()
 }
 
 // scopeDrop judges the URLs nobody judged before (redirect targets,

@@ -78,7 +78,7 @@ func (s *Scheduler) admission(reg prometheus.Registerer) (*kafkaio.Group, error)
 	topics := cfg.Kafka.Topics()
 	sched, err := consume.New(consume.Config{
 		Topics: topics, Partitions: cfg.Kafka.Partitions,
-		MaxDepth: uint32(cfg.MaxDepth), DepthLimit: config.SpecDepth(specs, cfg.Fleet()), Scope: config.SpecScope(specs, s.log),
+		MaxDepth: uint32(cfg.MaxDepth), DepthLimit: config.SpecDepth(specs, cfg.Fleet()), Scope: config.SpecScope(specs, s.log), Priority: config.SpecPriority(specs, s.log),
 		State: specs.State, Paused: config.PausedCrawls(specs), Retired: config.RetiredCrawls(specs), Changed: specs.Changed,
 		SyncSpec: func(ctx context.Context, crawlID string) error { _, err := specs.GetSynced(ctx, crawlID); return err },
 		SyncScope: func(ctx context.Context) error {

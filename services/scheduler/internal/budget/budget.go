@@ -26,11 +26,21 @@
 //	 duration of the count query) + (partitions × max batch)
 //
 // and never undershoots by more than the in-flight batches counted twice.
+//
+// # The second allowance
+//
+// A URL whose priority is above 0 (best-first, libs/priority) is admitted
+// past the ceiling while the estimate is below twice the ceiling
+// (ReserveBest): the ceiling stops the crawl's ordinary URLs, and the
+// valuable ones found late (a deep page many pages link) still get in.
+// The allowance is counted by the same estimate, so it is as approximate
+// across instances and restarts as the ceiling.
 package budget
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -141,8 +151,33 @@ func (t *Tracker) Reserve(partition int, crawlID string) bool {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.reserve(partition, crawlID, t.limit(crawlID))
+}
+
+// ReserveBest is Reserve for a URL whose priority is above 0
+// (admit.BestBudget): past the crawl's ceiling it still takes a page
+// while the estimate is below twice the ceiling, a second allowance of
+// the same size that only such URLs use. It is measured by the same
+// estimate as the ceiling, so it is as approximate across instances and
+// restarts.
+func (t *Tracker) ReserveBest(partition int, crawlID string) bool {
+	if !t.Limited() {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	limit := t.limit(crawlID)
+	if limit > 0 {
+		limit += min(limit, math.MaxInt64-limit)
+	}
+	return t.reserve(partition, crawlID, limit)
+}
+
+// reserve takes one page of crawlID's budget while its estimate is below
+// limit (0: unlimited). mu is held.
+func (t *Tracker) reserve(partition int, crawlID string, limit int64) bool {
 	c := t.crawl(crawlID)
-	if c.Exhausted(t.limit(crawlID)) {
+	if c.Exhausted(limit) {
 		return false
 	}
 	c.Charge(1)

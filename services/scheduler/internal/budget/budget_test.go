@@ -265,3 +265,39 @@ func TestRefreshCountsBudgetedCrawls(t *testing.T) {
 		t.Errorf("open reserved past its budget of 2 (counted 3)")
 	}
 }
+
+func TestReserveBest(t *testing.T) {
+	tests := []struct {
+		name string
+		max  int64
+		// ops: 'r' Reserve, 'b' ReserveBest, 'u' Unreserve one; want
+		// holds the results of the reserves, in order.
+		ops  string
+		want []bool
+	}{
+		{name: "unlimited", max: 0, ops: "bbb", want: []bool{true, true, true}},
+		{name: "within the ceiling it is Reserve", max: 2, ops: "br", want: []bool{true, true}},
+		{name: "past the ceiling a second allowance", max: 2, ops: "rrrbbb", want: []bool{true, true, false, true, true, false}},
+		{name: "ordinary urls stay stopped", max: 2, ops: "rrbr", want: []bool{true, true, true, false}},
+		{name: "given back", max: 1, ops: "rbbub", want: []bool{true, true, false, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker(tt.max)
+			var got []bool
+			for _, op := range tt.ops {
+				switch op {
+				case 'r':
+					got = append(got, tr.Reserve(0, "a"))
+				case 'b':
+					got = append(got, tr.ReserveBest(0, "a"))
+				case 'u':
+					tr.Unreserve(0, "a", 1)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("reserves %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

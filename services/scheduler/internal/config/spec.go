@@ -1,11 +1,14 @@
 package config
 
 import (
+	"sync"
+
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/revisit"
@@ -33,6 +36,38 @@ func SpecScope(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) 
 			return nil, false
 		}
 		return cache.Rules(crawlID, spec), true
+	}
+}
+
+// SpecPriority returns a crawl's compiled priority rules from its
+// specification (CrawlSpec.priority), compiled once per revision; rules
+// that do not compile are logged once per revision and left out, the valid
+// ones kept. nil for a crawl without a specification: the default signals.
+func SpecPriority(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) *priority.Rules {
+	type cached struct {
+		spec  *crawlv1.CrawlSpec
+		rules *priority.Rules
+	}
+	var (
+		mu    sync.Mutex
+		cache = make(map[string]cached)
+	)
+	return func(crawlID string) *priority.Rules {
+		spec := specs.Get(crawlID)
+		if spec == nil {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if c, ok := cache[crawlID]; ok && c.spec == spec {
+			return c.rules
+		}
+		rules, err := priority.Compile(spec.GetPriority())
+		if err != nil {
+			log.Warn("crawl priority rules partly invalid, the valid ones kept", telemetry.Crawl(crawlID), zap.Error(err))
+		}
+		cache[crawlID] = cached{spec: spec, rules: rules}
+		return rules
 	}
 }
 

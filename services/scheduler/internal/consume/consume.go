@@ -5,7 +5,8 @@
 //
 // Delivery order per batch: decide every record → produce the scope
 // grants of seeds' redirect targets to the control topic → produce every
-// FetchRequest (and every re-keyed DiscoveredURL) with acks=all → add the
+// FetchRequest (and every re-keyed DiscoveredURL and reprioritize
+// request) with acks=all → add the
 // new fingerprints to the in-memory seen set → insert them into url_seen
 // (with the batch's drop events) in the background, the fingerprints of
 // the URLs deferred to the frontier only after their frontier rows → ack.
@@ -35,6 +36,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -86,14 +88,18 @@ type Config struct {
 	// admit.Policy.Scope (redirect targets and sitemaps' URLs are judged
 	// by them).
 	Scope func(crawlID string) (*scope.Rules, bool)
+	// Priority, optional, returns a crawl's compiled priority rules; see
+	// admit.Policy.Priority (nil: the default signals, sitemaps and
+	// in-links).
+	Priority func(crawlID string) *priority.Rules
 	// LoadRetry is the first delay before retrying a failed seen-set load,
 	// doubled up to 5s (default 200ms). A partition whose set cannot be
 	// loaded stalls; it is never served without its set.
 	LoadRetry time.Duration
 	// HostQuota is the number of fetch requests a partition releases per
 	// host per QuotaWindow (0 = unlimited). Admitted URLs over quota wait
-	// in the frontier table and the partition's pump releases them,
-	// shallowest first, as the quota allows.
+	// in the frontier table and the partition's pump releases them, best
+	// first (highest priority, then shallowest), as the quota allows.
 	HostQuota   int
 	QuotaWindow time.Duration // default 10s; also the pump's interval
 	// State, optional, returns a crawl's operator state (CrawlSpec.state;
@@ -207,7 +213,7 @@ func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr frontier.Store
 		return nil, errors.New("new scheduler: host quota without a frontier")
 	}
 	s := &Scheduler{cfg: cfg, producer: p, seenW: w, events: ev, frontier: fr, loader: l, budget: b, now: now, log: log, metrics: m}
-	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, State: cfg.State, Scope: cfg.Scope, Partition: s.partitionOf, Now: now}
+	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, State: cfg.State, Scope: cfg.Scope, Priority: cfg.Priority, Partition: s.partitionOf, Now: now}
 	return s, nil
 }
 
@@ -435,7 +441,9 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		reserved = make(map[string]int64)
 		hostsNow []hostTaken
 		dropped  = make(map[admit.Reason]int)
-		hosts    admit.HostBudget // nil, not a nil *budget.Hosts
+		// reprioritized counts the reprioritize requests of the batch.
+		reprioritized int
+		hosts         admit.HostBudget // nil, not a nil *budget.Hosts
 	)
 	if h.hosts != nil {
 		hosts = h.hosts
@@ -523,7 +531,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				Depth:     uint16(min(u.GetDepth(), 65535)),
 				FirstSeen: now,
 			}
-			if !d.Hold && h.quota.Admit(string(d.Key), d.Fetch.GetDepth()) {
+			if !d.Hold && h.quota.Admit(string(d.Key), priority.Rank(d.Fetch.GetPriority(), d.Fetch.GetDepth())) {
 				m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, d.Key, d.Fetch)
 				if err != nil {
 					undo()
@@ -553,13 +561,24 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				telemetry.Offset(msg.Offset), zap.Int("owner", d.Partition))
 		default:
 			dropped[d.Reason]++
+			if d.Reprioritize != nil {
+				// The URL's queued request, if the fetcher holds one,
+				// rises: under the URL's key, after its request.
+				m, err := kafkaio.NewMessage(s.cfg.Topics.Fetch, d.Key, d.Reprioritize)
+				if err != nil {
+					undo()
+					return fmt.Errorf("encode reprioritize request: %w", err)
+				}
+				out = append(out, m)
+				reprioritized++
+			}
 			if d.Reason == admit.Duplicate && !firstDuplicate(set, h.batch, d.FP) {
 				// Its duplicate row is written already: the rows of one
 				// URL collapse into one, and a page linked from a
 				// thousand pages costs one insert, not a thousand.
 				break
 			}
-			if ev, ok := dropEvent(&u, d, h.partition, now); ok {
+			if ev, ok := dropEvent(&u, s.policy.Prioritized(&u, d), h.partition, now); ok {
 				events = append(events, ev)
 			}
 		}
@@ -600,6 +619,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	s.metrics.received.Add(float64(len(batch)))
 	s.metrics.admitted.Add(float64(admitted))
 	s.metrics.deferred.Add(float64(len(deferred)))
+	s.metrics.reprioritized.Add(float64(reprioritized))
 	for r, n := range dropped {
 		s.metrics.dropped.WithLabelValues(string(r)).Add(float64(n))
 	}
@@ -697,6 +717,10 @@ func dropEvent(u *crawlv1.DiscoveredURL, d admit.Decision, partition int, now ti
 		Reason:    string(d.Reason),
 		Depth:     uint16(min(u.GetDepth(), 65535)),
 		EventTime: now,
+		// Computed for every URL decided on its partition: what it would
+		// have been fetched at.
+		Priority:       d.Priority,
+		PriorityReason: d.PriorityReason,
 	}
 	if ev.URL == "" {
 		ev.URL = u.GetUrl()

@@ -24,6 +24,9 @@ type metrics struct {
 	deferred  prometheus.Counter // admitted URLs put in the frontier table by the host quota
 	released  prometheus.Counter // frontier URLs released as fetch requests
 	grants    prometheus.Counter // sites joined to a crawl's scope by a seed's redirect
+	// reprioritized counts the reprioritize requests produced (known URLs
+	// with new in-links).
+	reprioritized prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -57,13 +60,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		grants: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "scope_grants_total", Help: "Sites joined to a crawl's scope because a seed redirected to them (scope grants written to the control topic).",
 		}),
+		reprioritized: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reprioritized_total", Help: "Reprioritize requests produced to the fetch topic: known URLs whose in-links raised their priority.",
+		}),
 	}
 	for _, r := range admit.Reasons {
 		m.dropped.WithLabelValues(string(r))
 	}
 	m.dropped.WithLabelValues(string(Malformed))
 	var errs []error
-	for _, c := range []prometheus.Collector{m.received, m.admitted, m.dropped, m.seenSize, m.seenLoad, m.batchTime, m.deferred, m.released, m.grants} {
+	for _, c := range []prometheus.Collector{m.received, m.admitted, m.dropped, m.seenSize, m.seenLoad, m.batchTime, m.deferred, m.released, m.grants, m.reprioritized} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 )
 
@@ -25,7 +26,8 @@ type Store interface {
 	// durable or returning an error.
 	Write(ctx context.Context, rows ...rows.FrontierRow) error
 	// Pending returns up to perHost still-pending rows of every host of
-	// the partition, shallowest first, leaving out the crawls in skip.
+	// the partition, each host's best first (highest priority, then
+	// shallowest: priority.Rank), leaving out the crawls in skip.
 	Pending(ctx context.Context, partition, perHost int, skip []string) ([]rows.FrontierRow, error)
 }
 
@@ -58,6 +60,8 @@ func PendingRow(partition int, host string, fr *crawlv1.FetchRequest, now time.T
 		UpdatedAt:  now,
 		// A URL of the previous crawl: still asked for conditionally.
 		ETag: fr.GetEtag(), LastModified: fr.GetLastModified(), DocumentCrawlID: fr.GetDocumentCrawlId(),
+		// Released with it: the fetcher's host queue orders by it.
+		Priority: fr.GetPriority(), PriorityReason: fr.GetPriorityReason(),
 	}
 	if fr.GetDiscoveredAt() != nil {
 		r.DiscoveredAt = fr.GetDiscoveredAt().AsTime()
@@ -92,7 +96,7 @@ const UnlimitedPerHost = 1000
 
 // Pump releases a partition's deferred URLs as their hosts' quota allows:
 // every window it reads up to one quota of pending URLs per host
-// (shallowest first), produces the fetch requests that fit, then records
+// (best first: highest priority, then shallowest), produces the fetch requests that fit, then records
 // them released. A crash between the two re-releases them (fetched twice,
 // at most one window's quota per host). Errors are logged and retried at
 // the next tick; the partition keeps running.
@@ -195,14 +199,14 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	// What the read leaves pending per host, for the quota's backlogs:
-	// the first row the quota refused, or, when a host's every row was
-	// released but the read was cut at perHost, its last row's depth.
+	// the rank of the first row the quota refused, or, when a host's every
+	// row was released but the read was cut at perHost, its last row's.
 	left := make(map[string]uint32)
 	read := make(map[string]int)
 	settle := func() {
 		for host, n := range read {
 			if _, ok := left[host]; !ok && n >= perHost {
-				left[host] = lastDepth(pending, host)
+				left[host] = lastRank(pending, host)
 			}
 		}
 		p.quota.Settle(left, since)
@@ -223,13 +227,14 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 			events = append(events, rows.URLEventRow{
 				CrawlID: r.CrawlID, URL: r.URL, URLFP: r.FP, Host: r.Host, Partition: r.Partition,
 				State: admit.StateCancelled, Reason: string(admit.Cancelled), Depth: r.Depth, EventTime: now,
+				Priority: r.Priority, PriorityReason: r.PriorityReason,
 			})
 			continue
 		}
 		read[r.Host]++
 		if _, refused := left[r.Host]; refused || !p.quota.Take(r.Host) {
 			if !refused {
-				left[r.Host] = uint32(r.Depth)
+				left[r.Host] = rank(r)
 			}
 			continue
 		}
@@ -250,6 +255,8 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 			Etag:            r.ETag,
 			LastModified:    r.LastModified,
 			DocumentCrawlId: r.DocumentCrawlID,
+			Priority:        r.Priority,
+			PriorityReason:  r.PriorityReason,
 		}
 		m, err := kafkaio.NewMessage(p.cfg.Topic, key, fr)
 		if err != nil {
@@ -284,15 +291,19 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 	return len(pending), nil
 }
 
-// lastDepth is the depth of host's last row in rows.
-func lastDepth(rs []rows.FrontierRow, host string) uint32 {
+// lastRank is the rank of host's last row in rows.
+func lastRank(rs []rows.FrontierRow, host string) uint32 {
 	for i := len(rs) - 1; i >= 0; i-- {
 		if rs[i].Host == host {
-			return uint32(rs[i].Depth)
+			return rank(rs[i])
 		}
 	}
 	return 0
 }
+
+// rank is a frontier row's place in its host's order (priority.Rank:
+// highest priority, then shallowest, first).
+func rank(r rows.FrontierRow) uint32 { return priority.Rank(r.Priority, uint32(r.Depth)) }
 
 // crawlState is a crawl's operator state (RUNNING without PumpConfig.State).
 func (p *Pump) crawlState(crawlID string) crawlv1.CrawlState {

@@ -4,7 +4,9 @@
 // backlog cannot fill the Fetch partition, and the fetcher's bounded
 // window, ahead of the other hosts of that partition) and the partition's
 // Pump, which releases the URLs waiting in ClickHouse (table frontier_v2:
-// over quota, or of a paused crawl) breadth-first by depth per host, and
+// over quota, or of a paused crawl) best first per host (highest priority,
+// then shallowest: priority.Rank; breadth-first when every priority is
+// 0), and
 // drops those of a cancelled crawl. The table itself is reached through
 // Store (sinks.Frontier).
 package frontier
@@ -18,13 +20,14 @@ import (
 // zero limit means unlimited. Safe for concurrent use (a partition's
 // handler and its pump share one).
 //
-// It also keeps the partition's per-host frontier breadth-first: a host
-// whose URLs were deferred has a backlog (the shallowest depth waiting),
-// and a fresh URL of that host as deep or deeper waits behind it (Admit)
-// even when the window's quota has room, so the pump, which releases a
-// host's backlog shallowest first, decides its order; only a shallower
-// fresh URL may go ahead. The pump settles the backlog after each read
-// (Settle).
+// It also keeps the partition's per-host frontier in order: a host whose
+// URLs were deferred has a backlog (the best rank waiting, priority.Rank:
+// lower goes first; with every priority 0 the rank orders by depth, and
+// the frontier is breadth-first), and a fresh URL of that host ranked as
+// low or lower waits behind it (Admit) even when the window's quota has
+// room, so the pump, which releases a host's backlog best first, decides
+// its order; only a better-ranked fresh URL may go ahead. The pump
+// settles the backlog after each read (Settle).
 type Quota struct {
 	limit  int
 	window time.Duration
@@ -37,11 +40,11 @@ type Quota struct {
 	gen     uint64             // deferrals so far (Admit refusals)
 }
 
-// backlog is what a host has waiting in the frontier: its shallowest
-// depth, and the generation of its latest deferral.
+// backlog is what a host has waiting in the frontier: its best rank, and
+// the generation of its latest deferral.
 type backlog struct {
-	depth uint32
-	gen   uint64
+	rank uint32
+	gen  uint64
 }
 
 // NewQuota returns a quota of limit releases per host per window.
@@ -77,23 +80,23 @@ func (q *Quota) take(host string) bool {
 	return true
 }
 
-// Admit is Take for a freshly admitted URL of host at depth: it also
-// reports false, taking nothing, when the host has a backlog at depth or
-// shallower. A URL refused is deferred by the caller and joins the
-// host's backlog.
-func (q *Quota) Admit(host string, depth uint32) bool {
+// Admit is Take for a freshly admitted URL of host at rank
+// (priority.Rank of its priority and depth): it also reports false,
+// taking nothing, when the host has a backlog at rank or better. A URL
+// refused is deferred by the caller and joins the host's backlog.
+func (q *Quota) Admit(host string, rank uint32) bool {
 	if q.limit <= 0 {
 		return true
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if b, ok := q.backlog[host]; (!ok || depth < b.depth) && q.take(host) {
+	if b, ok := q.backlog[host]; (!ok || rank < b.rank) && q.take(host) {
 		return true
 	}
 	q.gen++
 	b, ok := q.backlog[host]
-	if !ok || depth < b.depth {
-		b.depth = depth
+	if !ok || rank < b.rank {
+		b.rank = rank
 	}
 	b.gen = q.gen
 	q.backlog[host] = b
@@ -110,7 +113,7 @@ func (q *Quota) Generation() uint64 {
 
 // Settle records what the pump's read left of the hosts' backlogs: left
 // holds every host with URLs still pending after the read's releases, at
-// its shallowest pending depth; every other host's backlog is drained.
+// its best pending rank; every other host's backlog is drained.
 // A host whose latest deferral came after generation since keeps its
 // backlog (at least as shallow as it was): its row may have been written
 // after the read. The pump passes the Generation of its previous read, a
@@ -122,21 +125,21 @@ func (q *Quota) Settle(left map[string]uint32, since uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for host, b := range q.backlog {
-		depth, pending := left[host]
+		rank, pending := left[host]
 		switch {
 		case b.gen > since && pending:
-			b.depth = min(b.depth, depth)
+			b.rank = min(b.rank, rank)
 			q.backlog[host] = b
 		case b.gen > since:
 		case pending:
-			q.backlog[host] = backlog{depth: depth, gen: b.gen}
+			q.backlog[host] = backlog{rank: rank, gen: b.gen}
 		default:
 			delete(q.backlog, host)
 		}
 	}
-	for host, depth := range left {
+	for host, rank := range left {
 		if _, ok := q.backlog[host]; !ok {
-			q.backlog[host] = backlog{depth: depth} // found by the read (a previous owner's rows)
+			q.backlog[host] = backlog{rank: rank} // found by the read (a previous owner's rows)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package frontier
 import (
 	"testing"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/priority"
 )
 
 func TestQuota(t *testing.T) {
@@ -99,5 +101,34 @@ func TestQuotaBacklog(t *testing.T) {
 	}
 	if u.Backlogged() != 0 {
 		t.Fatal("unlimited quota keeps a backlog")
+	}
+}
+
+// TestQuotaBacklogByRank: the backlog is kept by priority.Rank, so a
+// fresh URL of a higher priority goes ahead of a host's backlog however
+// deep it is, and a shallow one of a lower priority waits behind it.
+func TestQuotaBacklogByRank(t *testing.T) {
+	now := time.Unix(1000, 0)
+	q := NewQuota(1, 10*time.Second, func() time.Time { return now })
+	tests := []struct {
+		name            string
+		advance         time.Duration
+		priority, depth uint32
+		want            bool
+	}{
+		{name: "first in the window", depth: 1, want: true},
+		{name: "over quota: backlog at priority 0, depth 2", depth: 2},
+		{name: "new window, deeper than the backlog", advance: 10 * time.Second, depth: 3},
+		{name: "raised by a rule, deep", priority: 50, depth: 9, want: true},
+		{name: "new window, priority 5 goes ahead", advance: 10 * time.Second, priority: 5, depth: 9, want: true},
+		{name: "over quota: backlog at priority 5", priority: 5, depth: 9},
+		{name: "new window, shallow but lower", advance: 10 * time.Second, depth: 0},
+		{name: "higher than the backlog", priority: 6, depth: 12, want: true},
+	}
+	for _, tt := range tests {
+		now = now.Add(tt.advance)
+		if got := q.Admit("a", priority.Rank(int32(tt.priority), tt.depth)); got != tt.want {
+			t.Fatalf("%s: Admit(priority %d, depth %d) = %v, want %v", tt.name, tt.priority, tt.depth, got, tt.want)
+		}
 	}
 }
