@@ -48,10 +48,10 @@ const MaxInLinks = 1 << maxCount
 // firstSlots is the size a set starts at: 256 KiB.
 const firstSlots = 1 << 15
 
-// Links is a set of (fingerprint, depth, in-link counter) in buckets of two slots: a
-// fingerprint's bucket is chosen by its high bits, it takes a free slot of
-// the bucket, and a third fingerprint of a full bucket replaces one of the
-// two. Memory is 8 bytes per slot. The table starts small and doubles
+// Links is a set of (fingerprint, depth, in-link counter) in buckets of
+// two slots: a fingerprint's bucket is chosen by its high bits, it takes a
+// free slot of the bucket, and a third fingerprint of a full bucket
+// replaces one of the two. Memory is 8 bytes per slot. The table starts small and doubles
 // whenever a quarter of its slots are taken, up to the size given to New,
 // so that a small crawl does not hold (and touch) a table sized for a
 // large one. Safe for concurrent use (one atomic word per slot, changed by
