@@ -20,6 +20,7 @@ type Config struct {
 	FollowDuplicates    bool   // flag follow-duplicates: for crawls without a spec (default true)
 	SERPConfig          string // flag serp-config: JSON file of search engines added to the presets
 	RecentLinks         int    // flag recent-links: outlinks remembered as published (0 = off)
+	InLinks             bool   // flag in-links: count the pages linking each remembered link and publish it again with in_links when the count doubles (default true)
 	ResolveCache        int    // flag resolve-cache: link resolutions remembered across pages (0 = off)
 	PublishDocuments    bool   // flag publish-documents: also produce every document to the documents topic
 	NearDistance        int    // flag near-duplicate-distance: simhash bits within which a document nearly duplicates an earlier one, for crawls whose spec does not say (0 = off)
@@ -49,6 +50,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
 	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
 	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published, at most (8 bytes each; the table starts at 256 KiB and grows to this) so that a link repeated on many pages is published once; 0 disables")
+	fs.BoolVar(&c.InLinks, "in-links", true, "count, approximately, the pages that link each link the recent-links table remembers, and publish the link again with in_links at 2, 4, 8, … (the scheduler raises a URL's priority by its in-links; about log2 n records for a link n pages link); needs --recent-links")
 	fs.BoolVar(&c.PublishDocuments, "publish-documents", false, "also produce every document (text included) to the documents topic, for downstream consumers; ClickHouse's documents table has them either way")
 	fs.IntVar(&c.NearDistance, "near-duplicate-distance", 0, fmt.Sprintf("a document whose text's simhash is at most this many bits (%d is usual) from an earlier document's of the crawl is its near duplicate, for crawls whose spec does not set near_duplicate_distance (0 = off, at most %d; it costs about a third more ClickHouse CPU per page)", simhash.NearDistance, simhash.MaxNearDistance))
 	fs.BoolVar(&c.StoreLinks, "store-links", false, "keep every in-scope link of a page (source, target, anchor text, rel, position) in ClickHouse's links table: the link graph, about 30 rows per page on the bench web, three times the rows of every other table together")

@@ -2,6 +2,7 @@ package pages_test
 
 import (
 	"flag"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,8 +10,8 @@ import (
 )
 
 // TestConfigFlags: the defaults validate, near-duplicate detection is off
-// unless asked for (it costs ClickHouse CPU), and out-of-range values are
-// refused by name.
+// unless asked for (it costs ClickHouse CPU), in-links are counted unless
+// turned off, and out-of-range values are refused by name.
 func TestConfigFlags(t *testing.T) {
 	tests := []struct {
 		args    []string
@@ -22,6 +23,7 @@ func TestConfigFlags(t *testing.T) {
 		{args: []string{"-near-duplicate-distance", "-1"}, wantErr: "near-duplicate-distance -1"},
 		{args: []string{"-batch-size", "0"}, wantErr: "batch-size 0"},
 		{args: []string{"-recent-links", "-1"}, wantErr: "recent-links -1"},
+		{args: []string{"-in-links=false"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -33,6 +35,9 @@ func TestConfigFlags(t *testing.T) {
 			}
 			if tt.args == nil && c.NearDistance != 0 {
 				t.Errorf("default near-duplicate-distance %d, want 0 (off)", c.NearDistance)
+			}
+			if want := !slices.Contains(tt.args, "-in-links=false"); c.InLinks != want {
+				t.Errorf("in-links %v, want %v", c.InLinks, want)
 			}
 			err := c.Validate()
 			switch {

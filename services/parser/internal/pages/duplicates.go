@@ -50,8 +50,8 @@ func (p *Processor) markDuplicates(ctx context.Context, results []*result) error
 		r.doc.msg.IsDuplicate, r.doc.msg.DuplicateOf = true, orig
 		r.outcome = OutcomeDuplicate
 		if !r.followDup && sameHost(orig, r.host) {
-			r.drop(DropDuplicatePage, len(r.links))
-			r.links, r.linkFPs, r.suspects = nil, nil, 0
+			r.drop(DropDuplicatePage, len(r.links)+len(r.inLinks))
+			r.links, r.linkFPs, r.suspects, r.inLinks = nil, nil, 0, nil
 		}
 	}
 	return nil

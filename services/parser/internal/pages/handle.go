@@ -92,6 +92,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		links   []chstore.LinkRow
 		carried []chstore.CarriedRow
 		outlink int
+		// republished: links published before, again with in_links
+		republished int
 	)
 	dropped := make(map[chstore.LinksDroppedRow]uint64)
 	minute := p.now().UTC().Truncate(time.Minute)
@@ -117,6 +119,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			msgs = append(msgs, m)
 			outlink++
 		}
+		msgs = append(msgs, r.inLinks...)
+		republished += len(r.inLinks)
 		for reason, n := range r.dropped {
 			p.metrics.dropped.WithLabelValues(reason).Add(float64(n))
 			dropped[chstore.LinksDroppedRow{CrawlID: r.crawlID, Host: r.host, Reason: reason, Minute: minute}] += uint64(n)
@@ -150,6 +154,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			return fmt.Errorf("publish %d outlinks and documents: %w", len(msgs), err)
 		}
 		p.metrics.links.Add(float64(outlink))
+		p.metrics.inLinks.Add(float64(republished))
 		// Durable now: remembered, so later pages do not publish them again.
 		for fp, depth := range batchLinks {
 			p.recent.Add(fp, depth)

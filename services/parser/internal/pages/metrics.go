@@ -51,7 +51,8 @@ const DropNearDuplicatePage = "near_duplicate_page"
 // DropPublished is the links_dropped_total reason of a link this parser
 // published recently at a depth as small (internal/recent), or that an
 // earlier page of the same batch publishes: the scheduler would drop it as
-// a duplicate.
+// a duplicate. A repeat that steps the link's in-link count is published
+// again instead (links_inlinks_republished_total), not dropped.
 const DropPublished = "published"
 
 // DropCancelled is the links_dropped_total reason of the links of a page
@@ -75,6 +76,8 @@ type Metrics struct {
 	// trapLinks counts the links published marked as a suspected trap
 	// (DiscoveredURL.trap_family), which the scheduler ends.
 	trapLinks prometheus.Counter
+	// inLinks counts the links published again with in_links (--in-links).
+	inLinks prometheus.Counter
 }
 
 // NewMetrics registers the processor's metrics on reg.
@@ -113,8 +116,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "links_trap_suspected_total",
 			Help: "Links published marked as a suspected crawler trap: they lead into the URL family of a page that repeats the family's earlier pages and brought nothing new (the scheduler ends them as trap_suspected).",
 		}),
+		inLinks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "links_inlinks_republished_total",
+			Help: "Links published again, with in_links, because the count of the pages seen linking them (the recent-links table's, approximate) reached the next power of two: not counted in links_extracted_total.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs, m.trapLinks} {
+	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs, m.trapLinks, m.inLinks} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register parser metrics: %w", err)
 		}

@@ -171,8 +171,8 @@ func (p *Processor) markNearDuplicates(results []*result, stored nearLookup) {
 		d.msg.NearDuplicateOf, d.msg.NearDuplicateDistance = of, uint32(dist)
 		r.outcome = OutcomeNearDuplicate
 		if !r.followDup && sameHost(of, r.host) { // a mirror keeps its links: see markDuplicates
-			r.drop(DropNearDuplicatePage, len(r.links))
-			r.links, r.linkFPs, r.suspects = nil, nil, 0
+			r.drop(DropNearDuplicatePage, len(r.links)+len(r.inLinks))
+			r.links, r.linkFPs, r.suspects, r.inLinks = nil, nil, 0, nil
 		}
 	}
 }

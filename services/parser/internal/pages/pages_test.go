@@ -235,6 +235,7 @@ type discovered struct {
 	source    crawlv1.Source
 	at        time.Time
 	trap      string // DiscoveredURL.trap_family
+	inLinks   uint32 // DiscoveredURL.in_links
 }
 
 // readDiscovered reads the discovered topic until n records arrived, then
@@ -260,6 +261,7 @@ func readDiscovered(t *testing.T, ctx context.Context, kc kafkaio.Config, n int)
 			source:    d.Source,
 			at:        d.DiscoveredAt.AsTime(),
 			trap:      d.TrapFamily,
+			inLinks:   d.InLinks,
 		})
 		if len(out) == n && extra == nil {
 			extra = time.AfterFunc(300*time.Millisecond, cancel)
@@ -287,8 +289,20 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	}
 }
 
+// firstSightings returns the records of got that are no in-link
+// republish (in_links 0 or 1), in order.
+func firstSightings(got []discovered) []discovered {
+	var out []discovered
+	for _, d := range got {
+		if d.inLinks <= 1 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // counterValue returns the value of the child of a registered counter
-// vector with label=value.
+// vector with label=value, or with label "" of a plain counter.
 func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -300,6 +314,9 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value str
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if label == "" {
+				return m.GetCounter().GetValue()
+			}
 			for _, lp := range m.GetLabel() {
 				if lp.GetName() == label && lp.GetValue() == value {
 					return m.GetCounter().GetValue()

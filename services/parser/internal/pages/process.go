@@ -31,7 +31,11 @@ type result struct {
 	// suspects is how many of the last links are suspected traps: they
 	// are published marked, never remembered as published, so that the
 	// URL linked from a page that is no trap still reaches the scheduler.
-	suspects  int
+	suspects int
+	// inLinks are the records of links published before, published
+	// again with in_links (their count of pages linking them doubled):
+	// never remembered again nor dropped as repeats of the batch.
+	inLinks   []kafka.Message
 	linkDepth uint32 // depth of the links
 	outlinks  int    // links the page has in the crawl's scope, published or not
 	doc       *document
@@ -71,9 +75,9 @@ func (r *result) drop(reason string, n int) {
 // are counted as dropped (DropCancelled).
 func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 	res := p.extract(page)
-	if len(res.links) > 0 && p.cancelled(page.GetCrawlId()) {
-		res.drop(DropCancelled, len(res.links))
-		res.links, res.linkFPs, res.suspects = nil, nil, 0
+	if len(res.links)+len(res.inLinks) > 0 && p.cancelled(page.GetCrawlId()) {
+		res.drop(DropCancelled, len(res.links)+len(res.inLinks))
+		res.links, res.linkFPs, res.suspects, res.inLinks = nil, nil, 0, nil
 	}
 	return res
 }
@@ -187,8 +191,19 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 				SourceHost: res.host, SourceURL: pageURL, SourceFP: srcFP, Position: uint16(min(i+1, 65535)),
 				AnchorText: l.Anchor, Rel: l.Rel, Tag: l.Tag, Depth: uint16(min(res.linkDepth, 65535)), FoundAt: page.GetFetchedAt().AsTime()})
 		}
-		if p.recent.Published(fp, res.linkDepth) {
-			res.drop(DropPublished, 1)
+		// A link published before is no new link (to the trap detector
+		// too); when this page steps its in-link count, it goes again.
+		if published, in := p.sighted(fp, srcFP, res.linkDepth); published {
+			if in == 0 {
+				res.drop(DropPublished, 1)
+				continue
+			}
+			msg, err := p.message(page, pageURL, res, now, l, host, "", in)
+			if err != nil {
+				res.drop(DropKey, 1)
+				continue
+			}
+			res.inLinks = append(res.inLinks, msg)
 			continue
 		}
 		if traps.Step(pageURL, l.URL) {
@@ -236,17 +251,7 @@ type familyLink struct {
 // every link that is not).
 func (p *Processor) publish(page *crawlv1.FetchedPage, pageURL string, res *result, now *timestamppb.Timestamp,
 	l extract.Link, host string, fp uint64, trapFamily string) {
-	msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), &crawlv1.DiscoveredURL{
-		CrawlId:      page.GetCrawlId(),
-		Url:          l.URL,
-		Depth:        res.linkDepth,
-		ParentUrl:    pageURL,
-		DiscoveredAt: now,
-		Source:       crawlv1.Source_SOURCE_LINK,
-		AnchorText:   l.Anchor,
-		Rel:          l.Rel,
-		TrapFamily:   trapFamily,
-	})
+	msg, err := p.message(page, pageURL, res, now, l, host, trapFamily, 0)
 	if err != nil {
 		res.drop(DropKey, 1)
 		return
@@ -257,6 +262,34 @@ func (p *Processor) publish(page *crawlv1.FetchedPage, pageURL string, res *resu
 	}
 	res.links = append(res.links, msg)
 	res.linkFPs = append(res.linkFPs, fp)
+}
+
+// message is the DiscoveredURL record of link l (on host) of page.
+func (p *Processor) message(page *crawlv1.FetchedPage, pageURL string, res *result, now *timestamppb.Timestamp,
+	l extract.Link, host, trapFamily string, inLinks uint32) (kafka.Message, error) {
+	return kafkaio.NewMessage(p.topics.Discovered, []byte(host), &crawlv1.DiscoveredURL{
+		CrawlId:      page.GetCrawlId(),
+		Url:          l.URL,
+		Depth:        res.linkDepth,
+		ParentUrl:    pageURL,
+		DiscoveredAt: now,
+		Source:       crawlv1.Source_SOURCE_LINK,
+		AnchorText:   l.Anchor,
+		Rel:          l.Rel,
+		TrapFamily:   trapFamily,
+		InLinks:      inLinks,
+	})
+}
+
+// sighted reports whether link fp, at depth, was published by this parser
+// (the recent-links table) and, with --in-links, counts page from as one
+// more page linking it: in, when not 0, is the link's new in-link count,
+// to publish it again with.
+func (p *Processor) sighted(fp, from uint64, depth uint32) (published bool, in uint32) {
+	if !p.cfg.InLinks {
+		return p.recent.Published(fp, depth), 0
+	}
+	return p.recent.Sighted(fp, from, depth)
 }
 
 // judgeFamily tells the trap detector about a page at pageURL whose new

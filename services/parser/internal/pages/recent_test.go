@@ -2,6 +2,8 @@ package pages_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -17,14 +19,26 @@ import (
 // TestLinksPublishedOnce: a link that many pages repeat is published once
 // per depth it is first seen at; the repeats are counted as dropped
 // "published", and the document still counts every link it has.
+//
+// Counting in-links, the same links are published first; a repeat that
+// steps its link's in-link count (x's by p2 and y's by p3, and w's when
+// p4 is read after p2's batch: the first repeat always does) is published
+// again with in_links instead of dropped, spelled as the page spells it
+// (y? is y's fingerprint).
 func TestLinksPublishedOnce(t *testing.T) {
+	for _, inLinks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in-links=%v", inLinks), func(t *testing.T) { testLinksPublishedOnce(t, inLinks) })
+	}
+}
+
+func testLinksPublishedOnce(t *testing.T, inLinks bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	store := chtest.NewStore(t)
 	dropped := chstore.NewBatchWriter(store, chstore.LinksDropped, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, zaptest.NewLogger(t), nil)
 	runWriters(t, dropped)
 	now := time.Date(2026, 3, 1, 12, 0, 5, 0, time.UTC)
-	r := startParser(t, pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, RecentLinks: 1024},
+	r := startParser(t, pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048, RecentLinks: 1024, InLinks: inLinks},
 		pages.Sinks{Dropped: dropped}, now)
 	kc, reg := r.kc, r.reg
 
@@ -52,11 +66,18 @@ func TestLinksPublishedOnce(t *testing.T) {
 	}
 
 	want := []string{"http://127.0.0.2/w@3", "http://127.0.0.2/x@1", "http://127.0.0.2/x@3", "http://127.0.0.2/y@3", "http://127.0.0.2/z@3"}
-	var got []string
-	for _, d := range readDiscovered(t, ctx, kc, len(want)) {
-		got = append(got, d.url+"@"+string(rune('0'+d.depth)))
+	all := readDiscovered(t, ctx, kc, len(want))
+	var got, again []string
+	for _, d := range all {
+		at := d.url + "@" + string(rune('0'+d.depth))
+		if d.inLinks > 1 {
+			again = append(again, fmt.Sprintf("%s×%d from %s", at, d.inLinks, d.parent))
+			continue
+		}
+		got = append(got, at)
 	}
 	sort.Strings(got)
+	sort.Strings(again)
 	if len(got) != len(want) {
 		t.Fatalf("published %v, want %v", got, want)
 	}
@@ -66,12 +87,30 @@ func TestLinksPublishedOnce(t *testing.T) {
 			break
 		}
 	}
-	if n := counterValue(t, reg, "links_dropped_total", "reason", pages.DropPublished); n != 3 {
-		t.Errorf("links_dropped_total{reason=published} = %v, want 3 (x by p2, y by p3, w by p2 or p4)", n)
+	wantAgain := []string{"http://127.0.0.2/x@3×2 from http://127.0.0.2/p2", "http://127.0.0.2/y?@5×2 from http://127.0.0.2/p3"}
+	if len(again) == 3 { // p4 in a batch after p2's
+		wantAgain = []string{wantAgain[0], "http://127.0.0.2/w@3×2 from http://127.0.0.2/p4", wantAgain[1]}
+		sort.Strings(wantAgain)
+	}
+	if !inLinks {
+		wantAgain = nil
+	}
+	if !slices.Equal(again, wantAgain) {
+		t.Errorf("published again %q, want %q", again, wantAgain)
+	}
+	wantDropped := 3.0 - float64(len(again))
+	if n := counterValue(t, reg, "links_dropped_total", "reason", pages.DropPublished); n != wantDropped {
+		t.Errorf("links_dropped_total{reason=published} = %v, want %v (x by p2, y by p3, w by p2 or p4; less the republished)", n, wantDropped)
+	}
+	if n := counterValue(t, reg, "links_inlinks_republished_total", "", ""); n != float64(len(again)) {
+		t.Errorf("links_inlinks_republished_total = %v, want %d", n, len(again))
+	}
+	if wantDropped == 0 {
+		return
 	}
 	waitFor(t, ctx, "links_dropped rows", func() bool {
 		var n uint64
 		err := store.Conn().QueryRow(ctx, "SELECT sum(n) FROM links_dropped WHERE crawl_id = 'c' AND reason = ?", pages.DropPublished).Scan(&n)
-		return err == nil && n == 3
+		return err == nil && float64(n) == wantDropped
 	})
 }

@@ -29,12 +29,22 @@ func calendarPage(y, m int) string {
 // the month before. List pages that look alike but link new stories are
 // no trap. A suspect is not remembered as published: a story that links
 // it publishes it again, unmarked.
+//
+// Counting in-links changes none of it: a link published before is no new
+// link to the detector, counted or not; the republishes (in_links) come
+// besides, unmarked.
 func TestCalendarTrapSuspected(t *testing.T) {
+	for _, inLinks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in-links=%v", inLinks), func(t *testing.T) { testCalendarTrapSuspected(t, inLinks) })
+	}
+}
+
+func testCalendarTrapSuspected(t *testing.T, inLinks bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	r := startParser(t, pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048,
-		RecentLinks: 1 << 12, TrapAllowance: 1}, pages.Sinks{}, now)
+		RecentLinks: 1 << 12, TrapAllowance: 1, InLinks: inLinks}, pages.Sinks{}, now)
 	const site = "http://127.0.0.2"
 	steps := []struct{ url, body string }{
 		{site + "/news/1", `<html><title>Story one</title><p>The crawler fetches pages.</p><a href="/cal/2026/11">events</a> <a href="/about">about</a> <a href="/">home</a></html>`},
@@ -61,7 +71,21 @@ func TestCalendarTrapSuspected(t *testing.T) {
 		{site + "/news/3", ""}, {site + "/list?page=3", ""}, // alike, but it brought a new story
 		{site + "/cal/2027/1", ""}, // linked from a story: no suspect
 	}
-	got := readDiscovered(t, ctx, r.kc, len(want))
+	all := readDiscovered(t, ctx, r.kc, len(want))
+	got := firstSightings(all)
+	republished := 0
+	for _, g := range all {
+		switch {
+		case g.inLinks <= 1:
+		case !inLinks || g.trap != "":
+			t.Errorf("%s republished with %d in-links, trap %q (in-links counted: %v)", g.url, g.inLinks, g.trap, inLinks)
+		default:
+			republished++
+		}
+	}
+	if inLinks && republished == 0 {
+		t.Error("no in-link republished: the home page is linked by every month")
+	}
 	if len(got) != len(want) {
 		for _, g := range got {
 			t.Logf("published %s (parent %s) trap %q", g.url, g.parent, g.trap)

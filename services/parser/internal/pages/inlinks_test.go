@@ -1,0 +1,91 @@
+package pages_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
+)
+
+// TestInLinksRepublished: pages that all link one URL publish it once,
+// then again with in_links 2 from the first page that repeats it, then
+// with 4, 8, … ever more rarely (about log2 n records for n pages), each
+// from the page that stepped the count, at that page's depth and with its
+// anchor text. The repeats that step nothing are dropped as published.
+func TestInLinksRepublished(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := startParser(t, pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048,
+		RecentLinks: 1 << 12, InLinks: true}, pages.Sinks{}, now)
+	const (
+		site = "http://127.0.0.2"
+		hub  = site + "/hub"
+		n    = 40
+	)
+	page := func(i int) *crawlv1.FetchedPage {
+		return htmlPage(fmt.Sprintf("%s/p%d", site, i), uint32(1+i%3),
+			fmt.Sprintf(`<html><title>Page %d</title><p>Story %d.</p><a href="/hub">The hub</a> <a href="/own/%d">more</a></html>`, i, i, i), now)
+	}
+	// The first page alone, so that its links are remembered; then the
+	// second, the first repeat; then the rest together.
+	rounds := [][]*crawlv1.FetchedPage{{page(0)}, {page(1)}, nil}
+	for i := 2; i < n; i++ {
+		rounds[2] = append(rounds[2], page(i))
+	}
+	for _, round := range rounds {
+		r.produce(ctx, round...)
+		waitFor(t, ctx, "the parser's records committed", func() bool { return r.lag(ctx) == 0 })
+	}
+
+	// At least the pages' own links and the hub with in_links 0, 2 and 4;
+	// the rest are in the topic already.
+	var hubs []discovered
+	own := 0
+	for _, d := range readDiscovered(t, ctx, r.kc, n+3) {
+		if d.url == hub {
+			hubs = append(hubs, d)
+		} else {
+			own++
+		}
+	}
+	if own != n {
+		t.Errorf("%d pages' own links published, want %d", own, n)
+	}
+	if len(hubs) < 3 {
+		t.Fatalf("the hub published %d times (%+v), want at least with in_links 0, 2 and 4", len(hubs), hubs)
+	}
+	if h := hubs[0]; h.inLinks != 0 || h.parent != site+"/p0" || h.depth != 2 {
+		t.Errorf("first hub record: in_links %d from %s at depth %d, want 0 from /p0 at 2", h.inLinks, h.parent, h.depth)
+	}
+	if h := hubs[1]; h.inLinks != 2 || h.parent != site+"/p1" || h.depth != 3 {
+		t.Errorf("second hub record: in_links %d from %s at depth %d, want 2 from the first repeat, /p1, at 3", h.inLinks, h.parent, h.depth)
+	}
+	for i, h := range hubs[1:] {
+		var from int
+		if _, err := fmt.Sscanf(h.parent, site+"/p%d", &from); err != nil {
+			t.Fatalf("hub record from %s: %v", h.parent, err)
+		}
+		d := 2 + from%3
+		if h.inLinks != 2<<i || h.anchor != "The hub" || h.depth != uint32(d) || h.source != crawlv1.Source_SOURCE_LINK || h.trap != "" {
+			t.Errorf("hub record %d = %+v, want in_links %d, anchor %q, depth %d (its page's), source LINK, no trap", i+1, h, 2<<i, "The hub", d)
+		}
+	}
+	republished := len(hubs) - 1
+	t.Logf("%d pages: the hub published once and again %d times, last with in_links %d", n, republished, hubs[len(hubs)-1].inLinks)
+	if most := 7; republished > most { // ⌈log2 40⌉+1
+		t.Errorf("%d republishes for %d pages, want at most %d", republished, n, most)
+	}
+	if got := counterValue(t, r.reg, "links_inlinks_republished_total", "", ""); got != float64(republished) {
+		t.Errorf("links_inlinks_republished_total = %v, want %d", got, republished)
+	}
+	if got := counterValue(t, r.reg, "links_extracted_total", "", ""); got != float64(n+1) {
+		t.Errorf("links_extracted_total = %v, want %d (the republishes apart)", got, n+1)
+	}
+	if got := counterValue(t, r.reg, "links_dropped_total", "reason", pages.DropPublished); got != float64(n-1-republished) {
+		t.Errorf("links_dropped_total{reason=published} = %v, want %d (the repeats that stepped nothing)", got, n-1-republished)
+	}
+}
