@@ -236,6 +236,8 @@ type discovered struct {
 	at        time.Time
 	trap      string // DiscoveredURL.trap_family
 	inLinks   uint32 // DiscoveredURL.in_links
+	// sitemapPriority is DiscoveredURL.sitemap_priority, -1 when unset.
+	sitemapPriority float32
 }
 
 // readDiscovered reads the discovered topic until n records arrived, then
@@ -262,6 +264,12 @@ func readDiscovered(t *testing.T, ctx context.Context, kc kafkaio.Config, n int)
 			at:        d.DiscoveredAt.AsTime(),
 			trap:      d.TrapFamily,
 			inLinks:   d.InLinks,
+			sitemapPriority: func() float32 {
+				if d.SitemapPriority == nil {
+					return -1
+				}
+				return d.GetSitemapPriority()
+			}(),
 		})
 		if len(out) == n && extra == nil {
 			extra = time.AfterFunc(300*time.Millisecond, cancel)

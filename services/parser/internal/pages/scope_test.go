@@ -61,7 +61,7 @@ func TestScopeDuplicatesSitemapsSERP(t *testing.T) {
 		page("http://127.0.0.2/item/1", "text/html", "", `<title>One</title><meta name="description" content="First item">`+article+`<a href="/from-one">next</a>`),
 		page("http://127.0.0.2/item/2", "text/html", "", `<title>Two</title>`+article+`<a href="/from-two">next</a><a href="/from-two-b"><img src="x.png"></a>`),
 		page("http://127.0.0.2/sitemap.xml", "application/xml", "", `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-			<url><loc>http://127.0.0.2/mapped</loc><lastmod>2026-03-01</lastmod></url>
+			<url><loc>http://127.0.0.2/mapped</loc><lastmod>2026-03-01</lastmod><priority>0.8</priority></url>
 			<url><loc>http://127.0.0.3/elsewhere</loc></url></urlset>`),
 		page("http://127.0.0.2/search?q=x", "text/html", "bing", `<ol><li class="b_algo"><h2><a href="http://127.0.0.4/result">Result</a></h2></li></ol>
 			<a href="/search?q=x&first=11">next page</a>`),
@@ -151,6 +151,14 @@ func TestScopeDuplicatesSitemapsSERP(t *testing.T) {
 	for i, g := range got {
 		if g.url != want[i].url || g.source != want[i].source {
 			t.Errorf("discovered %d = %s %v, want %s %v", i, g.url, g.source, want[i].url, want[i].source)
+		}
+		// The sitemap entry's <priority> goes with its URL; a link has none.
+		wantPriority := float32(-1)
+		if g.source == crawlv1.Source_SOURCE_SITEMAP {
+			wantPriority = 0.8
+		}
+		if g.sitemapPriority != wantPriority {
+			t.Errorf("discovered %s: sitemap priority %v, want %v (-1: unset)", g.url, g.sitemapPriority, wantPriority)
 		}
 	}
 

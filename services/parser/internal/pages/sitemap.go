@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
@@ -96,6 +97,9 @@ func (p *Processor) sitemap(page *crawlv1.FetchedPage, pageURL string, rules *sc
 		}
 		if !e.Lastmod.IsZero() {
 			d.Lastmod = timestamppb.New(e.Lastmod)
+		}
+		if e.HasPriority {
+			d.SitemapPriority = proto.Float32(e.Priority)
 		}
 		msg, err := kafkaio.NewMessage(p.topics.Discovered, []byte(host), d)
 		if err != nil {
