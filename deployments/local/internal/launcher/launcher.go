@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -357,8 +358,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	}
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		DataDir: dataDir, Bins: bins, BrokerAddr: brokerAddr, ClickHouseAddr: ch.Addr, Database: cfg.Database,
-		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg), Security: cfg.Security,
-		Partitions: cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
+		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg, req.Limits.MaxPages), Security: cfg.Security,
+		MemoryLimits: memoryLimits(req.Limits.MaxPages, cfg.Partitions),
+		Partitions:   cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
 		AllowPrivate: allowPrivate, Echo: echo, WarcDir: warcDir(cfg, dataDir),
 		AutoRestart: cfg.AutoRestart, Restart: cfg.Restart,
 		OnRestart: func(ev supervise.Event) {
@@ -596,13 +598,67 @@ func isTTY(f *os.File) bool {
 }
 
 // serviceArgs are the flags the launcher's own flags pass to services.
-func serviceArgs(cfg Config) map[string][]string {
+func serviceArgs(cfg Config, maxPages uint64) map[string][]string {
+	args := map[string][]string{}
 	// The console's URL story shows the pages linking to a URL: the link
 	// graph.
-	if !cfg.StoreLinks && !cfg.Console {
+	if cfg.StoreLinks || cfg.Console {
+		args["parser"] = []string{"--store-links"}
+	}
+	if w := budgetWindow(maxPages, cfg.Partitions); w > defaultWindow {
+		args["fetcher"] = []string{"--max-inflight-per-partition", strconv.Itoa(w), "--max-host-queue", strconv.Itoa(budgetHostQueue)}
+	}
+	if len(args) == 0 {
 		return nil
 	}
-	return map[string][]string{"parser": {"--store-links"}}
+	return args
+}
+
+// The fetchers' defaults of --max-inflight-per-partition and
+// --max-host-queue, and the most a budgeted crawl widens them to.
+const (
+	defaultWindow   = 1000
+	maxBudgetWindow = 16000
+	budgetHostQueue = 1000
+	// windowBytes is what the fetcher holds per request its window may
+	// hold: the queued task and its queue entry (about 500 bytes,
+	// services/fetcher's README) and its share of the attempts it
+	// remembers (two generations of two entries of 40 bytes).
+	windowBytes = 700
+)
+
+// budgetWindow is the fetchers' in-flight window per partition for a
+// crawl of maxPages pages (0: no budget, the default window). A budget is
+// spent best first only among the requests the fetcher holds (issue 38):
+// a request still in the fetch topic behind a full window cannot be
+// chosen. The scheduler sends a crawl at most four times its budget (the
+// admission ceiling, --budget-admit-factor 2, and the second allowance of
+// as many for URLs whose priority is above 0), so a window that holds
+// that share of each partition lets the fetchers choose among every URL
+// sent; it never goes below the default nor above maxBudgetWindow
+// (16 000 requests, about 11 MB a partition). Larger budgets are left to
+// the scheduler's frontier (--host-quota), which holds what waits in
+// ClickHouse and releases it best first.
+func budgetWindow(maxPages uint64, partitions int) int {
+	if maxPages == 0 || partitions < 1 {
+		return defaultWindow
+	}
+	w := 4 * maxPages / uint64(partitions)
+	return int(min(max(w, defaultWindow), maxBudgetWindow))
+}
+
+// memoryLimits are the services' soft memory limits for a crawl of
+// maxPages pages: pipeline.DefaultMemoryLimits, with the fetcher's raised
+// by what a window widened for the budget may hold, so that the limit
+// stays a safety net above the fetcher's live heap.
+func memoryLimits(maxPages uint64, partitions int) map[string]int64 {
+	w := budgetWindow(maxPages, partitions)
+	if w <= defaultWindow {
+		return nil
+	}
+	limits := maps.Clone(pipeline.DefaultMemoryLimits)
+	limits["fetcher"] += int64(w-defaultWindow) * int64(partitions) * windowBytes
+	return limits
 }
 
 // clientAuthArgs are the clickhouse-client arguments of a secured

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawl-crawler/trawl/deployments/local/internal/pipeline"
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
@@ -370,14 +371,54 @@ func TestWriteSpecRoundTrip(t *testing.T) {
 // TestServiceArgs: --store-links reaches the parser, and only the parser;
 // without it no service gets extra flags.
 func TestServiceArgs(t *testing.T) {
-	if got := serviceArgs(Config{}); got != nil {
+	if got := serviceArgs(Config{}, 0); got != nil {
 		t.Errorf("default: %v, want none", got)
 	}
-	got := serviceArgs(Config{StoreLinks: true})
+	got := serviceArgs(Config{StoreLinks: true}, 0)
 	if len(got) != 1 || len(got["parser"]) != 1 || got["parser"][0] != "--store-links" {
 		t.Errorf("--store-links: %v, want the parser's --store-links", got)
 	}
-	if got := serviceArgs(Config{Console: true}); len(got["parser"]) != 1 || got["parser"][0] != "--store-links" {
+	if got := serviceArgs(Config{Console: true}, 0); len(got["parser"]) != 1 || got["parser"][0] != "--store-links" {
 		t.Errorf("--console: %v, want the parser's --store-links (the URL story's links)", got)
+	}
+}
+
+// TestBudgetWindow: a crawl with a page budget gets fetchers whose window
+// holds four times its budget's share of a partition (what the scheduler
+// may send it), within [1000, 16000], and a memory limit raised by what
+// that window holds; a small budget or none changes nothing.
+func TestBudgetWindow(t *testing.T) {
+	cases := []struct {
+		pages      uint64
+		partitions int
+		want       int
+	}{
+		{0, 8, 1000},
+		{424, 8, 1000},      // 212 a partition: the default holds it
+		{21200, 8, 10600},   // the best-first bench at 200 sites
+		{1000000, 8, 16000}, // larger budgets: the scheduler's frontier
+		{21200, 0, 1000},
+	}
+	for _, c := range cases {
+		if got := budgetWindow(c.pages, c.partitions); got != c.want {
+			t.Errorf("budgetWindow(%d, %d) = %d, want %d", c.pages, c.partitions, got, c.want)
+		}
+	}
+	if got := serviceArgs(Config{Partitions: 8}, 424); got != nil {
+		t.Errorf("budget 424: %v, want no extra flags", got)
+	}
+	got := serviceArgs(Config{Partitions: 8}, 21200)
+	if want := []string{"--max-inflight-per-partition", "10600", "--max-host-queue", "1000"}; !reflect.DeepEqual(got["fetcher"], want) {
+		t.Errorf("budget 21200: fetcher args %v, want %v", got["fetcher"], want)
+	}
+	if l := memoryLimits(424, 8); l != nil {
+		t.Errorf("budget 424: memory limits %v, want the defaults (nil)", l)
+	}
+	l := memoryLimits(21200, 8)
+	if want := pipeline.DefaultMemoryLimits["fetcher"] + 9600*8*windowBytes; l["fetcher"] != want {
+		t.Errorf("budget 21200: fetcher limit %d, want %d", l["fetcher"], want)
+	}
+	if l["parser"] != pipeline.DefaultMemoryLimits["parser"] {
+		t.Errorf("budget 21200: parser limit %d, want the default %d", l["parser"], pipeline.DefaultMemoryLimits["parser"])
 	}
 }
