@@ -572,6 +572,13 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 				out = append(out, m)
 				reprioritized++
 			}
+			if d.Reason == admit.Duplicate && u.GetInLinks() > 1 {
+				// A link published again for its in-links (the parser's
+				// count doubled) is no new discovery: the URL is admitted
+				// already, and a row for it would cost an insert per
+				// multiply-linked URL of the crawl.
+				break
+			}
 			if d.Reason == admit.Duplicate && !firstDuplicate(set, h.batch, d.FP) {
 				// Its duplicate row is written already: the rows of one
 				// URL collapse into one, and a page linked from a
