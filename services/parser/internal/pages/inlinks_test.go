@@ -88,4 +88,16 @@ func TestInLinksRepublished(t *testing.T) {
 	if got := counterValue(t, r.reg, "links_dropped_total", "reason", pages.DropPublished); got != float64(n-1-republished) {
 		t.Errorf("links_dropped_total{reason=published} = %v, want %d (the repeats that stepped nothing)", got, n-1-republished)
 	}
+
+	// The hub's own page is fetched: its in-links order nothing any more,
+	// so however many pages link it next, it is not published again.
+	more := []*crawlv1.FetchedPage{htmlPage(hub, 1, `<html><title>Hub</title><p>The hub.</p></html>`, now)}
+	for i := n; i < 4*n; i++ {
+		more = append(more, page(i))
+	}
+	r.produce(ctx, more...)
+	waitFor(t, ctx, "the parser's records committed", func() bool { return r.lag(ctx) == 0 })
+	if got := counterValue(t, r.reg, "links_inlinks_republished_total", "", ""); got != float64(republished) {
+		t.Errorf("after the hub was fetched: links_inlinks_republished_total = %v, want still %d", got, republished)
+	}
 }

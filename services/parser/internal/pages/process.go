@@ -74,6 +74,16 @@ func (r *result) drop(reason string, n int) {
 // fetched, but no outlink: the crawl discovers nothing more, and its links
 // are counted as dropped (DropCancelled).
 func (p *Processor) process(page *crawlv1.FetchedPage) *result {
+	if p.cfg.InLinks && !page.GetWillRetry() {
+		// The page is fetched (or failed for good): its in-links order
+		// nothing any more, so the links to it are not published again
+		// for them (most are a site's own links, parsed here).
+		fp := page.GetUrlFp()
+		if fp == 0 {
+			fp = fingerprint.URL(page.GetCrawlId(), page.GetUrl())
+		}
+		p.recent.Fetched(fp)
+	}
 	res := p.extract(page)
 	if len(res.links)+len(res.inLinks) > 0 && p.cancelled(page.GetCrawlId()) {
 		res.drop(DropCancelled, len(res.links)+len(res.inLinks))

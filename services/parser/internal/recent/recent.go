@@ -180,6 +180,31 @@ func (l *Links) Sighted(fp, from uint64, depth uint32) (published bool, inLinks 
 	return false, 0
 }
 
+// Fetched stops counting the in-links of fp, at every depth it is
+// remembered at: its page was fetched, so a higher priority would order
+// nothing, and publishing it again would only cost records. Its count is
+// set to the largest, which Sighted never steps. Nothing when fp is not
+// remembered (its links were published by another parser, or forgotten).
+func (l *Links) Fetched(fp uint64) {
+	if l == nil {
+		return
+	}
+	h := mix(fp)
+	want := entry(h, 0)
+	b := l.table.Load().bucket(h)
+	for i := range b {
+		for {
+			e := b[i].Load()
+			if !same(e, want) || count(e) == maxCount {
+				break
+			}
+			if b[i].CompareAndSwap(e, e|countMask) {
+				break
+			}
+		}
+	}
+}
+
 // InLinks returns the in-link count of fp, 2^e, or 0 when fp is not
 // remembered (for tests and diagnostics).
 func (l *Links) InLinks(fp uint64) uint32 {

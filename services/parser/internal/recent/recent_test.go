@@ -487,3 +487,32 @@ func BenchmarkSighted(b *testing.B) {
 	}
 	b.ReportMetric(float64(steps)/float64(i), "steps/op")
 }
+
+// TestFetched: once a link's page is fetched its in-links are no longer
+// counted (never published again for them), at every depth it is
+// remembered at; another link is counted as before, and Fetched of a
+// link not remembered changes nothing.
+func TestFetched(t *testing.T) {
+	l := New(1 << 10)
+	const a, b, page = 0x9e3779b97f4a7c15, 0x7f4a7c159e3779b9, 0x1234
+	l.Add(a, 3)
+	l.Add(b, 3)
+	l.Fetched(0x5555) // not remembered
+	if published, in := l.Sighted(a, page, 3); !published || in != 2 {
+		t.Fatalf("before Fetched: Sighted = %v, %d; want published, 2 in-links", published, in)
+	}
+	l.Fetched(a)
+	for from := uint64(0); from < 1000; from++ {
+		if published, in := l.Sighted(a, from, 3); !published || in != 0 {
+			t.Fatalf("after Fetched: Sighted from %d = %v, %d; want published, no count", from, published, in)
+		}
+	}
+	if !l.Published(a, 3) {
+		t.Fatal("after Fetched: no longer published")
+	}
+	if published, in := l.Sighted(b, page, 3); !published || in != 2 {
+		t.Fatalf("another link: Sighted = %v, %d; want published, 2 in-links", published, in)
+	}
+	var none *Links
+	none.Fetched(a) // a nil set remembers nothing
+}
