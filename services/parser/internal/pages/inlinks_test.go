@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
 )
@@ -99,5 +102,58 @@ func TestInLinksRepublished(t *testing.T) {
 	waitFor(t, ctx, "the parser's records committed", func() bool { return r.lag(ctx) == 0 })
 	if got := counterValue(t, r.reg, "links_inlinks_republished_total", "", ""); got != float64(republished) {
 		t.Errorf("after the hub was fetched: links_inlinks_republished_total = %v, want still %d", got, republished)
+	}
+}
+
+// TestInLinksMatter: in-links are counted for a crawl that stops before
+// it fetched everything it admits (a page budget, a time limit) and is
+// not breadth-first, and for a crawl without a specification (the fleet's
+// --max-pages is not known here).
+func TestInLinksMatter(t *testing.T) {
+	cases := []struct {
+		name string
+		spec *crawlv1.CrawlSpec
+		want bool
+	}{
+		{"no specification", nil, true},
+		{"no limit", &crawlv1.CrawlSpec{CrawlId: "c"}, false},
+		{"a depth limit only", &crawlv1.CrawlSpec{CrawlId: "c", Limits: &crawlv1.Limits{MaxDepth: 3}}, false},
+		{"a page budget", &crawlv1.CrawlSpec{CrawlId: "c", Limits: &crawlv1.Limits{MaxPages: 100}}, true},
+		{"a time limit", &crawlv1.CrawlSpec{CrawlId: "c", Limits: &crawlv1.Limits{MaxDuration: durationpb.New(time.Hour)}}, true},
+		{"a budget, breadth-first", &crawlv1.CrawlSpec{CrawlId: "c", Limits: &crawlv1.Limits{MaxPages: 100},
+			Priority: &crawlv1.Priority{BreadthFirst: true}}, false},
+	}
+	for _, c := range cases {
+		if got := pages.InLinksMatter(c.spec); got != c.want {
+			t.Errorf("%s: InLinksMatter = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestInLinksNotCountedWithoutLimit: a crawl whose specification sets no
+// page budget nor time limit publishes a link once, however many pages
+// link it (it fetches everything it admits: the order decides nothing).
+func TestInLinksNotCountedWithoutLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	specs := crawlcontrol.NewSpecs()
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "c", Revision: 1, State: crawlv1.CrawlState_CRAWL_STATE_RUNNING})
+	r := startParserSpecs(t, pages.Config{MaxOutlinks: 100, MaxTextBytes: 1 << 20, BatchSize: 10, MaxURLLength: 2048,
+		RecentLinks: 1 << 12, InLinks: true}, pages.Sinks{}, specs, now)
+	var batch []*crawlv1.FetchedPage
+	for i := range 20 {
+		batch = append(batch, htmlPage(fmt.Sprintf("http://127.0.0.2/p%d", i), 1,
+			fmt.Sprintf(`<html><title>Page %d</title><a href="/hub">The hub</a></html>`, i), now))
+	}
+	r.produce(ctx, batch[0])
+	waitFor(t, ctx, "the parser's records committed", func() bool { return r.lag(ctx) == 0 })
+	r.produce(ctx, batch[1:]...)
+	waitFor(t, ctx, "the parser's records committed", func() bool { return r.lag(ctx) == 0 })
+	if got := counterValue(t, r.reg, "links_inlinks_republished_total", "", ""); got != 0 {
+		t.Errorf("links_inlinks_republished_total = %v, want 0 for a crawl without a limit", got)
+	}
+	if got := counterValue(t, r.reg, "links_dropped_total", "reason", pages.DropPublished); got != 19 {
+		t.Errorf("links_dropped_total{reason=published} = %v, want 19", got)
 	}
 }

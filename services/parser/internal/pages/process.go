@@ -35,17 +35,20 @@ type result struct {
 	// inLinks are the records of links published before, published
 	// again with in_links (their count of pages linking them doubled):
 	// never remembered again nor dropped as repeats of the batch.
-	inLinks   []kafka.Message
-	linkDepth uint32 // depth of the links
-	outlinks  int    // links the page has in the crawl's scope, published or not
-	doc       *document
-	carried   *chstore.CarriedRow // a 304 carrying an earlier crawl's document over
-	linkRows  []chstore.LinkRow   // the page's in-scope links, for the links table
-	crawlID   string
-	host      string // politeness key of the page
-	dropped   map[string]int
-	followDup bool
-	nearDist  int // the crawl's near-duplicate distance (0: off)
+	inLinks []kafka.Message
+	// countInLinks: the page's links count in-links (--in-links and
+	// InLinksMatter for its crawl).
+	countInLinks bool
+	linkDepth    uint32 // depth of the links
+	outlinks     int    // links the page has in the crawl's scope, published or not
+	doc          *document
+	carried      *chstore.CarriedRow // a 304 carrying an earlier crawl's document over
+	linkRows     []chstore.LinkRow   // the page's in-scope links, for the links table
+	crawlID      string
+	host         string // politeness key of the page
+	dropped      map[string]int
+	followDup    bool
+	nearDist     int // the crawl's near-duplicate distance (0: off)
 }
 
 // document is a page to store, before duplicate detection.
@@ -126,6 +129,7 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 		spec = p.specs.Scoped(page.GetCrawlId()) // the sites seeds redirected to are the crawl's
 	}
 	rules := p.rules.Rules(page.GetCrawlId(), spec)
+	res.countInLinks = p.cfg.InLinks && InLinksMatter(spec)
 	res.followDup = rules.FollowDuplicates()
 	res.nearDist = rules.NearDistance()
 
@@ -203,7 +207,7 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 		}
 		// A link published before is no new link (to the trap detector
 		// too); when this page steps its in-link count, it goes again.
-		if published, in := p.sighted(fp, srcFP, res.linkDepth); published {
+		if published, in := p.sighted(fp, srcFP, res.linkDepth, res.countInLinks); published {
 			if in == 0 {
 				res.drop(DropPublished, 1)
 				continue
@@ -291,12 +295,32 @@ func (p *Processor) message(page *crawlv1.FetchedPage, pageURL string, res *resu
 	})
 }
 
+// InLinksMatter reports whether the in-links of a crawl's URLs are
+// counted (with --in-links): when the crawl will stop before it has
+// fetched every URL it admits (its specification sets a page budget or a
+// time limit), so that which comes first decides what it holds, and it
+// is not breadth-first. A crawl that fetches everything it admits would
+// only pay the republished records (on the bench web, a tenth of the
+// crawl's CPU) to reorder it. Without a specification (a crawl on the
+// fleet's flags, whose --max-pages the parser does not know) they are
+// counted.
+func InLinksMatter(spec *crawlv1.CrawlSpec) bool {
+	if spec == nil {
+		return true
+	}
+	if spec.GetPriority().GetBreadthFirst() {
+		return false
+	}
+	l := spec.GetLimits()
+	return l.GetMaxPages() > 0 || l.GetMaxDuration().AsDuration() > 0
+}
+
 // sighted reports whether link fp, at depth, was published by this parser
 // (the recent-links table) and, with --in-links, counts page from as one
 // more page linking it: in, when not 0, is the link's new in-link count,
 // to publish it again with.
-func (p *Processor) sighted(fp, from uint64, depth uint32) (published bool, in uint32) {
-	if !p.cfg.InLinks {
+func (p *Processor) sighted(fp, from uint64, depth uint32, count bool) (published bool, in uint32) {
+	if !count {
 		return p.recent.Published(fp, depth), 0
 	}
 	return p.recent.Sighted(fp, from, depth)
