@@ -424,35 +424,38 @@ func (e *Engine[T]) Raise(host string, match func(T) (rank uint32, ok bool), rai
 		return NotQueued
 	}
 	for i := range h.ready {
-		it := &h.ready[i]
-		if rank, ok := match(it.item); ok {
-			if rank >= it.rank {
-				return NotHigher
+		if r, ok := raise(&h.ready[i], match, raised); ok {
+			if r == Raised {
+				h.ready.up(i) // a better rank only moves up
 			}
-			it.rank = rank
-			if raised != nil {
-				raised(it.item)
-			}
-			h.ready.up(i) // a better rank only moves up
-			return Raised
+			return r
 		}
 	}
 	for i := range h.later {
-		it := &h.later[i]
-		if rank, ok := match(it.item); ok {
-			if rank >= it.rank {
-				return NotHigher
-			}
-			// the later heap orders by not_before: nothing moves; the
-			// rank counts once the item is due (take)
-			it.rank = rank
-			if raised != nil {
-				raised(it.item)
-			}
-			return Raised
+		// The later heap orders by not_before: nothing moves; the rank
+		// counts once the item is due (take).
+		if r, ok := raise(&h.later[i], match, raised); ok {
+			return r
 		}
 	}
 	return NotQueued
+}
+
+// raise applies Raise's match to one queued entry: ok when it selects the
+// entry, with the outcome (the entry's rank raised, or not higher).
+func raise[T any](it *entry[T], match func(T) (uint32, bool), raised func(T)) (RaiseResult, bool) {
+	rank, ok := match(it.item)
+	if !ok {
+		return NotQueued, false
+	}
+	if rank >= it.rank {
+		return NotHigher, true
+	}
+	it.rank = rank
+	if raised != nil {
+		raised(it.item)
+	}
+	return Raised, true
 }
 
 // midSeq splits the push sequence: Push numbers count up from it and
