@@ -262,15 +262,7 @@ func (w *Web) deepPage(h, n int) []byte {
 			fmt.Fprintf(&b, adSlot, block, block)
 		}
 	}
-	b.WriteString("</article>\n<aside class=\"sidebar\">")
-	for slot := 0; b.Len()+len(adSlot)+len(footerBoilerplate)+64 < size; slot++ {
-		fmt.Fprintf(&b, adSlot, 100+slot, 100+slot)
-	}
-	b.WriteString("</aside></main>\n")
-	b.WriteString(footerBoilerplate)
-	b.WriteString("<footer class=\"site-footer\"><p>&copy; 2026 host ")
-	b.WriteString(strconv.Itoa(h))
-	b.WriteString("</p></footer>\n</body></html>\n")
+	writeTail(&b, size, h, "")
 	return b.Bytes()
 }
 

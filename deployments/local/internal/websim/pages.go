@@ -470,16 +470,24 @@ func (w *Web) article(h, i int) []byte {
 			fmt.Fprintf(&b, adSlot, block, block)
 		}
 	}
+	writeTail(&b, size, h, ` &middot; <a href="#top">top</a>`)
+	return b.Bytes()
+}
+
+// writeTail ends an article page of about size bytes: the sidebar's ad
+// slots up to the size, the footer's boilerplate and the site's footer
+// line (host h, then extra).
+func writeTail(b *bytes.Buffer, size, h int, extra string) {
 	b.WriteString("</article>\n<aside class=\"sidebar\">")
 	for slot := 0; b.Len()+len(adSlot)+len(footerBoilerplate)+64 < size; slot++ {
-		fmt.Fprintf(&b, adSlot, 100+slot, 100+slot)
+		fmt.Fprintf(b, adSlot, 100+slot, 100+slot)
 	}
 	b.WriteString("</aside></main>\n")
 	b.WriteString(footerBoilerplate)
 	b.WriteString("<footer class=\"site-footer\"><p>&copy; 2026 host ")
 	b.WriteString(strconv.Itoa(h))
-	b.WriteString(" &middot; <a href=\"#top\">top</a></p></footer>\n</body></html>\n")
-	return b.Bytes()
+	b.WriteString(extra)
+	b.WriteString("</p></footer>\n</body></html>\n")
 }
 
 // Markup without text or links that the generated articles carry, like
