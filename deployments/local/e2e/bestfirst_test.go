@@ -70,6 +70,11 @@ func crawlBestDeep(t *testing.T, ctx context.Context, first string, breadthFirst
 	if st.Duplicates != 0 || st.Offsite != 0 {
 		t.Errorf("%d duplicate and %d off-site requests, want 0", st.Duplicates, st.Offsite)
 	}
+	// No politeness rule moves for the order: a host's next request
+	// still waits the delay after the answer to its last.
+	if gap, host := minGapPerWebHost(e.web); gap < e2eDelay-jitter {
+		t.Errorf("host %s asked again %v after an answer, want at least the delay %v", host, gap, e2eDelay)
+	}
 	return budgetResult{held: st.MostLinked, total: st.MostLinkedTotal, stats: st, budget: budget}
 }
 
