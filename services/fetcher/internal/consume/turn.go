@@ -316,7 +316,7 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 	if h.s.opts.Crawls != nil {
 		p = crawlsettings.PolitenessOf(h.s.opts.Crawls.Get(t.crawl))
 	}
-	return h.engine.SetHostDelay(host, d, p.Delay, p.MaxCrawlDelay)
+	return h.engine.SetHostDelay(host, d, p)
 }
 
 // The page budget at a host's turn: refused, charged, yielded, given

@@ -550,19 +550,19 @@ func (e *Engine[T]) Release(host string) {
 // at MaxCrawlDelay; capped reports that the cap applied. A d below the
 // engine's Delay leaves the default.
 func (e *Engine[T]) SetCrawlDelay(host string, d time.Duration) (capped bool) {
-	return e.SetHostDelay(host, d, 0, 0)
+	return e.SetHostDelay(host, d, hostdelay.Crawl{})
 }
 
-// SetHostDelay is SetCrawlDelay with a crawl's own politeness: the host's
-// delay becomes the Crawl-delay d capped at maxCrawlDelay (the engine's
-// MaxCrawlDelay when zero), raised to minDelay (the crawl's delay) and
-// never below the engine's Delay, which is a floor no crawl lowers.
-func (e *Engine[T]) SetHostDelay(host string, d, minDelay, maxCrawlDelay time.Duration) (capped bool) {
+// SetHostDelay is SetCrawlDelay with a crawl's own politeness c
+// (crawlsettings.PolitenessOf its spec): the host's delay becomes the
+// Crawl-delay d capped at c.MaxCrawlDelay (the engine's MaxCrawlDelay when
+// zero), raised to c.Delay and never below the engine's Delay, which is a
+// floor no crawl lowers (hostdelay.Effective).
+func (e *Engine[T]) SetHostDelay(host string, d time.Duration, c hostdelay.Crawl) (capped bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.host(host)
-	h.delay, capped = hostdelay.Effective(hostdelay.Fleet{Delay: e.opts.Delay, MaxCrawlDelay: e.opts.MaxCrawlDelay},
-		hostdelay.Crawl{Delay: minDelay, MaxCrawlDelay: maxCrawlDelay}, d)
+	h.delay, capped = hostdelay.Effective(hostdelay.Fleet{Delay: e.opts.Delay, MaxCrawlDelay: e.opts.MaxCrawlDelay}, c, d)
 	return capped
 }
 

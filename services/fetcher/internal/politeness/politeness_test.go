@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/hostdelay"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -508,7 +510,7 @@ func TestChangedStates(t *testing.T) {
 	}{
 		{"a host at the defaults", func() { request("a") }, false},
 		{"again", func() { request("a") }, false},
-		{"a Crawl-delay", func() { e.SetHostDelay("a", time.Second, 0, 0); request("a") }, true},
+		{"a Crawl-delay", func() { e.SetHostDelay("a", time.Second, hostdelay.Crawl{}); request("a") }, true},
 		{"the same Crawl-delay", func() { request("a") }, false},
 		{"a back-off", func() { e.Backoff("a", clock.Add(10*time.Second)) }, true},
 		{"still backed off", func() {}, true}, // next more than two delays away
@@ -551,7 +553,7 @@ func TestSetHostDelay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := New[int](time.Now, Options{Delay: time.Second, MaxCrawlDelay: 30 * time.Second})
-			if got := e.SetHostDelay("h", tt.crawlDelay, tt.minDelay, tt.maxCrawl); got != tt.capped {
+			if got := e.SetHostDelay("h", tt.crawlDelay, hostdelay.Crawl{Delay: tt.minDelay, MaxCrawlDelay: tt.maxCrawl}); got != tt.capped {
 				t.Errorf("capped = %v, want %v", got, tt.capped)
 			}
 			st, _ := e.State("h")
