@@ -35,33 +35,11 @@ func TestPageBudget(t *testing.T) {
 	const limit = 4
 	kcfg := kafkatest.Config(t, 1)
 	store := chtest.NewStore(t)
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	s := startSite(t, "127.0.0.66", pageHandler("User-agent: *\nDisallow: /private\n"))
-	w := kafkaio.NewWriter(kcfg, log, prometheus.NewRegistry())
-	defer w.Close()
-	fp := uint64(0)
-	write := func(reqs ...*crawlv1.FetchRequest) {
-		t.Helper()
-		var msgs []kafka.Message
-		for _, r := range reqs {
-			fp++
-			r.CrawlId, r.Url, r.UrlFp, r.ScheduledAt = "b", s.base+r.GetUrl(), fp, timestamppb.Now()
-			key, err := kafkaio.Key(r.GetUrl())
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs = append(msgs, m)
-		}
-		if err := w.Write(ctx, msgs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fps := map[string]uint64{}
+	write := func(reqs ...*crawlv1.FetchRequest) { writeRequests(ctx, t, kcfg, s, "b", fps, reqs...) }
 	// Deep first, as a fast host's links into this one arrive.
 	write(&crawlv1.FetchRequest{Url: "/d2a", Depth: 2}, &crawlv1.FetchRequest{Url: "/d2b", Depth: 2},
 		&crawlv1.FetchRequest{Url: "/d2c", Depth: 2}, &crawlv1.FetchRequest{Url: "/retry", Depth: 3, Attempt: 1},

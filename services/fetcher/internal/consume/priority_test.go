@@ -6,12 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
@@ -50,37 +46,6 @@ func priorityRows(ctx context.Context, t *testing.T, store *chstore.Store, crawl
 		out[u[len(base):]] = r
 	}
 	return out
-}
-
-// writeRequests publishes reqs of crawl on s's host to the fetch topic,
-// each with its own url_fp (fps[path]), in order.
-func writeRequests(ctx context.Context, t *testing.T, kcfg kafkaio.Config, s *site, crawl string, fps map[string]uint64, reqs ...*crawlv1.FetchRequest) {
-	t.Helper()
-	w := kafkaio.NewWriter(kcfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), prometheus.NewRegistry())
-	defer w.Close()
-	var msgs []kafka.Message
-	for _, r := range reqs {
-		path := r.GetUrl()
-		if _, ok := fps[path]; !ok {
-			fps[path] = uint64(len(fps) + 1)
-		}
-		r.CrawlId, r.Url, r.UrlFp = crawl, s.base+path, fps[path]
-		if !r.GetReprioritize() {
-			r.ScheduledAt = timestamppb.Now()
-		}
-		key, err := kafkaio.Key(r.GetUrl())
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := kafkaio.NewMessage(kcfg.Topics().Fetch, key, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m)
-	}
-	if err := w.Write(ctx, msgs...); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestPriorityTakesTheBudget: one host's requests of mixed priorities
