@@ -370,7 +370,7 @@ func (h *handler) yieldToBetter(host string, t *task) bool {
 	rank := rankOf(t) // under unchargedMu: a raise changes queued priorities
 	yield := decide.Yield(decide.YieldInput{
 		Charged: charged, Yields: t.yields, Left: left, Held: len(h.uncharged),
-		Shallower: func(limit int64) int64 {
+		Better: func(limit int64) int64 {
 			var n int64
 			for o := range h.uncharged {
 				if o.crawl == crawl && rankOf(o) < rank {

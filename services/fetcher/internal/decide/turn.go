@@ -146,11 +146,11 @@ type YieldInput struct {
 	Yields  uint8 // turns it gave up already
 	Left    int64 // pages its crawl has left (negative: unlimited)
 	Held    int   // requests the partition holds that its turn will charge, of any crawl
-	// Shallower counts the held requests of the crawl ranked better than
+	// Better counts the held requests of the crawl ranked better than
 	// this one (a higher priority, or as high and at a lower depth: the
 	// host queues' rank; with no priority signal, shallower), stopping at
-	// limit. The name predates priorities.
-	Shallower func(limit int64) int64
+	// limit.
+	Better func(limit int64) int64
 }
 
 // Yield keeps the last pages of a crawl's budget for the best-ranked
@@ -172,7 +172,7 @@ func Yield(in YieldInput) bool {
 	if in.Left > int64(in.Held) {
 		return false // more pages left than the partition holds: no count
 	}
-	return in.Shallower(in.Left) >= in.Left
+	return in.Better(in.Left) >= in.Left
 }
 
 // YieldFor is how long a yielding request waits: its host's delay, at

@@ -134,14 +134,14 @@ func TestYield(t *testing.T) {
 		in   YieldInput
 		want bool
 	}{
-		{"as many shallower as pages left", YieldInput{Charged: true, Left: 2, Held: 5, Shallower: shallower(2)}, true},
-		{"more shallower than pages left", YieldInput{Charged: true, Left: 2, Held: 5, Shallower: shallower(4)}, true},
-		{"fewer shallower", YieldInput{Charged: true, Left: 2, Held: 5, Shallower: shallower(1)}, false},
-		{"not charged", YieldInput{Left: 2, Held: 5, Shallower: shallower(4)}, false},
-		{"yielded enough", YieldInput{Charged: true, Yields: MaxYields, Left: 2, Held: 5, Shallower: shallower(4)}, false},
-		{"unlimited", YieldInput{Charged: true, Left: -1, Held: 5, Shallower: shallower(4)}, false},
-		{"spent", YieldInput{Charged: true, Left: 0, Held: 5, Shallower: shallower(4)}, false},
-		{"more pages left than held", YieldInput{Charged: true, Left: 6, Held: 5, Shallower: shallower(5)}, false},
+		{"as many shallower as pages left", YieldInput{Charged: true, Left: 2, Held: 5, Better: shallower(2)}, true},
+		{"more shallower than pages left", YieldInput{Charged: true, Left: 2, Held: 5, Better: shallower(4)}, true},
+		{"fewer shallower", YieldInput{Charged: true, Left: 2, Held: 5, Better: shallower(1)}, false},
+		{"not charged", YieldInput{Left: 2, Held: 5, Better: shallower(4)}, false},
+		{"yielded enough", YieldInput{Charged: true, Yields: MaxYields, Left: 2, Held: 5, Better: shallower(4)}, false},
+		{"unlimited", YieldInput{Charged: true, Left: -1, Held: 5, Better: shallower(4)}, false},
+		{"spent", YieldInput{Charged: true, Left: 0, Held: 5, Better: shallower(4)}, false},
+		{"more pages left than held", YieldInput{Charged: true, Left: 6, Held: 5, Better: shallower(5)}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
