@@ -13,13 +13,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
 	"golang.org/x/net/publicsuffix"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 )
 
@@ -475,27 +475,18 @@ func RepeatedSegments(u string) int {
 }
 
 // Cache holds the compiled rules of each crawl, recompiled when the spec's
-// revision changes. Safe for concurrent use.
+// revision changes (crawlsettings.Compiled). Safe for concurrent use.
 type Cache struct {
-	defaults Defaults
-	onError  func(crawlID string, err error)
-
-	mu    sync.Mutex
-	rules map[string]cached
-	none  *Rules
-}
-
-type cached struct {
-	revision uint64
-	spec     *crawlv1.CrawlSpec
-	rules    *Rules
+	compiled *crawlsettings.Compiled[*Rules]
+	none     *Rules
 }
 
 // NewCache returns a cache compiling with d; onError (may be nil) is called
 // once per revision whose patterns do not all compile.
 func NewCache(d Defaults, onError func(crawlID string, err error)) *Cache {
 	none, _ := Compile(nil, d, false)
-	return &Cache{defaults: d, onError: onError, rules: make(map[string]cached), none: none}
+	compile := func(spec *crawlv1.CrawlSpec) (*Rules, error) { return Compile(spec.GetScope(), d, true) }
+	return &Cache{compiled: crawlsettings.NewCompiled(compile, onError), none: none}
 }
 
 // Rules returns the rules of a crawl whose current spec is spec (nil: the
@@ -504,15 +495,5 @@ func (c *Cache) Rules(crawlID string, spec *crawlv1.CrawlSpec) *Rules {
 	if spec == nil {
 		return c.none
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.rules[crawlID]; ok && e.spec == spec && e.revision == spec.GetRevision() {
-		return e.rules
-	}
-	r, err := Compile(spec.GetScope(), c.defaults, true)
-	if err != nil && c.onError != nil {
-		c.onError(crawlID, err)
-	}
-	c.rules[crawlID] = cached{revision: spec.GetRevision(), spec: spec, rules: r}
-	return r
+	return c.compiled.Get(crawlID, spec)
 }

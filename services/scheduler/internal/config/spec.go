@@ -1,8 +1,6 @@
 package config
 
 import (
-	"sync"
-
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
@@ -44,30 +42,17 @@ func SpecScope(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) 
 // that do not compile are logged once per revision and left out, the valid
 // ones kept. nil for a crawl without a specification: the default signals.
 func SpecPriority(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID string) *priority.Rules {
-	type cached struct {
-		spec  *crawlv1.CrawlSpec
-		rules *priority.Rules
-	}
-	var (
-		mu    sync.Mutex
-		cache = make(map[string]cached)
-	)
+	cache := crawlsettings.NewCompiled(func(spec *crawlv1.CrawlSpec) (*priority.Rules, error) {
+		return priority.Compile(spec.GetPriority())
+	}, func(crawlID string, err error) {
+		log.Warn("crawl priority rules partly invalid, the valid ones kept", telemetry.Crawl(crawlID), zap.Error(err))
+	})
 	return func(crawlID string) *priority.Rules {
 		spec := specs.Get(crawlID)
 		if spec == nil {
 			return nil
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if c, ok := cache[crawlID]; ok && c.spec == spec {
-			return c.rules
-		}
-		rules, err := priority.Compile(spec.GetPriority())
-		if err != nil {
-			log.Warn("crawl priority rules partly invalid, the valid ones kept", telemetry.Crawl(crawlID), zap.Error(err))
-		}
-		cache[crawlID] = cached{spec: spec, rules: rules}
-		return rules
+		return cache.Get(crawlID, spec)
 	}
 }
 
