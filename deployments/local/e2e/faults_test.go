@@ -18,12 +18,14 @@ const maxFaultCost = 0.005
 
 // The web of each fault's crawl: about 1 050 requests. What a fault may
 // cost at best is the requests in flight when it strikes (answered, the
-// answer not yet published): at most one per host, each host in that state
-// about a tenth of the time at a 150ms delay. Few hosts with many pages
-// each make 0.5% of the requests (5) exceed the hosts in flight (of 8, six
-// or more about once in 10 000 crawls, once in 250 if hosts were in
-// flight a quarter of the time); many hosts with few pages would make the
-// bound flaky.
+// answer not yet published): at most one per host. Few hosts with many
+// pages each keep that near 0.5% of the requests (5 of 8 hosts); many
+// hosts with few pages would not. A fetcher's hosts are not in flight at
+// independent moments, though: its hosts are answered in bursts, all
+// within a few milliseconds (a fetcher SIGKILL repeated 6 or 7 requests,
+// all answered in the 10 ms before the kill, in 3 of 6 full runs), so a
+// kill of the fetcher may cost one request per host (faultHosts) even
+// where that is more than 0.5 %.
 const (
 	faultHosts    = 8
 	faultArticles = 100
@@ -45,15 +47,19 @@ func TestFaultCostPerService(t *testing.T) {
 		octet  int // third octet of the web's addresses
 		inject func(ctx context.Context, e *webEnv)
 		args   map[string][]string // beyond webArgs
+		// inFlight is what the fault may take back besides 0.5 %: the
+		// requests the web answered whose results the killed process had
+		// not published (one per host at most).
+		inFlight int
 	}{
-		{"fetcher SIGKILL", 61, killRestart("fetcher-0"), nil},
+		{"fetcher SIGKILL", 61, killRestart("fetcher-0"), nil, faultHosts},
 		// With a host quota, so that the kill finds URLs on their way to
 		// the frontier table as well as to the fetch topic.
 		{"scheduler SIGKILL", 62, killRestart("scheduler"), map[string][]string{
 			"scheduler": {"--host-quota", "8", "--host-quota-window", "1s"},
-		}},
-		{"parser SIGKILL", 63, killRestart("parser"), nil},
-		{"broker restart", 64, func(ctx context.Context, e *webEnv) { e.restartBroker(ctx, 3*time.Second) }, nil},
+		}, 0},
+		{"parser SIGKILL", 63, killRestart("parser"), nil, 0},
+		{"broker restart", 64, func(ctx context.Context, e *webEnv) { e.restartBroker(ctx, 3*time.Second) }, nil, 0},
 	}
 	type result struct {
 		fault string
@@ -115,8 +121,9 @@ func TestFaultCostPerService(t *testing.T) {
 			if st.Offsite != 0 || st.Disallowed != 0 {
 				t.Errorf("%d requests outside the scope and %d under a Disallow, want 0", st.Offsite, st.Disallowed)
 			}
-			if share := float64(c.extra()) / float64(st.Requests); share > maxFaultCost {
-				t.Errorf("%s cost %d extra requests of %d (%.2f%%), want at most %.1f%%", f.name, c.extra(), st.Requests, 100*share, 100*maxFaultCost)
+			if share := float64(c.extra()) / float64(st.Requests); share > maxFaultCost && c.extra() > f.inFlight {
+				t.Errorf("%s cost %d extra requests of %d (%.2f%%), want at most %.1f%% or %d (one per host in flight)",
+					f.name, c.extra(), st.Requests, 100*share, 100*maxFaultCost, f.inFlight)
 			}
 			if c.MaxHits > maxAttempts {
 				t.Errorf("%s requested %d times, more than --max-attempts %d", c.MaxHitsOf, c.MaxHits, maxAttempts)
