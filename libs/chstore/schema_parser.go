@@ -210,6 +210,32 @@ SELECT crawl_id, content_fp, url, first_seen FROM content_seen`,
 			`ALTER TABLE documents ADD COLUMN microdata String DEFAULT ''`,
 		},
 	},
+	{
+		Version: 210,
+		Name:    "documents.fields, documents.properties, document_meta.extract_rule, extract_missing, parse_error: extraction rules and documents that are not HTML",
+		Statements: []string{
+			// documents.fields: the fields a crawl's extraction rule took
+			// from the page (libs/fieldrules), one JSON object, '' when no
+			// rule matched the page. documents.properties: what a PDF or
+			// an office file says of itself (author, created, modified,
+			// pages), one JSON object, '' for HTML. Both beside json_ld
+			// and for the same reasons (migration 207): the documents
+			// export reads them in the row, and analysts read a field
+			// with visitParamExtractString/Float (18.16 and current).
+			// document_meta.extract_rule names the rule applied,
+			// extract_missing the fields that matched nothing (a broken
+			// selector shows within minutes), parse_error the kind of
+			// error that stopped the reading of a document (a PDF that is
+			// encrypted, truncated, too slow), '' when none. Each ADD
+			// COLUMN on its own (18.16: no IF NOT EXISTS; a column found
+			// counts as done).
+			`ALTER TABLE documents ADD COLUMN fields String DEFAULT ''`,
+			`ALTER TABLE documents ADD COLUMN properties String DEFAULT ''`,
+			`ALTER TABLE document_meta ADD COLUMN extract_rule String DEFAULT ''`,
+			`ALTER TABLE document_meta ADD COLUMN extract_missing Array(String) DEFAULT emptyArrayString()`,
+			`ALTER TABLE document_meta ADD COLUMN parse_error String DEFAULT ''`,
+		},
+	},
 }
 
 // NearCandidate is a document of the index that shares a band with a

@@ -82,6 +82,12 @@ type DocumentRow struct {
 	// page's text (services/parser/internal/langdetect), "" when unknown.
 	LanguageDetected string
 	Microdata        string // its microdata items as one JSON array, "" when none
+	// Fields are the fields the crawl's extraction rule took from the
+	// page (libs/fieldrules) as one JSON object, "" when no rule matched.
+	Fields string
+	// Properties is what a PDF or office file says of itself (author,
+	// created, modified, pages) as one JSON object, "" for HTML.
+	Properties string
 }
 
 // Table describes how rows of type T are inserted.
@@ -132,11 +138,11 @@ var (
 		Name: "documents",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status",
 			"title", "text", "content_fp", "outlinks", "content_type", "language", "json_ld", "opengraph",
-			"language_detected", "microdata"},
+			"language_detected", "microdata", "fields", "properties"},
 		Values: func(r DocumentRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Status,
 				r.Title, r.Text, r.ContentFP, r.Outlinks, r.ContentType, r.Language, r.JSONLD, r.OpenGraph,
-				r.LanguageDetected, r.Microdata}
+				r.LanguageDetected, r.Microdata, r.Fields, r.Properties}
 		},
 		Compare: func(a, b DocumentRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))
@@ -218,6 +224,13 @@ type DocumentMetaRow struct {
 	// StructuredErrors counts the page's JSON-LD blocks that were not
 	// JSON objects or arrays (the items of the others are in documents).
 	StructuredErrors uint16
+	// ExtractRule names the extraction rule applied to the page, "" when
+	// none matched; ExtractMissing are its fields that matched nothing.
+	ExtractRule    string
+	ExtractMissing []string
+	// ParseError is the kind of error that stopped the reading of the
+	// document (services/parser's README), "" when none.
+	ParseError string
 }
 
 // CarriedRow is a page a crawl found unchanged since an earlier crawl (a
@@ -267,11 +280,15 @@ var (
 		Name: "document_meta",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "description", "canonical_url",
 			"simhash", "content_fp", "is_duplicate", "duplicate_of", "is_detail", "text_truncated", "depth",
-			"structured_errors"},
+			"structured_errors", "extract_rule", "extract_missing", "parse_error"},
 		Values: func(r DocumentMetaRow) []any {
+			missing := r.ExtractMissing
+			if missing == nil {
+				missing = []string{}
+			}
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Description, r.CanonicalURL,
 				r.Simhash, r.ContentFP, b2u(r.IsDuplicate), r.DuplicateOf, b2u(r.IsDetail), b2u(r.TextTruncated), r.Depth,
-				r.StructuredErrors}
+				r.StructuredErrors, r.ExtractRule, missing, r.ParseError}
 		},
 		Compare: func(a, b DocumentMetaRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))

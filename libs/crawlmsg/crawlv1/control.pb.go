@@ -166,7 +166,15 @@ type CrawlSpec struct {
 	// priority orders the crawl's URLs best first (libs/priority): rules by
 	// pattern, sitemaps' <priority>, in-links; depth breaks ties. Unset: the
 	// in-links and sitemaps signals, no rules.
-	Priority      *Priority `protobuf:"bytes,14,opt,name=priority,proto3" json:"priority,omitempty"`
+	Priority *Priority `protobuf:"bytes,14,opt,name=priority,proto3" json:"priority,omitempty"`
+	// extract names the fields the parser takes from the crawl's HTML pages
+	// (services/parser's README, libs/fieldrules): per URL pattern, fields by
+	// CSS selector or XPath. Unset: no fields (structured data is read
+	// whatever this says).
+	Extract *Extraction `protobuf:"bytes,15,opt,name=extract,proto3" json:"extract,omitempty"`
+	// documents chooses which content types the fetchers download and the
+	// parsers read. Unset or empty: HTML and text only, as before.
+	Documents     *Documents `protobuf:"bytes,16,opt,name=documents,proto3" json:"documents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -299,6 +307,278 @@ func (x *CrawlSpec) GetPriority() *Priority {
 	return nil
 }
 
+func (x *CrawlSpec) GetExtract() *Extraction {
+	if x != nil {
+		return x.Extract
+	}
+	return nil
+}
+
+func (x *CrawlSpec) GetDocuments() *Documents {
+	if x != nil {
+		return x.Documents
+	}
+	return nil
+}
+
+// Extraction is a crawl's extraction rules (seed 004: workers "parse and
+// extract the data" of detail pages). A page takes the fields of the first
+// rule that matches it.
+type Extraction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rules         []*ExtractRule         `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Extraction) Reset() {
+	*x = Extraction{}
+	mi := &file_control_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Extraction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Extraction) ProtoMessage() {}
+
+func (x *Extraction) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Extraction.ProtoReflect.Descriptor instead.
+func (*Extraction) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Extraction) GetRules() []*ExtractRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+// ExtractRule names the fields to take from the pages a pattern matches.
+type ExtractRule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`       // unique in the crawl; counts and the console name it
+	Pattern       string                 `protobuf:"bytes,2,opt,name=pattern,proto3" json:"pattern,omitempty"` // RE2 over the canonical URL; empty: every page
+	Hosts         []string               `protobuf:"bytes,3,rep,name=hosts,proto3" json:"hosts,omitempty"`     // only pages of these hosts (politeness keys, or names without the port); empty: every host
+	Fields        []*ExtractField        `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtractRule) Reset() {
+	*x = ExtractRule{}
+	mi := &file_control_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtractRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtractRule) ProtoMessage() {}
+
+func (x *ExtractRule) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtractRule.ProtoReflect.Descriptor instead.
+func (*ExtractRule) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ExtractRule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ExtractRule) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *ExtractRule) GetHosts() []string {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+func (x *ExtractRule) GetFields() []*ExtractField {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+// ExtractField is one named field of a rule: what to select, what to take
+// of it and its type.
+type ExtractField struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`   // the key in documents.fields; unique in its rule
+	Css           string                 `protobuf:"bytes,2,opt,name=css,proto3" json:"css,omitempty"`     // a CSS selector (goquery); exactly one of css and xpath
+	Xpath         string                 `protobuf:"bytes,3,opt,name=xpath,proto3" json:"xpath,omitempty"` // an XPath 1.0 expression selecting elements or attributes
+	Attr          string                 `protobuf:"bytes,4,opt,name=attr,proto3" json:"attr,omitempty"`   // take this attribute of the element; empty: its text
+	Html          bool                   `protobuf:"varint,5,opt,name=html,proto3" json:"html,omitempty"`  // take the element's inner HTML (not with attr)
+	List          bool                   `protobuf:"varint,6,opt,name=list,proto3" json:"list,omitempty"`  // every match, as a JSON array; false: the first match
+	Type          string                 `protobuf:"bytes,7,opt,name=type,proto3" json:"type,omitempty"`   // string (default), number, date, url (resolved against the page)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtractField) Reset() {
+	*x = ExtractField{}
+	mi := &file_control_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtractField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtractField) ProtoMessage() {}
+
+func (x *ExtractField) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtractField.ProtoReflect.Descriptor instead.
+func (*ExtractField) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ExtractField) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ExtractField) GetCss() string {
+	if x != nil {
+		return x.Css
+	}
+	return ""
+}
+
+func (x *ExtractField) GetXpath() string {
+	if x != nil {
+		return x.Xpath
+	}
+	return ""
+}
+
+func (x *ExtractField) GetAttr() string {
+	if x != nil {
+		return x.Attr
+	}
+	return ""
+}
+
+func (x *ExtractField) GetHtml() bool {
+	if x != nil {
+		return x.Html
+	}
+	return false
+}
+
+func (x *ExtractField) GetList() bool {
+	if x != nil {
+		return x.List
+	}
+	return false
+}
+
+func (x *ExtractField) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+// Documents is which kinds of answer a crawl keeps beyond HTML.
+type Documents struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// content_types are media types ("application/pdf", the office formats'
+	// types) the fetchers download within the body cap, archive and publish,
+	// and the parsers read into documents. HTML and text are always kept.
+	ContentTypes  []string `protobuf:"bytes,1,rep,name=content_types,json=contentTypes,proto3" json:"content_types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Documents) Reset() {
+	*x = Documents{}
+	mi := &file_control_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Documents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Documents) ProtoMessage() {}
+
+func (x *Documents) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Documents.ProtoReflect.Descriptor instead.
+func (*Documents) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Documents) GetContentTypes() []string {
+	if x != nil {
+		return x.ContentTypes
+	}
+	return nil
+}
+
 // Priority is how a crawl ranks its URLs (best-first, seed 001). A URL's
 // priority is the sum of its signals, clamped to [-1000, 1000]; its host's
 // queue takes the highest first, then the shallowest, then the oldest.
@@ -312,7 +592,7 @@ type Priority struct {
 
 func (x *Priority) Reset() {
 	*x = Priority{}
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -324,7 +604,7 @@ func (x *Priority) String() string {
 func (*Priority) ProtoMessage() {}
 
 func (x *Priority) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -337,7 +617,7 @@ func (x *Priority) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Priority.ProtoReflect.Descriptor instead.
 func (*Priority) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Priority) GetRules() []*PriorityRule {
@@ -366,7 +646,7 @@ type PriorityRule struct {
 
 func (x *PriorityRule) Reset() {
 	*x = PriorityRule{}
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +658,7 @@ func (x *PriorityRule) String() string {
 func (*PriorityRule) ProtoMessage() {}
 
 func (x *PriorityRule) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +671,7 @@ func (x *PriorityRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityRule.ProtoReflect.Descriptor instead.
 func (*PriorityRule) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PriorityRule) GetPattern() string {
@@ -434,7 +714,7 @@ type Identity struct {
 
 func (x *Identity) Reset() {
 	*x = Identity{}
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +726,7 @@ func (x *Identity) String() string {
 func (*Identity) ProtoMessage() {}
 
 func (x *Identity) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +739,7 @@ func (x *Identity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Identity.ProtoReflect.Descriptor instead.
 func (*Identity) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Identity) GetUserAgent() string {
@@ -487,7 +767,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +779,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +792,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Header) GetName() string {
@@ -563,7 +843,7 @@ type Scope struct {
 
 func (x *Scope) Reset() {
 	*x = Scope{}
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -575,7 +855,7 @@ func (x *Scope) String() string {
 func (*Scope) ProtoMessage() {}
 
 func (x *Scope) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -588,7 +868,7 @@ func (x *Scope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scope.ProtoReflect.Descriptor instead.
 func (*Scope) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Scope) GetAllowHosts() []string {
@@ -739,7 +1019,7 @@ type SiteRules struct {
 
 func (x *SiteRules) Reset() {
 	*x = SiteRules{}
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +1031,7 @@ func (x *SiteRules) String() string {
 func (*SiteRules) ProtoMessage() {}
 
 func (x *SiteRules) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +1044,7 @@ func (x *SiteRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteRules.ProtoReflect.Descriptor instead.
 func (*SiteRules) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SiteRules) GetHosts() []string {
@@ -811,7 +1091,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +1103,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +1116,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{7}
+	return file_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Limits) GetMaxDepth() uint32 {
@@ -885,7 +1165,7 @@ type Politeness struct {
 
 func (x *Politeness) Reset() {
 	*x = Politeness{}
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +1177,7 @@ func (x *Politeness) String() string {
 func (*Politeness) ProtoMessage() {}
 
 func (x *Politeness) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1190,7 @@ func (x *Politeness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Politeness.ProtoReflect.Descriptor instead.
 func (*Politeness) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Politeness) GetDelay() *durationpb.Duration {
@@ -947,7 +1227,7 @@ type Revisit struct {
 
 func (x *Revisit) Reset() {
 	*x = Revisit{}
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1239,7 @@ func (x *Revisit) String() string {
 func (*Revisit) ProtoMessage() {}
 
 func (x *Revisit) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1252,7 @@ func (x *Revisit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revisit.ProtoReflect.Descriptor instead.
 func (*Revisit) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{9}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Revisit) GetEnabled() bool {
@@ -1021,7 +1301,7 @@ type CrawlClaim struct {
 
 func (x *CrawlClaim) Reset() {
 	*x = CrawlClaim{}
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1313,7 @@ func (x *CrawlClaim) String() string {
 func (*CrawlClaim) ProtoMessage() {}
 
 func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1326,7 @@ func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CrawlClaim.ProtoReflect.Descriptor instead.
 func (*CrawlClaim) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{10}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CrawlClaim) GetCrawlId() string {
@@ -1097,7 +1377,7 @@ type ScopeGrant struct {
 
 func (x *ScopeGrant) Reset() {
 	*x = ScopeGrant{}
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1389,7 @@ func (x *ScopeGrant) String() string {
 func (*ScopeGrant) ProtoMessage() {}
 
 func (x *ScopeGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1402,7 @@ func (x *ScopeGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScopeGrant.ProtoReflect.Descriptor instead.
 func (*ScopeGrant) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{11}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ScopeGrant) GetCrawlId() string {
@@ -1179,7 +1459,7 @@ var File_control_proto protoreflect.FileDescriptor
 const file_control_proto_rawDesc = "" +
 	"\n" +
 	"\rcontrol.proto\x12\n" +
-	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x81\x05\n" +
+	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe8\x05\n" +
 	"\tCrawlSpec\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.crawler.v1.CrawlStateR\x05state\x129\n" +
@@ -1200,7 +1480,27 @@ const file_control_proto_rawDesc = "" +
 	"\n" +
 	"deleted_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\x12*\n" +
 	"\x11previous_crawl_id\x18\r \x01(\tR\x0fpreviousCrawlId\x120\n" +
-	"\bpriority\x18\x0e \x01(\v2\x14.crawler.v1.PriorityR\bpriority\"_\n" +
+	"\bpriority\x18\x0e \x01(\v2\x14.crawler.v1.PriorityR\bpriority\x120\n" +
+	"\aextract\x18\x0f \x01(\v2\x16.crawler.v1.ExtractionR\aextract\x123\n" +
+	"\tdocuments\x18\x10 \x01(\v2\x15.crawler.v1.DocumentsR\tdocuments\";\n" +
+	"\n" +
+	"Extraction\x12-\n" +
+	"\x05rules\x18\x01 \x03(\v2\x17.crawler.v1.ExtractRuleR\x05rules\"\x83\x01\n" +
+	"\vExtractRule\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\apattern\x18\x02 \x01(\tR\apattern\x12\x14\n" +
+	"\x05hosts\x18\x03 \x03(\tR\x05hosts\x120\n" +
+	"\x06fields\x18\x04 \x03(\v2\x18.crawler.v1.ExtractFieldR\x06fields\"\x9a\x01\n" +
+	"\fExtractField\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03css\x18\x02 \x01(\tR\x03css\x12\x14\n" +
+	"\x05xpath\x18\x03 \x01(\tR\x05xpath\x12\x12\n" +
+	"\x04attr\x18\x04 \x01(\tR\x04attr\x12\x12\n" +
+	"\x04html\x18\x05 \x01(\bR\x04html\x12\x12\n" +
+	"\x04list\x18\x06 \x01(\bR\x04list\x12\x12\n" +
+	"\x04type\x18\a \x01(\tR\x04type\"0\n" +
+	"\tDocuments\x12#\n" +
+	"\rcontent_types\x18\x01 \x03(\tR\fcontentTypes\"_\n" +
 	"\bPriority\x12.\n" +
 	"\x05rules\x18\x01 \x03(\v2\x18.crawler.v1.PriorityRuleR\x05rules\x12#\n" +
 	"\rbreadth_first\x18\x02 \x01(\bR\fbreadthFirst\"T\n" +
@@ -1301,53 +1601,61 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_control_proto_goTypes = []any{
 	(CrawlState)(0),               // 0: crawler.v1.CrawlState
 	(ScopeMode)(0),                // 1: crawler.v1.ScopeMode
 	(*CrawlSpec)(nil),             // 2: crawler.v1.CrawlSpec
-	(*Priority)(nil),              // 3: crawler.v1.Priority
-	(*PriorityRule)(nil),          // 4: crawler.v1.PriorityRule
-	(*Identity)(nil),              // 5: crawler.v1.Identity
-	(*Header)(nil),                // 6: crawler.v1.Header
-	(*Scope)(nil),                 // 7: crawler.v1.Scope
-	(*SiteRules)(nil),             // 8: crawler.v1.SiteRules
-	(*Limits)(nil),                // 9: crawler.v1.Limits
-	(*Politeness)(nil),            // 10: crawler.v1.Politeness
-	(*Revisit)(nil),               // 11: crawler.v1.Revisit
-	(*CrawlClaim)(nil),            // 12: crawler.v1.CrawlClaim
-	(*ScopeGrant)(nil),            // 13: crawler.v1.ScopeGrant
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
+	(*Extraction)(nil),            // 3: crawler.v1.Extraction
+	(*ExtractRule)(nil),           // 4: crawler.v1.ExtractRule
+	(*ExtractField)(nil),          // 5: crawler.v1.ExtractField
+	(*Documents)(nil),             // 6: crawler.v1.Documents
+	(*Priority)(nil),              // 7: crawler.v1.Priority
+	(*PriorityRule)(nil),          // 8: crawler.v1.PriorityRule
+	(*Identity)(nil),              // 9: crawler.v1.Identity
+	(*Header)(nil),                // 10: crawler.v1.Header
+	(*Scope)(nil),                 // 11: crawler.v1.Scope
+	(*SiteRules)(nil),             // 12: crawler.v1.SiteRules
+	(*Limits)(nil),                // 13: crawler.v1.Limits
+	(*Politeness)(nil),            // 14: crawler.v1.Politeness
+	(*Revisit)(nil),               // 15: crawler.v1.Revisit
+	(*CrawlClaim)(nil),            // 16: crawler.v1.CrawlClaim
+	(*ScopeGrant)(nil),            // 17: crawler.v1.ScopeGrant
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
 }
 var file_control_proto_depIdxs = []int32{
 	0,  // 0: crawler.v1.CrawlSpec.state:type_name -> crawler.v1.CrawlState
-	14, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
-	7,  // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
-	9,  // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
-	10, // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
-	11, // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
-	14, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
-	14, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
-	3,  // 9: crawler.v1.CrawlSpec.priority:type_name -> crawler.v1.Priority
-	4,  // 10: crawler.v1.Priority.rules:type_name -> crawler.v1.PriorityRule
-	6,  // 11: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
-	8,  // 12: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
-	1,  // 13: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
-	15, // 14: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
-	15, // 15: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	15, // 16: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	15, // 17: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	15, // 18: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	15, // 19: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	14, // 20: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
-	14, // 21: crawler.v1.ScopeGrant.granted_at:type_name -> google.protobuf.Timestamp
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	18, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
+	13, // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
+	14, // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
+	15, // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
+	18, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
+	18, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
+	7,  // 9: crawler.v1.CrawlSpec.priority:type_name -> crawler.v1.Priority
+	3,  // 10: crawler.v1.CrawlSpec.extract:type_name -> crawler.v1.Extraction
+	6,  // 11: crawler.v1.CrawlSpec.documents:type_name -> crawler.v1.Documents
+	4,  // 12: crawler.v1.Extraction.rules:type_name -> crawler.v1.ExtractRule
+	5,  // 13: crawler.v1.ExtractRule.fields:type_name -> crawler.v1.ExtractField
+	8,  // 14: crawler.v1.Priority.rules:type_name -> crawler.v1.PriorityRule
+	10, // 15: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
+	12, // 16: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
+	1,  // 17: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
+	19, // 18: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
+	19, // 19: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	19, // 20: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	19, // 21: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	19, // 22: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	19, // 23: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	18, // 24: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
+	18, // 25: crawler.v1.ScopeGrant.granted_at:type_name -> google.protobuf.Timestamp
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -1361,7 +1669,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
