@@ -59,6 +59,8 @@ var purePackages = []string{
 	"./libs/pagebudget",
 	"./libs/crawlsettings",
 	"./libs/priority",
+	"./libs/fieldrules",
+	"./libs/doctypes",
 	"./libs/identity",
 	"./libs/simhash",
 	"./libs/backoff",

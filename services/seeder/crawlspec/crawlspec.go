@@ -35,6 +35,14 @@ type (
 	Priority = jobs.Priority
 	// PriorityRule is one rule of a Priority.
 	PriorityRule = jobs.PriorityRule
+	// Extraction is a request's extraction rules (libs/fieldrules).
+	Extraction = jobs.Extraction
+	// ExtractRule is one rule of an Extraction.
+	ExtractRule = jobs.ExtractRule
+	// ExtractField is one field of an ExtractRule.
+	ExtractField = jobs.ExtractField
+	// Documents is what a request keeps beyond HTML (libs/doctypes).
+	Documents = jobs.Documents
 )
 
 // MaxListItems is the most entries a scope list (allow_hosts, deny_hosts,

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/doctypes"
+	"github.com/trawl-crawler/trawl/libs/fieldrules"
 	"github.com/trawl-crawler/trawl/libs/identity"
 	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/scope"
@@ -61,6 +63,88 @@ type Request struct {
 	// libs/priority): rules that raise or lower URLs by pattern, or
 	// breadth_first to ignore every signal.
 	Priority *Priority `json:"priority,omitempty"`
+	// Extract names the fields the parsers take from the crawl's HTML
+	// pages (CrawlSpec.extract, libs/fieldrules).
+	Extract *Extraction `json:"extract,omitempty"`
+	// Documents lists what the crawl keeps beyond HTML and text
+	// (CrawlSpec.documents, libs/doctypes).
+	Documents *Documents `json:"documents,omitempty"`
+}
+
+// Extraction mirrors crawlv1.Extraction: a page takes the fields of the
+// first rule that matches it.
+type Extraction struct {
+	Rules []ExtractRule `json:"rules"`
+}
+
+// ExtractRule mirrors crawlv1.ExtractRule: the fields of the pages whose
+// canonical URL matches Pattern (RE2; empty: every page), on one of Hosts
+// (none: every host).
+type ExtractRule struct {
+	Name    string         `json:"name"`
+	Pattern string         `json:"pattern,omitempty"`
+	Hosts   []string       `json:"hosts,omitempty"`
+	Fields  []ExtractField `json:"fields"`
+}
+
+// ExtractField mirrors crawlv1.ExtractField: one of CSS and XPath selects;
+// Attr takes an attribute (none: the text) or HTML the inner HTML; List
+// takes every match (else the first); Type is string (default), number,
+// date or url.
+type ExtractField struct {
+	Name  string `json:"name"`
+	CSS   string `json:"css,omitempty"`
+	XPath string `json:"xpath,omitempty"`
+	Attr  string `json:"attr,omitempty"`
+	HTML  bool   `json:"html,omitempty"`
+	List  bool   `json:"list,omitempty"`
+	Type  string `json:"type,omitempty"`
+}
+
+// Documents mirrors crawlv1.Documents. ContentTypes are media types, or
+// the short names pdf, office, docx, xlsx, pptx, odt, ods, odp and all
+// (libs/doctypes.Expand).
+type Documents struct {
+	ContentTypes []string `json:"content_types"`
+}
+
+// ExtractionSpec turns a request's extraction rules into a specification's,
+// checked (libs/fieldrules); nil when there are none.
+func ExtractionSpec(x *Extraction) (*crawlv1.Extraction, error) {
+	if x == nil || len(x.Rules) == 0 {
+		return nil, nil
+	}
+	out := &crawlv1.Extraction{}
+	for _, r := range x.Rules {
+		xr := &crawlv1.ExtractRule{Name: r.Name, Pattern: r.Pattern, Hosts: lowerAll(r.Hosts)}
+		for _, f := range r.Fields {
+			xr.Fields = append(xr.Fields, &crawlv1.ExtractField{Name: f.Name, Css: f.CSS, Xpath: f.XPath,
+				Attr: f.Attr, Html: f.HTML, List: f.List, Type: strings.ToLower(f.Type)})
+		}
+		out.Rules = append(out.Rules, xr)
+	}
+	if err := fieldrules.Validate(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ExtractionRequest is the inverse of ExtractionSpec (a crawl's rules as
+// the API and the console show them); nil when there are none.
+func ExtractionRequest(x *crawlv1.Extraction) *Extraction {
+	if len(x.GetRules()) == 0 {
+		return nil
+	}
+	out := &Extraction{}
+	for _, r := range x.GetRules() {
+		er := ExtractRule{Name: r.GetName(), Pattern: r.GetPattern(), Hosts: r.GetHosts()}
+		for _, f := range r.GetFields() {
+			er.Fields = append(er.Fields, ExtractField{Name: f.GetName(), CSS: f.GetCss(), XPath: f.GetXpath(),
+				Attr: f.GetAttr(), HTML: f.GetHtml(), List: f.GetList(), Type: f.GetType()})
+		}
+		out.Rules = append(out.Rules, er)
+	}
+	return out
 }
 
 // Priority mirrors crawlv1.Priority.
@@ -374,6 +458,18 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 	}
 	if p := req.Priority; p != nil {
 		spec.Priority = buildPriority(*p, &errs)
+	}
+	if x, err := ExtractionSpec(req.Extract); err != nil {
+		errs.add("extract", "%s", err)
+	} else {
+		spec.Extract = x
+	}
+	if d := req.Documents; d != nil {
+		if types, err := doctypes.Expand(d.ContentTypes); err != nil {
+			errs.add("documents.content_types", "%s", err)
+		} else if len(types) > 0 {
+			spec.Documents = &crawlv1.Documents{ContentTypes: types}
+		}
 	}
 	if l := req.Limits; l != nil {
 		spec.Limits = &crawlv1.Limits{MaxDepth: l.MaxDepth, MaxPages: l.MaxPages, MaxPagesPerHost: l.MaxPagesPerHost,
@@ -765,7 +861,7 @@ func Delete(spec *crawlv1.CrawlSpec, now time.Time) *crawlv1.CrawlSpec {
 
 // Revise returns spec as the next revision of old, the specification the
 // crawl already has: spec's name, scope, limits, politeness, revisit
-// policy, identity and priority with old's state and creation time, revision old+1, updated at
+// policy, identity, priority, extraction rules and documents with old's state and creation time, revision old+1, updated at
 // now. A cancelled crawl stays cancelled: ErrFinal. Neither argument is
 // modified.
 func Revise(old, spec *crawlv1.CrawlSpec, now time.Time) (*crawlv1.CrawlSpec, error) {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
 
@@ -450,5 +451,45 @@ func TestBuildPriority(t *testing.T) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q lacks %q", err, w)
 		}
+	}
+}
+
+// TestBuildExtractAndDocuments: a request's extraction rules become the
+// spec's and read back as they were written; a broken selector is a field
+// error naming extract; documents' short names expand to media types, an
+// unknown type is refused.
+func TestBuildExtractAndDocuments(t *testing.T) {
+	x := &jobs.Extraction{Rules: []jobs.ExtractRule{{
+		Name: "product", Pattern: `/product/`, Hosts: []string{"Shop.Test"},
+		Fields: []jobs.ExtractField{
+			{Name: "name", CSS: "h1"},
+			{Name: "price", CSS: ".price", Type: "Number"},
+			{Name: "images", XPath: "//img/@src", Type: "url", List: true},
+		},
+	}}}
+	job, err := jobs.BuildSpec(jobs.Request{CrawlID: "c", Extract: x, Documents: &jobs.Documents{ContentTypes: []string{"pdf", "docx"}}}, nil, now)
+	if err != nil {
+		t.Fatalf("BuildSpec: %v", err)
+	}
+	r := job.Spec.GetExtract().GetRules()
+	if len(r) != 1 || r[0].GetHosts()[0] != "shop.test" || r[0].GetFields()[1].GetType() != "number" || r[0].GetFields()[2].GetXpath() != "//img/@src" {
+		t.Errorf("extract %v", job.Spec.GetExtract())
+	}
+	back := jobs.ExtractionRequest(job.Spec.GetExtract())
+	if len(back.Rules) != 1 || len(back.Rules[0].Fields) != 3 || back.Rules[0].Fields[2] != x.Rules[0].Fields[2] {
+		t.Errorf("ExtractionRequest = %+v", back)
+	}
+	if got := job.Spec.GetDocuments().GetContentTypes(); !slices.Equal(got, []string{doctypes.PDF, doctypes.DOCX}) {
+		t.Errorf("documents %v, want pdf and docx media types", got)
+	}
+
+	bad := &jobs.Extraction{Rules: []jobs.ExtractRule{{Name: "p", Fields: []jobs.ExtractField{{Name: "n", CSS: "h1[["}}}}}
+	_, err = jobs.BuildSpec(jobs.Request{CrawlID: "c", Extract: bad, Documents: &jobs.Documents{ContentTypes: []string{"image/png"}}}, nil, now)
+	var fe jobs.FieldErrors
+	if !errors.As(err, &fe) || len(fe) != 2 || fe[0].Field != "extract" || fe[1].Field != "documents.content_types" {
+		t.Fatalf("err = %v, want field errors for extract and documents.content_types", err)
+	}
+	if !strings.Contains(err.Error(), `css "h1[["`) || !strings.Contains(err.Error(), "image/png") {
+		t.Errorf("err = %v, want it to name the selector and the type", err)
 	}
 }

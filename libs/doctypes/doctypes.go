@@ -1,0 +1,103 @@
+// Package doctypes names the kinds of document beyond HTML a crawl may
+// keep (CrawlSpec.documents; issue 37): which media types the fetchers
+// download and publish, and the parsers read into documents. HTML and
+// text are always kept; anything else only when the crawl's specification
+// lists it.
+//
+// The package is pure: no I/O.
+package doctypes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+)
+
+// The media types the parsers read beyond HTML and text.
+const (
+	PDF  = "application/pdf"
+	DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+	PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+	ODT  = "application/vnd.oasis.opendocument.text"
+	ODS  = "application/vnd.oasis.opendocument.spreadsheet"
+	ODP  = "application/vnd.oasis.opendocument.presentation"
+)
+
+// Known are the media types a crawl may list, in a stable order.
+var Known = []string{PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP}
+
+// aliases are the short names a person may write for a family of types
+// (the launcher's --documents, the console's form, the API).
+var aliases = map[string][]string{
+	"pdf":    {PDF},
+	"office": {DOCX, XLSX, PPTX, ODT, ODS, ODP},
+	"docx":   {DOCX},
+	"xlsx":   {XLSX},
+	"pptx":   {PPTX},
+	"odt":    {ODT},
+	"ods":    {ODS},
+	"odp":    {ODP},
+	"all":    Known,
+}
+
+// Expand turns what a person wrote (media types, or the short names pdf,
+// office, docx, xlsx, pptx, odt, ods, odp and all) into the media types
+// of a specification, each once, in Known's order. A type the parsers
+// cannot read is an error.
+func Expand(names []string) ([]string, error) {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		n = strings.ToLower(strings.TrimSpace(n))
+		if n == "" {
+			continue
+		}
+		if types, ok := aliases[n]; ok {
+			for _, t := range types {
+				want[t] = true
+			}
+			continue
+		}
+		if !slices.Contains(Known, n) {
+			return nil, fmt.Errorf("content type %q: the parsers read %s (or pdf, office, all)", n, strings.Join(Known, ", "))
+		}
+		want[n] = true
+	}
+	var out []string
+	for _, t := range Known {
+		if want[t] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// Validate reports a specification's type the parsers cannot read.
+func Validate(d *crawlv1.Documents) error {
+	for _, t := range d.GetContentTypes() {
+		if !slices.Contains(Known, t) {
+			return fmt.Errorf("content type %q: the parsers read %s", t, strings.Join(Known, ", "))
+		}
+	}
+	return nil
+}
+
+// Keeps reports whether a crawl whose specification says d keeps a
+// document of this media type (lower case, without parameters) beyond
+// HTML and text.
+func Keeps(d *crawlv1.Documents, mediaType string) bool {
+	return mediaType != "" && slices.Contains(d.GetContentTypes(), mediaType)
+}
+
+// Short names a media type as people do ("pdf", "docx"), the type itself
+// when it has no short name.
+func Short(mediaType string) string {
+	for n, types := range aliases {
+		if len(types) == 1 && types[0] == mediaType {
+			return n
+		}
+	}
+	return mediaType
+}

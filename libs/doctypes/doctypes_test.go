@@ -1,0 +1,40 @@
+package doctypes
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+)
+
+func TestExpand(t *testing.T) {
+	got, err := Expand([]string{"docx", " PDF ", "application/pdf", "odt"})
+	if want := []string{PDF, DOCX, ODT}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Expand = %v, %v; want %v", got, err, want)
+	}
+	if got, err := Expand([]string{"office"}); err != nil || len(got) != 6 || got[0] != DOCX {
+		t.Errorf("Expand(office) = %v, %v; want the six office types", got, err)
+	}
+	if _, err := Expand([]string{"image/png"}); err == nil {
+		t.Error("Expand(image/png): no error; the parsers cannot read it")
+	}
+	if got, err := Expand(nil); err != nil || got != nil {
+		t.Errorf("Expand(nil) = %v, %v", got, err)
+	}
+}
+
+func TestKeepsAndValidate(t *testing.T) {
+	d := &crawlv1.Documents{ContentTypes: []string{PDF}}
+	if !Keeps(d, PDF) || Keeps(d, DOCX) || Keeps(nil, PDF) || Keeps(d, "") {
+		t.Error("Keeps: wrong answer for a crawl keeping PDFs only")
+	}
+	if Validate(d) != nil || Validate(nil) != nil {
+		t.Error("Validate refused a known type")
+	}
+	if Validate(&crawlv1.Documents{ContentTypes: []string{"pdf"}}) == nil {
+		t.Error("Validate accepted a short name in a specification (the seeder expands them)")
+	}
+	if Short(PDF) != "pdf" || Short(XLSX) != "xlsx" || Short("text/html") != "text/html" {
+		t.Error("Short: wrong names")
+	}
+}
