@@ -314,3 +314,43 @@ func ParseDate(s string) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// BaseOf is the URL a page's relative URLs resolve against: its first
+// <base href> resolved against the page's URL, else the page's URL.
+func BaseOf(doc *html.Node, page *url.URL) *url.URL {
+	var href string
+	var find func(*html.Node) bool
+	find = func(n *html.Node) bool {
+		if n.Type == html.ElementNode && n.Data == "base" {
+			for _, a := range n.Attr {
+				if a.Key == "href" && strings.TrimSpace(a.Val) != "" {
+					href = strings.TrimSpace(a.Val)
+					return true
+				}
+			}
+		}
+		if n.Type == html.ElementNode && n.Data == "body" {
+			return false // <base> belongs in the head
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if find(c) {
+				return true
+			}
+		}
+		return false
+	}
+	if !find(doc) {
+		return page
+	}
+	u, err := url.Parse(href)
+	if err != nil {
+		return page
+	}
+	if page != nil {
+		u = page.ResolveReference(u)
+	}
+	if !u.IsAbs() {
+		return page
+	}
+	return u
+}

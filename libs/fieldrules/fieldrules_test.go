@@ -238,3 +238,17 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+func TestBaseOf(t *testing.T) {
+	page, _ := url.Parse("http://a.test/x/y.html")
+	for _, c := range []struct{ html, want string }{
+		{`<head><base href="/b/"></head><p>`, "http://a.test/b/"},
+		{`<head><base href="http://c.test/"></head>`, "http://c.test/"},
+		{`<head><base target=_top></head>`, "http://a.test/x/y.html"},
+		{`<body><base href="/late/">`, "http://a.test/x/y.html"},
+	} {
+		if got := BaseOf(parse(t, c.html), page).String(); got != c.want {
+			t.Errorf("BaseOf(%s) = %s, want %s", c.html, got, c.want)
+		}
+	}
+}

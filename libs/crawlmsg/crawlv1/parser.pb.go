@@ -55,6 +55,11 @@ type Document struct {
 	StructuredErrors      uint32                 `protobuf:"varint,24,opt,name=structured_errors,json=structuredErrors,proto3" json:"structured_errors,omitempty"`                  // JSON-LD blocks that were not JSON objects or arrays
 	LanguageDetected      string                 `protobuf:"bytes,25,opt,name=language_detected,json=languageDetected,proto3" json:"language_detected,omitempty"`                   // ISO 639-1 code of the language detected from text, "" when unknown
 	Microdata             string                 `protobuf:"bytes,26,opt,name=microdata,proto3" json:"microdata,omitempty"`                                                         // its microdata items as one JSON array, "" when none
+	Fields                string                 `protobuf:"bytes,27,opt,name=fields,proto3" json:"fields,omitempty"`                                                               // the fields the crawl's extraction rule took (libs/fieldrules) as one JSON object, "" when no rule matched
+	ExtractRule           string                 `protobuf:"bytes,28,opt,name=extract_rule,json=extractRule,proto3" json:"extract_rule,omitempty"`                                  // the rule applied, "" when none
+	ExtractMissing        []string               `protobuf:"bytes,29,rep,name=extract_missing,json=extractMissing,proto3" json:"extract_missing,omitempty"`                         // the rule's fields that matched nothing
+	Properties            string                 `protobuf:"bytes,30,opt,name=properties,proto3" json:"properties,omitempty"`                                                       // what a PDF or office file says of itself (author, created, modified, pages) as one JSON object, "" for HTML
+	ParseError            string                 `protobuf:"bytes,31,opt,name=parse_error,json=parseError,proto3" json:"parse_error,omitempty"`                                     // the kind of error that stopped the reading of the document, "" when none
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -271,12 +276,47 @@ func (x *Document) GetMicrodata() string {
 	return ""
 }
 
+func (x *Document) GetFields() string {
+	if x != nil {
+		return x.Fields
+	}
+	return ""
+}
+
+func (x *Document) GetExtractRule() string {
+	if x != nil {
+		return x.ExtractRule
+	}
+	return ""
+}
+
+func (x *Document) GetExtractMissing() []string {
+	if x != nil {
+		return x.ExtractMissing
+	}
+	return nil
+}
+
+func (x *Document) GetProperties() string {
+	if x != nil {
+		return x.Properties
+	}
+	return ""
+}
+
+func (x *Document) GetParseError() string {
+	if x != nil {
+		return x.ParseError
+	}
+	return ""
+}
+
 var File_parser_proto protoreflect.FileDescriptor
 
 const file_parser_proto_rawDesc = "" +
 	"\n" +
 	"\fparser.proto\x12\n" +
-	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd9\x06\n" +
+	"crawler.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfe\a\n" +
 	"\bDocument\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -307,7 +347,15 @@ const file_parser_proto_rawDesc = "" +
 	"\topengraph\x18\x17 \x01(\tR\topengraph\x12+\n" +
 	"\x11structured_errors\x18\x18 \x01(\rR\x10structuredErrors\x12+\n" +
 	"\x11language_detected\x18\x19 \x01(\tR\x10languageDetected\x12\x1c\n" +
-	"\tmicrodata\x18\x1a \x01(\tR\tmicrodataB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
+	"\tmicrodata\x18\x1a \x01(\tR\tmicrodata\x12\x16\n" +
+	"\x06fields\x18\x1b \x01(\tR\x06fields\x12!\n" +
+	"\fextract_rule\x18\x1c \x01(\tR\vextractRule\x12'\n" +
+	"\x0fextract_missing\x18\x1d \x03(\tR\x0eextractMissing\x12\x1e\n" +
+	"\n" +
+	"properties\x18\x1e \x01(\tR\n" +
+	"properties\x12\x1f\n" +
+	"\vparse_error\x18\x1f \x01(\tR\n" +
+	"parseErrorB6Z4github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1b\x06proto3"
 
 var (
 	file_parser_proto_rawDescOnce sync.Once

@@ -131,6 +131,13 @@ func htmlPage(u string, depth uint32, body string, at time.Time) *crawlv1.Fetche
 // through batch writers that flush every 20 ms, as the service's do.
 func startDocumentParser(t *testing.T, cfg pages.Config, now time.Time) (*parserRun, *chstore.Store) {
 	t.Helper()
+	return startDocumentParserSpecs(t, cfg, nil, now)
+}
+
+// startDocumentParserSpecs is startDocumentParser with the crawls'
+// specifications.
+func startDocumentParserSpecs(t *testing.T, cfg pages.Config, specs pages.SpecSource, now time.Time) (*parserRun, *chstore.Store) {
+	t.Helper()
 	store := chtest.NewStore(t)
 	log := zaptest.NewLogger(t)
 	fast := chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}
@@ -138,7 +145,7 @@ func startDocumentParser(t *testing.T, cfg pages.Config, now time.Time) (*parser
 	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, fast, log, nil)
 	seen := chstore.NewBatchWriter(store, chstore.ContentSeen, fast, log, nil)
 	runWriters(t, docs, meta, seen)
-	r := startParser(t, cfg, pages.Sinks{Documents: docs, Meta: meta, ContentSeen: seen, Seen: store}, now)
+	r := startParserSpecs(t, cfg, pages.Sinks{Documents: docs, Meta: meta, ContentSeen: seen, Seen: store}, specs, now)
 	return r, store
 }
 

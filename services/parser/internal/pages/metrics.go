@@ -78,6 +78,10 @@ type Metrics struct {
 	trapLinks prometheus.Counter
 	// inLinks counts the links published again with in_links (--in-links).
 	inLinks prometheus.Counter
+	// extractPages counts the documents an extraction rule was applied
+	// to, by rule name; extractFields the fields found and missing.
+	extractPages  *prometheus.CounterVec
+	extractFields *prometheus.CounterVec
 }
 
 // NewMetrics registers the processor's metrics on reg.
@@ -120,8 +124,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "links_inlinks_republished_total",
 			Help: "Links published again, with in_links, because the count of the pages seen linking them (the recent-links table's, approximate) reached the next power of two: not counted in links_extracted_total.",
 		}),
+		extractPages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "extract_pages_total",
+			Help: "Documents a crawl's extraction rule was applied to, by rule name (CrawlSpec.extract; the first rule matching a page).",
+		}, []string{"rule"}),
+		extractFields: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "extract_fields_total",
+			Help: "Fields of the extraction rules applied, by rule name and result: found, or missing (the selector matched nothing of the field's type; document_meta.extract_missing names them).",
+		}, []string{"rule", "result"}),
 	}
-	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs, m.trapLinks, m.inLinks} {
+	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs, m.trapLinks, m.inLinks,
+		m.extractPages, m.extractFields} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register parser metrics: %w", err)
 		}

@@ -28,6 +28,8 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
+	"github.com/trawl-crawler/trawl/libs/fieldrules"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
@@ -160,6 +162,7 @@ type Processor struct {
 	sinks   Sinks
 	specs   SpecSource
 	rules   *scope.Cache
+	fields  *crawlsettings.Compiled[*fieldrules.Set]
 	engines *serp.Engines
 	recent  *recent.Links // nil: off
 	content *recentContent
@@ -193,7 +196,7 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 	if sinks.Near != nil {
 		sinks.Near = newCoalescedNear(sinks.Near, nearLookupWindow)
 	}
-	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, engines: engines,
+	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, fields: newFieldRules(log), engines: engines,
 		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), near: newRecentNear(recentNearSize), resolve: urlcanon.NewResolveCache(cfg.ResolveCache),
 		traps: traps.NewDetector(0), log: log, metrics: m, now: now}
 }

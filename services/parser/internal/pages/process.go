@@ -250,6 +250,7 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	}
 	res.outcome = OutcomeDocument
 	res.doc = p.document(page, pageURL, res.host, ext, mt)
+	p.applyFields(res.doc, spec, page.GetBody())
 	return res
 }
 
