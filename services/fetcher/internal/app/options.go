@@ -25,6 +25,7 @@ func fetchOptions(cfg config.Config, pool *proxies.Pool) (httpfetch.Options, err
 		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
 		FetchTimeout:          cfg.FetchTimeout,
 		MaxBodyBytes:          cfg.MaxBodyBytes,
+		MaxDocumentBytes:      cfg.MaxDocumentBytes,
 		AllowPrivate:          cfg.AllowPrivate,
 		MinTransferRate:       cfg.MinTransferRate,
 		TransferRateWindow:    cfg.TransferRateWindow,

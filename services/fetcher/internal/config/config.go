@@ -40,6 +40,7 @@ type Config struct {
 	ResponseHeaderTimeout   time.Duration // --response-header-timeout (default 15s)
 	FetchTimeout            time.Duration // --fetch-timeout: whole request (default 30s)
 	MaxBodyBytes            int64         // --max-body-bytes (default 2 MiB)
+	MaxDocumentBytes        int64         // --max-document-bytes (default 8 MiB)
 	UserAgent               string        // --user-agent
 	AllowPrivate            bool          // --allow-private: allow loopback/private targets (local crawls, tests)
 	UseProxies              bool          // --use-proxies: fetch through the proxy pool
@@ -99,6 +100,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.DurationVar(&c.ResponseHeaderTimeout, "response-header-timeout", httpfetch.DefaultResponseHeaderTimeout, "timeout waiting for response headers")
 	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", httpfetch.DefaultFetchTimeout, "total timeout of one request including the body")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", httpfetch.DefaultMaxBodyBytes, "body size cap; longer bodies are truncated")
+	fs.Int64Var(&c.MaxDocumentBytes, "max-document-bytes", httpfetch.DefaultMaxDocumentBytes, "body size cap of a document a crawl keeps beyond HTML (PDF, office files: its spec's documents.content_types); at most the broker's --kafka-max-message-bytes less 64 KiB, never below --max-body-bytes")
 	fs.StringVar(&c.UserAgent, "user-agent", httpfetch.DefaultUserAgent, "User-Agent header; its product token is matched in robots.txt")
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "allow loopback, private and link-local targets (local crawls and tests)")
 	fs.BoolVar(&c.UseProxies, "use-proxies", false, "fetch through the proxies of the proxy pool topic")
@@ -206,6 +208,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		errs = append(errs, fmt.Errorf("max-body-bytes: %d must be positive", c.MaxBodyBytes))
+	}
+	if c.MaxDocumentBytes < 1 || c.MaxDocumentBytes > int64(c.Kafka.MaxMessageBytes)-64<<10 {
+		errs = append(errs, fmt.Errorf("max-document-bytes: %d must be positive and at most kafka-max-message-bytes less 64 KiB (%d): a fetched page is one record", c.MaxDocumentBytes, c.Kafka.MaxMessageBytes-64<<10))
 	}
 	if robots.ProductToken(c.UserAgent) == "" {
 		errs = append(errs, fmt.Errorf("user-agent: %q does not start with a product token", c.UserAgent))

@@ -90,3 +90,12 @@ func checkIdentity(p *crawlv1.Identity) (id ident, refused []string) {
 	}
 	return id, refused
 }
+
+// keptTypes are the media types beyond text whose bodies crawl keeps
+// (CrawlSpec.documents): PDFs, office files, for the parsers to read.
+func (s *Service) keptTypes(crawl string) []string {
+	if s.opts.Crawls == nil {
+		return nil
+	}
+	return s.opts.Crawls.Get(crawl).GetDocuments().GetContentTypes()
+}

@@ -143,7 +143,7 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *task, id 
 	req := t.req
 	r := httpfetch.Request{URL: req.GetUrl(), Host: host, Sitemap: strings.HasSuffix(req.GetParentUrl(), "/robots.txt"),
 		ETag: req.GetEtag(), LastModified: req.GetLastModified(), Capture: s.opts.Archive != nil,
-		UserAgent: id.userAgent, Header: id.headers}
+		UserAgent: id.userAgent, Header: id.headers, Keep: s.keptTypes(t.crawl)}
 	server, ok := h.claimServer(rctx, host, t)
 	if !ok {
 		h.uncharge(t) // back in its queue: charged again at its turn

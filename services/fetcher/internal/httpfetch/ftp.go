@@ -124,7 +124,7 @@ func (f *Fetcher) ftpBody(resp *Response, r Request, body []byte, limit int64, e
 	}
 	mt, _, _ := mime.ParseMediaType(ct)
 	resp.ContentType = mt
-	if r.Raw {
+	if r.Raw || r.keeps(mt) {
 		resp.Body = body
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +41,7 @@ const (
 	DefaultResponseHeaderTimeout = 15 * time.Second
 	DefaultFetchTimeout          = 30 * time.Second
 	DefaultMaxBodyBytes          = 2 << 20
+	DefaultMaxDocumentBytes      = 8 << 20
 	DefaultMinTransferRate       = 1024 // bytes/s
 	DefaultTransferRateWindow    = 10 * time.Second
 	DefaultMaxIdleConns          = 4096
@@ -76,6 +78,10 @@ type Options struct {
 	ResponseHeaderTimeout time.Duration // from request written to response headers
 	FetchTimeout          time.Duration // whole request including the body
 	MaxBodyBytes          int64         // body cap on the decoded body; the rest is not read
+	// MaxDocumentBytes is the body cap of a kept document (Request.Keep,
+	// by its Content-Type): a PDF is often larger than a page; when below
+	// MaxBodyBytes, MaxBodyBytes applies.
+	MaxDocumentBytes int64
 	// MinTransferRate (bytes/s, on the wire) over each TransferRateWindow
 	// of a body download; a slower body is cut off (failure.TooSlow).
 	// Negative disables the check; zero means the default.
@@ -136,6 +142,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxDocumentBytes <= 0 {
+		o.MaxDocumentBytes = DefaultMaxDocumentBytes
 	}
 	if o.MinTransferRate == 0 {
 		o.MinTransferRate = DefaultMinTransferRate
@@ -284,7 +293,15 @@ type Request struct {
 	// Cookie. Neither applies to FTP.
 	UserAgent string
 	Header    []identity.Header
+	// Keep are media types beyond text whose body is downloaded and kept
+	// as received, within the body cap: the documents a crawl reads (PDF,
+	// office files; CrawlSpec.documents). Other binary bodies are not
+	// downloaded.
+	Keep []string
 }
+
+// keeps reports whether the body of media type mt is kept as received.
+func (r Request) keeps(mt string) bool { return mt != "" && slices.Contains(r.Keep, mt) }
 
 // Response is the outcome of one fetch. Kind is failure.None on an HTTP
 // answer that was fully read; Err carries the failure or, for 429/5xx, a
@@ -454,7 +471,10 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	if r.MaxBodyBytes > 0 {
 		limit = r.MaxBodyBytes
 	}
-	keepRaw := r.Raw || gzipSitemap(r, u, resp.ContentType)
+	keepRaw := r.Raw || gzipSitemap(r, u, resp.ContentType) || r.keeps(resp.ContentType)
+	if r.MaxBodyBytes <= 0 && r.keeps(resp.ContentType) {
+		limit = max(limit, f.opts.MaxDocumentBytes)
+	}
 	if !keepRaw && resp.ContentType != "" && !IsText(resp.ContentType) {
 		// Fetched and published, but the body of binary content is of no
 		// use to the parser: do not download it.
@@ -533,7 +553,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	if resp.ContentType == "" {
 		sniffed, _, _ := mime.ParseMediaType(http.DetectContentType(body))
 		resp.ContentType = sniffed
-		keepRaw = keepRaw || gzipSitemap(r, u, sniffed)
+		keepRaw = keepRaw || gzipSitemap(r, u, sniffed) || r.keeps(sniffed)
 		if !keepRaw && !IsText(sniffed) {
 			return resp
 		}
