@@ -1,0 +1,436 @@
+package doctext
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// readOOXML reads a docx, xlsx or pptx.
+func readOOXML(ctx context.Context, format string, body []byte, out *collector) error {
+	a, err := openArchive(ctx, body, out.lim)
+	if err != nil {
+		return err
+	}
+	if err := a.coreProps(out); err != nil {
+		return err
+	}
+	switch format {
+	case FormatDOCX:
+		return a.docx(out)
+	case FormatXLSX:
+		return a.xlsx(out)
+	default:
+		return a.pptx(out)
+	}
+}
+
+// coreProps reads docProps/core.xml (title, author, dates) and
+// docProps/app.xml (pages, application).
+func (a *archive) coreProps(out *collector) error {
+	var cur string
+	var buf strings.Builder
+	pr := &out.props
+	set := func(name, v string) {
+		v = strings.TrimSpace(v)
+		switch name {
+		case "title":
+			out.title = v
+		case "creator":
+			pr.Author = v
+		case "subject":
+			pr.Subject = v
+		case "keywords":
+			pr.Keywords = v
+		case "created":
+			pr.Created = parseISODate(v)
+		case "modified":
+			pr.Modified = parseISODate(v)
+		case "Pages", "Slides":
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+				pr.Pages = n
+			}
+		case "Application":
+			pr.Creator = v
+		}
+	}
+	fn := func(tok xml.Token) error {
+		switch t := tok.(type) {
+		case xml.StartElement:
+			cur = t.Name.Local
+			buf.Reset()
+		case xml.CharData:
+			if cur != "" && buf.Len() < 4096 {
+				buf.Write(t)
+			}
+		case xml.EndElement:
+			if t.Name.Local == cur {
+				set(cur, buf.String())
+			}
+			cur = ""
+		}
+		return nil
+	}
+	if err := a.walk("docProps/core.xml", fn); err != nil {
+		return err
+	}
+	return a.walk("docProps/app.xml", fn)
+}
+
+// mainPart finds the target of the package's relationship of the given type
+// suffix (officeDocument), falling back to def.
+func (a *archive) mainPart(def string) (string, error) {
+	rs, err := a.rels("")
+	if err != nil {
+		return "", err
+	}
+	for _, r := range rs {
+		if strings.HasSuffix(r.Type, "/officeDocument") && !r.External {
+			return r.Target, nil
+		}
+	}
+	return def, nil
+}
+
+// hyperlinks adds the external hyperlinks among rels, in their order.
+func hyperlinks(out *collector, rs []rel) {
+	for _, r := range rs {
+		if r.External && strings.HasSuffix(r.Type, "/hyperlink") {
+			out.link(r.Target)
+		}
+	}
+}
+
+func (a *archive) docx(out *collector) error {
+	part, err := a.mainPart("word/document.xml")
+	if err != nil {
+		return err
+	}
+	rs, err := a.rels(part)
+	if err != nil {
+		return err
+	}
+	links := map[string]string{}
+	for _, r := range rs {
+		if r.External && strings.HasSuffix(r.Type, "/hyperlink") {
+			links[r.ID] = r.Target
+		}
+	}
+	inText, skip, tabs := false, 0, 0
+	cells, inCell, cellParas := 0, 0, 0
+	err = a.walk(part, func(tok xml.Token) error {
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch t.Name.Local {
+			case "t":
+				inText = true
+			case "tab":
+				// w:tab in a run is a tab; in w:tabs it is a tab stop.
+				if skip == 0 && tabs == 0 {
+					out.write("\t")
+				}
+			case "tabs":
+				tabs++
+			case "br", "cr":
+				out.write("\n")
+			case "tr":
+				cells = 0
+			case "tc":
+				// Cells of a row are separated by tabs, a cell's
+				// paragraphs by spaces.
+				if cells > 0 {
+					out.write("\t")
+				}
+				cells++
+				inCell++
+				cellParas = 0
+			case "p":
+				if inCell > 0 {
+					if cellParas > 0 {
+						out.write(" ")
+					}
+					cellParas++
+				}
+			case "hyperlink":
+				if id := attrNS(t, "r", "id"); id != "" {
+					if u, ok := links[id]; ok {
+						out.link(u)
+					}
+				}
+			case "delText", "instrText", "del":
+				skip++
+			}
+		case xml.EndElement:
+			switch t.Name.Local {
+			case "t":
+				inText = false
+			case "p":
+				if inCell == 0 {
+					out.endBlock()
+				}
+			case "tc":
+				inCell--
+			case "tr":
+				out.endBlock()
+			case "delText", "instrText", "del":
+				skip--
+			case "tabs":
+				tabs--
+			}
+		case xml.CharData:
+			if inText && skip == 0 {
+				out.write(string(t))
+			}
+		}
+		if out.full {
+			return errFull
+		}
+		return nil
+	})
+	if err == errFull {
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// errFull stops a walk once the text is full.
+var errFull = errors.New("text full")
+
+func (a *archive) xlsx(out *collector) error {
+	part, err := a.mainPart("xl/workbook.xml")
+	if err != nil {
+		return err
+	}
+	rs, err := a.rels(part)
+	if err != nil {
+		return err
+	}
+	targets := map[string]string{}
+	var shared string
+	for _, r := range rs {
+		targets[r.ID] = r.Target
+		if strings.HasSuffix(r.Type, "/sharedStrings") {
+			shared = r.Target
+		}
+	}
+	type sheet struct{ name, part string }
+	var sheets []sheet
+	err = a.walk(part, func(tok xml.Token) error {
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "sheet" {
+			if p, ok := targets[attrNS(se, "r", "id")]; ok {
+				sheets = append(sheets, sheet{name: attr(se, "name"), part: p})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.props.Pages = len(sheets)
+
+	// Shared strings: kept in memory, bounded by MaxDecompressed.
+	var strs []string
+	if shared != "" {
+		var cur strings.Builder
+		inT, inSI := false, false
+		err = a.walk(shared, func(tok xml.Token) error {
+			switch t := tok.(type) {
+			case xml.StartElement:
+				switch t.Name.Local {
+				case "si":
+					inSI = true
+					cur.Reset()
+				case "t":
+					inT = inSI
+				case "rPh": // phonetic runs are not the text
+					inSI = false
+				}
+			case xml.EndElement:
+				switch t.Name.Local {
+				case "si":
+					strs = append(strs, cur.String())
+					inSI = false
+				case "t":
+					inT = false
+				case "rPh":
+					inSI = true
+				}
+			case xml.CharData:
+				if inT && cur.Len() < out.lim.MaxTextBytes {
+					cur.Write(t)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+
+	for i, sh := range sheets {
+		if i >= out.lim.MaxPages {
+			out.trunc = true
+			break
+		}
+		if out.full {
+			break
+		}
+		if sh.name != "" {
+			out.write(sh.name)
+			out.endBlock()
+		}
+		srs, err := a.rels(sh.part)
+		if err != nil {
+			return err
+		}
+		hyperlinks(out, srs)
+		var typ string
+		var val strings.Builder
+		inV, cells := false, 0
+		err = a.walk(sh.part, func(tok xml.Token) error {
+			switch t := tok.(type) {
+			case xml.StartElement:
+				switch t.Name.Local {
+				case "c":
+					typ = attr(t, "t")
+					val.Reset()
+				case "v", "t":
+					inV = true
+				}
+			case xml.EndElement:
+				switch t.Name.Local {
+				case "v", "t":
+					inV = false
+				case "c":
+					v := val.String()
+					if typ == "s" {
+						if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 && n < len(strs) {
+							v = strs[n]
+						} else {
+							v = ""
+						}
+					}
+					if v != "" {
+						if cells > 0 {
+							out.write("\t")
+						}
+						out.write(v)
+						cells++
+					}
+				case "row":
+					if cells > 0 {
+						out.endBlock()
+					}
+					cells = 0
+				}
+			case xml.CharData:
+				if inV && val.Len() < out.lim.MaxTextBytes {
+					val.Write(t)
+				}
+			}
+			if out.full {
+				return errFull
+			}
+			return nil
+		})
+		if err != nil && err != errFull {
+			return err
+		}
+		out.endPage()
+	}
+	return nil
+}
+
+func (a *archive) pptx(out *collector) error {
+	part, err := a.mainPart("ppt/presentation.xml")
+	if err != nil {
+		return err
+	}
+	rs, err := a.rels(part)
+	if err != nil {
+		return err
+	}
+	targets := map[string]string{}
+	for _, r := range rs {
+		targets[r.ID] = r.Target
+	}
+	var slides []string
+	err = a.walk(part, func(tok xml.Token) error {
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "sldId" {
+			if p, ok := targets[attrNS(se, "r", "id")]; ok {
+				slides = append(slides, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.props.Pages = len(slides)
+	for i, sl := range slides {
+		if i >= out.lim.MaxPages {
+			out.trunc = true
+			break
+		}
+		if out.full {
+			break
+		}
+		srs, err := a.rels(sl)
+		if err != nil {
+			return err
+		}
+		hyperlinks(out, srs)
+		inT := false
+		err = a.walk(sl, func(tok xml.Token) error {
+			switch t := tok.(type) {
+			case xml.StartElement:
+				switch t.Name.Local {
+				case "t":
+					inT = true
+				case "br":
+					out.write("\n")
+				case "tab":
+					out.write("\t")
+				}
+			case xml.EndElement:
+				switch t.Name.Local {
+				case "t":
+					inT = false
+				case "p":
+					out.endBlock()
+				}
+			case xml.CharData:
+				if inT {
+					out.write(string(t))
+				}
+			}
+			if out.full {
+				return errFull
+			}
+			return nil
+		})
+		if err != nil && err != errFull {
+			return err
+		}
+		out.endPage()
+	}
+	return nil
+}
+
+// parseISODate reads the dates of office metadata (W3CDTF, ISO 8601 with or
+// without a zone); the zero time when it is not one.
+func parseISODate(s string) time.Time {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
