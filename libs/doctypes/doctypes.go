@@ -101,3 +101,37 @@ func Short(mediaType string) string {
 	}
 	return mediaType
 }
+
+// extensions are the file extensions of the types, for a server that
+// sends a document as application/octet-stream.
+var extensions = map[string]string{
+	".pdf": PDF, ".docx": DOCX, ".xlsx": XLSX, ".pptx": PPTX, ".odt": ODT, ".ods": ODS, ".odp": ODP,
+}
+
+// generic are the media types servers send when they do not say what a
+// file is.
+var generic = []string{"application/octet-stream", "binary/octet-stream", "application/download",
+	"application/x-download", "application/force-download", "application/unknown"}
+
+// KeptType is the media type under which a crawl that keeps the media
+// types kept (its specification's documents.content_types) keeps an answer
+// of media type mt for a URL path: mt when kept lists it; when mt is
+// generic (application/octet-stream and the like) or missing, the type of
+// the path's extension if kept lists it ("/a/manual.PDF" is a PDF); else
+// "".
+func KeptType(kept []string, mt, path string) string {
+	if mt != "" && slices.Contains(kept, mt) {
+		return mt
+	}
+	if mt != "" && !slices.Contains(generic, mt) {
+		return ""
+	}
+	dot := strings.LastIndexByte(path, '.')
+	if dot < 0 || strings.IndexByte(path[dot:], '/') >= 0 {
+		return ""
+	}
+	if t := extensions[strings.ToLower(path[dot:])]; t != "" && slices.Contains(kept, t) {
+		return t
+	}
+	return ""
+}

@@ -38,3 +38,20 @@ func TestKeepsAndValidate(t *testing.T) {
 		t.Error("Short: wrong names")
 	}
 }
+
+func TestKeptType(t *testing.T) {
+	d := []string{PDF, DOCX}
+	for _, c := range []struct{ mt, path, want string }{
+		{PDF, "/x", PDF},
+		{"application/octet-stream", "/files/Manual.PDF", PDF},
+		{"", "/spec.docx", DOCX},
+		{"binary/octet-stream", "/sheet.xlsx", ""},
+		{"text/html", "/manual.pdf", ""},
+		{"application/octet-stream", "/dir.pdf/file", ""},
+		{"application/octet-stream", "/noext", ""},
+	} {
+		if got := KeptType(d, c.mt, c.path); got != c.want {
+			t.Errorf("KeptType(%q, %q) = %q, want %q", c.mt, c.path, got, c.want)
+		}
+	}
+}

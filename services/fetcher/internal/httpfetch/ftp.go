@@ -66,6 +66,8 @@ func (f *Fetcher) fetchFTP(ctx context.Context, u *url.URL, r Request, resp *Res
 	limit := f.opts.MaxBodyBytes
 	if r.MaxBodyBytes > 0 {
 		limit = r.MaxBodyBytes
+	} else if r.keptType("", p) != "" {
+		limit = max(limit, f.opts.MaxDocumentBytes) // a document the crawl reads
 	}
 	if !strings.HasSuffix(p, "/") {
 		rr, err := c.Retr(p)
@@ -77,7 +79,7 @@ func (f *Fetcher) fetchFTP(ctx context.Context, u *url.URL, r Request, resp *Res
 				return
 			}
 			resp.Status = http.StatusOK
-			f.ftpBody(resp, r, body, limit, path.Ext(p))
+			f.ftpBody(resp, r, body, limit, p)
 			if r.Capture {
 				resp.Exchange = &Exchange{FTP: true, BodyRead: true, Body: body[:min(int64(len(body)), limit)]}
 			}
@@ -110,7 +112,7 @@ func (f *Fetcher) fetchFTP(ctx context.Context, u *url.URL, r Request, resp *Res
 
 // ftpBody fills resp with a retrieved file, typed by its extension or by
 // sniffing, converted to UTF-8 when it is text.
-func (f *Fetcher) ftpBody(resp *Response, r Request, body []byte, limit int64, ext string) {
+func (f *Fetcher) ftpBody(resp *Response, r Request, body []byte, limit int64, filePath string) {
 	if int64(len(body)) > limit {
 		body = body[:limit]
 		resp.Truncated = true
@@ -118,13 +120,18 @@ func (f *Fetcher) ftpBody(resp *Response, r Request, body []byte, limit int64, e
 		resp.Err = fmt.Errorf("read ftp file: over %d bytes: %w", limit, failure.ErrBodyTooLarge)
 	}
 	resp.BodyBytes = int64(len(body))
-	ct := mime.TypeByExtension(ext)
+	ct := mime.TypeByExtension(path.Ext(filePath))
 	if ct == "" {
 		ct = http.DetectContentType(body)
 	}
 	mt, _, _ := mime.ParseMediaType(ct)
 	resp.ContentType = mt
-	if r.Raw || r.keeps(mt) {
+	if kept := r.keptType(mt, filePath); kept != "" {
+		resp.ContentType = kept
+		resp.Body = body
+		return
+	}
+	if r.Raw {
 		resp.Body = body
 		return
 	}

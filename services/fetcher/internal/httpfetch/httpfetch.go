@@ -22,7 +22,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,6 +29,7 @@ import (
 	"unsafe"
 
 	"github.com/trawl-crawler/trawl/libs/bufpool"
+	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/libs/identity"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 )
@@ -300,8 +300,16 @@ type Request struct {
 	Keep []string
 }
 
-// keeps reports whether the body of media type mt is kept as received.
-func (r Request) keeps(mt string) bool { return mt != "" && slices.Contains(r.Keep, mt) }
+// keptType is the media type under which the body of an answer of media
+// type mt for a URL path is kept as received (a document of Keep, by its
+// type or, when the server says only application/octet-stream, by the
+// path's extension), "" when it is not.
+func (r Request) keptType(mt, path string) string {
+	if len(r.Keep) == 0 {
+		return ""
+	}
+	return doctypes.KeptType(r.Keep, mt, path)
+}
 
 // Response is the outcome of one fetch. Kind is failure.None on an HTTP
 // answer that was fully read; Err carries the failure or, for 429/5xx, a
@@ -471,9 +479,14 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	if r.MaxBodyBytes > 0 {
 		limit = r.MaxBodyBytes
 	}
-	keepRaw := r.Raw || gzipSitemap(r, u, resp.ContentType) || r.keeps(resp.ContentType)
-	if r.MaxBodyBytes <= 0 && r.keeps(resp.ContentType) {
-		limit = max(limit, f.opts.MaxDocumentBytes)
+	keepRaw := r.Raw || gzipSitemap(r, u, resp.ContentType)
+	if kept := r.keptType(resp.ContentType, u.Path); kept != "" {
+		// A document the crawl reads: its own cap, and the type it is
+		// read as (a PDF sent as application/octet-stream is a PDF).
+		resp.ContentType, keepRaw = kept, true
+		if r.MaxBodyBytes <= 0 {
+			limit = max(limit, f.opts.MaxDocumentBytes)
+		}
 	}
 	if !keepRaw && resp.ContentType != "" && !IsText(resp.ContentType) {
 		// Fetched and published, but the body of binary content is of no
@@ -553,7 +566,10 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 	if resp.ContentType == "" {
 		sniffed, _, _ := mime.ParseMediaType(http.DetectContentType(body))
 		resp.ContentType = sniffed
-		keepRaw = keepRaw || gzipSitemap(r, u, sniffed) || r.keeps(sniffed)
+		keepRaw = keepRaw || gzipSitemap(r, u, sniffed)
+		if kept := r.keptType(sniffed, u.Path); kept != "" {
+			resp.ContentType, keepRaw = kept, true
+		}
 		if !keepRaw && !IsText(sniffed) {
 			return resp
 		}
