@@ -35,6 +35,7 @@ type Parser struct {
 	writer  *kafkaio.Writer
 	specs   *crawlcontrol.Specs
 	group   *kafkaio.Group
+	proc    *pages.Processor
 	writers []Writer
 }
 
@@ -86,10 +87,11 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 	if err != nil {
 		return nil, err
 	}
-	proc := pages.NewProcessor(cfg.Parser, topics, pages.Sinks{
+	p.proc = pages.NewProcessor(cfg.Parser, topics, pages.Sinks{
 		Publisher: p.writer, Documents: docs, Meta: meta, ContentSeen: contentSeen, Dropped: dropped, Seen: store,
 		Bands: bands, NearDups: nearDups, Near: store, Links: links, Carried: carried,
 	}, p.specs, engines, log, metrics, time.Now)
+	proc := p.proc
 	p.group, err = kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:  cfg.Kafka.GroupFor(Name),
 		Topic:    topics.Fetched,
@@ -149,6 +151,11 @@ func (p *Parser) Writers() []Writer { return p.writers }
 // Close closes the Kafka writer and ClickHouse, logging what fails; call
 // it once every part has stopped.
 func (p *Parser) Close() {
+	if p.proc != nil {
+		if err := p.proc.Close(); err != nil {
+			p.log.Warn("close the document reader", zap.Error(err))
+		}
+	}
 	if p.writer != nil {
 		if err := p.writer.Close(); err != nil {
 			p.log.Warn("close kafka writer", zap.Error(err))

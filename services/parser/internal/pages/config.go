@@ -3,6 +3,7 @@ package pages
 import (
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/trawl-crawler/trawl/libs/simhash"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -27,6 +28,12 @@ type Config struct {
 	StoreLinks          bool   // flag store-links: keep every in-scope link of a page in the links table
 	DetectLanguage      bool   // flag detect-language: detect each document's language from its text (about 1 ms per page)
 	TrapAllowance       int    // flag trap-allowance: repeats of a URL family in a row before its new URLs one step on are suspected as a trap (0 = off)
+	// Documents that are not HTML (PDF, office files; a crawl's
+	// documents.content_types): each is read within DocumentTimeout and
+	// DocumentMaxPages; PDFCacheDir keeps PDFium's compiled module.
+	DocumentTimeout  time.Duration // flag document-timeout
+	DocumentMaxPages int           // flag document-max-pages
+	PDFCacheDir      string        // flag pdf-cache-dir
 }
 
 // Defaults of Config.
@@ -38,6 +45,8 @@ const (
 	DefaultMaxRepeatedSegments = 3
 	DefaultRecentLinks         = 1 << 20 // 8 MiB
 	DefaultResolveCache        = 1 << 14 // about 4 MiB
+	DefaultDocumentTimeout     = 10 * time.Second
+	DefaultDocumentMaxPages    = 500
 )
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -56,6 +65,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.StoreLinks, "store-links", false, "keep every in-scope link of a page (source, target, anchor text, rel, position) in ClickHouse's links table: the link graph, about 30 rows per page on the bench web, three times the rows of every other table together")
 	fs.BoolVar(&c.DetectLanguage, "detect-language", false, "detect each document's language from its text (documents.language_detected, next to the declared language): about 0.6-1 ms of CPU per page of Latin script (whatlanggo), several times the rest of the parse, so it is opt-in")
 	fs.IntVar(&c.TrapAllowance, "trap-allowance", traps.DefaultAllowance, "crawler traps: after this many pages in a row of one URL family (the URL read with its numbers left out) that repeat the family's text and link nothing new but the family's next number (the next month, the next page), those new URLs are suspected and the scheduler ends them as trap_suspected (a crawl's scope.follow_traps follows them; 0 = off in every crawl; needs --recent-links)")
+	fs.DurationVar(&c.DocumentTimeout, "document-timeout", DefaultDocumentTimeout, "the longest the reading of one PDF or office file may take (a crawl's documents.content_types); past it the document keeps the text read so far and parse_error timeout")
+	fs.IntVar(&c.DocumentMaxPages, "document-max-pages", DefaultDocumentMaxPages, "PDF pages, slides or sheets read of one document; the rest are skipped and its text marked truncated")
+	fs.StringVar(&c.PDFCacheDir, "pdf-cache-dir", "", "directory keeping PDFium's compiled WebAssembly module, so that a restarted parser's first PDF costs about 0.1 s instead of 2-10 s of compilation (empty: compiled in memory by each process, on its first PDF)")
 	fs.IntVar(&c.ResolveCache, "resolve-cache", DefaultResolveCache, "link resolutions remembered across pages (about 200 bytes each), so that a link a site repeats is parsed once; 0 disables")
 }
 
@@ -78,6 +90,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("validate near-duplicate-distance %d: want 0 to %d", c.NearDistance, simhash.MaxNearDistance)
 	case c.TrapAllowance < 0:
 		return fmt.Errorf("validate trap-allowance %d: want at least 0", c.TrapAllowance)
+	case c.DocumentTimeout < 0:
+		return fmt.Errorf("validate document-timeout %s: want at least 0 (0: the default)", c.DocumentTimeout)
+	case c.DocumentMaxPages < 0:
+		return fmt.Errorf("validate document-max-pages %d: want at least 0 (0: the default)", c.DocumentMaxPages)
 	case c.ResolveCache < 0 || c.ResolveCache > 1<<26:
 		return fmt.Errorf("validate resolve-cache %d: want 0 to %d", c.ResolveCache, 1<<26)
 	}

@@ -50,6 +50,7 @@ func startParserSpecs(t *testing.T, cfg pages.Config, sinks pages.Sinks, specs p
 		t.Fatal(err)
 	}
 	proc := pages.NewProcessor(cfg, r.kc.Topics(), sinks, specs, nil, log, metrics, func() time.Time { return now })
+	t.Cleanup(func() { _ = proc.Close() }) // after the group has stopped (cleanups run last first)
 	group, err := kafkaio.NewGroup(r.kc, kafkaio.GroupConfig{
 		GroupID: r.kc.GroupFor("parser"), Topic: r.kc.Topics().Fetched, MaxBatch: 10, CommitInterval: 50 * time.Millisecond,
 	}, proc.Assign, log, r.reg)

@@ -82,6 +82,10 @@ type Metrics struct {
 	// to, by rule name; extractFields the fields found and missing.
 	extractPages  *prometheus.CounterVec
 	extractFields *prometheus.CounterVec
+	// documentsRead counts the documents that are not HTML read, by
+	// format and result; documentDuration times each.
+	documentsRead    *prometheus.CounterVec
+	documentDuration prometheus.Histogram
 }
 
 // NewMetrics registers the processor's metrics on reg.
@@ -132,9 +136,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "extract_fields_total",
 			Help: "Fields of the extraction rules applied, by rule name and result: found, or missing (the selector matched nothing of the field's type; document_meta.extract_missing names them).",
 		}, []string{"rule", "result"}),
+		documentsRead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "documents_read_total",
+			Help: "Documents that are not HTML read (a crawl's documents.content_types), by format (pdf, docx, xlsx, pptx, odt, ods, odp) and result: ok, or the kind of error that stopped the reading (encrypted, truncated, malformed, too_large, timeout, unsupported, panic; document_meta.parse_error).",
+		}, []string{"format", "result"}),
+		documentDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "document_read_duration_seconds",
+			Help:    "Time to read one document that is not HTML (PDF, office file), its wait for a PDF worker included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1ms … 33s
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs, m.trapLinks, m.inLinks,
-		m.extractPages, m.extractFields} {
+		m.extractPages, m.extractFields, m.documentsRead, m.documentDuration} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register parser metrics: %w", err)
 		}

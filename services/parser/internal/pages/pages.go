@@ -34,6 +34,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/parser/internal/doctext"
 	"github.com/trawl-crawler/trawl/services/parser/internal/recent"
 	"github.com/trawl-crawler/trawl/services/parser/internal/serp"
 	"github.com/trawl-crawler/trawl/services/parser/internal/traps"
@@ -163,6 +164,7 @@ type Processor struct {
 	specs   SpecSource
 	rules   *scope.Cache
 	fields  *crawlsettings.Compiled[*fieldrules.Set]
+	docs    *doctext.Extractor // PDFs and office files; its PDF runtime starts on the first PDF
 	engines *serp.Engines
 	recent  *recent.Links // nil: off
 	content *recentContent
@@ -196,10 +198,15 @@ func NewProcessor(cfg Config, topics kafkaio.Topics, sinks Sinks, specs SpecSour
 	if sinks.Near != nil {
 		sinks.Near = newCoalescedNear(sinks.Near, nearLookupWindow)
 	}
-	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, fields: newFieldRules(log), engines: engines,
+	return &Processor{cfg: cfg, topics: topics, sinks: sinks, specs: specs, rules: rules, fields: newFieldRules(log),
+		docs: doctext.New(doctext.Config{CacheDir: cfg.PDFCacheDir}), engines: engines,
 		recent: recent.New(cfg.RecentLinks), content: newRecentContent(recentContentSize), near: newRecentNear(recentNearSize), resolve: urlcanon.NewResolveCache(cfg.ResolveCache),
 		traps: traps.NewDetector(0), log: log, metrics: m, now: now}
 }
+
+// Close releases what the processor holds beyond memory: the PDF runtime,
+// if a PDF started it. Call it once the consumer group has stopped.
+func (p *Processor) Close() error { return p.docs.Close() }
 
 // Assign is the kafkaio.AssignFunc of the parser's consumer group.
 func (p *Processor) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/scope"
@@ -138,6 +139,10 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 			p.sitemap(page, pageURL, rules, res)
 			return res
 		}
+		if kept := doctypes.KeptType(spec.GetDocuments().GetContentTypes(), mt, ""); kept != "" && len(page.GetBody()) > 0 {
+			p.readDocument(page, pageURL, kept, spec, rules, res)
+			return res
+		}
 		res.outcome = OutcomeNotHTML
 		return res
 	}
@@ -169,28 +174,58 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 	ext.NoIndex = ext.NoIndex || headerNoIndex
 
 	now := timestamppb.New(p.now())
+	family, productive := p.links(page, pageURL, res, now, ext.Links, rules, !isSERP, true)
+	trap := p.judgeFamily(page.GetCrawlId(), pageURL, rules, ext, len(family) > 0, productive)
+	for _, f := range family {
+		p.publish(page, pageURL, res, now, f.link, f.host, f.fp, trap)
+	}
+	switch {
+	case isSERP:
+		p.metrics.serp.WithLabelValues(engine).Inc()
+		res.outcome = OutcomeSERP
+		return res
+	case ext.NoIndex:
+		res.outcome = OutcomeNoIndex
+		return res
+	}
+	detail := true
+	if rules.HasDetailRules() {
+		detail = ext.Detail || rules.DetailURL(pageURL)
+	}
+	if !detail {
+		res.outcome = OutcomeList
+		return res
+	}
+	res.outcome = OutcomeDocument
+	res.doc = p.document(page, pageURL, res.host, ext, mt)
+	p.applyFields(res.doc, spec, page.GetBody())
+	return res
+}
+
+// links scopes a page's links (canonical, in document order) and
+// publishes those kept into res (notSERP: false on a search engine's
+// result page, whose links only its results are). With
+// families, the new links one step on from the page in its URL family
+// (the next month, the next page) are returned instead, to wait until the
+// page is judged (traps): a page that repeats its family and brings
+// nothing else new makes them suspects; productive says whether another
+// new link was published.
+func (p *Processor) links(page *crawlv1.FetchedPage, pageURL string, res *result, now *timestamppb.Timestamp,
+	links []extract.Link, rules *scope.Rules, notSERP, families bool) (family []familyLink, productive bool) {
 	maxLinks := rules.MaxOutlinks()
-	res.links = make([]kafka.Message, 0, min(len(ext.Links), maxLinks))
+	res.links = make([]kafka.Message, 0, min(len(links), maxLinks))
 	res.linkDepth = page.GetDepth() + 1
 	srcFP := page.GetUrlFp()
 	if srcFP == 0 {
 		srcFP = fingerprint.URL(page.GetCrawlId(), pageURL)
 	}
-	// The new links one step on from the page in its URL family (the next
-	// month, the next page) wait until the page is judged (traps): a page
-	// that repeats its family and brings nothing else new makes them
-	// suspects.
-	var (
-		family     []familyLink
-		productive bool
-	)
-	for i, l := range ext.Links {
+	for i, l := range links {
 		host, err := urlcanon.CanonicalKey(l.URL)
 		if err != nil {
 			res.drop(DropKey, 1)
 			continue
 		}
-		if reason := rules.Check(res.host, l.URL, host, !isSERP); reason != "" {
+		if reason := rules.Check(res.host, l.URL, host, notSERP); reason != "" {
 			res.drop(reason, 1)
 			continue
 		}
@@ -220,38 +255,14 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 			res.inLinks = append(res.inLinks, msg)
 			continue
 		}
-		if traps.Step(pageURL, l.URL) {
+		if families && traps.Step(pageURL, l.URL) {
 			family = append(family, familyLink{l, host, fp})
 			continue
 		}
 		productive = true
 		p.publish(page, pageURL, res, now, l, host, fp, "")
 	}
-	trap := p.judgeFamily(page.GetCrawlId(), pageURL, rules, ext, len(family) > 0, productive)
-	for _, f := range family {
-		p.publish(page, pageURL, res, now, f.link, f.host, f.fp, trap)
-	}
-	switch {
-	case isSERP:
-		p.metrics.serp.WithLabelValues(engine).Inc()
-		res.outcome = OutcomeSERP
-		return res
-	case ext.NoIndex:
-		res.outcome = OutcomeNoIndex
-		return res
-	}
-	detail := true
-	if rules.HasDetailRules() {
-		detail = ext.Detail || rules.DetailURL(pageURL)
-	}
-	if !detail {
-		res.outcome = OutcomeList
-		return res
-	}
-	res.outcome = OutcomeDocument
-	res.doc = p.document(page, pageURL, res.host, ext, mt)
-	p.applyFields(res.doc, spec, page.GetBody())
-	return res
+	return family, productive
 }
 
 // familyLink is a new link one step on from its page (traps.Step).
