@@ -23,7 +23,7 @@ import (
 // from its pages: a product page (a string with a quote and a comma, a
 // number, a date, a URL, a list of URLs), another product page with
 // another set (its number whole, a list of strings, a field that is a
-// string here and a number there), a PDF without fields but with its own
+// string here and a number there, a field whose name has a comma), a PDF without fields but with its own
 // properties, a page no rule matched, a page stored twice whose earlier
 // version had a field the latest has not, and a page carried over from an
 // earlier crawl whose document has a field of its own.
@@ -34,7 +34,7 @@ type fieldDoc struct {
 var fieldDocs = []fieldDoc{
 	{"http://a.test/p/1", `{"name":"Lamp \"Arc\", brass","price":25.5,"released":"2024-05-17T10:30:00Z","link":"http://a.test/p/1?v=2",` +
 		`"images":["http://a.test/1.png","http://a.test/2.png"],"code":"7"}`, ""},
-	{"http://a.test/p/2", `{"name":"Kettle","price":19,"tags":["steel","1.7 l"],"code":7}`, ""},
+	{"http://a.test/p/2", `{"name":"Kettle","price":19,"tags":["steel","1.7 l"],"code":7,"size, cm":"40"}`, ""},
 	{"http://a.test/doc.pdf", "", `{"author":"Ann Example","created":"2024-01-02T03:04:05Z","pages":12}`},
 	{"http://a.test/about", "", ""},
 	{"http://a.test/p/3", `{"name":"Stool, oak"}`, ""}, // its earlier version: {"old_only":"x"}
@@ -44,16 +44,16 @@ var fieldDocs = []fieldDoc{
 // wantFieldColumns are the field columns of fieldDocs' export, sorted,
 // and the text of each document's value in CSV ("" for none).
 var wantFieldColumns = []string{"fields.code", "fields.images", "fields.isbn", "fields.link", "fields.name", "fields.price",
-	"fields.released", "fields.tags"}
+	"fields.released", "fields.size, cm", "fields.tags"}
 
 var wantFieldText = map[string][]string{
 	"http://a.test/p/1": {"7", `["http://a.test/1.png","http://a.test/2.png"]`, "", "http://a.test/p/1?v=2", `Lamp "Arc", brass`,
-		"25.5", "2024-05-17T10:30:00Z", ""},
-	"http://a.test/p/2":     {"7", "", "", "", "Kettle", "19", "", `["steel","1.7 l"]`},
-	"http://a.test/doc.pdf": {"", "", "", "", "", "", "", ""},
-	"http://a.test/about":   {"", "", "", "", "", "", "", ""},
-	"http://a.test/p/3":     {"", "", "", "", "Stool, oak", "", "", ""},
-	"http://a.test/carried": {"", "", "978-3-16-148410-0", "", "", "", "", ""},
+		"25.5", "2024-05-17T10:30:00Z", "", ""},
+	"http://a.test/p/2":     {"7", "", "", "", "Kettle", "19", "", "40", `["steel","1.7 l"]`},
+	"http://a.test/doc.pdf": {"", "", "", "", "", "", "", "", ""},
+	"http://a.test/about":   {"", "", "", "", "", "", "", "", ""},
+	"http://a.test/p/3":     {"", "", "", "", "Stool, oak", "", "", "", ""},
+	"http://a.test/carried": {"", "", "978-3-16-148410-0", "", "", "", "", "", ""},
 }
 
 // insertFieldDocs writes fieldDocs as crawl "fields" (and the earlier
