@@ -32,29 +32,54 @@ type carriedPage struct {
 }
 
 // exportDocuments writes the crawl's documents, its own and those it
-// carried over.
+// carried over; in CSV and Parquet after a first pass that finds their
+// field names (fields.go).
 func exportDocuments(ctx context.Context, q Querier, req Request, w io.Writer) (int64, error) {
-	var enc encoder[DocumentRow]
-	keep, err := latestDocuments(ctx, q, req.CrawlID)
+	dups, err := latestDocuments(ctx, q, req.CrawlID)
 	if err != nil {
 		return 0, err
 	}
-	n, err := stream(ctx, q, req, documentsTable, w, &enc,
-		"SELECT "+strings.Join(documentsTable.selects, ", ")+" FROM documents WHERE crawl_id = ?", []any{req.CrawlID}, keep)
-	if err != nil {
-		return n, err
+	def := documentsTable
+	if req.Format != JSONL {
+		scan := newFieldScan()
+		var enc encoder[DocumentRow] = scan
+		if _, err := documentRows(ctx, q, req, documentFieldsTable, "fields != ''", io.Discard, &enc, dups); err != nil {
+			return 0, fmt.Errorf("field names: %w", err)
+		}
+		if err := scan.close(); err != nil {
+			return 0, err
+		}
+		def = documentsDef(scan.fields())
 	}
-	m, err := exportCarried(ctx, q, req, w, &enc)
-	n += m
+	var enc encoder[DocumentRow]
+	n, err := documentRows(ctx, q, req, def, "", w, &enc, dups)
 	if err != nil {
 		return n, err
 	}
 	return n, closeEncoder(enc, req)
 }
 
+// documentRows reads the columns of def of the crawl's documents, its own
+// (those that match where too, when set) in their latest versions by dups,
+// then those it carried over, and encodes them into w through *enc
+// (created with the first row when nil).
+func documentRows(ctx context.Context, q Querier, req Request, def tableDef[DocumentRow], where string, w io.Writer,
+	enc *encoder[DocumentRow], dups versions) (int64, error) {
+	query := "SELECT " + strings.Join(def.selects, ", ") + " FROM documents WHERE crawl_id = ?"
+	if where != "" {
+		query += " AND " + where
+	}
+	n, err := stream(ctx, q, req, def, w, enc, query, []any{req.CrawlID}, dups.keep())
+	if err != nil {
+		return n, err
+	}
+	m, err := exportCarried(ctx, q, req, def, w, enc)
+	return n + m, err
+}
+
 // exportCarried streams the crawl's carried-over pages and writes the
 // documents they point at, a batch at a time.
-func exportCarried(ctx context.Context, q Querier, req Request, w io.Writer, enc *encoder[DocumentRow]) (int64, error) {
+func exportCarried(ctx context.Context, q Querier, req Request, def tableDef[DocumentRow], w io.Writer, enc *encoder[DocumentRow]) (int64, error) {
 	qctx, cancel := context.WithCancel(clickhouse.Context(ctx,
 		clickhouse.WithSettings(clickhouse.Settings{"max_block_size": rowsPerBlock}),
 		clickhouse.WithBlockBufferSize(1)))
@@ -72,7 +97,7 @@ func exportCarried(ctx context.Context, q Querier, req Request, w io.Writer, enc
 		batch []carriedPage
 	)
 	flush := func() error {
-		m, err := carriedDocuments(ctx, q, req, w, enc, batch)
+		m, err := carriedDocuments(ctx, q, req, def, w, enc, batch)
 		n += m
 		batch = batch[:0]
 		return err
@@ -103,7 +128,8 @@ func exportCarried(ctx context.Context, q Querier, req Request, w io.Writer, enc
 // carriedDocuments writes the documents of one batch of carried-over
 // pages: one read of the crawl's own documents among them (exported
 // already), one per crawl they come from.
-func carriedDocuments(ctx context.Context, q Querier, req Request, w io.Writer, enc *encoder[DocumentRow], batch []carriedPage) (int64, error) {
+func carriedDocuments(ctx context.Context, q Querier, req Request, def tableDef[DocumentRow], w io.Writer, enc *encoder[DocumentRow],
+	batch []carriedPage) (int64, error) {
 	own, err := ownDocuments(ctx, q, req.CrawlID, batch)
 	if err != nil {
 		return 0, err
@@ -130,8 +156,8 @@ func carriedDocuments(ctx context.Context, q Querier, req Request, w io.Writer, 
 		// Read plainly (latest.go), the batch's latest versions kept.
 		latest := make(map[uint64]DocumentRow, len(pages))
 		var none encoder[DocumentRow]
-		_, err := stream(ctx, q, req, documentsTable, io.Discard, &none,
-			"SELECT "+strings.Join(documentsTable.selects, ", ")+" FROM documents WHERE crawl_id = ? AND url_fp IN ("+numbers(fps)+")",
+		_, err := stream(ctx, q, req, def, io.Discard, &none,
+			"SELECT "+strings.Join(def.selects, ", ")+" FROM documents WHERE crawl_id = ? AND url_fp IN ("+numbers(fps)+")",
 			[]any{from}, func(d *DocumentRow) bool {
 				if had, ok := latest[d.URLFP]; !ok || had.FetchedAt.Before(d.FetchedAt) {
 					latest[d.URLFP] = *d
@@ -149,7 +175,7 @@ func carriedDocuments(ctx context.Context, q Querier, req Request, w io.Writer, 
 			p := pages[fp]
 			d.CrawlID, d.URL, d.URLFP = req.CrawlID, p.url, p.urlFP
 			if *enc == nil {
-				*enc = newEncoder(req.Format, documentsTable, w)
+				*enc = newEncoder(req.Format, def, w)
 			}
 			if err := (*enc).encode(&d); err != nil {
 				return n, fmt.Errorf("write %s: %w", req.Format, err)

@@ -20,6 +20,10 @@
 // parallel ranges, and documents come in no order. Sort downstream when
 // the order matters. The queries name their columns and stay within what
 // ClickHouse 18.16 and current releases accept.
+//
+// A documents export in CSV or Parquet reads the documents twice: first
+// their extracted fields alone, for the names of its fields.NAME columns
+// (fields.go), then whole.
 package chexport
 
 import (

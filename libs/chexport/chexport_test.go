@@ -65,6 +65,10 @@ func newFixture(crawl string) (fixture, []chstore.DocumentRow, []chstore.FetchLo
 		d := chstore.DocumentRow{CrawlID: crawl, URL: url, URLFP: fp, Host: fmt.Sprintf("h%d.test", i%3), FetchedAt: at,
 			Status: 200, Title: "title " + text, Text: text, ContentFP: ^fp, Outlinks: uint32(i * 7), ContentType: "text/html",
 			Language: []string{"en", "de", ""}[i%3], LanguageDetected: []string{"en", "", "fr"}[i%3]}
+		if i%3 == 2 { // a PDF's own metadata
+			props, _ := json.Marshal(map[string]any{"author": text, "pages": i})
+			d.Properties = string(props)
+		}
 		if i%2 == 1 {
 			item, _ := json.Marshal(map[string]string{"@type": "Product", "name": text})
 			og, _ := json.Marshal(map[string]string{"og:title": text})
@@ -75,7 +79,7 @@ func newFixture(crawl string) (fixture, []chstore.DocumentRow, []chstore.FetchLo
 		f.documents = append(f.documents, chexport.DocumentRow{CrawlID: d.CrawlID, URL: d.URL, URLFP: d.URLFP, Host: d.Host,
 			FetchedAt: d.FetchedAt, Status: d.Status, Title: d.Title, Text: d.Text, ContentFP: d.ContentFP, Outlinks: d.Outlinks,
 			ContentType: d.ContentType, Language: d.Language, JSONLD: chexport.JSONArray(d.JSONLD), OpenGraph: chexport.JSONObject(d.OpenGraph),
-			LanguageDetected: d.LanguageDetected, Microdata: chexport.JSONArray(d.Microdata)})
+			LanguageDetected: d.LanguageDetected, Microdata: chexport.JSONArray(d.Microdata), Properties: chexport.JSONObject(d.Properties)})
 
 		fat := at.Add(time.Duration(i*37) * time.Millisecond)
 		fl := chstore.FetchLogRow{CrawlID: crawl, URL: url, URLFP: fp, Host: d.Host, Partition: uint16(i % 8), Attempt: uint16(1 + i%2),
@@ -237,7 +241,7 @@ func decode[T any](t *testing.T, format chexport.Format, out []byte) []T {
 		if err != nil {
 			t.Fatalf("read csv: %v", err)
 		}
-		if want := columnNames[T](); !reflect.DeepEqual(recs[0], want) {
+		if want := csvColumns[T](); !reflect.DeepEqual(recs[0], want) {
 			t.Fatalf("csv header %q, want %q", recs[0], want)
 		}
 		for _, rec := range recs[1:] {
@@ -263,13 +267,28 @@ func columnNames[T any]() []string {
 	return names
 }
 
-// fromStrings parses a CSV record into T, field i from rec[i].
+// csvColumns are the json tags of T's fields that are a column of their
+// own in CSV and Parquet (not DocumentRow.Fields, a column per field: the
+// fixture has none), in field order.
+func csvColumns[T any]() []string {
+	rt := reflect.TypeFor[T]()
+	var names []string
+	for i := range rt.NumField() {
+		if rt.Field(i).Tag.Get("parquet") != "-" {
+			names = append(names, rt.Field(i).Tag.Get("json"))
+		}
+	}
+	return names
+}
+
+// fromStrings parses a CSV record into T, field i from rec[i] (the fields
+// of csvColumns).
 func fromStrings[T any](t *testing.T, rec []string) T {
 	t.Helper()
 	var r T
 	v := reflect.ValueOf(&r).Elem()
-	if len(rec) != v.NumField() {
-		t.Fatalf("csv record has %d fields, want %d: %q", len(rec), v.NumField(), rec)
+	if want := len(csvColumns[T]()); len(rec) != want {
+		t.Fatalf("csv record has %d fields, want %d: %q", len(rec), want, rec)
 	}
 	for i, s := range rec {
 		fv := v.Field(i)
@@ -373,28 +392,62 @@ func TestLatestDocumentVersion(t *testing.T) {
 }
 
 // TestColumnNames: the CSV header, the JSON keys and the Parquet columns
-// are the same names in the same order.
+// of the files exported are the same names in the same order (documents
+// without fields: their fields key is a column per field in CSV and
+// Parquet, TestDocumentFields).
 func TestColumnNames(t *testing.T) {
 	s := chtest.NewStore(t)
 	f := insertFixture(t, s, "names", 1)
-	check := func(t *testing.T, table chexport.Table, jsonNames []string, schema *parquet.Schema) {
-		out := export(t, s, chexport.Request{CrawlID: f.crawl, Table: table, Format: chexport.CSV})
+	check := func(t *testing.T, table chexport.Table, jsonNames, columns []string) {
+		out := export(t, s, chexport.Request{CrawlID: f.crawl, Table: table, Format: chexport.JSONL})
+		line, _, _ := strings.Cut(string(out), "\n")
+		if got := jsonKeys(t, line); !reflect.DeepEqual(got, jsonNames) {
+			t.Errorf("json keys %q, want %q", got, jsonNames)
+		}
+		out = export(t, s, chexport.Request{CrawlID: f.crawl, Table: table, Format: chexport.CSV})
 		header, _, _ := strings.Cut(string(out), "\r\n")
-		if got := strings.Split(header, ","); !reflect.DeepEqual(got, jsonNames) {
-			t.Errorf("csv header %q, json keys %q", got, jsonNames)
+		if got := strings.Split(header, ","); !reflect.DeepEqual(got, columns) {
+			t.Errorf("csv header %q, want %q", got, columns)
+		}
+		out = export(t, s, chexport.Request{CrawlID: f.crawl, Table: table, Format: chexport.Parquet})
+		file, err := parquet.OpenFile(bytes.NewReader(out), int64(len(out)))
+		if err != nil {
+			t.Fatal(err)
 		}
 		var pq []string
-		for _, f := range schema.Fields() {
+		for _, f := range file.Schema().Fields() {
 			pq = append(pq, f.Name())
 		}
-		if !reflect.DeepEqual(pq, jsonNames) {
-			t.Errorf("parquet columns %q, json keys %q", pq, jsonNames)
+		if !reflect.DeepEqual(pq, columns) {
+			t.Errorf("parquet columns %q, want %q", pq, columns)
 		}
 	}
-	check(t, chexport.Documents, columnNames[chexport.DocumentRow](), parquet.SchemaOf(chexport.DocumentRow{}))
-	check(t, chexport.FetchLog, columnNames[chexport.FetchLogRow](), parquet.SchemaOf(chexport.FetchLogRow{}))
-	check(t, chexport.Links, columnNames[chexport.LinkRow](), parquet.SchemaOf(chexport.LinkRow{}))
-	check(t, chexport.URLEvents, columnNames[chexport.URLEventRow](), parquet.SchemaOf(chexport.URLEventRow{}))
+	check(t, chexport.Documents, columnNames[chexport.DocumentRow](), csvColumns[chexport.DocumentRow]())
+	check(t, chexport.FetchLog, columnNames[chexport.FetchLogRow](), columnNames[chexport.FetchLogRow]())
+	check(t, chexport.Links, columnNames[chexport.LinkRow](), columnNames[chexport.LinkRow]())
+	check(t, chexport.URLEvents, columnNames[chexport.URLEventRow](), columnNames[chexport.URLEventRow]())
+}
+
+// jsonKeys are the keys of a JSON object, in order.
+func jsonKeys(t *testing.T, obj string) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(obj))
+	var keys []string
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%q is not a JSON object: %v", obj, err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }
 
 // TestParquetLogicalTypes: timestamps are TIMESTAMP(MILLIS, UTC), strings

@@ -28,6 +28,9 @@ func newEncoder[T any](f Format, def tableDef[T], w io.Writer) encoder[T] {
 	case CSV:
 		return newCSVEncoder(def, w)
 	case Parquet:
+		if def.parquet != nil {
+			return def.parquet(w)
+		}
 		return newParquetEncoder[T](w)
 	default:
 		bw := bufio.NewWriterSize(w, writeBuffer)

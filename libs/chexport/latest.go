@@ -46,20 +46,15 @@ func documentSettings() clickhouse.Settings {
 	}
 }
 
-// version is the newest version of a document stored more than once, and
-// whether it was written.
-type version struct {
-	latest  time.Time
-	written bool
-}
+// versions holds the newest version (fetched_at) of each page of a crawl
+// stored more than once.
+type versions map[uint64]time.Time
 
-// latestDocuments returns the filter that keeps, of the crawl's documents
-// read in any order, each page once in its latest version (fetched_at, the
-// ReplacingMergeTree's version). It holds only the pages stored twice or
-// more, usually none: an export runs while a crawl stores documents, and a
-// page stored again after this query may be written twice, as a FINAL read
-// on an unmerged table would.
-func latestDocuments(ctx context.Context, q Querier, crawlID string) (func(*DocumentRow) bool, error) {
+// latestDocuments returns the newest version of each of the crawl's pages
+// stored twice or more, usually none: an export runs while a crawl stores
+// documents, and a page stored again after this query may be written
+// twice, as a FINAL read on an unmerged table would.
+func latestDocuments(ctx context.Context, q Querier, crawlID string) (versions, error) {
 	qctx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{
 		"max_bytes_before_external_group_by": groupSpillBytes,
 		"max_memory_usage":                   documentServerMemory,
@@ -70,7 +65,7 @@ func latestDocuments(ctx context.Context, q Querier, crawlID string) (func(*Docu
 		return nil, fmt.Errorf("query documents stored twice: %w", err)
 	}
 	defer rows.Close()
-	dups := make(map[uint64]*version)
+	dups := make(versions)
 	for rows.Next() {
 		var (
 			fp     uint64
@@ -79,20 +74,28 @@ func latestDocuments(ctx context.Context, q Querier, crawlID string) (func(*Docu
 		if err := rows.Scan(&fp, &latest); err != nil {
 			return nil, fmt.Errorf("scan documents stored twice: %w", err)
 		}
-		dups[fp] = &version{latest: latest}
+		dups[fp] = latest
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read documents stored twice: %w", err)
 	}
+	return dups, nil
+}
+
+// keep returns the filter that keeps, of the crawl's documents read in any
+// order, each page once in its latest version (fetched_at, the
+// ReplacingMergeTree's version). Each read of the documents takes its own.
+func (v versions) keep() func(*DocumentRow) bool {
+	written := make(map[uint64]bool)
 	return func(d *DocumentRow) bool {
-		v, ok := dups[d.URLFP]
+		latest, ok := v[d.URLFP]
 		if !ok {
 			return true
 		}
-		if v.written || d.FetchedAt.Before(v.latest) {
+		if written[d.URLFP] || d.FetchedAt.Before(latest) {
 			return false
 		}
-		v.written = true
+		written[d.URLFP] = true
 		return true
-	}, nil
+	}
 }

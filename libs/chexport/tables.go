@@ -3,6 +3,7 @@ package chexport
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 // tableDef is how one table is read and written. Its row type T carries
 // the column names three times, which TestColumnNames holds equal: json
 // tags (JSON lines), parquet tags (the Parquet schema) and columns (the
-// CSV header, in record's order).
+// CSV header, in record's order); the documents' fields are the exception
+// (fields.go).
 type tableDef[T any] struct {
 	name    Table
 	selects []string // the SELECT list, in scan's order
@@ -20,6 +22,10 @@ type tableDef[T any] struct {
 	scan    func(driver.Rows, *T) error
 	// record appends the row's CSV fields in columns' order.
 	record func(*T, []string) []string
+	// parquet, when set, makes the Parquet encoder (the documents', whose
+	// columns depend on the export: fields.go); else T's schema is the
+	// file's.
+	parquet func(io.Writer) encoder[T]
 }
 
 // Timestamps are written in UTC: RFC 3339 in JSON and CSV (to the second,
@@ -51,26 +57,36 @@ type DocumentRow struct {
 	// page's text, "" when unknown; Language is what the page declares.
 	LanguageDetected string    `json:"language_detected" parquet:"language_detected,dict"`
 	Microdata        JSONArray `json:"microdata" parquet:"microdata"`
+	// Properties is what a PDF or office file says of itself (author,
+	// created, modified, pages), none for HTML.
+	Properties JSONObject `json:"properties" parquet:"properties"`
+	// Fields are the fields the crawl's extraction rules took from the
+	// page, keyed by field name, none when no rule matched. In JSON lines
+	// the object; in CSV and Parquet a column per field name, fields.NAME
+	// (fields.go), after the others.
+	Fields JSONObject `json:"fields" parquet:"-"`
 }
 
 var documentsTable = tableDef[DocumentRow]{
 	name: Documents,
 	selects: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
-		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata"},
+		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata", "properties", "fields"},
+	// fields: the columns fields.NAME, added per export (documentsDef)
 	columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
-		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata"},
+		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata", "properties"},
 	scan: func(rows driver.Rows, r *DocumentRow) error {
-		var ld, og, md string
+		var ld, og, md, props, fields string
 		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.FetchedAt, &r.Status, &r.Title, &r.Text, &r.ContentFP,
-			&r.Outlinks, &r.ContentType, &r.Language, &ld, &og, &r.LanguageDetected, &md)
+			&r.Outlinks, &r.ContentType, &r.Language, &ld, &og, &r.LanguageDetected, &md, &props, &fields)
 		r.FetchedAt = r.FetchedAt.UTC()
 		r.JSONLD, r.OpenGraph, r.Microdata = JSONArray(ld), JSONObject(og), JSONArray(md)
+		r.Properties, r.Fields = JSONObject(props), JSONObject(fields)
 		return err
 	},
 	record: func(r *DocumentRow, rec []string) []string {
 		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, ts(r.FetchedAt), u64(uint64(r.Status)), r.Title, r.Text,
 			u64(r.ContentFP), u64(uint64(r.Outlinks)), r.ContentType, r.Language, string(r.JSONLD), string(r.OpenGraph),
-			r.LanguageDetected, string(r.Microdata))
+			r.LanguageDetected, string(r.Microdata), string(r.Properties))
 	},
 }
 

@@ -69,8 +69,8 @@ func readAnalystQueries(t *testing.T) []analystQuery {
 // TestAnalystQueries runs every documented analyst query against a small
 // crawl written with the real writers to every table the queries read
 // (fetch_log and its rollups, url_seen, url_events, frontier_v2,
-// documents, near_duplicates, links, change_history, revisits,
-// warc_files), some rows
+// documents, document_meta, near_duplicates, links, change_history,
+// revisits, warc_files), some rows
 // twice as a redelivery writes them, and compares each query's answer with
 // the one worked out by hand below. Background merges of fetch_log and
 // url_seen are stopped, so that the raw row counts the duplicates query
@@ -254,11 +254,34 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 	homeV1.LanguageDetected, home.LanguageDetected = "de", "en"
 	two := doc(v0, recent, "Two", 11, 3, "fr")
 	two.LanguageDetected = "fr"
+	// extraction rules: the lamp and kettle pages matched the rule
+	// "product" (the kettle's images matched nothing), /p/0 the rule
+	// "article", whose author and date matched nothing on its latest
+	// version; /p/1 of h0 and crawl-2's page are PDFs with their own
+	// properties, /p/1's text unread (encrypted)
+	lamp.Fields = `{"name":"Lamp","price":25,"images":["http://h1.test/l1.png","http://h1.test/l2.png"]}`
+	kettle.Fields = `{"name":"Kettle \"Steel\"","price":19.99,"released":"2026-05-01T00:00:00Z"}`
+	home.Fields = `{"headline":"Home"}`
+	homeV1.Fields = `{"headline":"Home v1","author":"Bo"}`
+	pdf := doc(u1, at(65), "Page one", 7, 1, "en") // the same content as /p/0
+	pdf.ContentType, pdf.Properties = "application/pdf", `{"author":"Ann","created":"2026-01-02T03:04:05Z","pages":12}`
+	two.ContentType, two.Properties = "application/pdf", `{"pages":3}`
 	write(ctx, t, s, chstore.Documents, []chstore.DocumentRow{
 		homeV1, home, // a re-crawl replaces the first version
-		doc(u1, at(65), "Page one", 7, 1, "en"), // the same content as /p/0
+		pdf,
 		lamp, kettle,
 		two,
+	})
+	meta := func(x u, when time.Time, rule string, missing []string, parseError string) chstore.DocumentMetaRow {
+		return chstore.DocumentMetaRow{CrawlID: x.crawl, URL: url(x), URLFP: x.fp, Host: x.host, FetchedAt: when,
+			ExtractRule: rule, ExtractMissing: missing, ParseError: parseError}
+	}
+	homeMeta := meta(u0, at(120), "article", []string{"author", "date"}, "")
+	write(ctx, t, s, chstore.DocumentMeta, []chstore.DocumentMetaRow{
+		meta(u0, at(0), "article", []string{"date"}, ""), homeMeta, homeMeta, // re-crawled, the latest redelivered
+		meta(u1, at(65), "", nil, "encrypted"),
+		meta(u2, at(10), "product", nil, ""),
+		meta(u7, at(12), "product", []string{"images"}, ""),
 	})
 	write(ctx, t, s, chstore.NearDuplicates, []chstore.NearDuplicateRow{{CrawlID: c1, URL: url(u2), URLFP: u2.fp, Host: h1,
 		NearDuplicateOf: url(u0), Distance: 2, Simhash: 0xfeed, FoundAt: at(10)}})
@@ -356,7 +379,27 @@ func analystQueriesDeleting(ctx context.Context, t *testing.T, s *chstore.Store,
 			"crawl-1 | http://h1.test/p/7 | Kettle | 19.99 | EUR | http://h1.test/k.png",
 		}},
 		"language_mismatch": {true, []string{"crawl-1 | http://h1.test/p/7 | de | en"}},
-		"near_duplicates":   {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
+		"field_values": {true, []string{
+			"crawl-1 | http://h1.test/p/1 | Lamp | 25 | ",
+			`crawl-1 | http://h1.test/p/7 | Kettle "Steel" | 19.99 | 2026-05-01T00:00:00Z`,
+		}},
+		"field_lists": {true, []string{
+			"crawl-1 | http://h1.test/p/1 | http://h1.test/l1.png",
+			"crawl-1 | http://h1.test/p/1 | http://h1.test/l2.png",
+		}},
+		// /p/0's first version (missing only its date) is replaced
+		"extract_rules": {true, []string{"crawl-1 | article | 1 | 0 | 1", "crawl-1 | product | 2 | 1 | 1"}},
+		"extract_missing": {true, []string{
+			"crawl-1 | article | author | 1 | 0 | 1 | 1 | http://h0.test/p/0",
+			"crawl-1 | article | date | 1 | 0 | 1 | 1 | http://h0.test/p/0",
+			"crawl-1 | product | images | 2 | 1 | 1 | 0.5 | http://h1.test/p/7",
+		}},
+		"parse_errors": {true, []string{"crawl-1 | encrypted | 1 | http://h0.test/p/1"}},
+		"pdf_documents": {true, []string{
+			"crawl-1 | http://h0.test/p/1 | Page one | Ann | 2026-01-02T03:04:05Z | 12 | encrypted",
+			"crawl-2 | http://h2.test/ | Two |  |  | 3 | ",
+		}},
+		"near_duplicates": {true, []string{`crawl-1 | http://h0.test/p/0 | 1 | ["http://h1.test/p/1"] | 2 | Page one of h1`}},
 		// last attempts only: /p/1 of h0's timeout and /a's first two
 		// connects are not counted
 		"crawl_order": {true, []string{

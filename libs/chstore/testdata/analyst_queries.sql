@@ -202,6 +202,113 @@ WHERE language != '' AND language_detected != ''
 ORDER BY crawl_id, url
 LIMIT 1000;
 
+-- name: field_values
+-- Values of the fields a crawl's extraction rules took from its pages (documents.fields, one flat JSON object per page, '' when no rule matched): a string field, a number field as a Float64 and a date field (RFC 3339 text) of the pages that have a price.
+SELECT
+    crawl_id,
+    url,
+    visitParamExtractString(fields, 'name') AS name,
+    visitParamExtractFloat(fields, 'price') AS price,
+    visitParamExtractString(fields, 'released') AS released
+FROM documents FINAL
+WHERE visitParamHas(fields, 'price')
+ORDER BY crawl_id, url
+LIMIT 1000;
+
+-- name: field_lists
+-- The values of a list field (a JSON array of strings: here the image URLs of product pages), one row each.
+SELECT
+    crawl_id,
+    url,
+    arrayJoin(extractAll(visitParamExtractRaw(fields, 'images'), '"([^"]*)"')) AS image
+FROM documents FINAL
+WHERE visitParamHas(fields, 'images')
+ORDER BY crawl_id, url, image
+LIMIT 1000;
+
+-- name: extract_rules
+-- Pages per extraction rule (document_meta.extract_rule, the first rule whose pattern and hosts matched the page): how many got every field of the rule, how many missed one or more.
+SELECT
+    crawl_id,
+    extract_rule,
+    count() AS pages,
+    countIf(empty(extract_missing)) AS complete,
+    countIf(notEmpty(extract_missing)) AS incomplete
+FROM document_meta FINAL
+WHERE extract_rule != ''
+GROUP BY crawl_id, extract_rule
+ORDER BY crawl_id, extract_rule;
+
+-- name: extract_missing
+-- The fields of each rule that matched nothing (document_meta.extract_missing), on how many of the rule's pages, with an example: a share of 1 is a selector that matches no page (a site's redesign, a typo).
+SELECT
+    crawl_id,
+    extract_rule,
+    field,
+    pages,
+    pages - missing AS found,
+    missing,
+    round(missing / pages, 3) AS missing_share,
+    example
+FROM
+(
+    SELECT
+        crawl_id,
+        extract_rule,
+        field,
+        count() AS missing,
+        min(url) AS example
+    FROM document_meta FINAL
+    ARRAY JOIN extract_missing AS field
+    WHERE extract_rule != ''
+    GROUP BY crawl_id, extract_rule, field
+)
+ANY LEFT JOIN
+(
+    SELECT crawl_id, extract_rule, count() AS pages
+    FROM document_meta FINAL
+    WHERE extract_rule != ''
+    GROUP BY crawl_id, extract_rule
+) USING (crawl_id, extract_rule)
+ORDER BY crawl_id, extract_rule, missing_share DESC, field;
+
+-- name: parse_errors
+-- Documents whose reading stopped on an error (document_meta.parse_error: an encrypted or truncated PDF, a file too slow to read), by kind, with an example.
+SELECT
+    crawl_id,
+    parse_error,
+    count() AS documents,
+    min(url) AS example
+FROM document_meta FINAL
+WHERE parse_error != ''
+GROUP BY crawl_id, parse_error
+ORDER BY crawl_id, documents DESC, parse_error;
+
+-- name: pdf_documents
+-- PDF documents with what they say of themselves (documents.properties: author, created, pages) and the error that stopped the reading of their text, if any.
+SELECT crawl_id, url, title, author, created, pages, parse_error
+FROM
+(
+    SELECT
+        crawl_id,
+        url_fp,
+        url,
+        title,
+        visitParamExtractString(properties, 'author') AS author,
+        visitParamExtractString(properties, 'created') AS created,
+        visitParamExtractUInt(properties, 'pages') AS pages
+    FROM documents FINAL
+    WHERE content_type = 'application/pdf'
+)
+ANY LEFT JOIN
+(
+    SELECT crawl_id, url_fp, parse_error
+    FROM document_meta FINAL
+    WHERE parse_error != ''
+) USING (crawl_id, url_fp)
+ORDER BY crawl_id, url
+LIMIT 1000;
+
 -- name: near_duplicates
 -- Documents that nearly duplicate an earlier one (mirrors, reprints, pages that differ by a date or a word), with the original and the distance between their simhashes.
 SELECT
