@@ -10,6 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -632,4 +633,111 @@ func (q *queries) links(ctx context.Context, query string, args ...any) ([]linkR
 		out = append(out, l)
 	}
 	return out, rows.Err()
+}
+
+// extractCount is one rule's pages (Field "") or one of its fields' misses.
+type extractCount struct {
+	Rule, Field string
+	N           uint64
+}
+
+// maxExtractRows bounds the rows of extraction: 64 rules of 64 fields and
+// their page counts (libs/fieldrules), and rules of an earlier revision.
+const maxExtractRows = 5000
+
+// extraction counts, per extraction rule applied to the crawl's pages
+// (document_meta.extract_rule; "" for the pages no rule matched), the
+// pages it matched (Field "") and per field how many of them it missed
+// (extract_missing). The page's own count rides on the array as an empty
+// name, which no field has (fieldrules: a letter or underscore first),
+// so that one pass gives both. Pages are counted by fingerprint
+// (uniqExact), so a redelivered page's rows count once: 16 bytes a page
+// and a miss, where the latest version of each page (argMax per url_fp)
+// would hold every page's rule and array, too much for a page refreshed
+// every few seconds. A revisited page whose outcome changed counts under
+// both until its rows merge (ReplacingMergeTree keeps the latest).
+func (q *queries) extraction(ctx context.Context, crawlID string) ([]extractCount, error) {
+	rows, err := q.conn.Query(ctx, `SELECT extract_rule, arrayJoin(arrayConcat([''], extract_missing)) AS field, uniqExact(url_fp) AS n
+FROM document_meta WHERE crawl_id = ?
+GROUP BY extract_rule, field ORDER BY extract_rule, field LIMIT ?`, crawlID, maxExtractRows)
+	if err != nil {
+		return nil, fmt.Errorf("query extraction counts: %w", err)
+	}
+	defer rows.Close()
+	var out []extractCount
+	for rows.Next() {
+		var c extractCount
+		if err := rows.Scan(&c.Rule, &c.Field, &c.N); err != nil {
+			return nil, fmt.Errorf("scan extraction counts: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// docTypeRow is the crawl's documents of one content type beyond HTML.
+type docTypeRow struct {
+	ContentType       string
+	Documents, Failed uint64 // Failed: of Documents, those document_meta records a parse error of
+}
+
+// Name is the type as people name it and its media type: "pdf
+// (application/pdf)"; the media type alone when it has no short name.
+func (r docTypeRow) Name() string {
+	if short := doctypes.Short(r.ContentType); short != r.ContentType {
+		return short + " (" + r.ContentType + ")"
+	}
+	return r.ContentType
+}
+
+// parseErrorRow counts the documents one kind of error stopped reading.
+type parseErrorRow struct {
+	Kind string
+	N    uint64
+}
+
+// htmlTypes are the content types the documents table holds for HTML
+// pages: the ones docTypes leaves out.
+const htmlTypes = `'text/html', 'application/xhtml+xml', ''`
+
+// docTypes returns the crawl's documents by content type beyond HTML
+// (PDF, office files, text), the most first, each with how many of them
+// the parser could not read (document_meta.parse_error), and the parse
+// errors by kind (those of documents without a documents row included).
+func (q *queries) docTypes(ctx context.Context, crawlID string) ([]docTypeRow, []parseErrorRow, error) {
+	rows, err := q.conn.Query(ctx, `SELECT content_type, uniqExact(url_fp) AS n,
+    uniqExactIf(url_fp, url_fp IN (SELECT url_fp FROM document_meta WHERE crawl_id = ? AND parse_error != ''))
+FROM documents WHERE crawl_id = ? AND content_type NOT IN (`+htmlTypes+`)
+GROUP BY content_type ORDER BY n DESC, content_type LIMIT ?`, crawlID, crawlID, maxReasonRows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query documents by type: %w", err)
+	}
+	var types []docTypeRow
+	for rows.Next() {
+		var r docTypeRow
+		if err := rows.Scan(&r.ContentType, &r.Documents, &r.Failed); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("scan documents by type: %w", err)
+		}
+		types = append(types, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read documents by type: %w", err)
+	}
+	rows, err = q.conn.Query(ctx, `SELECT parse_error, uniqExact(url_fp) AS n FROM document_meta WHERE crawl_id = ? AND parse_error != ''
+GROUP BY parse_error ORDER BY n DESC, parse_error LIMIT ?`, crawlID, maxReasonRows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query parse errors: %w", err)
+	}
+	defer rows.Close()
+	var kinds []parseErrorRow
+	for rows.Next() {
+		var r parseErrorRow
+		if err := rows.Scan(&r.Kind, &r.N); err != nil {
+			return nil, nil, fmt.Errorf("scan parse errors: %w", err)
+		}
+		kinds = append(kinds, r)
+	}
+	return types, kinds, rows.Err()
 }
