@@ -25,6 +25,7 @@ type ruleFieldRow struct {
 	jobs.ExtractField
 	InSpec  bool
 	Missing uint64
+	Example string // a page the field missed on
 	// Broken: the rule matched pages and the field missed on every one:
 	// its selector most likely selects nothing on these pages.
 	Broken bool
@@ -113,7 +114,7 @@ func ruleRows(spec *crawlv1.Extraction, counts []extractCount) (rules []ruleRow,
 			j = len(r.Fields)
 			r.Fields = append(r.Fields, ruleFieldRow{ExtractField: jobs.ExtractField{Name: c.Field}})
 		}
-		r.Fields[j].Missing = c.N
+		r.Fields[j].Missing, r.Fields[j].Example = c.N, c.Example
 	}
 	for i := range rules {
 		for j := range rules[i].Fields {

@@ -191,6 +191,15 @@ func TestExtractionCounts(t *testing.T) {
 	// Another crawl's rows count nowhere.
 	page("other", "/product/1", 0, "product", []string{"name", "price", "sku"}, "text/html", "")
 	page("other", "/d/1.pdf", 0, "", nil, doctypes.PDF, "encrypted")
+	// What the rule took of /product/3, what the PDF says of itself.
+	for i := range docs {
+		switch docs[i].URL {
+		case "http://" + host + "/product/3":
+			docs[i].Fields = `{"name":"Kettle <b>2 l</b>"}`
+		case "http://" + host + "/d/1.pdf":
+			docs[i].Properties = `{"author":"A. Writer","pages":12}`
+		}
+	}
 	writeRows(t, e.store, chstore.DocumentMeta, metas...)
 	writeRows(t, e.store, chstore.Documents, docs...)
 
@@ -265,6 +274,36 @@ func TestExtractionCounts(t *testing.T) {
 	}
 	if !strings.Contains(body, `The crawl keeps <span id="kept-types">pdf, docx, xlsx, pptx, odt, ods, odp</span>`) {
 		t.Error("the crawl page lacks the types the crawl keeps")
+	}
+
+	// Each missed field links to the story of a page it missed, which
+	// shows the rule applied, the fields missed and those taken.
+	m := regexp.MustCompile(`<tr id="rule-product-price" class="warn">.*?<a class="x-example" href="([^"]+)">`).FindStringSubmatch(r.body)
+	if m == nil || !strings.HasSuffix(html.UnescapeString(m[1]), url.QueryEscape("http://"+host+"/product/3")) {
+		t.Fatalf("price row: link %v, want the story of /product/3", m)
+	}
+	r = c.get(html.UnescapeString(m[1]))
+	story := html.UnescapeString(r.body)
+	for _, w := range []string{`<dd id="doc-rule"><code>product</code>; selected nothing: <span id="doc-missing">price, sku</span></dd>`,
+		"<pre class=\"text\" id=\"doc-fields\">{\n  \"name\": \"Kettle <b>2 l</b>\"\n}</pre>"} {
+		if !strings.Contains(story, w) {
+			t.Errorf("story of /product/3 lacks %s", w)
+		}
+	}
+	if strings.Contains(r.body, "<b>2 l</b>") {
+		t.Error("story of /product/3: a field's HTML is not escaped")
+	}
+	r = c.get("/ui/crawls/" + id + "/url?u=" + url.QueryEscape("http://"+host+"/d/1.pdf"))
+	if story := html.UnescapeString(r.body); !strings.Contains(story, `"author": "A. Writer",`) || strings.Contains(story, `id="doc-rule"`) {
+		t.Errorf("story of the PDF: %d, lacks its properties or shows a rule", r.code)
+	}
+	r = c.get("/ui/crawls/" + id + "/url?u=" + url.QueryEscape("http://"+host+"/d/2.pdf"))
+	if !strings.Contains(r.body, `<dd id="doc-parse-error">encrypted</dd>`) {
+		t.Errorf("story of the encrypted PDF: %d, lacks its parse error", r.code)
+	}
+	r = c.get("/ui/crawls/" + id + "/url?u=" + url.QueryEscape("http://"+host+"/d/5.pdf"))
+	if !strings.Contains(r.body, `<p id="not-read">No document: the parser could not read the body (timeout).</p>`) {
+		t.Errorf("story of the PDF that timed out: %d, lacks why it has no document", r.code)
 	}
 
 	// A crawl without rules or documents shows neither section.

@@ -470,6 +470,9 @@ type story struct {
 	Document   *docFull
 	Outlinks   []linkRow
 	Redirected string // the last hop's location
+	// NotRead is the kind of error that stopped the parser reading the
+	// URL's body when it left no document (document_meta.parse_error).
+	NotRead string
 }
 
 type frontierRow struct {
@@ -504,6 +507,16 @@ type docFull struct {
 	Duplicate                          bool
 	DuplicateOf                        string
 	HaveMeta                           bool
+	// Fields are what the crawl's extraction rule took (documents.fields,
+	// a JSON object), Properties what a PDF or office file says of itself
+	// (author, dates, pages); "" when none.
+	Fields, Properties string
+	// ExtractRule is the rule applied ("": none matched), ExtractMissing
+	// its fields that selected nothing, ParseError the kind of error that
+	// stopped the reading of the document ("": none).
+	ExtractRule    string
+	ExtractMissing []string
+	ParseError     string
 }
 
 // errBadURL marks a URL the crawler could not have crawled.
@@ -580,7 +593,7 @@ ORDER BY fetched_at, fetched_at_ms, attempt LIMIT ?`, crawlID, host, st.FP, maxS
 			st.Redirected = f.RedirectLocation
 		}
 	}
-	rows, err = q.conn.Query(ctx, `SELECT title, substring(text, 1, ?), length(text) > ?, content_type, language, status, fetched_at, outlinks
+	rows, err = q.conn.Query(ctx, `SELECT title, substring(text, 1, ?), length(text) > ?, content_type, language, status, fetched_at, outlinks, fields, properties
 FROM documents WHERE crawl_id = ? AND url_fp = ? ORDER BY fetched_at DESC LIMIT 1`, maxTextBytes, maxTextBytes, crawlID, st.FP)
 	if err != nil {
 		return nil, fmt.Errorf("query document: %w", err)
@@ -588,7 +601,7 @@ FROM documents WHERE crawl_id = ? AND url_fp = ? ORDER BY fetched_at DESC LIMIT 
 	for rows.Next() {
 		var d docFull
 		var trunc uint8
-		if err := rows.Scan(&d.Title, &d.Text, &trunc, &d.ContentType, &d.Language, &d.Status, &d.FetchedAt, &d.Outlinks); err != nil {
+		if err := rows.Scan(&d.Title, &d.Text, &trunc, &d.ContentType, &d.Language, &d.Status, &d.FetchedAt, &d.Outlinks, &d.Fields, &d.Properties); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan document: %w", err)
 		}
@@ -596,23 +609,32 @@ FROM documents WHERE crawl_id = ? AND url_fp = ? ORDER BY fetched_at DESC LIMIT 
 		st.Document = &d
 	}
 	rows.Close()
-	if st.Document == nil {
-		return st, nil
-	}
-	rows, err = q.conn.Query(ctx, `SELECT description, canonical_url, is_duplicate, duplicate_of FROM document_meta
+	// The document's metadata; without a document, why it was not read.
+	rows, err = q.conn.Query(ctx, `SELECT description, canonical_url, is_duplicate, duplicate_of, extract_rule, extract_missing, parse_error FROM document_meta
 WHERE crawl_id = ? AND url_fp = ? ORDER BY fetched_at DESC LIMIT 1`, crawlID, st.FP)
 	if err != nil {
 		return nil, fmt.Errorf("query document meta: %w", err)
 	}
 	for rows.Next() {
-		var dup uint8
-		if err := rows.Scan(&st.Document.Description, &st.Document.Canonical, &dup, &st.Document.DuplicateOf); err != nil {
+		var (
+			m   docFull
+			dup uint8
+		)
+		if err := rows.Scan(&m.Description, &m.Canonical, &dup, &m.DuplicateOf, &m.ExtractRule, &m.ExtractMissing, &m.ParseError); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan document meta: %w", err)
 		}
-		st.Document.Duplicate, st.Document.HaveMeta = dup == 1, true
+		if d := st.Document; d != nil {
+			d.Description, d.Canonical, d.Duplicate, d.DuplicateOf, d.HaveMeta = m.Description, m.Canonical, dup == 1, m.DuplicateOf, true
+			d.ExtractRule, d.ExtractMissing, d.ParseError = m.ExtractRule, m.ExtractMissing, m.ParseError
+		} else {
+			st.NotRead = m.ParseError
+		}
 	}
 	rows.Close()
+	if st.Document == nil {
+		return st, nil
+	}
 	st.Outlinks, err = q.links(ctx, `SELECT target_url, anchor_text, tag, rel, depth FROM links
 WHERE crawl_id = ? AND source_fp = ? ORDER BY position LIMIT ?`, crawlID, st.FP, maxLinkRows)
 	return st, err
@@ -639,6 +661,7 @@ func (q *queries) links(ctx context.Context, query string, args ...any) ([]linkR
 type extractCount struct {
 	Rule, Field string
 	N           uint64
+	Example     string // one of the pages counted
 }
 
 // maxExtractRows bounds the rows of extraction: 64 rules of 64 fields and
@@ -657,7 +680,7 @@ const maxExtractRows = 5000
 // every few seconds. A revisited page whose outcome changed counts under
 // both until its rows merge (ReplacingMergeTree keeps the latest).
 func (q *queries) extraction(ctx context.Context, crawlID string) ([]extractCount, error) {
-	rows, err := q.conn.Query(ctx, `SELECT extract_rule, arrayJoin(arrayConcat([''], extract_missing)) AS field, uniqExact(url_fp) AS n
+	rows, err := q.conn.Query(ctx, `SELECT extract_rule, arrayJoin(arrayConcat([''], extract_missing)) AS field, uniqExact(url_fp) AS n, any(url)
 FROM document_meta WHERE crawl_id = ?
 GROUP BY extract_rule, field ORDER BY extract_rule, field LIMIT ?`, crawlID, maxExtractRows)
 	if err != nil {
@@ -667,7 +690,7 @@ GROUP BY extract_rule, field ORDER BY extract_rule, field LIMIT ?`, crawlID, max
 	var out []extractCount
 	for rows.Next() {
 		var c extractCount
-		if err := rows.Scan(&c.Rule, &c.Field, &c.N); err != nil {
+		if err := rows.Scan(&c.Rule, &c.Field, &c.N, &c.Example); err != nil {
 			return nil, fmt.Errorf("scan extraction counts: %w", err)
 		}
 		out = append(out, c)

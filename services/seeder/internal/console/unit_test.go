@@ -163,10 +163,10 @@ func TestRuleRows(t *testing.T) {
 		{Name: "a", Fields: []*crawlv1.ExtractField{{Name: "z", Css: "h2", Html: true}}},
 	}}
 	counts := []extractCount{
-		{"", "", 7}, {"", "stray", 1},
-		{"a", "", 0},
-		{"b", "", 3}, {"b", "x", 3}, {"b", "y", 1}, {"b", "w", 2},
-		{"c", "", 2}, {"c", "v", 1},
+		{Rule: "", Field: "", N: 7}, {Rule: "", Field: "stray", N: 1, Example: "http://127.0.0.2/stray"},
+		{Rule: "a", Field: "", N: 0},
+		{Rule: "b", Field: "", N: 3}, {Rule: "b", Field: "x", N: 3, Example: "http://127.0.0.2/x"}, {Rule: "b", Field: "y", N: 1, Example: "http://127.0.0.2/y"}, {Rule: "b", Field: "w", N: 2, Example: "http://127.0.0.2/w"},
+		{Rule: "c", Field: "", N: 2}, {Rule: "c", Field: "v", N: 1, Example: "http://127.0.0.2/v"},
 	}
 	rules, noRule := ruleRows(spec, counts)
 	if noRule != 7 {
@@ -182,14 +182,14 @@ func TestRuleRows(t *testing.T) {
 	for _, r := range rules {
 		rr := row{rule: r.Name, inSpec: r.InSpec, pages: r.Pages}
 		for _, f := range r.Fields {
-			rr.fields = append(rr.fields, fmt.Sprintf("%s:%d:%v:%v", f.Name, f.Missing, f.Broken, f.InSpec))
+			rr.fields = append(rr.fields, fmt.Sprintf("%s:%d:%v:%v:%s", f.Name, f.Missing, f.Broken, f.InSpec, f.Example))
 		}
 		got = append(got, rr)
 	}
 	want := []row{
-		{"b", true, 3, []string{"x:3:true:true", "y:1:false:true", "w:2:false:false"}},
-		{"a", true, 0, []string{"z:0:false:true"}},
-		{"c", false, 2, []string{"v:1:false:false"}},
+		{"b", true, 3, []string{"x:3:true:true:http://127.0.0.2/x", "y:1:false:true:http://127.0.0.2/y", "w:2:false:false:http://127.0.0.2/w"}},
+		{"a", true, 0, []string{"z:0:false:true:"}},
+		{"c", false, 2, []string{"v:1:false:false:http://127.0.0.2/v"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ruleRows = %v, want %v", got, want)
