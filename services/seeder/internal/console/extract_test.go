@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/doctypes"
@@ -70,6 +71,18 @@ func TestFormExtraction(t *testing.T) {
 		if !strings.Contains(page, w) {
 			t.Errorf("crawl page lacks %s", w)
 		}
+	}
+	// The console edits no spec, but its pause and resume make new
+	// revisions: they keep the rules and the documents.
+	for _, action := range []string{"pause", "resume"} {
+		path := "/ui/crawls/" + id + "/" + action
+		if r := c.post(path, url.Values{"csrf": {c.csrf(path)}}); r.code != http.StatusSeeOther {
+			t.Fatalf("%s: %d %s", action, r.code, r.body)
+		}
+	}
+	if now := e.jobs.Crawl(id); now.GetRevision() != 3 || !proto.Equal(now.GetExtract(), spec.GetExtract()) ||
+		!proto.Equal(now.GetDocuments(), spec.GetDocuments()) {
+		t.Errorf("after pause and resume: %v, want the rules and documents of %v", now, spec)
 	}
 
 	tests := []struct {
