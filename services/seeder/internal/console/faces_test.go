@@ -229,6 +229,10 @@ func sampleValue(f string, checkbox bool) string {
 		return "mine https://search.example/?q={query}"
 	case f == "priority.rules":
 		return "/product/=+50"
+	case f == "extract":
+		return `{"rules": [{"name": "product", "fields": [{"name": "name", "css": "h1"}]}]}`
+	case f == "documents.content_types":
+		return "pdf, office"
 	}
 	return "7"
 }

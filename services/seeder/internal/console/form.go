@@ -22,7 +22,9 @@ import (
 // identity.headers one "Name: value" a line, as the API takes them;
 // priority.rules one rule a line, "PATTERN=+N" as the launcher's --priority
 // takes it, or "host1,host2 PATTERN=+N" for a rule of some hosts only
-// (formatRule writes them back).
+// (formatRule writes them back); extract is the JSON of the request's
+// extract object, {"rules": [...]}, as the API and --extract FILE take it;
+// documents.content_types is comma-separated (pdf, office, media types).
 
 // formErrors are a form's errors by field name; "" holds the ones that
 // name no field of the form.
@@ -46,6 +48,7 @@ var formFields = map[string]bool{
 	"revisit.enabled": true, "revisit.min_interval": true, "revisit.max_interval": true, "revisit.initial_interval": true,
 	"sitemaps": true, "sitemap_urls": true, "previous_crawl_id": true,
 	"priority.rules": true, "priority.breadth_first": true,
+	"extract": true, "documents.content_types": true,
 }
 
 // fieldOf maps an API error's field to the form field showing it.
@@ -173,6 +176,12 @@ func requestFromForm(v url.Values) (jobs.Request, formErrors) {
 	if p := priorityFromForm(v.Get("priority.rules"), on("priority.breadth_first"), errs); p != nil {
 		req.Priority = p
 	}
+	if x := strings.TrimSpace(v.Get("extract")); x != "" {
+		req.Extract = extractFromForm(x, errs)
+	}
+	if types := commaList(v.Get("documents.content_types")); len(types) > 0 {
+		req.Documents = &jobs.Documents{ContentTypes: types}
+	}
 	req.Limits = &jobs.Limits{MaxDepth: uint32(num("limits.max_depth", 32)), MaxPages: num("limits.max_pages", 64),
 		MaxPagesPerHost: num("limits.max_pages_per_host", 64), MaxDuration: strings.TrimSpace(v.Get("limits.max_duration"))}
 	if id := (jobs.Identity{UserAgent: strings.TrimSpace(v.Get("identity.user_agent")), Headers: lines(v.Get("identity.headers"))}); id.UserAgent != "" || len(id.Headers) > 0 {
@@ -225,4 +234,35 @@ func formatRule(r *crawlv1.PriorityRule) string {
 		s = strings.Join(r.GetHosts(), ",") + " " + s
 	}
 	return s
+}
+
+// extractFromForm reads the form's extraction rules: the JSON of the
+// request's extract object, {"rules": [...]}, unknown keys refused as the
+// API refuses them. JSON that does not read is a form error; jobs.Build
+// checks the rules.
+func extractFromForm(text string, errs formErrors) *jobs.Extraction {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	var x jobs.Extraction
+	if err := dec.Decode(&x); err != nil {
+		errs.add("extract", `want a JSON object {"rules": [{"name", "pattern", "hosts", "fields": [{"name", "css" or "xpath", "attr", "html", "list", "type"}]}]}: `+err.Error())
+		return nil
+	}
+	if dec.More() {
+		errs.add("extract", "want one JSON object: text follows it")
+		return nil
+	}
+	return &x
+}
+
+// commaList returns the comma-separated items of s, trimmed, blanks left
+// out.
+func commaList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

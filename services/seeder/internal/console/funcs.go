@@ -1,6 +1,8 @@
 package console
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/url"
@@ -54,7 +56,16 @@ var funcs = template.FuncMap{
 	"errs": func(e formErrors, field string) []string {
 		return e[field]
 	},
-	"fid":  func(field string) string { return "f-" + strings.ReplaceAll(field, ".", "-") },
+	"fid": func(field string) string { return "f-" + strings.ReplaceAll(field, ".", "-") },
+	// prettyJSON indents a JSON value stored as text (documents.fields,
+	// properties); text that is no JSON is shown as it is.
+	"prettyJSON": func(s string) string {
+		var b bytes.Buffer
+		if err := json.Indent(&b, []byte(s), "", "  "); err != nil {
+			return s
+		}
+		return b.String()
+	},
 	"join": strings.Join,
 	"statusClass": func(code uint16, kind string) string {
 		switch {

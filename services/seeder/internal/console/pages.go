@@ -268,6 +268,16 @@ type crawlData struct {
 	Search          string
 	Docs            []docRow
 	Bucket          time.Duration
+	// Rules are the crawl's extraction rules with the pages each matched
+	// and its fields' misses; NoRule the pages no rule matched.
+	Rules  []ruleRow
+	NoRule uint64
+	// DocumentTypes are the types the crawl keeps beyond HTML (short
+	// names); DocTypes its documents by type beyond HTML, ParseErrors
+	// the documents the parser could not read, by kind.
+	DocumentTypes []string
+	DocTypes      []docTypeRow
+	ParseErrors   []parseErrorRow
 }
 
 func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
@@ -297,6 +307,7 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 		d.Priority = append(d.Priority, formatRule(r))
 	}
 	d.BreadthFirst = spec.GetPriority().GetBreadthFirst()
+	d.DocumentTypes = docTypeNames(spec.GetDocuments())
 	from := spec.GetCreatedAt().AsTime()
 	to := now
 	if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {
@@ -325,10 +336,16 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 	g.Go(func() (err error) { d.URLDrops, d.LinkDrops, err = s.q.drops(ctx, id); return err })
 	g.Go(func() (err error) { d.Dups, d.NearDups, err = s.q.duplicates(ctx, id); return err })
 	g.Go(func() (err error) { d.Docs, err = s.q.documents(ctx, id, d.Search); return err })
+	var extracted []extractCount
+	if len(spec.GetExtract().GetRules()) > 0 {
+		g.Go(func() (err error) { extracted, err = s.q.extraction(ctx, id); return err })
+	}
+	g.Go(func() (err error) { d.DocTypes, d.ParseErrors, err = s.q.docTypes(ctx, id); return err })
 	if err := g.Wait(); err != nil {
 		s.queryFailed(w, r, err)
 		return
 	}
+	d.Rules, d.NoRule = ruleRows(spec.GetExtract(), extracted)
 	d.Charts = charts(d.Points, kinds, from, to, d.Bucket)
 	if c := d.View.Counts; c != nil && d.Budget > 0 {
 		d.Progress = min(1, float64(c.Fetched)/float64(d.Budget))

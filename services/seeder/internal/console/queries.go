@@ -10,6 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -469,6 +470,9 @@ type story struct {
 	Document   *docFull
 	Outlinks   []linkRow
 	Redirected string // the last hop's location
+	// NotRead is the kind of error that stopped the parser reading the
+	// URL's body when it left no document (document_meta.parse_error).
+	NotRead string
 }
 
 type frontierRow struct {
@@ -503,6 +507,16 @@ type docFull struct {
 	Duplicate                          bool
 	DuplicateOf                        string
 	HaveMeta                           bool
+	// Fields are what the crawl's extraction rule took (documents.fields,
+	// a JSON object), Properties what a PDF or office file says of itself
+	// (author, dates, pages); "" when none.
+	Fields, Properties string
+	// ExtractRule is the rule applied ("": none matched), ExtractMissing
+	// its fields that selected nothing, ParseError the kind of error that
+	// stopped the reading of the document ("": none).
+	ExtractRule    string
+	ExtractMissing []string
+	ParseError     string
 }
 
 // errBadURL marks a URL the crawler could not have crawled.
@@ -579,7 +593,7 @@ ORDER BY fetched_at, fetched_at_ms, attempt LIMIT ?`, crawlID, host, st.FP, maxS
 			st.Redirected = f.RedirectLocation
 		}
 	}
-	rows, err = q.conn.Query(ctx, `SELECT title, substring(text, 1, ?), length(text) > ?, content_type, language, status, fetched_at, outlinks
+	rows, err = q.conn.Query(ctx, `SELECT title, substring(text, 1, ?), length(text) > ?, content_type, language, status, fetched_at, outlinks, fields, properties
 FROM documents WHERE crawl_id = ? AND url_fp = ? ORDER BY fetched_at DESC LIMIT 1`, maxTextBytes, maxTextBytes, crawlID, st.FP)
 	if err != nil {
 		return nil, fmt.Errorf("query document: %w", err)
@@ -587,7 +601,7 @@ FROM documents WHERE crawl_id = ? AND url_fp = ? ORDER BY fetched_at DESC LIMIT 
 	for rows.Next() {
 		var d docFull
 		var trunc uint8
-		if err := rows.Scan(&d.Title, &d.Text, &trunc, &d.ContentType, &d.Language, &d.Status, &d.FetchedAt, &d.Outlinks); err != nil {
+		if err := rows.Scan(&d.Title, &d.Text, &trunc, &d.ContentType, &d.Language, &d.Status, &d.FetchedAt, &d.Outlinks, &d.Fields, &d.Properties); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan document: %w", err)
 		}
@@ -595,23 +609,32 @@ FROM documents WHERE crawl_id = ? AND url_fp = ? ORDER BY fetched_at DESC LIMIT 
 		st.Document = &d
 	}
 	rows.Close()
-	if st.Document == nil {
-		return st, nil
-	}
-	rows, err = q.conn.Query(ctx, `SELECT description, canonical_url, is_duplicate, duplicate_of FROM document_meta
+	// The document's metadata; without a document, why it was not read.
+	rows, err = q.conn.Query(ctx, `SELECT description, canonical_url, is_duplicate, duplicate_of, extract_rule, extract_missing, parse_error FROM document_meta
 WHERE crawl_id = ? AND url_fp = ? ORDER BY fetched_at DESC LIMIT 1`, crawlID, st.FP)
 	if err != nil {
 		return nil, fmt.Errorf("query document meta: %w", err)
 	}
 	for rows.Next() {
-		var dup uint8
-		if err := rows.Scan(&st.Document.Description, &st.Document.Canonical, &dup, &st.Document.DuplicateOf); err != nil {
+		var (
+			m   docFull
+			dup uint8
+		)
+		if err := rows.Scan(&m.Description, &m.Canonical, &dup, &m.DuplicateOf, &m.ExtractRule, &m.ExtractMissing, &m.ParseError); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan document meta: %w", err)
 		}
-		st.Document.Duplicate, st.Document.HaveMeta = dup == 1, true
+		if d := st.Document; d != nil {
+			d.Description, d.Canonical, d.Duplicate, d.DuplicateOf, d.HaveMeta = m.Description, m.Canonical, dup == 1, m.DuplicateOf, true
+			d.ExtractRule, d.ExtractMissing, d.ParseError = m.ExtractRule, m.ExtractMissing, m.ParseError
+		} else {
+			st.NotRead = m.ParseError
+		}
 	}
 	rows.Close()
+	if st.Document == nil {
+		return st, nil
+	}
 	st.Outlinks, err = q.links(ctx, `SELECT target_url, anchor_text, tag, rel, depth FROM links
 WHERE crawl_id = ? AND source_fp = ? ORDER BY position LIMIT ?`, crawlID, st.FP, maxLinkRows)
 	return st, err
@@ -632,4 +655,112 @@ func (q *queries) links(ctx context.Context, query string, args ...any) ([]linkR
 		out = append(out, l)
 	}
 	return out, rows.Err()
+}
+
+// extractCount is one rule's pages (Field "") or one of its fields' misses.
+type extractCount struct {
+	Rule, Field string
+	N           uint64
+	Example     string // one of the pages counted
+}
+
+// maxExtractRows bounds the rows of extraction: 64 rules of 64 fields and
+// their page counts (libs/fieldrules), and rules of an earlier revision.
+const maxExtractRows = 5000
+
+// extraction counts, per extraction rule applied to the crawl's pages
+// (document_meta.extract_rule; "" for the pages no rule matched), the
+// pages it matched (Field "") and per field how many of them it missed
+// (extract_missing). The page's own count rides on the array as an empty
+// name, which no field has (fieldrules: a letter or underscore first),
+// so that one pass gives both. Pages are counted by fingerprint
+// (uniqExact), so a redelivered page's rows count once: 16 bytes a page
+// and a miss, where the latest version of each page (argMax per url_fp)
+// would hold every page's rule and array, too much for a page refreshed
+// every few seconds. A revisited page whose outcome changed counts under
+// both until its rows merge (ReplacingMergeTree keeps the latest).
+func (q *queries) extraction(ctx context.Context, crawlID string) ([]extractCount, error) {
+	rows, err := q.conn.Query(ctx, `SELECT extract_rule, arrayJoin(arrayConcat([''], extract_missing)) AS field, uniqExact(url_fp) AS n, any(url)
+FROM document_meta WHERE crawl_id = ?
+GROUP BY extract_rule, field ORDER BY extract_rule, field LIMIT ?`, crawlID, maxExtractRows)
+	if err != nil {
+		return nil, fmt.Errorf("query extraction counts: %w", err)
+	}
+	defer rows.Close()
+	var out []extractCount
+	for rows.Next() {
+		var c extractCount
+		if err := rows.Scan(&c.Rule, &c.Field, &c.N, &c.Example); err != nil {
+			return nil, fmt.Errorf("scan extraction counts: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// docTypeRow is the crawl's documents of one content type beyond HTML.
+type docTypeRow struct {
+	ContentType       string
+	Documents, Failed uint64 // Failed: of Documents, those document_meta records a parse error of
+}
+
+// Name is the type as people name it and its media type: "pdf
+// (application/pdf)"; the media type alone when it has no short name.
+func (r docTypeRow) Name() string {
+	if short := doctypes.Short(r.ContentType); short != r.ContentType {
+		return short + " (" + r.ContentType + ")"
+	}
+	return r.ContentType
+}
+
+// parseErrorRow counts the documents one kind of error stopped reading.
+type parseErrorRow struct {
+	Kind string
+	N    uint64
+}
+
+// htmlTypes are the content types the documents table holds for HTML
+// pages: the ones docTypes leaves out.
+const htmlTypes = `'text/html', 'application/xhtml+xml', ''`
+
+// docTypes returns the crawl's documents by content type beyond HTML
+// (PDF, office files, text), the most first, each with how many of them
+// the parser could not read (document_meta.parse_error), and the parse
+// errors by kind (those of documents without a documents row included).
+func (q *queries) docTypes(ctx context.Context, crawlID string) ([]docTypeRow, []parseErrorRow, error) {
+	rows, err := q.conn.Query(ctx, `SELECT content_type, uniqExact(url_fp) AS n,
+    uniqExactIf(url_fp, url_fp IN (SELECT url_fp FROM document_meta WHERE crawl_id = ? AND parse_error != ''))
+FROM documents WHERE crawl_id = ? AND content_type NOT IN (`+htmlTypes+`)
+GROUP BY content_type ORDER BY n DESC, content_type LIMIT ?`, crawlID, crawlID, maxReasonRows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query documents by type: %w", err)
+	}
+	var types []docTypeRow
+	for rows.Next() {
+		var r docTypeRow
+		if err := rows.Scan(&r.ContentType, &r.Documents, &r.Failed); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("scan documents by type: %w", err)
+		}
+		types = append(types, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read documents by type: %w", err)
+	}
+	rows, err = q.conn.Query(ctx, `SELECT parse_error, uniqExact(url_fp) AS n FROM document_meta WHERE crawl_id = ? AND parse_error != ''
+GROUP BY parse_error ORDER BY n DESC, parse_error LIMIT ?`, crawlID, maxReasonRows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query parse errors: %w", err)
+	}
+	defer rows.Close()
+	var kinds []parseErrorRow
+	for rows.Next() {
+		var r parseErrorRow
+		if err := rows.Scan(&r.Kind, &r.N); err != nil {
+			return nil, nil, fmt.Errorf("scan parse errors: %w", err)
+		}
+		kinds = append(kinds, r)
+	}
+	return types, kinds, rows.Err()
 }

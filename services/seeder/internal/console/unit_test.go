@@ -1,10 +1,14 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 )
 
 func TestFieldOf(t *testing.T) {
@@ -21,6 +25,8 @@ func TestFieldOf(t *testing.T) {
 		{"identity.headers[1]", "identity.headers"},
 		{"identity.user_agent", "identity.user_agent"},
 		{"limits.max_duration", "limits.max_duration"},
+		{"extract", "extract"},
+		{"documents.content_types", "documents.content_types"},
 		{"something.new", ""},
 	}
 	for _, tt := range tests {
@@ -144,5 +150,57 @@ func TestCharts(t *testing.T) {
 		if got := short(v); got != want {
 			t.Errorf("short(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestRuleRows: the crawl's rules in their order joined with the counts of
+// its pages; a field is broken only when its rule matched pages and it
+// missed every one; rules and fields the pages name that the spec lacks
+// are added after; the pages of no rule are counted apart.
+func TestRuleRows(t *testing.T) {
+	spec := &crawlv1.Extraction{Rules: []*crawlv1.ExtractRule{
+		{Name: "b", Fields: []*crawlv1.ExtractField{{Name: "x", Css: "h1"}, {Name: "y", Xpath: "//p", Attr: "title", List: true, Type: "date"}}},
+		{Name: "a", Fields: []*crawlv1.ExtractField{{Name: "z", Css: "h2", Html: true}}},
+	}}
+	counts := []extractCount{
+		{Rule: "", Field: "", N: 7}, {Rule: "", Field: "stray", N: 1, Example: "http://127.0.0.2/stray"},
+		{Rule: "a", Field: "", N: 0},
+		{Rule: "b", Field: "", N: 3}, {Rule: "b", Field: "x", N: 3, Example: "http://127.0.0.2/x"}, {Rule: "b", Field: "y", N: 1, Example: "http://127.0.0.2/y"}, {Rule: "b", Field: "w", N: 2, Example: "http://127.0.0.2/w"},
+		{Rule: "c", Field: "", N: 2}, {Rule: "c", Field: "v", N: 1, Example: "http://127.0.0.2/v"},
+	}
+	rules, noRule := ruleRows(spec, counts)
+	if noRule != 7 {
+		t.Errorf("noRule = %d, want 7", noRule)
+	}
+	type row struct {
+		rule   string
+		inSpec bool
+		pages  uint64
+		fields []string // name:missing:broken
+	}
+	var got []row
+	for _, r := range rules {
+		rr := row{rule: r.Name, inSpec: r.InSpec, pages: r.Pages}
+		for _, f := range r.Fields {
+			rr.fields = append(rr.fields, fmt.Sprintf("%s:%d:%v:%v:%s", f.Name, f.Missing, f.Broken, f.InSpec, f.Example))
+		}
+		got = append(got, rr)
+	}
+	want := []row{
+		{"b", true, 3, []string{"x:3:true:true:http://127.0.0.2/x", "y:1:false:true:http://127.0.0.2/y", "w:2:false:false:http://127.0.0.2/w"}},
+		{"a", true, 0, []string{"z:0:false:true:"}},
+		{"c", false, 2, []string{"v:1:false:false:http://127.0.0.2/v"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ruleRows = %v, want %v", got, want)
+	}
+	if y := rules[0].Fields[1]; y.Selector() != "//p" || y.Takes() != "@title, every match, date" || y.Share(rules[0].Pages) != 1.0/3 {
+		t.Errorf("field y: selector %q, takes %q, share %v", y.Selector(), y.Takes(), y.Share(rules[0].Pages))
+	}
+	if z := rules[1].Fields[0]; z.Takes() != "inner HTML" || z.Share(0) != 0 {
+		t.Errorf("field z: takes %q, share %v", z.Takes(), z.Share(0))
+	}
+	if rules, noRule := ruleRows(nil, nil); rules != nil || noRule != 0 {
+		t.Errorf("no rules: %v, %d", rules, noRule)
 	}
 }
