@@ -201,7 +201,7 @@ func (st *stats) record(h int, id, kind string, trapDeep, mostLinked bool, hit H
 		r = &resource{kind: kind}
 		st.res[id] = r
 		s.Distinct++
-		if kind == KindIndex || kind == KindList || kind == KindArticle {
+		if kind == KindIndex || kind == KindList || kind == KindArticle || kind == KindProduct {
 			s.Pages++
 			if mostLinked {
 				s.MostLinked++
@@ -226,7 +226,8 @@ func (st *stats) record(h int, id, kind string, trapDeep, mostLinked bool, hit H
 }
 
 // ContentIDs returns the resource IDs (as Resource.ID) of every content
-// page: each host's index, list pages and articles; Pages() of them.
+// page: each host's index, list pages and articles (a shop's products);
+// Pages() of them.
 func (w *Web) ContentIDs() []string {
 	out := make([]string, 0, w.Pages())
 	if w.cfg.BestDeep {
@@ -234,6 +235,12 @@ func (w *Web) ContentIDs() []string {
 			for n := range deepPages {
 				out = append(out, strconv.Itoa(h)+" "+deepPath(n))
 			}
+		}
+		return out
+	}
+	if w.cfg.Shop {
+		for h := range w.cfg.Hosts {
+			out = append(out, w.shopContentIDs(h)...)
 		}
 		return out
 	}
