@@ -35,7 +35,7 @@ func parse(t *testing.T, args []string, env map[string]string) (Config, error) {
 
 func TestCrawlRequestMerge(t *testing.T) {
 	tests := []struct {
-		name string
+		name    string
 		spec    string // file content; "" = no --spec
 		extract string // --extract file content; "" = no --extract
 		args    []string

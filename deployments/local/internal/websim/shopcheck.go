@@ -10,7 +10,7 @@ import (
 )
 
 // Stored is what a crawl stored of one product page: the JSON texts of
-// documents.fields, json_ld, microdata and opengraph ('' when none) and
+// documents.fields, json_ld, microdata and opengraph (” when none) and
 // document_meta.structured_errors.
 type Stored struct {
 	URL              string
@@ -49,7 +49,7 @@ func (t *Tally) mismatch(format string, args ...any) {
 	}
 }
 
-// decode decodes a stored JSON text; '' is nil.
+// decode decodes a stored JSON text; ” is nil.
 func decode(s string) (any, error) {
 	if s == "" {
 		return nil, nil
