@@ -518,6 +518,32 @@ func describeScope(req crawlspec.Request, seeds []string) string {
 	}
 }
 
+// describeContent says what the crawl takes beyond links and text: its
+// extraction rules (from file, when --extract gave them) and the
+// documents it keeps; "" when neither.
+func describeContent(req crawlspec.Request, file string) string {
+	var parts []string
+	if x := req.Extract; x != nil && len(x.Rules) > 0 {
+		var names []string
+		for _, r := range x.Rules {
+			names = append(names, fmt.Sprintf("%s (%d fields)", r.Name, len(r.Fields)))
+		}
+		line := "extraction rules: " + strings.Join(names, ", ")
+		if file != "" {
+			line += " from " + file
+		}
+		parts = append(parts, line+"; documents.fields holds what they take")
+	}
+	if d := req.Documents; d != nil && len(d.ContentTypes) > 0 {
+		short := make([]string, len(d.ContentTypes))
+		for i, t := range d.ContentTypes {
+			short[i] = doctypes.Short(t)
+		}
+		parts = append(parts, "documents kept beyond HTML: "+strings.Join(short, ", "))
+	}
+	return strings.Join(parts, "\n")
+}
+
 // knownSeeds returns the seeds the launcher knows of: the flags', the
 // seeds file's (one URL a line; blank lines and # comments skipped), the
 // spec's; each canonicalized, those that do not parse left out (the seeder

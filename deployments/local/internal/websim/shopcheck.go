@@ -25,6 +25,10 @@ type Stored struct {
 // product pages checked: each figure is known, found (stored at all) and
 // exact (stored and equal).
 type Tally struct {
+	// NoRules says that the crawl had no extraction rules: Add does not
+	// check the fields.
+	NoRules bool `json:"no_rules,omitempty"`
+
 	Pages int // product pages checked
 
 	Fields, FieldsFound, FieldsExact int // fields of the rules, each compared with its known value
@@ -80,6 +84,14 @@ func (t *Tally) Add(p Product, s Stored) {
 		return
 	}
 	t.Pages++
+	if !t.NoRules {
+		t.addFields(p, page, s)
+	}
+	t.addStructured(p, page, s)
+}
+
+// addFields checks the page's fields.
+func (t *Tally) addFields(p Product, page *url.URL, s Stored) {
 	want := p.Fields(page)
 	t.Fields += len(want)
 	fv, err := decode(s.Fields)
@@ -111,7 +123,10 @@ func (t *Tally) Add(p Product, s Stored) {
 	if exact {
 		t.PagesExact++
 	}
+}
 
+// addStructured checks the page's structured data.
+func (t *Tally) addStructured(p Product, page *url.URL, s Stored) {
 	known := p.JSONLD()
 	t.JSONLD += len(known)
 	lv, err := decode(s.JSONLD)
