@@ -64,15 +64,19 @@ func decode(s string) (any, error) {
 }
 
 func show(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
+	s := strings.TrimSuffix(b.String(), "\n")
 	const most = 160
-	if len(b) > most {
-		return string(b[:most]) + "…"
+	if len(s) > most {
+		r := []rune(s)
+		return string(r[:min(len(r), most)]) + "…"
 	}
-	return string(b)
+	return s
 }
 
 // Add checks what was stored of product p's page against its known
