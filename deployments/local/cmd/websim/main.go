@@ -5,7 +5,8 @@
 // of content pages and the address of its statistics (GET /stats).
 // GET /resources lists every resource's requests with their times,
 // GET /most-linked the ids of the most linked tenth of a --best-deep web's
-// pages, and GET /content the ids of the content pages: what the multi-host harness
+// pages (--shop serves shops whose product pages' values are known from the
+// seed: websim.ShopProduct), and GET /content the ids of the content pages: what the multi-host harness
 // (deployments/local/multihost) counts politeness and completeness from,
 // running it with --private on a web host's private range.
 //

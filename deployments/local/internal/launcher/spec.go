@@ -526,7 +526,11 @@ func describeContent(req crawlspec.Request, file string) string {
 	if x := req.Extract; x != nil && len(x.Rules) > 0 {
 		var names []string
 		for _, r := range x.Rules {
-			names = append(names, fmt.Sprintf("%s (%d fields)", r.Name, len(r.Fields)))
+			plural := "s"
+			if len(r.Fields) == 1 {
+				plural = ""
+			}
+			names = append(names, fmt.Sprintf("%s (%d field%s)", r.Name, len(r.Fields), plural))
 		}
 		line := "extraction rules: " + strings.Join(names, ", ")
 		if file != "" {

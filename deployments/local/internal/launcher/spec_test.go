@@ -534,3 +534,23 @@ func TestBudgetWindow(t *testing.T) {
 		t.Errorf("budget 21200: parser limit %d, want the default %d", l["parser"], pipeline.DefaultMemoryLimits["parser"])
 	}
 }
+
+// TestDescribeContent: the launcher says at the start which extraction
+// rules (and from which file) and which documents the crawl takes; nothing
+// when it takes neither.
+func TestDescribeContent(t *testing.T) {
+	if got := describeContent(crawlspec.Request{}, ""); got != "" {
+		t.Errorf("no rules nor documents: %q, want nothing", got)
+	}
+	req := crawlspec.Request{
+		Extract: &crawlspec.Extraction{Rules: []crawlspec.ExtractRule{{Name: "product", Fields: make([]crawlspec.ExtractField, 3)},
+			{Name: "list", Fields: make([]crawlspec.ExtractField, 1)}}},
+		Documents: &crawlspec.Documents{ContentTypes: []string{"application/pdf", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}},
+	}
+	got := describeContent(req, "shop.json")
+	for _, want := range []string{"extraction rules: product (3 fields), list (1 field) from shop.json", "documents kept beyond HTML: pdf, docx"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("describeContent = %q, want it to contain %q", got, want)
+		}
+	}
+}

@@ -26,7 +26,7 @@ type Stats struct {
 	Retries    int `json:"retries"`
 	Offsite    int `json:"offsite"`    // requests to the host outside the crawl
 	Disallowed int `json:"disallowed"` // requests under robots.txt's Disallow
-	Pages      int `json:"pages"`      // distinct content pages fetched (index, lists, articles)
+	Pages      int `json:"pages"`      // distinct content pages fetched (index, lists, articles or products)
 	PagesTotal int `json:"pages_total"`
 	// Trap counts the requests of the calendar trap (bounded only by the
 	// crawl's depth or page limits).
