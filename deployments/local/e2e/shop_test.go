@@ -29,7 +29,8 @@ const shopRules = "../bench/shop-extract.json"
 // and Twitter card properties exact; every malformed JSON-LD block
 // recorded (document_meta.structured_errors), none other; every field of
 // the rules exact (documents.fields); every manual (PDF) and spec sheet
-// (docx) stored with its known words in its text.
+// (docx) stored with its known words in its text and its known title,
+// author and pages (documents.title, properties).
 func TestWebShopExtract(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Second)
 	defer cancel()
@@ -121,8 +122,9 @@ func TestWebShopExtract(t *testing.T) {
 			name string
 			t    websim.DocTally
 		}{{"manuals", r.Manuals}, {"spec sheets", r.Specs}} {
-			if d.t.Known == 0 || d.t.Stored != d.t.Known || d.t.WordsAll != d.t.Known {
-				t.Errorf("%s: %d of %d stored, %d with every known word: %v", d.name, d.t.Stored, d.t.Known, d.t.WordsAll, d.t.Mismatches)
+			if d.t.Known == 0 || d.t.Stored != d.t.Known || d.t.WordsAll != d.t.Known || d.t.MetaExact != d.t.Known {
+				t.Errorf("%s: %d of %d stored, %d with every known word, %d with the known title, author and pages: %v",
+					d.name, d.t.Stored, d.t.Known, d.t.WordsAll, d.t.MetaExact, d.t.Mismatches)
 			}
 		}
 	})

@@ -269,7 +269,8 @@ func TestBenchShop(t *testing.T) {
 	r.Tally.Add(p, websim.Stored{URL: page, Fields: enc(fields), JSONLD: enc(p.JSONLD()), Microdata: enc(p.Microdata(u)),
 		OpenGraph: enc(p.OpenGraph(u)), StructuredErrors: 1})
 	r.Manuals = websim.DocTally{Known: 2}
-	r.Manuals.Add("http://127.1.0.1:8080/manual/3.pdf", []string{"Kettle", "TS-000"}, "Manual Kettle TS-000-00003")
+	r.Manuals.Add("http://127.1.0.1:8080/manual/3.pdf", websim.KnownDoc{Words: []string{"Kettle", "TS-000"}, Title: "Manual: Kettle", Author: "A", Pages: 2},
+		"Manual: Kettle", "Manual Kettle TS-000-00003", `{"author": "B", "pages": 2}`)
 	b := Bench{WebHosts: 1, Web: &websim.Stats{Requests: 10}, Shop: &r}
 	var out bytes.Buffer
 	b.Print(&out)
@@ -281,7 +282,8 @@ func TestBenchShop(t *testing.T) {
 		"100.0%   1 of 1 items exact",
 		"100.0%   9 of 9 properties exact",
 		"100.0%   1 of 1 malformed JSON-LD blocks recorded",
-		"50.0%   1 of 2 stored, 1 with every known word",
+		"50.0%   1 of 2 stored, 1 with every known word in their text, 0 with the known title, author and pages",
+		`manual/3.pdf: title "Manual: Kettle", properties {"author": "B", "pages": 2}; want title "Manual: Kettle", author "A", pages 2`,
 		"spec sheets (docx)             –   0 linked, not kept",
 		"field price: got 1.5, want " + strconv.FormatFloat(float64(p.Cents)/100, 'f', -1, 64),
 	} {

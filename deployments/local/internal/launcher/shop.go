@@ -117,21 +117,21 @@ func ReadShop(ctx context.Context, conn driver.Conn, crawlID string, hosts []str
 			r.Specs.Known += btoi(p.Spec)
 		}
 	}
-	rows, err = conn.Query(ctx, `SELECT url, text FROM documents FINAL
+	rows, err = conn.Query(ctx, `SELECT url, title, text, properties FROM documents FINAL
 		WHERE crawl_id = ? AND (match(url, '/manual/[0-9]+[.]pdf$') OR match(url, '/spec/[0-9]+[.]docx$')) ORDER BY url`, crawlID)
 	if err != nil {
 		return r, fmt.Errorf("read shop documents: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var u, text string
-		if err := rows.Scan(&u, &text); err != nil {
+		var u, title, text, props string
+		if err := rows.Scan(&u, &title, &text, &props); err != nil {
 			return r, fmt.Errorf("read shop documents: %w", err)
 		}
 		if h, n, ok := shopPage(idx, manualPath, u); ok && n < articles {
-			r.Manuals.Add(u, websim.ShopProduct(seed, h, n).ManualWords(), text)
+			r.Manuals.Add(u, websim.ShopProduct(seed, h, n).ManualDoc(), title, text, props)
 		} else if h, n, ok := shopPage(idx, specPath, u); ok && n < articles {
-			r.Specs.Add(u, websim.ShopProduct(seed, h, n).SpecWords(), text)
+			r.Specs.Add(u, websim.ShopProduct(seed, h, n).SpecDoc(), title, text, props)
 		}
 	}
 	return r, rows.Err()
@@ -171,8 +171,8 @@ func (r ShopReport) Print(out io.Writer) {
 			fmt.Fprintf(out, "  %-22s %9s   %d linked, not kept: --documents pdf,docx\n", label, "–", d.t.Known)
 			continue
 		}
-		fmt.Fprintf(out, "  %-22s %8.1f%%   %d of %d stored, %d with every known word in their text\n", label, share(d.t.WordsAll, d.t.Known),
-			d.t.Stored, d.t.Known, d.t.WordsAll)
+		fmt.Fprintf(out, "  %-22s %8.1f%%   %d of %d stored, %d with every known word in their text, %d with the known title, author and pages\n", label,
+			share(d.t.WordsAll, d.t.Known), d.t.Stored, d.t.Known, d.t.WordsAll, d.t.MetaExact)
 	}
 	var first []string
 	for _, m := range [][]string{t.Mismatches, r.Manuals.Mismatches, r.Specs.Mismatches} {

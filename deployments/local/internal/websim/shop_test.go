@@ -225,7 +225,7 @@ func checkPDF(t *testing.T, p Product, body []byte) {
 		t.Fatalf("pdftotext manual %d: %v", p.N, err)
 	}
 	var d DocTally
-	d.Add(p.ManualPath(), p.ManualWords(), string(text))
+	d.Add(p.ManualPath(), p.ManualDoc(), "", string(text), "") // the metadata: pdfinfo below
 	if d.WordsAll != 1 {
 		t.Errorf("manual %d: %v", p.N, d.Mismatches)
 	}
@@ -289,7 +289,7 @@ func checkDocx(t *testing.T, p Product, body []byte) {
 		}
 	}
 	var d DocTally
-	d.Add(p.SpecPath(), p.SpecWords(), text.String())
+	d.Add(p.SpecPath(), p.SpecDoc(), "", text.String(), "") // the metadata: core.xml below
 	if d.WordsAll != 1 {
 		t.Errorf("spec %d: %v", p.N, d.Mismatches)
 	}

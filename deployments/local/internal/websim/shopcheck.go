@@ -215,29 +215,40 @@ func sortedKeys(m map[string]any) []string {
 }
 
 // DocTally counts what a crawl stored of the shop's documents (manuals or
-// spec sheets): how many exist (linked from the product pages checked),
-// how many were stored, and how many of those have every known word in
-// their text.
+// spec sheets): how many exist (Known, linked from the product pages),
+// how many were stored, how many of those have every known word in their
+// text (documents.text), and how many have the known metadata: the title
+// (documents.title), the author and the pages (documents.properties, the
+// keys "author" and "pages").
 type DocTally struct {
-	Known, Stored, WordsAll int
-	Mismatches              []string
+	Known, Stored, WordsAll, MetaExact int
+	Mismatches                         []string
 }
 
-// Add checks the stored text of one document against its known words
-// (Product.ManualWords, SpecWords).
-func (d *DocTally) Add(url string, known []string, text string) {
+// Add checks one stored document against what it is known to hold.
+func (d *DocTally) Add(url string, k KnownDoc, title, text, properties string) {
 	d.Stored++
 	var missing []string
-	for _, w := range known {
+	for _, w := range k.Words {
 		if !strings.Contains(text, w) {
 			missing = append(missing, w)
 		}
 	}
 	if len(missing) == 0 {
 		d.WordsAll++
-		return
-	}
-	if len(d.Mismatches) < MaxMismatches {
+	} else if len(d.Mismatches) < MaxMismatches {
 		d.Mismatches = append(d.Mismatches, fmt.Sprintf("%s: text lacks %q (%d bytes of text)", url, missing, len(text)))
+	}
+	v, err := decode(properties)
+	props, _ := v.(map[string]any)
+	meta := err == nil && title == k.Title && props["author"] == k.Author
+	if k.Pages > 0 && props["pages"] != float64(k.Pages) {
+		meta = false
+	}
+	if meta {
+		d.MetaExact++
+	} else if len(d.Mismatches) < MaxMismatches {
+		d.Mismatches = append(d.Mismatches, fmt.Sprintf("%s: title %q, properties %s; want title %q, author %q, pages %d",
+			url, title, properties, k.Title, k.Author, k.Pages))
 	}
 }

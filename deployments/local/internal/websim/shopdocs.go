@@ -27,6 +27,25 @@ func (p Product) ManualTitle() string { return "Manual: " + p.Name }
 // SpecTitle is the title a spec sheet's metadata gives.
 func (p Product) SpecTitle() string { return "Specification: " + p.Name }
 
+// KnownDoc is what one of a shop's documents is known to hold: words of
+// its text, its title and author, and its pages (0: not counted, a docx).
+type KnownDoc struct {
+	Words  []string
+	Title  string
+	Author string
+	Pages  int
+}
+
+// ManualDoc is what the product's manual holds.
+func (p Product) ManualDoc() KnownDoc {
+	return KnownDoc{Words: p.ManualWords(), Title: p.ManualTitle(), Author: ShopDocAuthor, Pages: p.ManualPages()}
+}
+
+// SpecDoc is what the product's spec sheet holds.
+func (p Product) SpecDoc() KnownDoc {
+	return KnownDoc{Words: p.SpecWords(), Title: p.SpecTitle(), Author: ShopDocAuthor}
+}
+
 // ManualWords are words the text of the product's manual holds: its
 // name, its SKU and every page's chapter heading. They are checked one by
 // one, not as phrases: a PDF's text keeps words, not always their spacing.
