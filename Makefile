@@ -11,7 +11,7 @@ BENCH_MODULES := $(filter ./libs ./services/%,$(MODULES))
 SEEDS ?=
 ARGS  ?=
 
-.PHONY: crawl export test bench bench-crawl bench-best profile proto vet fmt tidy lint lint-install images
+.PHONY: crawl export test bench bench-crawl bench-best bench-extract profile proto vet fmt tidy lint lint-install images
 
 # golangci-lint, pinned: `make lint-install` builds it with the local Go
 # (a prebuilt release may be built with an older Go than go.work asks for).
@@ -51,6 +51,13 @@ test:
 #                               (the default order) and breadth-first (--breadth-first), at
 #                               BEST_SITES sites (20 and 200); each run's figures in
 #                               $(BENCH_DIR)/best-SITES-ORDER.txt, the held shares printed at the end
+# make bench-extract            issue 37's figures on the shop web (--web-shop: category lists and
+#                               EXTRACT_PRODUCTS product pages a shop whose values, JSON-LD, microdata
+#                               and OpenGraph are known, manuals in PDF, spec sheets in docx), crawled
+#                               with deployments/local/bench/shop-extract.json and --documents pdf,docx
+#                               at EXTRACT_SITES shops (20 and 200): the shares of fields, structured
+#                               data and documents' text stored exactly, and the first mismatches;
+#                               each run's figures in $(BENCH_DIR)/extract-SITES.txt
 # make profile                  the crawl benchmark with a CPU and allocation profile per service
 BENCH_CPUS ?= 0
 SITE_CPUS  ?= 1
@@ -111,6 +118,27 @@ bench-best:
 	for n in $(BEST_SITES); do for order in $(BEST_ORDERS); do \
 		printf "  %4d sites, %-13s  %s\n" $$n $$order "$$(grep -o 'most-linked pages held: [^;]*;[^;]*' $(BENCH_DIR)/best-$$n-$$order.txt)"; \
 	done; done
+
+EXTRACT_SITES    ?= 20 200
+EXTRACT_PRODUCTS ?= 30
+EXTRACT_LINES     = shop:|fields exact|JSON-LD exact|microdata exact|OpenGraph exact|malformed recorded|manuals \(|spec sheets \(|first mismatches|^    http|distinct pages/s
+bench-extract:
+	@set -e; for n in $(EXTRACT_SITES); do \
+		echo "== bench-extract: $$n shops of $(EXTRACT_PRODUCTS) products"; \
+		$(BENCH_PREP); \
+		taskset -c $(BENCH_CPUS) $(BENCH_DIR)/crawl --web --web-shop --web-hosts $$n --web-articles $(EXTRACT_PRODUCTS) \
+			--extract deployments/local/bench/shop-extract.json --documents pdf,docx \
+			--delay 0 --max-depth 10 --bench --site-cpus $(SITE_CPUS) --data-dir $(BENCH_DIR) \
+			--bench-json $(BENCH_DIR)/extract-$$n.json > $(BENCH_DIR)/extract-$$n.txt 2>&1 || \
+			{ s=$$?; tail -20 $(BENCH_DIR)/extract-$$n.txt; rm -rf $(BENCH_DIR)/.old-*; exit $$s; }; \
+		rm -rf $(BENCH_DIR)/.old-*; \
+		grep -E "$(EXTRACT_LINES)" $(BENCH_DIR)/extract-$$n.txt; \
+	done; \
+	echo "== bench-extract: stored exactly of the shop's known values"; \
+	for n in $(EXTRACT_SITES); do \
+		printf "  %4d shops: %s\n" $$n "$$(grep -E 'fields exact|JSON-LD exact|microdata exact|OpenGraph exact|malformed recorded|manuals \(|spec sheets \(' $(BENCH_DIR)/extract-$$n.txt | \
+			sed -E 's/^ +//; s/^(.*[^ ]) +([0-9.]+%|–) .*/\1 \2/' | paste -sd',' - | sed 's/,/, /g')"; \
+	done
 
 profile:
 	@$(BENCH_PREP)

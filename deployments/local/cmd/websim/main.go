@@ -5,7 +5,8 @@
 // of content pages and the address of its statistics (GET /stats).
 // GET /resources lists every resource's requests with their times,
 // GET /most-linked the ids of the most linked tenth of a --best-deep web's
-// pages, and GET /content the ids of the content pages: what the multi-host harness
+// pages (--shop serves shops whose product pages' values are known from the
+// seed: websim.ShopProduct), and GET /content the ids of the content pages: what the multi-host harness
 // (deployments/local/multihost) counts politeness and completeness from,
 // running it with --private on a web host's private range.
 //
@@ -54,6 +55,7 @@ func run(ctx context.Context) error {
 	fs.IntVar(&cfg.TrapEvery, "trap-every", websim.DefaultTrapEvery, "every n-th host has a calendar trap (-1: none)")
 	fs.BoolVar(&cfg.TrapGrid, "trap-grid", false, "calendar months also link the same month of the previous and the next year (a trap with far more pages within a depth limit)")
 	fs.BoolVar(&cfg.BestDeep, "best-deep", false, "serve sites whose most linked pages sit deepest (a home, 28 sections, 448 pages, 53 popular pages linked only from those), instead of articles; GET /most-linked lists them")
+	fs.BoolVar(&cfg.Shop, "shop", false, "serve shops (a home, category lists, --articles product pages a host whose fields and structured data are known in advance, manuals in PDF and spec sheets in docx) instead of articles")
 	fs.IntVar(&cfg.BigEvery, "big-every", websim.DefaultBigEvery, "every n-th host links a big page (-1: none)")
 	fs.IntVar(&cfg.SlowEvery, "slow-every", websim.DefaultSlowEvery, "every n-th host links a slow page (-1: none)")
 	fs.DurationVar(&cfg.SlowDelay, "slow-delay", websim.DefaultSlowDelay, "how long the slow page takes")

@@ -49,6 +49,10 @@ func (c Config) webArgs() []string {
 	if c.WebBestDeep {
 		args = append(args, "--best-deep")
 	}
+	if c.WebShop {
+		// The bench computes the shop's known values from the seed.
+		args = append(args, "--shop", "--seed", strconv.Itoa(webSeed))
+	}
 	return args
 }
 
@@ -205,6 +209,9 @@ type Bench struct {
 	Tables []TableSize `json:"clickhouse_tables,omitempty"`
 	// Site processes are not the crawl's: listed, not totalled.
 	Site []string `json:"site_processes,omitempty"`
+	// Shop is what a crawl of a shop web (--web-shop) stored exactly of
+	// its known values.
+	Shop *ShopReport `json:"shop,omitempty"`
 	// Warc is the fetchers' WARC archive (flag warc), read after they
 	// stopped and closed their files.
 	Warc *WarcUsage `json:"warc,omitempty"`
@@ -365,6 +372,9 @@ func (b Bench) Print(out io.Writer) {
 			"off-site requests", s.Offsite, s.Disallowed, s.Trap, s.TrapDeep, 100*float64(s.TrapDeep)/float64(max(s.Requests, 1)))
 		if s.MostLinkedTotal > 0 {
 			fmt.Fprintln(out, "  "+b.mostLinkedLine())
+		}
+		if b.Shop != nil {
+			b.Shop.Print(out)
 		}
 		fmt.Fprintf(out, "  %-22s %9d   (%.3f per request, %.1f requests per connection)\n", "connections opened", s.Connections,
 			float64(s.Connections)/float64(max(s.Requests, 1)), float64(s.Requests)/float64(max(s.Connections, 1)))

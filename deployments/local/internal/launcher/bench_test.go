@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +201,121 @@ func TestWebBestDeepReachesWebsim(t *testing.T) {
 	}
 	if s.MostLinked != 1 || s.MostLinkedTotal != 106 {
 		t.Errorf("most linked %d of %d, want 1 of 106", s.MostLinked, s.MostLinkedTotal)
+	}
+}
+
+// TestWebShopReachesWebsim runs the websim command as the launcher does
+// with --web-shop: it serves shops, of the seed the bench computes the
+// known values from (a product page's name and SKU are the known ones).
+func TestWebShopReachesWebsim(t *testing.T) {
+	root, err := supervise.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, err := supervise.BuildTools(t.Context(), root, t.TempDir(), []string{"websim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parse(t, []string{"--web", "--web-hosts", "2", "--web-articles", "20", "--web-shop"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site, err := startWeb(t.Context(), bins["websim"], "", cfg.webArgs(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = site.proc.Stop(10 * time.Second) }()
+	for h, seed := range site.ready.Seeds {
+		p := websim.ShopProduct(webSeed, h, 13)
+		status, body := httpGet(t, seed+"product/13")
+		if status != http.StatusOK {
+			t.Fatalf("product 13 of host %d: status %d", h, status)
+		}
+		for _, want := range []string{`itemprop="name">` + p.Name + "<", `<meta itemprop="sku" content="` + p.SKU + `">`, p.PriceText} {
+			if !strings.Contains(body, want) {
+				t.Errorf("product 13 of host %d lacks %q", h, want)
+			}
+		}
+	}
+	// 2 shops: a home, 5 category lists (4 products each, 10 a page) and 20 products.
+	if site.ready.Pages != 2*26 {
+		t.Errorf("%d content pages, want 2 × 26", site.ready.Pages)
+	}
+}
+
+// TestBenchShop: with a shop web the benchmark prints the figures of
+// issue 37: the shares of fields, JSON-LD items, microdata items and
+// OpenGraph properties stored exactly, of the malformed blocks recorded,
+// of the documents whose text holds their known words, and the first
+// mismatches; without rules or kept documents it says which flag gives
+// them.
+func TestBenchShop(t *testing.T) {
+	p := websim.ShopProduct(webSeed, 0, 7) // malformed JSON-LD: n % 20 == 7
+	page := "http://127.1.0.1:8080" + p.Path()
+	u, err := url.Parse(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := p.Fields(u)
+	fields["price"] = 1.5 // one field wrong
+	enc := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	r := ShopReport{Products: 40, Rules: true, KeptDocuments: []string{"application/pdf"}}
+	r.Tally.Add(p, websim.Stored{URL: page, Fields: enc(fields), JSONLD: enc(p.JSONLD()), Microdata: enc(p.Microdata(u)),
+		OpenGraph: enc(p.OpenGraph(u)), StructuredErrors: 1})
+	r.Manuals = websim.DocTally{Known: 2}
+	r.Manuals.Add("http://127.1.0.1:8080/manual/3.pdf", websim.KnownDoc{Words: []string{"Kettle", "TS-000"}, Title: "Manual: Kettle", Author: "A", Pages: 2},
+		"Manual: Kettle", "Manual Kettle TS-000-00003", `{"author": "B", "pages": 2}`)
+	b := Bench{WebHosts: 1, Web: &websim.Stats{Requests: 10}, Shop: &r}
+	var out bytes.Buffer
+	b.Print(&out)
+	n := len(fields)
+	for _, want := range []string{
+		"1 of 40 product pages stored",
+		fmt.Sprintf("%.1f%%   %d of %d fields exact (%d found); 0 of 1 pages with every field exact", 100*float64(n-1)/float64(n), n-1, n, n),
+		"100.0%   2 of 2 items found, 2 exact",
+		"100.0%   1 of 1 items exact",
+		"100.0%   9 of 9 properties exact",
+		"100.0%   1 of 1 malformed JSON-LD blocks recorded",
+		"50.0%   1 of 2 stored, 1 with every known word in their text, 0 with the known title, author and pages",
+		`manual/3.pdf: title "Manual: Kettle", properties {"author": "B", "pages": 2}; want title "Manual: Kettle", author "A", pages 2`,
+		"spec sheets (docx)             –   0 linked, not kept",
+		"field price: got 1.5, want " + strconv.FormatFloat(float64(p.Cents)/100, 'f', -1, 64),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("bench output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	none := ShopReport{Products: 40}
+	none.Tally.NoRules = true
+	none.Tally.Add(p, websim.Stored{URL: page})
+	none.Print(&out)
+	for _, want := range []string{"--extract deployments/local/bench/shop-extract.json", "not kept: --documents pdf,docx", "0.0%   0 of 2 items found, 0 exact"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report without rules lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "field ") {
+		t.Errorf("report without rules lists field mismatches:\n%s", out.String())
+	}
+}
+
+// TestWebShapeFlags: the shop and the best-deep web are shapes of the
+// generated web, one at a time.
+func TestWebShapeFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--web-shop"},
+		{"--web", "--web-shop", "--web-best-deep"},
+		{"--web", "--web-shop", "--web-articles", "4"},
+	} {
+		if _, err := parse(t, args, nil); err == nil {
+			t.Errorf("%v: no error", args)
+		}
 	}
 }

@@ -88,6 +88,11 @@ type Config struct {
 	// --bench and a page budget (--max-pages), how many of them the crawl
 	// holds is the figure of best-first.
 	WebBestDeep bool
+	// WebShop (flag web-shop) serves shops (websim.Config.Shop) instead
+	// of articles: WebArticles product pages a host whose fields and
+	// structured data are known; with --bench, how many of them the
+	// crawl stored exactly (ShopReport).
+	WebShop bool
 	// BrokerProcess (flag broker-process; --bench implies it) runs the
 	// embedded broker as a process of its own, to count it apart.
 	BrokerProcess  bool
@@ -156,6 +161,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WebTrapEvery, "web-trap-every", websim.DefaultTrapEvery, "every n-th host of the generated web has a calendar trap (-1: none)")
 	fs.BoolVar(&c.WebTrapGrid, "web-trap-grid", false, "the generated web's calendar months also link the same month of the previous and the next year (a trap with far more pages within the depth limit)")
 	fs.BoolVar(&c.WebBestDeep, "web-best-deep", false, "the generated web's sites have their most linked pages deepest (530 pages each, whatever -web-articles); with -bench, how many of them a crawl under -max-pages holds")
+	fs.BoolVar(&c.WebShop, "web-shop", false, "the generated web's sites are shops: category lists and -web-articles product pages each whose values, JSON-LD, microdata and OpenGraph are known, some with a manual (PDF) and a spec sheet (docx); with -bench, the share of fields (-extract deployments/local/bench/shop-extract.json), structured data and documents (-documents pdf,docx) stored exactly")
 	fs.StringVar(&c.SiteCPUs, "site-cpus", "", "run the generated web on these CPUs (taskset list, e.g. 1), apart from the crawl")
 	fs.BoolVar(&c.BrokerProcess, "broker-process", false, "run the embedded broker as a process of its own")
 	fs.StringVar(&c.ProfileDir, "profile", "", "write every service's CPU profile of the crawl and allocation profile here (one directory per process) and print the top entries")
@@ -182,6 +188,12 @@ func (c Config) Validate() error {
 		return errors.New("nothing to crawl: give -seed, -seeds-file, -demo, -web or seeds in -spec")
 	case c.Web && (c.WebHosts < 1 || c.WebArticles < 1):
 		return errors.New("web-hosts and web-articles must be at least 1")
+	case (c.WebShop || c.WebBestDeep) && !c.Web:
+		return errors.New("web-shop and web-best-deep are shapes of the generated web: give -web too")
+	case c.WebShop && c.WebBestDeep:
+		return errors.New("web-shop and web-best-deep: give one shape of the generated web")
+	case c.WebShop && c.WebArticles < 5:
+		return errors.New("web-shop: web-articles (products per shop) must be at least 5, one a category")
 	case c.Demo && (c.DemoHosts < 1 || c.DemoPages < c.DemoHosts):
 		return errors.New("demo-hosts must be at least 1 and demo-pages at least demo-hosts")
 	case c.Delay < 0:
@@ -397,6 +409,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	}
 	fmt.Fprintf(out, "crawl spec (%s): %s\n", specFile, specLine(req))
 	fmt.Fprintln(out, describeScope(req, knownSeeds(seeds, seedsFile, req)))
+	if line := describeContent(req, cfg.Scope.Extract.V); line != "" {
+		fmt.Fprintln(out, line)
+	}
 
 	var events0 map[string]uint64
 	if cfg.Bench {
@@ -482,6 +497,16 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		_ = site.proc.Stop(10 * time.Second)
 		bench.Processes["websim"] = site.proc.Usage()
 		bench.Site = append(bench.Site, "websim")
+		if cfg.Bench && cfg.WebShop {
+			shop, err := ReadShop(sctx, p.Store.Conn(), cfg.CrawlID, site.ready.Hosts, cfg.WebArticles, webSeed, req.Extract != nil)
+			if err != nil {
+				return errors.Join(runErr, stopErr, err)
+			}
+			if req.Documents != nil {
+				shop.KeptDocuments = req.Documents.ContentTypes
+			}
+			bench.Shop = &shop
+		}
 	}
 	if broker != nil {
 		stopBrokerWatch()

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/scope"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -57,6 +59,14 @@ type ScopeFlags struct {
 
 	Priority     Opt[[]crawlspec.PriorityRule] // flag priority (repeatable)
 	BreadthFirst Opt[bool]                     // flag breadth-first
+
+	// Extract (flag extract) is a file holding the crawl's extraction
+	// rules, the request's extract object ({"rules": [...]}); it
+	// replaces the spec file's. Documents (flag documents) are the media
+	// types kept beyond HTML, expanded from the flag's comma-separated
+	// names (libs/doctypes.Expand); they replace the spec file's.
+	Extract   Opt[string]
+	Documents Opt[[]string]
 }
 
 func listFlag(fs *flag.FlagSet, o *Opt[[]string], name, usage string) {
@@ -124,6 +134,18 @@ func (s *ScopeFlags) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	boolFlag(fs, &s.BreadthFirst, "breadth-first", "ignore every priority signal (rules, sitemaps' <priority> and <lastmod>, in-links): each host's URLs go shallowest first (priority.breadth_first)")
+	fs.Func("extract", "a JSON `file` of extraction rules, the crawl request's extract object: {\"rules\": [{\"name\": \"product\", \"pattern\": \"/product/\", \"fields\": [{\"name\": \"price\", \"css\": \".price\", \"type\": \"number\"}, …]}]}; each page takes the fields of the first rule whose pattern matches its URL into documents.fields (extract, replacing the spec file's)", func(v string) error {
+		s.Extract = Opt[string]{V: v, Set: true}
+		return nil
+	})
+	fs.Func("documents", "documents beyond HTML the crawl keeps and reads, comma separated: pdf, office (docx, xlsx, pptx, odt, ods, odp), any of those, all, or media types; \"\" keeps none (documents.content_types, replacing the spec file's)", func(v string) error {
+		types, err := doctypes.Expand(strings.Split(v, ","))
+		if err != nil {
+			return err
+		}
+		s.Documents = Opt[[]string]{V: types, Set: true}
+		return nil
+	})
 	listFlag(fs, &s.Headers, "header", "an extra request header `\"Name: value\"` sent with every request of the crawl, robots.txt included (repeatable; identity.headers; not Cookie, Host, Authorization or hop-by-hop headers)")
 }
 
@@ -207,6 +229,10 @@ func (s ScopeFlags) Apply(req *crawlspec.Request) {
 		req.Identity = &id
 	}
 
+	if s.Documents.Set {
+		req.Documents = &crawlspec.Documents{ContentTypes: append([]string{}, s.Documents.V...)}
+	}
+
 	if s.Priority.Set || s.BreadthFirst.Set {
 		var p crawlspec.Priority
 		if req.Priority != nil {
@@ -243,6 +269,8 @@ func (s ScopeFlags) given() map[string]string {
 		{s.UserAgent.Set, "user-agent", "identity.user_agent"},
 		{s.Headers.Set, "header", "identity.headers"},
 		{s.Priority.Set, "priority", "priority.rules"},
+		{s.Extract.Set, "extract " + s.Extract.V, "extract"},
+		{s.Documents.Set, "documents", "documents.content_types"},
 	} {
 		if f.set {
 			out[f.field] = f.flag
@@ -286,6 +314,13 @@ func (c Config) readRequest(now time.Time) (crawlspec.Request, error) {
 			return req, fmt.Errorf("read spec %s: %w", c.SpecFile, listed(err))
 		}
 	}
+	if c.Scope.Extract.Set {
+		x, err := readExtract(c.Scope.Extract.V)
+		if err != nil {
+			return req, err
+		}
+		req.Extract = x
+	}
 	c.Scope.Apply(&req)
 	switch {
 	case c.CrawlID != "":
@@ -319,6 +354,52 @@ func (c Config) readRequest(now time.Time) (crawlspec.Request, error) {
 		return req, errors.New("nothing to crawl: give -seed, -seeds-file, -demo, -web or seeds in -spec")
 	}
 	return req, nil
+}
+
+// readExtract reads a file of extraction rules, the request's extract
+// object, strictly: an unknown field or a wrong type is an error naming
+// the file and the rule. The rules' values (selectors, patterns, types)
+// are checked with the rest of the request.
+func readExtract(path string) (*crawlspec.Extraction, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read extract rules: %w", err)
+	}
+	var top struct {
+		Rules []json.RawMessage `json:"rules"`
+	}
+	if err := strictJSON(b, &top); err != nil {
+		return nil, fmt.Errorf("extract rules %s: %w (want {\"rules\": [...]})", path, err)
+	}
+	if len(top.Rules) == 0 {
+		return nil, fmt.Errorf("extract rules %s: no rules", path)
+	}
+	x := &crawlspec.Extraction{}
+	for i, raw := range top.Rules {
+		var r crawlspec.ExtractRule
+		if err := strictJSON(raw, &r); err != nil {
+			var named struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(raw, &named) // the name is for the message only
+			return nil, fmt.Errorf("extract rules %s: rule %d (%q): %w", path, i+1, named.Name, err)
+		}
+		x.Rules = append(x.Rules, r)
+	}
+	return x, nil
+}
+
+// strictJSON decodes exactly one JSON value into v, no unknown field.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON value")
+	}
+	return nil
 }
 
 // fieldErrors shows a request's problems one per line, for a terminal;
@@ -435,6 +516,36 @@ func describeScope(req crawlspec.Request, seeds []string) string {
 		}
 		return line
 	}
+}
+
+// describeContent says what the crawl takes beyond links and text: its
+// extraction rules (from file, when --extract gave them) and the
+// documents it keeps; "" when neither.
+func describeContent(req crawlspec.Request, file string) string {
+	var parts []string
+	if x := req.Extract; x != nil && len(x.Rules) > 0 {
+		var names []string
+		for _, r := range x.Rules {
+			plural := "s"
+			if len(r.Fields) == 1 {
+				plural = ""
+			}
+			names = append(names, fmt.Sprintf("%s (%d field%s)", r.Name, len(r.Fields), plural))
+		}
+		line := "extraction rules: " + strings.Join(names, ", ")
+		if file != "" {
+			line += " from " + file
+		}
+		parts = append(parts, line+"; documents.fields holds what they take")
+	}
+	if d := req.Documents; d != nil && len(d.ContentTypes) > 0 {
+		short := make([]string, len(d.ContentTypes))
+		for i, t := range d.ContentTypes {
+			short[i] = doctypes.Short(t)
+		}
+		parts = append(parts, "documents kept beyond HTML: "+strings.Join(short, ", "))
+	}
+	return strings.Join(parts, "\n")
 }
 
 // knownSeeds returns the seeds the launcher knows of: the flags', the

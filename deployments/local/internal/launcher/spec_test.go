@@ -35,11 +35,12 @@ func parse(t *testing.T, args []string, env map[string]string) (Config, error) {
 
 func TestCrawlRequestMerge(t *testing.T) {
 	tests := []struct {
-		name string
-		spec string // file content; "" = no --spec
-		args []string
-		env  map[string]string
-		want crawlspec.Request
+		name    string
+		spec    string // file content; "" = no --spec
+		extract string // --extract file content; "" = no --extract
+		args    []string
+		env     map[string]string
+		want    crawlspec.Request
 	}{
 		{
 			name: "flags only",
@@ -131,6 +132,39 @@ func TestCrawlRequestMerge(t *testing.T) {
 				Identity: &crawlspec.Identity{UserAgent: "filebot (+https://example.org/)", Headers: []string{"X-C: 3"}}},
 		},
 		{
+			name:    "--extract and --documents",
+			extract: `{"rules": [{"name": "product", "pattern": "/product/", "fields": [{"name": "price", "css": ".price", "type": "number"}, {"name": "images", "xpath": "//img/@src", "type": "url", "list": true}]}]}`,
+			args:    []string{"--demo", "--documents", "pdf, docx"},
+			want: crawlspec.Request{CrawlID: "crawl-20261122-040506",
+				Extract: &crawlspec.Extraction{Rules: []crawlspec.ExtractRule{{Name: "product", Pattern: "/product/", Fields: []crawlspec.ExtractField{
+					{Name: "price", CSS: ".price", Type: "number"}, {Name: "images", XPath: "//img/@src", Type: "url", List: true}}}}},
+				Documents: &crawlspec.Documents{ContentTypes: []string{"application/pdf", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}},
+				Limits:    &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
+		},
+		{
+			name:    "--extract and --documents replace the file's, the rest stays",
+			spec:    `{"seeds": ["http://127.0.0.2/"], "extract": {"rules": [{"name": "old", "fields": [{"name": "t", "css": "title"}]}]}, "documents": {"content_types": ["pdf"]}}`,
+			extract: `{"rules": [{"name": "new", "hosts": ["127.0.0.2"], "fields": [{"name": "h", "css": "h1"}]}]}`,
+			args:    []string{"--documents", "office"},
+			want: crawlspec.Request{CrawlID: "crawl-20261122-040506", Seeds: []string{"http://127.0.0.2/"},
+				Extract: &crawlspec.Extraction{Rules: []crawlspec.ExtractRule{{Name: "new", Hosts: []string{"127.0.0.2"}, Fields: []crawlspec.ExtractField{{Name: "h", CSS: "h1"}}}}},
+				Documents: &crawlspec.Documents{ContentTypes: []string{
+					"application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+					"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+					"application/vnd.openxmlformats-officedocument.presentationml.presentation",
+					"application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.spreadsheet",
+					"application/vnd.oasis.opendocument.presentation"}},
+				Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
+		},
+		{
+			name: "the spec file's extract and documents without the flags",
+			spec: `{"seeds": ["http://127.0.0.2/"], "extract": {"rules": [{"name": "old", "fields": [{"name": "t", "css": "title"}]}]}, "documents": {"content_types": ["pdf"]}}`,
+			want: crawlspec.Request{CrawlID: "crawl-20261122-040506", Seeds: []string{"http://127.0.0.2/"},
+				Extract:   &crawlspec.Extraction{Rules: []crawlspec.ExtractRule{{Name: "old", Fields: []crawlspec.ExtractField{{Name: "t", CSS: "title"}}}}},
+				Documents: &crawlspec.Documents{ContentTypes: []string{"pdf"}},
+				Limits:    &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
+		},
+		{
 			name: "spec max_depth 0 means the default",
 			spec: `{"seeds_text": "http://127.0.0.2/\n", "limits": {"max_depth": 0}}`,
 			want: crawlspec.Request{CrawlID: "crawl-20261122-040506", SeedsText: "http://127.0.0.2/\n", Limits: &crawlspec.Limits{MaxDepth: DefaultMaxDepth}},
@@ -141,6 +175,9 @@ func TestCrawlRequestMerge(t *testing.T) {
 			args := tt.args
 			if tt.spec != "" {
 				args = append([]string{"--spec", writeTemp(t, tt.spec)}, args...)
+			}
+			if tt.extract != "" {
+				args = append([]string{"--extract", writeTemp(t, tt.extract)}, args...)
 			}
 			cfg, err := parse(t, args, tt.env)
 			if err != nil {
@@ -257,6 +294,8 @@ func TestFlagsRejected(t *testing.T) {
 		{"priority delta out of range", []string{"--demo", "--priority", "/x/=+5000"}, "delta 5000 not in [-1000, 1000]"},
 		{"breadth-first not a bool", []string{"--demo", "--breadth-first=often"}, "want true or false"},
 		{"nothing to crawl", []string{"--max-pages", "3"}, "nothing to crawl"},
+		{"unknown document type", []string{"--demo", "--documents", "pdf,exe"}, `content type "exe"`},
+		{"document type HTML", []string{"--demo", "--documents", "text/html"}, `content type "text/html"`},
 		{"no restart tolerated", []string{"--demo", "--restart-max", "0"}, "restart-max at least 1"},
 		{"zero back-off", []string{"--demo", "--restart-backoff", "0s"}, "must be positive"},
 		{"back-off above its maximum", []string{"--demo", "--restart-backoff", "1m", "--restart-max-backoff", "10s"}, "above its maximum"},
@@ -268,6 +307,79 @@ func TestFlagsRejected(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.wantMsg)
 			}
 		})
+	}
+}
+
+// TestExtractRejects: a bad --extract file is an error that names the
+// file and, when it is one rule's, the rule: a decoding problem at once, a
+// bad selector, pattern or type as the request's field error "extract
+// (--extract FILE)".
+func TestExtractRejects(t *testing.T) {
+	tests := []struct {
+		name      string
+		file      string
+		wantField bool     // a crawlspec.FieldErrors naming --extract FILE
+		wantMsg   []string // the error also contains these
+	}{
+		{"not JSON", `{"rules": [`, false, []string{"unexpected EOF"}},
+		{"the request, not its extract object", `{"extract": {"rules": []}}`, false, []string{`unknown field "extract"`, `want {"rules": [...]}`}},
+		{"no rules", `{"rules": []}`, false, []string{"no rules"}},
+		{"unknown field of a rule", `{"rules": [{"name": "a", "fields": [{"name": "x", "css": "p"}]}, {"name": "price", "fields": [{"name": "p", "csss": ".price"}]}]}`,
+			false, []string{`rule 2 ("price")`, `unknown field "csss"`}},
+		{"wrong type", `{"rules": [{"name": "list", "fields": [{"name": "x", "css": "p", "list": "yes"}]}]}`, false, []string{`rule 1 ("list")`}},
+		{"bad css", `{"rules": [{"name": "product", "fields": [{"name": "price", "css": "..price"}]}]}`, true, []string{`rule 1 ("product")`, `field 1 ("price")`}},
+		{"bad pattern", `{"rules": [{"name": "ok", "fields": [{"name": "t", "css": "title"}]}, {"name": "broken", "pattern": "(", "fields": [{"name": "t", "css": "title"}]}]}`,
+			true, []string{`rule 2 ("broken")`, "pattern"}},
+		{"css and xpath", `{"rules": [{"name": "both", "fields": [{"name": "t", "css": "title", "xpath": "//title"}]}]}`, true, []string{`rule 1 ("both")`, "give one of them"}},
+		{"bad type", `{"rules": [{"name": "typed", "fields": [{"name": "t", "css": "title", "type": "money"}]}]}`, true, []string{`rule 1 ("typed")`, `type "money"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeTemp(t, tt.file)
+			cfg, err := parse(t, []string{"--demo", "--extract", file}, nil)
+			if err != nil {
+				t.Fatalf("flags: %v", err)
+			}
+			_, err = cfg.CrawlRequest(now)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var fe crawlspec.FieldErrors
+			if got := errors.As(err, &fe); got != tt.wantField {
+				t.Errorf("field errors %v, want %v: %v", got, tt.wantField, err)
+			}
+			if tt.wantField && (len(fe) != 1 || fe[0].Field != "extract (--extract "+file+")") {
+				t.Errorf("field errors %v, want one of field \"extract (--extract %s)\"", fe, file)
+			}
+			for _, w := range append(tt.wantMsg, file) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+	cfg, err := parse(t, []string{"--demo", "--extract", filepath.Join(t.TempDir(), "none.json")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.CrawlRequest(now); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: err = %v, want %v", err, os.ErrNotExist)
+	}
+}
+
+// TestShopRulesFile: the shop's committed rules file is what --extract
+// takes.
+func TestShopRulesFile(t *testing.T) {
+	cfg, err := parse(t, []string{"--demo", "--extract", "../../bench/shop-extract.json", "--documents", "pdf,docx"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := cfg.CrawlRequest(now)
+	if err != nil {
+		t.Fatalf("CrawlRequest: %v", err)
+	}
+	if req.Extract == nil || len(req.Extract.Rules) != 1 || len(req.Extract.Rules[0].Fields) < 10 {
+		t.Errorf("extract %+v, want the product rule", req.Extract)
 	}
 }
 
@@ -420,5 +532,25 @@ func TestBudgetWindow(t *testing.T) {
 	}
 	if l["parser"] != pipeline.DefaultMemoryLimits["parser"] {
 		t.Errorf("budget 21200: parser limit %d, want the default %d", l["parser"], pipeline.DefaultMemoryLimits["parser"])
+	}
+}
+
+// TestDescribeContent: the launcher says at the start which extraction
+// rules (and from which file) and which documents the crawl takes; nothing
+// when it takes neither.
+func TestDescribeContent(t *testing.T) {
+	if got := describeContent(crawlspec.Request{}, ""); got != "" {
+		t.Errorf("no rules nor documents: %q, want nothing", got)
+	}
+	req := crawlspec.Request{
+		Extract: &crawlspec.Extraction{Rules: []crawlspec.ExtractRule{{Name: "product", Fields: make([]crawlspec.ExtractField, 3)},
+			{Name: "list", Fields: make([]crawlspec.ExtractField, 1)}}},
+		Documents: &crawlspec.Documents{ContentTypes: []string{"application/pdf", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}},
+	}
+	got := describeContent(req, "shop.json")
+	for _, want := range []string{"extraction rules: product (3 fields), list (1 field) from shop.json", "documents kept beyond HTML: pdf, docx"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("describeContent = %q, want it to contain %q", got, want)
+		}
 	}
 }

@@ -154,6 +154,8 @@ func (w *Web) serve(h int, rw http.ResponseWriter, r *http.Request) string {
 		return KindRobots
 	case w.cfg.BestDeep:
 		return w.serveDeep(h, rw, r, p)
+	case w.cfg.Shop:
+		return w.serveShop(h, rw, r, p)
 	case p == "/":
 		writeHTML(rw, "", w.index(h))
 		return KindIndex

@@ -26,7 +26,7 @@ type Stats struct {
 	Retries    int `json:"retries"`
 	Offsite    int `json:"offsite"`    // requests to the host outside the crawl
 	Disallowed int `json:"disallowed"` // requests under robots.txt's Disallow
-	Pages      int `json:"pages"`      // distinct content pages fetched (index, lists, articles)
+	Pages      int `json:"pages"`      // distinct content pages fetched (index, lists, articles or products)
 	PagesTotal int `json:"pages_total"`
 	// Trap counts the requests of the calendar trap (bounded only by the
 	// crawl's depth or page limits).
@@ -201,7 +201,7 @@ func (st *stats) record(h int, id, kind string, trapDeep, mostLinked bool, hit H
 		r = &resource{kind: kind}
 		st.res[id] = r
 		s.Distinct++
-		if kind == KindIndex || kind == KindList || kind == KindArticle {
+		if kind == KindIndex || kind == KindList || kind == KindArticle || kind == KindProduct {
 			s.Pages++
 			if mostLinked {
 				s.MostLinked++
@@ -226,7 +226,8 @@ func (st *stats) record(h int, id, kind string, trapDeep, mostLinked bool, hit H
 }
 
 // ContentIDs returns the resource IDs (as Resource.ID) of every content
-// page: each host's index, list pages and articles; Pages() of them.
+// page: each host's index, list pages and articles (a shop's products);
+// Pages() of them.
 func (w *Web) ContentIDs() []string {
 	out := make([]string, 0, w.Pages())
 	if w.cfg.BestDeep {
@@ -234,6 +235,12 @@ func (w *Web) ContentIDs() []string {
 			for n := range deepPages {
 				out = append(out, strconv.Itoa(h)+" "+deepPath(n))
 			}
+		}
+		return out
+	}
+	if w.cfg.Shop {
+		for h := range w.cfg.Hosts {
+			out = append(out, w.shopContentIDs(h)...)
 		}
 		return out
 	}

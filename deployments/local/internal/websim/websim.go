@@ -39,6 +39,9 @@
 // With Config.BestDeep the hosts serve another shape instead (deep.go):
 // sites whose most linked pages sit deepest, for measuring what a crawl
 // stopped by a page budget holds of them (MostLinked, Stats.MostLinked).
+// With Config.Shop they serve shops (shop.go): product pages whose
+// extracted fields and structured data are known in advance (ShopProduct,
+// Tally), with manuals in PDF and spec sheets in docx.
 package websim
 
 import (
@@ -87,6 +90,13 @@ type Config struct {
 	// PerList and the every-n-th features do not apply; robots.txt and
 	// the off-site host do.
 	BestDeep bool
+
+	// Shop serves, instead of the articles, shops (shop.go): a home,
+	// category lists and Articles product pages a host whose values and
+	// structured data are known in advance (ShopProduct), some with a
+	// manual (PDF) and a spec sheet (docx). The every-n-th features do
+	// not apply; robots.txt and the off-site host do.
+	Shop bool
 
 	BigBytes  int           // default 5 MiB
 	SlowDelay time.Duration // default 2s
@@ -170,6 +180,12 @@ func (c Config) Validate() error {
 		if last := addrAt(c.FirstAddr, c.Hosts); !last.IsValid() || !last.IsLoopback() {
 			errs = append(errs, fmt.Errorf("first address %s: %d hosts and the off-site host leave 127.0.0.0/8", c.FirstAddr, c.Hosts))
 		}
+	}
+	if c.Shop && c.BestDeep {
+		errs = append(errs, errors.New("shop and best-deep: serve one shape"))
+	}
+	if c.Shop && c.Articles < shopCategories {
+		errs = append(errs, fmt.Errorf("articles %d: a shop wants at least %d products, one a category", c.Articles, shopCategories))
 	}
 	if c.BigBytes < 0 || c.SlowDelay < 0 {
 		errs = append(errs, errors.New("big bytes and slow delay must not be negative"))
@@ -331,7 +347,7 @@ type Ready struct {
 // TrapHosts returns the number of hosts that serve a calendar trap.
 func (w *Web) TrapHosts() int {
 	n := 0
-	if w.cfg.BestDeep {
+	if w.cfg.BestDeep || w.cfg.Shop {
 		return 0
 	}
 	for h := range w.cfg.Hosts {
@@ -347,6 +363,9 @@ func (w *Web) TrapHosts() int {
 func (w *Web) Pages() int {
 	if w.cfg.BestDeep {
 		return w.cfg.Hosts * deepPages
+	}
+	if w.cfg.Shop {
+		return w.cfg.Hosts * w.shopPages()
 	}
 	return w.cfg.Hosts * (1 + w.lists() + w.cfg.Articles)
 }
