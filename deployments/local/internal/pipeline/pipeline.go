@@ -237,13 +237,23 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 			return nil, err
 		}
 	}
-	if _, err := p.StartService(ctx, "parser", "parser", nil); err != nil {
+	if _, err := p.StartService(ctx, "parser", "parser", p.parserArgs()); err != nil {
 		return nil, err
 	}
 	if _, err := p.StartService(ctx, "proxypool", "proxypool", nil); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// parserArgs are the parser's own flags: PDFium's compiled module is kept
+// in DataDir/pdfium, so that a restarted parser's first PDF (and the next
+// crawl's) costs about 0.1 s instead of 2-10 s of compilation.
+func (p *Pipeline) parserArgs() []string {
+	if p.cfg.DataDir == "" {
+		return nil
+	}
+	return []string{"--pdf-cache-dir", filepath.Join(p.cfg.DataDir, "pdfium")}
 }
 
 // FetcherDelay is the fetchers' --delay for a crawl's delay d: the
