@@ -482,6 +482,18 @@ func TestCrawlLifecycle(t *testing.T) {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
 		docs = append(docs, d)
+		// The structured data and the fields are JSON values, not texts;
+		// empty ones are [] and {}.
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &keys); err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range map[string]string{"json_ld": `[{"@type":"Product","name":"Kettle"}]`, "fields": `{"name":"Kettle","price":19.5}`,
+			"opengraph": `{}`, "microdata": `[]`, "properties": `{}`, "language_detected": `"en"`} {
+			if string(keys[k]) != want {
+				t.Errorf("document line: %s = %s, want %s", k, keys[k], want)
+			}
+		}
 	}
 	if len(docs) != 1 || docs[0].URL != "http://127.0.0.2/a" || docs[0].Title != "Newer title" || docs[0].Status != 200 {
 		t.Errorf("documents = %+v", docs)
@@ -537,7 +549,8 @@ func insertRows(t *testing.T, s *chstore.Store) {
 	})
 	insert(t, ctx, s, chstore.Documents, []chstore.DocumentRow{
 		{CrawlID: "life", URLFP: 1, URL: "http://127.0.0.2/a", Host: "127.0.0.2", Status: 200, Title: "Old title", FetchedAt: now.Add(-time.Hour)},
-		{CrawlID: "life", URLFP: 1, URL: "http://127.0.0.2/a", Host: "127.0.0.2", Status: 200, Title: "Newer title", FetchedAt: now},
+		{CrawlID: "life", URLFP: 1, URL: "http://127.0.0.2/a", Host: "127.0.0.2", Status: 200, Title: "Newer title", FetchedAt: now,
+			JSONLD: `[{"@type":"Product","name":"Kettle"}]`, Fields: `{"name":"Kettle","price":19.5}`, LanguageDetected: "en"},
 		{CrawlID: "other", URLFP: 4, URL: "http://127.0.0.2/d", Status: 200, FetchedAt: now},
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/trawl-crawler/trawl/libs/chexport"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/libs/fieldrules"
@@ -919,6 +920,17 @@ type Document struct {
 	ContentType string    `json:"content_type"`
 	Language    string    `json:"language"`
 	Outlinks    uint32    `json:"outlinks"`
+	// The page's structured data and what the crawl took from it, as JSON
+	// values (the documents table's texts, `[]` and `{}` when empty):
+	// JSON-LD items, OpenGraph and Twitter card properties, microdata
+	// items, the language detected from the text, the fields of the
+	// crawl's extraction rule, and a PDF's or office file's properties.
+	JSONLD           chexport.JSONArray  `json:"json_ld"`
+	OpenGraph        chexport.JSONObject `json:"opengraph"`
+	Microdata        chexport.JSONArray  `json:"microdata"`
+	LanguageDetected string              `json:"language_detected"`
+	Fields           chexport.JSONObject `json:"fields"`
+	Properties       chexport.JSONObject `json:"properties"`
 }
 
 // StatusDeleted is the status of a deleted crawl (CrawlSpec.deleted_at):

@@ -123,7 +123,7 @@ func (s *Stats) Documents(ctx context.Context, crawlID string, fn func(jobs.Docu
 		"max_block_size":                 documentRowsPerBlock,
 		"max_bytes_before_external_sort": documentSortBytes,
 	})
-	rows, err := s.store.Conn().Query(qctx, `SELECT url, host, fetched_at, status, title, text, content_type, language, outlinks
+	rows, err := s.store.Conn().Query(qctx, `SELECT url, host, fetched_at, status, title, text, content_type, language, outlinks, `+documentExtras+`
 FROM documents WHERE crawl_id = ? ORDER BY url, fetched_at DESC`, crawlID)
 	if err != nil {
 		return fmt.Errorf("query documents: %w", err)
@@ -144,7 +144,7 @@ FROM documents WHERE crawl_id = ? ORDER BY url, fetched_at DESC`, crawlID)
 			d  jobs.Document
 			at time.Time
 		)
-		if err := rows.Scan(&d.URL, &d.Host, &at, &d.Status, &d.Title, &d.Text, &d.ContentType, &d.Language, &d.Outlinks); err != nil {
+		if err := rows.Scan(append([]any{&d.URL, &d.Host, &at, &d.Status, &d.Title, &d.Text, &d.ContentType, &d.Language, &d.Outlinks}, extrasOf(&d)...)...); err != nil {
 			return fmt.Errorf("scan document: %w", err)
 		}
 		d.FetchedAt = at.UTC()
@@ -178,6 +178,16 @@ FROM documents WHERE crawl_id = ? ORDER BY url, fetched_at DESC`, crawlID)
 		}
 	}
 	return nil
+}
+
+// documentExtras are the documents columns read into a jobs.Document past
+// its first nine, in extrasOf's order.
+const documentExtras = `json_ld, opengraph, microdata, language_detected, fields, properties`
+
+// extrasOf are the destinations of documentExtras in d.
+func extrasOf(d *jobs.Document) []any {
+	return []any{(*string)(&d.JSONLD), (*string)(&d.OpenGraph), (*string)(&d.Microdata), &d.LanguageDetected,
+		(*string)(&d.Fields), (*string)(&d.Properties)}
 }
 
 // carriedBatch is how many carried-over pages are resolved at once: their
@@ -269,7 +279,7 @@ func (c *carriedDocs) lookup(ctx context.Context, from string, fps []uint64) (ma
 	for i, fp := range fps {
 		in[i] = strconv.FormatUint(fp, 10) // numbers: inlined, they inject nothing (18.16 binds no arrays)
 	}
-	rows, err := c.store.Conn().Query(ctx, `SELECT url_fp, host, fetched_at, status, title, text, content_type, language, outlinks
+	rows, err := c.store.Conn().Query(ctx, `SELECT url_fp, host, fetched_at, status, title, text, content_type, language, outlinks, `+documentExtras+`
 FROM documents WHERE crawl_id = ? AND url_fp IN (`+strings.Join(in, ",")+`)`, from)
 	if err != nil {
 		return nil, fmt.Errorf("query carried-over documents of crawl %s: %w", from, err)
@@ -282,7 +292,7 @@ FROM documents WHERE crawl_id = ? AND url_fp IN (`+strings.Join(in, ",")+`)`, fr
 			d  jobs.Document
 			at time.Time
 		)
-		if err := rows.Scan(&fp, &d.Host, &at, &d.Status, &d.Title, &d.Text, &d.ContentType, &d.Language, &d.Outlinks); err != nil {
+		if err := rows.Scan(append([]any{&fp, &d.Host, &at, &d.Status, &d.Title, &d.Text, &d.ContentType, &d.Language, &d.Outlinks}, extrasOf(&d)...)...); err != nil {
 			return nil, fmt.Errorf("scan carried-over document: %w", err)
 		}
 		d.FetchedAt = at.UTC()
