@@ -261,7 +261,7 @@ func endValue(s string, i int) int {
 // columns (its parquet tags), then a column per field of the export's
 // fieldSet. Its row groups are bounded as parquetEncoder's.
 type documentParquetEncoder struct {
-	w       *parquet.Writer
+	w       *parquet.GenericWriter[any]
 	static  *parquet.Schema // DocumentRow's
 	nstatic int             // its columns: the first field column's index
 	fs      *fieldSet
@@ -284,7 +284,7 @@ func newDocumentParquetEncoder(w io.Writer, fs *fieldSet) *documentParquetEncode
 		root = append(root, namedField{Node: parquet.Optional(leaf), name: fieldPrefix + name})
 	}
 	return &documentParquetEncoder{
-		w: parquet.NewWriter(w, parquet.NewSchema("documents", root),
+		w: parquet.NewGenericWriter[any](w, parquet.NewSchema("documents", root),
 			parquet.Compression(&snappy.Codec{}),
 			parquet.WriteBufferSize(writeBuffer),
 			parquet.CreatedBy("trawl", "chexport", "")),

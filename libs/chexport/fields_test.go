@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"io"
 	"path/filepath"
 	"reflect"
@@ -314,7 +315,7 @@ func readParquetRows(t *testing.T, file *parquet.File) []map[string]parquet.Valu
 				}
 				out = append(out, m)
 			}
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {

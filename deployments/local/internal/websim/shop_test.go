@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"io"
 	"net/http"
 	"net/netip"
@@ -277,7 +278,7 @@ func checkDocx(t *testing.T, p Product, body []byte) {
 	dec := xml.NewDecoder(strings.NewReader(parts["word/document.xml"]))
 	for {
 		tok, err := dec.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
