@@ -113,7 +113,9 @@ type Config struct {
 	// directory is created if missing; "" compiles in memory every time.
 	CacheDir string
 	// PDFMemory bounds the WebAssembly memory of each PDF being read
-	// (default 256 MiB): a PDF that needs more ends in kind "too_large".
+	// (default 128 MiB): a PDF that needs more ends in kind "too_large".
+	// The Go heap holds that memory, and up to twice as much more while it
+	// grows (copies) and until the collector frees it.
 	PDFMemory int64
 	// PDFWorkers is the most PDFs read at once (default GOMAXPROCS); more
 	// wait, within their MaxTime.
@@ -134,7 +136,7 @@ type Extractor struct {
 // New returns an Extractor; nothing is started until the first PDF.
 func New(cfg Config) *Extractor {
 	if cfg.PDFMemory <= 0 {
-		cfg.PDFMemory = 256 << 20
+		cfg.PDFMemory = 128 << 20
 	}
 	if cfg.PDFWorkers <= 0 {
 		cfg.PDFWorkers = runtime.GOMAXPROCS(0)

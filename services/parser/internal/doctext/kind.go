@@ -100,6 +100,15 @@ func sniff(body []byte) string {
 	}
 	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
 	if err != nil {
+		// A cut zip has no central directory, but its local headers
+		// still name the parts: the reader will say it is truncated.
+		for _, p := range [...]struct{ name, format string }{
+			{"word/document.xml", FormatDOCX}, {"xl/workbook.xml", FormatXLSX}, {"ppt/presentation.xml", FormatPPTX},
+		} {
+			if bytes.Contains(body, []byte(p.name)) {
+				return p.format
+			}
+		}
 		return ""
 	}
 	for i, f := range zr.File {
