@@ -213,14 +213,19 @@ func buildZip(t testing.TB, entries ...zipEntry) []byte {
 	return buf.Bytes()
 }
 
-// docx returns a minimal docx whose document.xml is doc.
-func docx(t testing.TB, doc zipEntry) []byte {
+// docx returns a minimal docx whose document.xml is doc, and whose
+// document relationships are rels (if any).
+func docx(t testing.TB, doc zipEntry, rels ...string) []byte {
 	doc.name = "word/document.xml"
-	return buildZip(t,
+	extra := []zipEntry{}
+	if len(rels) > 0 {
+		extra = append(extra, zipEntry{name: "word/_rels/document.xml.rels", data: `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` + strings.Join(rels, "") + `</Relationships>`})
+	}
+	return buildZip(t, append(extra,
 		zipEntry{name: "[Content_Types].xml", data: `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`},
 		zipEntry{name: "_rels/.rels", data: `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`},
 		doc,
-	)
+	)...)
 }
 
 // TestRepeated checks the cheap large documents against the slow way.

@@ -104,7 +104,9 @@ func (a *archive) odfContent(format string, out *collector) error {
 					out.write("\t")
 				}
 			case "line-break":
-				out.write("\n")
+				if skip == 0 {
+					out.write("\n")
+				}
 			case "a":
 				out.link(attrNS(t, "xlink", "href"))
 			case "table-cell", "covered-table-cell":
@@ -152,7 +154,7 @@ func (a *archive) odfContent(format string, out *collector) error {
 		case xml.EndElement:
 			switch t.Name.Local {
 			case "p", "h":
-				if inCell == 0 {
+				if inCell == 0 && skip == 0 {
 					out.endBlock()
 				}
 			case "table-cell", "covered-table-cell":

@@ -160,7 +160,9 @@ func (a *archive) docx(out *collector) error {
 						out.link(u)
 					}
 				}
-			case "delText", "instrText", "del":
+			case "delText", "instrText", "del", "Fallback":
+				// Deleted text, field codes, and the copy of a text box
+				// for readers that do not know its drawing.
 				skip++
 			}
 		case xml.EndElement:
@@ -175,7 +177,7 @@ func (a *archive) docx(out *collector) error {
 				inCell--
 			case "tr":
 				out.endBlock()
-			case "delText", "instrText", "del":
+			case "delText", "instrText", "del", "Fallback":
 				skip--
 			case "tabs":
 				tabs--
@@ -386,11 +388,13 @@ func (a *archive) pptx(out *collector) error {
 			return err
 		}
 		hyperlinks(out, srs)
-		inT := false
+		inT, skip := false, 0
 		err = a.walk(sl, func(tok xml.Token) error {
 			switch t := tok.(type) {
 			case xml.StartElement:
 				switch t.Name.Local {
+				case "Fallback":
+					skip++
 				case "t":
 					inT = true
 				case "br":
@@ -400,13 +404,15 @@ func (a *archive) pptx(out *collector) error {
 				}
 			case xml.EndElement:
 				switch t.Name.Local {
+				case "Fallback":
+					skip--
 				case "t":
 					inT = false
 				case "p":
 					out.endBlock()
 				}
 			case xml.CharData:
-				if inT {
+				if inT && skip == 0 {
 					out.write(string(t))
 				}
 			}
