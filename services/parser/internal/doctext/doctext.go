@@ -181,14 +181,14 @@ func (e *Extractor) pdfRuntime() (*pdfRuntime, error) {
 // properties), and ErrorKind(err) names the cause for
 // document_meta.parse_error.
 func (e *Extractor) Extract(ctx context.Context, contentType string, body []byte, base *url.URL, lim Limits) (doc Doc, err error) {
-	lim = lim.withDefaults()
-	ctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
-	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
 			err = &Error{Kind: KindPanic, Err: fmt.Errorf("%v\n%s", r, debug.Stack())}
 		}
 	}()
+	lim = lim.withDefaults()
+	ctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
+	defer cancel()
 	kind := Kind(contentType, body)
 	out := newCollector(ctx, base, lim)
 	switch kind {

@@ -266,3 +266,13 @@ func TestClose(t *testing.T) {
 		t.Errorf("after Close: %v", err)
 	}
 }
+
+// TestPanicRecovered: a panic inside Extract (here context.WithTimeout's,
+// on a nil context) is an error of kind panic, not a crash.
+func TestPanicRecovered(t *testing.T) {
+	var ctx context.Context
+	_, err := testExtractor.Extract(ctx, "", readCorpus(t, "report.docx"), nil, Limits{})
+	if ErrorKind(err) != KindPanic || !strings.Contains(err.Error(), "nil parent") {
+		t.Errorf("err %v, want kind panic", err)
+	}
+}

@@ -41,7 +41,7 @@ var mediaTypes = map[string]string{
 }
 
 // MediaTypes returns the media types Extract reads (for a crawl spec's
-// documents.content_types), sorted by format.
+// documents.content_types), each with its format.
 func MediaTypes() map[string]string {
 	m := make(map[string]string, len(mediaTypes))
 	for k, v := range mediaTypes {
