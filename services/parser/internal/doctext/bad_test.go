@@ -71,6 +71,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{name: "encrypted pdf", body: readCorpus(t, "encrypted.pdf"), want: KindEncrypted},
 		{name: "truncated pdf", body: report[:len(report)/2], want: KindTruncated},
+		{name: "pdf cut near its end", body: report[:len(report)*99/100], want: KindTruncated},
 		{name: "pdf cut in its header", body: report[:20], want: KindTruncated},
 		{name: "malformed pdf", body: malformed, want: KindMalformed},
 		{name: "pdf bomb", ext: bombExtractor, body: bomb, want: KindTooLarge, maxAlloc: 4 * 64 << 20},
