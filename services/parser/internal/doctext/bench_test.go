@@ -57,7 +57,8 @@ func pdftotext(tb testing.TB, name string, layout bool) (string, bool) {
 }
 
 // BenchmarkPDF reads every PDF of the corpus: CPU time per page, the peak
-// growth of the Go heap reading the file once (after a collection), and (once per file, printed) the words and word pairs of
+// growth of the Go heap reading the file once (after a collection), the
+// WebAssembly memory of the instance that read it (kept for the next PDF), and (once per file, printed) the words and word pairs of
 // pdftotext's text (poppler-utils) found in ours.
 func BenchmarkPDF(b *testing.B) {
 	ctx := context.Background()
@@ -71,7 +72,7 @@ func BenchmarkPDF(b *testing.B) {
 		words                            int
 		plainW, plainB, layoutW, layoutB float64
 		cpuPage                          time.Duration
-		peak                             int64
+		peak, wasm                       int64
 	}
 	var rows []row
 	var refAll, gotAll []string
@@ -84,7 +85,7 @@ func BenchmarkPDF(b *testing.B) {
 		if err != nil {
 			b.Fatalf("%s: %v", name, err)
 		}
-		r := row{name: name, pages: doc.Properties.Pages, peak: peak()}
+		r := row{name: name, pages: doc.Properties.Pages, peak: peak(), wasm: idleWasmMemory(b)}
 		got := words(doc.Text)
 		r.words = len(got)
 		if plain, ok := pdftotext(b, name, false); ok {
@@ -115,10 +116,10 @@ func BenchmarkPDF(b *testing.B) {
 	if !havePoppler {
 		fmt.Println("pdftotext not found (apt-get install poppler-utils): no comparison with poppler")
 	}
-	fmt.Printf("%-36s %5s %6s %14s %14s %14s %14s %12s %10s\n", "pdf", "pages", "words", "pdftotext w%", "bigrams%", "-layout w%", "bigrams%", "cpu ms/page", "peak MB")
+	fmt.Printf("%-36s %5s %6s %14s %14s %14s %14s %12s %10s %10s\n", "pdf", "pages", "words", "pdftotext w%", "bigrams%", "-layout w%", "bigrams%", "cpu ms/page", "heap MB", "wasm MB")
 	for _, r := range rows {
-		fmt.Printf("%-36s %5d %6d %14.1f %14.1f %14.1f %14.1f %12.2f %10.1f\n", r.name, r.pages, r.words,
-			100*r.plainW, 100*r.plainB, 100*r.layoutW, 100*r.layoutB, float64(r.cpuPage.Microseconds())/1000, float64(r.peak)/(1<<20))
+		fmt.Printf("%-36s %5d %6d %14.1f %14.1f %14.1f %14.1f %12.2f %10.1f %10.1f\n", r.name, r.pages, r.words,
+			100*r.plainW, 100*r.plainB, 100*r.layoutW, 100*r.layoutB, float64(r.cpuPage.Microseconds())/1000, float64(r.peak)/(1<<20), float64(r.wasm)/(1<<20))
 	}
 	if havePoppler {
 		fmt.Printf("%-36s %5s %6d %14.1f %14.1f %14.1f %14.1f\n", "all", "", len(gotAll),
@@ -193,4 +194,24 @@ func dirSize(dir string) (int64, error) {
 		return err
 	})
 	return n, err
+}
+
+// idleWasmMemory is the WebAssembly memory of the idle PDF instance of
+// testExtractor (the benchmarks read one PDF at a time: the one that read
+// the last PDF, unless it was thrown away).
+func idleWasmMemory(tb testing.TB) int64 {
+	rt, err := testExtractor.pdfRuntime()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inst, err := rt.pool.GetInstanceWithContext(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer inst.Close()
+	size, ok := wasmMemorySize(inst)
+	if !ok {
+		tb.Fatal("no memory size")
+	}
+	return int64(size)
 }
