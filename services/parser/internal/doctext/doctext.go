@@ -113,7 +113,9 @@ type Config struct {
 	// directory is created if missing; "" compiles in memory every time.
 	CacheDir string
 	// PDFMemory bounds the WebAssembly memory of each PDF being read
-	// (default 128 MiB): a PDF that needs more ends in kind "too_large".
+	// (default 128 MiB, at least 32 MiB): a PDF that needs more ends in
+	// kind "too_large". It must exceed the largest PDF body: the body is
+	// copied into that memory.
 	// The Go heap holds that memory, and up to twice as much more while it
 	// grows (copies) and until the collector frees it.
 	PDFMemory int64
@@ -135,8 +137,12 @@ type Extractor struct {
 
 // New returns an Extractor; nothing is started until the first PDF.
 func New(cfg Config) *Extractor {
-	if cfg.PDFMemory <= 0 {
+	switch {
+	case cfg.PDFMemory <= 0:
 		cfg.PDFMemory = 128 << 20
+	case cfg.PDFMemory < 32<<20:
+		// PDFium's initial memory is 18 MB.
+		cfg.PDFMemory = 32 << 20
 	}
 	if cfg.PDFWorkers <= 0 {
 		cfg.PDFWorkers = runtime.GOMAXPROCS(0)
