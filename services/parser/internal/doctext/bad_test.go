@@ -45,6 +45,18 @@ func TestBadInput(t *testing.T) {
 <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
 <!ENTITY lol9 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">]>
 <w:document xmlns:w="w"><w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>`})
+	// A password-protected ODF file: its manifest says content.xml is
+	// encrypted (as LibreOffice writes it), its bytes are noise.
+	odtLocked := buildZip(t,
+		zipEntry{name: "mimetype", data: "application/vnd.oasis.opendocument.text"},
+		zipEntry{name: "META-INF/manifest.xml", data: `<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"><manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/><manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml" manifest:size="3000"><manifest:encryption-data manifest:checksum-type="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0#sha256-1k" manifest:checksum="x"><manifest:algorithm manifest:algorithm-name="http://www.w3.org/2001/04/xmlenc#aes256-cbc" manifest:initialisation-vector="x"/></manifest:encryption-data></manifest:file-entry></manifest:manifest>`},
+		zipEntry{name: "content.xml", data: string(garbage[:3000])})
+	// A password-protected docx: an OLE compound file (its header and the
+	// names of its streams, UTF-16LE, as Office writes them).
+	docxLocked := append(append([]byte{}, cfbMagic...), make([]byte, 504)...)
+	docxLocked = append(docxLocked, utf16le("EncryptionInfo")...)
+	docxLocked = append(docxLocked, utf16le("EncryptedPackage")...)
+	legacyDoc := append(append([]byte{}, cfbMagic...), utf16le("WordDocument")...)
 	odtNoContent := buildZip(t, zipEntry{name: "mimetype", data: "application/vnd.oasis.opendocument.text"}, zipEntry{name: "meta.xml", data: "<office:document-meta/>"})
 
 	bombExtractor := New(Config{CacheDir: testExtractor.cfg.CacheDir, PDFMemory: 64 << 20, PDFWorkers: 1})
@@ -83,6 +95,9 @@ func TestBadInput(t *testing.T) {
 		{name: "slow docx", body: slowDocx, lim: Limits{MaxTime: 100 * time.Millisecond, MaxDecompressed: 128 << 20}, want: KindTimeout},
 		{name: "truncated docx", body: reportDocx[:len(reportDocx)-200], want: KindTruncated},
 		{name: "odt without content", body: odtNoContent, want: KindMalformed},
+		{name: "encrypted odt", body: odtLocked, want: KindEncrypted},
+		{name: "encrypted docx", contentType: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", body: docxLocked, want: KindEncrypted},
+		{name: "legacy doc named docx", contentType: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", body: legacyDoc, want: KindUnsupported},
 		{name: "not a zip", contentType: "application/vnd.oasis.opendocument.text", body: []byte("hello"), want: KindMalformed},
 		{name: "html", contentType: "text/html", body: []byte("<p>hi"), want: KindUnsupported},
 	}
