@@ -162,7 +162,7 @@ func (p *pdfReader) read() error {
 	}
 	if !hasEOF(p.body) {
 		// PDFium rebuilds what it can of a cut file; say it was cut.
-		return errorf(KindTruncated, errors.New("pdf ends without %EOF"))
+		return errorf(KindTruncated, errors.New("pdf ends without %%EOF"))
 	}
 	return nil
 }
