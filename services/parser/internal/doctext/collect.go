@@ -72,7 +72,8 @@ func (c *collector) tail() string {
 // link adds a link, resolved against base; only http(s) URLs are kept.
 func (c *collector) link(raw string) {
 	raw = strings.TrimSpace(raw)
-	if raw == "" || len(raw) > 4096 || len(c.links) >= 10000 {
+	if raw == "" || raw[0] == '#' || len(raw) > 4096 || len(c.links) >= 10000 {
+		// Empty, a place in the document itself, or past the bounds.
 		return
 	}
 	u, err := url.Parse(raw)

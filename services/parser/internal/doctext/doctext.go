@@ -113,7 +113,11 @@ type Config struct {
 	// directory is created if missing; "" compiles in memory every time.
 	CacheDir string
 	// PDFMemory bounds the WebAssembly memory of each PDF being read
-	// (default 256 MiB): a PDF that needs more ends in kind "too_large".
+	// (default 128 MiB, at least 32 MiB): a PDF that needs more ends in
+	// kind "too_large". It must exceed the largest PDF body: the body is
+	// copied into that memory.
+	// The Go heap holds that memory, and up to twice as much more while it
+	// grows (copies) and until the collector frees it.
 	PDFMemory int64
 	// PDFWorkers is the most PDFs read at once (default GOMAXPROCS); more
 	// wait, within their MaxTime.
@@ -133,8 +137,12 @@ type Extractor struct {
 
 // New returns an Extractor; nothing is started until the first PDF.
 func New(cfg Config) *Extractor {
-	if cfg.PDFMemory <= 0 {
-		cfg.PDFMemory = 256 << 20
+	switch {
+	case cfg.PDFMemory <= 0:
+		cfg.PDFMemory = 128 << 20
+	case cfg.PDFMemory < 32<<20:
+		// PDFium's initial memory is 18 MB.
+		cfg.PDFMemory = 32 << 20
 	}
 	if cfg.PDFWorkers <= 0 {
 		cfg.PDFWorkers = runtime.GOMAXPROCS(0)
@@ -179,14 +187,14 @@ func (e *Extractor) pdfRuntime() (*pdfRuntime, error) {
 // properties), and ErrorKind(err) names the cause for
 // document_meta.parse_error.
 func (e *Extractor) Extract(ctx context.Context, contentType string, body []byte, base *url.URL, lim Limits) (doc Doc, err error) {
-	lim = lim.withDefaults()
-	ctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
-	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
 			err = &Error{Kind: KindPanic, Err: fmt.Errorf("%v\n%s", r, debug.Stack())}
 		}
 	}()
+	lim = lim.withDefaults()
+	ctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
+	defer cancel()
 	kind := Kind(contentType, body)
 	out := newCollector(ctx, base, lim)
 	switch kind {

@@ -11,8 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"go.uber.org/goleak"
 )
 
 func TestKind(t *testing.T) {
@@ -237,5 +240,39 @@ func TestLazyPDF(t *testing.T) {
 	}
 	if e.pdf != nil {
 		t.Error("reading a docx started the PDF runtime")
+	}
+}
+
+// TestClose: an Extractor that read PDFs leaves no goroutine behind once
+// closed, and refuses PDFs after.
+func TestClose(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	e := New(Config{CacheDir: testExtractor.cfg.CacheDir, PDFWorkers: 2})
+	var wg sync.WaitGroup
+	for _, f := range []string{"deck.pdf", "columns.pdf", "report.pdf", "sales.xlsx"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.Extract(context.Background(), "", readCorpus(t, f), nil, Limits{}); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Extract(context.Background(), "", readCorpus(t, "deck.pdf"), nil, Limits{}); ErrorKind(err) != KindUnsupported {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+// TestPanicRecovered: a panic inside Extract (here context.WithTimeout's,
+// on a nil context) is an error of kind panic, not a crash.
+func TestPanicRecovered(t *testing.T) {
+	var ctx context.Context
+	_, err := testExtractor.Extract(ctx, "", readCorpus(t, "report.docx"), nil, Limits{})
+	if ErrorKind(err) != KindPanic || !strings.Contains(err.Error(), "nil parent") {
+		t.Errorf("err %v, want kind panic", err)
 	}
 }

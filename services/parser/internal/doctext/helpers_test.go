@@ -4,7 +4,10 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"encoding/binary"
 	"fmt"
+	"hash/adler32"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -35,22 +38,13 @@ func readCorpus(t testing.TB, name string) []byte {
 	return b
 }
 
-// buildPDF writes a one-page PDF whose page content is content (deflated
-// when deflate is set), with Helvetica as /F1, and a correct xref table.
-func buildPDF(t testing.TB, content []byte, deflate bool) []byte {
+// buildPDF writes a one-page PDF whose page content is stream (a zlib
+// stream, FlateDecode, when deflated is set), with Helvetica as /F1, and a
+// correct xref table.
+func buildPDF(t testing.TB, stream []byte, deflated bool) []byte {
 	t.Helper()
-	stream, filter := content, ""
-	if deflate {
-		var buf bytes.Buffer
-		zw, err := flate.NewWriter(&buf, flate.BestCompression)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// zlib framing: PDF's FlateDecode is zlib, header 78 DA.
-		zw.Write(content)
-		zw.Close()
-		stream = append([]byte{0x78, 0xda}, buf.Bytes()...)
-		stream = append(stream, adler32(content)...)
+	filter := ""
+	if deflated {
 		filter = "/Filter /FlateDecode "
 	}
 	objs := []string{
@@ -84,29 +78,105 @@ func buildPDF(t testing.TB, content []byte, deflate bool) []byte {
 	return out.Bytes()
 }
 
-func adler32(b []byte) []byte {
-	const mod = 65521
-	a, s := uint32(1), uint32(0)
-	for len(b) > 0 {
-		n := min(len(b), 5552)
-		for _, c := range b[:n] {
-			a += uint32(c)
-			s += a
-		}
-		a %= mod
-		s %= mod
-		b = b[n:]
-	}
-	v := s<<16 | a
-	return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+// repeated is a large document made cheaply: head, then unit repeated,
+// then tail, as a raw deflate stream built from one compressed chunk of
+// units copied over and over. A chunk (≥ 64 KiB, whole units) decodes the
+// same after any earlier chunk, since its back references reach at most
+// 32 KiB into identical bytes.
+type repeated struct {
+	deflate []byte
+	size    int64  // decompressed
+	crc     uint32 // CRC-32 of the decompressed bytes (zip)
+	adler   uint32 // Adler-32 of the decompressed bytes (zlib)
 }
 
-// zipEntry is a file of a zip built by buildZip; a non-nil r streams the
-// content (for large generated entries).
+func makeRepeated(t testing.TB, head, unit string, minSize int64, tail string) repeated {
+	t.Helper()
+	chunk := strings.Repeat(unit, (64<<10)/len(unit)+1)
+	k := max(2, (minSize+int64(len(chunk))-1)/int64(len(chunk)))
+	var buf bytes.Buffer
+	zw, err := flate.NewWriter(&buf, flate.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := func(s string) []byte {
+		buf.Reset()
+		io.WriteString(zw, s)
+		zw.Flush()
+		return bytes.Clone(buf.Bytes())
+	}
+	h, first, next := part(head), part(chunk), part(chunk)
+	buf.Reset()
+	io.WriteString(zw, tail)
+	zw.Close()
+	end := bytes.Clone(buf.Bytes())
+
+	var out bytes.Buffer
+	out.Write(h)
+	out.Write(first)
+	for range k - 1 {
+		out.Write(next)
+	}
+	out.Write(end)
+
+	crc := crc32.NewIEEE()
+	io.WriteString(crc, head)
+	for range k {
+		io.WriteString(crc, chunk)
+	}
+	io.WriteString(crc, tail)
+
+	ad := adler32.Checksum([]byte(head))
+	ad = adlerCombine(ad, adlerRepeat(adler32.Checksum([]byte(chunk)), int64(len(chunk)), k), int64(len(chunk))*k)
+	ad = adlerCombine(ad, adler32.Checksum([]byte(tail)), int64(len(tail)))
+	return repeated{deflate: out.Bytes(), size: int64(len(head)) + int64(len(chunk))*k + int64(len(tail)), crc: crc.Sum32(), adler: ad}
+}
+
+// zlib frames the stream (PDF's FlateDecode).
+func (r repeated) zlib() []byte {
+	out := append([]byte{0x78, 0xda}, r.deflate...)
+	return binary.BigEndian.AppendUint32(out, r.adler)
+}
+
+// adlerCombine is zlib's adler32_combine: the checksum of A+B from those of
+// A and B and B's length.
+func adlerCombine(a1, a2 uint32, len2 int64) uint32 {
+	const base = 65521
+	rem := uint32(len2 % base)
+	sum1 := a1 & 0xffff
+	sum2 := uint32((uint64(rem) * uint64(sum1)) % base)
+	sum1 += (a2 & 0xffff) + base - 1
+	sum2 += (a1 >> 16) + (a2 >> 16) + base - rem
+	for sum1 >= base {
+		sum1 -= base
+	}
+	for sum2 >= base {
+		sum2 -= base
+	}
+	return sum2<<16 | sum1
+}
+
+// adlerRepeat is the checksum of k copies of a block of length n whose
+// checksum is a.
+func adlerRepeat(a uint32, n, k int64) uint32 {
+	res, resLen := uint32(1), int64(0)
+	for ; k > 0; k >>= 1 {
+		if k&1 == 1 {
+			res = adlerCombine(res, a, n)
+			resLen += n
+		}
+		a = adlerCombine(a, a, n)
+		n *= 2
+	}
+	return res
+}
+
+// zipEntry is a file of a zip built by buildZip; a non-nil raw is stored
+// as it is (already deflated).
 type zipEntry struct {
 	name string
 	data string
-	r    io.Reader
+	raw  *repeated
 }
 
 func buildZip(t testing.TB, entries ...zipEntry) []byte {
@@ -114,6 +184,17 @@ func buildZip(t testing.TB, entries ...zipEntry) []byte {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for _, e := range entries {
+		if e.raw != nil {
+			w, err := zw.CreateRaw(&zip.FileHeader{Name: e.name, Method: zip.Deflate, CRC32: e.raw.crc,
+				CompressedSize64: uint64(len(e.raw.deflate)), UncompressedSize64: uint64(e.raw.size)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(e.raw.deflate); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		method := zip.Deflate
 		if e.name == "mimetype" {
 			method = zip.Store
@@ -122,12 +203,7 @@ func buildZip(t testing.TB, entries ...zipEntry) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.r != nil {
-			_, err = io.Copy(w, e.r)
-		} else {
-			_, err = io.WriteString(w, e.data)
-		}
-		if err != nil {
+		if _, err := io.WriteString(w, e.data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,43 +213,34 @@ func buildZip(t testing.TB, entries ...zipEntry) []byte {
 	return buf.Bytes()
 }
 
-// docx returns a minimal docx whose document.xml is doc.
-func docx(t testing.TB, doc io.Reader) []byte {
-	return buildZip(t,
+// docx returns a minimal docx whose document.xml is doc, and whose
+// document relationships are rels (if any).
+func docx(t testing.TB, doc zipEntry, rels ...string) []byte {
+	doc.name = "word/document.xml"
+	extra := []zipEntry{}
+	if len(rels) > 0 {
+		extra = append(extra, zipEntry{name: "word/_rels/document.xml.rels", data: `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` + strings.Join(rels, "") + `</Relationships>`})
+	}
+	return buildZip(t, append(extra,
 		zipEntry{name: "[Content_Types].xml", data: `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`},
 		zipEntry{name: "_rels/.rels", data: `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`},
-		zipEntry{name: "word/document.xml", r: doc},
-	)
+		doc,
+	)...)
 }
 
-// repeat is a reader of s repeated n times, then tail.
-func repeat(head, s string, n int, tail string) io.Reader {
-	return io.MultiReader(strings.NewReader(head), &repeater{s: s, n: n}, strings.NewReader(tail))
-}
-
-type repeater struct {
-	s    string
-	n    int
-	left string
-}
-
-func (r *repeater) Read(p []byte) (int, error) {
-	total := 0
-	for len(p) > 0 {
-		if r.left == "" {
-			if r.n == 0 {
-				break
-			}
-			r.n--
-			r.left = r.s
-		}
-		k := copy(p, r.left)
-		r.left = r.left[k:]
-		p = p[k:]
-		total += k
+// TestRepeated checks the cheap large documents against the slow way.
+func TestRepeated(t *testing.T) {
+	r := makeRepeated(t, "<head>", "unit;", 300<<10, "</tail>")
+	zr := flate.NewReader(bytes.NewReader(r.deflate))
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if total == 0 {
-		return 0, io.EOF
+	want := "<head>" + strings.Repeat("unit;", (len(got)-len("<head></tail>"))/len("unit;")) + "</tail>"
+	if string(got) != want || int64(len(got)) != r.size || len(got) < 300<<10 {
+		t.Fatalf("%d bytes decoded, %d said, want %d", len(got), r.size, len(want))
 	}
-	return total, nil
+	if crc32.ChecksumIEEE(got) != r.crc || adler32.Checksum(got) != r.adler {
+		t.Error("checksums differ")
+	}
 }

@@ -41,7 +41,7 @@ var mediaTypes = map[string]string{
 }
 
 // MediaTypes returns the media types Extract reads (for a crawl spec's
-// documents.content_types), sorted by format.
+// documents.content_types), each with its format.
 func MediaTypes() map[string]string {
 	m := make(map[string]string, len(mediaTypes))
 	for k, v := range mediaTypes {
@@ -100,6 +100,15 @@ func sniff(body []byte) string {
 	}
 	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
 	if err != nil {
+		// A cut zip has no central directory, but its local headers
+		// still name the parts: the reader will say it is truncated.
+		for _, p := range [...]struct{ name, format string }{
+			{"word/document.xml", FormatDOCX}, {"xl/workbook.xml", FormatXLSX}, {"ppt/presentation.xml", FormatPPTX},
+		} {
+			if bytes.Contains(body, []byte(p.name)) {
+				return p.format
+			}
+		}
 		return ""
 	}
 	for i, f := range zr.File {

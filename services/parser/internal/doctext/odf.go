@@ -15,6 +15,9 @@ func readODF(ctx context.Context, format string, body []byte, out *collector) er
 	if err != nil {
 		return err
 	}
+	if err := a.odfEncrypted(); err != nil {
+		return err
+	}
 	if err := a.odfMeta(out); err != nil {
 		return err
 	}
@@ -25,6 +28,34 @@ func readODF(ctx context.Context, format string, body []byte, out *collector) er
 }
 
 var errNoContent = errors.New("odf file has no content.xml")
+
+// odfEncrypted reports kind encrypted when the manifest says content.xml
+// is encrypted (a password-protected ODF file).
+func (a *archive) odfEncrypted() error {
+	var encrypted bool
+	var path string
+	err := a.walk("META-INF/manifest.xml", func(tok xml.Token) error {
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch t.Name.Local {
+			case "file-entry":
+				path = attr(t, "full-path")
+			case "encryption-data":
+				if path == "content.xml" {
+					encrypted = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if encrypted {
+		return errorf(KindEncrypted, errors.New("odf content is encrypted"))
+	}
+	return nil
+}
 
 func (a *archive) odfMeta(out *collector) error {
 	var cur string
@@ -104,7 +135,9 @@ func (a *archive) odfContent(format string, out *collector) error {
 					out.write("\t")
 				}
 			case "line-break":
-				out.write("\n")
+				if skip == 0 {
+					out.write("\n")
+				}
 			case "a":
 				out.link(attrNS(t, "xlink", "href"))
 			case "table-cell", "covered-table-cell":
@@ -152,7 +185,7 @@ func (a *archive) odfContent(format string, out *collector) error {
 		case xml.EndElement:
 			switch t.Name.Local {
 			case "p", "h":
-				if inCell == 0 {
+				if inCell == 0 && skip == 0 {
 					out.endBlock()
 				}
 			case "table-cell", "covered-table-cell":

@@ -1,6 +1,7 @@
 package doctext
 
 import (
+	"bytes"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -11,6 +12,15 @@ import (
 
 // readOOXML reads a docx, xlsx or pptx.
 func readOOXML(ctx context.Context, format string, body []byte, out *collector) error {
+	if bytes.HasPrefix(body, cfbMagic) {
+		// A password-protected OOXML file is an OLE compound file holding
+		// the encrypted package; any other compound file is a legacy
+		// binary format (doc, xls, ppt).
+		if bytes.Contains(body, utf16le("EncryptedPackage")) {
+			return errorf(KindEncrypted, errors.New("ooxml file is encrypted"))
+		}
+		return errorf(KindUnsupported, errors.New("legacy binary office file"))
+	}
 	a, err := openArchive(ctx, body, out.lim)
 	if err != nil {
 		return err
@@ -26,6 +36,19 @@ func readOOXML(ctx context.Context, format string, body []byte, out *collector) 
 	default:
 		return a.pptx(out)
 	}
+}
+
+// cfbMagic starts an OLE compound file.
+var cfbMagic = []byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}
+
+// utf16le encodes an ASCII string as UTF-16LE, as compound files name
+// their streams.
+func utf16le(s string) []byte {
+	b := make([]byte, 0, 2*len(s))
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i], 0)
+	}
+	return b
 }
 
 // coreProps reads docProps/core.xml (title, author, dates) and
@@ -160,7 +183,9 @@ func (a *archive) docx(out *collector) error {
 						out.link(u)
 					}
 				}
-			case "delText", "instrText", "del":
+			case "delText", "instrText", "del", "Fallback":
+				// Deleted text, field codes, and the copy of a text box
+				// for readers that do not know its drawing.
 				skip++
 			}
 		case xml.EndElement:
@@ -175,7 +200,7 @@ func (a *archive) docx(out *collector) error {
 				inCell--
 			case "tr":
 				out.endBlock()
-			case "delText", "instrText", "del":
+			case "delText", "instrText", "del", "Fallback":
 				skip--
 			case "tabs":
 				tabs--
@@ -386,11 +411,13 @@ func (a *archive) pptx(out *collector) error {
 			return err
 		}
 		hyperlinks(out, srs)
-		inT := false
+		inT, skip := false, 0
 		err = a.walk(sl, func(tok xml.Token) error {
 			switch t := tok.(type) {
 			case xml.StartElement:
 				switch t.Name.Local {
+				case "Fallback":
+					skip++
 				case "t":
 					inT = true
 				case "br":
@@ -400,13 +427,15 @@ func (a *archive) pptx(out *collector) error {
 				}
 			case xml.EndElement:
 				switch t.Name.Local {
+				case "Fallback":
+					skip--
 				case "t":
 					inT = false
 				case "p":
 					out.endBlock()
 				}
 			case xml.CharData:
-				if inT {
+				if inT && skip == 0 {
 					out.write(string(t))
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -22,13 +23,19 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 )
 
+// reuseBelow is the most WebAssembly memory an instance may hold to be
+// kept for the next PDF.
+const reuseBelow = 40 << 20
+
 // pdfRuntime is PDFium compiled to WebAssembly: one wazero runtime and one
-// compiled module per process, and a fresh module instance (about 1 ms) for
-// every PDF, so that no PDF sees another's memory and a killed instance
-// costs nothing to replace.
+// compiled module per process, and module instances (about 1 ms and 18 MB
+// to make) kept for the next PDF after a PDF read without error, while they
+// hold at most reuseBelow of memory (a WebAssembly memory never shrinks);
+// an instance that failed, timed out or grew past that is thrown away.
 type pdfRuntime struct {
-	pool  pdfium.Pool
-	cache wazero.CompilationCache
+	pool   pdfium.Pool
+	cache  wazero.CompilationCache
+	memory uint64 // the WebAssembly memory limit, bytes
 }
 
 // startPDF compiles PDFium (or loads it from cfg.CacheDir).
@@ -53,8 +60,9 @@ func startPDF(cfg Config) (*pdfRuntime, error) {
 	}
 	pool, err := webassembly.Init(webassembly.Config{
 		MinIdle:       0,
-		MaxIdle:       0,
+		MaxIdle:       cfg.PDFWorkers,
 		MaxTotal:      cfg.PDFWorkers,
+		ReuseWorkers:  true,
 		RuntimeConfig: rc,
 		// No file system: a PDF is read from memory only.
 		FSConfig: wazero.NewFSConfig(),
@@ -67,7 +75,7 @@ func startPDF(cfg Config) (*pdfRuntime, error) {
 		}
 		return nil, fmt.Errorf("start pdfium: %w", err)
 	}
-	return &pdfRuntime{pool: pool, cache: cache}, nil
+	return &pdfRuntime{pool: pool, cache: cache, memory: uint64(min(cfg.PDFMemory>>16, 65536)) << 16}, nil
 }
 
 func (r *pdfRuntime) close() error {
@@ -99,20 +107,28 @@ func (r *pdfRuntime) extract(ctx context.Context, body []byte, out *collector) (
 			}
 			panic(r)
 		}
-		if stop() {
-			// Not killed: an instance is not reused, Close frees it.
-			_ = inst.Close()
-		}
 	}()
-	p := &pdfReader{ctx: ctx, inst: inst, out: out, body: body}
-	return p.read()
+	p := &pdfReader{ctx: ctx, inst: inst, out: out, body: body, memory: r.memory}
+	err = p.read()
+	if stop() {
+		size, ok := wasmMemorySize(inst)
+		if err == nil && ok && size <= reuseBelow {
+			// Back to the pool, for the next PDF.
+			_ = inst.Close()
+		} else {
+			// After an error, or holding much memory: thrown away.
+			_ = inst.Kill()
+		}
+	}
+	return err
 }
 
 type pdfReader struct {
-	ctx  context.Context
-	inst pdfium.Pdfium
-	out  *collector
-	body []byte
+	ctx    context.Context
+	inst   pdfium.Pdfium
+	out    *collector
+	body   []byte
+	memory uint64
 }
 
 func (p *pdfReader) read() error {
@@ -269,7 +285,7 @@ func (p *pdfReader) classify(what string, err error) error {
 		return errorf(KindTimeout, err)
 	case errors.Is(err, pdfiumerrors.ErrPassword), errors.Is(err, pdfiumerrors.ErrSecurity):
 		return errorf(KindEncrypted, err)
-	case oom(err):
+	case p.outOfMemory():
 		return errorf(KindTooLarge, err)
 	case errors.Is(err, pdfiumerrors.ErrFormat), errors.Is(err, pdfiumerrors.ErrFile):
 		if !hasEOF(p.body) {
@@ -280,12 +296,35 @@ func (p *pdfReader) classify(what string, err error) error {
 	return errorf(KindMalformed, err)
 }
 
-// oom tells the traps of a module that ran out of memory: PDFium aborts
-// when an allocation fails, and allocations fail at PDFMemory.
-func oom(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "out of memory") || strings.Contains(s, "abort") ||
-		strings.Contains(s, "unreachable") || strings.Contains(s, "memory")
+// outOfMemory tells whether the instance's memory reached its limit: PDFium
+// aborts (a trap) when an allocation fails, and allocations fail there.
+func (p *pdfReader) outOfMemory() bool {
+	size, ok := wasmMemorySize(p.inst)
+	return ok && size+8<<20 >= p.memory
+}
+
+// wasmMemorySize returns the size of a go-pdfium WebAssembly instance's
+// linear memory. go-pdfium keeps the module in an exported field of an
+// internal type (PdfiumImplementation.Module), reached by reflection.
+func wasmMemorySize(inst pdfium.Pdfium) (size uint64, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	v := reflect.ValueOf(inst.GetImplementation())
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	mod := v.FieldByName("Module")
+	if !mod.IsValid() || mod.IsNil() {
+		return 0, false
+	}
+	mem := mod.MethodByName("Memory").Call(nil)[0]
+	if mem.IsNil() {
+		return 0, false
+	}
+	return mem.MethodByName("Size").Call(nil)[0].Uint(), true
 }
 
 // hasEOF reports whether a PDF's last KiB holds its end marker.
