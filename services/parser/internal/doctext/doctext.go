@@ -64,7 +64,8 @@ type Limits struct {
 	// Truncated (not an error).
 	MaxTextBytes int
 	// MaxTime bounds the reading of one document, waiting for a PDF worker
-	// included: past it Extract returns an error of kind "timeout" and the
+	// included (the start of the process's PDF runtime, on its first PDF,
+	// is not): past it Extract returns an error of kind "timeout" and the
 	// text read so far.
 	MaxTime time.Duration
 	// MaxDecompressed is the most bytes an office file's zip entries may
@@ -193,18 +194,21 @@ func (e *Extractor) Extract(ctx context.Context, contentType string, body []byte
 		}
 	}()
 	lim = lim.withDefaults()
+	kind := Kind(contentType, body)
+	var rt *pdfRuntime
+	if kind == FormatPDF {
+		// The process's first PDF compiles PDFium (2 s of CPU, more on a
+		// busy core): the runtime is the process's, not the document's,
+		// so its start is not charged to the document's time.
+		if rt, err = e.pdfRuntime(); err != nil {
+			return doc, &Error{Kind: KindUnsupported, Err: fmt.Errorf("start pdf runtime: %w", err)}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
 	defer cancel()
-	kind := Kind(contentType, body)
 	out := newCollector(ctx, base, lim)
 	switch kind {
 	case FormatPDF:
-		var rt *pdfRuntime
-		rt, err = e.pdfRuntime()
-		if err != nil {
-			err = &Error{Kind: KindUnsupported, Err: fmt.Errorf("start pdf runtime: %w", err)}
-			break
-		}
 		err = rt.extract(ctx, body, out)
 	case FormatDOCX, FormatXLSX, FormatPPTX:
 		err = readOOXML(ctx, kind, body, out)

@@ -30,12 +30,18 @@ const ResultOK = "ok"
 // page is never lost, and the parser never dies of a document. An
 // X-Robots-Tag header applies as to a page (noindex: no document;
 // nofollow: no links).
-func (p *Processor) readDocument(page *crawlv1.FetchedPage, pageURL, mt string, spec *crawlv1.CrawlSpec, rules *scope.Rules, res *result) {
+func (p *Processor) readDocument(ctx context.Context, page *crawlv1.FetchedPage, pageURL, mt string, rules *scope.Rules, res *result) {
 	base, _ := url.Parse(pageURL) // canonical: parses
 	start := time.Now()
-	d, err := p.docs.Extract(context.Background(), mt, page.GetBody(), base, doctext.Limits{
+	d, err := p.docs.Extract(ctx, mt, page.GetBody(), base, doctext.Limits{
 		MaxTextBytes: p.cfg.MaxTextBytes, MaxTime: p.cfg.DocumentTimeout, MaxPages: p.cfg.DocumentMaxPages})
 	p.metrics.documentDuration.Observe(time.Since(start).Seconds())
+	if ctx.Err() != nil {
+		// Stopped by the handler's end (a revoke, the shutdown), not by
+		// the document: nothing is recorded, the batch is not acked
+		// (Handle), and the page is read again.
+		return
+	}
 	kind := doctext.ErrorKind(err)
 	result := kind
 	if result == "" {

@@ -57,11 +57,16 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	}
 	results := make([]*result, 0, len(pages))
 	for i, page := range pages {
-		res := p.process(page)
+		res := p.process(ctx, page)
 		if res.outcome == OutcomeInvalidURL {
 			h.log.Warn("page with invalid url skipped", telemetry.URL(page.GetUrl()), telemetry.Offset(offsets[i]))
 		}
 		results = append(results, res)
+	}
+	if err := ctx.Err(); err != nil {
+		// A document's reading was cut short by the end of the handler
+		// (readDocument): nothing of the batch is recorded nor acked.
+		return fmt.Errorf("parse batch: %w", err)
 	}
 	// Parsed: the pages (whose bodies point into the records) are not
 	// read again, and the lookups and the publish below wait on I/O, with

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"context"
 	"mime"
 	"net/url"
 	"strings"
@@ -77,7 +78,7 @@ func (r *result) drop(reason string, n int) {
 // deletion: crawlcontrol.StateAt) yields its document, since it was
 // fetched, but no outlink: the crawl discovers nothing more, and its links
 // are counted as dropped (DropCancelled).
-func (p *Processor) process(page *crawlv1.FetchedPage) *result {
+func (p *Processor) process(ctx context.Context, page *crawlv1.FetchedPage) *result {
 	if p.cfg.InLinks && !page.GetWillRetry() {
 		// The page is fetched (or failed for good): its in-links order
 		// nothing any more, so the links to it are not published again
@@ -88,7 +89,7 @@ func (p *Processor) process(page *crawlv1.FetchedPage) *result {
 		}
 		p.recent.Fetched(fp)
 	}
-	res := p.extract(page)
+	res := p.extract(ctx, page)
 	if len(res.links)+len(res.inLinks) > 0 && p.cancelled(page.GetCrawlId()) {
 		res.drop(DropCancelled, len(res.links)+len(res.inLinks))
 		res.links, res.linkFPs, res.suspects, res.inLinks = nil, nil, 0, nil
@@ -105,7 +106,7 @@ func (p *Processor) cancelled(crawlID string) bool {
 }
 
 // extract is process before the crawl's state is applied.
-func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
+func (p *Processor) extract(ctx context.Context, page *crawlv1.FetchedPage) *result {
 	res := &result{crawlID: page.GetCrawlId()}
 	mt := mediaType(page.GetContentType())
 	switch {
@@ -140,7 +141,7 @@ func (p *Processor) extract(page *crawlv1.FetchedPage) *result {
 			return res
 		}
 		if kept := doctypes.KeptType(spec.GetDocuments().GetContentTypes(), mt, ""); kept != "" && len(page.GetBody()) > 0 {
-			p.readDocument(page, pageURL, kept, spec, rules, res)
+			p.readDocument(ctx, page, pageURL, kept, rules, res)
 			return res
 		}
 		res.outcome = OutcomeNotHTML

@@ -46,7 +46,7 @@ func benchmarkProcess(b *testing.B, inLinks bool) {
 	const pageURL = "http://127.1.9.1:44315/news/2021/story-1.html"
 	page := &crawlv1.FetchedPage{CrawlId: "c", Url: pageURL, Depth: 2, FetchedAt: timestamppb.New(now),
 		StatusCode: 200, ContentType: "text/html", Body: body}
-	res := p.process(page)
+	res := p.process(b.Context(), page)
 	if len(res.links) == 0 {
 		b.Fatalf("premise: the article published no link (%v)", res.dropped)
 	}
@@ -59,7 +59,7 @@ func benchmarkProcess(b *testing.B, inLinks bool) {
 	for b.Loop() {
 		i++
 		page.UrlFp = fingerprint.URL("c", pageURL) + i
-		res := p.process(page)
+		res := p.process(b.Context(), page)
 		if len(res.links) != 0 {
 			b.Fatalf("%d links published again as new", len(res.links))
 		}
