@@ -15,7 +15,7 @@ const (
 
 // score sums, over the sample's trigrams, the weight each language of
 // script s gives them, and reports the best language's code and
-// whether it leads the second by margin.
+// whether it leads the second by minGap and minLead.
 func (m *model) score(sample string, s script) (string, bool) {
 	code, s1, s2 := m.rank(sample, s)
 	return code, s1-s2 >= minGap && float64(s1-s2) >= minLead*float64(s1)
