@@ -63,17 +63,28 @@ func TestDetectSampleCut(t *testing.T) {
 	}
 }
 
-// FuzzDetect feeds arbitrary bytes. Invariants: Detect never panics and
-// reports "" or two lower-case ASCII letters.
+// FuzzDetect feeds arbitrary bytes. Invariants: Detect never panics,
+// reports "" or two lower-case ASCII letters, reads only the text's
+// first SampleBytes (the answer for the text is the answer for that
+// prefix), and answers the same twice.
 func FuzzDetect(f *testing.F) {
 	for _, l := range []string{"en", "de", "fr", "es", "ru", "zh", "ja"} {
 		f.Add(article(f, l))
+	}
+	for _, cl := range loadCorpus(f) {
+		f.Add(cl.paragraphs[0])
 	}
 	f.Add("")
 	f.Add("\xff\xfe\xfd" + strings.Repeat("a", 100))
 	f.Add(strings.Repeat("日本語", 300))
 	f.Fuzz(func(t *testing.T, text string) {
 		got := langdetect.Detect(text)
+		if again := langdetect.Detect(text); again != got {
+			t.Fatalf("Detect(%q) = %q, then %q", text, got, again)
+		}
+		if prefix := langdetect.Detect(langdetect.Cut(text, langdetect.SampleBytes)); prefix != got {
+			t.Fatalf("Detect(%q) = %q, but %q for its first SampleBytes", text, got, prefix)
+		}
 		if got == "" {
 			return
 		}
@@ -88,8 +99,8 @@ func FuzzDetect(f *testing.F) {
 
 // BenchmarkDetect detects the language of a 20 KB article (its first
 // SampleBytes are read), per language: Latin-script languages are
-// scored against 48 trigram profiles, Cyrillic ones against a few, Han
-// and kana by script alone.
+// scored against 48 trigram profiles, Cyrillic ones against 8, Han and
+// kana by script alone. BenchmarkDetectCorpus has every language.
 func BenchmarkDetect(b *testing.B) {
 	for _, l := range []string{"en", "de", "ru", "zh"} {
 		a := article(b, l)
