@@ -2,7 +2,6 @@ package doctext
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -61,7 +60,7 @@ func TestBadInput(t *testing.T) {
 
 	bombExtractor := New(Config{CacheDir: testExtractor.cfg.CacheDir, PDFMemory: 64 << 20, PDFWorkers: 1})
 	defer bombExtractor.Close()
-	if _, err := bombExtractor.Extract(context.Background(), "", readCorpus(t, "deck.pdf"), nil, Limits{}); err != nil {
+	if _, err := bombExtractor.Extract(t.Context(), "", readCorpus(t, "deck.pdf"), nil, Limits{}); err != nil {
 		t.Fatal(err) // started before it is measured
 	}
 	// The zip bomb again, its central directory claiming 1000 bytes.
@@ -113,7 +112,7 @@ func TestBadInput(t *testing.T) {
 			}
 			peak := startPeak()
 			start := time.Now()
-			doc, err := ext.Extract(context.Background(), tt.contentType, tt.body, nil, lim)
+			doc, err := ext.Extract(t.Context(), tt.contentType, tt.body, nil, lim)
 			took := time.Since(start)
 			alloc := peak()
 			t.Logf("%s after %v, peak heap +%d MB: %v", ErrorKind(err), took.Round(time.Millisecond), alloc>>20, err)
@@ -133,7 +132,7 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	// The extractor still reads PDFs after killing instances.
-	doc, err := testExtractor.Extract(context.Background(), "application/pdf", readCorpus(t, "deck.pdf"), nil, Limits{})
+	doc, err := testExtractor.Extract(t.Context(), "application/pdf", readCorpus(t, "deck.pdf"), nil, Limits{})
 	if err != nil || !strings.Contains(doc.Text, "pelican") {
 		t.Errorf("after the bad input: %v, %q", err, doc.Text)
 	}

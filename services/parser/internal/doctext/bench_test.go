@@ -1,7 +1,6 @@
 package doctext
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,7 +48,7 @@ func pdftotext(tb testing.TB, name string, layout bool) (string, bool) {
 		args = append(args, "-layout")
 	}
 	args = append(args, filepath.Join("testdata", "corpus", name), "-")
-	out, err := exec.Command(bin, args...).Output()
+	out, err := exec.CommandContext(tb.Context(), bin, args...).Output()
 	if err != nil {
 		tb.Fatalf("pdftotext %s: %v", name, err)
 	}
@@ -61,9 +60,8 @@ func pdftotext(tb testing.TB, name string, layout bool) (string, bool) {
 // WebAssembly memory of the instance that read it (kept for the next PDF), and (once per file, printed) the words and word pairs of
 // pdftotext's text (poppler-utils) found in ours.
 func BenchmarkPDF(b *testing.B) {
-	ctx := context.Background()
 	// Started outside the measures.
-	if _, err := testExtractor.Extract(ctx, "", readCorpus(b, "deck.pdf"), nil, Limits{}); err != nil {
+	if _, err := testExtractor.Extract(b.Context(), "", readCorpus(b, "deck.pdf"), nil, Limits{}); err != nil {
 		b.Fatal(err)
 	}
 	type row struct {
@@ -81,7 +79,7 @@ func BenchmarkPDF(b *testing.B) {
 	for _, name := range corpusFiles(b, "pdf") {
 		body := readCorpus(b, name)
 		peak := startPeak()
-		doc, err := testExtractor.Extract(ctx, "application/pdf", body, nil, Limits{})
+		doc, err := testExtractor.Extract(b.Context(), "application/pdf", body, nil, Limits{})
 		if err != nil {
 			b.Fatalf("%s: %v", name, err)
 		}
@@ -102,7 +100,7 @@ func BenchmarkPDF(b *testing.B) {
 			b.ReportAllocs()
 			start := cpuTime()
 			for range b.N {
-				if _, err := testExtractor.Extract(ctx, "application/pdf", body, nil, Limits{}); err != nil {
+				if _, err := testExtractor.Extract(b.Context(), "application/pdf", body, nil, Limits{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -130,11 +128,10 @@ func BenchmarkPDF(b *testing.B) {
 // BenchmarkOffice reads every office file of the corpus: CPU time per
 // file, the peak growth of the Go heap reading it once.
 func BenchmarkOffice(b *testing.B) {
-	ctx := context.Background()
 	for _, name := range corpusFiles(b, "docx", "xlsx", "pptx", "odt", "ods", "odp") {
 		body := readCorpus(b, name)
 		peak := startPeak()
-		if _, err := testExtractor.Extract(ctx, "", body, nil, Limits{}); err != nil {
+		if _, err := testExtractor.Extract(b.Context(), "", body, nil, Limits{}); err != nil {
 			b.Fatalf("%s: %v", name, err)
 		}
 		p := peak()
@@ -142,7 +139,7 @@ func BenchmarkOffice(b *testing.B) {
 			b.ReportAllocs()
 			start := cpuTime()
 			for range b.N {
-				if _, err := testExtractor.Extract(ctx, "", body, nil, Limits{}); err != nil {
+				if _, err := testExtractor.Extract(b.Context(), "", body, nil, Limits{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -163,7 +160,7 @@ func BenchmarkPDFStartup(b *testing.B) {
 		start := cpuTime()
 		for range b.N {
 			e := New(Config{CacheDir: cacheDir})
-			if _, err := e.Extract(context.Background(), "", body, nil, Limits{MaxTime: time.Minute}); err != nil {
+			if _, err := e.Extract(b.Context(), "", body, nil, Limits{MaxTime: time.Minute}); err != nil {
 				b.Fatal(err)
 			}
 			e.Close()
@@ -174,7 +171,7 @@ func BenchmarkPDFStartup(b *testing.B) {
 	b.Run("compile", func(b *testing.B) { run(b, "") })
 	dir := b.TempDir()
 	warm := New(Config{CacheDir: dir})
-	_, err := warm.Extract(context.Background(), "", body, nil, Limits{MaxTime: time.Minute})
+	_, err := warm.Extract(b.Context(), "", body, nil, Limits{MaxTime: time.Minute})
 	warm.Close()
 	if err != nil {
 		b.Fatal(err)
@@ -204,7 +201,7 @@ func idleWasmMemory(tb testing.TB) int64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	inst, err := rt.pool.GetInstanceWithContext(context.Background())
+	inst, err := rt.pool.GetInstanceWithContext(tb.Context())
 	if err != nil {
 		tb.Fatal(err)
 	}

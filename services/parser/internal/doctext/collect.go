@@ -1,7 +1,6 @@
 package doctext
 
 import (
-	"context"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -9,7 +8,6 @@ import (
 
 // collector gathers what a reader finds, within the limits.
 type collector struct {
-	ctx   context.Context
 	base  *url.URL
 	lim   Limits
 	text  strings.Builder
@@ -21,8 +19,8 @@ type collector struct {
 	trunc bool
 }
 
-func newCollector(ctx context.Context, base *url.URL, lim Limits) *collector {
-	return &collector{ctx: ctx, base: base, lim: lim, seen: map[string]bool{}}
+func newCollector(base *url.URL, lim Limits) *collector {
+	return &collector{base: base, lim: lim, seen: map[string]bool{}}
 }
 
 // write adds s to the text; it reports false once the text is full.

@@ -206,7 +206,7 @@ func (e *Extractor) Extract(ctx context.Context, contentType string, body []byte
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
 	defer cancel()
-	out := newCollector(ctx, base, lim)
+	out := newCollector(base, lim)
 	switch kind {
 	case FormatPDF:
 		err = rt.extract(ctx, body, out)

@@ -109,7 +109,7 @@ func TestCorpus(t *testing.T) {
 	base, _ := url.Parse("https://docs.example.com/files/x")
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			doc, err := testExtractor.Extract(context.Background(), "", readCorpus(t, tt.file), base, Limits{})
+			doc, err := testExtractor.Extract(t.Context(), "", readCorpus(t, tt.file), base, Limits{})
 			if err != nil {
 				t.Fatalf("Extract: %v", err)
 			}
@@ -146,7 +146,7 @@ func TestCorpus(t *testing.T) {
 }
 
 func TestProperties(t *testing.T) {
-	doc, err := testExtractor.Extract(context.Background(), "application/vnd.oasis.opendocument.text", readCorpus(t, "columns.odt"), nil, Limits{})
+	doc, err := testExtractor.Extract(t.Context(), "application/vnd.oasis.opendocument.text", readCorpus(t, "columns.odt"), nil, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestProperties(t *testing.T) {
 	if _, ok := got["modified"]; ok && doc.Properties.Modified.IsZero() {
 		t.Errorf("zero modified time in JSON: %s", b)
 	}
-	pdf, err := testExtractor.Extract(context.Background(), "application/pdf", readCorpus(t, "debian-libtasn1.pdf"), nil, Limits{})
+	pdf, err := testExtractor.Extract(t.Context(), "application/pdf", readCorpus(t, "debian-libtasn1.pdf"), nil, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,10 +197,9 @@ func TestParsePDFDate(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	ctx := context.Background()
 	for _, file := range []string{"report.pdf", "report.docx", "report.odt", "sales.xlsx", "deck.pptx"} {
 		t.Run(file+" text", func(t *testing.T) {
-			doc, err := testExtractor.Extract(ctx, "", readCorpus(t, file), nil, Limits{MaxTextBytes: 100})
+			doc, err := testExtractor.Extract(t.Context(), "", readCorpus(t, file), nil, Limits{MaxTextBytes: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,18 +209,18 @@ func TestLimits(t *testing.T) {
 		})
 	}
 	t.Run("pages", func(t *testing.T) {
-		full, err := testExtractor.Extract(ctx, "", readCorpus(t, "deck.pptx"), nil, Limits{})
+		full, err := testExtractor.Extract(t.Context(), "", readCorpus(t, "deck.pptx"), nil, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		two, err := testExtractor.Extract(ctx, "", readCorpus(t, "deck.pptx"), nil, Limits{MaxPages: 2})
+		two, err := testExtractor.Extract(t.Context(), "", readCorpus(t, "deck.pptx"), nil, Limits{MaxPages: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !two.Truncated || !strings.Contains(two.Text, "giraffe") || strings.Contains(two.Text, "pelican") || !strings.Contains(full.Text, "pelican") {
 			t.Errorf("two slides: truncated %v %q", two.Truncated, two.Text)
 		}
-		pdf, err := testExtractor.Extract(ctx, "", readCorpus(t, "report.pdf"), nil, Limits{MaxPages: 1})
+		pdf, err := testExtractor.Extract(t.Context(), "", readCorpus(t, "report.pdf"), nil, Limits{MaxPages: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +234,7 @@ func TestLimits(t *testing.T) {
 func TestLazyPDF(t *testing.T) {
 	e := New(Config{})
 	defer e.Close()
-	if _, err := e.Extract(context.Background(), "", readCorpus(t, "report.docx"), nil, Limits{}); err != nil {
+	if _, err := e.Extract(t.Context(), "", readCorpus(t, "report.docx"), nil, Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	if e.pdf != nil {
@@ -253,7 +252,7 @@ func TestClose(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := e.Extract(context.Background(), "", readCorpus(t, f), nil, Limits{}); err != nil {
+			if _, err := e.Extract(t.Context(), "", readCorpus(t, f), nil, Limits{}); err != nil {
 				t.Errorf("%s: %v", f, err)
 			}
 		}()
@@ -262,7 +261,7 @@ func TestClose(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Extract(context.Background(), "", readCorpus(t, "deck.pdf"), nil, Limits{}); ErrorKind(err) != KindUnsupported {
+	if _, err := e.Extract(t.Context(), "", readCorpus(t, "deck.pdf"), nil, Limits{}); ErrorKind(err) != KindUnsupported {
 		t.Errorf("after Close: %v", err)
 	}
 }

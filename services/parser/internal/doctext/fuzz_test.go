@@ -3,7 +3,6 @@ package doctext
 import (
 	"archive/zip"
 	"bytes"
-	"context"
 	"io"
 	"net/url"
 	"slices"
@@ -23,7 +22,7 @@ var fuzzLimits = Limits{MaxTextBytes: 64 << 10, MaxTime: 2 * time.Second, MaxDec
 func checkDoc(t *testing.T, contentType string, body []byte) {
 	base, _ := url.Parse("https://fuzz.example/dir/doc")
 	start := time.Now()
-	doc, err := testExtractor.Extract(context.Background(), contentType, body, base, fuzzLimits)
+	doc, err := testExtractor.Extract(t.Context(), contentType, body, base, fuzzLimits)
 	if took := time.Since(start); took > fuzzLimits.MaxTime+2*time.Second {
 		t.Errorf("took %v", took)
 	}
@@ -144,7 +143,9 @@ func replaceEntry(t testing.TB, body []byte, name string, data []byte) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write(data)
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)

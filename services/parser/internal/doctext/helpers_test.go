@@ -101,14 +101,22 @@ func makeRepeated(t testing.TB, head, unit string, minSize int64, tail string) r
 	}
 	part := func(s string) []byte {
 		buf.Reset()
-		io.WriteString(zw, s)
-		zw.Flush()
+		if _, err := io.WriteString(zw, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		return bytes.Clone(buf.Bytes())
 	}
 	h, first, next := part(head), part(chunk), part(chunk)
 	buf.Reset()
-	io.WriteString(zw, tail)
-	zw.Close()
+	if _, err := io.WriteString(zw, tail); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil { // writes the final block
+		t.Fatal(err)
+	}
 	end := bytes.Clone(buf.Bytes())
 
 	var out bytes.Buffer
@@ -119,17 +127,16 @@ func makeRepeated(t testing.TB, head, unit string, minSize int64, tail string) r
 	}
 	out.Write(end)
 
-	crc := crc32.NewIEEE()
-	io.WriteString(crc, head)
+	crc := crc32.ChecksumIEEE([]byte(head))
 	for range k {
-		io.WriteString(crc, chunk)
+		crc = crc32.Update(crc, crc32.IEEETable, []byte(chunk))
 	}
-	io.WriteString(crc, tail)
+	crc = crc32.Update(crc, crc32.IEEETable, []byte(tail))
 
 	ad := adler32.Checksum([]byte(head))
 	ad = adlerCombine(ad, adlerRepeat(adler32.Checksum([]byte(chunk)), int64(len(chunk)), k), int64(len(chunk))*k)
 	ad = adlerCombine(ad, adler32.Checksum([]byte(tail)), int64(len(tail)))
-	return repeated{deflate: out.Bytes(), size: int64(len(head)) + int64(len(chunk))*k + int64(len(tail)), crc: crc.Sum32(), adler: ad}
+	return repeated{deflate: out.Bytes(), size: int64(len(head)) + int64(len(chunk))*k + int64(len(tail)), crc: crc, adler: ad}
 }
 
 // zlib frames the stream (PDF's FlateDecode).

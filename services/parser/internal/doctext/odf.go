@@ -214,7 +214,7 @@ func (a *archive) odfContent(format string, out *collector) error {
 		}
 		return nil
 	})
-	if err == errFull {
+	if errors.Is(err, errFull) {
 		err = nil
 	}
 	switch format {

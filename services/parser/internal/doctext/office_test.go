@@ -1,7 +1,6 @@
 package doctext
 
 import (
-	"context"
 	"net/url"
 	"slices"
 	"testing"
@@ -38,7 +37,7 @@ func TestDocxMarkup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := docx(t, zipEntry{data: `<w:document ` + ns + `><w:body>` + tt.body + `</w:body></w:document>`}, tt.rels...)
-			doc, err := testExtractor.Extract(context.Background(), "", body, base, Limits{})
+			doc, err := testExtractor.Extract(t.Context(), "", body, base, Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +76,7 @@ func TestODFMarkup(t *testing.T) {
 			if k := Kind("", body); k != FormatODT {
 				t.Fatalf("Kind %q", k)
 			}
-			doc, err := testExtractor.Extract(context.Background(), "", body, base, Limits{})
+			doc, err := testExtractor.Extract(t.Context(), "", body, base, Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +115,7 @@ func TestXLSXStrings(t *testing.T) {
 	if k := Kind("", body); k != FormatXLSX {
 		t.Fatalf("Kind %q", k)
 	}
-	doc, err := testExtractor.Extract(context.Background(), "", body, nil, Limits{})
+	doc, err := testExtractor.Extract(t.Context(), "", body, nil, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -215,7 +215,7 @@ func (a *archive) docx(out *collector) error {
 		}
 		return nil
 	})
-	if err == errFull {
+	if errors.Is(err, errFull) {
 		err = nil
 	}
 	if err != nil {
@@ -364,7 +364,7 @@ func (a *archive) xlsx(out *collector) error {
 			}
 			return nil
 		})
-		if err != nil && err != errFull {
+		if err != nil && !errors.Is(err, errFull) {
 			return err
 		}
 		out.endPage()
@@ -444,7 +444,7 @@ func (a *archive) pptx(out *collector) error {
 			}
 			return nil
 		})
-		if err != nil && err != errFull {
+		if err != nil && !errors.Is(err, errFull) {
 			return err
 		}
 		out.endPage()

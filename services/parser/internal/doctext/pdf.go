@@ -71,7 +71,9 @@ func startPDF(cfg Config) (*pdfRuntime, error) {
 	})
 	if err != nil {
 		if cache != nil {
-			cache.Close(context.Background())
+			// Releases what was compiled into it, if anything: the
+			// start's error is the one to report.
+			_ = cache.Close(context.Background())
 		}
 		return nil, fmt.Errorf("start pdfium: %w", err)
 	}
@@ -108,8 +110,8 @@ func (r *pdfRuntime) extract(ctx context.Context, body []byte, out *collector) (
 			panic(r)
 		}
 	}()
-	p := &pdfReader{ctx: ctx, inst: inst, out: out, body: body, memory: r.memory}
-	err = p.read()
+	p := &pdfReader{inst: inst, out: out, body: body, memory: r.memory}
+	err = p.read(ctx)
 	if stop() {
 		size, ok := wasmMemorySize(inst)
 		if err == nil && ok && size <= reuseBelow {
@@ -123,25 +125,34 @@ func (r *pdfRuntime) extract(ctx context.Context, body []byte, out *collector) (
 	return err
 }
 
+// pdfReader reads one PDF with one instance, within one extract call.
+//
+// The handles it opens (document, pages, text pages, web links) live in
+// the instance's memory, and their deferred closes ignore errors: after an
+// error the instance is killed, and an instance returned to the pool
+// closes whatever documents are still open in it; and a failed close loses
+// no text, read before it.
 type pdfReader struct {
-	ctx    context.Context
 	inst   pdfium.Pdfium
 	out    *collector
 	body   []byte
 	memory uint64
 }
 
-func (p *pdfReader) read() error {
+// read reads the document into p.out. ctx is the document's: its end
+// stops the reading between pages (and extract kills the instance then,
+// which ends a call in progress).
+func (p *pdfReader) read(ctx context.Context) error {
 	opened, err := p.inst.OpenDocument(&requests.OpenDocument{File: &p.body})
 	if err != nil {
-		return p.classify("open pdf", err)
+		return p.classify(ctx, "open pdf", err)
 	}
 	doc := opened.Document
-	defer p.inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: doc})
+	defer func() { _, _ = p.inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: doc}) }()
 	p.meta(doc)
 	count, err := p.inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc})
 	if err != nil {
-		return p.classify("count pages", err)
+		return p.classify(ctx, "count pages", err)
 	}
 	p.out.props.Pages = count.PageCount
 	if count.PageCount == 0 && !hasEOF(p.body) {
@@ -153,11 +164,11 @@ func (p *pdfReader) read() error {
 		p.out.trunc = true
 	}
 	for i := 0; i < n && !p.out.full; i++ {
-		if err := p.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return errorf(KindTimeout, err)
 		}
 		if err := p.page(doc, i); err != nil {
-			return p.classify(fmt.Sprintf("read page %d", i+1), err)
+			return p.classify(ctx, fmt.Sprintf("read page %d", i+1), err)
 		}
 	}
 	if !hasEOF(p.body) {
@@ -193,14 +204,14 @@ func (p *pdfReader) page(doc references.FPDF_DOCUMENT, i int) error {
 	if err != nil {
 		return err
 	}
-	defer p.inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: pg.Page})
+	defer func() { _, _ = p.inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: pg.Page}) }()
 	page := requests.Page{ByReference: &pg.Page}
 
 	tp, err := p.inst.FPDFText_LoadPage(&requests.FPDFText_LoadPage{Page: page})
 	if err != nil {
 		return err
 	}
-	defer p.inst.FPDFText_ClosePage(&requests.FPDFText_ClosePage{TextPage: tp.TextPage})
+	defer func() { _, _ = p.inst.FPDFText_ClosePage(&requests.FPDFText_ClosePage{TextPage: tp.TextPage}) }()
 	cc, err := p.inst.FPDFText_CountChars(&requests.FPDFText_CountChars{TextPage: tp.TextPage})
 	if err != nil {
 		return err
@@ -244,7 +255,7 @@ func (p *pdfReader) page(doc references.FPDF_DOCUMENT, i int) error {
 	if err != nil {
 		return nil
 	}
-	defer p.inst.FPDFLink_CloseWebLinks(&requests.FPDFLink_CloseWebLinks{PageLink: wl.PageLink})
+	defer func() { _, _ = p.inst.FPDFLink_CloseWebLinks(&requests.FPDFLink_CloseWebLinks{PageLink: wl.PageLink}) }()
 	wc, err := p.inst.FPDFLink_CountWebLinks(&requests.FPDFLink_CountWebLinks{PageLink: wl.PageLink})
 	if err != nil {
 		return nil
@@ -273,15 +284,15 @@ func cleanPDFText(s string) string {
 	return strings.ToValidUTF8(s, "")
 }
 
-// classify names the kind of a PDFium error.
-func (p *pdfReader) classify(what string, err error) error {
+// classify names the kind of a PDFium error; ctx is the document's.
+func (p *pdfReader) classify(ctx context.Context, what string, err error) error {
 	var de *Error
 	if errors.As(err, &de) {
 		return err
 	}
 	err = fmt.Errorf("%s: %w", what, err)
 	switch {
-	case p.ctx.Err() != nil:
+	case ctx.Err() != nil:
 		return errorf(KindTimeout, err)
 	case errors.Is(err, pdfiumerrors.ErrPassword), errors.Is(err, pdfiumerrors.ErrSecurity):
 		return errorf(KindEncrypted, err)

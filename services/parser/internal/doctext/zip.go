@@ -15,8 +15,12 @@ import (
 // archive is an office file's zip, read within the limits: every entry
 // opened counts its inflated bytes against MaxDecompressed, whatever its
 // header claims.
+//
+// It lives within one readODF or readOOXML call, whose context it holds for
+// budgetReader.Read: an io.Reader, called by archive/zip and encoding/xml,
+// takes no context.
 type archive struct {
-	ctx    context.Context
+	ctx    context.Context //nolint:containedctx // the reading call's, for budgetReader.Read (an io.Reader takes none)
 	zr     *zip.Reader
 	files  map[string]*zip.File
 	budget int64 // decompressed bytes left
@@ -98,7 +102,7 @@ func (a *archive) decoder(name string) (*xml.Decoder, io.Closer, error) {
 		return nil, nil, err
 	}
 	d := xml.NewDecoder(rc)
-	d.CharsetReader = func(label string, input io.Reader) (io.Reader, error) {
+	d.CharsetReader = func(_ string, input io.Reader) (io.Reader, error) {
 		// Office XML is UTF-8 or UTF-16; anything else is read as is.
 		return input, nil
 	}
@@ -112,10 +116,12 @@ func (a *archive) walk(name string, fn func(xml.Token) error) error {
 	if err != nil || d == nil {
 		return err
 	}
-	defer c.Close()
+	// An entry that was only read: Close releases its decompressor, and
+	// the errors Close could report are those its reads already returned.
+	defer func() { _ = c.Close() }()
 	for {
 		tok, err := d.RawToken()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
