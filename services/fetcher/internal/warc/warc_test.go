@@ -50,6 +50,10 @@ func TestMain(m *testing.M) {
 
 // site is a test site on 127.0.0.x with every kind of answer the archive
 // must keep as received.
+// keptPDF is the body of the site's /manual.pdf: bytes that are not
+// UTF-8, archived as received when the crawl keeps PDFs.
+const keptPDF = "%PDF-1.4\n\xff\xfe\x00 binary \x80\x81 stream\n%%EOF\n"
+
 func site(t testing.TB, ip string) string {
 	t.Helper()
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
@@ -60,6 +64,10 @@ func site(t testing.TB, ip string) string {
 		return "<html><head><title>" + s + "</title></head><body>" + strings.Repeat(s+" ", 40) + "</body></html>"
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/manual.pdf", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		_, _ = w.Write([]byte(keptPDF))
+	})
 	mux.HandleFunc("/gzip", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Encoding", "gzip")
@@ -170,7 +178,7 @@ func TestArchiveCrawl(t *testing.T) {
 	}
 	var got []fetched
 	fetch := func(u, etag string) {
-		res := f.Fetch(ctx, httpfetch.Request{URL: u, Host: "h", ETag: etag, Capture: true})
+		res := f.Fetch(ctx, httpfetch.Request{URL: u, Host: "h", ETag: etag, Capture: true, Keep: []string{"application/pdf"}})
 		file, off, err := w.Archive(ctx, request("c1", u, 0, etag), res)
 		if err != nil {
 			t.Fatalf("archive %s: %v", u, err)
@@ -180,7 +188,7 @@ func TestArchiveCrawl(t *testing.T) {
 		}
 		got = append(got, fetched{u, file, off, res})
 	}
-	for _, p := range []string{"/gzip", "/br", "/chunked", "/gbk", "/big", "/same/1", "/same/2"} {
+	for _, p := range []string{"/gzip", "/br", "/chunked", "/gbk", "/big", "/same/1", "/same/2", "/manual.pdf"} {
 		fetch(base+p, "")
 	}
 	fetch(base+"/etag", `"v1"`)
@@ -293,6 +301,12 @@ func TestArchiveCrawl(t *testing.T) {
 			want, _ := simplifiedchinese.GBK.NewEncoder().Bytes([]byte("中文网页"))
 			if !bytes.Contains(p, want) {
 				t.Errorf("gbk: payload not GBK as received")
+			}
+		case "/manual.pdf":
+			// A document the crawl keeps: archived as received, and the
+			// same bytes go to the parser.
+			if string(p) != keptPDF || string(g.res.Body) != keptPDF {
+				t.Errorf("manual.pdf: payload %q, body %q, want the PDF as served", p, g.res.Body)
 			}
 		case "/big":
 			if r.get("WARC-Truncated") != "length" || len(p) != 4096 {
