@@ -26,6 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
 )
@@ -68,6 +69,20 @@ type Outcome struct {
 	// request is then left unacknowledged and redelivered). It must not
 	// block for long.
 	Done func(err error)
+
+	weight int64 // the bytes of its records it holds of the recorder's MaxBytes
+}
+
+// size is the bytes of the records an outcome holds until produced.
+func (o *Outcome) size() int64 {
+	var n int64
+	for _, m := range o.Msgs {
+		n += int64(len(m.Key) + len(m.Value))
+	}
+	for _, m := range o.Last {
+		n += int64(len(m.Key) + len(m.Value))
+	}
+	return n
 }
 
 // Options tunes a Recorder.
@@ -87,6 +102,16 @@ type Options struct {
 	// Queue bounds the outcomes waiting for a batch (default 1024);
 	// Record blocks while it is full, which holds the workers back.
 	Queue int
+	// MaxBytes bounds the bytes of the records held by the outcomes not
+	// yet produced, queued or in a batch being produced (default 16 MiB):
+	// Record blocks past it, which holds the workers back. The outcomes'
+	// FetchedPages carry the pages' bodies: by count alone (Queue, plus
+	// Writers × MaxBatch in production) they held up to 2 300 pages, 70
+	// MB of 30 KB pages, whenever producing fell behind fetching (with
+	// --warc on one core), and the collector then ran without pause
+	// above the fetcher's soft memory limit. One outcome larger than
+	// MaxBytes passes alone.
+	MaxBytes int64
 	// Recycle, when set, is given the Last records of a batch once they
 	// are produced (the producer returned nil: nothing reads them any
 	// more), to give their buffers back (kafkaio.Recycle). It is not
@@ -107,8 +132,14 @@ func (o Options) withDefaults() Options {
 	if o.Queue <= 0 {
 		o.Queue = 1024
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
 	return o
 }
+
+// DefaultMaxBytes is Options.MaxBytes's default.
+const DefaultMaxBytes = 16 << 20
 
 // ErrStopped is reported to the Done of an outcome recorded after Run
 // returned, or still queued when it returned.
@@ -122,7 +153,8 @@ type Recorder struct {
 	flog   FetchLog
 	robots RobotsTxt // nil: no outcome carries robots.txt rows
 	queue  chan Outcome
-	stop   chan struct{} // closed when Run stops accepting outcomes
+	stop   chan struct{}       // closed when Run stops accepting outcomes
+	held   *semaphore.Weighted // bytes of records not yet produced (Options.MaxBytes)
 	m      metrics
 
 	mu      sync.Mutex
@@ -135,6 +167,7 @@ type metrics struct {
 	write   prometheus.Histogram
 	failed  prometheus.Counter
 	waiting prometheus.Gauge
+	held    prometheus.Counter
 }
 
 // New returns a recorder writing to prod, flog and robots (nil when no
@@ -157,18 +190,22 @@ func New(o Options, prod Producer, flog FetchLog, robots RobotsTxt, reg promethe
 		failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "record_failures_total", Help: "Outcomes that could not be made durable (their requests are redelivered).",
 		}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "record_bytes_waits_total", Help: "Outcomes that waited because the records not yet produced held their bytes' bound (Options.MaxBytes): producing fell behind fetching.",
+		}),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "record_queued", Help: "Outcomes waiting to be written.",
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.batch, m.write, m.failed, m.waiting} {
+		for _, c := range []prometheus.Collector{m.batch, m.write, m.failed, m.waiting, m.held} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register recorder metrics: %w", err)
 			}
 		}
 	}
-	return &Recorder{opts: o, prod: prod, flog: flog, robots: robots, queue: make(chan Outcome, o.Queue), stop: make(chan struct{}), m: m}, nil
+	return &Recorder{opts: o, prod: prod, flog: flog, robots: robots, queue: make(chan Outcome, o.Queue), stop: make(chan struct{}),
+		held: semaphore.NewWeighted(o.MaxBytes), m: m}, nil
 }
 
 // Record queues o. It blocks while the queue is full, until ctx is done
@@ -184,14 +221,48 @@ func (r *Recorder) Record(ctx context.Context, o Outcome) {
 	r.senders.Add(1)
 	r.mu.Unlock()
 	defer r.senders.Done()
+	o.weight = min(o.size(), r.opts.MaxBytes)
+	if err := r.hold(ctx, o.weight); err != nil {
+		o.Done(err)
+		return
+	}
 	select {
 	case r.queue <- o:
 		r.m.waiting.Inc()
 	case <-r.stop:
+		r.held.Release(o.weight)
 		o.Done(ErrStopped)
 	case <-ctx.Done():
+		r.held.Release(o.weight)
 		o.Done(fmt.Errorf("record fetch outcome: %w", ctx.Err()))
 	}
+}
+
+// hold takes n bytes of MaxBytes, waiting while the outcomes not yet
+// produced hold too many, until ctx is done or Run stops accepting
+// outcomes (whose drain waits for the senders: a sender must not wait for
+// bytes only the drain would give back).
+func (r *Recorder) hold(ctx context.Context, n int64) error {
+	if r.held.TryAcquire(n) {
+		return nil
+	}
+	r.m.held.Inc()
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-hctx.Done():
+		}
+	}()
+	if err := r.held.Acquire(hctx, n); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("record fetch outcome: %w", ctx.Err())
+		}
+		return ErrStopped
+	}
+	return nil
 }
 
 // Run writes queued outcomes until ctx is done, then writes what is queued
@@ -211,6 +282,9 @@ func (r *Recorder) Run(ctx context.Context, drain time.Duration) error {
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	for {
+		if ctx.Err() != nil { // before the queue: the drain writes what is queued
+			return r.drain(ctx, drain, write, &wg)
+		}
 		var first Outcome
 		select {
 		case <-ctx.Done():
@@ -275,27 +349,23 @@ func (r *Recorder) drain(ctx context.Context, d time.Duration, write func(contex
 // the rest of the batch no longer holds a writer, nor its records.
 func (r *Recorder) write(ctx context.Context, batch []Outcome, produced func()) {
 	start := time.Now()
-	var msgs, last []kafka.Message
 	var logRows []rows.FetchLogRow
 	var robots []rows.RobotsRow
-	for i, o := range batch {
-		msgs = append(msgs, o.Msgs...)
-		last = append(last, o.Last...)
+	var weight int64
+	for _, o := range batch {
 		logRows = append(logRows, o.Rows...)
 		robots = append(robots, o.Robots...)
-		batch[i].Msgs, batch[i].Last = nil, nil
+		weight += o.weight
 	}
-	err := r.prod.Write(ctx, msgs...)
-	if err == nil && len(last) > 0 {
-		err = r.prod.Write(ctx, last...)
-		if err == nil && r.opts.Recycle != nil {
-			r.opts.Recycle(last)
-		}
-	}
+	// produce holds the batch's records: once it returns they are
+	// produced (or abandoned), and nothing of the batch keeps them while
+	// its rows wait for their insert (up to the fetch log's flush
+	// interval; before, each such batch kept its pages' buffers
+	// reachable that long).
+	err := r.produce(ctx, batch)
+	r.held.Release(weight)
 	produced()
-	if err != nil {
-		err = fmt.Errorf("publish fetch outcomes: %w", err)
-	} else {
+	if err == nil {
 		err = r.insert(ctx, logRows, robots)
 	}
 	r.m.batch.Observe(float64(len(batch)))
@@ -307,6 +377,30 @@ func (r *Recorder) write(ctx context.Context, batch []Outcome, produced func()) 
 	for _, o := range batch {
 		o.Done(err)
 	}
+}
+
+// produce writes the records of a batch's Msgs in one write, then those
+// of its Last in another, and takes them out of the batch.
+func (r *Recorder) produce(ctx context.Context, batch []Outcome) error {
+	var msgs, last []kafka.Message
+	for i, o := range batch {
+		msgs = append(msgs, o.Msgs...)
+		last = append(last, o.Last...)
+		batch[i].Msgs, batch[i].Last = nil, nil
+	}
+	if err := r.prod.Write(ctx, msgs...); err != nil {
+		return fmt.Errorf("publish fetch outcomes: %w", err)
+	}
+	if len(last) == 0 {
+		return nil
+	}
+	if err := r.prod.Write(ctx, last...); err != nil {
+		return fmt.Errorf("publish fetch outcomes: %w", err)
+	}
+	if r.opts.Recycle != nil {
+		r.opts.Recycle(last)
+	}
+	return nil
 }
 
 // insert writes the fetch-log rows and the robots.txt rows of a batch.
