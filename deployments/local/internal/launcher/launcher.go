@@ -371,7 +371,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		DataDir: dataDir, Bins: bins, BrokerAddr: brokerAddr, ClickHouseAddr: ch.Addr, Database: cfg.Database,
 		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg, req.Limits.MaxPages), Security: cfg.Security,
-		MemoryLimits: memoryLimits(req.Limits.MaxPages, cfg.Partitions),
+		MemoryLimits: memoryLimits(req.Limits.MaxPages, cfg.Partitions, cfg.Warc),
 		Partitions:   cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
 		AllowPrivate: allowPrivate, Echo: echo, WarcDir: warcDir(cfg, dataDir),
 		AutoRestart: cfg.AutoRestart, Restart: cfg.Restart,
@@ -674,17 +674,31 @@ func budgetWindow(maxPages uint64, partitions int) int {
 
 // memoryLimits are the services' soft memory limits for a crawl of
 // maxPages pages: pipeline.DefaultMemoryLimits, with the fetcher's raised
-// by what a window widened for the budget may hold, so that the limit
-// stays a safety net above the fetcher's live heap.
-func memoryLimits(maxPages uint64, partitions int) map[string]int64 {
+// by what a window widened for the budget may hold, and by warcMemory when
+// it archives (warc), so that the limit stays a safety net above the
+// fetcher's live heap.
+func memoryLimits(maxPages uint64, partitions int, warc bool) map[string]int64 {
 	w := budgetWindow(maxPages, partitions)
-	if w <= defaultWindow {
+	if w <= defaultWindow && !warc {
 		return nil
 	}
 	limits := maps.Clone(pipeline.DefaultMemoryLimits)
-	limits["fetcher"] += int64(w-defaultWindow) * int64(partitions) * windowBytes
+	if w > defaultWindow {
+		limits["fetcher"] += int64(w-defaultWindow) * int64(partitions) * windowBytes
+	}
+	if warc {
+		limits["fetcher"] += warcMemory
+	}
 	return limits
 }
+
+// warcMemory is what the WARC archive adds to the fetcher's live heap: the
+// CDXJ lines of its open files, the payload digests and attempts it
+// remembers (bounded), the exchanges being archived. Measured on 400
+// sites of 17 KB pages: 66 MB live with --warc against 25 MB without;
+// under the default 96 MiB limit the collector ran without pause (38 % of
+// the fetcher's CPU, 0.47 ms a request against 0.09 without --warc).
+const warcMemory = 64 << 20
 
 // clientAuthArgs are the clickhouse-client arguments of a secured
 // ClickHouse: --secure, the user and the password read from its file by

@@ -523,15 +523,23 @@ func TestBudgetWindow(t *testing.T) {
 	if want := []string{"--max-inflight-per-partition", "10600", "--max-host-queue", "1000"}; !reflect.DeepEqual(got["fetcher"], want) {
 		t.Errorf("budget 21200: fetcher args %v, want %v", got["fetcher"], want)
 	}
-	if l := memoryLimits(424, 8); l != nil {
+	if l := memoryLimits(424, 8, false); l != nil {
 		t.Errorf("budget 424: memory limits %v, want the defaults (nil)", l)
 	}
-	l := memoryLimits(21200, 8)
+	l := memoryLimits(21200, 8, false)
 	if want := pipeline.DefaultMemoryLimits["fetcher"] + 9600*8*windowBytes; l["fetcher"] != want {
 		t.Errorf("budget 21200: fetcher limit %d, want %d", l["fetcher"], want)
 	}
 	if l["parser"] != pipeline.DefaultMemoryLimits["parser"] {
 		t.Errorf("budget 21200: parser limit %d, want the default %d", l["parser"], pipeline.DefaultMemoryLimits["parser"])
+	}
+	// The WARC archive's state is added to the fetcher's, with or without
+	// a budget.
+	if l := memoryLimits(0, 8, true); l["fetcher"] != pipeline.DefaultMemoryLimits["fetcher"]+warcMemory {
+		t.Errorf("warc: fetcher limit %d, want %d", l["fetcher"], pipeline.DefaultMemoryLimits["fetcher"]+warcMemory)
+	}
+	if l := memoryLimits(21200, 8, true); l["fetcher"] != pipeline.DefaultMemoryLimits["fetcher"]+9600*8*windowBytes+warcMemory {
+		t.Errorf("warc and budget 21200: fetcher limit %d", l["fetcher"])
 	}
 }
 
