@@ -122,7 +122,13 @@ func TestRecordBytesStop(t *testing.T) {
 	first, second := make(chan error, 1), make(chan error, 1)
 	rec.Record(ctx, outcome(1, first)) // queued, holding the whole bound: Run is not running
 	go rec.Record(ctx, outcome(2, second))
-	time.Sleep(50 * time.Millisecond) // the second is waiting for bytes (asserted by its result below)
+	for testutil.ToFloat64(rec.m.held) == 0 { // the second waits for bytes
+		select {
+		case <-ctx.Done():
+			t.Fatal("the second outcome never waited for bytes")
+		case <-time.After(time.Millisecond):
+		}
+	}
 
 	writerCtx, stopWriter := context.WithCancel(ctx)
 	defer stopWriter()
