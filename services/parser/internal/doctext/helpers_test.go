@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -223,8 +224,13 @@ func buildZip(t testing.TB, entries ...zipEntry) []byte {
 // docx returns a minimal docx whose document.xml is doc, and whose
 // document relationships are rels (if any).
 func docx(t testing.TB, doc zipEntry, rels ...string) []byte {
+	return docxWith(t, doc, rels)
+}
+
+// docxWith is docx with more parts (headers, notes, their relationships).
+func docxWith(t testing.TB, doc zipEntry, rels []string, parts ...zipEntry) []byte {
 	doc.name = "word/document.xml"
-	extra := []zipEntry{}
+	extra := slices.Clone(parts)
 	if len(rels) > 0 {
 		extra = append(extra, zipEntry{name: "word/_rels/document.xml.rels", data: `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` + strings.Join(rels, "") + `</Relationships>`})
 	}

@@ -3,6 +3,7 @@ package doctext
 import (
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -122,5 +123,87 @@ func TestXLSXStrings(t *testing.T) {
 	want := "Second\n1\n\nFirst\nplain\trich\t2.5\ninline\tformula value\n"
 	if doc.Text != want || doc.Properties.Pages != 2 {
 		t.Errorf("text %q (%d sheets), want %q", doc.Text, doc.Properties.Pages, want)
+	}
+}
+
+// TestDocxNotesHeadersFooters: a docx's footnotes and endnotes, then its
+// headers and footers, are read after its body, each part once however
+// many sections name it, with their own hyperlinks; a part named but
+// missing is skipped.
+func TestDocxNotesHeadersFooters(t *testing.T) {
+	const ns = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"`
+	rel := func(id, typ, target string) string {
+		return `<Relationship Id="` + id + `" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/` + typ + `" Target="` + target + `"/>`
+	}
+	part := func(name, root, inner string) zipEntry {
+		return zipEntry{name: name, data: `<w:` + root + ` ` + ns + `>` + inner + `</w:` + root + `>`}
+	}
+	para := func(s string) string { return `<w:p><w:r><w:t>` + s + `</w:t></w:r></w:p>` }
+	body := docxWith(t,
+		zipEntry{data: `<w:document ` + ns + `><w:body>` + para("Body text") + `</w:body></w:document>`},
+		[]string{
+			rel("rId1", "header", "header1.xml"), rel("rId2", "header", "header1.xml"), rel("rId3", "footer", "footer1.xml"),
+			rel("rId4", "footnotes", "footnotes.xml"), rel("rId5", "endnotes", "endnotes.xml"), rel("rId6", "header", "missing.xml"),
+		},
+		part("word/header1.xml", "hdr", para("Running head")),
+		part("word/footer1.xml", "ftr", para("Page footer")),
+		part("word/footnotes.xml", "footnotes", `<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>`+
+			`<w:footnote w:id="1"><w:p><w:r><w:t>A footnote, see </w:t></w:r><w:hyperlink r:id="rIdF"><w:r><w:t>the source</w:t></w:r></w:hyperlink></w:p></w:footnote>`),
+		zipEntry{name: "word/_rels/footnotes.xml.rels", data: `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
+			`<Relationship Id="rIdF" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink" Target="https://example.org/source" TargetMode="External"/></Relationships>`},
+		part("word/endnotes.xml", "endnotes", `<w:endnote w:id="1">`+para("An endnote")+`</w:endnote>`),
+	)
+	doc, err := testExtractor.Extract(t.Context(), "", body, nil, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Body text\nA footnote, see the source\nAn endnote\nRunning head\nPage footer\n"; doc.Text != want {
+		t.Errorf("text %q, want %q", doc.Text, want)
+	}
+	if want := []string{"https://example.org/source"}; !slices.Equal(doc.Links, want) {
+		t.Errorf("links %q, want %q", doc.Links, want)
+	}
+}
+
+// TestXLSXDates: a number shown by a date or time style (built-in or a
+// format code of the workbook's own) is its date, in the workbook's date
+// system; other numbers, and numbers in styles that are not dates, stay
+// numbers.
+func TestXLSXDates(t *testing.T) {
+	rel := func(id, typ, target string) string {
+		return `<Relationship Id="` + id + `" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/` + typ + `" Target="` + target + `"/>`
+	}
+	rels := func(r ...string) string {
+		return `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` + strings.Join(r, "") + `</Relationships>`
+	}
+	styles := `<styleSheet><numFmts><numFmt numFmtId="164" formatCode="yyyy\-mm\-dd\ hh:mm"/><numFmt numFmtId="165" formatCode="0.00&quot; days&quot;"/>` +
+		`<numFmt numFmtId="166" formatCode="[$-409]mmm\ d"/></numFmts>` +
+		`<cellStyleXfs count="1"><xf numFmtId="14"/></cellStyleXfs>` + // not cell styles: ignored
+		`<cellXfs><xf numFmtId="0"/><xf numFmtId="14"/><xf numFmtId="164"/><xf numFmtId="165"/><xf numFmtId="20"/><xf numFmtId="166"/></cellXfs></styleSheet>`
+	book := func(pr string) []byte {
+		return buildZip(t,
+			zipEntry{name: "_rels/.rels", data: rels(rel("rId1", "officeDocument", "xl/workbook.xml"))},
+			zipEntry{name: "xl/workbook.xml", data: `<workbook xmlns:r="r">` + pr + `<sheets><sheet name="S" r:id="rId1"/></sheets></workbook>`},
+			zipEntry{name: "xl/_rels/workbook.xml.rels", data: rels(rel("rId1", "worksheet", "worksheets/sheet1.xml"), rel("rId2", "styles", "styles.xml"))},
+			zipEntry{name: "xl/styles.xml", data: styles},
+			zipEntry{name: "xl/worksheets/sheet1.xml", data: `<worksheet><sheetData><row>` +
+				`<c s="0"><v>45352</v></c><c s="1"><v>45352</v></c><c s="2"><v>45352.5625</v></c><c s="3"><v>2.5</v></c>` +
+				`<c s="4"><v>0.75</v></c><c s="5"><v>45352</v></c><c s="1" t="str"><v>not a date</v></c><c s="9"><v>7</v></c>` +
+				`</row></sheetData></worksheet>`},
+		)
+	}
+	for _, tt := range []struct{ name, pr, want string }{
+		{"1900 system", "", "S\n45352\t2024-03-01\t2024-03-01 13:30:00\t2.5\t18:00:00\t2024-03-01\tnot a date\t7\n"},
+		{"1904 system", `<workbookPr date1904="1"/>`, "S\n45352\t2028-03-02\t2028-03-02 13:30:00\t2.5\t1904-01-01 18:00:00\t2028-03-02\tnot a date\t7\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := testExtractor.Extract(t.Context(), "", book(tt.pr), nil, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc.Text != tt.want {
+				t.Errorf("text %q, want %q", doc.Text, tt.want)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +128,11 @@ func hyperlinks(out *collector, rs []rel) {
 	}
 }
 
+// docxNotes are the parts of a docx read after its body, in this order,
+// by the end of their relationship type: its footnotes and endnotes, then
+// its headers and footers (each part once, however many sections name it).
+var docxNotes = []string{"/footnotes", "/endnotes", "/header", "/footer"}
+
 func (a *archive) docx(out *collector) error {
 	part, err := a.mainPart("word/document.xml")
 	if err != nil {
@@ -136,6 +142,31 @@ func (a *archive) docx(out *collector) error {
 	if err != nil {
 		return err
 	}
+	if err := a.docxPart(part, rs, out); err != nil || out.full {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, kind := range docxNotes {
+		for _, r := range rs {
+			if r.External || !strings.HasSuffix(r.Type, kind) || seen[r.Target] {
+				continue
+			}
+			seen[r.Target] = true
+			prs, err := a.rels(r.Target) // the part's own hyperlinks
+			if err != nil {
+				return err
+			}
+			if err := a.docxPart(r.Target, prs, out); err != nil || out.full {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// docxPart reads the text of one WordprocessingML part (the body, notes,
+// a header or a footer); rs are its relationships (its hyperlinks).
+func (a *archive) docxPart(part string, rs []rel, out *collector) error {
 	links := map[string]string{}
 	for _, r := range rs {
 		if r.External && strings.HasSuffix(r.Type, "/hyperlink") {
@@ -144,7 +175,7 @@ func (a *archive) docx(out *collector) error {
 	}
 	inText, skip, tabs := false, 0, 0
 	cells, inCell, cellParas := 0, 0, 0
-	err = a.walk(part, func(tok xml.Token) error {
+	err := a.walk(part, func(tok xml.Token) error {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			switch t.Name.Local {
@@ -237,19 +268,29 @@ func (a *archive) xlsx(out *collector) error {
 		return err
 	}
 	targets := map[string]string{}
-	var shared string
+	var shared, styles string
 	for _, r := range rs {
 		targets[r.ID] = r.Target
-		if strings.HasSuffix(r.Type, "/sharedStrings") {
+		switch {
+		case strings.HasSuffix(r.Type, "/sharedStrings"):
 			shared = r.Target
+		case strings.HasSuffix(r.Type, "/styles"):
+			styles = r.Target
 		}
 	}
 	type sheet struct{ name, part string }
 	var sheets []sheet
+	date1904 := false
 	err = a.walk(part, func(tok xml.Token) error {
-		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "sheet" {
-			if p, ok := targets[attrNS(se, "r", "id")]; ok {
-				sheets = append(sheets, sheet{name: attr(se, "name"), part: p})
+		if se, ok := tok.(xml.StartElement); ok {
+			switch se.Name.Local {
+			case "sheet":
+				if p, ok := targets[attrNS(se, "r", "id")]; ok {
+					sheets = append(sheets, sheet{name: attr(se, "name"), part: p})
+				}
+			case "workbookPr":
+				v := attr(se, "date1904")
+				date1904 = v == "1" || v == "true"
 			}
 		}
 		return nil
@@ -258,6 +299,10 @@ func (a *archive) xlsx(out *collector) error {
 		return err
 	}
 	out.props.Pages = len(sheets)
+	dates, err := a.dateStyles(styles)
+	if err != nil {
+		return err
+	}
 
 	// Shared strings: kept in memory, bounded by MaxDecompressed.
 	var strs []string
@@ -317,13 +362,15 @@ func (a *archive) xlsx(out *collector) error {
 		hyperlinks(out, srs)
 		var typ string
 		var val strings.Builder
-		inV, cells := false, 0
+		inV, isDate, cells := false, false, 0
 		err = a.walk(sh.part, func(tok xml.Token) error {
 			switch t := tok.(type) {
 			case xml.StartElement:
 				switch t.Name.Local {
 				case "c":
 					typ = attr(t, "t")
+					style, _ := strconv.Atoi(attr(t, "s"))
+					isDate = style >= 0 && style < len(dates) && dates[style]
 					val.Reset()
 				case "v", "t":
 					inV = true
@@ -334,12 +381,15 @@ func (a *archive) xlsx(out *collector) error {
 					inV = false
 				case "c":
 					v := val.String()
-					if typ == "s" {
+					switch {
+					case typ == "s":
 						if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 && n < len(strs) {
 							v = strs[n]
 						} else {
 							v = ""
 						}
+					case isDate && (typ == "" || typ == "n"):
+						v = serialDate(v, date1904)
 					}
 					if v != "" {
 						if cells > 0 {
@@ -370,6 +420,97 @@ func (a *archive) xlsx(out *collector) error {
 		out.endPage()
 	}
 	return nil
+}
+
+// dateStyles reads which cell styles of a workbook's styles part show a
+// date or a time (indexed by a cell's s attribute): a built-in date format
+// (numFmtId 14-22, 27-36, 45-47, 50-58) or a format of its own whose code
+// has date or time tokens outside quotes and brackets.
+func (a *archive) dateStyles(styles string) ([]bool, error) {
+	if styles == "" {
+		return nil, nil
+	}
+	custom := map[int]bool{}
+	var out []bool
+	inXfs := false
+	err := a.walk(styles, func(tok xml.Token) error {
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch t.Name.Local {
+			case "numFmt":
+				if id, err := strconv.Atoi(attr(t, "numFmtId")); err == nil {
+					custom[id] = dateFormatCode(attr(t, "formatCode"))
+				}
+			case "cellXfs":
+				inXfs = true
+			case "xf":
+				if inXfs {
+					id, err := strconv.Atoi(attr(t, "numFmtId"))
+					out = append(out, err == nil && (builtinDate(id) || custom[id]))
+				}
+			}
+		case xml.EndElement:
+			if t.Name.Local == "cellXfs" {
+				inXfs = false
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func builtinDate(id int) bool {
+	return id >= 14 && id <= 22 || id >= 27 && id <= 36 || id >= 45 && id <= 47 || id >= 50 && id <= 58
+}
+
+// dateFormatCode reports whether a number format code shows a date or a
+// time: a y, m, d, h or s outside quoted text, [colour] and [$-locale]
+// brackets and escaped characters ("0.00" is not; "yyyy-mm-dd" and
+// "[$-409]mmm d" are).
+func dateFormatCode(code string) bool {
+	quoted, bracket := false, false
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '[':
+			bracket = true
+		case c == ']':
+			bracket = false
+		case bracket:
+		case c == '\\' || c == '_' || c == '*':
+			i++ // the next character is literal, or a fill
+		case strings.IndexByte("ymdhsYMDHS", c) >= 0:
+			return true
+		}
+	}
+	return false
+}
+
+// serialDate writes a spreadsheet's date serial as an ISO date, with the
+// time when it has one ("2024-03-01", "2024-03-01 13:30:00"; "13:30:00"
+// for a time alone); the value as it was when it is no number.
+func serialDate(v string, date1904 bool) string {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 || f > 2958465 { // 9999-12-31
+		return v
+	}
+	epoch := time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC) // 1900 system, its leap-year bug included
+	if date1904 {
+		epoch = time.Date(1904, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	days := math.Floor(f)
+	secs := math.Round((f - days) * 86400)
+	t := epoch.AddDate(0, 0, int(days)).Add(time.Duration(secs) * time.Second)
+	switch {
+	case days == 0 && secs > 0 && !date1904:
+		return t.Format("15:04:05")
+	case secs == 0:
+		return t.Format("2006-01-02")
+	}
+	return t.Format("2006-01-02 15:04:05")
 }
 
 func (a *archive) pptx(out *collector) error {
