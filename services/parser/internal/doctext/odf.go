@@ -116,7 +116,7 @@ func (a *archive) odfContent(format string, out *collector) error {
 	pages, sheets := 0, 0
 	cells, inCell, cellParas := 0, 0, 0
 	inBody, skip := false, 0
-	err := a.walk("content.xml", func(tok xml.Token) error {
+	err := a.walkText("content.xml", out, func(tok xml.Token) error {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			switch t.Name.Local {
@@ -209,14 +209,8 @@ func (a *archive) odfContent(format string, out *collector) error {
 				out.write(string(t))
 			}
 		}
-		if out.full {
-			return errFull
-		}
 		return nil
 	})
-	if errors.Is(err, errFull) {
-		err = nil
-	}
 	switch format {
 	case FormatODP:
 		if out.props.Pages == 0 {

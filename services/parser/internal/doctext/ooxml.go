@@ -175,7 +175,7 @@ func (a *archive) docxPart(part string, rs []rel, out *collector) error {
 	}
 	inText, skip, tabs := false, 0, 0
 	cells, inCell, cellParas := 0, 0, 0
-	err := a.walk(part, func(tok xml.Token) error {
+	return a.walkText(part, out, func(tok xml.Token) error {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			switch t.Name.Local {
@@ -241,22 +241,31 @@ func (a *archive) docxPart(part string, rs []rel, out *collector) error {
 				out.write(string(t))
 			}
 		}
+		return nil
+	})
+}
+
+// errFull stops a walk once the text is full, or when a limit of pages or
+// sheets is reached.
+var errFull = errors.New("text full")
+
+// walkText walks a part whose text goes to out, until out is full or fn
+// returns errFull, neither of which is an error.
+func (a *archive) walkText(part string, out *collector, fn func(xml.Token) error) error {
+	err := a.walk(part, func(tok xml.Token) error {
+		if err := fn(tok); err != nil {
+			return err
+		}
 		if out.full {
 			return errFull
 		}
 		return nil
 	})
 	if errors.Is(err, errFull) {
-		err = nil
+		return nil
 	}
-	if err != nil {
-		return err
-	}
-	return nil
+	return err
 }
-
-// errFull stops a walk once the text is full.
-var errFull = errors.New("text full")
 
 func (a *archive) xlsx(out *collector) error {
 	part, err := a.mainPart("xl/workbook.xml")
@@ -363,7 +372,7 @@ func (a *archive) xlsx(out *collector) error {
 		var typ string
 		var val strings.Builder
 		inV, isDate, cells := false, false, 0
-		err = a.walk(sh.part, func(tok xml.Token) error {
+		err = a.walkText(sh.part, out, func(tok xml.Token) error {
 			switch t := tok.(type) {
 			case xml.StartElement:
 				switch t.Name.Local {
@@ -409,12 +418,9 @@ func (a *archive) xlsx(out *collector) error {
 					val.Write(t)
 				}
 			}
-			if out.full {
-				return errFull
-			}
 			return nil
 		})
-		if err != nil && !errors.Is(err, errFull) {
+		if err != nil {
 			return err
 		}
 		out.endPage()
@@ -553,7 +559,7 @@ func (a *archive) pptx(out *collector) error {
 		}
 		hyperlinks(out, srs)
 		inT, skip := false, 0
-		err = a.walk(sl, func(tok xml.Token) error {
+		err = a.walkText(sl, out, func(tok xml.Token) error {
 			switch t := tok.(type) {
 			case xml.StartElement:
 				switch t.Name.Local {
@@ -580,12 +586,9 @@ func (a *archive) pptx(out *collector) error {
 					out.write(string(t))
 				}
 			}
-			if out.full {
-				return errFull
-			}
 			return nil
 		})
-		if err != nil && !errors.Is(err, errFull) {
+		if err != nil {
 			return err
 		}
 		out.endPage()
