@@ -84,13 +84,6 @@ func Validate(d *crawlv1.Documents) error {
 	return nil
 }
 
-// Keeps reports whether a crawl whose specification says d keeps a
-// document of this media type (lower case, without parameters) beyond
-// HTML and text.
-func Keeps(d *crawlv1.Documents, mediaType string) bool {
-	return mediaType != "" && slices.Contains(d.GetContentTypes(), mediaType)
-}
-
 // Short names a media type as people do ("pdf", "docx"), the type itself
 // when it has no short name.
 func Short(mediaType string) string {
@@ -109,9 +102,15 @@ var extensions = map[string]string{
 }
 
 // generic are the media types servers send when they do not say what a
-// file is.
+// file is (Generic).
 var generic = []string{"application/octet-stream", "binary/octet-stream", "application/download",
 	"application/x-download", "application/force-download", "application/unknown"}
+
+// Generic reports whether a media type says only that a body is bytes
+// (application/octet-stream, binary/octet-stream, application/download
+// and the like): what the body is must be told otherwise, by the URL's
+// extension or the bytes.
+func Generic(mt string) bool { return slices.Contains(generic, mt) }
 
 // KeptType is the media type under which a crawl that keeps the media
 // types kept (its specification's documents.content_types) keeps an answer
@@ -123,7 +122,7 @@ func KeptType(kept []string, mt, path string) string {
 	if mt != "" && slices.Contains(kept, mt) {
 		return mt
 	}
-	if mt != "" && !slices.Contains(generic, mt) {
+	if mt != "" && !Generic(mt) {
 		return ""
 	}
 	dot := strings.LastIndexByte(path, '.')

@@ -23,10 +23,14 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-func TestKeepsAndValidate(t *testing.T) {
+func TestKeptTypeOfASpecAndValidate(t *testing.T) {
 	d := &crawlv1.Documents{ContentTypes: []string{PDF}}
-	if !Keeps(d, PDF) || Keeps(d, DOCX) || Keeps(nil, PDF) || Keeps(d, "") {
-		t.Error("Keeps: wrong answer for a crawl keeping PDFs only")
+	kept := d.GetContentTypes()
+	if KeptType(kept, PDF, "") != PDF || KeptType(kept, DOCX, "") != "" || KeptType(nil, PDF, "") != "" || KeptType(kept, "", "") != "" {
+		t.Error("KeptType: wrong answer for a crawl keeping PDFs only")
+	}
+	if !Generic("application/octet-stream") || Generic(PDF) || Generic("") {
+		t.Error("Generic: wrong answer")
 	}
 	if Validate(d) != nil || Validate(nil) != nil {
 		t.Error("Validate refused a known type")

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"mime"
 	"strings"
+
+	"github.com/trawl-crawler/trawl/libs/doctypes"
 )
 
 // Formats, as Kind names them.
@@ -40,16 +42,6 @@ var mediaTypes = map[string]string{
 	"application/vnd.oasis.opendocument.presentation-template":                  FormatODP,
 }
 
-// MediaTypes returns the media types Extract reads (for a crawl spec's
-// documents.content_types), each with its format.
-func MediaTypes() map[string]string {
-	m := make(map[string]string, len(mediaTypes))
-	for k, v := range mediaTypes {
-		m[k] = v
-	}
-	return m
-}
-
 // Kind says which reader takes a document: one of the Format* constants, or
 // "" when none does. It trusts a specific media type; for a missing or
 // generic one (application/octet-stream, application/zip, binary/octet-
@@ -63,11 +55,7 @@ func Kind(contentType string, body []byte) string {
 	if f, ok := mediaTypes[mt]; ok {
 		return f
 	}
-	switch mt {
-	case "", "application/octet-stream", "binary/octet-stream", "application/zip",
-		"application/x-zip-compressed", "application/download", "application/force-download",
-		"application/x-download", "application/unknown":
-	default:
+	if mt != "" && !doctypes.Generic(mt) && mt != "application/zip" && mt != "application/x-zip-compressed" {
 		return ""
 	}
 	return sniff(body)
