@@ -18,7 +18,6 @@ package fieldrules
 import (
 	"errors"
 	"fmt"
-	"net"
 	"regexp"
 	"strings"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/antchfx/xpath"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
 )
 
 // Bounds of a crawl's rules, so that a specification cannot make a page's
@@ -213,10 +213,7 @@ func (s *Set) Match(host, url string) *Rule {
 		return nil
 	}
 	host = strings.ToLower(host)
-	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		name = h
-	}
+	name := urlcanon.Hostname(host)
 	for _, r := range s.rules {
 		if r.hosts != nil && !r.hosts[host] && !r.hosts[name] {
 			continue

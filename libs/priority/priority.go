@@ -26,12 +26,12 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"net"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
 )
 
 // Bounds of a priority and of a rule's delta.
@@ -173,7 +173,7 @@ func (r *Rules) Of(in Input) (int32, Signals) {
 		signals Signals
 	)
 	if r != nil && len(r.rules) > 0 {
-		name := hostname(in.Host)
+		name := urlcanon.Hostname(in.Host)
 		for i := range r.rules {
 			c := &r.rules[i]
 			if c.hosts != nil && !c.hosts[in.Host] && !c.hosts[name] {
@@ -234,14 +234,6 @@ func Rank(priority int32, depth uint32) uint32 {
 
 func clamp(v int64) int32 {
 	return int32(min(max(v, int64(Min)), int64(Max)))
-}
-
-// hostname is a politeness key without its port.
-func hostname(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		return h
-	}
-	return host
 }
 
 // ParseRule reads a launcher rule "PATTERN=+N" or "PATTERN=-N": the last

@@ -274,7 +274,7 @@ func (r *Rules) OnSeedSites(host string) bool {
 	if !r.seedScoped {
 		return true
 	}
-	name := hostname(host)
+	name := urlcanon.Hostname(host)
 	return r.seedHosts[host] || r.seedHosts[name] || r.seedDomains.match(name)
 }
 
@@ -283,7 +283,7 @@ func (r *Rules) check(pageHost, link, host string, sameHost bool, joined Site) s
 	if len(link) > r.maxURLLength {
 		return DropTooLong
 	}
-	name := hostname(host)
+	name := urlcanon.Hostname(host)
 	switch {
 	case r.denyHosts[host] || r.denyHosts[name] || r.denyDomains.match(name):
 		return DropOutOfScope
@@ -331,14 +331,6 @@ func patternsKeep(link string, allow, deny []*regexp.Regexp) bool {
 	return false
 }
 
-// hostname is a politeness key without its port.
-func hostname(key string) string {
-	if h, _, err := net.SplitHostPort(key); err == nil {
-		return h
-	}
-	return key
-}
-
 // Site is one site a crawl of mode DOMAIN or HOST stays on: a host (a
 // politeness key) or a registrable domain (with its subdomains). Exactly
 // one is set; the zero Site is none.
@@ -374,7 +366,7 @@ func SiteOf(mode crawlv1.ScopeMode, key string) (Site, bool) {
 	case crawlv1.ScopeMode_SCOPE_MODE_HOST:
 		return Site{Host: key}, true
 	case crawlv1.ScopeMode_SCOPE_MODE_DOMAIN:
-		if d, ok := registrable(hostname(key)); ok {
+		if d, ok := registrable(urlcanon.Hostname(key)); ok {
 			return Site{Domain: d}, true
 		}
 		return Site{Host: key}, true

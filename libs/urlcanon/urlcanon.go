@@ -55,6 +55,7 @@ package urlcanon
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	whatwgerrors "github.com/nlnwa/whatwg-url/errors"
@@ -238,6 +239,15 @@ func invalid(op string, err error) error {
 		reason = err.Error()
 	}
 	return fmt.Errorf("%s: %w: %s", op, ErrInvalid, reason)
+}
+
+// Hostname is a politeness key (host[:port]) without its port: the name
+// a rule that lists hosts may give for every port of the host.
+func Hostname(key string) string {
+	if h, _, err := net.SplitHostPort(key); err == nil {
+		return h
+	}
+	return key
 }
 
 // PolitenessKey returns the partitioning key of a URL: its host, lower-cased

@@ -790,3 +790,11 @@ func BenchmarkCanonicalKey(b *testing.B) {
 		})
 	}
 }
+
+func TestHostname(t *testing.T) {
+	for key, want := range map[string]string{"a.test": "a.test", "a.test:8080": "a.test", "127.0.0.2:80": "127.0.0.2", "[::1]:8080": "::1"} {
+		if got := Hostname(key); got != want {
+			t.Errorf("Hostname(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
