@@ -86,10 +86,10 @@ ANY INNER JOIN (SELECT url_fp, parse_error FROM document_meta FINAL WHERE crawl_
 			t.Errorf("links %q: no %s", urls, want)
 		}
 	}
-	if n := countersWith(t, r, "pages_parsed_total", "outcome", pages.OutcomeNotHTML); n != 1 {
+	if n := counterValue(t, r.reg, "pages_parsed_total", "outcome", pages.OutcomeNotHTML); n != 1 {
 		t.Errorf("not_html pages = %v, want 1 (the PDF of the crawl that keeps none)", n)
 	}
-	if n := countersWith(t, r, "documents_read_total", "format", "pdf", "result", "encrypted"); n != 1 {
+	if n := counterValue(t, r.reg, "documents_read_total", "format", "pdf", "result", "encrypted"); n != 1 {
 		t.Errorf("documents_read_total{pdf,encrypted} = %v, want 1", n)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/parser/internal/pages"
@@ -64,33 +62,8 @@ WHERE crawl_id = 'c' AND fields != ''`).Scan(&price); err != nil || price != 129
 		t.Errorf("analyst query: price %v, %v", price, err)
 	}
 	for result, want := range map[string]float64{"found": 3, "missing": 1} {
-		if n := countersWith(t, r, "extract_fields_total", "rule", "product", "result", result); n != want {
+		if n := counterValue(t, r.reg, "extract_fields_total", "rule", "product", "result", result); n != want {
 			t.Errorf("extract_fields_total{rule=product,result=%s} = %v, want %v", result, n, want)
 		}
 	}
-}
-
-// countersWith is the value of the counter name whose labels include the
-// given name, value pairs (0 when there is none).
-func countersWith(t *testing.T, r *parserRun, name string, labels ...string) float64 {
-	t.Helper()
-	mfs, err := r.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
-					continue metrics
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -309,9 +311,10 @@ func firstSightings(got []discovered) []discovered {
 	return out
 }
 
-// counterValue returns the value of the child of a registered counter
-// vector with label=value, or with label "" of a plain counter.
-func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+// counterValue returns the value of the registered counter name whose
+// labels include the given name, value pairs (a pair named "" asks
+// nothing: a plain counter); the test fails when there is none.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -321,18 +324,19 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value str
 		if mf.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range mf.GetMetric() {
-			if label == "" {
-				return m.GetCounter().GetValue()
-			}
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					return m.GetCounter().GetValue()
+			for i := 0; i+1 < len(labels); i += 2 {
+				if labels[i] != "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+					return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+				}) {
+					continue metrics
 				}
 			}
+			return m.GetCounter().GetValue()
 		}
 	}
-	t.Fatalf("metric %s{%s=%q} not found", name, label, value)
+	t.Fatalf("metric %s%q not found", name, labels)
 	return 0
 }
 
