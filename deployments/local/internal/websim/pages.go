@@ -449,29 +449,8 @@ func (w *Web) article(h, i int) []byte {
 	b.WriteString("\">Members</a></li></ul></nav></div></header>\n<main class=\"layout\"><article class=\"article\">\n<h1 class=\"article__title\">")
 	b.WriteString(title)
 	b.WriteString("</h1>\n")
-	// Spread the links over the paragraphs: each takes an equal share of
-	// the text still to write; markup fills the page up to its size.
-	textBudget, text := int(float64(size)*TextShare), 0
-	link := 0
-	for block := 0; text < textBudget || link < nlinks; block++ {
-		per := (textBudget - text) / (nlinks - link + 1)
-		fmt.Fprintf(&b, "<div class=\"article__block\" data-block=\"%d\"><p class=\"article__text\">", block)
-		for n := text + per; text < n; {
-			sentence := w.sentence(rng, gbk, 8+rng.IntN(12))
-			b.WriteString(sentence)
-			b.WriteString(". ")
-			text += len(sentence) + 2
-		}
-		if link < nlinks {
-			href, text := w.link(rng, h, i, link)
-			fmt.Fprintf(&b, "See <a class=\"article__link\" href=\"%s\">%s</a>.", href, text)
-			link++
-		}
-		b.WriteString("</p></div>\n")
-		if block%4 == 3 && b.Len() < size {
-			fmt.Fprintf(&b, adSlot, block, block)
-		}
-	}
+	w.blocks(&b, rng, gbk, size, nlinks, `<div class="article__block" data-block="%d"><p class="article__text">`, "article__link",
+		func(link int) (string, string) { return w.link(rng, h, i, link) })
 	writeTail(&b, size, h, ` &middot; <a href="#top">top</a>`)
 	return b.Bytes()
 }
@@ -511,6 +490,36 @@ const (
 <script>document.querySelectorAll(".ad-slot[data-lazy]").forEach(function(e){new IntersectionObserver(function(x,o){x.forEach(function(y){if(y.isIntersecting){e.dataset.loaded="1";o.disconnect()}})},{rootMargin:"200px"}).observe(e)});</script>
 `
 )
+
+// blocks writes a page's running text: blocks of sentences, about
+// TextShare of size in all, with nlinks links spread over them (each block
+// takes an equal share of the text still to write, then the next link,
+// link(j)), and an ad slot after every fourth block while the page is under
+// size; markup fills the page up to its size. open is a block's opening
+// markup (a format of its number), linkClass the links' class.
+func (w *Web) blocks(b *bytes.Buffer, rng *rand.Rand, gbk bool, size, nlinks int, open, linkClass string, link func(j int) (href, anchor string)) {
+	textBudget, text := int(float64(size)*TextShare), 0
+	j := 0
+	for block := 0; text < textBudget || j < nlinks; block++ {
+		per := (textBudget - text) / (nlinks - j + 1)
+		fmt.Fprintf(b, open, block)
+		for n := text + per; text < n; {
+			sentence := w.sentence(rng, gbk, 8+rng.IntN(12))
+			b.WriteString(sentence)
+			b.WriteString(". ")
+			text += len(sentence) + 2
+		}
+		if j < nlinks {
+			href, anchor := link(j)
+			fmt.Fprintf(b, "See <a class=\"%s\" href=\"%s\">%s</a>.", linkClass, href, anchor)
+			j++
+		}
+		b.WriteString("</p></div>\n")
+		if block%4 == 3 && b.Len() < size {
+			fmt.Fprintf(b, adSlot, block, block)
+		}
+	}
+}
 
 func (w *Web) sentence(rng *rand.Rand, gbk bool, n int) string {
 	var s strings.Builder

@@ -566,27 +566,8 @@ func (w *Web) productPage(h, n int) []byte {
 	b.WriteString("</p>\n<section class=\"reviews\"><h2>Reviews</h2>\n")
 	// The reviews carry the rest of the links, spread over the text as an
 	// article's are.
-	more := max(nlinks-links, 0)
-	textBudget, text := int(float64(size)*TextShare), 0
-	for block, link := 0, 0; text < textBudget || link < more; block++ {
-		per := (textBudget - text) / (more - link + 1)
-		fmt.Fprintf(&b, "<div class=\"review\" data-review=\"%d\"><p class=\"review__text\">", block)
-		for end := text + per; text < end; {
-			s := w.sentence(rng, false, 8+rng.IntN(12))
-			b.WriteString(s)
-			b.WriteString(". ")
-			text += len(s) + 2
-		}
-		if link < more {
-			href, anchor := w.shopLink(rng, h, n)
-			fmt.Fprintf(&b, "See <a class=\"review__link\" href=\"%s\">%s</a>.", href, anchor)
-			link++
-		}
-		b.WriteString("</p></div>\n")
-		if block%4 == 3 && b.Len() < size {
-			fmt.Fprintf(&b, adSlot, block, block)
-		}
-	}
+	w.blocks(&b, rng, false, size, max(nlinks-links, 0), `<div class="review" data-review="%d"><p class="review__text">`, "review__link",
+		func(int) (string, string) { return w.shopLink(rng, h, n) })
 	b.WriteString("</section>\n")
 	writeTail(&b, size, h, "")
 	return b.Bytes()
