@@ -51,10 +51,9 @@ func TestBenchTrapDeep(t *testing.T) {
 	}
 }
 
-// TestWebTrapFlagsReachWebsim runs the websim command as the launcher
-// does and reads its calendar trap: the trap flags reach the process,
-// and its stats count the requests past the trap's second hop.
-func TestWebTrapFlagsReachWebsim(t *testing.T) {
+// websimBin builds the websim command and returns its path.
+func websimBin(t *testing.T) string {
+	t.Helper()
 	root, err := supervise.FindRepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +62,30 @@ func TestWebTrapFlagsReachWebsim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bins["websim"]
+}
+
+// startTestWeb runs the websim command bin as the launcher does with the
+// launcher flags args, until the test ends.
+func startTestWeb(t *testing.T, bin string, args ...string) *web {
+	t.Helper()
+	cfg, err := parse(t, args, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site, err := startWeb(t.Context(), bin, "", cfg.webArgs(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = site.proc.Stop(10 * time.Second) })
+	return site
+}
+
+// TestWebTrapFlagsReachWebsim runs the websim command as the launcher
+// does and reads its calendar trap: the trap flags reach the process,
+// and its stats count the requests past the trap's second hop.
+func TestWebTrapFlagsReachWebsim(t *testing.T) {
+	bin := websimBin(t)
 	tests := []struct {
 		name      string
 		args      []string
@@ -76,15 +99,7 @@ func TestWebTrapFlagsReachWebsim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := parse(t, append([]string{"--web", "--web-hosts", "1", "--web-articles", "2"}, tt.args...), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			site, err := startWeb(t.Context(), bins["websim"], "", cfg.webArgs(), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = site.proc.Stop(10 * time.Second) }()
+			site := startTestWeb(t, bin, append([]string{"--web", "--web-hosts", "1", "--web-articles", "2"}, tt.args...)...)
 			status, body := httpGet(t, site.ready.Seeds[0]+"cal/2026/11")
 			switch {
 			case tt.links == 0 && status != http.StatusNotFound:
@@ -172,23 +187,8 @@ func TestBenchMostLinked(t *testing.T) {
 // does with --web-best-deep: it serves the best-deep sites, and its stats
 // count a fetched page of the most linked set.
 func TestWebBestDeepReachesWebsim(t *testing.T) {
-	root, err := supervise.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bins, err := supervise.BuildTools(t.Context(), root, t.TempDir(), []string{"websim"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := parse(t, []string{"--web", "--web-hosts", "2", "--web-best-deep", "--max-pages", "212"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	site, err := startWeb(t.Context(), bins["websim"], "", cfg.webArgs(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = site.proc.Stop(10 * time.Second) }()
+	bin := websimBin(t)
+	site := startTestWeb(t, bin, "--web", "--web-hosts", "2", "--web-best-deep", "--max-pages", "212")
 	if site.ready.Pages != 2*530 {
 		t.Errorf("%d content pages, want 2 × 530", site.ready.Pages)
 	}
@@ -208,23 +208,8 @@ func TestWebBestDeepReachesWebsim(t *testing.T) {
 // with --web-shop: it serves shops, of the seed the bench computes the
 // known values from (a product page's name and SKU are the known ones).
 func TestWebShopReachesWebsim(t *testing.T) {
-	root, err := supervise.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bins, err := supervise.BuildTools(t.Context(), root, t.TempDir(), []string{"websim"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := parse(t, []string{"--web", "--web-hosts", "2", "--web-articles", "20", "--web-shop"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	site, err := startWeb(t.Context(), bins["websim"], "", cfg.webArgs(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = site.proc.Stop(10 * time.Second) }()
+	bin := websimBin(t)
+	site := startTestWeb(t, bin, "--web", "--web-hosts", "2", "--web-articles", "20", "--web-shop")
 	for h, seed := range site.ready.Seeds {
 		p := websim.ShopProduct(webSeed, h, 13)
 		status, body := httpGet(t, seed+"product/13")
