@@ -201,9 +201,12 @@ func StartZooKeeper(ctx context.Context, dir string) (*ZooKeeper, error) {
 	}
 	z := &ZooKeeper{dir: dir, port: ports[0]}
 	// A short tick: sessions of the ClickHouse servers expire within
-	// seconds of a kill. No admin server (it would take port 8080).
+	// seconds of a kill. No admin server (it would take port 8080). No
+	// fsync of the transaction log (forceSync=no): the data is thrown away
+	// with the cluster, and a migration's ON CLUSTER statements, each a
+	// few dozen ZooKeeper writes, ran 38 s with it and 31 s without.
 	cfg := fmt.Sprintf("tickTime=500\ndataDir=%s/data\nclientPortAddress=127.0.0.1\nclientPort=%d\n"+
-		"admin.enableServer=false\nmaxClientCnxns=0\nmaxSessionTimeout=60000\n", dir, z.port)
+		"admin.enableServer=false\nmaxClientCnxns=0\nmaxSessionTimeout=60000\nforceSync=no\n", dir, z.port)
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, fmt.Errorf("write zookeeper config: %w", err)

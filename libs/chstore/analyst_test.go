@@ -96,7 +96,7 @@ func TestAnalystQueries(t *testing.T) {
 // read the Distributed tables and must give the same answers.
 func TestAnalystQueriesCluster(t *testing.T) {
 	c := chtest.StartCluster(t, 2, 2)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), clusterTestTimeout)
 	defer cancel()
 	cfg := chtest.ClusterConfig(t, c)
 	s, err := chstore.Open(ctx, cfg, zap.NewNop())

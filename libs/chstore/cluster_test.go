@@ -18,6 +18,12 @@ import (
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
 
+// clusterTestTimeout bounds a test on a cluster started here, its
+// migration included: every ON CLUSTER statement (about 120 of them) goes
+// through ZooKeeper's DDL queue to each server, and a loaded CI machine
+// runs them several times slower than a quiet one.
+const clusterTestTimeout = 10 * time.Minute
+
 // nodeCount returns a count(*) query's answer on one server of the
 // cluster, its own tables only.
 func nodeCount(ctx context.Context, t *testing.T, srv *chlocal.Server, db, query string, args ...any) uint64 {
@@ -64,7 +70,11 @@ func syncReplicas(ctx context.Context, t *testing.T, c *chlocal.Cluster, shards,
 func TestCluster(t *testing.T) {
 	const shards, replicas = 2, 2
 	c := chtest.StartCluster(t, shards, replicas)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	// Generous: two services migrating at once put every ON CLUSTER
+	// statement through the DDL queue twice, ~0.25 s each here and five
+	// times that on a loaded two-core CI machine under -race (CI once ran
+	// out of 3 minutes in migration 204).
+	ctx, cancel := context.WithTimeout(t.Context(), clusterTestTimeout)
 	defer cancel()
 	cfg := chtest.ClusterConfig(t, c)
 
@@ -81,7 +91,9 @@ func TestCluster(t *testing.T) {
 		stores[i] = s
 		wg.Go(func() { errs[i] = s.Migrate(ctx) })
 	}
+	started := time.Now()
 	wg.Wait()
+	t.Logf("two services migrated the cluster in %v", time.Since(started).Round(time.Millisecond))
 	for _, err := range errs {
 		if err != nil {
 			t.Fatalf("migrate: %v", err)

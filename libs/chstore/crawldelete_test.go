@@ -126,7 +126,7 @@ func waitDeleted(ctx context.Context, t *testing.T, s *chstore.Store, crawlID st
 // rows leave every shard, another crawl's stay.
 func TestDeleteCrawlRowsCluster(t *testing.T) {
 	c := chtest.StartCluster(t, 2, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), clusterTestTimeout)
 	defer cancel()
 	s, err := chstore.Open(ctx, chtest.ClusterConfig(t, c), zap.NewNop())
 	if err != nil {
