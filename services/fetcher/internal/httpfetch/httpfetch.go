@@ -340,20 +340,28 @@ type Response struct {
 	// Exchange is the request and answer as sent and received, with
 	// Request.Capture, when an answer came (nil otherwise).
 	Exchange *Exchange
-	// pooled is the bufpool buffer the body was read into, given back by
-	// Release (nil when the body may be held elsewhere: a capture).
-	pooled []byte
+	// pooled is the bufpool buffer of Body, given back by Release;
+	// captured, when Body was converted from an unencoded body the
+	// capture holds as received, is that body's buffer.
+	pooled, captured []byte
 }
 
-// Release gives the buffer of the body back to be reused by a later
-// fetch, and clears Body. The caller must hold no reference into Body,
-// nor have given one out: a message carrying the body is encoded (a copy)
-// before Release. Without a call the buffer is left to the collector.
+// Release gives the buffers of the body (and of the capture's copy of
+// it, Exchange.Body) back to be reused by a later fetch, and clears Body
+// and Exchange.Body. The caller must hold no reference into either, nor
+// have given one out: a message carrying the body is encoded (a copy),
+// and the exchange archived, before Release. Without a call the buffers
+// are left to the collector.
 func (r *Response) Release() {
-	if r.pooled != nil {
-		bufpool.Put(r.pooled)
+	for _, b := range [][]byte{r.pooled, r.captured} {
+		if b != nil {
+			bufpool.Put(b)
+		}
 	}
-	r.pooled, r.Body = nil, nil
+	r.pooled, r.captured, r.Body = nil, nil, nil
+	if r.Exchange != nil {
+		r.Exchange.Body = nil
+	}
 }
 
 // keptHeaders are copied into Response.Header.
@@ -514,10 +522,9 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		}
 		body, err = readAll(io.LimitReader(dec, limit+1), min(hint, limit+1))
 		release()
-		if ex == nil {
-			// No capture holds the bytes: the caller's Release recycles them.
-			resp.pooled = body
-		}
+		// The caller's Release recycles the buffer, once the page's
+		// record is encoded and the capture (which may share it) archived.
+		resp.pooled = body
 	}
 	watch.Stop()
 	resp.BodyBytes = int64(len(body))
@@ -578,14 +585,16 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		resp.Body = body
 		return resp
 	}
-	if resp.pooled == nil {
-		resp.Body, resp.Charset = ToUTF8(body, ctHeader, resp.ContentType)
-		return resp
-	}
 	resp.Body, resp.Charset = toUTF8(body, ctHeader, resp.ContentType, bufpool.Get)
 	if unsafe.SliceData(resp.Body) != unsafe.SliceData(body) {
-		// Converted: the bytes as received are no longer needed.
-		bufpool.Put(body)
+		// Converted: the bytes as received are no longer needed, unless
+		// the capture holds them (an unencoded body is its own copy as
+		// received); then Release gives both back.
+		if ex != nil && identity {
+			resp.captured = body
+		} else {
+			bufpool.Put(body)
+		}
 		resp.pooled = resp.Body
 	}
 	return resp

@@ -2,6 +2,7 @@ package httpfetch
 
 import (
 	"bytes"
+	"fmt"
 	"errors"
 	"net"
 	"net/http"
@@ -330,4 +331,48 @@ func TestToUTF8(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCapturedBodyRecycled: with a capture (the WARC archive) the body's
+// buffers are recycled too, by Release once the exchange is archived, and
+// not before: a GBK page's bytes as received stay in its capture while a
+// later fetch reads and converts another page, and Release clears both
+// the UTF-8 body and the capture's copy.
+func TestCapturedBodyRecycled(t *testing.T) {
+	pages := [2]string{
+		"<html><head><title>一</title></head><body>" + chinese + "</body></html>",
+		"<html><head><title>二</title></head><body>" + strings.Repeat("春节", 400) + "</body></html>",
+	}
+	mux := http.NewServeMux()
+	for i, p := range pages {
+		mux.HandleFunc(fmt.Sprintf("/p%d", i), func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=GBK")
+			_, _ = w.Write(gbk(t, p))
+		})
+	}
+	base := serve(t, "127.0.0.2", mux)
+	f := New(Options{AllowPrivate: true, ConnectTimeout: time.Second, FetchTimeout: 5 * time.Second, MaxBodyBytes: 1 << 20})
+	var res [2]*Response
+	for i := range pages {
+		res[i] = f.Fetch(t.Context(), Request{URL: base + fmt.Sprintf("/p%d", i), Host: "h", Capture: true})
+		if res[i].Err != nil || res[i].Exchange == nil {
+			t.Fatalf("fetch p%d: err %v, exchange %v", i, res[i].Err, res[i].Exchange)
+		}
+	}
+	for i, r := range res {
+		if string(r.Body) != pages[i] {
+			t.Errorf("p%d: body is not the page in UTF-8 (%d bytes)", i, len(r.Body))
+		}
+		if !bytes.Equal(r.Exchange.Body, gbk(t, pages[i])) {
+			t.Errorf("p%d: the capture's body is not the GBK bytes as received (%d bytes): its buffer was reused", i, len(r.Exchange.Body))
+		}
+	}
+	res[0].Release()
+	if res[0].Body != nil || res[0].Exchange.Body != nil {
+		t.Error("Release left the body or the capture's body set")
+	}
+	if !bytes.Equal(res[1].Exchange.Body, gbk(t, pages[1])) || string(res[1].Body) != pages[1] {
+		t.Error("releasing one response changed another's bytes")
+	}
+	res[1].Release()
 }
