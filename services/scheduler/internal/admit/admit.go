@@ -177,12 +177,12 @@ type HostBudget interface {
 // that key hashes to (the pipeline's one partition function).
 type PartitionFunc func(canonicalURL string) (key []byte, partition int, err error)
 
-// Policy holds the admission rules. The zero MaxDepth admits only seeds.
+// Policy holds the admission rules.
 type Policy struct {
-	MaxDepth uint32
-	// DepthLimit, when set, returns a crawl's own maximum depth (its
-	// CrawlSpec limit) and true, or false to use MaxDepth.
-	DepthLimit func(crawlID string) (uint32, bool)
+	// Depth returns a crawl's maximum link depth, resolved in one place
+	// (config.SpecDepth: its CrawlSpec's limits.max_depth, else the
+	// fleet's --max-depth). nil admits only seeds.
+	Depth func(crawlID string) uint32
 	// State, when set, returns a crawl's operator state (its CrawlSpec;
 	// RUNNING without one).
 	State func(crawlID string) crawlv1.CrawlState
@@ -477,12 +477,16 @@ func (p Policy) state(crawlID string) crawlv1.CrawlState {
 
 // maxDepth is the crawl's depth limit.
 func (p Policy) maxDepth(crawlID string) uint32 {
-	if p.DepthLimit != nil {
-		if d, ok := p.DepthLimit(crawlID); ok {
-			return d
-		}
+	if p.Depth == nil {
+		return 0
 	}
-	return p.MaxDepth
+	return p.Depth(crawlID)
+}
+
+// FixedDepth is the Policy.Depth of a fleet without specifications:
+// every crawl admits links up to depth d.
+func FixedDepth(d uint32) func(crawlID string) uint32 {
+	return func(string) uint32 { return d }
 }
 
 // invalidReason classifies a urlcanon error.

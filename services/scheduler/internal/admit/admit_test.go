@@ -25,15 +25,15 @@ func hostPartitions(canonical string) ([]byte, int, error) {
 }
 
 // specDepths is the depth limit of the crawls "deep" (8) and "shallow"
-// (1), which have a specification; other crawls have none.
-func specDepths(crawlID string) (uint32, bool) {
+// (1), which have a specification; other crawls take the fleet's 5.
+func specDepths(crawlID string) uint32 {
 	switch crawlID {
 	case "deep":
-		return 8, true
+		return 8
 	case "shallow":
-		return 1, true
+		return 1
 	}
-	return 0, false
+	return 5
 }
 
 // specStates is the state of the crawls "paused" and "cancelled"; other
@@ -125,7 +125,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Policy{MaxDepth: 5, DepthLimit: specDepths, State: specStates, Partition: hostPartitions, Now: func() time.Time { return now }}
+			p := Policy{Depth: specDepths, State: specStates, Partition: hostPartitions, Now: func() time.Time { return now }}
 			b := &budget{left: tt.budget}
 			d := decide(t, p, tt.in, tt.partition, seen, b)
 			if d.Reason != tt.wantReason {
@@ -189,7 +189,7 @@ func FuzzDecide(f *testing.F) {
 	f.Add("", "::", uint32(99))
 	f.Add("c\x00", "https://xn--bcher-kva.example/ä?q=1", uint32(3))
 	f.Fuzz(func(t *testing.T, crawl, url string, depth uint32) {
-		p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: time.Now}
+		p := Policy{Depth: FixedDepth(5), Partition: hostPartitions, Now: time.Now}
 		seen := dedup.New(0)
 		in := &crawlv1.DiscoveredURL{CrawlId: crawl, Url: url, Depth: depth}
 		d := decide(t, p, in, 0, seen, Unlimited{})
@@ -224,7 +224,7 @@ func TestDecideScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Policy{
-		MaxDepth:  5,
+		Depth:     FixedDepth(5),
 		Partition: hostPartitions,
 		Now:       time.Now,
 		Scope: func(crawlID string) (*scope.Rules, bool) {
@@ -279,7 +279,7 @@ func TestDecideSeedRedirect(t *testing.T) {
 		"web":  compile(&crawlv1.Scope{Mode: crawlv1.ScopeMode_SCOPE_MODE_WEB}),
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: func() time.Time { return now },
+	p := Policy{Depth: FixedDepth(5), Partition: hostPartitions, Now: func() time.Time { return now },
 		Scope: func(crawlID string) (*scope.Rules, bool) { r, ok := crawls[crawlID]; return r, ok }}
 	redirect := func(crawl, url string, depth, hops uint32) *crawlv1.DiscoveredURL {
 		return &crawlv1.DiscoveredURL{CrawlId: crawl, Url: url, Depth: depth, RedirectHops: hops, Source: crawlv1.Source_SOURCE_REDIRECT,
@@ -405,7 +405,7 @@ func TestDecideHostBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Policy{MaxDepth: 5, Partition: hostPartitions, Now: func() time.Time { return now }}
+			p := Policy{Depth: FixedDepth(5), Partition: hostPartitions, Now: func() time.Time { return now }}
 			b := &budget{left: tt.budget}
 			hb := &hostBudget{left: map[string]int{"example.com": tt.hostLeft, "seen.example": tt.hostLeft}}
 			depth := uint32(1)

@@ -111,7 +111,7 @@ func TestDecidePriority(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Policy{MaxDepth: 5, Priority: specPriority(t), Partition: hostPartitions, Now: func() time.Time { return now }}
+			p := Policy{Depth: FixedDepth(5), Priority: specPriority(t), Partition: hostPartitions, Now: func() time.Time { return now }}
 			b := tt.budget
 			d := decide(t, p, tt.in, tt.partition, seen, &b)
 			if d.Reason == Duplicate && tt.in.InLinks <= 1 && (d.Priority != 0 || d.PriorityReason != "") {

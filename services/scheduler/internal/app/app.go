@@ -60,8 +60,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	}
 	s.producer = kafkaio.NewWriter(cfg.Kafka, log, reg)
 	s.Writers = sinks.New(s.store, cfg.ClickHouse.Batch(), log, reg)
-	s.tracker = budget.NewTracker(config.AdmitCeiling(cfg.MaxPages, cfg.BudgetAdmitFactor)).
-		WithLimits(config.SpecPages(s.specs, cfg.Fleet(), cfg.BudgetAdmitFactor))
+	s.tracker = budget.NewTracker(config.SpecPages(s.specs, cfg.Fleet(), cfg.BudgetAdmitFactor))
 	if s.group, err = s.admission(reg); err != nil {
 		return nil, err
 	}
@@ -78,7 +77,7 @@ func (s *Scheduler) admission(reg prometheus.Registerer) (*kafkaio.Group, error)
 	topics := cfg.Kafka.Topics()
 	sched, err := consume.New(consume.Config{
 		Topics: topics, Partitions: cfg.Kafka.Partitions,
-		MaxDepth: uint32(cfg.MaxDepth), DepthLimit: config.SpecDepth(specs, cfg.Fleet()), Scope: config.SpecScope(specs, s.log), Priority: config.SpecPriority(specs, s.log),
+		Depth: config.SpecDepth(specs, cfg.Fleet()), Scope: config.SpecScope(specs, s.log), Priority: config.SpecPriority(specs, s.log),
 		State: specs.State, Paused: config.PausedCrawls(specs), Retired: config.RetiredCrawls(specs), Changed: specs.Changed,
 		SyncSpec: func(ctx context.Context, crawlID string) error { _, err := specs.GetSynced(ctx, crawlID); return err },
 		SyncScope: func(ctx context.Context) error {

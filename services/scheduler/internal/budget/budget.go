@@ -58,45 +58,46 @@ type CountFunc func(ctx context.Context, crawlIDs []string) (map[string]int64, e
 type crawl = pagebudget.Estimate
 
 // Tracker is the page budget shared by every partition handler of an
-// instance. Safe for concurrent use. A Tracker with max 0 never refuses and
-// keeps no state.
+// instance. Safe for concurrent use. A Tracker without limits never
+// refuses and keeps no state.
 type Tracker struct {
-	max    int64
-	limits func(crawlID string) (int64, bool) // per-crawl override of max, optional
+	limits func(crawlID string) int64 // a crawl's ceiling, 0 = unlimited; nil: every crawl unlimited
 
 	mu     sync.Mutex
 	crawls map[string]*crawl
 	parts  map[int]map[string]int64 // partition → crawl → fingerprints held
 }
 
-// NewTracker returns a tracker allowing maxPages pages per crawl (0 = unlimited).
-func NewTracker(maxPages int64) *Tracker {
+// NewTracker returns a tracker allowing each crawl limits(crawlID) pages
+// (0 = unlimited): the crawl's resolved ceiling (config.SpecPages: its
+// spec's limits.max_pages, else the fleet's --max-pages, times the admit
+// factor). nil limits every crawl to nothing: the tracker keeps no state.
+func NewTracker(limits func(crawlID string) int64) *Tracker {
 	return &Tracker{
-		max:    maxPages,
+		limits: limits,
 		crawls: make(map[string]*crawl),
 		parts:  make(map[int]map[string]int64),
 	}
 }
 
-// WithLimits makes the tracker ask limits for a crawl's own budget (its
-// CrawlSpec.limits.max_pages) before using max; limits returns false for a
-// crawl that sets none. Call before the tracker is used. It returns t.
-func (t *Tracker) WithLimits(limits func(crawlID string) (int64, bool)) *Tracker {
-	t.limits = limits
-	return t
+// Fixed is the limits of a tracker allowing every crawl n pages: nil
+// (unlimited) for 0.
+func Fixed(n int64) func(crawlID string) int64 {
+	if n <= 0 {
+		return nil
+	}
+	return func(string) int64 { return n }
 }
 
 // Limited reports whether the tracker enforces (or may enforce) a budget.
-func (t *Tracker) Limited() bool { return t.max > 0 || t.limits != nil }
+func (t *Tracker) Limited() bool { return t.limits != nil }
 
 // limit is the page budget of a crawl, 0 = unlimited.
 func (t *Tracker) limit(crawlID string) int64 {
-	if t.limits != nil {
-		if n, ok := t.limits(crawlID); ok {
-			return n
-		}
+	if t.limits == nil {
+		return 0
 	}
-	return t.max
+	return t.limits(crawlID)
 }
 
 func (t *Tracker) crawl(id string) *crawl {

@@ -110,7 +110,7 @@ func TestTracker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := NewTracker(tt.max)
+			tr := NewTracker(Fixed(tt.max))
 			for i, s := range tt.steps {
 				switch s.op {
 				case "reserve":
@@ -141,7 +141,7 @@ func TestTracker(t *testing.T) {
 }
 
 func TestRefreshError(t *testing.T) {
-	tr := NewTracker(5)
+	tr := NewTracker(Fixed(5))
 	tr.Reserve(0, "a")
 	boom := errors.New("boom")
 	err := tr.Refresh(t.Context(), func(context.Context, []string) (map[string]int64, error) { return nil, boom })
@@ -157,7 +157,7 @@ func TestRefreshError(t *testing.T) {
 // than the budget in total.
 func TestConcurrentReserve(t *testing.T) {
 	const budget, workers = 500, 8
-	tr := NewTracker(budget)
+	tr := NewTracker(Fixed(budget))
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -182,33 +182,40 @@ func TestConcurrentReserve(t *testing.T) {
 	}
 }
 
-// TestSpecLimits: a crawl's own max_pages overrides the default, both
-// tighter and looser, and a crawl without one keeps the default.
+// TestSpecLimits: each crawl is held to its own ceiling (the resolved
+// one: its spec's max_pages, else the fleet's; crawlsettings.Resolve and
+// config.SpecPages choose it), 0 leaves a crawl unlimited, and crawls do
+// not share a count.
 func TestSpecLimits(t *testing.T) {
-	limits := func(id string) (int64, bool) {
-		switch id {
-		case "tight":
-			return 1, true
-		case "loose":
-			return 4, true
+	limits := func(fleet int64) func(string) int64 {
+		return func(id string) int64 {
+			switch id {
+			case "tight":
+				return 1
+			case "loose":
+				return 4
+			}
+			return fleet
 		}
-		return 0, false
 	}
 	tests := []struct {
 		name     string
-		max      int64
+		fleet    int64
 		crawl    string
 		wantTook int
 	}{
-		{name: "spec tighter than default", max: 3, crawl: "tight", wantTook: 1},
-		{name: "spec looser than default", max: 3, crawl: "loose", wantTook: 4},
-		{name: "no spec keeps default", max: 3, crawl: "plain", wantTook: 3},
-		{name: "no spec and no default is unlimited", max: 0, crawl: "plain", wantTook: 10},
-		{name: "spec without default", max: 0, crawl: "tight", wantTook: 1},
+		{name: "tighter than the fleet", fleet: 3, crawl: "tight", wantTook: 1},
+		{name: "looser than the fleet", fleet: 3, crawl: "loose", wantTook: 4},
+		{name: "the fleet's", fleet: 3, crawl: "plain", wantTook: 3},
+		{name: "unlimited", fleet: 0, crawl: "plain", wantTook: 10},
+		{name: "own ceiling in an unlimited fleet", fleet: 0, crawl: "tight", wantTook: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := NewTracker(tt.max).WithLimits(limits)
+			tr := NewTracker(limits(tt.fleet))
+			if !tr.Reserve(0, "other") {
+				t.Fatal("another crawl's first page refused")
+			}
 			took := 0
 			for range 10 {
 				if tr.Reserve(0, tt.crawl) {
@@ -220,6 +227,9 @@ func TestSpecLimits(t *testing.T) {
 			}
 		})
 	}
+	if NewTracker(Fixed(0)).Limited() || !NewTracker(Fixed(2)).Limited() {
+		t.Error("Fixed(0) must leave the tracker unlimited, Fixed(2) limited")
+	}
 }
 
 // TestRefreshCountsBudgetedCrawls: a refresh counts the crawls with a page
@@ -227,10 +237,7 @@ func TestSpecLimits(t *testing.T) {
 // given a budget later is counted from then on.
 func TestRefreshCountsBudgetedCrawls(t *testing.T) {
 	budgets := map[string]int64{"bounded": 5}
-	tr := NewTracker(0).WithLimits(func(id string) (int64, bool) {
-		n, ok := budgets[id]
-		return n, ok
-	})
+	tr := NewTracker(func(id string) int64 { return budgets[id] })
 	for _, id := range []string{"bounded", "open"} {
 		if !tr.Reserve(0, id) {
 			t.Fatalf("reserve %s refused", id)
@@ -283,7 +290,7 @@ func TestReserveBest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := NewTracker(tt.max)
+			tr := NewTracker(Fixed(tt.max))
 			var got []bool
 			for _, op := range tt.ops {
 				switch op {

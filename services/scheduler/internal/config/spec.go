@@ -14,9 +14,9 @@ import (
 
 // SpecDepth returns a crawl's max depth: its specification's
 // limits.max_depth, else the fleet's --max-depth (crawlsettings.Resolve).
-func SpecDepth(specs *crawlcontrol.Specs, fleet crawlsettings.Fleet) func(crawlID string) (uint32, bool) {
-	return func(crawlID string) (uint32, bool) {
-		return crawlsettings.Resolve(specs.Get(crawlID), fleet).Depth, true
+func SpecDepth(specs *crawlcontrol.Specs, fleet crawlsettings.Fleet) func(crawlID string) uint32 {
+	return func(crawlID string) uint32 {
+		return crawlsettings.Resolve(specs.Get(crawlID), fleet).Depth
 	}
 }
 
@@ -59,9 +59,9 @@ func SpecPriority(specs *crawlcontrol.Specs, log *zap.Logger) func(crawlID strin
 // SpecPages returns a crawl's admission ceiling: its page budget
 // (crawlsettings.Resolve: limits.max_pages, else the fleet's --max-pages)
 // times factor (AdmitCeiling).
-func SpecPages(specs *crawlcontrol.Specs, fleet crawlsettings.Fleet, factor float64) func(crawlID string) (int64, bool) {
-	return func(crawlID string) (int64, bool) {
-		return AdmitCeiling(crawlsettings.Resolve(specs.Get(crawlID), fleet).Pages, factor), true
+func SpecPages(specs *crawlcontrol.Specs, fleet crawlsettings.Fleet, factor float64) func(crawlID string) int64 {
+	return func(crawlID string) int64 {
+		return AdmitCeiling(crawlsettings.Resolve(specs.Get(crawlID), fleet).Pages, factor)
 	}
 }
 

@@ -78,12 +78,10 @@ type SeenLoader interface {
 // Config is the scheduler's consuming configuration.
 type Config struct {
 	Topics     kafkaio.Topics
-	Partitions int    // partition count of every URL topic
-	MaxDepth   uint32 // deepest link depth admitted (seeds are 0)
-	// DepthLimit, optional, overrides MaxDepth for a crawl whose
-	// specification sets one (CrawlSpec.limits.max_depth); see
-	// admit.Policy.DepthLimit.
-	DepthLimit func(crawlID string) (uint32, bool)
+	Partitions int // partition count of every URL topic
+	// Depth is a crawl's deepest link depth admitted (seeds are 0),
+	// resolved: see admit.Policy.Depth.
+	Depth func(crawlID string) uint32
 	// Scope, optional, returns a crawl's compiled scope rules; see
 	// admit.Policy.Scope (redirect targets and sitemaps' URLs are judged
 	// by them).
@@ -213,7 +211,7 @@ func New(cfg Config, p Producer, w SeenWriter, ev EventWriter, fr frontier.Store
 		return nil, errors.New("new scheduler: host quota without a frontier")
 	}
 	s := &Scheduler{cfg: cfg, producer: p, seenW: w, events: ev, frontier: fr, loader: l, budget: b, now: now, log: log, metrics: m}
-	s.policy = admit.Policy{MaxDepth: cfg.MaxDepth, DepthLimit: cfg.DepthLimit, State: cfg.State, Scope: cfg.Scope, Priority: cfg.Priority, Partition: s.partitionOf, Now: now}
+	s.policy = admit.Policy{Depth: cfg.Depth, State: cfg.State, Scope: cfg.Scope, Priority: cfg.Priority, Partition: s.partitionOf, Now: now}
 	return s, nil
 }
 

@@ -89,7 +89,7 @@ type instance struct {
 // start runs a scheduler instance in the group until stop or cleanup.
 func (e *env) start(maxDepth uint32, maxPages int64) *instance {
 	e.t.Helper()
-	return e.startWith(Config{MaxDepth: maxDepth}, maxPages)
+	return e.startWith(Config{Depth: admit.FixedDepth(maxDepth)}, maxPages)
 }
 
 // startWith is start with more of the Config (topics and partitions are
@@ -99,7 +99,7 @@ func (e *env) startWith(cfg Config, maxPages int64) *instance {
 	reg := prometheus.NewRegistry()
 	cfg.Topics, cfg.Partitions = e.kafka.Topics(), e.kafka.Partitions
 	s, err := New(cfg,
-		e.producer, e.seenW, e.eventsW, sinks.Frontier{W: e.frontW, Store: e.store}, e.store, budget.NewTracker(maxPages), time.Now, e.log, reg)
+		e.producer, e.seenW, e.eventsW, sinks.Frontier{W: e.frontW, Store: e.store}, e.store, budget.NewTracker(budget.Fixed(maxPages)), time.Now, e.log, reg)
 	if err != nil {
 		e.t.Fatalf("New: %v", err)
 	}
@@ -525,7 +525,7 @@ func TestConfigValidate(t *testing.T) {
 		cfg     Config
 		wantErr bool
 	}{
-		{name: "valid", cfg: Config{Topics: topics, Partitions: 4, MaxDepth: 16}},
+		{name: "valid", cfg: Config{Topics: topics, Partitions: 4, Depth: admit.FixedDepth(16)}},
 		{name: "no topics", cfg: Config{Partitions: 4}, wantErr: true},
 		{name: "no control topic", cfg: Config{Topics: kafkaio.Topics{Discovered: "d", Fetch: "f"}, Partitions: 4}, wantErr: true},
 		{name: "no partitions", cfg: Config{Topics: topics}, wantErr: true},
@@ -546,7 +546,7 @@ func TestConfigValidate(t *testing.T) {
 // other host of the crawl is not held back.
 func TestHostQuotaDefersAndReleases(t *testing.T) {
 	e := newEnv(t)
-	inst := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 200 * time.Millisecond}, 0)
+	inst := e.startWith(Config{Depth: admit.FixedDepth(16), HostQuota: 2, QuotaWindow: 200 * time.Millisecond}, 0)
 	var recs []rec
 	want := make(map[[2]string]uint32)
 	for i := range 10 {
@@ -591,7 +591,7 @@ func TestHostQuotaDefersAndReleases(t *testing.T) {
 // the frontier table.
 func TestFrontierSurvivesRestart(t *testing.T) {
 	e := newEnv(t)
-	first := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: time.Hour}, 0)
+	first := e.startWith(Config{Depth: admit.FixedDepth(16), HostQuota: 2, QuotaWindow: time.Hour}, 0)
 	var recs []rec
 	want := make(map[[2]string]uint32)
 	for i := range 6 {
@@ -610,7 +610,7 @@ func TestFrontierSurvivesRestart(t *testing.T) {
 	if got := len(e.fetches()); got != 2 {
 		t.Fatalf("%d fetch requests before the restart, want 2 (the quota)", got)
 	}
-	second := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 100 * time.Millisecond}, 0)
+	second := e.startWith(Config{Depth: admit.FixedDepth(16), HostQuota: 2, QuotaWindow: 100 * time.Millisecond}, 0)
 	waitFor(t, "4 deferred URLs released by the second instance", func() bool { return testutil.ToFloat64(second.s.metrics.released) >= 4 })
 	// a wrong second release would show
 	holdsFor(t, 400*time.Millisecond, "4 deferred URLs released by the second instance", func() bool { return testutil.ToFloat64(second.s.metrics.released) <= 4 })
@@ -636,9 +636,9 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 	if err := broken.Run(stopped); err != nil { // stopped: every Write fails
 		t.Fatal(err)
 	}
-	cfg := Config{MaxDepth: 5, Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
+	cfg := Config{Depth: admit.FixedDepth(5), Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
 	s, err := New(cfg, e.producer, broken, e.eventsW, sinks.Frontier{W: e.frontW, Store: e.store}, e.store,
-		budget.NewTracker(0), time.Now, e.log, prometheus.NewRegistry())
+		budget.NewTracker(budget.Fixed(0)), time.Now, e.log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -700,7 +700,7 @@ func TestIdlePumpsDoNotQuery(t *testing.T) {
 	cfg := specsConfig(specs)
 	cfg.QuotaWindow = 50 * time.Millisecond
 	cfg.Topics, cfg.Partitions = e.kafka.Topics(), e.kafka.Partitions
-	s, err := New(cfg, e.producer, e.seenW, e.eventsW, fr, e.store, budget.NewTracker(0), time.Now, e.log, prometheus.NewRegistry())
+	s, err := New(cfg, e.producer, e.seenW, e.eventsW, fr, e.store, budget.NewTracker(budget.Fixed(0)), time.Now, e.log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

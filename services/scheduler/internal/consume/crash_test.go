@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trawl-crawler/trawl/services/scheduler/internal/admit"
 	"strings"
 	"testing"
 	"time"
@@ -34,9 +35,9 @@ func (lostFrontier) Write(context.Context, ...chstore.FrontierRow) error {
 // duplicate and never fetched. Every URL must be requested.
 func TestDeferredURLSurvivesCrash(t *testing.T) {
 	e := newEnv(t)
-	cfg := Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 100 * time.Millisecond, Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
+	cfg := Config{Depth: admit.FixedDepth(16), HostQuota: 2, QuotaWindow: 100 * time.Millisecond, Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
 	s, err := New(cfg, e.producer, e.seenW, e.eventsW, lostFrontier{sinks.Frontier{W: e.frontW, Store: e.store}}, e.store,
-		budget.NewTracker(0), time.Now, e.log, prometheus.NewRegistry())
+		budget.NewTracker(budget.Fixed(0)), time.Now, e.log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestDeferredURLSurvivesCrash(t *testing.T) {
 		t.Fatal("first instance did not fail")
 	}
 
-	second := e.startWith(Config{MaxDepth: 16, HostQuota: 2, QuotaWindow: 100 * time.Millisecond}, 0)
+	second := e.startWith(Config{Depth: admit.FixedDepth(16), HostQuota: 2, QuotaWindow: 100 * time.Millisecond}, 0)
 	e.drain()
 	deadline := time.NewTimer(20 * time.Second)
 	defer deadline.Stop()

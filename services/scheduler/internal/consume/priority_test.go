@@ -64,7 +64,7 @@ func (e *env) events(crawl string) map[string]event {
 // priority.
 func TestPriorityAtAdmission(t *testing.T) {
 	e := newEnv(t)
-	inst := e.startWith(Config{MaxDepth: 3, Priority: e.specPriority()}, 0)
+	inst := e.startWith(Config{Depth: admit.FixedDepth(3), Priority: e.specPriority()}, 0)
 	sitemap := disc("c1", "http://a.example/from-sitemap", 0)
 	sitemap.u.Source, sitemap.u.SitemapPriority = crawlv1.Source_SOURCE_SITEMAP, proto.Float32(1)
 	e.publish(
@@ -144,7 +144,7 @@ func TestBreadthFirstSendsNoReprioritize(t *testing.T) {
 	e := newEnv(t)
 	specs := crawlcontrol.NewSpecs()
 	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "c1", Revision: 1, Priority: &crawlv1.Priority{BreadthFirst: true}})
-	inst := e.startWith(Config{MaxDepth: 3, Priority: config.SpecPriority(specs, e.log)}, 0)
+	inst := e.startWith(Config{Depth: admit.FixedDepth(3), Priority: config.SpecPriority(specs, e.log)}, 0)
 	first := disc("c1", "http://a.example/x", 1)
 	first.u.InLinks = 8
 	again := disc("c1", "http://a.example/x", 1)
@@ -167,7 +167,7 @@ func TestBreadthFirstSendsNoReprioritize(t *testing.T) {
 // the pump releases a host's best first, then the shallowest.
 func TestDeferredReleasedBestFirst(t *testing.T) {
 	e := newEnv(t)
-	inst := e.startWith(Config{MaxDepth: 16, HostQuota: 1, QuotaWindow: 200 * time.Millisecond, Priority: e.specPriority()}, 0)
+	inst := e.startWith(Config{Depth: admit.FixedDepth(16), HostQuota: 1, QuotaWindow: 200 * time.Millisecond, Priority: e.specPriority()}, 0)
 	want := map[[2]string]uint32{}
 	var recs []rec
 	for i, depth := range []uint32{1, 3, 2, 3, 1} {
@@ -213,7 +213,7 @@ func TestDeferredReleasedBestFirst(t *testing.T) {
 func TestCeilingSecondAllowance(t *testing.T) {
 	e := newEnv(t)
 	const ceiling = 2
-	inst := e.startWith(Config{MaxDepth: 16, Priority: e.specPriority()}, ceiling)
+	inst := e.startWith(Config{Depth: admit.FixedDepth(16), Priority: e.specPriority()}, ceiling)
 	// One host: one partition, decided in order.
 	e.publish(disc("c1", "http://b.example/1", 1), disc("c1", "http://b.example/2", 1),
 		disc("c1", "http://b.example/3", 1), disc("c1", "http://b.example/product/4", 5))

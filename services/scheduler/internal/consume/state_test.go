@@ -21,7 +21,7 @@ import (
 // the scheduler's app wires it.
 func specsConfig(specs *crawlcontrol.Specs) Config {
 	return Config{
-		MaxDepth:    16,
+		Depth:       admit.FixedDepth(16),
 		QuotaWindow: time.Hour, // resumes must not wait for a window
 		State:       specs.State,
 		Changed:     specs.Changed,
@@ -261,7 +261,7 @@ func TestTimeLimit(t *testing.T) {
 // SERP engine when the pump releases it.
 func TestSerpEngineThroughQuota(t *testing.T) {
 	e := newEnv(t)
-	inst := e.startWith(Config{MaxDepth: 16, HostQuota: 1, QuotaWindow: 100 * time.Millisecond}, 0)
+	inst := e.startWith(Config{Depth: admit.FixedDepth(16), HostQuota: 1, QuotaWindow: 100 * time.Millisecond}, 0)
 	want := make(map[[2]string]uint32)
 	var recs []rec
 	for i := range 3 {
@@ -286,7 +286,7 @@ func TestSerpEngineThroughQuota(t *testing.T) {
 func TestPerHostBudget(t *testing.T) {
 	e := newEnv(t)
 	cfg := Config{
-		MaxDepth:   16,
+		Depth:      admit.FixedDepth(16),
 		HostLimit:  func(id string) int64 { return map[string]int64{"ph": 2}[id] },
 		HostCounts: sinks.CountHosts(e.store),
 	}

@@ -19,12 +19,13 @@ func TestSyncSpecBeforeAdmission(t *testing.T) {
 		calls  []string
 	)
 	cfg := Config{
-		MaxDepth: 16,
-		DepthLimit: func(crawlID string) (uint32, bool) {
+		Depth: func(crawlID string) uint32 { // a spec's depth, else the fleet's 16
 			mu.Lock()
 			defer mu.Unlock()
-			d, ok := limits[crawlID]
-			return d, ok
+			if d, ok := limits[crawlID]; ok {
+				return d
+			}
+			return 16
 		},
 		SyncSpec: func(_ context.Context, crawlID string) error {
 			mu.Lock()
