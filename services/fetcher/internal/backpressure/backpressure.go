@@ -22,15 +22,6 @@
 // that would pause again at once. Every fetcher measures the same lag and holds back
 // alike. A lag that cannot be measured (the broker unreachable) pauses
 // nothing: the crawl does not stop for its monitor.
-//
-// A pause is the last resort. From Low on, the Monitor slows new requests
-// down instead (Gate.Limit): to the rate the parser stores pages at, times
-// this fetcher's share of the pages fetched, times a gain that is 1.5 at
-// Low, 1 halfway to High and 0.5 at High. The lag settles halfway,
-// fetching and parsing go on side by side, and the parser does not run dry
-// (on a shared core a pause of 13-15 s, three times in a crawl of 165 000
-// pages of six sites, left the pipeline idle for a quarter of the crawl).
-// Under Low the cap is lifted.
 package backpressure
 
 import (
@@ -47,10 +38,6 @@ import (
 type Gate interface {
 	Pause()
 	Resume()
-	// Limit caps the rate new requests start at, per second; 0 lifts it.
-	Limit(perSecond float64)
-	// Started is the number of requests started so far.
-	Started() int64
 }
 
 // Options configures a Monitor.
@@ -78,9 +65,6 @@ type Monitor struct {
 	offsets Offsets
 	seen    []sample // produced counts with when first seen, oldest first
 	taken   []sample // taken counts of the last rateWindow, oldest first
-	made    []sample // produced counts of the last rateWindow, oldest first
-	starts  []sample // the gate's requests started, of the last rateWindow
-	limit   float64  // the cap set on the gate, requests per second; 0: none
 	gate    Gate
 	log     *zap.Logger
 	m       metrics
@@ -97,15 +81,10 @@ type sample struct {
 // rateWindow is how far back the parser's rate is measured.
 const rateWindow = 5 * time.Second
 
-// minLimit is the lowest cap set: a fetcher slowed down never stops
-// (that is the pause's work, at High).
-const minLimit = 1.0
-
 type metrics struct {
 	lag      prometheus.Gauge
 	records  prometheus.Gauge
 	active   prometheus.Gauge
-	limit    prometheus.Gauge
 	pauses   prometheus.Counter
 	seconds  prometheus.Counter
 	failures prometheus.Counter
@@ -136,10 +115,6 @@ func New(o Options, offsets Offsets, gate Gate, log *zap.Logger, reg prometheus.
 			Name: "backpressure_paused",
 			Help: "1 while new requests are paused because the parser is behind (--max-downstream-lag), else 0.",
 		}),
-		limit: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "backpressure_rate_limit",
-			Help: "The cap on new requests per second set while the parser is somewhat behind (its lag between half of --max-downstream-lag and all of it), 0 when none.",
-		}),
 		pauses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "backpressure_pauses_total",
 			Help: "Times new requests were paused because the parser's lag reached --max-downstream-lag.",
@@ -153,7 +128,7 @@ func New(o Options, offsets Offsets, gate Gate, log *zap.Logger, reg prometheus.
 			Help: "Measures of the parser's lag that failed (nothing is paused while it is unknown).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.lag, m.records, m.active, m.limit, m.pauses, m.seconds, m.failures} {
+	for _, c := range []prometheus.Collector{m.lag, m.records, m.active, m.pauses, m.seconds, m.failures} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register backpressure metrics: %w", err)
 		}
@@ -171,7 +146,6 @@ func (m *Monitor) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			m.resume(time.Now(), "stopping", 0)
-			m.setLimit(0, "stopping", 0)
 			return nil
 		case <-t.C:
 		}
@@ -191,7 +165,6 @@ func (m *Monitor) Step(ctx context.Context, now time.Time) {
 		}
 		m.failed = true
 		m.resume(now, "lag unknown", 0)
-		m.setLimit(0, "lag unknown", 0)
 		return
 	}
 	m.failed = false
@@ -211,81 +184,16 @@ func (m *Monitor) Step(ctx context.Context, now time.Time) {
 	case !m.paused.IsZero() && known && drain < m.opts.Low/2:
 		m.resume(now, "parser catching up", lag)
 	}
-	m.slow(now, lag, produced, taken)
-}
-
-// slow sets the gate's cap for a lag at now (see the package comment):
-// none under Low, else the parser's rate of the last rateWindow times this
-// fetcher's share of what was produced in it times the gain. A rate not
-// measured yet (the first measures, or nothing stored in the window)
-// leaves the cap as it was.
-func (m *Monitor) slow(now time.Time, lag time.Duration, produced, taken int64) {
-	stored, storedOK := rate(m.taken, now)
-	m.made = window(m.made, now, produced)
-	made, madeOK := rate(m.made, now)
-	m.starts = window(m.starts, now, m.gate.Started())
-	own, ownOK := rate(m.starts, now)
-	switch {
-	case lag < m.opts.Low:
-		m.setLimit(0, "parser caught up", lag)
-	case !m.paused.IsZero() || !storedOK || stored <= 0:
-	default:
-		share := 1.0 // this fetcher's part of the pages fetched
-		if madeOK && ownOK && made > 0 && own > 0 {
-			share = min(own/made, 1)
-		}
-		gain := 1.5 - float64(lag-m.opts.Low)/float64(m.opts.High-m.opts.Low)
-		gain = min(max(gain, 0.5), 1.5)
-		m.setLimit(max(stored*share*gain, minLimit), "parser behind", lag)
-	}
-}
-
-// window appends the count n seen at now to samples and drops those
-// older than rateWindow (keeping two at least).
-func window(samples []sample, now time.Time, n int64) []sample {
-	samples = append(samples, sample{at: now, produced: n})
-	for len(samples) > 2 && !samples[1].at.After(now.Add(-rateWindow)) {
-		samples = samples[1:]
-	}
-	return samples
-}
-
-// rate is the growth per second of the counts in samples up to now, and
-// whether it is measured (two samples at different times).
-func rate(samples []sample, now time.Time) (float64, bool) {
-	if len(samples) < 2 {
-		return 0, false
-	}
-	first, last := samples[0], samples[len(samples)-1]
-	span := now.Sub(first.at).Seconds()
-	if span <= 0 {
-		return 0, false
-	}
-	return float64(last.produced-first.produced) / span, true
-}
-
-// setLimit caps the gate at perSecond (0: no cap), logging when a cap
-// begins or ends.
-func (m *Monitor) setLimit(perSecond float64, why string, lag time.Duration) {
-	if perSecond == m.limit {
-		return
-	}
-	switch {
-	case m.limit == 0:
-		m.log.Info("parser behind: new requests slowed down", zap.Duration("lag", lag), zap.Float64("per_second", perSecond))
-	case perSecond == 0:
-		m.log.Info("new requests at full speed again", zap.String("why", why), zap.Duration("lag", lag))
-	}
-	m.limit = perSecond
-	m.gate.Limit(perSecond)
-	m.m.limit.Set(perSecond)
 }
 
 // drain records taken as seen at now and returns how long the parser
 // needs to store waiting pages at its rate over the last rateWindow; not
 // known while it stored nothing in that window, unless nothing waits.
 func (m *Monitor) drain(now time.Time, taken, waiting int64) (time.Duration, bool) {
-	m.taken = window(m.taken, now, taken)
+	m.taken = append(m.taken, sample{at: now, produced: taken})
+	for len(m.taken) > 2 && !m.taken[1].at.After(now.Add(-rateWindow)) {
+		m.taken = m.taken[1:]
+	}
 	if waiting == 0 {
 		return 0, true
 	}

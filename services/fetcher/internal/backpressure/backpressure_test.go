@@ -11,18 +11,11 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
-// gateLog records the pauses and resumes of the gate, and the caps set;
-// started is what it reports as its requests started.
-type gateLog struct {
-	calls   []string
-	limits  []float64
-	started int64
-}
+// gateLog records the pauses and resumes of the gate.
+type gateLog struct{ calls []string }
 
-func (g *gateLog) Pause()                  { g.calls = append(g.calls, "pause") }
-func (g *gateLog) Resume()                 { g.calls = append(g.calls, "resume") }
-func (g *gateLog) Limit(perSecond float64) { g.limits = append(g.limits, perSecond) }
-func (g *gateLog) Started() int64          { return g.started }
+func (g *gateLog) Pause()  { g.calls = append(g.calls, "pause") }
+func (g *gateLog) Resume() { g.calls = append(g.calls, "resume") }
 
 // TestPauseAndResume: a fetcher producing 100 pages a second to a parser
 // that takes none; the lag is the age of the oldest page not taken. It
@@ -161,67 +154,5 @@ func TestOptions(t *testing.T) {
 	}
 	if m.opts.Low != 5*time.Second || m.opts.Interval != DefaultInterval {
 		t.Errorf("options %+v, want Low 5 (a Low not under High is half of it) and the default interval", m.opts)
-	}
-}
-
-// TestSlowDown: between Low (5 s) and High (10 s) new requests are slowed
-// down, not paused. The fetchers produce 100 pages a second, the parser
-// stores 50: the lag reaches Low at 11 s, and the cap is the parser's 50
-// a second times the gain (1.5 at Low, 1.3 at 6 s of lag); a fetcher that
-// made half of the pages gets half of it. The cap is lifted once the
-// parser has caught up, and no pause happens on the way.
-func TestSlowDown(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		share int64 // of every 100 pages produced, this fetcher's
-		want  []float64
-	}{
-		{"alone", 100, []float64{75, 65, 0}},
-		{"one of two", 50, []float64{37.5, 32.5, 0}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var produced, taken int64
-			g := &gateLog{}
-			reg := prometheus.NewRegistry()
-			m, err := New(Options{High: 10 * time.Second}, func(context.Context) (int64, int64, error) { return produced, taken, nil },
-				g, zaptest.NewLogger(t), reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t0 := time.Unix(1000, 0)
-			var caps []float64 // the cap after each step that changed it
-			step := func(sec int, p, k int64) {
-				produced, taken, g.started = p, k, p*tt.share/100
-				m.Step(t.Context(), t0.Add(time.Duration(sec)*time.Second))
-				if n := len(g.limits); n > 0 && (len(caps) == 0 || caps[len(caps)-1] != g.limits[n-1]) {
-					caps = append(caps, g.limits[n-1])
-				}
-			}
-			for sec := 1; sec <= 10; sec++ {
-				step(sec, int64(100*sec), int64(50*sec))
-			}
-			if len(g.limits) != 0 {
-				t.Fatalf("capped at %v with the lag under Low", g.limits)
-			}
-			step(11, 1100, 550) // lag 5 s: the 551st page was first seen at 6 s
-			if got := testutil.ToFloat64(m.m.limit); got != tt.want[0] {
-				t.Fatalf("at a lag of 5 s: cap %v, want %v", got, tt.want[0])
-			}
-			step(12, 1200, 600)
-			step(13, 1300, 650) // lag 6 s
-			step(14, 1400, 1400)
-			if len(g.calls) != 0 {
-				t.Errorf("gate calls %v: a lag under High paused", g.calls)
-			}
-			if len(caps) != len(tt.want) || caps[0] != tt.want[0] || caps[len(caps)-1] != 0 {
-				t.Fatalf("caps %v, want %v", caps, tt.want)
-			}
-			for _, c := range caps {
-				if c == tt.want[1] {
-					return
-				}
-			}
-			t.Fatalf("caps %v: no %v at a lag of 6 s", caps, tt.want[1])
-		})
 	}
 }

@@ -321,13 +321,6 @@ func (s *Service) Pause() { s.workers.Pause() }
 // Resume lets new requests start again.
 func (s *Service) Resume() { s.workers.Resume() }
 
-// Limit caps the rate new requests start at, per second, in every
-// partition; 0 lifts the cap (backpressure.Gate).
-func (s *Service) Limit(perSecond float64) { s.workers.Limit(perSecond) }
-
-// Started is the number of requests started so far (backpressure.Gate).
-func (s *Service) Started() int64 { return s.workers.Started() }
-
 // Assign is the kafkaio.AssignFunc: it starts the partition's dispatcher.
 func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {
 	// In-flight fetches must outlive a revoke long enough to finish within

@@ -29,14 +29,11 @@ import (
 // bounds the turns running at once, and starts none while paused. Safe for
 // concurrent use.
 type Pool struct {
-	slots   chan struct{}
-	idle    atomic.Int64 // goroutines waiting for a turn, every dispatcher's
-	started atomic.Int64 // turns started, every dispatcher's
+	slots chan struct{}
+	idle  atomic.Int64 // goroutines waiting for a turn, every dispatcher's
 
-	mu       sync.Mutex
-	held     chan struct{} // while paused: closed by Resume
-	interval time.Duration // while limited: the least time between two starts (Limit); 0: none
-	next     time.Time     // while limited: when the next turn may start
+	mu   sync.Mutex
+	held chan struct{} // while paused: closed by Resume
 }
 
 // Pause stops the pool from starting turns; those running go on. The
@@ -57,40 +54,6 @@ func (p *Pool) Resume() {
 		close(p.held)
 		p.held = nil
 	}
-}
-
-// Limit caps the rate turns start at, in every dispatcher of the pool, to
-// perSecond; 0 (or less) lifts the cap. The fetcher slows down so while
-// the stages after it are somewhat behind (backpressure), before it would
-// have to pause.
-func (p *Pool) Limit(perSecond float64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if perSecond <= 0 {
-		p.interval = 0
-		return
-	}
-	p.interval = max(time.Duration(float64(time.Second)/perSecond), time.Microsecond)
-}
-
-// Started is the number of turns started so far.
-func (p *Pool) Started() int64 { return p.started.Load() }
-
-// reserve takes the next start the rate cap allows and returns how long
-// to wait for it (0 when uncapped). A cap does not save up: starts not
-// taken while nothing was eligible are not made up for later.
-func (p *Pool) reserve(now time.Time) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.interval == 0 {
-		return 0
-	}
-	if p.next.Before(now) {
-		p.next = now
-	}
-	wait := p.next.Sub(now)
-	p.next = p.next.Add(p.interval)
-	return wait
 }
 
 // paused returns a channel closed when the pool resumes, nil when it is
@@ -234,15 +197,6 @@ func (d *Dispatcher[T]) loop(ctx context.Context) {
 			}
 			continue
 		}
-		// for the rate cap
-		if wait := d.pool.reserve(d.now()); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-d.stop:
-				return
-			}
-		}
 		// and for a worker
 		select {
 		case d.pool.slots <- struct{}{}:
@@ -256,7 +210,6 @@ func (d *Dispatcher[T]) loop(ctx context.Context) {
 			continue
 		}
 		d.inflight.Add(1)
-		d.pool.started.Add(1)
 		t := job[T]{host: host, item: item, at: now}
 		select {
 		case d.idle <- t: // a goroutine that ran a turn takes it

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -350,71 +349,6 @@ func TestPauseHoldsNewTurns(t *testing.T) {
 				t.Errorf("%s started %v after the host's previous turn ended, want the delay", tu.item, tu.start.Sub(prev))
 			}
 			last[tu.host] = tu.end
-		}
-	})
-}
-
-// TestLimitSpacesStarts: a capped pool starts turns, over all its
-// dispatchers, no closer together than the cap allows (100 a second: 10
-// ms apart), and counts them; with the cap lifted the hosts' turns start
-// at once again.
-func TestLimitSpacesStarts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r1 := newRecorder(time.Millisecond, time.Millisecond)
-		r2 := newRecorder(time.Millisecond, time.Millisecond)
-		pool := NewPool(8)
-		pool.Limit(100)
-		d1 := Start(t.Context(), r1.e, pool, time.Now, r1.work)
-		d2 := Start(t.Context(), r2.e, pool, time.Now, r2.work)
-		push := func(round int) {
-			for h := range 3 {
-				r1.e.Push(fmt.Sprintf("a%d", h), fmt.Sprintf("a%d/%d", h, round), time.Time{})
-				r2.e.Push(fmt.Sprintf("b%d", h), fmt.Sprintf("b%d/%d", h, round), time.Time{})
-			}
-			d1.Notify()
-			d2.Notify()
-		}
-		push(0)
-		<-time.After(5 * time.Second)
-		synctest.Wait()
-		starts := func() []time.Time {
-			var s []time.Time
-			for _, r := range []*recorder{r1, r2} {
-				r.mu.Lock()
-				for _, tu := range r.turns {
-					s = append(s, tu.start)
-				}
-				r.mu.Unlock()
-			}
-			slices.SortFunc(s, func(a, b time.Time) int { return a.Compare(b) })
-			return s
-		}
-		capped := starts()
-		if len(capped) != 6 || pool.Started() != 6 {
-			t.Fatalf("%d turns, %d started, want 6", len(capped), pool.Started())
-		}
-		for i := 1; i < len(capped); i++ {
-			if gap := capped[i].Sub(capped[i-1]); gap < 10*time.Millisecond {
-				t.Errorf("turns %d and %d started %v apart under a cap of 100/s", i-1, i, gap)
-			}
-		}
-		pool.Limit(0)
-		lifted := time.Now()
-		push(1)
-		<-time.After(5 * time.Second)
-		synctest.Wait()
-		d1.Stop()
-		d2.Stop()
-		d1.Wait()
-		d2.Wait()
-		all := starts()
-		if len(all) != 12 || pool.Started() != 12 {
-			t.Fatalf("%d turns, %d started, want 12", len(all), pool.Started())
-		}
-		for _, s := range all[6:] {
-			if !s.Equal(lifted) {
-				t.Errorf("a turn started %v after the cap was lifted, want at once", s.Sub(lifted))
-			}
 		}
 	})
 }

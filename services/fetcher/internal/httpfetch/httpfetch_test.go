@@ -2,8 +2,8 @@ package httpfetch
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
