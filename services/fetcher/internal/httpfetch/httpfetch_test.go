@@ -2,8 +2,8 @@ package httpfetch
 
 import (
 	"bytes"
-	"fmt"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
