@@ -56,6 +56,7 @@ func run(ctx context.Context) error {
 	fs.BoolVar(&cfg.TrapGrid, "trap-grid", false, "calendar months also link the same month of the previous and the next year (a trap with far more pages within a depth limit)")
 	fs.BoolVar(&cfg.BestDeep, "best-deep", false, "serve sites whose most linked pages sit deepest (a home, 28 sections, 448 pages, 53 popular pages linked only from those), instead of articles; GET /most-linked lists them")
 	fs.BoolVar(&cfg.Shop, "shop", false, "serve shops (a home, category lists, --articles product pages a host whose fields and structured data are known in advance, manuals in PDF and spec sheets in docx) instead of articles")
+	fs.IntVar(&cfg.Port, "port", 0, "port every host listens on (0: a free one; a host's fetch partition depends on its host:port, so runs compared back to back fix it)")
 	fs.IntVar(&cfg.BigEvery, "big-every", websim.DefaultBigEvery, "every n-th host links a big page (-1: none)")
 	fs.IntVar(&cfg.SlowEvery, "slow-every", websim.DefaultSlowEvery, "every n-th host links a slow page (-1: none)")
 	fs.DurationVar(&cfg.SlowDelay, "slow-delay", websim.DefaultSlowDelay, "how long the slow page takes")

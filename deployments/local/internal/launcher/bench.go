@@ -53,6 +53,9 @@ func (c Config) webArgs() []string {
 		// The bench computes the shop's known values from the seed.
 		args = append(args, "--shop", "--seed", strconv.Itoa(webSeed))
 	}
+	if c.WebPort != 0 {
+		args = append(args, "--port", strconv.Itoa(c.WebPort))
+	}
 	return args
 }
 

@@ -75,6 +75,7 @@ type Config struct {
 	// site-cpus) when set, and crawls it scoped to its hosts.
 	Web         bool
 	WebHosts    int
+	WebPort     int // flag web-port: the generated web's port, 0 any free one
 	WebArticles int
 	SiteCPUs    string
 	// WebTrapEvery (flag web-trap-every) puts a calendar trap on every
@@ -157,6 +158,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Bench, "bench", false, "print pages/s, CPU seconds, CPU per request and peak memory of every process at the end (implies -broker-process)")
 	fs.BoolVar(&c.Web, "web", false, "serve the generated web (many hosts, 10-30 KB pages, links spelled every way, redirects, errors, a trap) on 127.1.x.y and crawl it, scoped to its hosts (implies -allow-private)")
 	fs.IntVar(&c.WebHosts, "web-hosts", websim.DefaultHosts, "hosts of the generated web")
+	fs.IntVar(&c.WebPort, "web-port", 0, "port of the generated web's hosts (0: a free one); a host's fetch partition is a function of its host:port, so benchmarks compared back to back give the same one (e.g. 18080)")
 	fs.IntVar(&c.WebArticles, "web-articles", websim.DefaultArticles, "articles per host of the generated web")
 	fs.IntVar(&c.WebTrapEvery, "web-trap-every", websim.DefaultTrapEvery, "every n-th host of the generated web has a calendar trap (-1: none)")
 	fs.BoolVar(&c.WebTrapGrid, "web-trap-grid", false, "the generated web's calendar months also link the same month of the previous and the next year (a trap with far more pages within the depth limit)")

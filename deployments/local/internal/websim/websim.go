@@ -52,6 +52,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,6 +107,12 @@ type Config struct {
 	// host of the multi-host harness (deployments/local/multihost) serves
 	// them in a network namespace of its own, reached over a bridge.
 	Private bool
+
+	// Port is the port every host listens on; 0 takes a free one at
+	// start. A host's URLs go to the fetch partition of its host:port,
+	// so two runs on different ports share partitions out differently:
+	// a benchmark compared back to back fixes it.
+	Port int
 }
 
 // Defaults of Config.
@@ -168,6 +175,9 @@ func (c Config) Validate() error {
 	}
 	if c.MinLinks < 1 || c.MaxLinks < c.MinLinks {
 		errs = append(errs, fmt.Errorf("links %d..%d: want 1 <= min <= max", c.MinLinks, c.MaxLinks))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d: want 0 (any free port) to 65535", c.Port))
 	}
 	switch {
 	case c.Private:
@@ -278,7 +288,7 @@ func Start(ctx context.Context, cfg Config) (*Web, error) {
 // it reached (hostOf); one to an address outside the web (a non-loopback
 // interface included) is closed at once.
 func (w *Web) listen(ctx context.Context) error {
-	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "0.0.0.0:0")
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(w.cfg.Port)))
 	if err != nil {
 		return fmt.Errorf("websim: listen: %w", err)
 	}

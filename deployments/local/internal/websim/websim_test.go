@@ -3,6 +3,7 @@ package websim
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -442,5 +443,35 @@ func TestTrapHosts(t *testing.T) {
 	}
 	if serving != 3 || w.TrapHosts() != serving {
 		t.Errorf("TrapHosts() = %d, %d of 12 hosts serve the calendar; want 3 and 3", w.TrapHosts(), serving)
+	}
+}
+
+// TestFixedPort: a web started on a given port serves every host there,
+// so that back-to-back benchmarks share the fetch partitions out alike
+// (a host's partition is a function of its host:port); a port out of
+// range is refused.
+func TestFixedPort(t *testing.T) {
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port // free a moment ago
+	ln.Close()
+	w, err := Start(t.Context(), Config{Hosts: 2, Articles: 2, FirstAddr: mustAddr(t, "127.1.4.40"), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	want := []string{fmt.Sprintf("127.1.4.40:%d", port), fmt.Sprintf("127.1.4.41:%d", port)}
+	if got := w.Hosts(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("hosts %v, want %v", got, want)
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	if status, _, _ := get(t, c, w.Seeds()[1]); status != http.StatusOK {
+		t.Errorf("the second host's seed answered %d, want 200", status)
+	}
+	if _, err := Start(t.Context(), Config{Port: 70000}); err == nil || !strings.Contains(err.Error(), "port 70000") {
+		t.Errorf("Start on port 70000: %v, want an error naming the port", err)
 	}
 }
