@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
@@ -95,18 +94,10 @@ func TestAnalystQueries(t *testing.T) {
 // two shards of two replicas in cluster mode: the same queries, unchanged,
 // read the Distributed tables and must give the same answers.
 func TestAnalystQueriesCluster(t *testing.T) {
-	c := chtest.StartCluster(t, 2, 2)
 	ctx, cancel := context.WithTimeout(t.Context(), clusterTestTimeout)
 	defer cancel()
-	cfg := chtest.ClusterConfig(t, c)
-	s, err := chstore.Open(ctx, cfg, zap.NewNop())
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
+	c, cfg, stores := chtest.MigratedCluster(ctx, t, 2, 2, 1)
+	s := stores[0]
 	analystQueries(ctx, t, s, func(table string) error {
 		for _, addr := range c.Addrs() {
 			conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Database: cfg.Database, Username: "default"}})

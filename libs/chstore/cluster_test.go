@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,36 +68,10 @@ func syncReplicas(ctx context.Context, t *testing.T, c *chlocal.Cluster, shards,
 // migrating without waiting for it.
 func TestCluster(t *testing.T) {
 	const shards, replicas = 2, 2
-	c := chtest.StartCluster(t, shards, replicas)
-	// Generous: two services migrating at once put every ON CLUSTER
-	// statement through the DDL queue twice, ~0.25 s each here and five
-	// times that on a loaded two-core CI machine under -race (CI once ran
-	// out of 3 minutes in migration 204).
 	ctx, cancel := context.WithTimeout(t.Context(), clusterTestTimeout)
 	defer cancel()
-	cfg := chtest.ClusterConfig(t, c)
-
 	// Two services migrating at once.
-	var stores [2]*chstore.Store
-	var wg sync.WaitGroup
-	errs := make([]error, len(stores))
-	for i := range stores {
-		s, err := chstore.Open(ctx, cfg, zap.NewNop())
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		defer s.Close()
-		stores[i] = s
-		wg.Go(func() { errs[i] = s.Migrate(ctx) })
-	}
-	started := time.Now()
-	wg.Wait()
-	t.Logf("two services migrated the cluster in %v", time.Since(started).Round(time.Millisecond))
-	for _, err := range errs {
-		if err != nil {
-			t.Fatalf("migrate: %v", err)
-		}
-	}
+	c, cfg, stores := chtest.MigratedCluster(ctx, t, shards, replicas, 2)
 	s := stores[0]
 	applied, err := s.AppliedMigrations(ctx)
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 )
@@ -125,17 +123,10 @@ func waitDeleted(ctx context.Context, t *testing.T, s *chstore.Store, crawlID st
 // deletion runs on the replicated local tables ON CLUSTER: the crawl's
 // rows leave every shard, another crawl's stay.
 func TestDeleteCrawlRowsCluster(t *testing.T) {
-	c := chtest.StartCluster(t, 2, 1)
 	ctx, cancel := context.WithTimeout(t.Context(), clusterTestTimeout)
 	defer cancel()
-	s, err := chstore.Open(ctx, chtest.ClusterConfig(t, c), zap.NewNop())
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
+	_, _, stores := chtest.MigratedCluster(ctx, t, 2, 1, 1)
+	s := stores[0]
 	now := time.Now().UTC().Truncate(time.Second)
 	var seen []chstore.SeenRow
 	var fetches []chstore.FetchLogRow
