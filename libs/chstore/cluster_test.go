@@ -19,8 +19,10 @@ import (
 
 // clusterTestTimeout bounds a test on a cluster started here, its
 // migration included: every ON CLUSTER statement (about 120 of them) goes
-// through ZooKeeper's DDL queue to each server, and a loaded CI machine
-// runs them several times slower than a quiet one.
+// through ZooKeeper's DDL queue to each server (30 s a migration on a
+// quiet machine, several times that on a loaded one), and a migration
+// that meets 18.16's DDL hang spends 180 s before chtest.MigratedCluster
+// starts it again on a fresh cluster.
 const clusterTestTimeout = 10 * time.Minute
 
 // nodeCount returns a count(*) query's answer on one server of the

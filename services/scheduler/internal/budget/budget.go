@@ -71,7 +71,7 @@ type Tracker struct {
 // NewTracker returns a tracker allowing each crawl limits(crawlID) pages
 // (0 = unlimited): the crawl's resolved ceiling (config.SpecPages: its
 // spec's limits.max_pages, else the fleet's --max-pages, times the admit
-// factor). nil limits every crawl to nothing: the tracker keeps no state.
+// factor). nil leaves every crawl unlimited: the tracker keeps no state.
 func NewTracker(limits func(crawlID string) int64) *Tracker {
 	return &Tracker{
 		limits: limits,
