@@ -50,6 +50,7 @@ import (
 // from the workspace root.
 var purePackages = []string{
 	"./services/fetcher/internal/decide",
+	"./services/fetcher/internal/partition",
 	"./services/scheduler/internal/admit",
 	"./services/parser/internal/extract",
 	"./services/parser/internal/traps",

@@ -11,6 +11,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
@@ -113,6 +114,6 @@ func consumeOptions(cfg config.Config, specs *crawlcontrol.Specs, store *chstore
 		Servers:         servers,
 		Resolve:         fetcher.Resolve,
 		RobotsTxt:       robotsTxt,
-		Attempts:        consume.NewAttempts(consume.AttemptsFor(cfg.Kafka.Partitions, cfg.MaxInflightPerPartition)),
+		Attempts:        partition.NewAttempts(partition.AttemptsFor(cfg.Kafka.Partitions, cfg.MaxInflightPerPartition)),
 	}
 }

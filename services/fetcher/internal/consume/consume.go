@@ -1,7 +1,8 @@
 // Package consume is the fetcher's Kafka adapter. For every assigned
-// partition of the fetch topic it decodes FetchRequests into the
-// partition's politeness engine and starts a dispatch.Dispatcher over a
-// worker pool shared by all partitions; a host's turn (turn.go) checks
+// partition of the fetch topic it decodes FetchRequests into the tasks of
+// a partition.Partition (its host queues, claims and budget state) and
+// starts a dispatch.Dispatcher over its host queues and a worker pool
+// shared by all partitions; a host's turn (turn.go) checks
 // robots.txt, fetches and feeds the answer back to the engine; the
 // attempt's outcome (outcome.Of) is encoded, handed to the recorder, which
 // produces it and writes the fetch-log row, and only then is the record
@@ -13,10 +14,11 @@
 //
 // Files: consume.go (options, the Service, assignment, the handler,
 // Close), intake.go (Handle: a batch becomes tasks, each decided and
-// queued or deferred; a task and its record), turn.go (a host's turn and
-// the page budget's part in it), record.go, hoststates.go (state handed
-// to the next owner), attempts.go (no attempt twice), robotstxt.go
-// (stored robots.txt), identity.go, serp.go, metrics.go.
+// placed by the partition, queued or deferred; a task's record), turn.go
+// (a host's turn and the page budget's part in it), record.go,
+// hoststates.go (state handed to the next owner), attempts.go (the
+// look-up of redelivered attempts), robotstxt.go (stored robots.txt),
+// identity.go, serp.go, metrics.go.
 package consume
 
 import (
@@ -39,6 +41,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
@@ -157,9 +160,9 @@ type Options struct {
 	// acked without a request. Nil: such attempts are fetched again.
 	Published Published
 	// Attempts is the process-wide memory of held and finished attempts
-	// (default: NewAttempts(DefaultAttemptsLimit)); shared by every
+	// (default: partition.NewAttempts(partition.DefaultAttemptsLimit)); shared by every
 	// partition, so it survives a partition going and coming back.
-	Attempts *Attempts
+	Attempts *partition.Attempts
 	// Budget, optional, charges the pages of crawls with a page budget
 	// (*budget.Tracker): the first attempt of a URL (not a retry, not a
 	// revisit) is charged when its host's turn requests it or robots.txt
@@ -264,7 +267,7 @@ func (o Options) withDefaults() Options {
 		o.Jitter = rand.Int64N
 	}
 	if o.Attempts == nil {
-		o.Attempts = NewAttempts(DefaultAttemptsLimit)
+		o.Attempts = partition.NewAttempts(partition.DefaultAttemptsLimit)
 	}
 	return o
 }
@@ -322,23 +325,25 @@ func (s *Service) Pause() { s.workers.Pause() }
 func (s *Service) Resume() { s.workers.Resume() }
 
 // Assign is the kafkaio.AssignFunc: it starts the partition's dispatcher.
-func (s *Service) Assign(ctx context.Context, topic string, partition int) (kafkaio.Handler, error) {
+func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.Handler, error) {
 	// In-flight fetches must outlive a revoke long enough to finish within
 	// Close's deadline, so they do not run under the assignment context.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &handler{
 		s:         s,
 		topic:     topic,
-		partition: partition,
-		engine:    politeness.NewRanked(s.opts.Now, s.opts.Politeness, rankOf),
-		log:       s.log.With(telemetry.Topic(topic), telemetry.Partition(partition)),
-		claimed:   make(map[*task]struct{}),
-		cancel:    cancel,
+		partition: part,
+		p: partition.New(partition.Options{
+			Politeness: s.opts.Politeness, Limits: s.limits, Attempts: s.opts.Attempts, Now: s.opts.Now,
+		}),
+		log:    s.log.With(telemetry.Topic(topic), telemetry.Partition(part)),
+		cancel: cancel,
 	}
+	h.engine = h.p.Engine()
 	if s.opts.HostStates != nil {
 		// The previous owner's state replaces the one-delay wait. Without
 		// it (load failed) the one-delay wait still keeps the host safe.
-		states, err := s.opts.HostStates.Load(ctx, partition)
+		states, err := s.opts.HostStates.Load(ctx, part)
 		if err != nil {
 			h.log.Warn("started without host states, first requests wait one delay", zap.Error(err))
 		}
@@ -360,10 +365,11 @@ type handler struct {
 	s         *Service
 	topic     string
 	partition int
-	acker     func(kafka.Message) // the group's ack (Handle's argument, the same for every batch)
-	interned  map[string]string   // crawl ids and schema names of queued tasks (intern)
-	engine    *politeness.Engine[*task]
-	disp      *dispatch.Dispatcher[*task] // its turns are fetches (turn)
+	acker     func(kafka.Message)                   // the group's ack (Handle's argument, the same for every batch)
+	interned  map[string]string                     // crawl ids and schema names of queued tasks (intern)
+	p         *partition.Partition                  // the partition's host queues, claims and budget state
+	engine    *politeness.Engine[*partition.Task]   // p's host queues
+	disp      *dispatch.Dispatcher[*partition.Task] // its turns are fetches (turn)
 	log       *zap.Logger
 	cancel    context.CancelFunc
 	lease     leaseGuard     // the requests' context under the group lease (lease.go)
@@ -376,19 +382,8 @@ type handler struct {
 	suspectKnown bool
 	// pages are the FetchedPages read back from the partition
 	// (Options.Published), by attempt; read once, when first needed.
-	pages     map[attemptID]published.Page
+	pages     map[partition.AttemptID]published.Page
 	pagesRead bool
-
-	claimMu sync.Mutex
-	claimed map[*task]struct{} // claimed in Options.Attempts and not finished
-
-	// uncharged are the partition's requests that will be charged to a
-	// page budget at their turn (held in the engine or in a turn, not
-	// charged yet): yieldToBetter counts the better-ranked ones. A request
-	// joins when pushed and leaves when charged (or refused) or when it
-	// leaves the partition (evicted, held for a pause, cancelled).
-	unchargedMu sync.Mutex
-	uncharged   map[*task]struct{}
 
 	gaugeMu        sync.Mutex
 	reportedQueue  int
@@ -419,15 +414,9 @@ func (h *handler) Close(ctx context.Context) error {
 	h.cancel()
 	h.lease.done.Wait()
 	h.publishStates()
-	h.claimMu.Lock()
-	abandoned := make([]*task, 0, len(h.claimed))
-	for t := range h.claimed {
-		abandoned = append(abandoned, t)
-	}
-	h.claimMu.Unlock()
-	for _, t := range abandoned {
-		h.settle(t, false) // not requested or cut short: the next owner fetches it (those with the recorder settle on their own: toRecorder)
-	}
+	// Not requested, or cut short: the next owner fetches them (those
+	// with the recorder settle on their own: partition.Partition.Handed).
+	h.p.Abandon()
 	queued := h.engine.Len()
 	h.s.m.abandoned.Add(float64(queued))
 	h.gaugeMu.Lock()

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 )
 
 // Host states handed to the next owner of a partition (Options.HostStates).
@@ -35,10 +36,11 @@ func (h *handler) publishStates() {
 	}
 }
 
-// stateMsg returns the host-state record of host, if states are kept and
-// host's state changed in a way the next owner could not infer
-// (politeness.Engine.Changed): not one record per request.
-func (h *handler) stateMsg(host string) []kafka.Message {
+// changedState returns host's state after a request when the next owner
+// of the partition could not infer it (politeness.Engine.Changed), to be
+// published with the request's outcome; nil otherwise, or without
+// Options.HostStates.
+func (h *handler) changedState(host string) *politeness.HostState {
 	if h.s.opts.HostStates == nil {
 		return nil
 	}
@@ -46,9 +48,5 @@ func (h *handler) stateMsg(host string) []kafka.Message {
 	if !ok {
 		return nil
 	}
-	m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, h.s.opts.Now())
-	if err != nil {
-		return nil
-	}
-	return []kafka.Message{m}
+	return &st
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -45,8 +46,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		// set before any task is queued, so that turns read it after.
 		h.acker = ack
 	}
-	tasks := make([]*task, 0, len(batch))
-	var suspect []*task
+	tasks := make([]*partition.Task, 0, len(batch))
+	var suspect []*partition.Task
 	var raises []raise
 	for _, msg := range batch {
 		req := &crawlv1.FetchRequest{}
@@ -68,7 +69,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		if kerr != nil || oerr != nil {
 			// The scheduler only admits canonical URLs; record and ack
 			// anything else inline (rare).
-			t.req = req
+			t.Req = req
 			err := errors.Join(kerr, oerr)
 			h.finish(ctx, t, &httpfetch.Response{Start: now, Kind: failure.InvalidURL, Err: err})
 			continue
@@ -78,8 +79,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			suspect = append(suspect, t)
 		}
 	}
-	var recorded map[*task]bool
-	var rebuilt map[*task]rows.FetchLogRow
+	var recorded map[*partition.Task]bool
+	var rebuilt map[*partition.Task]rows.FetchLogRow
 	if len(suspect) > 0 {
 		var err error
 		if recorded, err = h.recordedBefore(ctx, suspect); err != nil {
@@ -87,39 +88,41 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 		rebuilt = h.publishedBefore(ctx, suspect, recorded)
 	}
-	var deferred, cancelled, spent, completed []*task
+	var deferred, cancelled, spent, completed []*partition.Task
 	var deferMsgs []kafka.Message
 	redeferred := 0 // records deferred before and again now
 	noted := ""     // the crawl whose robots.txt agent was noted last
 	for _, t := range tasks {
-		if t.crawl != noted {
+		if t.Crawl != noted {
 			// robots.txt fetched from now on is compiled for the
 			// crawl's product token too: one fetch per origin serves
 			// every crawl that reads it (robots.Cache.NoteAgent).
-			noted = t.crawl
-			if id := h.s.identityOf(t.crawl); id.agent != "" {
+			noted = t.Crawl
+			if id := h.s.identityOf(t.Crawl); id.agent != "" {
 				h.s.robots.NoteAgent(id.agent)
 			}
 		}
 		_, published := rebuilt[t]
-		notBefore := t.notBeforeTime()
+		notBefore := t.NotBeforeTime()
 		verdict := decide.Intake(decide.Record{
 			Recorded: recorded[t], Published: published,
-			State: h.crawlState(t.crawl), NotBefore: notBefore,
+			State: h.crawlState(t.Crawl), NotBefore: notBefore,
 			Spent: func() bool { return h.spent(ctx, t) },
 		}, now)
 		switch verdict {
 		case decide.Skip:
 			// A previous owner fetched it and recorded the outcome.
-			h.s.opts.Attempts.Finish(t.key())
+			h.p.Finished(t, true)
 			h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
 			h.ack(t)
 			continue
 		case decide.Rebuild:
 			// A previous owner fetched and published it; its row is
 			// written now.
-			if h.claim(t) {
+			if h.p.Claim(t) {
 				completed = append(completed, t)
+			} else {
+				h.repeat(t)
 			}
 			continue
 		case decide.Cancel:
@@ -137,28 +140,13 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			}
 			// not encodable (not seen): it waits in its queue
 		}
-		switch p := h.s.limits.Place(h.hostOf(t.host, now), notBefore, now); p.Action {
-		case decide.Evict:
-			if ev, m, ok := h.evict(t, p.At); ok {
-				// A deeper request of the host leaves the full queue instead.
-				deferred = append(deferred, ev)
-				deferMsgs = append(deferMsgs, m)
-				h.push(t, notBefore)
-				continue
-			}
-			p.At = decide.Later(p.At, notBefore) // nothing deeper: t goes
-			fallthrough
-		case decide.Defer:
-			if m, ok := h.deferMessage(t, p.At); ok {
-				deferred = append(deferred, t)
-				deferMsgs = append(deferMsgs, m)
-				if t.redefer {
-					redeferred++
-				}
-				continue
+		for _, d := range h.place(t, now) {
+			deferred = append(deferred, d.t)
+			deferMsgs = append(deferMsgs, d.msg)
+			if d.t == t && t.Redefer {
+				redeferred++
 			}
 		}
-		h.push(t, notBefore)
 	}
 	for _, r := range raises {
 		h.reprioritize(r.msg, r.req)
@@ -179,7 +167,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			// in-flight limit); nothing is lost.
 			h.log.Warn("held requests that could not be deferred", zap.Int("count", len(deferred)), zap.Error(err))
 			for _, t := range deferred {
-				h.push(t, t.notBeforeTime())
+				h.push(t, t.NotBeforeTime())
 			}
 		} else {
 			for _, t := range deferred {
@@ -203,46 +191,50 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	return nil
 }
 
-// hostOf is the state of host's queue that decide.Place reads.
-func (h *handler) hostOf(host string, now time.Time) decide.Host {
-	queued, wait := h.engine.Backlog(host, now)
-	_, delay, next := h.engine.HostQueue(host)
-	return decide.Host{Queued: queued, Wait: wait, Delay: delay, Next: next, OpenHosts: h.engine.OpenHosts()}
+// deferral is a request to produce again to the fetch topic.
+type deferral struct {
+	t   *partition.Task
+	msg kafka.Message
 }
 
-// evict keeps a host's full queue best-first (decide.Evict): the
-// worst-ranked request of t's host ranked below t (the lowest priority,
-// then the deepest), the latest pushed, is taken out and its deferral
-// record, due at at or its own not_before, returned, so that t can be
-// queued in its place. The evicted request's claim is released before its
-// copy is produced (see hold). ok is false when the queue holds nothing
-// ranked below t (or the copy cannot be encoded: the request stays, one
-// over the bound).
-func (h *handler) evict(t *task, at time.Time) (evicted *task, m kafka.Message, ok bool) {
-	ev, ok := h.engine.EvictAbove(t.host, rankOf(t))
-	if !ok {
-		return nil, kafka.Message{}, false
+// place puts t where its partition says (partition.Partition.Place) and
+// returns what is to be deferred: t, when it is not queued, or the
+// worse-ranked request t evicted from its host's full queue (its claim
+// released already). A copy that does not encode (not seen) is queued
+// instead, one over the bound. A repeat is acked.
+func (h *handler) place(t *partition.Task, now time.Time) []deferral {
+	pl := h.p.Place(t, now)
+	var out []deferral
+	switch pl.Action {
+	case decide.Defer:
+		if m, ok := h.deferMessage(t, pl.At); ok {
+			return append(out, deferral{t: t, msg: m})
+		}
+		h.push(t, t.NotBeforeTime())
+		return nil
+	case decide.Evict:
+		if m, ok := h.deferMessage(pl.Evicted, pl.At); ok {
+			h.s.m.evicted.Inc()
+			out = append(out, deferral{t: pl.Evicted, msg: m})
+		} else {
+			h.push(pl.Evicted, pl.At)
+		}
 	}
-	h.pending(ev, false)
-	h.settle(ev, false)
-	at = decide.Later(at, ev.notBeforeTime())
-	if m, ok = h.deferMessage(ev, at); !ok {
-		h.push(ev, at)
-		return nil, kafka.Message{}, false
+	if pl.Repeat {
+		h.repeat(t)
 	}
-	h.s.m.evicted.Inc()
-	return ev, m, true
+	return out
 }
 
 // deferMessage returns the record that puts t back on the fetch topic,
 // due at notBefore. It carries t's priority and reason (request), raised
 // or not.
-func (h *handler) deferMessage(t *task, notBefore time.Time) (kafka.Message, bool) {
+func (h *handler) deferMessage(t *partition.Task, notBefore time.Time) (kafka.Message, bool) {
 	o := h.s.opts
 	req := proto.CloneOf(h.request(t))
-	compact(t)
+	partition.Compact(t)
 	req.NotBefore = timestamppb.New(notBefore)
-	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.host), req)
+	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.Host), req)
 	if err != nil {
 		return kafka.Message{}, false
 	}
@@ -251,119 +243,19 @@ func (h *handler) deferMessage(t *task, notBefore time.Time) (kafka.Message, boo
 }
 
 // push queues t in its host's queue unless its attempt is held or was
-// finished already (see claim).
-func (h *handler) push(t *task, notBefore time.Time) {
-	if h.claim(t) {
-		h.pending(t, true)
-		h.engine.Push(t.host, t, notBefore)
+// finished already (partition.Partition.Push): then its record is acked
+// as a repeat.
+func (h *handler) push(t *partition.Task, notBefore time.Time) {
+	if !h.p.Push(t, notBefore) {
+		h.repeat(t)
 	}
 }
 
-// claim takes t's attempt (Options.Attempts) until settle, or reports
-// false when it is held or was finished already: then the record is a
-// repeat and is acked without a request.
-func (h *handler) claim(t *task) bool {
-	if !h.s.opts.Attempts.Claim(t.key()) {
-		h.s.m.repeatsSkipped.WithLabelValues(skipHeld).Inc()
-		h.ack(t)
-		return false
-	}
-	h.claimMu.Lock()
-	h.claimed[t] = struct{}{}
-	h.claimMu.Unlock()
-	return true
-}
-
-// toRecorder hands t's claim over to its outcome: the request was made,
-// so Close does not release the attempt, which the outcome's Done settles
-// (finished once durable, released if it could not be made so). A
-// partition closed while the store is away (a broker or ClickHouse
-// outage ends the generation) thus keeps the attempts whose outcomes wait
-// in the recorder, and when the partition comes back to this fetcher (the
-// sticky assignor gives it back) their redelivered records are repeats,
-// not requests.
-func (h *handler) toRecorder(t *task) {
-	h.claimMu.Lock()
-	delete(h.claimed, t)
-	h.claimMu.Unlock()
-}
-
-// settle ends t's claim: done when its outcome is durable, otherwise
-// released (its record was handed back and may come again).
-func (h *handler) settle(t *task, done bool) {
-	h.claimMu.Lock()
-	delete(h.claimed, t)
-	h.claimMu.Unlock()
-	if done {
-		h.s.opts.Attempts.Finish(t.key())
-	} else {
-		h.s.opts.Attempts.Release(t.key())
-	}
-}
-
-// task is one FetchRequest record in a host queue. A queued request is
-// held compactly: the record's value (the encoded request, one allocation
-// without pointers, about 200 bytes on the bench web) and the fields that
-// its queue, the repeat check and the page budget read (232 bytes of
-// struct, TestTaskIsCompact), plus its host's name and its 48-byte entry
-// in the host queue: about 500 bytes, where the decoded message and the
-// record it came from were 1.2 KB in a dozen allocations that the
-// collector scanned on every cycle. The request is decoded again for its
-// turn and for its outcome (request), and that copy is dropped when the
-// task goes back to its queue (compact). Every field but req, waited,
-// yields and the turn's own fields is set when the record is read and
-// never changes.
-type task struct {
-	offset int64                 // the record's offset (the partition is the handler's): what acking reads
-	value  []byte                // the record's value, the encoded FetchRequest
-	schema string                // the record's schema header (crawlmsg), shared
-	req    *crawlv1.FetchRequest // decoded for a turn or an outcome (request); nil while queued
-	host   string                // politeness key
-	crawl  string                // crawl id, shared by the handler's tasks of the crawl
-
-	id        attemptID // the attempt (Options.Attempts)
-	urlFP     uint64    // the request's url_fp
-	scheduled int64     // scheduled_at, Unix nanoseconds
-	notBefore int64     // not_before, Unix nanoseconds; 0 for none
-	enqueued  int64     // when the record was read, Unix nanoseconds
-	depth     uint32
-	// priority and signals are the request's priority and the signals of
-	// its priority_reason (libs/priority), raised by a reprioritize
-	// record while queued; changed only under the engine's lock and
-	// unchargedMu (reprioritize).
-	priority int32
-	signals  priority.Signals
-	revisit  bool
-	charged  bool  // charged to its crawl's page budget (decide.Charged)
-	redefer  bool  // the record was produced by a deferral
-	waited   bool  // politeness wait observed (a robots turn re-queues it)
-	yields   uint8 // turns given up to better-ranked requests (yieldToBetter)
-
-	// A turn's own fields, set while it runs and read by its outcome.
-	state      []kafka.Message  // host-state record of the last request, published with its outcome
-	retryAfter int64            // earliest useful retry (a Retry-After), Unix nanoseconds; 0 for none
-	robots     []rows.RobotsRow // robots.txt its turn fetched, recorded with its outcome
-	warcFile   string           // WARC file and offset of the archived answer (Options.Archive)
-	warcOffset int64
-}
-
-// key is what Options.Attempts knows of t's request.
-func (t *task) key() attemptKey {
-	return attemptKey{id: t.id, scheduled: t.scheduled, revisit: t.revisit}
-}
-
-// notBeforeTime is t's not_before (zero for none).
-func (t *task) notBeforeTime() time.Time { return unixTime(t.notBefore) }
-
-// retryAfterTime is the earliest useful retry of t's turn (zero for none).
-func (t *task) retryAfterTime() time.Time { return unixTime(t.retryAfter) }
-
-// unixTime is the time of a task's Unix nanoseconds, zero for 0 (none).
-func unixTime(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns)
+// repeat acks the record of a request whose attempt is held or was
+// finished already.
+func (h *handler) repeat(t *partition.Task) {
+	h.s.m.repeatsSkipped.WithLabelValues(skipHeld).Inc()
+	h.ack(t)
 }
 
 // request returns t's FetchRequest, decoding the record's value when it
@@ -373,43 +265,29 @@ func unixTime(ns int64) time.Time {
 // Its priority is t's: a request raised while queued (reprioritize) is
 // fetched, logged, retried and deferred with the raised priority and the
 // signals that raised it.
-func (h *handler) request(t *task) *crawlv1.FetchRequest {
-	if t.req != nil {
-		return t.req
+func (h *handler) request(t *partition.Task) *crawlv1.FetchRequest {
+	if t.Req != nil {
+		return t.Req
 	}
 	req := &crawlv1.FetchRequest{}
-	if err := crawlmsg.Unmarshal(t.value, t.schema, req); err != nil {
-		h.log.Error("decode a fetch request read before failed", telemetry.Offset(t.offset), zap.Error(err))
-		req = &crawlv1.FetchRequest{CrawlId: t.crawl, Attempt: t.id.attempt, Depth: t.depth}
+	if err := crawlmsg.Unmarshal(t.Value, t.Schema, req); err != nil {
+		h.log.Error("decode a fetch request read before failed", telemetry.Offset(t.Offset), zap.Error(err))
+		req = &crawlv1.FetchRequest{CrawlId: t.Crawl, Attempt: t.ID.Attempt, Depth: t.Depth}
 	}
-	if req.GetPriority() != t.priority {
-		req.Priority, req.PriorityReason = t.priority, t.signals.String()
+	if p, signals := t.Priority(); req.GetPriority() != p {
+		req.Priority, req.PriorityReason = p, signals.String()
 	}
-	t.req = req
+	t.Req = req
 	return req
 }
 
-// compact drops t's decoded request before t goes back to its queue; call
-// it before handing t to the engine (another turn may take it at once).
-func compact(t *task) { t.req = nil }
-
 // newTask returns the task of a record whose request decoded as req, with
 // its host and crawl shared through h's tables.
-func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *task {
-	t := &task{
-		offset: msg.Offset, value: msg.Value, schema: h.intern(schemaOf(msg)), host: host, crawl: h.intern(req.GetCrawlId()),
-		id: idOf(req), urlFP: req.GetUrlFp(), depth: req.GetDepth(), revisit: req.GetRevisit(),
-		priority: req.GetPriority(), signals: priority.ParseSignals(req.GetPriorityReason()),
-		redefer: wasDeferred(msg), enqueued: now.UnixNano(),
-	}
-	t.charged = decide.Charged(h.s.opts.Budget != nil, t.id.attempt, t.revisit)
-	if sa := req.GetScheduledAt(); sa != nil {
-		t.scheduled = sa.AsTime().UnixNano()
-	}
-	if nb := req.GetNotBefore(); nb != nil {
-		t.notBefore = nb.AsTime().UnixNano()
-	}
-	return t
+func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *partition.Task {
+	return partition.NewTask(req, partition.TaskOf{
+		Offset: msg.Offset, Value: msg.Value, Schema: h.intern(schemaOf(msg)), Host: host, Crawl: h.intern(req.GetCrawlId()),
+		Redefer: wasDeferred(msg), Budgets: h.s.opts.Budget != nil,
+	}, now)
 }
 
 // intern returns the handler's copy of s (crawl ids, schema names): a
@@ -442,15 +320,9 @@ func schemaOf(msg kafka.Message) string {
 }
 
 // ack acknowledges t's record.
-func (h *handler) ack(t *task) {
-	h.acker(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.offset})
+func (h *handler) ack(t *partition.Task) {
+	h.acker(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.Offset})
 }
-
-// rankOf ranks a request in its host's queue (see politeness.NewRanked):
-// the highest priority first, then the lowest depth (priority.Rank), so
-// that a crawl stopped by its budget, a cancel or a rebalance has its
-// best pages; with no priority signal, its shallowest (breadth-first).
-func rankOf(t *task) uint32 { return priority.Rank(t.priority, t.depth) }
 
 // raise is a reprioritize record of a batch.
 type raise struct {
@@ -468,20 +340,7 @@ func (h *handler) reprioritize(msg kafka.Message, req *crawlv1.FetchRequest) {
 	if k, err := kafkaio.Key(req.GetUrl()); err == nil {
 		host = string(k)
 	}
-	crawl, fp := req.GetCrawlId(), req.GetUrlFp()
-	p, signals := req.GetPriority(), priority.ParseSignals(req.GetPriorityReason())
-	res := h.engine.Raise(host, func(t *task) (uint32, bool) {
-		if t.urlFP != fp || t.crawl != crawl {
-			return 0, false
-		}
-		return priority.Rank(p, t.depth), true
-	}, func(t *task) {
-		// yieldToBetter reads the priority of queued requests under
-		// unchargedMu.
-		h.unchargedMu.Lock()
-		t.priority, t.signals = p, signals
-		h.unchargedMu.Unlock()
-	})
+	res := h.p.Raise(host, req.GetCrawlId(), req.GetUrlFp(), req.GetPriority(), priority.ParseSignals(req.GetPriorityReason()))
 	h.s.m.reprioritized.WithLabelValues(res.String()).Inc()
 }
 

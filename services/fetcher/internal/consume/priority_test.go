@@ -14,6 +14,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
@@ -173,7 +174,7 @@ func TestReprioritize(t *testing.T) {
 // never raised keeps its own reason as read.
 func TestRaisedPriorityTravels(t *testing.T) {
 	h := &handler{s: &Service{opts: Options{Topics: kafkaio.Topics{Fetch: "fetch"}}}, log: zap.NewNop()}
-	taskOf := func(req *crawlv1.FetchRequest) *task {
+	taskOf := func(req *crawlv1.FetchRequest) *partition.Task {
 		m, err := kafkaio.NewMessage("fetch", []byte("a.example"), req)
 		if err != nil {
 			t.Fatal(err)
@@ -181,7 +182,11 @@ func TestRaisedPriorityTravels(t *testing.T) {
 		return h.newTask(m, req, "a.example", time.Now())
 	}
 	raised := taskOf(&crawlv1.FetchRequest{CrawlId: "c", Url: "http://a.example/x", UrlFp: 7, Depth: 2, Priority: 1, PriorityReason: "sitemap"})
-	raised.priority, raised.signals = 4, priority.InLinks|priority.Sitemap
+	part := partition.New(partition.Options{Attempts: partition.NewAttempts(16)})
+	part.Push(raised, time.Time{})
+	if res := part.Raise("a.example", "c", 7, 4, priority.InLinks|priority.Sitemap); res != politeness.Raised {
+		t.Fatalf("raise of a queued request: %v", res)
+	}
 	m, ok := h.deferMessage(raised, time.Now())
 	if !ok {
 		t.Fatal("no deferral record")

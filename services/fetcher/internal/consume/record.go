@@ -16,8 +16,10 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 )
@@ -30,28 +32,28 @@ import (
 // state, the fetch-log row) to the recorder and returns at once; t is
 // acked when the outcome is durable. Until then it counts as in flight, so
 // Close waits for it.
-func (h *handler) finish(ctx context.Context, t *task, res *httpfetch.Response) {
+func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.Response) {
 	msgs, page, row, kind, err := h.outcome(t, res)
 	res.Release() // the page record holds its own copy of the body
 	url := row.URL
-	compact(t) // its outcome is encoded: thousands may wait for their writes
+	partition.Compact(t) // its outcome is encoded: thousands may wait for their writes
 	if err != nil {
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(h.request(t).GetUrl()), zap.Error(err))
 		return
 	}
 	h.recording.Add(1)
-	h.toRecorder(t)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []rows.FetchLogRow{row}, Robots: t.robots, Done: func(err error) {
+	h.p.Handed(t)
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []rows.FetchLogRow{row}, Robots: t.Robots, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
-			h.settle(t, false)
+			h.p.Settle(t, false)
 			if ctx.Err() == nil {
 				h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(url), zap.Error(err))
 			}
 			return
 		}
 		h.count(res.Status, kind)
-		h.settle(t, true)
+		h.p.Settle(t, true)
 		h.ack(t)
 	}})
 }
@@ -70,21 +72,21 @@ func (h *handler) count(status int, kind failure.Kind) {
 // (recorder.Outcome.Last); the fetch-log row; and the attempt's final
 // error kind (a redirect loop or a chain too long turns a redirect into a
 // failure).
-func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
+func (h *handler) outcome(t *partition.Task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
 	s := h.s
 	req := h.request(t)
-	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: req, Host: t.host, Partition: h.partition, RetryAfter: t.retryAfterTime()}, res, s.opts.Now())
+	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: req, Host: t.Host, Partition: h.partition, RetryAfter: t.RetryAfterTime()}, res, s.opts.Now())
 	// Where the answer is archived: on the page too, so that a row rebuilt
 	// from it (read-back after a crash) points at the record as well.
-	r.Page.WarcFile, r.Page.WarcOffset = t.warcFile, uint64(t.warcOffset)
-	r.Row.WarcFile, r.Row.WarcOffset = t.warcFile, uint64(t.warcOffset)
+	r.Page.WarcFile, r.Page.WarcOffset = t.WarcFile, uint64(t.WarcOffset)
+	r.Row.WarcFile, r.Row.WarcOffset = t.WarcFile, uint64(t.WarcOffset)
 	if r.Redirect != outcome.RedirectNone {
 		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
 		if r.Redirect == outcome.RedirectInvalid {
 			h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(req.GetUrl()), zap.Error(r.RedirectErr))
 		}
 	}
-	key := []byte(t.host)
+	key := []byte(t.Host)
 	if len(key) == 0 {
 		key = []byte(req.GetUrl()) // invalid URL: any stable key
 	}
@@ -92,7 +94,7 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Messag
 		s.m.retries.WithLabelValues("exhausted").Inc()
 	}
 	if r.Retry != nil {
-		m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.host), r.Retry)
+		m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.Host), r.Retry)
 		if err != nil {
 			h.log.Warn("skipped retry", telemetry.URL(req.GetUrl()), zap.Error(err))
 			r.Page.WillRetry = false
@@ -111,8 +113,12 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Messag
 		return nil, kafka.Message{}, rows.FetchLogRow{}, "", fmt.Errorf("encode fetched page: %w", err)
 	}
 	page.Headers = append(page.Headers, kafka.Header{Key: published.FetcherHeader, Value: []byte(s.opts.InstanceID)})
-	msgs = append(msgs, t.state...)
-	t.state = nil
+	if st := t.HostState; st != nil {
+		if m, err := hoststate.Message(s.opts.Topics.HostState, t.Host, s.opts.InstanceID, *st, s.opts.Now()); err == nil {
+			msgs = append(msgs, m)
+		}
+		t.HostState = nil
+	}
 	if r.Proxy != nil {
 		s.m.proxyOutcomes.WithLabelValues(r.Proxy.GetOutcome()).Inc()
 		if m, err := kafkaio.NewMessage(s.opts.Topics.ProxyFeedback, []byte(r.Proxy.GetProxyId()), r.Proxy); err == nil {
@@ -124,10 +130,10 @@ func (h *handler) outcome(t *task, res *httpfetch.Response) (msgs []kafka.Messag
 
 // redirect encodes the DiscoveredURL of a redirect target: it goes back
 // through the scheduler's dedup to whichever partition owns its host.
-func (h *handler) redirect(t *task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
+func (h *handler) redirect(t *partition.Task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
 	key, err := kafkaio.Key(d.GetUrl())
 	if err != nil {
-		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
 		return kafka.Message{}, false
 	}
 	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
@@ -141,16 +147,16 @@ func (h *handler) redirect(t *task, d *crawlv1.DiscoveredURL) (kafka.Message, bo
 // recordCancelled records the requests of a cancelled crawl without
 // fetching them (FetchedPage and fetch-log row of kind failure.Cancelled,
 // one outcome for all of them) and acks them once that is durable.
-func (h *handler) recordCancelled(ctx context.Context, ts []*task) {
+func (h *handler) recordCancelled(ctx context.Context, ts []*partition.Task) {
 	h.recordUnrequested(ctx, ts, failure.Cancelled, "crawl cancelled")
 }
 
 // recordSpent records the first attempts of a crawl whose page budget is
 // spent without fetching them (kind failure.BudgetExhausted, final: the
 // URL's terminal state), like recordCancelled.
-func (h *handler) recordSpent(ctx context.Context, ts []*task) {
+func (h *handler) recordSpent(ctx context.Context, ts []*partition.Task) {
 	for _, t := range ts {
-		if crawl := t.crawl; h.s.spentLogged.first(crawl, "") {
+		if crawl := t.Crawl; h.s.spentLogged.first(crawl, "") {
 			h.log.Info("page budget spent, recording first attempts without a request", telemetry.Crawl(crawl))
 		}
 	}
@@ -160,21 +166,21 @@ func (h *handler) recordSpent(ctx context.Context, ts []*task) {
 // recordUnrequested records requests settled without a request, with
 // error kind kind, one outcome for all of them, and acks them once that
 // is durable.
-func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failure.Kind, reason string) {
+func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, kind failure.Kind, reason string) {
 	var msgs, pages []kafka.Message
 	var robotsRows []rows.RobotsRow
 	logRows := make([]rows.FetchLogRow, 0, len(ts))
 	kinds := make([]failure.Kind, 0, len(ts))
-	done := make([]*task, 0, len(ts)) // encoded: acked with the outcome
+	done := make([]*partition.Task, 0, len(ts)) // encoded: acked with the outcome
 	for _, t := range ts {
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: kind, Err: errors.New(reason)}
 		m, page, row, k, err := h.outcome(t, res)
-		compact(t)
+		partition.Compact(t)
 		if err != nil {
 			h.log.Warn("left unrequested request unacked, redelivered later", telemetry.URL(h.request(t).GetUrl()), telemetry.ErrorKind(string(kind)), zap.Error(err))
 			continue
 		}
-		robotsRows = append(robotsRows, t.robots...)
+		robotsRows = append(robotsRows, t.Robots...)
 		msgs = append(msgs, m...)
 		pages = append(pages, page)
 		logRows = append(logRows, row)
@@ -192,7 +198,7 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failur
 		}
 		for i, t := range done {
 			h.count(0, kinds[i])
-			h.settle(t, true)
+			h.p.Settle(t, true)
 			h.ack(t)
 		}
 	}})
@@ -200,10 +206,10 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*task, kind failur
 
 // pauseDeferral returns the record that holds t of a paused crawl: the
 // same request due PauseRecheck from now.
-func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
+func (h *handler) pauseDeferral(t *partition.Task, now time.Time) (kafka.Message, bool) {
 	req := proto.CloneOf(h.request(t))
 	req.NotBefore = timestamppb.New(h.s.limits.HoldUntil(now))
-	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.host), req)
+	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.Host), req)
 	if err != nil {
 		return kafka.Message{}, false
 	}
@@ -217,17 +223,17 @@ func (h *handler) pauseDeferral(t *task, now time.Time) (kafka.Message, bool) {
 // the request from then on, and this partition may read it back before
 // Write returns (a late acknowledgement); a claim still held then makes the
 // copy a repeat of itself, acked without a request, and the URL is lost.
-func (h *handler) hold(ctx context.Context, t *task) {
+func (h *handler) hold(ctx context.Context, t *partition.Task) {
 	now := h.s.opts.Now()
 	recheck := h.s.limits.HoldUntil(now)
 	m, ok := h.pauseDeferral(t, now)
-	compact(t)
+	partition.Compact(t)
 	if !ok {
-		h.engine.Push(t.host, t, recheck) // still claimed
+		h.engine.Push(t.Host, t, recheck) // still claimed
 		return
 	}
-	h.settle(t, false)
-	h.pending(t, false) // the copy is the request now (push adds t back)
+	h.p.Settle(t, false)
+	h.p.Pending(t, false) // the copy is the request now (push adds t back)
 	if err := h.s.prod.Write(ctx, m); err == nil {
 		h.s.m.pausedHeld.Inc()
 		h.ack(t)

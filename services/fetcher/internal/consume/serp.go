@@ -7,6 +7,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -49,34 +50,35 @@ func (l *serpLog) first(crawl, host string) bool {
 	return true
 }
 
-// robotsAllow reports whether t of host may be requested under rules
-// (robots.Verdict.Allow). With request set the caller makes the request
-// now, and an exemption is counted and logged; without it (the turn that
-// fetched robots.txt puts t back for the next) nothing is.
-func (h *handler) robotsAllow(host string, t *task, rules *robots.Rules, request bool) bool {
-	allow, exempted := rules.Check(t.req.GetUrl()).Allow(func() bool { return h.serpExempt(t) })
-	if !exempted || !request {
-		return allow
-	}
+// robotsAllow reports whether t may be requested under rules
+// (robots.Verdict.Allow), and whether only the crawl's exemption for its
+// result pages allows it (counted and logged by serpFetched when the
+// request is made).
+func (h *handler) robotsAllow(t *partition.Task, rules *robots.Rules) (allow, exempted bool) {
+	return rules.Check(t.Req.GetUrl()).Allow(func() bool { return h.serpExempt(t) })
+}
+
+// serpFetched counts and logs a result page fetched that robots.txt
+// disallows, as its crawl asks (serp_ignore_robots).
+func (h *handler) serpFetched(host string, t *partition.Task) {
 	h.s.m.serpRobotsOverridden.Inc()
-	fields := []zap.Field{telemetry.Crawl(t.crawl), telemetry.Host(host),
-		zap.String("serp_engine", t.req.GetSerpEngine()), telemetry.URL(t.req.GetUrl())}
-	if h.s.serpLogged.first(t.crawl, host) {
+	fields := []zap.Field{telemetry.Crawl(t.Crawl), telemetry.Host(host),
+		zap.String("serp_engine", t.Req.GetSerpEngine()), telemetry.URL(t.Req.GetUrl())}
+	if h.s.serpLogged.first(t.Crawl, host) {
 		h.log.Info("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
 	} else {
 		h.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
 	}
-	return true
 }
 
 // serpExempt reports whether t is a result page of its crawl's keywords
 // and the crawl's spec asks to fetch those despite robots.txt
 // (decide.SERPExempt).
-func (h *handler) serpExempt(t *task) bool {
+func (h *handler) serpExempt(t *partition.Task) bool {
 	if h.s.opts.Crawls == nil {
 		return false
 	}
-	req := t.req
+	req := t.Req
 	return decide.SERPExempt(req.GetSerpEngine(), req.GetDepth(), req.GetRedirectHops(),
 		h.s.opts.Crawls.Get(req.GetCrawlId()).GetPoliteness().GetSerpIgnoreRobots())
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
@@ -29,10 +30,10 @@ import (
 
 // turn is the dispatch.Work of a partition: one turn of host with t,
 // taken from the engine at dispatched.
-func (h *handler) turn(ctx context.Context, host string, t *task, dispatched time.Time) {
-	if !t.waited {
-		t.waited = true
-		h.s.m.politenessWait.Observe(dispatched.Sub(time.Unix(0, t.enqueued)).Seconds())
+func (h *handler) turn(ctx context.Context, host string, t *partition.Task, dispatched time.Time) {
+	if !t.Waited {
+		t.Waited = true
+		h.s.m.politenessWait.Observe(dispatched.Sub(time.Unix(0, t.Enqueued)).Seconds())
 	}
 	h.process(ctx, host, t)
 	if queued, _, _ := h.engine.HostQueue(host); queued == 0 {
@@ -48,20 +49,20 @@ func (h *handler) turn(ctx context.Context, host string, t *task, dispatched tim
 // process runs one turn of host: the step decide.Turn chooses. Its
 // requests run under the partition's lease (lease.go): none while it has
 // lapsed, and those in flight when it lapses are put back in the queue.
-func (h *handler) process(ctx context.Context, host string, t *task) {
+func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 	s := h.s
 	rctx, ok := h.requestContext()
 	if !ok {
-		compact(t)
+		partition.Compact(t)
 		h.engine.Requeue(host, t, s.opts.Now().Add(leaseCheck))
 		return
 	}
 	req := h.request(t)
 	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
-	id := s.identityOf(t.crawl)
+	id := s.identityOf(t.Crawl)
 	var rules *robots.Rules
 	step := decide.Turn(decide.TurnInput{
-		State: h.crawlState(t.crawl), Attempt: t.id.attempt, NotBefore: t.notBeforeTime(),
+		State: h.crawlState(t.Crawl), Attempt: t.ID.Attempt, NotBefore: t.NotBeforeTime(),
 		Robots: func() decide.Robots {
 			var fresh bool
 			rules, fresh = s.robots.LookupAs(origin, id.agent)
@@ -75,16 +76,16 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 	switch step {
 	case decide.Cancelled:
 		h.engine.Release(host) // no request made
-		h.pending(t, false)
-		h.recordCancelled(ctx, []*task{t})
+		h.p.Pending(t, false)
+		h.recordCancelled(ctx, []*partition.Task{t})
 	case decide.Paused:
 		h.engine.Release(host)
 		h.hold(ctx, t)
 	case decide.Refused:
 		// Not even robots.txt is asked for a page the budget refuses.
 		h.engine.Release(host)
-		h.pending(t, false)
-		h.recordSpent(ctx, []*task{t})
+		h.p.Pending(t, false)
+		h.recordSpent(ctx, []*partition.Task{t})
 	case decide.FetchRobots:
 		h.fetchRobots(ctx, rctx, host, t, origin, id)
 	case decide.TakePage:
@@ -92,13 +93,17 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 		if h.yieldToBetter(host, t) {
 			return
 		}
-		switch decide.Page(func() bool { return h.charge(ctx, t) }, func() bool { return h.robotsAllow(host, t, rules, true) }) {
+		allowed, exempted := h.robotsAllow(t, rules)
+		switch step := h.settle(ctx, t, decide.Page(allowed)); step {
 		case decide.Refused: // recorded by the charge
 			h.engine.Release(host) // no request made: the delay clock is unchanged
 		case decide.Deny:
 			h.engine.Release(host) // no request made: the delay clock is unchanged
 			h.refuse(ctx, t, rules)
 		case decide.Fetch:
+			if exempted {
+				h.serpFetched(host, t)
+			}
 			h.fetchPage(ctx, rctx, host, t, id)
 		}
 	}
@@ -106,7 +111,7 @@ func (h *handler) process(ctx context.Context, host string, t *task) {
 
 // fetchRobots takes host's turn for robots.txt (decide.FetchRobots): the
 // page waits the delay after it. The request runs under rctx.
-func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *task, origin string, id ident) {
+func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partition.Task, origin string, id ident) {
 	s := h.s
 	server, ok := h.claimServer(rctx, host, t)
 	if !ok {
@@ -119,16 +124,17 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *task, o
 		return
 	}
 	s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
-	t.robots = h.robotsRows(host, rules)
+	t.Robots = h.robotsRows(host, rules)
 	h.publishSitemaps(ctx, t, rules)
 	if h.setDelay(host, t, rules.CrawlDelay) {
 		s.m.crawlDelayCaped.Inc()
 		h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
 	}
 	h.engine.Done(host, s.opts.Now())
-	switch decide.AfterRobots(h.robotsAllow(host, t, rules, false), func() bool { return h.charge(ctx, t) }) {
+	allowed, _ := h.robotsAllow(t, rules) // an exemption counts when its request is made, at the next turn
+	switch h.settle(ctx, t, decide.AfterRobots(allowed)) {
 	case decide.Requeue:
-		compact(t)
+		partition.Compact(t)
 		h.engine.PushFront(host, t)
 	case decide.Deny:
 		h.refuse(ctx, t, rules)
@@ -138,12 +144,12 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *task, o
 
 // fetchPage requests t's page (decide.Fetch) under rctx, feeds the answer
 // back to host's politeness and records the outcome.
-func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *task, id ident) {
+func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition.Task, id ident) {
 	s := h.s
-	req := t.req
+	req := t.Req
 	r := httpfetch.Request{URL: req.GetUrl(), Host: host, Sitemap: strings.HasSuffix(req.GetParentUrl(), "/robots.txt"),
 		ETag: req.GetEtag(), LastModified: req.GetLastModified(), Capture: s.opts.Archive != nil,
-		UserAgent: id.userAgent, Header: id.headers, Keep: s.keptTypes(t.crawl)}
+		UserAgent: id.userAgent, Header: id.headers, Keep: s.keptTypes(t.Crawl)}
 	server, ok := h.claimServer(rctx, host, t)
 	if !ok {
 		h.uncharge(t) // back in its queue: charged again at its turn
@@ -161,7 +167,7 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *task, id 
 	switch {
 	case politeness.SlowsDown(res.Status, res.Kind):
 		h.engine.SlowDown(host, end, res.RetryAfter)
-		t.retryAfter = end.Add(res.RetryAfter).UnixNano()
+		t.RetryAfter = end.Add(res.RetryAfter).UnixNano()
 	case res.Status > 0:
 		h.engine.Recovered(host)
 	}
@@ -172,7 +178,7 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *task, id 
 	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
 	s.m.bytes.Add(float64(res.BodyBytes))
 	h.engine.Done(host, end)
-	t.state = h.stateMsg(host)
+	t.HostState = h.changedState(host)
 	if !h.archive(ctx, t, res) {
 		return
 	}
@@ -183,9 +189,9 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *task, id 
 // the lease lapsed): the host's delay runs from end, as after any request
 // that may have reached it, and t waits at the head of its queue for the
 // host's next turn; at a close it is handed back unacked with the rest.
-func (h *handler) cutShort(host string, t *task, end time.Time) {
+func (h *handler) cutShort(host string, t *partition.Task, end time.Time) {
 	h.engine.Done(host, end)
-	compact(t)
+	partition.Compact(t)
 	h.engine.PushFront(host, t)
 }
 
@@ -193,16 +199,16 @@ func (h *handler) cutShort(host string, t *task, end time.Time) {
 // is configured, before its outcome is recorded: an attempt is acked only
 // once its records are written. On failure t is left unacked (redelivered
 // after a restart or rebalance) and archive returns false.
-func (h *handler) archive(ctx context.Context, t *task, res *httpfetch.Response) bool {
+func (h *handler) archive(ctx context.Context, t *partition.Task, res *httpfetch.Response) bool {
 	if h.s.opts.Archive == nil {
 		return true
 	}
-	file, off, err := h.s.opts.Archive.Archive(ctx, t.req, res)
+	file, off, err := h.s.opts.Archive.Archive(ctx, t.Req, res)
 	if err != nil {
-		h.log.Warn("left fetch unacked, not archived; redelivered later", telemetry.URL(t.req.GetUrl()), zap.Error(err))
+		h.log.Warn("left fetch unacked, not archived; redelivered later", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
 		return false
 	}
-	t.warcFile, t.warcOffset = file, off
+	t.WarcFile, t.WarcOffset = file, off
 	return true
 }
 
@@ -211,7 +217,7 @@ func (h *handler) archive(ctx context.Context, t *task, res *httpfetch.Response)
 // or host does not resolve: nothing to release). When another host's
 // request holds the server, t goes back to the head of host's queue until
 // the server may be free, the host's turn ends, and ok is false.
-func (h *handler) claimServer(ctx context.Context, host string, t *task) (key string, ok bool) {
+func (h *handler) claimServer(ctx context.Context, host string, t *partition.Task) (key string, ok bool) {
 	s := h.s
 	if s.opts.Servers == nil {
 		return "", true
@@ -225,7 +231,7 @@ func (h *handler) claimServer(ctx context.Context, host string, t *task) (key st
 	claimed, retryAt := s.opts.Servers.Acquire(key)
 	if !claimed {
 		s.m.serverWaits.Inc()
-		compact(t)
+		partition.Compact(t)
 		h.engine.Requeue(host, t, retryAt)
 		return "", false
 	}
@@ -247,7 +253,7 @@ const maxSitemaps = 50
 // at that request's depth (so a sitemap never widens a depth-limited
 // crawl), to be deduplicated and scheduled like any URL. Best effort: a
 // failure is logged; the lines come back with the next robots.txt fetch.
-func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Rules) {
+func (h *handler) publishSitemaps(ctx context.Context, t *partition.Task, rules *robots.Rules) {
 	if len(rules.Sitemaps) == 0 {
 		return
 	}
@@ -263,9 +269,9 @@ func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Ru
 			continue
 		}
 		m, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, &crawlv1.DiscoveredURL{
-			CrawlId:      t.req.GetCrawlId(),
+			CrawlId:      t.Req.GetCrawlId(),
 			Url:          u,
-			Depth:        t.req.GetDepth(),
+			Depth:        t.Req.GetDepth(),
 			ParentUrl:    rules.Origin + "/robots.txt",
 			DiscoveredAt: now,
 			Source:       crawlv1.Source_SOURCE_SITEMAP,
@@ -286,7 +292,7 @@ func (h *handler) publishSitemaps(ctx context.Context, t *task, rules *robots.Ru
 
 // refuse records a URL that robots.txt denies or that cannot be fetched
 // now because robots.txt is unavailable (decide.Refusal).
-func (h *handler) refuse(ctx context.Context, t *task, rules *robots.Rules) {
+func (h *handler) refuse(ctx context.Context, t *partition.Task, rules *robots.Rules) {
 	unavailable := rules.Outcome == robots.Unavailable
 	res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: decide.Refusal(unavailable, rules.Kind), Err: errors.New("disallowed by robots.txt")}
 	if unavailable {
@@ -311,10 +317,10 @@ func robotsVerdict(k failure.Kind) string {
 // the host's delay and its max_crawl_delay replaces the cap, never below
 // the fetcher's --delay floor. A host shared by crawls takes, after each
 // request, the delay of that request's crawl.
-func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) {
+func (h *handler) setDelay(host string, t *partition.Task, d time.Duration) (capped bool) {
 	var p hostdelay.Crawl
 	if h.s.opts.Crawls != nil {
-		p = crawlsettings.PolitenessOf(h.s.opts.Crawls.Get(t.crawl))
+		p = crawlsettings.PolitenessOf(h.s.opts.Crawls.Get(t.Crawl))
 	}
 	return h.engine.SetHostDelay(host, d, p)
 }
@@ -324,98 +330,56 @@ func (h *handler) setDelay(host string, t *task, d time.Duration) (capped bool) 
 
 // spent reports whether t would be refused by its crawl's page budget,
 // without charging anything.
-func (h *handler) spent(ctx context.Context, t *task) bool {
-	if !t.charged {
+func (h *handler) spent(ctx context.Context, t *partition.Task) bool {
+	if !t.Charged {
 		return false
 	}
-	spent, err := h.s.opts.Budget.Exhausted(ctx, t.crawl)
+	spent, err := h.s.opts.Budget.Exhausted(ctx, t.Crawl)
 	if err != nil {
-		h.log.Warn("checked page budget on this fetcher's count only", telemetry.Crawl(t.crawl), zap.Error(err))
+		h.log.Warn("checked page budget on this fetcher's count only", telemetry.Crawl(t.Crawl), zap.Error(err))
 	}
 	return spent
 }
 
-// charge takes a page of t's crawl's budget for the request (or the
-// robots.txt refusal) t's turn is about to settle. When none is left, t is
-// recorded as failure.BudgetExhausted and charge returns false: the caller
-// makes no request and releases the host. A count that could not be read
-// is logged; the page is charged on the local count.
-func (h *handler) charge(ctx context.Context, t *task) bool {
-	if !t.charged {
-		return true
+// settle charges t's page budget before step when the step Charges (a
+// request or a refusal: decide.Settle) and returns the step that follows:
+// Refused when no page was left, recorded as failure.BudgetExhausted. A
+// count that could not be read is logged; the page is charged on the
+// local count.
+func (h *handler) settle(ctx context.Context, t *partition.Task, step decide.Step) decide.Step {
+	if !step.Charges() || !t.Charged {
+		return step
 	}
-	ok, err := h.s.opts.Budget.Reserve(ctx, t.crawl)
-	h.pending(t, false) // charged, or refused: no longer a page to come
+	ok, err := h.s.opts.Budget.Reserve(ctx, t.Crawl)
+	h.p.Pending(t, false) // charged, or refused: no longer a page to come
 	if err != nil {
-		h.log.Warn("charged page budget on this fetcher's count only", telemetry.Crawl(t.crawl), zap.Error(err))
+		h.log.Warn("charged page budget on this fetcher's count only", telemetry.Crawl(t.Crawl), zap.Error(err))
 	}
 	if !ok {
-		h.recordSpent(ctx, []*task{t})
+		h.recordSpent(ctx, []*partition.Task{t})
 	}
-	return ok
+	return decide.Settle(step, ok)
 }
 
-// yieldToBetter asks decide.Yield whether t gives its turn up to
-// better-ranked requests of its crawl (a higher priority, or as high and
-// shallower: rankOf); when it does, t waits at the head of its queue for
-// decide.YieldFor. It reports whether t yielded.
-func (h *handler) yieldToBetter(host string, t *task) bool {
-	charged := t.charged
+// yieldToBetter asks the partition whether t gives its turn up to
+// better-ranked requests of its crawl (partition.Partition.Yield), and
+// counts it when it does.
+func (h *handler) yieldToBetter(host string, t *partition.Task) bool {
 	left := int64(-1)
-	if charged && t.yields < decide.MaxYields {
-		left = h.s.opts.Budget.Remaining(t.crawl)
+	if t.Charged {
+		left = h.s.opts.Budget.Remaining(t.Crawl)
 	}
-	crawl := t.crawl
-	h.unchargedMu.Lock()
-	rank := rankOf(t) // under unchargedMu: a raise changes queued priorities
-	yield := decide.Yield(decide.YieldInput{
-		Charged: charged, Yields: t.yields, Left: left, Held: len(h.uncharged),
-		Better: func(limit int64) int64 {
-			var n int64
-			for o := range h.uncharged {
-				if o.crawl == crawl && rankOf(o) < rank {
-					if n++; n >= limit {
-						break
-					}
-				}
-			}
-			return n
-		},
-	})
-	h.unchargedMu.Unlock()
-	if !yield {
+	if !h.p.Yield(host, t, left) {
 		return false
 	}
-	t.yields++
-	_, delay, _ := h.engine.HostQueue(host)
-	compact(t)
-	h.engine.Requeue(host, t, h.s.opts.Now().Add(decide.YieldFor(delay)))
 	h.s.m.budgetYields.Inc()
 	return true
 }
 
-// pending adds t to the partition's uncharged requests (see
-// handler.uncharged), or removes it; only requests charged to a budget.
-func (h *handler) pending(t *task, add bool) {
-	if !t.charged {
-		return
-	}
-	h.unchargedMu.Lock()
-	defer h.unchargedMu.Unlock()
-	if !add {
-		delete(h.uncharged, t)
-		return
-	}
-	if h.uncharged == nil {
-		h.uncharged = make(map[*task]struct{})
-	}
-	h.uncharged[t] = struct{}{}
-}
-
 // uncharge gives back t's page when its turn made no request after all.
-func (h *handler) uncharge(t *task) {
-	if t.charged {
-		h.s.opts.Budget.Unreserve(t.crawl)
-		h.pending(t, true)
+func (h *handler) uncharge(t *partition.Task) {
+	if t.Charged {
+		h.s.opts.Budget.Unreserve(t.Crawl)
+		h.p.Pending(t, true)
 	}
 }

@@ -28,7 +28,8 @@
 // even asking robots.txt; robots.txt due: the turn asks for it and the
 // request waits a delay (AfterRobots); otherwise the page: yield to
 // better-ranked requests of a crawl whose budget is nearly spent (Yield),
-// charge the budget, then refuse what robots.txt denies or fetch (Page).
+// then refuse what robots.txt denies or fetch (Page), the budget charged
+// first (Settle).
 //
 // And the rules those steps read: FetchedBefore (what a previous owner's
 // fetch-log row or page says of an attempt redelivered), SERPExempt

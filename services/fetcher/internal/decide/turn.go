@@ -20,7 +20,7 @@ const (
 	// Hold).
 	Paused
 	// Refused: the page budget refuses the request; no request, record
-	// failure.BudgetExhausted (Page's charge recorded it already).
+	// failure.BudgetExhausted (the charge before Settle recorded it).
 	Refused
 	// FetchRobots: robots.txt is due; this turn asks for it, then
 	// AfterRobots.
@@ -100,29 +100,36 @@ func RobotsDue(r Robots, attempt uint32, notBefore time.Time) bool {
 
 // AfterRobots is the step after a turn fetched robots.txt: an allowed
 // request waits for the host's next turn (Requeue); a refused one is
-// charged to its budget (charge, which reports whether a page was left)
-// and denied, or refused by the budget.
-func AfterRobots(allowed bool, charge func() bool) Step {
+// denied (Deny, which Charges).
+func AfterRobots(allowed bool) Step {
 	if allowed {
 		return Requeue
 	}
-	if charge() {
-		return Deny
-	}
-	return Refused
+	return Deny
 }
 
-// Page is the step of a page's turn once it did not yield: charge its
-// budget (charge reports whether a page was left), then ask robots.txt
-// (allowed).
-func Page(charge, allowed func() bool) Step {
-	if !charge() {
-		return Refused
-	}
-	if !allowed() {
+// Page is the step of a page's turn once it did not yield: fetch it, or
+// deny it when robots.txt refuses it (allowed); either Charges.
+func Page(allowed bool) Step {
+	if !allowed {
 		return Deny
 	}
 	return Fetch
+}
+
+// Charges reports whether s settles its request, by a fetch or a refusal
+// (Fetch, Deny): its page budget is charged first (Settle).
+func (s Step) Charges() bool { return s == Fetch || s == Deny }
+
+// Settle is the step s that Charges once its request was charged to its
+// crawl's page budget (charged: a page was left, or the request is not
+// charged to one); with no page left the request is Refused (the charge
+// recorded it as budget_exhausted). Any other step is returned as it is.
+func Settle(s Step, charged bool) Step {
+	if s.Charges() && !charged {
+		return Refused
+	}
+	return s
 }
 
 // Charged reports whether a request is charged to its crawl's page
@@ -140,39 +147,41 @@ const (
 	MaxYields = 20
 )
 
-// YieldInput is what Yield reads.
+// YieldInput is what MayYield reads.
 type YieldInput struct {
 	Charged bool  // the request is charged to a budget (Charged)
 	Yields  uint8 // turns it gave up already
 	Left    int64 // pages its crawl has left (negative: unlimited)
 	Held    int   // requests the partition holds that its turn will charge, of any crawl
-	// Better counts the held requests of the crawl ranked better than
-	// this one (a higher priority, or as high and at a lower depth: the
-	// host queues' rank; with no priority signal, shallower), stopping at
-	// limit.
-	Better func(limit int64) int64
 }
 
-// Yield keeps the last pages of a crawl's budget for the best-ranked
-// requests the partition holds: when the pages left are no more than the
-// crawl's uncharged requests ranked better (on other hosts, which the
-// host queues do not order against this one, or on its own host but not
-// due yet), this request does not take one: its turn ends without a
-// request and it waits at the head of its queue for YieldFor, then asks
-// again, at most MaxYields times. Once those have taken the pages it is
-// refused as budget_exhausted; if they leave the partition (deferred, a
-// close) it goes.
-func Yield(in YieldInput) bool {
+// MayYield reports whether a request may yield its turn at all: charged,
+// with yields left, and its crawl's budget no larger than what the
+// partition holds (more pages left than requests held: no count). Only
+// then are the better-ranked requests counted for Yield, at most Left of
+// them.
+func MayYield(in YieldInput) bool {
 	if !in.Charged || in.Yields >= MaxYields {
 		return false
 	}
 	if in.Left <= 0 {
 		return false // unlimited, or spent (the charge refuses it)
 	}
-	if in.Left > int64(in.Held) {
-		return false // more pages left than the partition holds: no count
-	}
-	return in.Better(in.Left) >= in.Left
+	return in.Left <= int64(in.Held)
+}
+
+// Yield keeps the last pages of a crawl's budget for the best-ranked
+// requests the partition holds: when the pages left are no more than the
+// crawl's uncharged requests ranked better (better: a higher priority, or
+// as high and at a lower depth, the host queues' rank; on other hosts,
+// which the host queues do not order against this one, or on its own host
+// but not due yet), this request does not take one: its turn ends without
+// a request and it waits at the head of its queue for YieldFor, then asks
+// again, at most MaxYields times. Once those have taken the pages it is
+// refused as budget_exhausted; if they leave the partition (deferred, a
+// close) it goes.
+func Yield(in YieldInput, better int64) bool {
+	return MayYield(in) && better >= in.Left
 }
 
 // YieldFor is how long a yielding request waits: its host's delay, at

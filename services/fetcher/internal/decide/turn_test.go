@@ -83,26 +83,31 @@ func TestRobotsDue(t *testing.T) {
 func TestAfterRobotsAndPage(t *testing.T) {
 	for _, c := range []struct {
 		allowed, left bool
-		after, page   Step
-		chargedAfter  bool // AfterRobots charges only what it denies
+		after, page   Step // after the charge, when the step Charges
 	}{
-		{true, true, Requeue, Fetch, false},
-		{true, false, Requeue, Refused, false},
-		{false, true, Deny, Deny, true},
-		{false, false, Refused, Refused, true},
+		{true, true, Requeue, Fetch},
+		{true, false, Requeue, Refused},
+		{false, true, Deny, Deny},
+		{false, false, Refused, Refused},
 	} {
-		charged := false
-		charge := func() bool { charged = true; return c.left }
-		if got := AfterRobots(c.allowed, charge); got != c.after || charged != c.chargedAfter {
-			t.Errorf("AfterRobots(allowed %v, left %v) = %v charged %v, want %v %v", c.allowed, c.left, got, charged, c.after, c.chargedAfter)
+		after := AfterRobots(c.allowed)
+		if after.Charges() != !c.allowed {
+			t.Errorf("AfterRobots(allowed %v) = %v: charges %v, only what it denies charges", c.allowed, after, after.Charges())
 		}
-		asked := false
-		allowed := func() bool { asked = true; return c.allowed }
-		if got := Page(func() bool { return c.left }, allowed); got != c.page {
-			t.Errorf("Page(allowed %v, left %v) = %v, want %v", c.allowed, c.left, got, c.page)
+		if got := Settle(after, c.left); got != c.after {
+			t.Errorf("AfterRobots(allowed %v), left %v = %v, want %v", c.allowed, c.left, got, c.after)
 		}
-		if asked != c.left {
-			t.Errorf("Page(left %v) asked robots.txt %v: only a charged page asks", c.left, asked)
+		page := Page(c.allowed)
+		if !page.Charges() {
+			t.Errorf("Page(allowed %v) = %v does not charge: every page's turn is charged", c.allowed, page)
+		}
+		if got := Settle(page, c.left); got != c.page {
+			t.Errorf("Page(allowed %v), left %v = %v, want %v", c.allowed, c.left, got, c.page)
+		}
+	}
+	for _, s := range []Step{Cancelled, Paused, Refused, FetchRobots, TakePage, Requeue} {
+		if s.Charges() || Settle(s, false) != s {
+			t.Errorf("%v charges, or Settle changed it", s)
 		}
 	}
 }
@@ -126,27 +131,28 @@ func TestCharged(t *testing.T) {
 }
 
 func TestYield(t *testing.T) {
-	shallower := func(n int64) func(int64) int64 {
-		return func(limit int64) int64 { return min(n, limit) }
-	}
 	cases := []struct {
-		name string
-		in   YieldInput
-		want bool
+		name   string
+		in     YieldInput
+		better int64 // better-ranked requests counted (at most Left)
+		want   bool
 	}{
-		{"as many shallower as pages left", YieldInput{Charged: true, Left: 2, Held: 5, Better: shallower(2)}, true},
-		{"more shallower than pages left", YieldInput{Charged: true, Left: 2, Held: 5, Better: shallower(4)}, true},
-		{"fewer shallower", YieldInput{Charged: true, Left: 2, Held: 5, Better: shallower(1)}, false},
-		{"not charged", YieldInput{Left: 2, Held: 5, Better: shallower(4)}, false},
-		{"yielded enough", YieldInput{Charged: true, Yields: MaxYields, Left: 2, Held: 5, Better: shallower(4)}, false},
-		{"unlimited", YieldInput{Charged: true, Left: -1, Held: 5, Better: shallower(4)}, false},
-		{"spent", YieldInput{Charged: true, Left: 0, Held: 5, Better: shallower(4)}, false},
-		{"more pages left than held", YieldInput{Charged: true, Left: 6, Held: 5, Better: shallower(5)}, false},
+		{"as many shallower as pages left", YieldInput{Charged: true, Left: 2, Held: 5}, 2, true},
+		{"more shallower than pages left", YieldInput{Charged: true, Left: 2, Held: 5}, 4, true},
+		{"fewer shallower", YieldInput{Charged: true, Left: 2, Held: 5}, 1, false},
+		{"not charged", YieldInput{Left: 2, Held: 5}, 4, false},
+		{"yielded enough", YieldInput{Charged: true, Yields: MaxYields, Left: 2, Held: 5}, 4, false},
+		{"unlimited", YieldInput{Charged: true, Left: -1, Held: 5}, 4, false},
+		{"spent", YieldInput{Charged: true, Left: 0, Held: 5}, 4, false},
+		{"more pages left than held", YieldInput{Charged: true, Left: 6, Held: 5}, 5, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := Yield(c.in); got != c.want {
+			if got := Yield(c.in, min(c.better, max(c.in.Left, 0))); got != c.want {
 				t.Fatalf("Yield = %v, want %v", got, c.want)
+			}
+			if !MayYield(c.in) && c.want {
+				t.Fatal("Yield without MayYield: the better-ranked requests would be counted for nothing")
 			}
 		})
 	}

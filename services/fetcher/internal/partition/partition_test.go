@@ -1,0 +1,209 @@
+package partition
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/priority"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// clock is a partition's fake clock.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func newPartition(c *clock, limits decide.Limits) *Partition {
+	return New(Options{
+		Politeness: politeness.Options{Delay: time.Second, FullAt: limits.MaxHostQueue},
+		Limits:     limits, Attempts: NewAttempts(1024), Now: c.Now,
+	})
+}
+
+// task returns the task of a first attempt of url on host, scheduled at
+// t0, at depth and priority, read at now; budgets says whether page
+// budgets are charged.
+func task(host, url string, depth uint32, pr int32, budgets bool, now time.Time) *Task {
+	req := &crawlv1.FetchRequest{CrawlId: "c", Url: url, UrlFp: uint64(len(url)) << 8, Depth: depth, Priority: pr,
+		ScheduledAt: timestamppb.New(t0)}
+	return NewTask(req, TaskOf{Host: host, Crawl: "c", Budgets: budgets}, now)
+}
+
+// drain takes every turn the engine gives until now, ending each at
+// once, and returns the URLs' depths in turn order.
+func drain(p *Partition, until time.Time) []uint32 {
+	var depths []uint32
+	for {
+		host, t, ok := p.Engine().Next(until)
+		if !ok {
+			return depths
+		}
+		depths = append(depths, t.Depth)
+		p.Engine().Done(host, t0)
+	}
+}
+
+func TestPlace(t *testing.T) {
+	limits := decide.Limits{MaxHostQueue: 3, MaxHostWait: time.Minute, HoldHorizon: 2 * time.Minute}
+	t.Run("queued, then a repeat", func(t *testing.T) {
+		c := &clock{t0}
+		p := newPartition(c, limits)
+		a := task("a", "http://a/1", 1, 0, false, c.now)
+		if pl := p.Place(a, c.now); pl.Action != decide.Queue || pl.Repeat || pl.Evicted != nil {
+			t.Fatalf("first placement %+v, want queued", pl)
+		}
+		again := task("a", "http://a/1", 1, 0, false, c.now)
+		if pl := p.Place(again, c.now); pl.Action != decide.Queue || !pl.Repeat {
+			t.Fatalf("the same attempt again: %+v, want a repeat", pl)
+		}
+		if n := p.Engine().Len(); n != 1 {
+			t.Fatalf("%d queued, want 1", n)
+		}
+	})
+	t.Run("due beyond the horizon: deferred, not claimed", func(t *testing.T) {
+		c := &clock{t0}
+		p := newPartition(c, limits)
+		far := task("a", "http://a/far", 1, 0, false, c.now)
+		far.NotBefore = t0.Add(time.Hour).UnixNano()
+		pl := p.Place(far, c.now)
+		if pl.Action != decide.Defer || !pl.At.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("placement %+v, want deferred to its not_before", pl)
+		}
+		if p.Engine().Len() != 0 || len(p.Abandon()) != 0 {
+			t.Fatal("a deferred request was queued or claimed")
+		}
+		if !p.Claim(far) {
+			t.Fatal("a deferred request's attempt is held: its copy would be skipped as a repeat")
+		}
+	})
+	t.Run("a full queue keeps its best", func(t *testing.T) {
+		c := &clock{t0}
+		p := newPartition(c, limits)
+		p.Place(task("b", "http://b/1", 1, 0, false, c.now), c.now) // another host with room
+		for i, d := range []uint32{1, 5, 3} {
+			if pl := p.Place(task("a", fmt.Sprintf("http://a/%d", i), d, 0, false, c.now), c.now); pl.Action != decide.Queue {
+				t.Fatalf("request %d: %+v", i, pl)
+			}
+		}
+		better := task("a", "http://a/better", 2, 0, false, c.now)
+		pl := p.Place(better, c.now)
+		if pl.Action != decide.Evict || pl.Evicted == nil || pl.Evicted.Depth != 5 || pl.Repeat {
+			t.Fatalf("placement %+v, want the depth-5 request evicted", pl)
+		}
+		if !p.Claim(pl.Evicted) {
+			t.Fatal("the evicted request's attempt is still held: its deferred copy would be skipped")
+		}
+		p.Settle(pl.Evicted, false)
+		worse := task("a", "http://a/worse", 9, 0, false, c.now)
+		if pl := p.Place(worse, c.now); pl.Action != decide.Defer || pl.Evicted != nil {
+			t.Fatalf("a request ranked below the whole full queue: %+v, want deferred", pl)
+		}
+		raised := task("a", "http://a/raised", 9, 7, false, c.now)
+		if pl := p.Place(raised, c.now); pl.Action != decide.Evict || pl.Evicted.Depth != 3 {
+			t.Fatalf("a higher priority at depth 9: %+v, want the depth-3 request evicted", pl)
+		}
+		got := drain(p, t0.Add(time.Hour))
+		want := map[uint32]bool{9: true, 1: true, 2: true}
+		for _, d := range got {
+			delete(want, d)
+		}
+		if len(want) != 0 || len(got) != 4 {
+			t.Fatalf("turns at depths %v, want a's 9 (raised), 1, 2 and b's 1", got)
+		}
+	})
+}
+
+func TestYieldToBetter(t *testing.T) {
+	c := &clock{t0}
+	p := newPartition(c, decide.Limits{MaxHostQueue: 100, MaxHostWait: time.Minute, HoldHorizon: time.Minute})
+	deep := task("a", "http://a/deep", 4, 0, true, c.now)
+	p.Push(deep, time.Time{})
+	for i := range 2 {
+		p.Push(task(fmt.Sprintf("b%d", i), fmt.Sprintf("http://b%d/", i), 1, 0, true, c.now), time.Time{})
+	}
+	host, turn, ok := p.Engine().Next(t0.Add(time.Second))
+	for ok && turn != deep {
+		p.Engine().Release(host)
+		host, turn, ok = p.Engine().Next(t0.Add(time.Second))
+	}
+	if !ok {
+		t.Fatal("the deep request got no turn")
+	}
+	if p.Yield(host, deep, -1) {
+		t.Fatal("yielded without a budget")
+	}
+	if p.Yield(host, deep, 3) {
+		t.Fatal("yielded with more pages left than better requests")
+	}
+	if !p.Yield(host, deep, 2) {
+		t.Fatal("did not yield the crawl's last 2 pages to its 2 shallower requests")
+	}
+	if deep.Yields != 1 || deep.Req != nil {
+		t.Fatalf("after a yield: %d yields, request kept %v", deep.Yields, deep.Req != nil)
+	}
+	for _, d := range drain(p, t0.Add(decide.YieldFor(time.Second)-time.Millisecond)) {
+		if d == 4 {
+			t.Fatal("the yielding request came back before decide.YieldFor of its host's delay")
+		}
+	}
+	if got := drain(p, t0.Add(decide.YieldFor(time.Second))); !slices.Contains(got, 4) {
+		t.Fatalf("turns %v once its yield ran out, want the yielding request's among them", got)
+	}
+	p.Pending(deep, false)
+	p.Pending(deep, true)
+	for range decide.MaxYields {
+		p.Yield(host, deep, 2)
+	}
+	if p.Yield(host, deep, 2) {
+		t.Fatalf("yielded past MaxYields (%d)", deep.Yields)
+	}
+}
+
+func TestRaise(t *testing.T) {
+	c := &clock{t0}
+	p := newPartition(c, decide.Limits{MaxHostQueue: 100, MaxHostWait: time.Minute, HoldHorizon: time.Minute})
+	shallow := task("a", "http://a/s", 1, 0, false, c.now)
+	deep := task("a", "http://a/deep", 6, 0, false, c.now)
+	p.Push(shallow, time.Time{})
+	p.Push(deep, time.Time{})
+	if res := p.Raise("a", "other", deep.URLFP, 5, priority.InLinks); res != politeness.NotQueued {
+		t.Fatalf("raise of another crawl's URL: %v", res)
+	}
+	if res := p.Raise("a", "c", deep.URLFP, 5, priority.InLinks); res != politeness.Raised {
+		t.Fatalf("raise: %v", res)
+	}
+	if pr, s := deep.Priority(); pr != 5 || s != priority.InLinks {
+		t.Fatalf("raised request's priority %d %v", pr, s)
+	}
+	if got := drain(p, t0.Add(time.Hour)); len(got) == 0 || got[0] != 6 {
+		t.Fatalf("turns at depths %v, want the raised depth-6 request first", got)
+	}
+}
+
+func TestAbandon(t *testing.T) {
+	c := &clock{t0}
+	p := newPartition(c, decide.Limits{MaxHostQueue: 100, MaxHostWait: time.Minute, HoldHorizon: time.Minute})
+	queued := task("a", "http://a/q", 1, 0, false, c.now)
+	handed := task("a", "http://a/h", 1, 0, false, c.now)
+	p.Push(queued, time.Time{})
+	p.Push(handed, time.Time{})
+	p.Handed(handed) // with the recorder: its outcome settles it
+	got := p.Abandon()
+	if len(got) != 1 || got[0] != queued {
+		t.Fatalf("abandoned %v, want only the queued request", got)
+	}
+	if !p.Claim(task("a", "http://a/q", 1, 0, false, c.now)) {
+		t.Fatal("an abandoned attempt is still held: the next owner's copy... this fetcher would skip it")
+	}
+	if p.Claim(task("a", "http://a/h", 1, 0, false, c.now)) {
+		t.Fatal("an attempt with the recorder was released at close: it could be fetched twice")
+	}
+}
