@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 )
 
 // Host states handed to the next owner of a partition (Options.HostStates).
@@ -34,19 +33,4 @@ func (h *handler) publishStates() {
 	if err := h.s.prod.Write(ctx, msgs...); err != nil {
 		h.log.Warn("lost host states at close, the next owner waits one delay", zap.Error(err))
 	}
-}
-
-// changedState returns host's state after a request when the next owner
-// of the partition could not infer it (politeness.Engine.Changed), to be
-// published with the request's outcome; nil otherwise, or without
-// Options.HostStates.
-func (h *handler) changedState(host string) *politeness.HostState {
-	if h.s.opts.HostStates == nil {
-		return nil
-	}
-	st, ok := h.engine.Changed(host)
-	if !ok {
-		return nil
-	}
-	return &st
 }

@@ -46,22 +46,23 @@ func (h *handler) turn(ctx context.Context, host string, t *partition.Task, disp
 	h.syncGauges() // the dispatcher looks for the next host on return
 }
 
-// process runs one turn of host: the step decide.Turn chooses. Its
-// requests run under the partition's lease (lease.go): none while it has
-// lapsed, and those in flight when it lapses are put back in the queue.
+// process runs one turn of host: the steps its partition returns
+// (partition.Partition.Turn and those after it), with the requests, the
+// page budget's charge and the outcomes between them. Its requests run
+// under the partition's lease (lease.go): none while it has lapsed, and
+// those in flight when it lapses are put back in the queue.
 func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 	s := h.s
 	rctx, ok := h.requestContext()
 	if !ok {
-		partition.Compact(t)
-		h.engine.Requeue(host, t, s.opts.Now().Add(leaseCheck))
+		h.p.Wait(host, t, s.opts.Now().Add(leaseCheck))
 		return
 	}
 	req := h.request(t)
 	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
 	id := s.identityOf(t.Crawl)
 	var rules *robots.Rules
-	step := decide.Turn(decide.TurnInput{
+	step := h.p.Turn(host, t, decide.TurnInput{
 		State: h.crawlState(t.Crawl), Attempt: t.ID.Attempt, NotBefore: t.NotBeforeTime(),
 		Robots: func() decide.Robots {
 			var fresh bool
@@ -75,36 +76,34 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 	})
 	switch step {
 	case decide.Cancelled:
-		h.engine.Release(host) // no request made
-		h.p.Pending(t, false)
 		h.recordCancelled(ctx, []*partition.Task{t})
 	case decide.Paused:
-		h.engine.Release(host)
 		h.hold(ctx, t)
 	case decide.Refused:
 		// Not even robots.txt is asked for a page the budget refuses.
-		h.engine.Release(host)
-		h.p.Pending(t, false)
 		h.recordSpent(ctx, []*partition.Task{t})
 	case decide.FetchRobots:
 		h.fetchRobots(ctx, rctx, host, t, origin, id)
 	case decide.TakePage:
-		h.setDelay(host, t, rules.CrawlDelay)
-		if h.yieldToBetter(host, t) {
+		allowed, exempted := h.robotsAllow(t, rules)
+		left := int64(-1)
+		if t.Charged {
+			left = s.opts.Budget.Remaining(t.Crawl)
+		}
+		step, yielded := h.p.Page(host, t, partition.PageTurn{CrawlDelay: rules.CrawlDelay, Crawl: h.politeness(t.Crawl), Left: left, Allowed: allowed})
+		if yielded {
+			s.m.budgetYields.Inc()
 			return
 		}
-		allowed, exempted := h.robotsAllow(t, rules)
-		switch step := h.settle(ctx, t, decide.Page(allowed)); step {
-		case decide.Refused: // recorded by the charge
-			h.engine.Release(host) // no request made: the delay clock is unchanged
+		switch h.p.Charged(host, t, step, h.charge(ctx, t, step)) {
 		case decide.Deny:
-			h.engine.Release(host) // no request made: the delay clock is unchanged
 			h.refuse(ctx, t, rules)
 		case decide.Fetch:
 			if exempted {
 				h.serpFetched(host, t)
 			}
 			h.fetchPage(ctx, rctx, host, t, id)
+		case decide.Refused: // recorded by the charge
 		}
 	}
 }
@@ -118,32 +117,28 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partiti
 		return
 	}
 	rules := s.robots.FetchAs(rctx, origin, host, id.robotsAs())
-	h.serverDone(server, s.opts.Now())
+	end := s.opts.Now()
+	h.serverDone(server, end)
 	if rctx.Err() != nil {
-		h.cutShort(host, t, s.opts.Now())
+		h.p.CutShort(host, t, end)
 		return
 	}
 	s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
 	t.Robots = h.robotsRows(host, rules)
 	h.publishSitemaps(ctx, t, rules)
-	if h.setDelay(host, t, rules.CrawlDelay) {
+	allowed, _ := h.robotsAllow(t, rules) // an exemption counts when its request is made, at the next turn
+	step, capped := h.p.RobotsFetched(host, t, partition.RobotsTurn{End: end, CrawlDelay: rules.CrawlDelay, Crawl: h.politeness(t.Crawl), Allowed: allowed})
+	if capped {
 		s.m.crawlDelayCaped.Inc()
 		h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
 	}
-	h.engine.Done(host, s.opts.Now())
-	allowed, _ := h.robotsAllow(t, rules) // an exemption counts when its request is made, at the next turn
-	switch h.settle(ctx, t, decide.AfterRobots(allowed)) {
-	case decide.Requeue:
-		partition.Compact(t)
-		h.engine.PushFront(host, t)
-	case decide.Deny:
+	if step.Charges() && h.p.RobotsCharged(t, step, h.charge(ctx, t, step)) == decide.Deny {
 		h.refuse(ctx, t, rules)
-	case decide.Refused: // recorded by the charge
 	}
 }
 
 // fetchPage requests t's page (decide.Fetch) under rctx, feeds the answer
-// back to host's politeness and records the outcome.
+// back to its partition and records the outcome.
 func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition.Task, id ident) {
 	s := h.s
 	req := t.Req
@@ -158,41 +153,25 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 	res := s.fetch.Fetch(rctx, r)
 	end := s.opts.Now()
 	h.serverDone(server, end)
-	h.engine.ObserveDuration(host, res.Duration)
 	if rctx.Err() != nil {
 		h.uncharge(t)
-		h.cutShort(host, t, end)
+		h.p.CutShort(host, t, end)
 		return
 	}
-	switch {
-	case politeness.SlowsDown(res.Status, res.Kind):
-		h.engine.SlowDown(host, end, res.RetryAfter)
-		t.RetryAfter = end.Add(res.RetryAfter).UnixNano()
-	case res.Status > 0:
-		h.engine.Recovered(host)
-	}
+	h.p.Fetched(host, t, partition.Answer{End: end, Took: res.Duration, Status: res.Status, Kind: res.Kind, RetryAfter: res.RetryAfter})
 	if res.ReplayRefused {
 		s.m.replaysRefused.Inc()
 	}
 	class := statusClass(res.Status)
 	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
 	s.m.bytes.Add(float64(res.BodyBytes))
-	h.engine.Done(host, end)
-	t.HostState = h.changedState(host)
+	if s.opts.HostStates != nil {
+		t.HostState = h.p.Changed(host)
+	}
 	if !h.archive(ctx, t, res) {
 		return
 	}
 	h.finish(ctx, t, res)
-}
-
-// cutShort ends the turn of a request cancelled in flight (a close, or
-// the lease lapsed): the host's delay runs from end, as after any request
-// that may have reached it, and t waits at the head of its queue for the
-// host's next turn; at a close it is handed back unacked with the rest.
-func (h *handler) cutShort(host string, t *partition.Task, end time.Time) {
-	h.engine.Done(host, end)
-	partition.Compact(t)
-	h.engine.PushFront(host, t)
 }
 
 // archive writes the exchange of t's fetch to the WARC archive, when one
@@ -231,8 +210,7 @@ func (h *handler) claimServer(ctx context.Context, host string, t *partition.Tas
 	claimed, retryAt := s.opts.Servers.Acquire(key)
 	if !claimed {
 		s.m.serverWaits.Inc()
-		partition.Compact(t)
-		h.engine.Requeue(host, t, retryAt)
+		h.p.Wait(host, t, retryAt)
 		return "", false
 	}
 	return key, true
@@ -312,17 +290,16 @@ func robotsVerdict(k failure.Kind) string {
 	return "unavailable"
 }
 
-// setDelay applies the Crawl-delay d of host's robots.txt with the
-// politeness of t's crawl, when its spec has one: the crawl's delay raises
-// the host's delay and its max_crawl_delay replaces the cap, never below
-// the fetcher's --delay floor. A host shared by crawls takes, after each
-// request, the delay of that request's crawl.
-func (h *handler) setDelay(host string, t *partition.Task, d time.Duration) (capped bool) {
-	var p hostdelay.Crawl
-	if h.s.opts.Crawls != nil {
-		p = crawlsettings.PolitenessOf(h.s.opts.Crawls.Get(t.Crawl))
+// politeness is the politeness of crawl's spec (zero: none), which with
+// a host's Crawl-delay sets the host's delay (politeness.Engine's
+// SetHostDelay): the crawl's delay raises it and its max_crawl_delay
+// replaces the cap, never below the fetcher's --delay floor. A host shared
+// by crawls takes, after each request, the delay of that request's crawl.
+func (h *handler) politeness(crawl string) hostdelay.Crawl {
+	if h.s.opts.Crawls == nil {
+		return hostdelay.Crawl{}
 	}
-	return h.engine.SetHostDelay(host, d, p)
+	return crawlsettings.PolitenessOf(h.s.opts.Crawls.Get(crawl))
 }
 
 // The page budget at a host's turn: refused, charged, yielded, given
@@ -341,45 +318,29 @@ func (h *handler) spent(ctx context.Context, t *partition.Task) bool {
 	return spent
 }
 
-// settle charges t's page budget before step when the step Charges (a
-// request or a refusal: decide.Settle) and returns the step that follows:
-// Refused when no page was left, recorded as failure.BudgetExhausted. A
-// count that could not be read is logged; the page is charged on the
-// local count.
-func (h *handler) settle(ctx context.Context, t *partition.Task, step decide.Step) decide.Step {
+// charge charges t's page budget for step when the step Charges (a
+// request or a refusal: decide.Settle) and t is charged to one, and
+// reports whether a page was left; when none was, t is recorded as
+// failure.BudgetExhausted. A count that could not be read is logged; the
+// page is charged on the local count.
+func (h *handler) charge(ctx context.Context, t *partition.Task, step decide.Step) bool {
 	if !step.Charges() || !t.Charged {
-		return step
+		return true
 	}
 	ok, err := h.s.opts.Budget.Reserve(ctx, t.Crawl)
-	h.p.Pending(t, false) // charged, or refused: no longer a page to come
 	if err != nil {
 		h.log.Warn("charged page budget on this fetcher's count only", telemetry.Crawl(t.Crawl), zap.Error(err))
 	}
 	if !ok {
 		h.recordSpent(ctx, []*partition.Task{t})
 	}
-	return decide.Settle(step, ok)
-}
-
-// yieldToBetter asks the partition whether t gives its turn up to
-// better-ranked requests of its crawl (partition.Partition.Yield), and
-// counts it when it does.
-func (h *handler) yieldToBetter(host string, t *partition.Task) bool {
-	left := int64(-1)
-	if t.Charged {
-		left = h.s.opts.Budget.Remaining(t.Crawl)
-	}
-	if !h.p.Yield(host, t, left) {
-		return false
-	}
-	h.s.m.budgetYields.Inc()
-	return true
+	return ok
 }
 
 // uncharge gives back t's page when its turn made no request after all.
 func (h *handler) uncharge(t *partition.Task) {
 	if t.Charged {
 		h.s.opts.Budget.Unreserve(t.Crawl)
-		h.p.Pending(t, true)
+		h.p.Uncharged(t)
 	}
 }

@@ -28,13 +28,15 @@ func newPartition(c *clock, limits decide.Limits) *Partition {
 	})
 }
 
-// task returns the task of a first attempt of url on host, scheduled at
+// task returns the decoded task of a first attempt of url on host, scheduled at
 // t0, at depth and priority, read at now; budgets says whether page
 // budgets are charged.
 func task(host, url string, depth uint32, pr int32, budgets bool, now time.Time) *Task {
 	req := &crawlv1.FetchRequest{CrawlId: "c", Url: url, UrlFp: uint64(len(url)) << 8, Depth: depth, Priority: pr,
 		ScheduledAt: timestamppb.New(t0)}
-	return NewTask(req, TaskOf{Host: host, Crawl: "c", Budgets: budgets}, now)
+	t := NewTask(req, TaskOf{Host: host, Crawl: "c", Budgets: budgets}, now)
+	t.Req = req // decoded, as in a turn (Compact drops it)
+	return t
 }
 
 // drain takes every turn the engine gives until now, ending each at
