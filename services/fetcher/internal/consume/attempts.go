@@ -23,13 +23,46 @@ type Recorded interface {
 	RecordedAttempts(ctx context.Context, crawlID string, hosts []string, fps []uint64) (map[rows.AttemptKey]time.Time, error)
 }
 
-// recordedBefore returns which of the suspect tasks (redelivered records: a
+// redelivery tells which of the records delivered after an assignment a
+// previous owner of the partition handled: an attempt with a fetch-log
+// row (Options.Recorded), or one whose FetchedPage it published and whose
+// row it did not write (Options.Published). Handle's goroutine only.
+type redelivery struct {
+	s         *Service
+	partition int
+	log       *zap.Logger
+	// below: records at lower offsets may have been handled by a previous
+	// owner (the partition's end offset when the handler first read it);
+	// known once it is set.
+	below int64
+	known bool
+	// pages are the FetchedPages read back from the partition, by
+	// attempt; read once, when first needed.
+	pages     map[partition.AttemptID]published.Page
+	pagesRead bool
+}
+
+// firstRead notes the partition's end offset at a batch: the first one
+// bounds what a previous owner can have handled.
+func (r *redelivery) firstRead(highWaterMark int64) {
+	if !r.known {
+		r.below, r.known = highWaterMark, true
+	}
+}
+
+// suspect reports whether the record at offset may have been handled by
+// a previous owner, and can be looked up (Options.Recorded).
+func (r *redelivery) suspect(offset int64) bool {
+	return r.s.opts.Recorded != nil && offset < r.below
+}
+
+// recorded returns which of the suspect tasks (redelivered records: a
 // previous owner may have fetched them) already have a fetch-log row of
 // their attempt at or after their scheduled_at: their outcome was published
 // and recorded, so they are acked without a request. A failing query is
 // retried with back-off until ctx is done (the partition stalls, as it
 // does when ClickHouse is down for writes).
-func (h *handler) recordedBefore(ctx context.Context, suspect []*partition.Task) (map[*partition.Task]bool, error) {
+func (r *redelivery) recorded(ctx context.Context, suspect []*partition.Task) (map[*partition.Task]bool, error) {
 	type crawlQuery struct {
 		hosts map[string]bool
 		fps   []uint64
@@ -52,12 +85,12 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*partition.Task)
 		}
 		retry := backoff.New(100*time.Millisecond, 5*time.Second)
 		for {
-			rec, err := h.s.opts.Recorded.RecordedAttempts(ctx, crawl, hosts, q.fps)
+			rec, err := r.s.opts.Recorded.RecordedAttempts(ctx, crawl, hosts, q.fps)
 			if err == nil {
 				found[crawl] = rec
 				break
 			}
-			h.s.m.recordedErrors.Inc()
+			r.s.m.recordedErrors.Inc()
 			if retry.Wait(ctx) != nil {
 				return nil, fmt.Errorf("look up redelivered attempts: %w", err)
 			}
@@ -73,15 +106,15 @@ func (h *handler) recordedBefore(ctx context.Context, suspect []*partition.Task)
 	return done, nil
 }
 
-// publishedBefore returns, for the suspect tasks without a fetch-log row
+// published returns, for the suspect tasks without a fetch-log row
 // (recorded), the row of those whose attempt has a FetchedPage in the
 // partition at or after their scheduled_at (Options.Published): their
 // fetcher published the outcome and died before inserting the row. The
 // pages are read once per assignment; a read that keeps failing costs
 // repeated requests, never a lost one, so it is given up after a few
 // tries.
-func (h *handler) publishedBefore(ctx context.Context, suspect []*partition.Task, recorded map[*partition.Task]bool) map[*partition.Task]rows.FetchLogRow {
-	if h.s.opts.Published == nil {
+func (r *redelivery) published(ctx context.Context, suspect []*partition.Task, recorded map[*partition.Task]bool) map[*partition.Task]rows.FetchLogRow {
+	if r.s.opts.Published == nil {
 		return nil
 	}
 	var out map[*partition.Task]rows.FetchLogRow
@@ -89,11 +122,11 @@ func (h *handler) publishedBefore(ctx context.Context, suspect []*partition.Task
 		if recorded[t] {
 			continue
 		}
-		if !h.pagesRead {
-			h.pages = h.readPages(ctx)
-			h.pagesRead = true
+		if !r.pagesRead {
+			r.pages = r.readPages(ctx)
+			r.pagesRead = true
 		}
-		p, ok := h.pages[t.ID]
+		p, ok := r.pages[t.ID]
 		if !ok || !decide.FetchedBefore(p.Page.GetFetchedAt().AsTime(), time.Unix(0, t.Scheduled)) {
 			continue
 		}
@@ -112,18 +145,18 @@ func (h *handler) publishedBefore(ctx context.Context, suspect []*partition.Task
 
 // readPages reads the partition's recent FetchedPages, the latest of
 // each attempt.
-func (h *handler) readPages(ctx context.Context) map[partition.AttemptID]published.Page {
+func (r *redelivery) readPages(ctx context.Context) map[partition.AttemptID]published.Page {
 	var (
 		pages []published.Page
 		err   error
 	)
 	retry := backoff.New(200*time.Millisecond, time.Second)
 	for try := 0; ; try++ {
-		if pages, err = h.s.opts.Published.Recent(ctx, h.partition); err == nil {
+		if pages, err = r.s.opts.Published.Recent(ctx, r.partition); err == nil {
 			break
 		}
 		if try == 2 {
-			h.log.Warn("read back no published pages, redelivered attempts without a fetch-log row are fetched again", zap.Error(err))
+			r.log.Warn("read back no published pages, redelivered attempts without a fetch-log row are fetched again", zap.Error(err))
 			return nil
 		}
 		if retry.Wait(ctx) != nil {
@@ -137,7 +170,7 @@ func (h *handler) readPages(ctx context.Context) map[partition.AttemptID]publish
 			out[id] = p
 		}
 	}
-	h.log.Debug("read back published pages", zap.Int("pages", len(pages)))
+	r.log.Debug("read back published pages", zap.Int("pages", len(pages)))
 	return out
 }
 

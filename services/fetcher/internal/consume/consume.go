@@ -353,9 +353,11 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 		s.m.hostStatesLoaded.Add(float64(len(states)))
 	}
 	if s.opts.RobotsTxt != nil {
-		h.restoreRobots(ctx)
+		s.restoreRobots(ctx, part, h.log)
 	}
-	h.watchLease(runCtx, kafkaio.LeaseOf(ctx))
+	h.lease.log, h.lease.lapses = h.log, s.m.leaseLapses
+	h.redelivered = redelivery{s: s, partition: part, log: h.log}
+	h.lease.watch(runCtx, kafkaio.LeaseOf(ctx))
 	h.disp = dispatch.Start(runCtx, h.engine, s.workers, s.opts.Now, h.turn)
 	return h, nil
 }
@@ -366,7 +368,7 @@ type handler struct {
 	topic     string
 	partition int
 	acker     func(kafka.Message)                   // the group's ack (Handle's argument, the same for every batch)
-	interned  map[string]string                     // crawl ids and schema names of queued tasks (intern)
+	interned  interned                              // crawl ids and schema names of queued tasks (intern)
 	p         *partition.Partition                  // the partition's host queues, claims and budget state
 	engine    *politeness.Engine[*partition.Task]   // p's host queues
 	disp      *dispatch.Dispatcher[*partition.Task] // its turns are fetches (turn)
@@ -375,15 +377,7 @@ type handler struct {
 	lease     leaseGuard     // the requests' context under the group lease (lease.go)
 	recording sync.WaitGroup // outcomes handed to the recorder, not yet durable
 
-	// suspectBelow: records at lower offsets may have been handled by a
-	// previous owner (the partition's end offset when this handler first
-	// read it); suspectKnown once it is set. Handle's goroutine only.
-	suspectBelow int64
-	suspectKnown bool
-	// pages are the FetchedPages read back from the partition
-	// (Options.Published), by attempt; read once, when first needed.
-	pages     map[partition.AttemptID]published.Page
-	pagesRead bool
+	redelivered redelivery // what a previous owner handled (attempts.go); Handle's goroutine only
 
 	gaugeMu        sync.Mutex
 	reportedQueue  int
@@ -448,9 +442,9 @@ func (h *handler) syncGauges() {
 }
 
 // crawlState is the state of a crawl (running without Crawls).
-func (h *handler) crawlState(crawl string) crawlv1.CrawlState {
-	if h.s.opts.Crawls == nil {
+func (s *Service) crawlState(crawl string) crawlv1.CrawlState {
+	if s.opts.Crawls == nil {
 		return crawlv1.CrawlState_CRAWL_STATE_RUNNING
 	}
-	return h.s.opts.Crawls.State(crawl)
+	return s.opts.Crawls.State(crawl)
 }

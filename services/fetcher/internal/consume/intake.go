@@ -36,10 +36,8 @@ import (
 // (reprioritize) and is acked at once.
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
 	now := h.s.opts.Now()
-	if !h.suspectKnown && len(batch) > 0 {
-		// The end of the partition at the first fetch bounds what a
-		// previous owner can have handled.
-		h.suspectBelow, h.suspectKnown = batch[0].HighWaterMark, true
+	if len(batch) > 0 {
+		h.redelivered.firstRead(batch[0].HighWaterMark)
 	}
 	if h.acker == nil {
 		// The group's ack is the same for every batch of an assignment;
@@ -75,7 +73,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			continue
 		}
 		tasks = append(tasks, t)
-		if h.s.opts.Recorded != nil && msg.Offset < h.suspectBelow {
+		if h.redelivered.suspect(msg.Offset) {
 			suspect = append(suspect, t)
 		}
 	}
@@ -83,10 +81,10 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	var rebuilt map[*partition.Task]rows.FetchLogRow
 	if len(suspect) > 0 {
 		var err error
-		if recorded, err = h.recordedBefore(ctx, suspect); err != nil {
+		if recorded, err = h.redelivered.recorded(ctx, suspect); err != nil {
 			return err
 		}
-		rebuilt = h.publishedBefore(ctx, suspect, recorded)
+		rebuilt = h.redelivered.published(ctx, suspect, recorded)
 	}
 	var deferred, cancelled, spent, completed []*partition.Task
 	var deferMsgs []kafka.Message
@@ -106,8 +104,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		notBefore := t.NotBeforeTime()
 		verdict := decide.Intake(decide.Record{
 			Recorded: recorded[t], Published: published,
-			State: h.crawlState(t.Crawl), NotBefore: notBefore,
-			Spent: func() bool { return h.spent(ctx, t) },
+			State: h.s.crawlState(t.Crawl), NotBefore: notBefore,
+			Spent: func() bool { return h.s.spent(ctx, t) },
 		}, now)
 		switch verdict {
 		case decide.Skip:
@@ -132,7 +130,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			spent = append(spent, t)
 			continue
 		case decide.Hold:
-			if m, ok := h.pauseDeferral(t, now); ok {
+			if m, ok := h.s.pauseDeferral(t, now); ok {
 				deferred = append(deferred, t)
 				deferMsgs = append(deferMsgs, m)
 				h.s.m.pausedHeld.Inc()
@@ -207,13 +205,13 @@ func (h *handler) place(t *partition.Task, now time.Time) []deferral {
 	var out []deferral
 	switch pl.Action {
 	case decide.Defer:
-		if m, ok := h.deferMessage(t, pl.At); ok {
+		if m, ok := h.s.deferMessage(t, pl.At); ok {
 			return append(out, deferral{t: t, msg: m})
 		}
 		h.push(t, t.NotBeforeTime())
 		return nil
 	case decide.Evict:
-		if m, ok := h.deferMessage(pl.Evicted, pl.At); ok {
+		if m, ok := h.s.deferMessage(pl.Evicted, pl.At); ok {
 			h.s.m.evicted.Inc()
 			out = append(out, deferral{t: pl.Evicted, msg: m})
 		} else {
@@ -229,9 +227,9 @@ func (h *handler) place(t *partition.Task, now time.Time) []deferral {
 // deferMessage returns the record that puts t back on the fetch topic,
 // due at notBefore. It carries t's priority and reason (request), raised
 // or not.
-func (h *handler) deferMessage(t *partition.Task, notBefore time.Time) (kafka.Message, bool) {
-	o := h.s.opts
-	req := proto.CloneOf(h.request(t))
+func (s *Service) deferMessage(t *partition.Task, notBefore time.Time) (kafka.Message, bool) {
+	o := s.opts
+	req := proto.CloneOf(s.request(t))
 	partition.Compact(t)
 	req.NotBefore = timestamppb.New(notBefore)
 	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.Host), req)
@@ -265,13 +263,13 @@ func (h *handler) repeat(t *partition.Task) {
 // Its priority is t's: a request raised while queued (reprioritize) is
 // fetched, logged, retried and deferred with the raised priority and the
 // signals that raised it.
-func (h *handler) request(t *partition.Task) *crawlv1.FetchRequest {
+func (s *Service) request(t *partition.Task) *crawlv1.FetchRequest {
 	if t.Req != nil {
 		return t.Req
 	}
 	req := &crawlv1.FetchRequest{}
 	if err := crawlmsg.Unmarshal(t.Value, t.Schema, req); err != nil {
-		h.log.Error("decode a fetch request read before failed", telemetry.Offset(t.Offset), zap.Error(err))
+		s.log.Error("decode a fetch request read before failed", telemetry.Offset(t.Offset), zap.Error(err))
 		req = &crawlv1.FetchRequest{CrawlId: t.Crawl, Attempt: t.ID.Attempt, Depth: t.Depth}
 	}
 	if p, signals := t.Priority(); req.GetPriority() != p {
@@ -285,22 +283,26 @@ func (h *handler) request(t *partition.Task) *crawlv1.FetchRequest {
 // its host and crawl shared through h's tables.
 func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *partition.Task {
 	return partition.NewTask(req, partition.TaskOf{
-		Offset: msg.Offset, Value: msg.Value, Schema: h.intern(schemaOf(msg)), Host: host, Crawl: h.intern(req.GetCrawlId()),
+		Offset: msg.Offset, Value: msg.Value, Schema: h.interned.intern(schemaOf(msg)), Host: host, Crawl: h.interned.intern(req.GetCrawlId()),
 		Redefer: wasDeferred(msg), Budgets: h.s.opts.Budget != nil,
 	}, now)
 }
 
-// intern returns the handler's copy of s (crawl ids, schema names): a
-// queue of thousands holds one string per crawl. Handle's goroutine only;
-// the table is cleared when it exceeds maxInterned.
-func (h *handler) intern(s string) string {
-	if v, ok := h.interned[s]; ok {
+// interned is a handler's shared copies of the strings its tasks repeat
+// (crawl ids, schema names): a queue of thousands holds one string per
+// crawl. Handle's goroutine only.
+type interned map[string]string
+
+// intern returns the shared copy of s; the table is cleared when it
+// exceeds maxInterned.
+func (in *interned) intern(s string) string {
+	if v, ok := (*in)[s]; ok {
 		return v
 	}
-	if h.interned == nil || len(h.interned) >= maxInterned {
-		h.interned = make(map[string]string)
+	if *in == nil || len(*in) >= maxInterned {
+		*in = make(map[string]string)
 	}
-	h.interned[s] = s
+	(*in)[s] = s
 	return s
 }
 

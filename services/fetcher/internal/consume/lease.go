@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -31,6 +32,9 @@ const leaseCheck = 200 * time.Millisecond
 // leaseGuard holds the context of a partition's requests: cancelled when
 // the lease lapses, made anew when it is renewed.
 type leaseGuard struct {
+	log    *zap.Logger
+	lapses prometheus.Counter // crawler_fetcher_lease_lapses_total
+
 	mu     sync.Mutex
 	ctx    context.Context //nolint:containedctx // the requests' context, replaced as the lease lapses and holds
 	cancel context.CancelFunc
@@ -38,11 +42,10 @@ type leaseGuard struct {
 	done   sync.WaitGroup // the watch goroutine
 }
 
-// watchLease starts the partition's lease guard under runCtx (the
+// watch starts the partition's lease guard under runCtx (the
 // partition's in-flight context); without a lease (a handler not run by
 // a kafkaio.Group) requests run under runCtx alone.
-func (h *handler) watchLease(runCtx context.Context, lease kafkaio.Lease) {
-	g := &h.lease
+func (g *leaseGuard) watch(runCtx context.Context, lease kafkaio.Lease) {
 	g.ctx, g.cancel = context.WithCancel(runCtx)
 	if lease == nil {
 		return
@@ -57,15 +60,14 @@ func (h *handler) watchLease(runCtx context.Context, lease kafkaio.Lease) {
 			case <-runCtx.Done():
 				return
 			case <-t.C:
-				h.checkLease(runCtx, lease.Expiry())
+				g.check(runCtx, lease.Expiry())
 			}
 		}
 	}()
 }
 
-// checkLease lapses or renews the lease as expiry says.
-func (h *handler) checkLease(runCtx context.Context, expiry time.Time) {
-	g := &h.lease
+// check lapses or renews the lease as expiry says.
+func (g *leaseGuard) check(runCtx context.Context, expiry time.Time) {
 	lapsed := !expiry.IsZero() && time.Now().After(expiry)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -73,20 +75,19 @@ func (h *handler) checkLease(runCtx context.Context, expiry time.Time) {
 	case lapsed && !g.lapsed:
 		g.lapsed = true
 		g.cancel()
-		h.s.m.leaseLapses.Inc()
-		h.log.Warn("kafka group coordinator silent for nearly a session timeout: requests stopped, in-flight ones cancelled and queued again, until it answers",
+		g.lapses.Inc()
+		g.log.Warn("kafka group coordinator silent for nearly a session timeout: requests stopped, in-flight ones cancelled and queued again, until it answers",
 			zap.Time("lease_expired", expiry))
 	case !lapsed && g.lapsed:
 		g.lapsed = false
 		g.ctx, g.cancel = context.WithCancel(runCtx)
-		h.log.Info("kafka group coordinator answers again: requests resume")
+		g.log.Info("kafka group coordinator answers again: requests resume")
 	}
 }
 
 // requestContext returns the context of a request of the partition, and
 // false while the lease has lapsed (no request may start).
-func (h *handler) requestContext() (context.Context, bool) {
-	g := &h.lease
+func (g *leaseGuard) requestContext() (context.Context, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.ctx, !g.lapsed

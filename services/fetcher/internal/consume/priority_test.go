@@ -187,7 +187,7 @@ func TestRaisedPriorityTravels(t *testing.T) {
 	if res := part.Raise("a.example", "c", 7, 4, priority.InLinks|priority.Sitemap); res != politeness.Raised {
 		t.Fatalf("raise of a queued request: %v", res)
 	}
-	m, ok := h.deferMessage(raised, time.Now())
+	m, ok := h.s.deferMessage(raised, time.Now())
 	if !ok {
 		t.Fatal("no deferral record")
 	}
@@ -198,11 +198,11 @@ func TestRaisedPriorityTravels(t *testing.T) {
 	if got.GetPriority() != 4 || got.GetPriorityReason() != "sitemap+inlinks" || got.GetUrlFp() != 7 || got.GetDepth() != 2 {
 		t.Errorf("deferred copy of a raised request: %v", &got)
 	}
-	if r := h.request(raised); r.GetPriority() != 4 || r.GetPriorityReason() != "sitemap+inlinks" {
+	if r := h.s.request(raised); r.GetPriority() != 4 || r.GetPriorityReason() != "sitemap+inlinks" {
 		t.Errorf("turn's request of a raised request: %v", r)
 	}
 	kept := taskOf(&crawlv1.FetchRequest{CrawlId: "c", Url: "http://a.example/y", UrlFp: 8, Priority: 2, PriorityReason: "rule+future"})
-	if r := h.request(kept); r.GetPriority() != 2 || r.GetPriorityReason() != "rule+future" {
+	if r := h.s.request(kept); r.GetPriority() != 2 || r.GetPriorityReason() != "rule+future" {
 		t.Errorf("request never raised: %v, want its own priority and reason", r)
 	}
 }

@@ -33,12 +33,12 @@ import (
 // acked when the outcome is durable. Until then it counts as in flight, so
 // Close waits for it.
 func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.Response) {
-	msgs, page, row, kind, err := h.outcome(t, res)
+	msgs, page, row, kind, err := h.s.outcome(h.partition, t, res)
 	res.Release() // the page record holds its own copy of the body
 	url := row.URL
 	partition.Compact(t) // its outcome is encoded: thousands may wait for their writes
 	if err != nil {
-		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(h.request(t).GetUrl()), zap.Error(err))
+		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(h.s.request(t).GetUrl()), zap.Error(err))
 		return
 	}
 	h.recording.Add(1)
@@ -52,17 +52,17 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 			}
 			return
 		}
-		h.count(res.Status, kind)
+		h.s.count(res.Status, kind)
 		h.p.Settle(t, true)
 		h.ack(t)
 	}})
 }
 
 // count updates the metrics of a recorded outcome.
-func (h *handler) count(status int, kind failure.Kind) {
-	h.s.m.fetches.WithLabelValues(statusClass(status), string(kind)).Inc()
+func (s *Service) count(status int, kind failure.Kind) {
+	s.m.fetches.WithLabelValues(statusClass(status), string(kind)).Inc()
 	if status == 304 {
-		h.s.m.unchanged.Inc()
+		s.m.unchanged.Inc()
 	}
 }
 
@@ -72,10 +72,9 @@ func (h *handler) count(status int, kind failure.Kind) {
 // (recorder.Outcome.Last); the fetch-log row; and the attempt's final
 // error kind (a redirect loop or a chain too long turns a redirect into a
 // failure).
-func (h *handler) outcome(t *partition.Task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
-	s := h.s
-	req := h.request(t)
-	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: req, Host: t.Host, Partition: h.partition, RetryAfter: t.RetryAfterTime()}, res, s.opts.Now())
+func (s *Service) outcome(part int, t *partition.Task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
+	req := s.request(t)
+	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: req, Host: t.Host, Partition: part, RetryAfter: t.RetryAfterTime()}, res, s.opts.Now())
 	// Where the answer is archived: on the page too, so that a row rebuilt
 	// from it (read-back after a crash) points at the record as well.
 	r.Page.WarcFile, r.Page.WarcOffset = t.WarcFile, uint64(t.WarcOffset)
@@ -83,7 +82,7 @@ func (h *handler) outcome(t *partition.Task, res *httpfetch.Response) (msgs []ka
 	if r.Redirect != outcome.RedirectNone {
 		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
 		if r.Redirect == outcome.RedirectInvalid {
-			h.log.Debug("skipped uncrawlable redirect target", telemetry.URL(req.GetUrl()), zap.Error(r.RedirectErr))
+			s.log.Debug("skipped uncrawlable redirect target", telemetry.URL(req.GetUrl()), zap.Error(r.RedirectErr))
 		}
 	}
 	key := []byte(t.Host)
@@ -96,7 +95,7 @@ func (h *handler) outcome(t *partition.Task, res *httpfetch.Response) (msgs []ka
 	if r.Retry != nil {
 		m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.Host), r.Retry)
 		if err != nil {
-			h.log.Warn("skipped retry", telemetry.URL(req.GetUrl()), zap.Error(err))
+			s.log.Warn("skipped retry", telemetry.URL(req.GetUrl()), zap.Error(err))
 			r.Page.WillRetry = false
 		} else {
 			s.m.retries.WithLabelValues("queued").Inc()
@@ -104,7 +103,7 @@ func (h *handler) outcome(t *partition.Task, res *httpfetch.Response) (msgs []ka
 		}
 	}
 	if r.Target != nil {
-		if m, ok := h.redirect(t, r.Target); ok {
+		if m, ok := s.redirect(t, r.Target); ok {
 			msgs = append(msgs, m)
 		}
 	}
@@ -130,15 +129,15 @@ func (h *handler) outcome(t *partition.Task, res *httpfetch.Response) (msgs []ka
 
 // redirect encodes the DiscoveredURL of a redirect target: it goes back
 // through the scheduler's dedup to whichever partition owns its host.
-func (h *handler) redirect(t *partition.Task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
+func (s *Service) redirect(t *partition.Task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
 	key, err := kafkaio.Key(d.GetUrl())
 	if err != nil {
-		h.log.Debug("skipped unfollowable redirect", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
+		s.log.Debug("skipped unfollowable redirect", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
 		return kafka.Message{}, false
 	}
-	msg, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, d)
+	msg, err := kafkaio.NewMessage(s.opts.Topics.Discovered, key, d)
 	if err != nil {
-		h.log.Warn("skipped redirect target", telemetry.URL(d.GetUrl()), zap.Error(err))
+		s.log.Warn("skipped redirect target", telemetry.URL(d.GetUrl()), zap.Error(err))
 		return kafka.Message{}, false
 	}
 	return msg, true
@@ -174,10 +173,10 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, k
 	done := make([]*partition.Task, 0, len(ts)) // encoded: acked with the outcome
 	for _, t := range ts {
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: kind, Err: errors.New(reason)}
-		m, page, row, k, err := h.outcome(t, res)
+		m, page, row, k, err := h.s.outcome(h.partition, t, res)
 		partition.Compact(t)
 		if err != nil {
-			h.log.Warn("left unrequested request unacked, redelivered later", telemetry.URL(h.request(t).GetUrl()), telemetry.ErrorKind(string(kind)), zap.Error(err))
+			h.log.Warn("left unrequested request unacked, redelivered later", telemetry.URL(h.s.request(t).GetUrl()), telemetry.ErrorKind(string(kind)), zap.Error(err))
 			continue
 		}
 		robotsRows = append(robotsRows, t.Robots...)
@@ -197,7 +196,7 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, k
 			return
 		}
 		for i, t := range done {
-			h.count(0, kinds[i])
+			h.s.count(0, kinds[i])
 			h.p.Settle(t, true)
 			h.ack(t)
 		}
@@ -206,10 +205,10 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, k
 
 // pauseDeferral returns the record that holds t of a paused crawl: the
 // same request due PauseRecheck from now.
-func (h *handler) pauseDeferral(t *partition.Task, now time.Time) (kafka.Message, bool) {
-	req := proto.CloneOf(h.request(t))
-	req.NotBefore = timestamppb.New(h.s.limits.HoldUntil(now))
-	m, err := kafkaio.NewMessage(h.s.opts.Topics.Fetch, []byte(t.Host), req)
+func (s *Service) pauseDeferral(t *partition.Task, now time.Time) (kafka.Message, bool) {
+	req := proto.CloneOf(s.request(t))
+	req.NotBefore = timestamppb.New(s.limits.HoldUntil(now))
+	m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.Host), req)
 	if err != nil {
 		return kafka.Message{}, false
 	}
@@ -226,7 +225,7 @@ func (h *handler) pauseDeferral(t *partition.Task, now time.Time) (kafka.Message
 func (h *handler) hold(ctx context.Context, t *partition.Task) {
 	now := h.s.opts.Now()
 	recheck := h.s.limits.HoldUntil(now)
-	m, ok := h.pauseDeferral(t, now)
+	m, ok := h.s.pauseDeferral(t, now)
 	partition.Compact(t)
 	if !ok {
 		h.engine.Push(t.Host, t, recheck) // still claimed

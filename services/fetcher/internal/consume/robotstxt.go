@@ -24,16 +24,15 @@ type RobotsStore interface {
 // newly assigned fetcher does not ask those sites for robots.txt again.
 // A failed load costs requests, never correctness: those origins are
 // fetched again.
-func (h *handler) restoreRobots(ctx context.Context) {
-	s := h.s
+func (s *Service) restoreRobots(ctx context.Context, part int, log *zap.Logger) {
 	restored := 0
-	err := s.opts.RobotsTxt.LoadRobots(ctx, h.partition, s.robots.Agent(), s.opts.Now(), s.robots.MaxEntries(), func(row rows.RobotsRow) {
+	err := s.opts.RobotsTxt.LoadRobots(ctx, part, s.robots.Agent(), s.opts.Now(), s.robots.MaxEntries(), func(row rows.RobotsRow) {
 		if s.robots.Restore(robotsRecord(row)) {
 			restored++
 		}
 	})
 	if err != nil {
-		h.log.Warn("started without stored robots.txt, fetching it again", zap.Int("restored", restored), zap.Error(err))
+		log.Warn("started without stored robots.txt, fetching it again", zap.Int("restored", restored), zap.Error(err))
 	}
 	s.m.robotsRestored.Add(float64(restored))
 }
@@ -41,8 +40,8 @@ func (h *handler) restoreRobots(ctx context.Context) {
 // robotsRows returns the row that stores rules for the next owner of
 // host: none when robots.txt is not stored, or when it could not be
 // obtained (an Unavailable result is no valid robots.txt).
-func (h *handler) robotsRows(host string, rules *robots.Rules) []rows.RobotsRow {
-	if h.s.opts.RobotsTxt == nil {
+func (s *Service) robotsRows(part int, host string, rules *robots.Rules) []rows.RobotsRow {
+	if s.opts.RobotsTxt == nil {
 		return nil
 	}
 	rec, ok := rules.Record()
@@ -51,7 +50,7 @@ func (h *handler) robotsRows(host string, rules *robots.Rules) []rows.RobotsRow 
 	}
 	agent, text := rec.Columns()
 	return []rows.RobotsRow{{
-		Partition:    uint16(h.partition),
+		Partition:    uint16(part),
 		Origin:       rec.Origin,
 		Host:         host,
 		Agent:        agent,
@@ -63,7 +62,7 @@ func (h *handler) robotsRows(host string, rules *robots.Rules) []rows.RobotsRow 
 		BodyBytes:    uint32(max(rec.BodyBytes, 0)),
 		FetchedAt:    rec.FetchedAt,
 		Expires:      rec.Expires,
-		Fetcher:      h.s.opts.InstanceID,
+		Fetcher:      s.opts.InstanceID,
 	}}
 }
 

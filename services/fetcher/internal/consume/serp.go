@@ -54,31 +54,31 @@ func (l *serpLog) first(crawl, host string) bool {
 // (robots.Verdict.Allow), and whether only the crawl's exemption for its
 // result pages allows it (counted and logged by serpFetched when the
 // request is made).
-func (h *handler) robotsAllow(t *partition.Task, rules *robots.Rules) (allow, exempted bool) {
-	return rules.Check(t.Req.GetUrl()).Allow(func() bool { return h.serpExempt(t) })
+func (s *Service) robotsAllow(t *partition.Task, rules *robots.Rules) (allow, exempted bool) {
+	return rules.Check(t.Req.GetUrl()).Allow(func() bool { return s.serpExempt(t) })
 }
 
 // serpFetched counts and logs a result page fetched that robots.txt
 // disallows, as its crawl asks (serp_ignore_robots).
-func (h *handler) serpFetched(host string, t *partition.Task) {
-	h.s.m.serpRobotsOverridden.Inc()
+func (s *Service) serpFetched(host string, t *partition.Task) {
+	s.m.serpRobotsOverridden.Inc()
 	fields := []zap.Field{telemetry.Crawl(t.Crawl), telemetry.Host(host),
 		zap.String("serp_engine", t.Req.GetSerpEngine()), telemetry.URL(t.Req.GetUrl())}
-	if h.s.serpLogged.first(t.Crawl, host) {
-		h.log.Info("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
+	if s.serpLogged.first(t.Crawl, host) {
+		s.log.Info("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
 	} else {
-		h.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
+		s.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
 	}
 }
 
 // serpExempt reports whether t is a result page of its crawl's keywords
 // and the crawl's spec asks to fetch those despite robots.txt
 // (decide.SERPExempt).
-func (h *handler) serpExempt(t *partition.Task) bool {
-	if h.s.opts.Crawls == nil {
+func (s *Service) serpExempt(t *partition.Task) bool {
+	if s.opts.Crawls == nil {
 		return false
 	}
 	req := t.Req
 	return decide.SERPExempt(req.GetSerpEngine(), req.GetDepth(), req.GetRedirectHops(),
-		h.s.opts.Crawls.Get(req.GetCrawlId()).GetPoliteness().GetSerpIgnoreRobots())
+		s.opts.Crawls.Get(req.GetCrawlId()).GetPoliteness().GetSerpIgnoreRobots())
 }

@@ -53,17 +53,17 @@ func (h *handler) turn(ctx context.Context, host string, t *partition.Task, disp
 // those in flight when it lapses are put back in the queue.
 func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 	s := h.s
-	rctx, ok := h.requestContext()
+	rctx, ok := h.lease.requestContext()
 	if !ok {
 		h.p.Wait(host, t, s.opts.Now().Add(leaseCheck))
 		return
 	}
-	req := h.request(t)
+	req := h.s.request(t)
 	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
 	id := s.identityOf(t.Crawl)
 	var rules *robots.Rules
 	step := h.p.Turn(host, t, decide.TurnInput{
-		State: h.crawlState(t.Crawl), Attempt: t.ID.Attempt, NotBefore: t.NotBeforeTime(),
+		State: h.s.crawlState(t.Crawl), Attempt: t.ID.Attempt, NotBefore: t.NotBeforeTime(),
 		Robots: func() decide.Robots {
 			var fresh bool
 			rules, fresh = s.robots.LookupAs(origin, id.agent)
@@ -72,7 +72,7 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 			}
 			return decide.Robots{Fresh: true, Unavailable: rules.Outcome == robots.Unavailable, FetchedAt: rules.FetchedAt}
 		},
-		Spent: func() bool { return h.spent(ctx, t) },
+		Spent: func() bool { return h.s.spent(ctx, t) },
 	})
 	switch step {
 	case decide.Cancelled:
@@ -85,12 +85,12 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 	case decide.FetchRobots:
 		h.fetchRobots(ctx, rctx, host, t, origin, id)
 	case decide.TakePage:
-		allowed, exempted := h.robotsAllow(t, rules)
+		allowed, exempted := h.s.robotsAllow(t, rules)
 		left := int64(-1)
 		if t.Charged {
 			left = s.opts.Budget.Remaining(t.Crawl)
 		}
-		step, yielded := h.p.Page(host, t, partition.PageTurn{CrawlDelay: rules.CrawlDelay, Crawl: h.politeness(t.Crawl), Left: left, Allowed: allowed})
+		step, yielded := h.p.Page(host, t, partition.PageTurn{CrawlDelay: rules.CrawlDelay, Crawl: h.s.politeness(t.Crawl), Left: left, Allowed: allowed})
 		if yielded {
 			s.m.budgetYields.Inc()
 			return
@@ -100,7 +100,7 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 			h.refuse(ctx, t, rules)
 		case decide.Fetch:
 			if exempted {
-				h.serpFetched(host, t)
+				h.s.serpFetched(host, t)
 			}
 			h.fetchPage(ctx, rctx, host, t, id)
 		case decide.Refused: // recorded by the charge
@@ -118,16 +118,16 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partiti
 	}
 	rules := s.robots.FetchAs(rctx, origin, host, id.robotsAs())
 	end := s.opts.Now()
-	h.serverDone(server, end)
+	s.serverDone(server, end)
 	if rctx.Err() != nil {
 		h.p.CutShort(host, t, end)
 		return
 	}
 	s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
-	t.Robots = h.robotsRows(host, rules)
-	h.publishSitemaps(ctx, t, rules)
-	allowed, _ := h.robotsAllow(t, rules) // an exemption counts when its request is made, at the next turn
-	step, capped := h.p.RobotsFetched(host, t, partition.RobotsTurn{End: end, CrawlDelay: rules.CrawlDelay, Crawl: h.politeness(t.Crawl), Allowed: allowed})
+	t.Robots = h.s.robotsRows(h.partition, host, rules)
+	h.s.publishSitemaps(ctx, t, rules)
+	allowed, _ := h.s.robotsAllow(t, rules) // an exemption counts when its request is made, at the next turn
+	step, capped := h.p.RobotsFetched(host, t, partition.RobotsTurn{End: end, CrawlDelay: rules.CrawlDelay, Crawl: h.s.politeness(t.Crawl), Allowed: allowed})
 	if capped {
 		s.m.crawlDelayCaped.Inc()
 		h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
@@ -152,7 +152,7 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 	}
 	res := s.fetch.Fetch(rctx, r)
 	end := s.opts.Now()
-	h.serverDone(server, end)
+	s.serverDone(server, end)
 	if rctx.Err() != nil {
 		h.uncharge(t)
 		h.p.CutShort(host, t, end)
@@ -168,7 +168,7 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 	if s.opts.HostStates != nil {
 		t.HostState = h.p.Changed(host)
 	}
-	if !h.archive(ctx, t, res) {
+	if !h.s.archive(ctx, t, res) {
 		return
 	}
 	h.finish(ctx, t, res)
@@ -178,13 +178,13 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 // is configured, before its outcome is recorded: an attempt is acked only
 // once its records are written. On failure t is left unacked (redelivered
 // after a restart or rebalance) and archive returns false.
-func (h *handler) archive(ctx context.Context, t *partition.Task, res *httpfetch.Response) bool {
-	if h.s.opts.Archive == nil {
+func (s *Service) archive(ctx context.Context, t *partition.Task, res *httpfetch.Response) bool {
+	if s.opts.Archive == nil {
 		return true
 	}
-	file, off, err := h.s.opts.Archive.Archive(ctx, t.Req, res)
+	file, off, err := s.opts.Archive.Archive(ctx, t.Req, res)
 	if err != nil {
-		h.log.Warn("left fetch unacked, not archived; redelivered later", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
+		s.log.Warn("left fetch unacked, not archived; redelivered later", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
 		return false
 	}
 	t.WarcFile, t.WarcOffset = file, off
@@ -217,9 +217,9 @@ func (h *handler) claimServer(ctx context.Context, host string, t *partition.Tas
 }
 
 // serverDone ends the request claimed by claimServer.
-func (h *handler) serverDone(key string, end time.Time) {
+func (s *Service) serverDone(key string, end time.Time) {
 	if key != "" {
-		h.s.opts.Servers.Done(key, end)
+		s.opts.Servers.Done(key, end)
 	}
 }
 
@@ -231,11 +231,11 @@ const maxSitemaps = 50
 // at that request's depth (so a sitemap never widens a depth-limited
 // crawl), to be deduplicated and scheduled like any URL. Best effort: a
 // failure is logged; the lines come back with the next robots.txt fetch.
-func (h *handler) publishSitemaps(ctx context.Context, t *partition.Task, rules *robots.Rules) {
+func (s *Service) publishSitemaps(ctx context.Context, t *partition.Task, rules *robots.Rules) {
 	if len(rules.Sitemaps) == 0 {
 		return
 	}
-	now := timestamppb.New(h.s.opts.Now())
+	now := timestamppb.New(s.opts.Now())
 	var msgs []kafka.Message
 	for _, sm := range rules.Sitemaps[:min(len(rules.Sitemaps), maxSitemaps)] {
 		u, err := urlcanon.Canonicalize(sm)
@@ -246,7 +246,7 @@ func (h *handler) publishSitemaps(ctx context.Context, t *partition.Task, rules 
 		if err != nil {
 			continue
 		}
-		m, err := kafkaio.NewMessage(h.s.opts.Topics.Discovered, key, &crawlv1.DiscoveredURL{
+		m, err := kafkaio.NewMessage(s.opts.Topics.Discovered, key, &crawlv1.DiscoveredURL{
 			CrawlId:      t.Req.GetCrawlId(),
 			Url:          u,
 			Depth:        t.Req.GetDepth(),
@@ -261,11 +261,11 @@ func (h *handler) publishSitemaps(ctx context.Context, t *partition.Task, rules 
 	if len(msgs) == 0 {
 		return
 	}
-	if err := h.s.prod.Write(ctx, msgs...); err != nil {
-		h.log.Warn("lost robots.txt sitemaps", telemetry.URL(rules.Origin), zap.Error(err))
+	if err := s.prod.Write(ctx, msgs...); err != nil {
+		s.log.Warn("lost robots.txt sitemaps", telemetry.URL(rules.Origin), zap.Error(err))
 		return
 	}
-	h.s.m.sitemaps.Add(float64(len(msgs)))
+	s.m.sitemaps.Add(float64(len(msgs)))
 }
 
 // refuse records a URL that robots.txt denies or that cannot be fetched
@@ -295,11 +295,11 @@ func robotsVerdict(k failure.Kind) string {
 // SetHostDelay): the crawl's delay raises it and its max_crawl_delay
 // replaces the cap, never below the fetcher's --delay floor. A host shared
 // by crawls takes, after each request, the delay of that request's crawl.
-func (h *handler) politeness(crawl string) hostdelay.Crawl {
-	if h.s.opts.Crawls == nil {
+func (s *Service) politeness(crawl string) hostdelay.Crawl {
+	if s.opts.Crawls == nil {
 		return hostdelay.Crawl{}
 	}
-	return crawlsettings.PolitenessOf(h.s.opts.Crawls.Get(crawl))
+	return crawlsettings.PolitenessOf(s.opts.Crawls.Get(crawl))
 }
 
 // The page budget at a host's turn: refused, charged, yielded, given
@@ -307,13 +307,13 @@ func (h *handler) politeness(crawl string) hostdelay.Crawl {
 
 // spent reports whether t would be refused by its crawl's page budget,
 // without charging anything.
-func (h *handler) spent(ctx context.Context, t *partition.Task) bool {
+func (s *Service) spent(ctx context.Context, t *partition.Task) bool {
 	if !t.Charged {
 		return false
 	}
-	spent, err := h.s.opts.Budget.Exhausted(ctx, t.Crawl)
+	spent, err := s.opts.Budget.Exhausted(ctx, t.Crawl)
 	if err != nil {
-		h.log.Warn("checked page budget on this fetcher's count only", telemetry.Crawl(t.Crawl), zap.Error(err))
+		s.log.Warn("checked page budget on this fetcher's count only", telemetry.Crawl(t.Crawl), zap.Error(err))
 	}
 	return spent
 }
