@@ -16,7 +16,6 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
@@ -86,10 +85,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		}
 		rebuilt = h.redelivered.published(ctx, suspect, recorded)
 	}
-	var deferred, cancelled, spent, completed []*partition.Task
-	var deferMsgs []kafka.Message
-	redeferred := 0 // records deferred before and again now
-	noted := ""     // the crawl whose robots.txt agent was noted last
+	reads := make([]partition.Read, 0, len(tasks))
+	noted := "" // the crawl whose robots.txt agent was noted last
 	for _, t := range tasks {
 		if t.Crawl != noted {
 			// robots.txt fetched from now on is compiled for the
@@ -101,81 +98,34 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			}
 		}
 		_, published := rebuilt[t]
-		notBefore := t.NotBeforeTime()
-		verdict := decide.Intake(decide.Record{
-			Recorded: recorded[t], Published: published,
-			State: h.s.crawlState(t.Crawl), NotBefore: notBefore,
-			Spent: func() bool { return h.s.spent(ctx, t) },
-		}, now)
-		switch verdict {
-		case decide.Skip:
-			// A previous owner fetched it and recorded the outcome.
-			h.p.Finished(t, true)
-			h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
-			h.ack(t)
-			continue
-		case decide.Rebuild:
-			// A previous owner fetched and published it; its row is
-			// written now.
-			if h.p.Claim(t) {
-				completed = append(completed, t)
-			} else {
-				h.repeat(t)
-			}
-			continue
-		case decide.Cancel:
-			cancelled = append(cancelled, t)
-			continue
-		case decide.Spent:
-			spent = append(spent, t)
-			continue
-		case decide.Hold:
-			if m, ok := h.s.pauseDeferral(t, now); ok {
-				deferred = append(deferred, t)
-				deferMsgs = append(deferMsgs, m)
-				h.s.m.pausedHeld.Inc()
-				continue
-			}
-			// not encodable (not seen): it waits in its queue
-		}
-		for _, d := range h.place(t, now) {
-			deferred = append(deferred, d.t)
-			deferMsgs = append(deferMsgs, d.msg)
-			if d.t == t && t.Redefer {
-				redeferred++
-			}
-		}
+		reads = append(reads, partition.Read{Task: t, Recorded: recorded[t], Published: published,
+			State: h.s.crawlState(t.Crawl), Spent: func() bool { return h.s.spent(ctx, t) }})
+	}
+	ready := h.p.Intake(reads, now)
+	for _, t := range ready.Skipped {
+		// A previous owner fetched it and recorded the outcome.
+		h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
+		h.ack(t)
+	}
+	for _, t := range ready.Repeats {
+		h.repeat(t)
 	}
 	for _, r := range raises {
 		h.reprioritize(r.msg, r.req)
 		ack(r.msg)
 	}
-	if len(cancelled) > 0 {
-		h.recordCancelled(ctx, cancelled)
+	if len(ready.Cancelled) > 0 {
+		h.recordCancelled(ctx, ready.Cancelled)
 	}
-	if len(spent) > 0 {
-		h.recordSpent(ctx, spent)
+	if len(ready.Spent) > 0 {
+		h.recordSpent(ctx, ready.Spent)
 	}
-	if len(completed) > 0 {
-		h.recordPublished(ctx, completed, rebuilt)
+	if len(ready.Rebuilt) > 0 {
+		h.recordPublished(ctx, ready.Rebuilt, rebuilt)
 	}
-	if len(deferred) > 0 {
-		if err := h.s.prod.Write(ctx, deferMsgs...); err != nil {
-			// Could not defer: hold them instead (bounded by the group's
-			// in-flight limit); nothing is lost.
-			h.log.Warn("held requests that could not be deferred", zap.Int("count", len(deferred)), zap.Error(err))
-			for _, t := range deferred {
-				h.push(t, t.NotBeforeTime())
-			}
-		} else {
-			for _, t := range deferred {
-				h.ack(t)
-			}
-			h.s.m.deferred.Add(float64(len(deferred)))
-		}
-	}
+	h.deferAll(ctx, ready.Deferred, now)
 	h.notify()
-	if redeferred == len(batch) && len(batch) > 0 {
+	if ready.Redeferred == len(batch) && len(batch) > 0 {
 		// Everything read was our own deferred work, deferred again: the
 		// partition holds nothing else; do not spin through the topic.
 		t := time.NewTimer(h.s.opts.DeferPause)
@@ -189,39 +139,54 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	return nil
 }
 
-// deferral is a request to produce again to the fetch topic.
-type deferral struct {
-	t   *partition.Task
-	msg kafka.Message
-}
-
-// place puts t where its partition says (partition.Partition.Place) and
-// returns what is to be deferred: t, when it is not queued, or the
-// worse-ranked request t evicted from its host's full queue (its claim
-// released already). A copy that does not encode (not seen) is queued
-// instead, one over the bound. A repeat is acked.
-func (h *handler) place(t *partition.Task, now time.Time) []deferral {
-	pl := h.p.Place(t, now)
-	var out []deferral
-	switch pl.Action {
-	case decide.Defer:
-		if m, ok := h.s.deferMessage(t, pl.At); ok {
-			return append(out, deferral{t: t, msg: m})
-		}
-		h.push(t, t.NotBeforeTime())
-		return nil
-	case decide.Evict:
-		if m, ok := h.s.deferMessage(pl.Evicted, pl.At); ok {
-			h.s.m.evicted.Inc()
-			out = append(out, deferral{t: pl.Evicted, msg: m})
+// deferAll produces the deferred copies of requests (partition.Ready's
+// Deferred) and acks their records. A copy that does not encode (not
+// seen), or copies that cannot be produced (the broker away), leave their
+// requests queued instead, over the bounds (the group's in-flight limit
+// bounds them): nothing is lost.
+func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral, now time.Time) {
+	if len(ds) == 0 {
+		return
+	}
+	msgs := make([]kafka.Message, 0, len(ds))
+	deferred := make([]*partition.Task, 0, len(ds))
+	held := 0
+	for _, d := range ds {
+		var m kafka.Message
+		var ok bool
+		if d.Held {
+			m, ok = h.s.pauseDeferral(d.Task, now)
 		} else {
-			h.push(pl.Evicted, pl.At)
+			m, ok = h.s.deferMessage(d.Task, d.At)
 		}
+		if !ok {
+			h.push(d.Task, d.Task.NotBeforeTime())
+			continue
+		}
+		if d.Held {
+			held++
+		}
+		if d.Evicted {
+			h.s.m.evicted.Inc()
+		}
+		msgs = append(msgs, m)
+		deferred = append(deferred, d.Task)
 	}
-	if pl.Repeat {
-		h.repeat(t)
+	if len(msgs) == 0 {
+		return
 	}
-	return out
+	if err := h.s.prod.Write(ctx, msgs...); err != nil {
+		h.log.Warn("held requests that could not be deferred", zap.Int("count", len(deferred)), zap.Error(err))
+		for _, t := range deferred {
+			h.push(t, t.NotBeforeTime())
+		}
+		return
+	}
+	for _, t := range deferred {
+		h.ack(t)
+	}
+	h.s.m.pausedHeld.Add(float64(held))
+	h.s.m.deferred.Add(float64(len(deferred)))
 }
 
 // deferMessage returns the record that puts t back on the fetch topic,

@@ -209,3 +209,72 @@ func TestAbandon(t *testing.T) {
 		t.Fatal("an attempt with the recorder was released at close: it could be fetched twice")
 	}
 }
+
+// TestIntake: a batch's records end where decide.Intake and Place say,
+// and the partition's claims follow: a skipped attempt is finished, a
+// rebuilt one claimed, a held or cancelled one neither.
+func TestIntake(t *testing.T) {
+	c := &clock{t0}
+	limits := decide.Limits{MaxHostQueue: 2, MaxHostWait: time.Minute, HoldHorizon: time.Minute, PauseRecheck: 5 * time.Second}
+	p := newPartition(c, limits)
+	run, pause, cancel := crawlv1.CrawlState_CRAWL_STATE_RUNNING, crawlv1.CrawlState_CRAWL_STATE_PAUSED, crawlv1.CrawlState_CRAWL_STATE_CANCELLED
+	no := func() bool { return false }
+	yes := func() bool { return true }
+	mk := func(url string, depth uint32) *Task { return task("a", url, depth, 0, false, c.now) }
+	skipped, rebuilt, cancelled, spent, held := mk("http://a/s", 1), mk("http://a/r", 1), mk("http://a/c", 1), mk("http://a/b", 1), mk("http://a/h", 1)
+	far := mk("http://a/far", 1)
+	far.NotBefore, far.Redefer = t0.Add(time.Hour).UnixNano(), true
+	q1, q2, better := mk("http://a/q1", 3), mk("http://a/q2", 4), mk("http://a/better", 1)
+	other := task("b", "http://b/1", 1, 0, false, c.now) // a host with room: a's queue is full by its length
+	repeat := mk("http://a/q1", 3)
+	r := p.Intake([]Read{
+		{Task: skipped, Recorded: true, State: run, Spent: no},
+		{Task: rebuilt, Published: true, State: run, Spent: no},
+		{Task: cancelled, State: cancel, Spent: yes},
+		{Task: spent, State: run, Spent: yes},
+		{Task: held, State: pause, Spent: yes},
+		{Task: far, State: run, Spent: no},
+		{Task: other, State: run, Spent: no},
+		{Task: q1, State: run, Spent: no},
+		{Task: repeat, State: run, Spent: no},
+		{Task: q2, State: run, Spent: no},
+		{Task: better, State: run, Spent: no},
+	}, c.now)
+	one := func(name string, got []*Task, want *Task) {
+		t.Helper()
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: %d tasks, want only %s", name, len(got), want.Req.GetUrl())
+		}
+	}
+	one("skipped", r.Skipped, skipped)
+	one("rebuilt", r.Rebuilt, rebuilt)
+	one("cancelled", r.Cancelled, cancelled)
+	one("spent", r.Spent, spent)
+	one("repeats", r.Repeats, repeat)
+	want := []Deferral{
+		{Task: held, At: t0.Add(5 * time.Second), Held: true},
+		{Task: far, At: t0.Add(time.Hour)},
+		{Task: q2, Evicted: true}, // due when a's queue ahead is done (decide.Place)
+	}
+	if len(r.Deferred) != len(want) {
+		t.Fatalf("deferred %+v, want %+v", r.Deferred, want)
+	}
+	for i, d := range r.Deferred {
+		if d.Task != want[i].Task || (!want[i].At.IsZero() && !d.At.Equal(want[i].At)) || d.At.Before(t0) || d.Held != want[i].Held || d.Evicted != want[i].Evicted {
+			t.Errorf("deferral %d: %s at %v held %v evicted %v, want %s at %v held %v evicted %v", i, d.Task.Req.GetUrl(), d.At.Sub(t0),
+				d.Held, d.Evicted, want[i].Task.Req.GetUrl(), want[i].At.Sub(t0), want[i].Held, want[i].Evicted)
+		}
+	}
+	if r.Redeferred != 1 {
+		t.Errorf("redeferred %d, want 1 (the far request, a deferral's copy)", r.Redeferred)
+	}
+	if p.Claim(mk("http://a/s", 1)) || p.Claim(mk("http://a/r", 1)) {
+		t.Error("a skipped attempt is not finished, or a rebuilt one not claimed")
+	}
+	if !p.Claim(mk("http://a/h", 1)) || !p.Claim(mk("http://a/q2", 4)) {
+		t.Error("a held or an evicted request is still claimed: its copy would be skipped as a repeat")
+	}
+	if n := p.Engine().Len(); n != 3 {
+		t.Errorf("%d queued, want 3 (q1, better, b's)", n)
+	}
+}
