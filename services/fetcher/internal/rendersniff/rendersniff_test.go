@@ -30,7 +30,16 @@ func TestNeedsRender(t *testing.T) {
 		{name: "vite root with a loading spinner", file: "vite-loading.html", want: Verdict{true, ReasonAppRoot}},
 		{name: "nuxt without ssr", file: "nuxt-spa.html", want: Verdict{true, ReasonAppRoot}},
 		{name: "angularjs ng-app on body", file: "angularjs.html", want: Verdict{true, ReasonAppRoot}},
+		// websim (deployments/local/internal/websim, which this module
+		// cannot import): a shell of a script-built site, a copy that
+		// websim's TestShellCopyInRendersniff keeps equal to what it
+		// serves, and the server-rendered pages of its other sites.
 		{name: "websim script-built shell", file: "websim-shell.html", want: Verdict{true, ReasonAppRoot}},
+		{name: "websim article", file: "websim-article.html", want: Verdict{false, ReasonHasText}},
+		{name: "websim article in gbk", file: "websim-article-gbk.html", want: Verdict{false, ReasonHasText}},
+		{name: "websim index", file: "websim-index.html", want: Verdict{false, ReasonNoScripts}},
+		{name: "websim list", file: "websim-list.html", want: Verdict{false, ReasonNoScripts}},
+		{name: "websim calendar", file: "websim-calendar.html", want: Verdict{false, ReasonNoScripts}},
 		{name: "next.js with ssr", file: "next-ssr.html", want: Verdict{false, ReasonHasText}},
 		{name: "nuxt with ssr", file: "nuxt-ssr.html", want: Verdict{false, ReasonHasText}},
 		{name: "gatsby with ssr", file: "gatsby-ssr.html", want: Verdict{false, ReasonHasText}},
