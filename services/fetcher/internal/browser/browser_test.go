@@ -758,3 +758,25 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectionRefused: a page whose server is not there ends as
+// OutcomeFailed with Chromium's reason, and the tab goes on.
+func TestConnectionRefused(t *testing.T) {
+	ctx := testContext(t)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := newSite(t, "127.0.0.1")
+	b := newBrowser(t, Options{})
+	p := loadOK(ctx, t, b, "http://"+addr+"/")
+	if p.Outcome != OutcomeFailed || !strings.Contains(p.Error, "ERR_CONNECTION_REFUSED") || p.HTML != "" {
+		t.Errorf("outcome %s, error %q, HTML %q", p.Outcome, p.Error, p.HTML)
+	}
+	if p := loadOK(ctx, t, b, s.base+"/page/9"); p.Outcome != OutcomeSettled {
+		t.Errorf("next page: %s", p.Outcome)
+	}
+}

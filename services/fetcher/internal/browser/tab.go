@@ -185,6 +185,9 @@ func (t *tab) load(ctx context.Context, o *Options, target *pageTarget, rawURL s
 	}
 
 	outcome, navErr := l.navigate(lctx, rawURL)
+	// The DOM is the page's only when the navigation went through: a
+	// failed or refused one may show Chromium's error page.
+	read := outcome == "" || outcome == OutcomeTimeout
 	if outcome == "" {
 		outcome = l.settle(lctx, detached)
 	}
@@ -193,16 +196,20 @@ func (t *tab) load(ctx context.Context, o *Options, target *pageTarget, rawURL s
 		return nil, false, ctx.Err()
 	case t.proc.dead():
 		return nil, false, ErrBrowserGone
+	case outcome == outcomeCrashed && t.browserGone():
+		return nil, false, ErrBrowserGone
+	case outcome == outcomeCrashed && navErr != "":
+		return nil, false, fmt.Errorf("navigate: %w: %s", ErrTabCrashed, navErr)
 	case outcome == outcomeCrashed:
 		return nil, false, ErrTabCrashed
 	}
 
 	p := &Page{URL: rawURL, Error: navErr}
 	keep = true
-	if l.committed() {
+	if read && l.committed() {
 		snap, terminated, err := t.read(o)
 		switch {
-		case t.proc.dead():
+		case t.proc.dead(), err != nil && t.browserGone():
 			return nil, false, ErrBrowserGone
 		case l.isCrashed():
 			return nil, false, ErrTabCrashed
@@ -290,9 +297,24 @@ func (t *tab) reset(l *load, o *Options) bool {
 	return err == nil && res.ErrorText == ""
 }
 
-// outcomeCrashed is settle's answer when the tab crashed: Load returns
-// ErrTabCrashed.
+// outcomeCrashed is the answer of navigate and settle when the tab
+// crashed or went away: Load returns ErrTabCrashed, or ErrBrowserGone
+// when Chromium went with it.
 const outcomeCrashed Outcome = "crashed"
+
+// browserGone reports whether Chromium is gone, waiting a moment for
+// chromedp to notice: a tab's commands fail as soon as the connection
+// breaks, the browser's context ends a little later.
+func (t *tab) browserGone() bool {
+	timer := time.NewTimer(time.Second)
+	defer timer.Stop()
+	select {
+	case <-t.proc.ctx.Done():
+		return true
+	case <-timer.C:
+		return false
+	}
+}
 
 // load is the state of one page load, shared by the tab's event
 // listener, the handler of paused requests, the goroutines reading
@@ -335,7 +357,7 @@ func (l *load) listen(ev any) {
 	case *network.EventLoadingFailed:
 		delete(l.inflight, ev.RequestID)
 	case *page.EventFrameNavigated:
-		if ev.Frame.ParentID == "" && ev.Frame.URL != "about:blank" {
+		if ev.Frame.ParentID == "" && ev.Frame.URL != "about:blank" && !strings.HasPrefix(ev.Frame.URL, "chrome-error:") {
 			// A load event from before (about:blank's) does not count.
 			l.navigated, l.loaded = true, false
 		}
@@ -378,7 +400,9 @@ func (l *load) navigate(ctx context.Context, rawURL string) (Outcome, string) {
 	case err != nil && ctx.Err() != nil:
 		return OutcomeTimeout, ""
 	case err != nil:
-		return OutcomeFailed, err.Error()
+		// Page.navigate reports a page that fails to load in ErrorText;
+		// an error is the tab or the browser failing.
+		return outcomeCrashed, err.Error()
 	case l.download || res.IsDownload:
 		return OutcomeDownload, res.ErrorText
 	case l.navigatedAway && !l.navigated:
