@@ -2,7 +2,8 @@
 // or Ctrl-C, for the benchmark (which runs it on its own CPU) and for
 // crawling by hand. Once serving, it prints one JSON line on standard
 // output: the seeds, the hosts of the crawl, the off-site host, the number
-// of content pages and the address of its statistics (GET /stats).
+// of content pages, the address of its statistics (GET /stats) and, with
+// --script-share, the hosts whose pages are built in the browser.
 // GET /resources lists every resource's requests with their times,
 // GET /most-linked the ids of the most linked tenth of a --best-deep web's
 // pages (--shop serves shops whose product pages' values are known from the
@@ -56,6 +57,7 @@ func run(ctx context.Context) error {
 	fs.BoolVar(&cfg.TrapGrid, "trap-grid", false, "calendar months also link the same month of the previous and the next year (a trap with far more pages within a depth limit)")
 	fs.BoolVar(&cfg.BestDeep, "best-deep", false, "serve sites whose most linked pages sit deepest (a home, 28 sections, 448 pages, 53 popular pages linked only from those), instead of articles; GET /most-linked lists them")
 	fs.BoolVar(&cfg.Shop, "shop", false, "serve shops (a home, category lists, --articles product pages a host whose fields and structured data are known in advance, manuals in PDF and spec sheets in docx) instead of articles")
+	fs.Float64Var(&cfg.ScriptShare, "script-share", 0, "share of the hosts, 0 to 1, whose pages are built in the browser: an HTML shell whose /app.js writes the text and links from /data/<page>.json (the ready line lists them)")
 	fs.IntVar(&cfg.Port, "port", 0, "port every host listens on (0: a free one; a host's fetch partition depends on its host:port, so runs compared back to back fix it)")
 	fs.IntVar(&cfg.BigEvery, "big-every", websim.DefaultBigEvery, "every n-th host links a big page (-1: none)")
 	fs.IntVar(&cfg.SlowEvery, "slow-every", websim.DefaultSlowEvery, "every n-th host links a slow page (-1: none)")
@@ -95,7 +97,7 @@ func run(ctx context.Context) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	ready, err := json.Marshal(websim.Ready{Seeds: web.Seeds(), Hosts: web.Hosts(), Offsite: web.Offsite(),
-		Pages: web.Pages(), Stats: "http://" + ln.Addr().String() + "/stats"})
+		Pages: web.Pages(), Stats: "http://" + ln.Addr().String() + "/stats", ScriptBuilt: web.ScriptBuiltHosts()})
 	if err != nil {
 		return fmt.Errorf("encode ready line: %w", err)
 	}

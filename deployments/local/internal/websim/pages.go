@@ -147,6 +147,11 @@ func (w *Web) serve(h int, rw http.ResponseWriter, r *http.Request) string {
 		writeHTML(rw, "", []byte("<!doctype html><title>elsewhere</title><p>not part of the crawl</p>"))
 		return KindOffsite
 	}
+	if w.ScriptBuilt(h) {
+		if kind, ok := w.serveScriptBuilt(h, rw, r, p); ok {
+			return kind
+		}
+	}
 	switch {
 	case p == "/robots.txt":
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -36,6 +36,12 @@
 // characters, a ;jsessionid path parameter, and absolute links to other
 // hosts and to the off-site host.
 //
+// With Config.ScriptShare a share of the hosts are script-built
+// (script.go): every HTML page an empty shell whose /app.js writes the
+// page's text and links, fetched from /data/<page>.json, into the DOM, as
+// sites built with React or Vue without server rendering serve them;
+// Web.ScriptBuilt says which.
+//
 // With Config.BestDeep the hosts serve another shape instead (deep.go):
 // sites whose most linked pages sit deepest, for measuring what a crawl
 // stopped by a page budget holds of them (MostLinked, Stats.MostLinked).
@@ -107,6 +113,13 @@ type Config struct {
 	// host of the multi-host harness (deployments/local/multihost) serves
 	// them in a network namespace of its own, reached over a bridge.
 	Private bool
+
+	// ScriptShare is the share of the hosts, 0 to 1, whose pages are
+	// built in the browser (script.go): each HTML page an empty shell
+	// whose script fetches the page's text and links from
+	// /data/<page>.json. Which hosts is drawn from Seed (Web.ScriptBuilt).
+	// The article shape only.
+	ScriptShare float64
 
 	// Port is the port every host listens on; 0 takes a free one at
 	// start. A host's URLs go to the fetch partition of its host:port,
@@ -197,6 +210,12 @@ func (c Config) Validate() error {
 	if c.Shop && c.Articles < shopCategories {
 		errs = append(errs, fmt.Errorf("articles %d: a shop wants at least %d products, one a category", c.Articles, shopCategories))
 	}
+	if !(c.ScriptShare >= 0 && c.ScriptShare <= 1) {
+		errs = append(errs, fmt.Errorf("script share %v: want 0 to 1", c.ScriptShare))
+	}
+	if c.ScriptShare > 0 && (c.Shop || c.BestDeep) {
+		errs = append(errs, errors.New("script share: script-built sites are of the article shape, not shops or best-deep sites"))
+	}
 	if c.BigBytes < 0 || c.SlowDelay < 0 {
 		errs = append(errs, errors.New("big bytes and slow delay must not be negative"))
 	}
@@ -229,9 +248,11 @@ type Web struct {
 	stats   *stats
 	// With BestDeep: each host's links from ordinary to popular pages
 	// (deepAssign), and the most linked tenth of the pages (mostLinked).
-	deep  [][]uint8
-	top   []bool
-	conns atomic.Int64 // connections accepted
+	deep [][]uint8
+	top  []bool
+	// script marks the script-built hosts (nil: none).
+	script []bool
+	conns  atomic.Int64 // connections accepted
 	// inflight counts the requests being answered: a client can read
 	// a whole answer before its handler has recorded it in the stats.
 	inflight atomic.Int64
@@ -256,6 +277,7 @@ func Start(ctx context.Context, cfg Config) (*Web, error) {
 		}
 		w.top = w.mostLinked()
 	}
+	w.script = scriptHosts(cfg)
 	w.stats = newStats(cfg.Hosts)
 	for _, in := range w.top {
 		if in {
@@ -352,6 +374,9 @@ type Ready struct {
 	Offsite string   `json:"offsite"`
 	Pages   int      `json:"pages"`
 	Stats   string   `json:"stats"` // URL of GET /stats (Stats as JSON)
+	// ScriptBuilt lists host:port of the script-built hosts
+	// (Config.ScriptShare).
+	ScriptBuilt []string `json:"script_built,omitempty"`
 }
 
 // TrapHosts returns the number of hosts that serve a calendar trap.
