@@ -51,6 +51,7 @@ import (
 var purePackages = []string{
 	"./services/fetcher/internal/decide",
 	"./services/fetcher/internal/partition",
+	"./services/fetcher/internal/rendersniff",
 	"./services/scheduler/internal/admit",
 	"./services/parser/internal/extract",
 	"./services/parser/internal/traps",
