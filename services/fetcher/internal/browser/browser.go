@@ -55,6 +55,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os/exec"
 	"sync"
 	"time"
@@ -444,7 +445,27 @@ func (b *Browser) restart(ctx context.Context, why string) error {
 // ended, the tab or the browser crashed (ErrTabCrashed, ErrBrowserGone),
 // the Browser is closed (ErrClosed), or url is not http(s).
 func (b *Browser) Load(ctx context.Context, rawURL string) (*Page, error) {
-	page, err := b.load(ctx, rawURL)
+	return b.LoadFetched(ctx, rawURL, nil)
+}
+
+// Document is a page as a fetcher received it, for LoadFetched.
+type Document struct {
+	Status int
+	// Header is the response's header. Content-Encoding, Content-Length,
+	// Transfer-Encoding and Connection are dropped: Body is the body as
+	// the browser must read it (decoded, in the charset Header's
+	// Content-Type says).
+	Header http.Header
+	Body   []byte
+}
+
+// LoadFetched is Load of a page already fetched: the browser reads doc
+// for the page itself, without asking the server for it again, and
+// requests only what the page's scripts and styles need (a crawler asks
+// a site for a page once). A redirect or a navigation the page makes
+// goes to the network, decided as in Load. doc nil is Load.
+func (b *Browser) LoadFetched(ctx context.Context, rawURL string, doc *Document) (*Page, error) {
+	page, err := b.load(ctx, rawURL, doc)
 	b.count(func(s *Stats) {
 		s.Loads++
 		if err != nil {
@@ -461,7 +482,7 @@ func (b *Browser) Load(ctx context.Context, rawURL string) (*Page, error) {
 	return page, err
 }
 
-func (b *Browser) load(ctx context.Context, rawURL string) (*Page, error) {
+func (b *Browser) load(ctx context.Context, rawURL string, doc *Document) (*Page, error) {
 	target, err := pageURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -481,7 +502,7 @@ func (b *Browser) load(ctx context.Context, rawURL string) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, err := b.loadIn(ctx, p, &t, target, rawURL)
+	page, err := b.loadIn(ctx, p, &t, target, rawURL, doc)
 	b.life.RUnlock()
 	if b.opts.MaxRSS > 0 && err == nil {
 		if u, uerr := treeUsage(p.pid); uerr == nil && u.RSS > b.opts.MaxRSS {
@@ -496,7 +517,7 @@ func (b *Browser) load(ctx context.Context, rawURL string) (*Page, error) {
 // loadIn loads the page in *t on p, opening a tab if *t is nil or belongs
 // to an older process, and closing it (*t = nil) when it must not be
 // used again.
-func (b *Browser) loadIn(ctx context.Context, p *process, t **tab, target *pageTarget, rawURL string) (*Page, error) {
+func (b *Browser) loadIn(ctx context.Context, p *process, t **tab, target *pageTarget, rawURL string, doc *Document) (*Page, error) {
 	if *t != nil && (*t).proc != p {
 		(*t).close()
 		*t = nil
@@ -512,7 +533,7 @@ func (b *Browser) loadIn(ctx context.Context, p *process, t **tab, target *pageT
 		*t = nt
 		b.count(func(s *Stats) { s.TabsOpened++ })
 	}
-	page, keep, err := (*t).load(ctx, &b.opts, target, rawURL)
+	page, keep, err := (*t).load(ctx, &b.opts, target, rawURL, doc)
 	if !keep {
 		(*t).close()
 		*t = nil

@@ -780,3 +780,46 @@ func TestConnectionRefused(t *testing.T) {
 		t.Errorf("next page: %s", p.Outcome)
 	}
 }
+
+// TestLoadFetched: a page the fetcher has already fetched is read by the
+// browser from the fetched document, not asked of the server again; the
+// page's scripts still fetch what they need, and build the same page.
+func TestLoadFetched(t *testing.T) {
+	ctx := testContext(t)
+	s := newSite(t, "127.0.0.1")
+	b := newBrowser(t, Options{})
+	doc := &Document{Status: http.StatusOK, Body: []byte(shell("7", "")), Header: http.Header{
+		"Content-Type":     {"text/html; charset=utf-8"},
+		"Content-Encoding": {"gzip"}, // the fetcher decoded the body: dropped
+		"Content-Length":   {"1"},
+	}}
+	p, err := b.LoadFetched(ctx, s.base+"/page/7", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Outcome != OutcomeSettled || p.Status != http.StatusOK || p.Title != "Page 7" {
+		t.Fatalf("outcome %s, status %d, title %q", p.Outcome, p.Status, p.Title)
+	}
+	if !strings.Contains(p.HTML, "The text of page 7, built by its script.") || !strings.Contains(p.HTML, `<a href="/page/7/a">`) {
+		t.Errorf("the fetched shell was not built:\n%s", p.HTML)
+	}
+	if n := s.count("/page/7"); n != 0 {
+		t.Errorf("the fetched page was asked of the server %d times: %v", n, s.seen())
+	}
+	if s.count("/data/7.json") != 1 || s.count("/app.js?n=7") != 1 {
+		t.Errorf("the page's script and data: %v", s.seen())
+	}
+	if p.Requests != 2 {
+		t.Errorf("%d requests counted, want 2 (the script and its data; the page came from the fetch)", p.Requests)
+	}
+	for _, ex := range p.Exchanges {
+		if ex.URL == s.base+"/page/7" {
+			t.Errorf("the fetched page is an exchange of the browser's: it is the fetcher's to archive")
+		}
+	}
+	// A plain Load of the same browser asks the server.
+	loadOK(ctx, t, b, s.base+"/page/8")
+	if s.count("/page/8") != 1 {
+		t.Errorf("Load did not request its page: %v", s.seen())
+	}
+}

@@ -128,9 +128,10 @@ func (t *tab) close() { t.cancel() }
 
 // load loads one page in the tab. keep says whether the tab may be used
 // again (it was reset to about:blank).
-func (t *tab) load(ctx context.Context, o *Options, target *pageTarget, rawURL string) (_ *Page, keep bool, _ error) {
+func (t *tab) load(ctx context.Context, o *Options, target *pageTarget, rawURL string, doc *Document) (_ *Page, keep bool, _ error) {
 	start := time.Now()
 	l := &load{
+		doc:      doc,
 		opts:     o,
 		target:   target,
 		frame:    t.frame,
@@ -320,6 +321,7 @@ func (t *tab) browserGone() bool {
 // listener, the handler of paused requests, the goroutines reading
 // responses, and Load.
 type load struct {
+	doc    *Document // the page as fetched (LoadFetched), nil: requested
 	opts   *Options
 	target *pageTarget
 	frame  cdp.FrameID
@@ -331,6 +333,7 @@ type load struct {
 	lastActivity  time.Time
 	loaded        bool // the load event of the page fired
 	navigated     bool // the main frame committed the page
+	served        bool // the page's own request was answered with doc
 	crashed       bool
 	closing       bool // the load is over: fail whatever the page still asks
 	docIDs        map[fetch.RequestID]bool
@@ -457,6 +460,8 @@ func (l *load) paused(ctx context.Context, ev fetch.EventRequestPaused) {
 	reason, nav := l.decide(ev)
 	var err error
 	switch {
+	case reason == "" && l.fetchedPage(ev):
+		_, err = chromedp.Call(ctx, fetch.FulfillRequest, l.fulfill(ev))
 	case reason == "":
 		_, err = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID, InterceptResponse: new(true)})
 	case nav:
@@ -467,6 +472,46 @@ func (l *load) paused(ctx context.Context, ev fetch.EventRequestPaused) {
 		_, err = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 	}
 	_ = err // the request went with its page, or the load is over
+}
+
+// fetchedPage reports whether ev, let through, is the page's own request
+// and the page was fetched already (LoadFetched): the first request of the
+// main frame's document, not a redirect's. It is then not counted as a
+// request: it reaches no server.
+func (l *load) fetchedPage(ev fetch.EventRequestPaused) bool {
+	if l.doc == nil || ev.ResourceType != network.ResourceTypeDocument || ev.FrameID != l.frame || ev.RedirectedRequestID != "" {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.served || len(l.docIDs) != 1 {
+		return false
+	}
+	l.served = true
+	l.requests--
+	l.status = l.doc.Status
+	return true
+}
+
+// fulfill answers the page's own request with the fetched document.
+func (l *load) fulfill(ev fetch.EventRequestPaused) fetch.FulfillRequestParams {
+	f := fetch.FulfillRequestParams{RequestID: ev.RequestID, ResponseCode: int64(l.doc.Status), Body: l.doc.Body}
+	if f.ResponseCode == 0 {
+		f.ResponseCode = http.StatusOK
+	}
+	for name, values := range l.doc.Header {
+		switch http.CanonicalHeaderKey(name) {
+		case "Content-Encoding", "Content-Length", "Transfer-Encoding", "Connection":
+			continue
+		}
+		for _, v := range values {
+			f.ResponseHeaders = append(f.ResponseHeaders, &fetch.HeaderEntry{Name: name, Value: v})
+		}
+	}
+	if l.doc.Header.Get("Content-Type") == "" {
+		f.ResponseHeaders = append(f.ResponseHeaders, &fetch.HeaderEntry{Name: "Content-Type", Value: "text/html"})
+	}
+	return f
 }
 
 // decide returns why a request must be blocked ("" to let it through)
