@@ -42,7 +42,7 @@
 //
 // The user agent and the extra headers of the crawl are the browser's
 // (Emulation.setUserAgentOverride, Network.setExtraHTTPHeaders), for the
-// page and every request it makes.
+// page and every request it makes: the Options', or a load's own (LoadAs).
 //
 // Not covered: requests of workers and service workers (service workers
 // are bypassed, a dedicated worker's fetches are not paused), WebSocket
@@ -445,10 +445,10 @@ func (b *Browser) restart(ctx context.Context, why string) error {
 // ended, the tab or the browser crashed (ErrTabCrashed, ErrBrowserGone),
 // the Browser is closed (ErrClosed), or url is not http(s).
 func (b *Browser) Load(ctx context.Context, rawURL string) (*Page, error) {
-	return b.LoadFetched(ctx, rawURL, nil)
+	return b.LoadAs(ctx, rawURL, As{})
 }
 
-// Document is a page as a fetcher received it, for LoadFetched.
+// Document is a page as a fetcher received it (As.Document).
 type Document struct {
 	Status int
 	// Header is the response's header. Content-Encoding, Content-Length,
@@ -459,13 +459,35 @@ type Document struct {
 	Body   []byte
 }
 
-// LoadFetched is Load of a page already fetched: the browser reads doc
-// for the page itself, without asking the server for it again, and
-// requests only what the page's scripts and styles need (a crawler asks
-// a site for a page once). A redirect or a navigation the page makes
-// goes to the network, decided as in Load. doc nil is Load.
+// As is whose page a load is, where one Browser serves several crawls:
+// each field left zero is the Browser's Options'.
+type As struct {
+	// Document is the page as the fetcher fetched it: the browser reads
+	// it for the page itself, without asking the server again, and
+	// requests only what the page's scripts and styles need (a crawler
+	// asks a site for a page once). A redirect or a navigation the page
+	// makes goes to the network, decided as any request. Nil: the page
+	// is requested.
+	Document *Document
+	// Allow is the crawl's robots.txt, asked for the page and every
+	// request (Options.Allow).
+	Allow func(url string) bool
+	// UserAgent and Headers are the crawl's identity (Options.UserAgent,
+	// Options.Headers): a tab takes them for the load when they differ
+	// from its last load's.
+	UserAgent string
+	Headers   map[string]string
+}
+
+// LoadFetched is LoadAs of a page already fetched, as the Browser's
+// Options.
 func (b *Browser) LoadFetched(ctx context.Context, rawURL string, doc *Document) (*Page, error) {
-	page, err := b.load(ctx, rawURL, doc)
+	return b.LoadAs(ctx, rawURL, As{Document: doc})
+}
+
+// LoadAs is Load as as says.
+func (b *Browser) LoadAs(ctx context.Context, rawURL string, as As) (*Page, error) {
+	page, err := b.load(ctx, rawURL, b.resolve(as))
 	b.count(func(s *Stats) {
 		s.Loads++
 		if err != nil {
@@ -482,12 +504,26 @@ func (b *Browser) LoadFetched(ctx context.Context, rawURL string, doc *Document)
 	return page, err
 }
 
-func (b *Browser) load(ctx context.Context, rawURL string, doc *Document) (*Page, error) {
+// resolve fills as's zero fields from the Browser's options.
+func (b *Browser) resolve(as As) As {
+	if as.Allow == nil {
+		as.Allow = b.opts.Allow
+	}
+	if as.UserAgent == "" {
+		as.UserAgent = b.opts.UserAgent
+	}
+	if as.Headers == nil {
+		as.Headers = b.opts.Headers
+	}
+	return as
+}
+
+func (b *Browser) load(ctx context.Context, rawURL string, as As) (*Page, error) {
 	target, err := pageURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	if b.opts.Allow != nil && !b.opts.Allow(rawURL) {
+	if as.Allow != nil && !as.Allow(rawURL) {
 		return &Page{URL: rawURL, Outcome: OutcomeRobots, Blocked: map[string]int{BlockedRobots: 1}}, nil
 	}
 	var t *tab
@@ -502,7 +538,7 @@ func (b *Browser) load(ctx context.Context, rawURL string, doc *Document) (*Page
 	if err != nil {
 		return nil, err
 	}
-	page, err := b.loadIn(ctx, p, &t, target, rawURL, doc)
+	page, err := b.loadIn(ctx, p, &t, target, rawURL, as)
 	b.life.RUnlock()
 	if b.opts.MaxRSS > 0 && err == nil {
 		if u, uerr := treeUsage(p.pid); uerr == nil && u.RSS > b.opts.MaxRSS {
@@ -517,7 +553,7 @@ func (b *Browser) load(ctx context.Context, rawURL string, doc *Document) (*Page
 // loadIn loads the page in *t on p, opening a tab if *t is nil or belongs
 // to an older process, and closing it (*t = nil) when it must not be
 // used again.
-func (b *Browser) loadIn(ctx context.Context, p *process, t **tab, target *pageTarget, rawURL string, doc *Document) (*Page, error) {
+func (b *Browser) loadIn(ctx context.Context, p *process, t **tab, target *pageTarget, rawURL string, as As) (*Page, error) {
 	if *t != nil && (*t).proc != p {
 		(*t).close()
 		*t = nil
@@ -533,7 +569,7 @@ func (b *Browser) loadIn(ctx context.Context, p *process, t **tab, target *pageT
 		*t = nt
 		b.count(func(s *Stats) { s.TabsOpened++ })
 	}
-	page, keep, err := (*t).load(ctx, &b.opts, target, rawURL, doc)
+	page, keep, err := (*t).load(ctx, &b.opts, target, rawURL, as)
 	if !keep {
 		(*t).close()
 		*t = nil

@@ -823,3 +823,50 @@ func TestLoadFetched(t *testing.T) {
 		t.Errorf("Load did not request its page: %v", s.seen())
 	}
 }
+
+// TestLoadAs: one Browser serves several crawls, each load with its own
+// identity and robots.txt: the server sees each load's user agent and
+// header, on the page and its data, and a robots.txt that refuses /data/
+// blocks the data of its own load only.
+func TestLoadAs(t *testing.T) {
+	ctx := testContext(t)
+	s := newSite(t, "127.0.0.1")
+	b := newBrowser(t, Options{Tabs: 1, UserAgent: "fleet-bot/1.0 (+http://example.test/fleet)"})
+	noData := func(u string) bool { return !strings.Contains(u, "/data/") }
+	loads := []struct {
+		page   string
+		as     As
+		ua     string
+		header string
+		built  bool
+	}{
+		{"/page/1", As{UserAgent: "crawl-a/1.0 (+http://a.test/bot)", Headers: map[string]string{"X-Crawl": "a"}}, "crawl-a/1.0 (+http://a.test/bot)", "a", true},
+		{"/page/2", As{Allow: noData}, "fleet-bot/1.0 (+http://example.test/fleet)", "", false},
+		{"/page/3", As{UserAgent: "crawl-b/2.0 (+http://b.test/bot)", Headers: map[string]string{"X-Crawl": "b"}}, "crawl-b/2.0 (+http://b.test/bot)", "b", true},
+	}
+	for _, l := range loads {
+		p, err := b.LoadAs(ctx, s.base+l.page, l.as)
+		if err != nil {
+			t.Fatalf("%s: %v", l.page, err)
+		}
+		n := strings.TrimPrefix(l.page, "/page/")
+		if built := strings.Contains(p.HTML, "The text of page "+n); built != l.built {
+			t.Errorf("%s: built %v, want %v (blocked %v)", l.page, built, l.built, p.Blocked)
+		}
+		if !l.built && p.Blocked[BlockedRobots] != 1 {
+			t.Errorf("%s: blocked %v, want its data refused by its robots.txt", l.page, p.Blocked)
+		}
+		for _, path := range []string{l.page, "/data/" + n + ".json"} {
+			r, ok := s.request(path)
+			if !ok {
+				if path != l.page && !l.built {
+					continue // refused: never reached the server
+				}
+				t.Fatalf("%s not requested: %v", path, s.seen())
+			}
+			if r.ua != l.ua || r.crawlHeader != l.header {
+				t.Errorf("%s: user agent %q, X-Crawl %q; want %q, %q", path, r.ua, r.crawlHeader, l.ua, l.header)
+			}
+		}
+	}
+}

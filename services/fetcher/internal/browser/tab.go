@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,10 +61,14 @@ type tab struct {
 	cancel context.CancelFunc
 	proc   *process
 	frame  cdp.FrameID // the main frame (its id is the target's)
+	// ua and headers are the identity the tab sends (identify).
+	ua      string
+	headers string // headerKey of the extra headers
 }
 
-// openTab opens a tab on p and sets it up for page loads: the crawl's
-// user agent and headers, service workers bypassed, every request paused.
+// openTab opens a tab on p and sets it up for page loads: service workers
+// bypassed, every request paused (each load sets its crawl's identity:
+// identify).
 func (b *Browser) openTab(ctx context.Context, p *process) (*tab, error) {
 	tctx, cancel := chromedp.NewContext(p.ctx)
 	stop := context.AfterFunc(ctx, cancel)
@@ -78,14 +83,14 @@ func (b *Browser) openTab(ctx context.Context, p *process) (*tab, error) {
 	t := &tab{ctx: tctx, cancel: cancel, proc: p, frame: cdp.FrameID(chromedp.FromContext(tctx).Target.TargetID)}
 	sctx, scancel := context.WithTimeout(tctx, b.opts.ReadTimeout)
 	defer scancel()
-	if err := t.setup(sctx, &b.opts); err != nil {
+	if err := t.setup(sctx); err != nil {
 		t.close()
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *tab) setup(ctx context.Context, o *Options) error {
+func (t *tab) setup(ctx context.Context) error {
 	// chromedp enables the DOM, CSS and Log domains on every tab: each
 	// then reports every change of the page to us, which costs the
 	// renderer and the browser CPU for events nobody reads.
@@ -96,20 +101,6 @@ func (t *tab) setup(ctx context.Context, o *Options) error {
 	} {
 		if err := disable(ctx); err != nil {
 			return fmt.Errorf("disable domains: %w", err)
-		}
-	}
-	if o.UserAgent != "" {
-		if _, err := chromedp.Call(ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: o.UserAgent}); err != nil {
-			return fmt.Errorf("set user agent: %w", err)
-		}
-	}
-	if len(o.Headers) > 0 {
-		h := network.Headers{}
-		for k, v := range o.Headers {
-			h[k] = v
-		}
-		if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: h}); err != nil {
-			return fmt.Errorf("set headers: %w", err)
 		}
 	}
 	if _, err := chromedp.Call(ctx, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}); err != nil {
@@ -123,15 +114,55 @@ func (t *tab) setup(ctx context.Context, o *Options) error {
 	return nil
 }
 
+// identify makes the tab send as's user agent and headers, when they
+// differ from its last load's (Emulation.setUserAgentOverride,
+// Network.setExtraHTTPHeaders, which an empty set clears).
+func (t *tab) identify(ctx context.Context, as As) error {
+	if as.UserAgent != "" && as.UserAgent != t.ua {
+		if _, err := chromedp.Call(ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: as.UserAgent}); err != nil {
+			return fmt.Errorf("set user agent: %w", err)
+		}
+		t.ua = as.UserAgent
+	}
+	if key := headerKey(as.Headers); key != t.headers {
+		h := network.Headers{}
+		for k, v := range as.Headers {
+			h[k] = v
+		}
+		if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: h}); err != nil {
+			return fmt.Errorf("set headers: %w", err)
+		}
+		t.headers = key
+	}
+	return nil
+}
+
+// headerKey is a set of headers as one comparable string.
+func headerKey(h map[string]string) string {
+	keys := make([]string, 0, len(h))
+	for k, v := range h {
+		keys = append(keys, k+"\x00"+v)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, "\x01")
+}
+
 // close closes the tab (its renderer goes with it).
 func (t *tab) close() { t.cancel() }
 
 // load loads one page in the tab. keep says whether the tab may be used
 // again (it was reset to about:blank).
-func (t *tab) load(ctx context.Context, o *Options, target *pageTarget, rawURL string, doc *Document) (_ *Page, keep bool, _ error) {
+func (t *tab) load(ctx context.Context, o *Options, target *pageTarget, rawURL string, as As) (_ *Page, keep bool, _ error) {
 	start := time.Now()
+	ictx, icancel := context.WithTimeout(t.ctx, o.ReadTimeout)
+	err := t.identify(ictx, as)
+	icancel()
+	if err != nil {
+		return nil, false, err
+	}
 	l := &load{
-		doc:      doc,
+		doc:      as.Document,
+		allow:    as.Allow,
 		opts:     o,
 		target:   target,
 		frame:    t.frame,
@@ -321,7 +352,8 @@ func (t *tab) browserGone() bool {
 // listener, the handler of paused requests, the goroutines reading
 // responses, and Load.
 type load struct {
-	doc    *Document // the page as fetched (LoadFetched), nil: requested
+	doc    *Document             // the page as fetched (As.Document), nil: requested
+	allow  func(url string) bool // the load's robots.txt (As.Allow), nil: everything
 	opts   *Options
 	target *pageTarget
 	frame  cdp.FrameID
@@ -475,7 +507,7 @@ func (l *load) paused(ctx context.Context, ev fetch.EventRequestPaused) {
 }
 
 // fetchedPage reports whether ev, let through, is the page's own request
-// and the page was fetched already (LoadFetched): the first request of the
+// and the page was fetched already (As.Document): the first request of the
 // main frame's document, not a redirect's. It is then not counted as a
 // request: it reaches no server.
 func (l *load) fetchedPage(ev fetch.EventRequestPaused) bool {
@@ -538,7 +570,7 @@ func (l *load) decide(ev fetch.EventRequestPaused) (reason string, nav bool) {
 			reason, nav = BlockedNavigation, true
 		case host != l.target.host:
 			reason = BlockedOtherHost // the page's redirect goes elsewhere
-		case ev.RedirectedRequestID != "" && l.opts.Allow != nil && !l.opts.Allow(raw):
+		case ev.RedirectedRequestID != "" && l.allow != nil && !l.allow(raw):
 			reason = BlockedRobots
 		}
 		if reason != "" {
@@ -553,7 +585,7 @@ func (l *load) decide(ev fetch.EventRequestPaused) (reason string, nav bool) {
 			reason = BlockedType
 		case host != l.target.host && !l.opts.AllowOtherHosts:
 			reason = BlockedOtherHost
-		case l.opts.Allow != nil && !l.opts.Allow(raw):
+		case l.allow != nil && !l.allow(raw):
 			reason = BlockedRobots
 		}
 	}
