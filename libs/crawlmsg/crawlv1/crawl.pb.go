@@ -519,6 +519,8 @@ type FetchedPage struct {
 	WarcFile        string `protobuf:"bytes,104,opt,name=warc_file,json=warcFile,proto3" json:"warc_file,omitempty"`                        // WARC file holding the archived answer (fetcher --warc-dir); empty when not archived
 	WarcOffset      uint64 `protobuf:"varint,105,opt,name=warc_offset,json=warcOffset,proto3" json:"warc_offset,omitempty"`                 // offset of the gzip member of its response/revisit/resource record in warc_file
 	DocumentCrawlId string `protobuf:"bytes,106,opt,name=document_crawl_id,json=documentCrawlId,proto3" json:"document_crawl_id,omitempty"` // copied from FetchRequest.document_crawl_id: on a 304 the parser carries that crawl's document over
+	Rendered        bool   `protobuf:"varint,107,opt,name=rendered,proto3" json:"rendered,omitempty"`                                       // body is the DOM a headless browser built from the fetched page (fetcher --render)
+	RenderOutcome   string `protobuf:"bytes,108,opt,name=render_outcome,json=renderOutcome,proto3" json:"render_outcome,omitempty"`         // how the page's load in the browser ended (settled, timeout, ...), "" when not rendered
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -745,6 +747,20 @@ func (x *FetchedPage) GetWarcOffset() uint64 {
 func (x *FetchedPage) GetDocumentCrawlId() string {
 	if x != nil {
 		return x.DocumentCrawlId
+	}
+	return ""
+}
+
+func (x *FetchedPage) GetRendered() bool {
+	if x != nil {
+		return x.Rendered
+	}
+	return false
+}
+
+func (x *FetchedPage) GetRenderOutcome() string {
+	if x != nil {
+		return x.RenderOutcome
 	}
 	return ""
 }
@@ -1160,7 +1176,7 @@ const file_crawl_proto_rawDesc = "" +
 	"\x11document_crawl_id\x18\xc9\x01 \x01(\tR\x0fdocumentCrawlId\x12\x1b\n" +
 	"\bpriority\x18\xca\x01 \x01(\x05R\bpriority\x12(\n" +
 	"\x0fpriority_reason\x18\xcb\x01 \x01(\tR\x0epriorityReason\x12#\n" +
-	"\freprioritize\x18\xcc\x01 \x01(\bR\freprioritize\"\xed\a\n" +
+	"\freprioritize\x18\xcc\x01 \x01(\bR\freprioritize\"\xb0\b\n" +
 	"\vFetchedPage\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x15\n" +
@@ -1199,7 +1215,9 @@ const file_crawl_proto_rawDesc = "" +
 	"\twarc_file\x18h \x01(\tR\bwarcFile\x12\x1f\n" +
 	"\vwarc_offset\x18i \x01(\x04R\n" +
 	"warcOffset\x12*\n" +
-	"\x11document_crawl_id\x18j \x01(\tR\x0fdocumentCrawlId\x1a:\n" +
+	"\x11document_crawl_id\x18j \x01(\tR\x0fdocumentCrawlId\x12\x1a\n" +
+	"\brendered\x18k \x01(\bR\brendered\x12%\n" +
+	"\x0erender_outcome\x18l \x01(\tR\rrenderOutcome\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +

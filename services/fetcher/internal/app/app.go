@@ -24,12 +24,14 @@ import (
 	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/backpressure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/rendersniff"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/warc"
 )
@@ -54,7 +56,8 @@ type Fetcher struct {
 	group       *kafkaio.Group
 	budget      *budget.Tracker
 	writers     []Writer
-	archive     *warc.Writer // nil without --warc-dir
+	archive     *warc.Writer     // nil without --warc-dir
+	browser     *browser.Browser // nil with --render never
 	controlWait time.Duration
 	// offsets and backpressure: the parser's lag, watched unless
 	// --max-downstream-lag is 0 (then nil)
@@ -129,6 +132,13 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		}
 		f.writers = append(f.writers, Writer{"warc_files writer", files.Run})
 		co.Archive = f.archive
+	}
+	if mode := cfg.Render.Render(); mode != rendersniff.Never {
+		// Chromium lives as long as the fetcher, not the start-up context.
+		if f.browser, err = browser.New(context.WithoutCancel(ctx), cfg.Render.Options(cfg.UserAgent)); err != nil {
+			return nil, fmt.Errorf("start the browser for --render %s: %w", mode, err)
+		}
+		co.Renderer, co.Render = f.browser, mode
 	}
 	consumer, err := consume.New(co, f.fetcher, robotsCache, f.producer, f.recorder, log, reg)
 	if err != nil {
@@ -338,6 +348,11 @@ func (f *Fetcher) Close() {
 	}
 	if f.fetcher != nil {
 		f.fetcher.Close()
+	}
+	if f.browser != nil {
+		if err := f.browser.Close(); err != nil {
+			f.log.Warn("close the browser", zap.Error(err))
+		}
 	}
 	if f.store != nil {
 		if err := f.store.Close(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/envflag"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
@@ -29,46 +30,47 @@ type Config struct {
 	Kafka      kafkaio.Config
 	ClickHouse chstore.Config
 
-	InstanceID              string        // --instance-id (default hostname-pid)
-	Workers                 int           // --workers: concurrent requests (default 32)
-	MaxInflightPerPartition int           // --max-inflight-per-partition: unacked records per partition (default 1000)
-	Delay                   time.Duration // --delay: minimum end-to-start gap per host (default 1s)
-	MaxCrawlDelay           time.Duration // --max-crawl-delay: cap of robots.txt Crawl-delay (default 30s)
-	DelayResponseFactor     float64       // --delay-response-factor: host gap ≥ factor × last response time (0 = off)
-	ServerDelay             time.Duration // --server-delay: gap per server shared by hosts of one IP (0 = hosts independent)
-	ConnectTimeout          time.Duration // --connect-timeout (default 10s)
-	ResponseHeaderTimeout   time.Duration // --response-header-timeout (default 15s)
-	FetchTimeout            time.Duration // --fetch-timeout: whole request (default 30s)
-	MaxBodyBytes            int64         // --max-body-bytes (default 2 MiB)
-	MaxDocumentBytes        int64         // --max-document-bytes (default 8 MiB)
-	UserAgent               string        // --user-agent
-	AllowPrivate            bool          // --allow-private: allow loopback/private targets (local crawls, tests)
-	UseProxies              bool          // --use-proxies: fetch through the proxy pool
-	DrainTimeout            time.Duration // --drain-timeout: how long a closing partition waits for in-flight fetches (default 5s)
-	MinTransferRate         int64         // --min-transfer-rate: bytes/s over each --transfer-rate-window (default 1024; 0 disables)
-	TransferRateWindow      time.Duration // --transfer-rate-window (default 10s)
-	MaxAttempts             int           // --max-attempts: attempts per URL for transient failures (default 3)
-	RetryBackoff            time.Duration // --retry-backoff: back-off before the second attempt, doubled per attempt (default 5s)
-	MaxRetryBackoff         time.Duration // --max-retry-backoff (default 10m)
-	MaxRedirects            int           // --max-redirects: length of the redirect chains followed through the scheduler (default 5; 0: no target followed)
-	MaxHostQueue            int           // --max-host-queue: requests buffered per host before the surplus is deferred (default 100)
-	HoldHorizon             time.Duration // --hold-horizon: requests due later than this are deferred, not held (default 2m)
-	PersistHostState        bool          // --persist-host-state: publish and load per-host politeness state (default true)
-	PersistRobots           bool          // --persist-robots: store fetched robots.txt in ClickHouse and load it on assignment (default true)
-	ReadbackWindow          time.Duration // --readback-window: FetchedPages read back at assignment, this long before a partition's last one (default 10s; 0 disables)
-	CredentialsFile         string        // --credentials-file: JSON of per-site basic-auth credentials (empty: none)
-	Cookies                 bool          // --cookies: keep and send back each site's cookies
-	MaxCookieHosts          int           // --max-cookie-hosts: hosts whose cookies are kept, least recently used dropped (default 4096)
-	MaxCookiesPerHost       int           // --max-cookies-per-host: cookies kept per host (default 50)
-	DNSCacheTTL             time.Duration // --dns-cache-ttl: how long a host name's addresses are reused (default 5m)
-	DNSCacheSize            int           // --dns-cache-size: host names cached (default 10000)
-	MaxIdleConns            int           // --max-idle-conns: idle connections kept, one per host (default 4096)
-	IdleConnTimeout         time.Duration // --idle-conn-timeout: an idle connection unused this long is closed (default 15s)
-	PauseRecheck            time.Duration // --pause-recheck: requests of a paused crawl are deferred by this (default 5s)
-	MaxPages                int64         // --max-pages: page budget of a crawl whose spec sets none (0 = unlimited)
-	BudgetRefresh           time.Duration // --budget-refresh: how often page budgets are counted in fetch_log (default 5s)
-	Warc                    warc.Config   // --warc-*: the WARC archive (off by default)
-	MaxDownstreamLag        time.Duration // --max-downstream-lag: age of the oldest fetched page the parser has yet to store at which new requests pause (default 15s; 0: never)
+	InstanceID              string         // --instance-id (default hostname-pid)
+	Workers                 int            // --workers: concurrent requests (default 32)
+	MaxInflightPerPartition int            // --max-inflight-per-partition: unacked records per partition (default 1000)
+	Delay                   time.Duration  // --delay: minimum end-to-start gap per host (default 1s)
+	MaxCrawlDelay           time.Duration  // --max-crawl-delay: cap of robots.txt Crawl-delay (default 30s)
+	DelayResponseFactor     float64        // --delay-response-factor: host gap ≥ factor × last response time (0 = off)
+	ServerDelay             time.Duration  // --server-delay: gap per server shared by hosts of one IP (0 = hosts independent)
+	ConnectTimeout          time.Duration  // --connect-timeout (default 10s)
+	ResponseHeaderTimeout   time.Duration  // --response-header-timeout (default 15s)
+	FetchTimeout            time.Duration  // --fetch-timeout: whole request (default 30s)
+	MaxBodyBytes            int64          // --max-body-bytes (default 2 MiB)
+	MaxDocumentBytes        int64          // --max-document-bytes (default 8 MiB)
+	UserAgent               string         // --user-agent
+	AllowPrivate            bool           // --allow-private: allow loopback/private targets (local crawls, tests)
+	UseProxies              bool           // --use-proxies: fetch through the proxy pool
+	DrainTimeout            time.Duration  // --drain-timeout: how long a closing partition waits for in-flight fetches (default 5s)
+	MinTransferRate         int64          // --min-transfer-rate: bytes/s over each --transfer-rate-window (default 1024; 0 disables)
+	TransferRateWindow      time.Duration  // --transfer-rate-window (default 10s)
+	MaxAttempts             int            // --max-attempts: attempts per URL for transient failures (default 3)
+	RetryBackoff            time.Duration  // --retry-backoff: back-off before the second attempt, doubled per attempt (default 5s)
+	MaxRetryBackoff         time.Duration  // --max-retry-backoff (default 10m)
+	MaxRedirects            int            // --max-redirects: length of the redirect chains followed through the scheduler (default 5; 0: no target followed)
+	MaxHostQueue            int            // --max-host-queue: requests buffered per host before the surplus is deferred (default 100)
+	HoldHorizon             time.Duration  // --hold-horizon: requests due later than this are deferred, not held (default 2m)
+	PersistHostState        bool           // --persist-host-state: publish and load per-host politeness state (default true)
+	PersistRobots           bool           // --persist-robots: store fetched robots.txt in ClickHouse and load it on assignment (default true)
+	ReadbackWindow          time.Duration  // --readback-window: FetchedPages read back at assignment, this long before a partition's last one (default 10s; 0 disables)
+	CredentialsFile         string         // --credentials-file: JSON of per-site basic-auth credentials (empty: none)
+	Cookies                 bool           // --cookies: keep and send back each site's cookies
+	MaxCookieHosts          int            // --max-cookie-hosts: hosts whose cookies are kept, least recently used dropped (default 4096)
+	MaxCookiesPerHost       int            // --max-cookies-per-host: cookies kept per host (default 50)
+	DNSCacheTTL             time.Duration  // --dns-cache-ttl: how long a host name's addresses are reused (default 5m)
+	DNSCacheSize            int            // --dns-cache-size: host names cached (default 10000)
+	MaxIdleConns            int            // --max-idle-conns: idle connections kept, one per host (default 4096)
+	IdleConnTimeout         time.Duration  // --idle-conn-timeout: an idle connection unused this long is closed (default 15s)
+	PauseRecheck            time.Duration  // --pause-recheck: requests of a paused crawl are deferred by this (default 5s)
+	MaxPages                int64          // --max-pages: page budget of a crawl whose spec sets none (0 = unlimited)
+	BudgetRefresh           time.Duration  // --budget-refresh: how often page budgets are counted in fetch_log (default 5s)
+	Warc                    warc.Config    // --warc-*: the WARC archive (off by default)
+	Render                  browser.Config // --render, --render-*: pages rendered in headless Chromium (never by default)
+	MaxDownstreamLag        time.Duration  // --max-downstream-lag: age of the oldest fetched page the parser has yet to store at which new requests pause (default 15s; 0: never)
 }
 
 // DefaultMaxDownstreamLag is the default of --max-downstream-lag: a parser
@@ -89,6 +91,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
 	c.Warc.RegisterFlags(fs)
+	c.Render.RegisterFlags(fs)
 	fs.StringVar(&c.InstanceID, "instance-id", defaultInstance, "instance id written to fetch_log.fetcher")
 	fs.IntVar(&c.Workers, "workers", 32, "concurrent requests across all partitions")
 	fs.IntVar(&c.MaxInflightPerPartition, "max-inflight-per-partition", 1000, "unacked fetch requests per partition before reading pauses")
@@ -133,7 +136,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 // Validate reports every configuration error.
 func (c Config) Validate() error {
 	var errs []error
-	for _, v := range []interface{ Validate() error }{c.Telemetry, c.Kafka, c.ClickHouse, c.Warc} {
+	for _, v := range []interface{ Validate() error }{c.Telemetry, c.Kafka, c.ClickHouse, c.Warc, c.Render} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

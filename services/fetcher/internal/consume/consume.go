@@ -37,6 +37,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
@@ -45,6 +46,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/rendersniff"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -184,6 +186,21 @@ type Options struct {
 	// recorded, and its fetch_log row carries the file and offset of the
 	// record. Nil: nothing is archived.
 	Archive Archiver
+	// Renderer, optional, loads pages in a headless browser
+	// (*browser.Browser): a page fetched with a 200 that Render says needs
+	// it (rendersniff.Mode.Render) is loaded from its fetched body within
+	// its host's turn, as its crawl (its robots.txt for every request the
+	// page makes, its user agent and headers), and the DOM the page's
+	// scripts built becomes its body (FetchedPage.rendered). The host's
+	// delay runs from the end of the load. Nil: no page is rendered.
+	Renderer Renderer
+	Render   rendersniff.Mode
+}
+
+// Renderer loads a page in a browser (*browser.Browser). Safe for
+// concurrent use; LoadAs blocks for at most its page timeout.
+type Renderer interface {
+	LoadAs(ctx context.Context, url string, as browser.As) (*browser.Page, error)
 }
 
 // Archiver archives a fetch (*warc.Writer). Archive blocks until the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
@@ -102,7 +104,7 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 			if exempted {
 				h.s.serpFetched(host, t)
 			}
-			h.fetchPage(ctx, rctx, host, t, id)
+			h.fetchPage(ctx, rctx, host, t, id, rules)
 		case decide.Refused: // recorded by the charge
 		}
 	}
@@ -139,7 +141,7 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partiti
 
 // fetchPage requests t's page (decide.Fetch) under rctx, feeds the answer
 // back to its partition and records the outcome.
-func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition.Task, id ident) {
+func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition.Task, id ident, rules *robots.Rules) {
 	s := h.s
 	req := t.Req
 	r := httpfetch.Request{URL: req.GetUrl(), Host: host, Sitemap: strings.HasSuffix(req.GetParentUrl(), "/robots.txt"),
@@ -151,6 +153,7 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 		return
 	}
 	res := s.fetch.Fetch(rctx, r)
+	s.render(rctx, t, res, rules, id)
 	end := s.opts.Now()
 	s.serverDone(server, end)
 	if rctx.Err() != nil {
@@ -343,4 +346,53 @@ func (h *handler) uncharge(t *partition.Task) {
 		h.s.opts.Budget.Unreserve(t.Crawl)
 		h.p.Uncharged(t)
 	}
+}
+
+// render replaces the body of res, t's page, with the DOM a headless
+// browser builds from it (Options.Renderer) when the page came with a 200
+// and its crawl's render mode says it needs it (rendersniff). The browser
+// reads the page from the fetched body (it is not asked of the site
+// again) and asks the site only for what the page's scripts and styles
+// need, as t's crawl: its robots.txt decides every request, and its user
+// agent and headers go with them. It runs within the host's turn, holding
+// the host and its server, so the host's delay runs from the end of the
+// load. A load that fails or that a page ends otherwise than settled (or
+// out of time, with the DOM as it stood) leaves the body as fetched.
+func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.Response, rules *robots.Rules, id ident) {
+	if s.opts.Renderer == nil || res.Status != http.StatusOK || res.Truncated || len(res.Body) == 0 {
+		return
+	}
+	v := s.opts.Render.Render(res.Body, res.ContentType)
+	s.m.renderVerdicts.WithLabelValues(v.Reason).Inc()
+	if !v.Render {
+		return
+	}
+	var headers map[string]string
+	if len(id.headers) > 0 {
+		headers = make(map[string]string, len(id.headers))
+		for _, hd := range id.headers {
+			headers[hd.Name] = hd.Value
+		}
+	}
+	start := time.Now()
+	page, err := s.opts.Renderer.LoadAs(ctx, t.Req.GetUrl(), browser.As{
+		Document: &browser.Document{Status: res.Status, Body: res.Body,
+			Header: http.Header{"Content-Type": {res.ContentType + "; charset=utf-8"}}},
+		Allow: func(u string) bool {
+			ok, _ := rules.Check(u).Allow(func() bool { return false })
+			return ok
+		},
+		UserAgent: id.userAgent, Headers: headers,
+	})
+	s.m.renderDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.m.renders.WithLabelValues("error").Inc()
+		s.log.Warn("kept a page as fetched, its rendering failed", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
+		return
+	}
+	s.m.renders.WithLabelValues(string(page.Outcome)).Inc()
+	if page.HTML == "" || (page.Outcome != browser.OutcomeSettled && page.Outcome != browser.OutcomeTimeout) {
+		return
+	}
+	res.Body, res.Rendered = []byte(page.HTML), string(page.Outcome)
 }

@@ -333,6 +333,11 @@ type Response struct {
 	Duration         time.Duration
 	ProxyID          string
 	Host             string // Request.Host (politeness key)
+	// Rendered is how the load of the page in a headless browser ended
+	// (browser.Outcome) when Body is the DOM the browser built from the
+	// fetched body (the fetcher's --render); "" when it is the body as
+	// fetched.
+	Rendered string
 	// ReplayRefused: the connection closed after the request was sent,
 	// and net/http's replay of it on another connection was refused
 	// (replayGuard); Err is a Connect failure wrapping ErrReplayRefused.

@@ -158,6 +158,8 @@ func Of(o Options, a Attempt, res *httpfetch.Response, now time.Time) Result {
 		Unchanged:        res.Status == 304,
 		RedirectedFrom:   redirectedFrom,
 		DocumentCrawlId:  req.GetDocumentCrawlId(),
+		Rendered:         res.Rendered != "",
+		RenderOutcome:    res.Rendered,
 	}
 	if res.Status == 304 {
 		r.Page.Headers = validatorsInForce(res.Header, req)

@@ -1,0 +1,55 @@
+package rendersniff
+
+import "fmt"
+
+// Mode is when a crawl's pages are rendered in a browser (the fetcher's
+// --render).
+type Mode uint8
+
+// Modes. The zero Mode is Never.
+const (
+	Never  Mode = iota // no page is rendered
+	Auto               // the pages NeedsRender says need it
+	Always             // every HTML page
+)
+
+var modeNames = [...]string{Never: "never", Auto: "auto", Always: "always"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return "mode(?)"
+}
+
+// ParseMode reads never, auto or always.
+func ParseMode(s string) (Mode, error) {
+	for m, name := range modeNames {
+		if s == name {
+			return Mode(m), nil
+		}
+	}
+	return Never, fmt.Errorf("render mode %q: want never, auto or always", s)
+}
+
+// ReasonAlways is the Verdict's Reason when Mode Always renders an HTML
+// page; ReasonNever when Mode Never does not look.
+const (
+	ReasonAlways = "always"
+	ReasonNever  = "never"
+)
+
+// Render decides whether a fetched page is rendered under m: never under
+// Never; an HTML page under Always; under Auto, as NeedsRender says.
+func (m Mode) Render(body []byte, contentType string) Verdict {
+	switch m {
+	case Auto:
+		return NeedsRender(body, contentType)
+	case Always:
+		if !isHTML(body, contentType) {
+			return Verdict{Reason: ReasonNotHTML}
+		}
+		return Verdict{Render: true, Reason: ReasonAlways}
+	}
+	return Verdict{Reason: ReasonNever}
+}
