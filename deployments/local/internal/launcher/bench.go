@@ -56,6 +56,9 @@ func (c Config) webArgs() []string {
 	if c.WebPort != 0 {
 		args = append(args, "--port", strconv.Itoa(c.WebPort))
 	}
+	if c.WebScriptShare > 0 {
+		args = append(args, "--script-share", strconv.FormatFloat(c.WebScriptShare, 'f', -1, 64))
+	}
 	return args
 }
 

@@ -94,6 +94,13 @@ type Config struct {
 	// structured data are known; with --bench, how many of them the
 	// crawl stored exactly (ShopReport).
 	WebShop bool
+	// WebScriptShare (flag web-script-share) makes that share of the
+	// generated web's sites script-built (websim --script-share): HTML
+	// shells whose script writes the page's text and links.
+	WebScriptShare float64
+	// Render (flag render) is the fetchers' --render: never, auto or
+	// always; "" leaves the fetchers' own (CRAWLER_RENDER, else never).
+	Render string
 	// BrokerProcess (flag broker-process; --bench implies it) runs the
 	// embedded broker as a process of its own, to count it apart.
 	BrokerProcess  bool
@@ -163,6 +170,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WebTrapEvery, "web-trap-every", websim.DefaultTrapEvery, "every n-th host of the generated web has a calendar trap (-1: none)")
 	fs.BoolVar(&c.WebTrapGrid, "web-trap-grid", false, "the generated web's calendar months also link the same month of the previous and the next year (a trap with far more pages within the depth limit)")
 	fs.BoolVar(&c.WebBestDeep, "web-best-deep", false, "the generated web's sites have their most linked pages deepest (530 pages each, whatever -web-articles); with -bench, how many of them a crawl under -max-pages holds")
+	fs.Float64Var(&c.WebScriptShare, "web-script-share", 0, "share of the generated web's sites, 0 to 1, built in the browser by a script (an HTML shell, its text and links in /data/<page>.json); with -render auto the fetchers render them")
+	fs.StringVar(&c.Render, "render", "", "the fetchers render pages in headless Chromium: never, auto (the pages that scripts build: an HTML shell with an app root) or always (default: the fetchers' own, never)")
 	fs.BoolVar(&c.WebShop, "web-shop", false, "the generated web's sites are shops: category lists and -web-articles product pages each whose values, JSON-LD, microdata and OpenGraph are known, some with a manual (PDF) and a spec sheet (docx); with -bench, the share of fields (-extract deployments/local/bench/shop-extract.json), structured data and documents (-documents pdf,docx) stored exactly")
 	fs.StringVar(&c.SiteCPUs, "site-cpus", "", "run the generated web on these CPUs (taskset list, e.g. 1), apart from the crawl")
 	fs.BoolVar(&c.BrokerProcess, "broker-process", false, "run the embedded broker as a process of its own")
@@ -192,6 +201,12 @@ func (c Config) Validate() error {
 		return errors.New("web-hosts and web-articles must be at least 1")
 	case (c.WebShop || c.WebBestDeep) && !c.Web:
 		return errors.New("web-shop and web-best-deep are shapes of the generated web: give -web too")
+	case c.WebScriptShare < 0 || c.WebScriptShare > 1:
+		return errors.New("web-script-share: a share from 0 to 1")
+	case c.WebScriptShare > 0 && !c.Web:
+		return errors.New("web-script-share is a shape of the generated web: give -web too")
+	case c.Render != "" && c.Render != "never" && c.Render != "auto" && c.Render != "always":
+		return fmt.Errorf("render %q: want never, auto or always", c.Render)
 	case c.WebShop && c.WebBestDeep:
 		return errors.New("web-shop and web-best-deep: give one shape of the generated web")
 	case c.WebShop && c.WebArticles < 5:
@@ -375,7 +390,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		ProfileDir: cfg.ProfileDir, Args: serviceArgs(cfg, req.Limits.MaxPages), Security: cfg.Security,
 		MemoryLimits: memoryLimits(req.Limits.MaxPages, cfg.Partitions, cfg.Warc),
 		Partitions:   cfg.Partitions, Fetchers: cfg.Fetchers, Delay: cfg.Delay,
-		AllowPrivate: allowPrivate, Echo: echo, WarcDir: warcDir(cfg, dataDir),
+		AllowPrivate: allowPrivate, Echo: echo, WarcDir: warcDir(cfg, dataDir), Render: cfg.Render,
 		AutoRestart: cfg.AutoRestart, Restart: cfg.Restart,
 		OnRestart: func(ev supervise.Event) {
 			disp.Note(ev.String() + " (log: " + filepath.Join(dataDir, "logs", ev.Name+".log") + ")")

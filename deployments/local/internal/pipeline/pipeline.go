@@ -46,6 +46,7 @@ type Config struct {
 	Delay          time.Duration       // per-host delay (always passed; 0 means 1ms, the fetcher's smallest)
 	AllowPrivate   bool                // fetchers fetch, and the seeder reads sitemaps from, private addresses
 	WarcDir        string              // when set, fetcher i archives every fetch as WARC in WarcDir/fetcher-i (its --warc-dir)
+	Render         string              // when set, the fetchers' --render (never, auto, always)
 	LogLevel       string              // default "info"
 	Args           map[string][]string // extra arguments per service
 	Echo           io.Writer           // optional: service output is copied here
@@ -269,6 +270,9 @@ func (p *Pipeline) fetcherArgs(i int) []string {
 	a = append(a, "--delay", p.FetcherDelay().String())
 	if p.cfg.WarcDir != "" { // a directory per fetcher: each locks its own
 		a = append(a, "--warc-dir", filepath.Join(p.cfg.WarcDir, fmt.Sprintf("fetcher-%d", i)))
+	}
+	if p.cfg.Render != "" {
+		a = append(a, "--render", p.cfg.Render)
 	}
 	return a
 }
