@@ -164,8 +164,10 @@ func replicaLag(ctx context.Context, t *testing.T, srv *chlocal.Server, db strin
 // It prints pages/s and the time of an insert, single vs cluster.
 // Skipped, saying so, only when ZooKeeper is not installed.
 func TestClusterCrawl(t *testing.T) {
-	cl := chtest.StartCluster(t, 2, 2)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // a loaded CI machine runs the cluster's DDL several times slower
+	// Two cluster migrations may run here (chtest.MigratedCluster starts a
+	// fresh cluster after an 18.16 DDL hang, 180 s), and a loaded CI
+	// machine runs the cluster's DDL several times slower.
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	site := demosite.Config{Hosts: 6, PagesPerHost: 60, FirstHostOctet: 140}
 	const delay = 50 * time.Millisecond
@@ -198,6 +200,13 @@ func TestClusterCrawl(t *testing.T) {
 		return
 	}
 	t.Run("cluster", func(t *testing.T) {
+		// The cluster is migrated before the services start, in the
+		// subtest's database (chtest.ClusterConfig names it after the
+		// test), so that the services find every migration applied: an
+		// ALTER ON CLUSTER that ClickHouse 18.16 leaves hanging on a
+		// replica (ClickHouse#17089) then costs a fresh cluster, not the
+		// test (MigratedCluster).
+		cl, _, _ := chtest.MigratedCluster(ctx, t, 2, 2, 1)
 		// Under supervisors, as the launcher and Kubernetes run them: a
 		// query in flight on the replica when it dies fails and is made
 		// again, on its peer (docs/operations.md, "ClickHouse cluster");
