@@ -356,7 +356,6 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 		log:    s.log.With(telemetry.Topic(topic), telemetry.Partition(part)),
 		cancel: cancel,
 	}
-	h.engine = h.p.Engine()
 	if s.opts.HostStates != nil {
 		// The previous owner's state replaces the one-delay wait. Without
 		// it (load failed) the one-delay wait still keeps the host safe.
@@ -365,7 +364,7 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 			h.log.Warn("started without host states, first requests wait one delay", zap.Error(err))
 		}
 		for host, st := range states {
-			h.engine.Restore(host, st)
+			h.p.Engine().Restore(host, st)
 		}
 		s.m.hostStatesLoaded.Add(float64(len(states)))
 	}
@@ -375,7 +374,7 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 	h.lease.log, h.lease.lapses = h.log, s.m.leaseLapses
 	h.redelivered = redelivery{s: s, partition: part, log: h.log}
 	h.lease.watch(runCtx, kafkaio.LeaseOf(ctx))
-	h.disp = dispatch.Start(runCtx, h.engine, s.workers, s.opts.Now, h.turn)
+	h.disp = dispatch.Start(runCtx, h.p.Engine(), s.workers, s.opts.Now, h.turn)
 	return h, nil
 }
 
@@ -387,7 +386,6 @@ type handler struct {
 	acker     func(kafka.Message)                   // the group's ack (Handle's argument, the same for every batch)
 	interned  interned                              // crawl ids and schema names of queued tasks (intern)
 	p         *partition.Partition                  // the partition's host queues, claims and budget state
-	engine    *politeness.Engine[*partition.Task]   // p's host queues
 	disp      *dispatch.Dispatcher[*partition.Task] // its turns are fetches (turn)
 	log       *zap.Logger
 	cancel    context.CancelFunc
@@ -428,7 +426,7 @@ func (h *handler) Close(ctx context.Context) error {
 	// Not requested, or cut short: the next owner fetches them (those
 	// with the recorder settle on their own: partition.Partition.Handed).
 	h.p.Abandon()
-	queued := h.engine.Len()
+	queued := h.p.Engine().Len()
 	h.s.m.abandoned.Add(float64(queued))
 	h.gaugeMu.Lock()
 	h.s.m.queueDepth.Sub(float64(h.reportedQueue))
@@ -452,7 +450,8 @@ func (h *handler) syncGauges() {
 		return // Close reset the partition's share
 	default:
 	}
-	q, a := h.engine.Len(), h.engine.Hosts()
+	e := h.p.Engine()
+	q, a := e.Len(), e.Hosts()
 	h.s.m.queueDepth.Add(float64(q - h.reportedQueue))
 	h.s.m.hostsActive.Add(float64(a - h.reportedActive))
 	h.reportedQueue, h.reportedActive = q, a

@@ -19,7 +19,7 @@ func (h *handler) publishStates() {
 	}
 	now := h.s.opts.Now()
 	var msgs []kafka.Message
-	for host, st := range h.engine.ChangedStates() {
+	for host, st := range h.p.Engine().ChangedStates() {
 		m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, now)
 		if err == nil {
 			msgs = append(msgs, m)

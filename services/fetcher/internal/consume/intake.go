@@ -123,7 +123,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	if len(ready.Rebuilt) > 0 {
 		h.recordPublished(ctx, ready.Rebuilt, rebuilt)
 	}
-	h.deferAll(ctx, ready.Deferred, now)
+	h.deferAll(ctx, ready.Deferred)
 	h.notify()
 	if ready.Redeferred == len(batch) && len(batch) > 0 {
 		// Everything read was our own deferred work, deferred again: the
@@ -144,7 +144,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 // seen), or copies that cannot be produced (the broker away), leave their
 // requests queued instead, over the bounds (the group's in-flight limit
 // bounds them): nothing is lost.
-func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral, now time.Time) {
+func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral) {
 	if len(ds) == 0 {
 		return
 	}
@@ -155,7 +155,7 @@ func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral, now tim
 		var m kafka.Message
 		var ok bool
 		if d.Held {
-			m, ok = h.s.pauseDeferral(d.Task, now)
+			m, ok = h.s.pauseDeferral(d.Task, d.At)
 		} else {
 			m, ok = h.s.deferMessage(d.Task, d.At)
 		}

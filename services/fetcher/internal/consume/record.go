@@ -204,10 +204,11 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, k
 }
 
 // pauseDeferral returns the record that holds t of a paused crawl: the
-// same request due PauseRecheck from now.
-func (s *Service) pauseDeferral(t *partition.Task, now time.Time) (kafka.Message, bool) {
+// same request due at at (decide.Limits.HoldUntil), without the deferral
+// mark, so that it is checked again at intake.
+func (s *Service) pauseDeferral(t *partition.Task, at time.Time) (kafka.Message, bool) {
 	req := proto.CloneOf(s.request(t))
-	req.NotBefore = timestamppb.New(s.limits.HoldUntil(now))
+	req.NotBefore = timestamppb.New(at)
 	m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.Host), req)
 	if err != nil {
 		return kafka.Message{}, false
@@ -223,12 +224,11 @@ func (s *Service) pauseDeferral(t *partition.Task, now time.Time) (kafka.Message
 // Write returns (a late acknowledgement); a claim still held then makes the
 // copy a repeat of itself, acked without a request, and the URL is lost.
 func (h *handler) hold(ctx context.Context, t *partition.Task) {
-	now := h.s.opts.Now()
-	recheck := h.s.limits.HoldUntil(now)
-	m, ok := h.s.pauseDeferral(t, now)
+	recheck := h.s.limits.HoldUntil(h.s.opts.Now())
+	m, ok := h.s.pauseDeferral(t, recheck)
 	partition.Compact(t)
 	if !ok {
-		h.engine.Push(t.Host, t, recheck) // still claimed
+		h.p.Engine().Push(t.Host, t, recheck) // still claimed
 		return
 	}
 	h.p.Settle(t, false)

@@ -38,7 +38,7 @@ func (h *handler) turn(ctx context.Context, host string, t *partition.Task, disp
 		h.s.m.politenessWait.Observe(dispatched.Sub(time.Unix(0, t.Enqueued)).Seconds())
 	}
 	h.process(ctx, host, t)
-	if queued, _, _ := h.engine.HostQueue(host); queued == 0 {
+	if queued, _, _ := h.p.Engine().HostQueue(host); queued == 0 {
 		// Nothing of the host left in the partition: its connection is
 		// closed now rather than kept idle, so that the fetcher holds a
 		// connection per host in flight, not per host of the last
@@ -378,10 +378,7 @@ func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.
 	page, err := s.opts.Renderer.LoadAs(ctx, t.Req.GetUrl(), browser.As{
 		Document: &browser.Document{Status: res.Status, Body: res.Body,
 			Header: http.Header{"Content-Type": {res.ContentType + "; charset=utf-8"}}},
-		Allow: func(u string) bool {
-			ok, _ := rules.Check(u).Allow(func() bool { return false })
-			return ok
-		},
+		Allow:     func(u string) bool { return rules.Check(u) == robots.Allowed },
 		UserAgent: id.userAgent, Headers: headers,
 	})
 	s.m.renderDuration.Observe(time.Since(start).Seconds())
