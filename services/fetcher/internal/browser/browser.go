@@ -479,12 +479,6 @@ type As struct {
 	Headers   map[string]string
 }
 
-// LoadFetched is LoadAs of a page already fetched, as the Browser's
-// Options.
-func (b *Browser) LoadFetched(ctx context.Context, rawURL string, doc *Document) (*Page, error) {
-	return b.LoadAs(ctx, rawURL, As{Document: doc})
-}
-
 // LoadAs is Load as as says.
 func (b *Browser) LoadAs(ctx context.Context, rawURL string, as As) (*Page, error) {
 	page, err := b.load(ctx, rawURL, b.resolve(as))

@@ -793,7 +793,7 @@ func TestLoadFetched(t *testing.T) {
 		"Content-Encoding": {"gzip"}, // the fetcher decoded the body: dropped
 		"Content-Length":   {"1"},
 	}}
-	p, err := b.LoadFetched(ctx, s.base+"/page/7", doc)
+	p, err := b.LoadAs(ctx, s.base+"/page/7", As{Document: doc})
 	if err != nil {
 		t.Fatal(err)
 	}
