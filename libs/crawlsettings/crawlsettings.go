@@ -11,10 +11,12 @@ package crawlsettings
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/hostdelay"
+	"github.com/trawl-crawler/trawl/libs/urlcanon"
 )
 
 // DefaultMaxDepth is the default of the fleet's --max-depth (the
@@ -30,6 +32,10 @@ type Fleet struct {
 	MaxPages   int64           // --max-pages: 0 = unlimited
 	MaxDepth   uint32          // --max-depth: 0 admits the seeds only
 	Politeness hostdelay.Fleet // --delay, --max-crawl-delay
+	// Render is the fetchers' --render (CRAWLER_RENDER): which pages of a
+	// crawl whose specification says nothing are rendered; UNSPECIFIED is
+	// NEVER.
+	Render crawlv1.RenderMode
 }
 
 // WithDefaults returns f with its politeness defaulted and a negative
@@ -37,6 +43,9 @@ type Fleet struct {
 func (f Fleet) WithDefaults() Fleet {
 	f.MaxPages = max(f.MaxPages, 0)
 	f.Politeness = f.Politeness.WithDefaults()
+	if f.Render == crawlv1.RenderMode_RENDER_MODE_UNSPECIFIED {
+		f.Render = crawlv1.RenderMode_RENDER_MODE_NEVER
+	}
 	return f
 }
 
@@ -84,6 +93,15 @@ type Settings struct {
 	// combines them with a host's robots.txt.
 	Politeness hostdelay.Crawl
 	Fleet      hostdelay.Fleet
+	// Render is which of the crawl's pages are rendered in a browser
+	// (never, auto or always; never UNSPECIFIED), from render.mode, else
+	// the fleet's --render; render.sites may say otherwise for some hosts
+	// (RenderOf). RenderOtherHosts lets a rendered page's requests to other
+	// hosts through (render.other_hosts).
+	Render           crawlv1.RenderMode
+	RenderFrom       Source
+	RenderOtherHosts bool
+	render           *crawlv1.Render // the specification's, for RenderOf's sites
 }
 
 // Resolve returns the effective settings of a crawl with specification
@@ -106,7 +124,44 @@ func Resolve(spec *crawlv1.CrawlSpec, f Fleet) Settings {
 	if d := lim.GetMaxDepth(); d > 0 {
 		s.Depth, s.DepthFrom = d, FromSpec
 	}
+	r := spec.GetRender()
+	s.Render, s.RenderFrom = f.Render, FromFleet
+	if m := r.GetMode(); knownRender(m) {
+		s.Render, s.RenderFrom = m, FromSpec
+	}
+	s.RenderOtherHosts = r.GetOtherHosts()
+	if len(r.GetSites()) > 0 {
+		s.render = r
+	}
 	return s
+}
+
+// RenderOf returns the render mode of a page of host (a politeness key,
+// "name:port" or a name): that of the first of render.sites naming host
+// or its name without the port, else the crawl's (Render).
+func (s Settings) RenderOf(host string) crawlv1.RenderMode {
+	if s.render == nil {
+		return s.Render
+	}
+	host = strings.ToLower(host)
+	name := urlcanon.Hostname(host)
+	for _, site := range s.render.GetSites() {
+		for _, h := range site.GetHosts() {
+			if h = strings.ToLower(h); h == host || h == name {
+				if m := site.GetMode(); knownRender(m) {
+					return m
+				}
+				return s.Render
+			}
+		}
+	}
+	return s.Render
+}
+
+// knownRender reports whether m is a mode (not UNSPECIFIED, nor a value
+// from a newer specification this build does not know).
+func knownRender(m crawlv1.RenderMode) bool {
+	return m >= crawlv1.RenderMode_RENDER_MODE_NEVER && m <= crawlv1.RenderMode_RENDER_MODE_ALWAYS
 }
 
 // PolitenessOf returns what a specification sets of its crawl's

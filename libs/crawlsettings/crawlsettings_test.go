@@ -61,10 +61,68 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.want.Fleet = tt.fleet.Politeness.WithDefaults()
+			tt.want.Render, tt.want.RenderFrom = crawlv1.RenderMode_RENDER_MODE_NEVER, FromFleet
 			if got := Resolve(tt.spec, tt.fleet); got != tt.want {
 				t.Errorf("Resolve = %+v\nwant      %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRenderOf: a page's render mode is that of the first render.sites
+// entry naming its host (with or without the port), else the crawl's
+// render.mode, else the fleet's --render; UNSPECIFIED (and a value this
+// build does not know) is the next level's.
+func TestRenderOf(t *testing.T) {
+	const (
+		unset  = crawlv1.RenderMode_RENDER_MODE_UNSPECIFIED
+		never  = crawlv1.RenderMode_RENDER_MODE_NEVER
+		auto   = crawlv1.RenderMode_RENDER_MODE_AUTO
+		always = crawlv1.RenderMode_RENDER_MODE_ALWAYS
+	)
+	sites := []*crawlv1.RenderSite{
+		{Hosts: []string{"app.example", "Shop.Example:8080"}, Mode: always},
+		{Hosts: []string{"docs.example"}, Mode: never},
+		{Hosts: []string{"app.example"}, Mode: never}, // shadowed by the first
+		{Hosts: []string{"plain.example"}},            // unspecified: the crawl's
+		{Hosts: []string{"future.example"}, Mode: 99}, // unknown: the crawl's
+	}
+	tests := []struct {
+		name  string
+		spec  *crawlv1.CrawlSpec
+		fleet crawlv1.RenderMode
+		host  string
+		want  crawlv1.RenderMode
+		from  Source
+	}{
+		{name: "no spec, fleet unset", host: "a.example", want: never, from: FromFleet},
+		{name: "no spec, fleet auto", fleet: auto, host: "a.example", want: auto, from: FromFleet},
+		{name: "spec without mode", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{}}, fleet: auto, host: "a.example", want: auto, from: FromFleet},
+		{name: "spec mode wins", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: never}}, fleet: always, host: "a.example", want: never, from: FromSpec},
+		{name: "unknown spec mode", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: 42}}, fleet: auto, host: "a.example", want: auto, from: FromFleet},
+		{name: "site by name", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: auto, Sites: sites}}, host: "app.example", want: always, from: FromSpec},
+		{name: "site by name, host with port", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: auto, Sites: sites}}, host: "app.example:8443", want: always, from: FromSpec},
+		{name: "site by key, case", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: auto, Sites: sites}}, host: "shop.example:8080", want: always, from: FromSpec},
+		{name: "site by key, other port", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: auto, Sites: sites}}, host: "shop.example:9090", want: auto, from: FromSpec},
+		{name: "site never", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: always, Sites: sites}}, host: "docs.example", want: never, from: FromSpec},
+		{name: "site unspecified", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: always, Sites: sites}}, host: "plain.example", want: always, from: FromSpec},
+		{name: "site unknown mode", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Mode: always, Sites: sites}}, host: "future.example", want: always, from: FromSpec},
+		{name: "sites over the fleet's mode", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Sites: sites}}, fleet: auto, host: "docs.example", want: never, from: FromFleet},
+		{name: "no site matches", spec: &crawlv1.CrawlSpec{Render: &crawlv1.Render{Sites: sites}}, fleet: auto, host: "b.example", want: auto, from: FromFleet},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Resolve(tt.spec, Fleet{Render: tt.fleet})
+			if got := s.RenderOf(tt.host); got != tt.want || s.RenderFrom != tt.from {
+				t.Errorf("RenderOf(%q) = %v from %v, want %v from %v", tt.host, got, s.RenderFrom, tt.want, tt.from)
+			}
+		})
+	}
+	if s := Resolve(&crawlv1.CrawlSpec{Render: &crawlv1.Render{OtherHosts: true}}, Fleet{}); !s.RenderOtherHosts {
+		t.Error("render.other_hosts did not reach RenderOtherHosts")
+	}
+	if s := Resolve(nil, Fleet{}); s.RenderOtherHosts {
+		t.Error("RenderOtherHosts without a spec")
 	}
 }
 

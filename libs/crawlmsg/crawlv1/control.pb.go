@@ -83,6 +83,59 @@ func (CrawlState) EnumDescriptor() ([]byte, []int) {
 	return file_control_proto_rawDescGZIP(), []int{0}
 }
 
+// RenderMode is which fetched pages are loaded in the browser.
+type RenderMode int32
+
+const (
+	RenderMode_RENDER_MODE_UNSPECIFIED RenderMode = 0 // the next level's: the site's, the crawl's, the fetchers' --render
+	RenderMode_RENDER_MODE_NEVER       RenderMode = 1 // none
+	RenderMode_RENDER_MODE_AUTO        RenderMode = 2 // the pages whose HTML is a shell that scripts build (services/fetcher/internal/rendersniff)
+	RenderMode_RENDER_MODE_ALWAYS      RenderMode = 3 // every HTML page
+)
+
+// Enum value maps for RenderMode.
+var (
+	RenderMode_name = map[int32]string{
+		0: "RENDER_MODE_UNSPECIFIED",
+		1: "RENDER_MODE_NEVER",
+		2: "RENDER_MODE_AUTO",
+		3: "RENDER_MODE_ALWAYS",
+	}
+	RenderMode_value = map[string]int32{
+		"RENDER_MODE_UNSPECIFIED": 0,
+		"RENDER_MODE_NEVER":       1,
+		"RENDER_MODE_AUTO":        2,
+		"RENDER_MODE_ALWAYS":      3,
+	}
+)
+
+func (x RenderMode) Enum() *RenderMode {
+	p := new(RenderMode)
+	*p = x
+	return p
+}
+
+func (x RenderMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RenderMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_control_proto_enumTypes[1].Descriptor()
+}
+
+func (RenderMode) Type() protoreflect.EnumType {
+	return &file_control_proto_enumTypes[1]
+}
+
+func (x RenderMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RenderMode.Descriptor instead.
+func (RenderMode) EnumDescriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{1}
+}
+
 // ScopeMode is how far a crawl may go from its seeds.
 type ScopeMode int32
 
@@ -120,11 +173,11 @@ func (x ScopeMode) String() string {
 }
 
 func (ScopeMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_control_proto_enumTypes[1].Descriptor()
+	return file_control_proto_enumTypes[2].Descriptor()
 }
 
 func (ScopeMode) Type() protoreflect.EnumType {
-	return &file_control_proto_enumTypes[1]
+	return &file_control_proto_enumTypes[2]
 }
 
 func (x ScopeMode) Number() protoreflect.EnumNumber {
@@ -133,7 +186,7 @@ func (x ScopeMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ScopeMode.Descriptor instead.
 func (ScopeMode) EnumDescriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{2}
 }
 
 // CrawlSpec is the whole specification of one crawl.
@@ -174,7 +227,12 @@ type CrawlSpec struct {
 	Extract *Extraction `protobuf:"bytes,15,opt,name=extract,proto3" json:"extract,omitempty"`
 	// documents chooses which content types the fetchers download and the
 	// parsers read. Unset or empty: HTML and text only, as before.
-	Documents     *Documents `protobuf:"bytes,16,opt,name=documents,proto3" json:"documents,omitempty"`
+	Documents *Documents `protobuf:"bytes,16,opt,name=documents,proto3" json:"documents,omitempty"`
+	// render says when the fetchers load the crawl's pages in a headless
+	// browser, so that pages built by scripts are stored as the browser
+	// shows them (services/fetcher's README, "Rendering"). Unset: the
+	// fetchers' --render for every page.
+	Render        *Render `protobuf:"bytes,17,opt,name=render,proto3" json:"render,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -321,6 +379,131 @@ func (x *CrawlSpec) GetDocuments() *Documents {
 	return nil
 }
 
+func (x *CrawlSpec) GetRender() *Render {
+	if x != nil {
+		return x.Render
+	}
+	return nil
+}
+
+// Render is when a crawl's pages are rendered, for the crawl and per site.
+type Render struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Mode  RenderMode             `protobuf:"varint,1,opt,name=mode,proto3,enum=crawler.v1.RenderMode" json:"mode,omitempty"` // UNSPECIFIED: the fetchers' --render
+	Sites []*RenderSite          `protobuf:"bytes,2,rep,name=sites,proto3" json:"sites,omitempty"`                           // the first naming a page's host applies instead of mode
+	// other_hosts lets a rendered page's requests to hosts other than its
+	// own through (a CDN's scripts, an API on another host); they are not
+	// crawled hosts, so no robots.txt of theirs is read. False (default):
+	// they are blocked and counted.
+	OtherHosts    bool `protobuf:"varint,3,opt,name=other_hosts,json=otherHosts,proto3" json:"other_hosts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Render) Reset() {
+	*x = Render{}
+	mi := &file_control_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Render) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Render) ProtoMessage() {}
+
+func (x *Render) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Render.ProtoReflect.Descriptor instead.
+func (*Render) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Render) GetMode() RenderMode {
+	if x != nil {
+		return x.Mode
+	}
+	return RenderMode_RENDER_MODE_UNSPECIFIED
+}
+
+func (x *Render) GetSites() []*RenderSite {
+	if x != nil {
+		return x.Sites
+	}
+	return nil
+}
+
+func (x *Render) GetOtherHosts() bool {
+	if x != nil {
+		return x.OtherHosts
+	}
+	return false
+}
+
+// RenderSite is the render mode of some sites of a crawl.
+type RenderSite struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hosts         []string               `protobuf:"bytes,1,rep,name=hosts,proto3" json:"hosts,omitempty"`                           // politeness keys, or names without the port
+	Mode          RenderMode             `protobuf:"varint,2,opt,name=mode,proto3,enum=crawler.v1.RenderMode" json:"mode,omitempty"` // UNSPECIFIED: the crawl's mode
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderSite) Reset() {
+	*x = RenderSite{}
+	mi := &file_control_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderSite) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderSite) ProtoMessage() {}
+
+func (x *RenderSite) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderSite.ProtoReflect.Descriptor instead.
+func (*RenderSite) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RenderSite) GetHosts() []string {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+func (x *RenderSite) GetMode() RenderMode {
+	if x != nil {
+		return x.Mode
+	}
+	return RenderMode_RENDER_MODE_UNSPECIFIED
+}
+
 // Extraction is a crawl's extraction rules (seed 004: workers "parse and
 // extract the data" of detail pages). A page takes the fields of the first
 // rule that matches it.
@@ -333,7 +516,7 @@ type Extraction struct {
 
 func (x *Extraction) Reset() {
 	*x = Extraction{}
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +528,7 @@ func (x *Extraction) String() string {
 func (*Extraction) ProtoMessage() {}
 
 func (x *Extraction) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +541,7 @@ func (x *Extraction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Extraction.ProtoReflect.Descriptor instead.
 func (*Extraction) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Extraction) GetRules() []*ExtractRule {
@@ -381,7 +564,7 @@ type ExtractRule struct {
 
 func (x *ExtractRule) Reset() {
 	*x = ExtractRule{}
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -393,7 +576,7 @@ func (x *ExtractRule) String() string {
 func (*ExtractRule) ProtoMessage() {}
 
 func (x *ExtractRule) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -406,7 +589,7 @@ func (x *ExtractRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtractRule.ProtoReflect.Descriptor instead.
 func (*ExtractRule) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ExtractRule) GetName() string {
@@ -454,7 +637,7 @@ type ExtractField struct {
 
 func (x *ExtractField) Reset() {
 	*x = ExtractField{}
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +649,7 @@ func (x *ExtractField) String() string {
 func (*ExtractField) ProtoMessage() {}
 
 func (x *ExtractField) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +662,7 @@ func (x *ExtractField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtractField.ProtoReflect.Descriptor instead.
 func (*ExtractField) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExtractField) GetName() string {
@@ -544,7 +727,7 @@ type Documents struct {
 
 func (x *Documents) Reset() {
 	*x = Documents{}
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +739,7 @@ func (x *Documents) String() string {
 func (*Documents) ProtoMessage() {}
 
 func (x *Documents) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +752,7 @@ func (x *Documents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Documents.ProtoReflect.Descriptor instead.
 func (*Documents) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Documents) GetContentTypes() []string {
@@ -592,7 +775,7 @@ type Priority struct {
 
 func (x *Priority) Reset() {
 	*x = Priority{}
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +787,7 @@ func (x *Priority) String() string {
 func (*Priority) ProtoMessage() {}
 
 func (x *Priority) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +800,7 @@ func (x *Priority) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Priority.ProtoReflect.Descriptor instead.
 func (*Priority) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Priority) GetRules() []*PriorityRule {
@@ -646,7 +829,7 @@ type PriorityRule struct {
 
 func (x *PriorityRule) Reset() {
 	*x = PriorityRule{}
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +841,7 @@ func (x *PriorityRule) String() string {
 func (*PriorityRule) ProtoMessage() {}
 
 func (x *PriorityRule) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +854,7 @@ func (x *PriorityRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityRule.ProtoReflect.Descriptor instead.
 func (*PriorityRule) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PriorityRule) GetPattern() string {
@@ -714,7 +897,7 @@ type Identity struct {
 
 func (x *Identity) Reset() {
 	*x = Identity{}
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +909,7 @@ func (x *Identity) String() string {
 func (*Identity) ProtoMessage() {}
 
 func (x *Identity) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +922,7 @@ func (x *Identity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Identity.ProtoReflect.Descriptor instead.
 func (*Identity) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{7}
+	return file_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Identity) GetUserAgent() string {
@@ -767,7 +950,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +962,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +975,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Header) GetName() string {
@@ -843,7 +1026,7 @@ type Scope struct {
 
 func (x *Scope) Reset() {
 	*x = Scope{}
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +1038,7 @@ func (x *Scope) String() string {
 func (*Scope) ProtoMessage() {}
 
 func (x *Scope) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +1051,7 @@ func (x *Scope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scope.ProtoReflect.Descriptor instead.
 func (*Scope) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{9}
+	return file_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Scope) GetAllowHosts() []string {
@@ -1019,7 +1202,7 @@ type SiteRules struct {
 
 func (x *SiteRules) Reset() {
 	*x = SiteRules{}
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1214,7 @@ func (x *SiteRules) String() string {
 func (*SiteRules) ProtoMessage() {}
 
 func (x *SiteRules) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1227,7 @@ func (x *SiteRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteRules.ProtoReflect.Descriptor instead.
 func (*SiteRules) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{10}
+	return file_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SiteRules) GetHosts() []string {
@@ -1091,7 +1274,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1103,7 +1286,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1116,7 +1299,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{11}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Limits) GetMaxDepth() uint32 {
@@ -1165,7 +1348,7 @@ type Politeness struct {
 
 func (x *Politeness) Reset() {
 	*x = Politeness{}
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1360,7 @@ func (x *Politeness) String() string {
 func (*Politeness) ProtoMessage() {}
 
 func (x *Politeness) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1373,7 @@ func (x *Politeness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Politeness.ProtoReflect.Descriptor instead.
 func (*Politeness) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Politeness) GetDelay() *durationpb.Duration {
@@ -1227,7 +1410,7 @@ type Revisit struct {
 
 func (x *Revisit) Reset() {
 	*x = Revisit{}
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1422,7 @@ func (x *Revisit) String() string {
 func (*Revisit) ProtoMessage() {}
 
 func (x *Revisit) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1435,7 @@ func (x *Revisit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revisit.ProtoReflect.Descriptor instead.
 func (*Revisit) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Revisit) GetEnabled() bool {
@@ -1301,7 +1484,7 @@ type CrawlClaim struct {
 
 func (x *CrawlClaim) Reset() {
 	*x = CrawlClaim{}
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1496,7 @@ func (x *CrawlClaim) String() string {
 func (*CrawlClaim) ProtoMessage() {}
 
 func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1509,7 @@ func (x *CrawlClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CrawlClaim.ProtoReflect.Descriptor instead.
 func (*CrawlClaim) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CrawlClaim) GetCrawlId() string {
@@ -1377,7 +1560,7 @@ type ScopeGrant struct {
 
 func (x *ScopeGrant) Reset() {
 	*x = ScopeGrant{}
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1572,7 @@ func (x *ScopeGrant) String() string {
 func (*ScopeGrant) ProtoMessage() {}
 
 func (x *ScopeGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1585,7 @@ func (x *ScopeGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScopeGrant.ProtoReflect.Descriptor instead.
 func (*ScopeGrant) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{15}
+	return file_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ScopeGrant) GetCrawlId() string {
@@ -1459,7 +1642,7 @@ var File_control_proto protoreflect.FileDescriptor
 const file_control_proto_rawDesc = "" +
 	"\n" +
 	"\rcontrol.proto\x12\n" +
-	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe8\x05\n" +
+	"crawler.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x94\x06\n" +
 	"\tCrawlSpec\x12\x19\n" +
 	"\bcrawl_id\x18\x01 \x01(\tR\acrawlId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.crawler.v1.CrawlStateR\x05state\x129\n" +
@@ -1482,7 +1665,17 @@ const file_control_proto_rawDesc = "" +
 	"\x11previous_crawl_id\x18\r \x01(\tR\x0fpreviousCrawlId\x120\n" +
 	"\bpriority\x18\x0e \x01(\v2\x14.crawler.v1.PriorityR\bpriority\x120\n" +
 	"\aextract\x18\x0f \x01(\v2\x16.crawler.v1.ExtractionR\aextract\x123\n" +
-	"\tdocuments\x18\x10 \x01(\v2\x15.crawler.v1.DocumentsR\tdocuments\";\n" +
+	"\tdocuments\x18\x10 \x01(\v2\x15.crawler.v1.DocumentsR\tdocuments\x12*\n" +
+	"\x06render\x18\x11 \x01(\v2\x12.crawler.v1.RenderR\x06render\"\x83\x01\n" +
+	"\x06Render\x12*\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\x16.crawler.v1.RenderModeR\x04mode\x12,\n" +
+	"\x05sites\x18\x02 \x03(\v2\x16.crawler.v1.RenderSiteR\x05sites\x12\x1f\n" +
+	"\vother_hosts\x18\x03 \x01(\bR\n" +
+	"otherHosts\"N\n" +
+	"\n" +
+	"RenderSite\x12\x14\n" +
+	"\x05hosts\x18\x01 \x03(\tR\x05hosts\x12*\n" +
+	"\x04mode\x18\x02 \x01(\x0e2\x16.crawler.v1.RenderModeR\x04mode\";\n" +
 	"\n" +
 	"Extraction\x12-\n" +
 	"\x05rules\x18\x01 \x03(\v2\x17.crawler.v1.ExtractRuleR\x05rules\"\x83\x01\n" +
@@ -1581,7 +1774,13 @@ const file_control_proto_rawDesc = "" +
 	"\x17CRAWL_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13CRAWL_STATE_RUNNING\x10\x01\x12\x16\n" +
 	"\x12CRAWL_STATE_PAUSED\x10\x02\x12\x19\n" +
-	"\x15CRAWL_STATE_CANCELLED\x10\x03*g\n" +
+	"\x15CRAWL_STATE_CANCELLED\x10\x03*n\n" +
+	"\n" +
+	"RenderMode\x12\x1b\n" +
+	"\x17RENDER_MODE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11RENDER_MODE_NEVER\x10\x01\x12\x14\n" +
+	"\x10RENDER_MODE_AUTO\x10\x02\x12\x16\n" +
+	"\x12RENDER_MODE_ALWAYS\x10\x03*g\n" +
 	"\tScopeMode\x12\x1a\n" +
 	"\x16SCOPE_MODE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSCOPE_MODE_WEB\x10\x01\x12\x15\n" +
@@ -1600,62 +1799,69 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_control_proto_goTypes = []any{
 	(CrawlState)(0),               // 0: crawler.v1.CrawlState
-	(ScopeMode)(0),                // 1: crawler.v1.ScopeMode
-	(*CrawlSpec)(nil),             // 2: crawler.v1.CrawlSpec
-	(*Extraction)(nil),            // 3: crawler.v1.Extraction
-	(*ExtractRule)(nil),           // 4: crawler.v1.ExtractRule
-	(*ExtractField)(nil),          // 5: crawler.v1.ExtractField
-	(*Documents)(nil),             // 6: crawler.v1.Documents
-	(*Priority)(nil),              // 7: crawler.v1.Priority
-	(*PriorityRule)(nil),          // 8: crawler.v1.PriorityRule
-	(*Identity)(nil),              // 9: crawler.v1.Identity
-	(*Header)(nil),                // 10: crawler.v1.Header
-	(*Scope)(nil),                 // 11: crawler.v1.Scope
-	(*SiteRules)(nil),             // 12: crawler.v1.SiteRules
-	(*Limits)(nil),                // 13: crawler.v1.Limits
-	(*Politeness)(nil),            // 14: crawler.v1.Politeness
-	(*Revisit)(nil),               // 15: crawler.v1.Revisit
-	(*CrawlClaim)(nil),            // 16: crawler.v1.CrawlClaim
-	(*ScopeGrant)(nil),            // 17: crawler.v1.ScopeGrant
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
+	(RenderMode)(0),               // 1: crawler.v1.RenderMode
+	(ScopeMode)(0),                // 2: crawler.v1.ScopeMode
+	(*CrawlSpec)(nil),             // 3: crawler.v1.CrawlSpec
+	(*Render)(nil),                // 4: crawler.v1.Render
+	(*RenderSite)(nil),            // 5: crawler.v1.RenderSite
+	(*Extraction)(nil),            // 6: crawler.v1.Extraction
+	(*ExtractRule)(nil),           // 7: crawler.v1.ExtractRule
+	(*ExtractField)(nil),          // 8: crawler.v1.ExtractField
+	(*Documents)(nil),             // 9: crawler.v1.Documents
+	(*Priority)(nil),              // 10: crawler.v1.Priority
+	(*PriorityRule)(nil),          // 11: crawler.v1.PriorityRule
+	(*Identity)(nil),              // 12: crawler.v1.Identity
+	(*Header)(nil),                // 13: crawler.v1.Header
+	(*Scope)(nil),                 // 14: crawler.v1.Scope
+	(*SiteRules)(nil),             // 15: crawler.v1.SiteRules
+	(*Limits)(nil),                // 16: crawler.v1.Limits
+	(*Politeness)(nil),            // 17: crawler.v1.Politeness
+	(*Revisit)(nil),               // 18: crawler.v1.Revisit
+	(*CrawlClaim)(nil),            // 19: crawler.v1.CrawlClaim
+	(*ScopeGrant)(nil),            // 20: crawler.v1.ScopeGrant
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
 }
 var file_control_proto_depIdxs = []int32{
 	0,  // 0: crawler.v1.CrawlSpec.state:type_name -> crawler.v1.CrawlState
-	18, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
-	13, // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
-	14, // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
-	15, // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
-	18, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
-	18, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
-	7,  // 9: crawler.v1.CrawlSpec.priority:type_name -> crawler.v1.Priority
-	3,  // 10: crawler.v1.CrawlSpec.extract:type_name -> crawler.v1.Extraction
-	6,  // 11: crawler.v1.CrawlSpec.documents:type_name -> crawler.v1.Documents
-	4,  // 12: crawler.v1.Extraction.rules:type_name -> crawler.v1.ExtractRule
-	5,  // 13: crawler.v1.ExtractRule.fields:type_name -> crawler.v1.ExtractField
-	8,  // 14: crawler.v1.Priority.rules:type_name -> crawler.v1.PriorityRule
-	10, // 15: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
-	12, // 16: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
-	1,  // 17: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
-	19, // 18: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
-	19, // 19: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
-	19, // 20: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
-	19, // 21: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
-	19, // 22: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
-	19, // 23: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
-	18, // 24: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
-	18, // 25: crawler.v1.ScopeGrant.granted_at:type_name -> google.protobuf.Timestamp
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	21, // 1: crawler.v1.CrawlSpec.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 2: crawler.v1.CrawlSpec.scope:type_name -> crawler.v1.Scope
+	16, // 3: crawler.v1.CrawlSpec.limits:type_name -> crawler.v1.Limits
+	17, // 4: crawler.v1.CrawlSpec.politeness:type_name -> crawler.v1.Politeness
+	18, // 5: crawler.v1.CrawlSpec.revisit:type_name -> crawler.v1.Revisit
+	21, // 6: crawler.v1.CrawlSpec.created_at:type_name -> google.protobuf.Timestamp
+	12, // 7: crawler.v1.CrawlSpec.identity:type_name -> crawler.v1.Identity
+	21, // 8: crawler.v1.CrawlSpec.deleted_at:type_name -> google.protobuf.Timestamp
+	10, // 9: crawler.v1.CrawlSpec.priority:type_name -> crawler.v1.Priority
+	6,  // 10: crawler.v1.CrawlSpec.extract:type_name -> crawler.v1.Extraction
+	9,  // 11: crawler.v1.CrawlSpec.documents:type_name -> crawler.v1.Documents
+	4,  // 12: crawler.v1.CrawlSpec.render:type_name -> crawler.v1.Render
+	1,  // 13: crawler.v1.Render.mode:type_name -> crawler.v1.RenderMode
+	5,  // 14: crawler.v1.Render.sites:type_name -> crawler.v1.RenderSite
+	1,  // 15: crawler.v1.RenderSite.mode:type_name -> crawler.v1.RenderMode
+	7,  // 16: crawler.v1.Extraction.rules:type_name -> crawler.v1.ExtractRule
+	8,  // 17: crawler.v1.ExtractRule.fields:type_name -> crawler.v1.ExtractField
+	11, // 18: crawler.v1.Priority.rules:type_name -> crawler.v1.PriorityRule
+	13, // 19: crawler.v1.Identity.headers:type_name -> crawler.v1.Header
+	15, // 20: crawler.v1.Scope.sites:type_name -> crawler.v1.SiteRules
+	2,  // 21: crawler.v1.Scope.mode:type_name -> crawler.v1.ScopeMode
+	22, // 22: crawler.v1.Limits.max_duration:type_name -> google.protobuf.Duration
+	22, // 23: crawler.v1.Politeness.delay:type_name -> google.protobuf.Duration
+	22, // 24: crawler.v1.Politeness.max_crawl_delay:type_name -> google.protobuf.Duration
+	22, // 25: crawler.v1.Revisit.min_interval:type_name -> google.protobuf.Duration
+	22, // 26: crawler.v1.Revisit.max_interval:type_name -> google.protobuf.Duration
+	22, // 27: crawler.v1.Revisit.initial_interval:type_name -> google.protobuf.Duration
+	21, // 28: crawler.v1.CrawlClaim.claimed_at:type_name -> google.protobuf.Timestamp
+	21, // 29: crawler.v1.ScopeGrant.granted_at:type_name -> google.protobuf.Timestamp
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -1668,8 +1874,8 @@ func file_control_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   16,
+			NumEnums:      3,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

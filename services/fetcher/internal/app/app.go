@@ -133,12 +133,8 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		f.writers = append(f.writers, Writer{"warc_files writer", files.Run})
 		co.Archive = f.archive
 	}
-	if mode := cfg.Render.Render(); mode != rendersniff.Never {
-		// Chromium lives as long as the fetcher, not the start-up context.
-		if f.browser, err = browser.New(context.WithoutCancel(ctx), cfg.Render.Options(cfg.UserAgent)); err != nil {
-			return nil, fmt.Errorf("start the browser for --render %s: %w", mode, err)
-		}
-		co.Renderer, co.Render = f.browser, mode
+	if err := f.startBrowser(ctx, cfg, &co); err != nil {
+		return nil, err
 	}
 	consumer, err := consume.New(co, f.fetcher, robotsCache, f.producer, f.recorder, log, reg)
 	if err != nil {
@@ -359,4 +355,29 @@ func (f *Fetcher) Close() {
 			f.log.Warn("close clickhouse", zap.Error(err))
 		}
 	}
+}
+
+// startBrowser gives co a browser for the crawls' pages that need one:
+// started now with --render auto or always (a fleet that renders fails to
+// start without Chromium), and at the first page that needs it with
+// --render never, so that a crawl whose spec asks for rendering gets it
+// from a fleet that does not render by default. Without Chromium on such
+// a fleet, those pages are kept as fetched and counted
+// (render_verdicts_total{reason="no_browser"}).
+func (f *Fetcher) startBrowser(ctx context.Context, cfg config.Config, co *consume.Options) error {
+	mode := cfg.Render.Render()
+	co.Render = mode
+	opts := cfg.Render.Options(cfg.UserAgent)
+	opts.Lazy = mode == rendersniff.Never
+	// Chromium lives as long as the fetcher, not the start-up context.
+	b, err := browser.New(context.WithoutCancel(ctx), opts)
+	switch {
+	case err != nil && mode != rendersniff.Never:
+		return fmt.Errorf("start the browser for --render %s: %w", mode, err)
+	case err != nil:
+		f.log.Info("no browser: the pages of crawls whose spec asks for rendering are kept as fetched", zap.Error(err))
+		return nil
+	}
+	f.browser, co.Renderer = b, b
+	return nil
 }

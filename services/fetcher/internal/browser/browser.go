@@ -105,6 +105,10 @@ type Options struct {
 	// MaxRSS restarts Chromium once its processes' summed RSS passes this
 	// many bytes (checked after each load); 0, no limit.
 	MaxRSS int64
+	// Lazy starts Chromium at the first load rather than in New: a
+	// fetcher that renders only for the crawls that ask pays nothing
+	// until one does.
+	Lazy bool
 }
 
 // withDefaults returns o with its zero fields set to their defaults.
@@ -230,6 +234,9 @@ func New(ctx context.Context, opts Options) (*Browser, error) {
 	}
 	for range opts.Tabs {
 		b.slots <- nil
+	}
+	if opts.Lazy {
+		return b, nil // acquire starts it
 	}
 	p, err := b.start(ctx)
 	if err != nil {
@@ -477,6 +484,10 @@ type As struct {
 	// from its last load's.
 	UserAgent string
 	Headers   map[string]string
+	// OtherHosts lets this load's requests to other hosts than the page's
+	// through, as Options.AllowOtherHosts does for every load (a crawl's
+	// render.other_hosts).
+	OtherHosts bool
 }
 
 // LoadAs is Load as as says.

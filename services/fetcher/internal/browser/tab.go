@@ -161,15 +161,16 @@ func (t *tab) load(ctx context.Context, o *Options, target *pageTarget, rawURL s
 		return nil, false, err
 	}
 	l := &load{
-		doc:      as.Document,
-		allow:    as.Allow,
-		opts:     o,
-		target:   target,
-		frame:    t.frame,
-		inflight: map[network.RequestID]struct{}{},
-		docIDs:   map[fetch.RequestID]bool{},
-		blocked:  map[string]int{},
-		changed:  make(chan struct{}, 1),
+		doc:        as.Document,
+		allow:      as.Allow,
+		otherHosts: as.OtherHosts || o.AllowOtherHosts,
+		opts:       o,
+		target:     target,
+		frame:      t.frame,
+		inflight:   map[network.RequestID]struct{}{},
+		docIDs:     map[fetch.RequestID]bool{},
+		blocked:    map[string]int{},
+		changed:    make(chan struct{}, 1),
 	}
 
 	// The handlers run until the tab is reset: a request the page makes
@@ -352,11 +353,14 @@ func (t *tab) browserGone() bool {
 // listener, the handler of paused requests, the goroutines reading
 // responses, and Load.
 type load struct {
-	doc    *Document             // the page as fetched (As.Document), nil: requested
-	allow  func(url string) bool // the load's robots.txt (As.Allow), nil: everything
-	opts   *Options
-	target *pageTarget
-	frame  cdp.FrameID
+	doc   *Document             // the page as fetched (As.Document), nil: requested
+	allow func(url string) bool // the load's robots.txt (As.Allow), nil: everything
+	// otherHosts lets requests to other hosts through (As.OtherHosts,
+	// Options.AllowOtherHosts).
+	otherHosts bool
+	opts       *Options
+	target     *pageTarget
+	frame      cdp.FrameID
 
 	responses sync.WaitGroup // the goroutines of paused responses
 
@@ -583,7 +587,7 @@ func (l *load) decide(ev fetch.EventRequestPaused) (reason string, nav bool) {
 		switch {
 		case blockedType(ev):
 			reason = BlockedType
-		case host != l.target.host && !l.opts.AllowOtherHosts:
+		case host != l.target.host && !l.otherHosts:
 			reason = BlockedOtherHost
 		case l.allow != nil && !l.allow(raw):
 			reason = BlockedRobots

@@ -457,6 +457,14 @@ func (h *handler) syncGauges() {
 	h.reportedQueue, h.reportedActive = q, a
 }
 
+// spec is crawl's specification (nil without Crawls, or none known).
+func (s *Service) spec(crawl string) *crawlv1.CrawlSpec {
+	if s.opts.Crawls == nil {
+		return nil
+	}
+	return s.opts.Crawls.Get(crawl)
+}
+
 // crawlState is the state of a crawl (running without Crawls).
 func (s *Service) crawlState(crawl string) crawlv1.CrawlState {
 	if s.opts.Crawls == nil {

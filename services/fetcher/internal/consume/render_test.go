@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
@@ -144,4 +145,72 @@ func spanStart(spans []span, path string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// TestRenderSpec: a crawl's spec decides its pages' render mode over the
+// fetcher's --render, per site: on a fleet that renders nothing, with a
+// browser that starts at the first page that needs it, a crawl whose
+// render.sites say always for one host has that host's pages rendered
+// (the ordinary article too) and another host's kept as fetched (its own
+// mode, never), while a crawl without a spec renders nothing.
+func TestRenderSpec(t *testing.T) {
+	kcfg := kafkatest.Config(t, 1)
+	store := chtest.NewStore(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	a := startSite(t, "127.0.0.112", scriptSite())
+	other := startSite(t, "127.0.0.113", scriptSite())
+	b, err := browser.New(context.WithoutCancel(ctx), browser.Options{Tabs: 1, PageTimeout: 20 * time.Second, SettleIdle: 200 * time.Millisecond, Lazy: true})
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if b.PID() != 0 {
+		t.Fatalf("a lazy browser started Chromium before its first load (pid %d)", b.PID())
+	}
+	specs := crawlcontrol.NewSpecs()
+	specs.Apply(&crawlv1.CrawlSpec{CrawlId: "spec", Revision: 1, Render: &crawlv1.Render{
+		Mode:  crawlv1.RenderMode_RENDER_MODE_NEVER,
+		Sites: []*crawlv1.RenderSite{{Hosts: []string{"127.0.0.112"}, Mode: crawlv1.RenderMode_RENDER_MODE_ALWAYS}},
+	}})
+
+	var mu sync.Mutex
+	pages := map[string]*crawlv1.FetchedPage{} // crawl + URL
+	followCtx, stopFollow := context.WithCancel(ctx)
+	var fg errgroup.Group
+	follow(t, followCtx, &fg, kcfg, kcfg.Topics().Fetched, func(_ kafka.Message, p *crawlv1.FetchedPage) {
+		mu.Lock()
+		pages[p.GetCrawlId()+" "+p.GetUrl()] = p
+		mu.Unlock()
+	})
+	writeRequests(ctx, t, kcfg, a, "spec", map[string]uint64{}, &crawlv1.FetchRequest{Url: "/shell"}, &crawlv1.FetchRequest{Url: "/article"})
+	writeRequests(ctx, t, kcfg, other, "spec", map[string]uint64{"/shell": 10}, &crawlv1.FetchRequest{Url: "/shell"})
+	writeRequests(ctx, t, kcfg, a, "fleet", map[string]uint64{"/shell": 20}, &crawlv1.FetchRequest{Url: "/shell"})
+	p := startFetcher(ctx, t, kcfg, store, "render-spec", 100, Options{
+		Politeness: politeness.Options{Delay: 20 * time.Millisecond}, Renderer: b, Render: rendersniff.Never, Crawls: specs})
+	waitFor(ctx, t, "four pages published", func() bool { mu.Lock(); defer mu.Unlock(); return len(pages) == 4 })
+	p.stop(t)
+	stopFollow()
+	_ = fg.Wait()
+
+	for key, want := range map[string]bool{
+		"spec " + a.base + "/shell":     true,
+		"spec " + a.base + "/article":   true, // always: an ordinary page too
+		"spec " + other.base + "/shell": false,
+		"fleet " + a.base + "/shell":    false,
+	} {
+		pg := pages[key]
+		if pg.GetRendered() != want {
+			t.Errorf("%s: rendered %v (%q), want %v", key, pg.GetRendered(), pg.GetRenderOutcome(), want)
+		}
+	}
+	if shell := pages["spec "+a.base+"/shell"]; !strings.Contains(string(shell.GetBody()), "Text the script wrote.") {
+		t.Errorf("the rendered shell lacks its script's text:\n%s", shell.GetBody())
+	}
+	if st := b.Stats(); st.Starts != 1 || st.Loads != 2 {
+		t.Errorf("browser: %d starts and %d loads, want 1 start (at the first page that needs it) and 2 loads", st.Starts, st.Loads)
+	}
+	if n := testutil.ToFloat64(p.svc.m.renderVerdicts.WithLabelValues(rendersniff.ReasonNever)); n != 2 {
+		t.Errorf("render_verdicts_total{reason=never} = %v, want 2", n)
+	}
 }

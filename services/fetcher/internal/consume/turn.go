@@ -24,6 +24,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/rendersniff"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -299,10 +300,7 @@ func robotsVerdict(k failure.Kind) string {
 // replaces the cap, never below the fetcher's --delay floor. A host shared
 // by crawls takes, after each request, the delay of that request's crawl.
 func (s *Service) politeness(crawl string) hostdelay.Crawl {
-	if s.opts.Crawls == nil {
-		return hostdelay.Crawl{}
-	}
-	return crawlsettings.PolitenessOf(s.opts.Crawls.Get(crawl))
+	return crawlsettings.PolitenessOf(s.spec(crawl))
 }
 
 // The page budget at a host's turn: refused, charged, yielded, given
@@ -359,10 +357,14 @@ func (h *handler) uncharge(t *partition.Task) {
 // load. A load that fails or that a page ends otherwise than settled (or
 // out of time, with the DOM as it stood) leaves the body as fetched.
 func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.Response, rules *robots.Rules, id ident) {
-	if s.opts.Renderer == nil || res.Status != http.StatusOK || res.Truncated || len(res.Body) == 0 {
+	if res.Status != http.StatusOK || res.Truncated || len(res.Body) == 0 {
 		return
 	}
-	v := s.opts.Render.Render(res.Body, res.ContentType)
+	set := crawlsettings.Resolve(s.spec(t.Crawl), crawlsettings.Fleet{Render: s.opts.Render.Spec()})
+	v := rendersniff.ModeOf(set.RenderOf(t.Host)).Render(res.Body, res.ContentType)
+	if v.Render && s.opts.Renderer == nil {
+		v = rendersniff.Verdict{Reason: rendersniff.ReasonNoBrowser}
+	}
 	s.m.renderVerdicts.WithLabelValues(v.Reason).Inc()
 	if !v.Render {
 		return
@@ -378,8 +380,13 @@ func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.
 	page, err := s.opts.Renderer.LoadAs(ctx, t.Req.GetUrl(), browser.As{
 		Document: &browser.Document{Status: res.Status, Body: res.Body,
 			Header: http.Header{"Content-Type": {res.ContentType + "; charset=utf-8"}}},
-		Allow:     func(u string) bool { return rules.Check(u) == robots.Allowed },
-		UserAgent: id.userAgent, Headers: headers,
+		Allow: func(u string) bool {
+			if k, err := urlcanon.PolitenessKey(u); err == nil && k != t.Host {
+				return true // another host (render.other_hosts): not crawled, so no robots.txt of its own is read
+			}
+			return rules.Check(u) == robots.Allowed
+		},
+		UserAgent: id.userAgent, Headers: headers, OtherHosts: set.RenderOtherHosts,
 	})
 	s.m.renderDuration.Observe(time.Since(start).Seconds())
 	if err != nil {

@@ -1,6 +1,10 @@
 package rendersniff
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+)
 
 // Mode is when a crawl's pages are rendered in a browser (the fetcher's
 // --render).
@@ -32,11 +36,39 @@ func ParseMode(s string) (Mode, error) {
 	return Never, fmt.Errorf("render mode %q: want never, auto or always", s)
 }
 
+// ModeOf is the Mode of a crawl specification's render mode (NEVER for
+// UNSPECIFIED: crawlsettings resolves that to the fleet's first).
+func ModeOf(m crawlv1.RenderMode) Mode {
+	switch m {
+	case crawlv1.RenderMode_RENDER_MODE_AUTO:
+		return Auto
+	case crawlv1.RenderMode_RENDER_MODE_ALWAYS:
+		return Always
+	default:
+		return Never
+	}
+}
+
+// Spec is m as a crawl specification says it.
+func (m Mode) Spec() crawlv1.RenderMode {
+	switch m {
+	case Auto:
+		return crawlv1.RenderMode_RENDER_MODE_AUTO
+	case Always:
+		return crawlv1.RenderMode_RENDER_MODE_ALWAYS
+	default:
+		return crawlv1.RenderMode_RENDER_MODE_NEVER
+	}
+}
+
 // ReasonAlways is the Verdict's Reason when Mode Always renders an HTML
-// page; ReasonNever when Mode Never does not look.
+// page; ReasonNever when Mode Never does not look. ReasonNoBrowser is the
+// fetcher's, when a page's mode would render it but no browser can (no
+// Chromium): the page is kept as fetched.
 const (
-	ReasonAlways = "always"
-	ReasonNever  = "never"
+	ReasonAlways    = "always"
+	ReasonNever     = "never"
+	ReasonNoBrowser = "no_browser"
 )
 
 // Render decides whether a fetched page is rendered under m: never under

@@ -3,6 +3,8 @@ package rendersniff
 import (
 	"strings"
 	"testing"
+
+	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 )
 
 func TestMode(t *testing.T) {
@@ -34,5 +36,20 @@ func TestMode(t *testing.T) {
 	}
 	if _, err := ParseMode("sometimes"); err == nil {
 		t.Error("ParseMode accepted sometimes")
+	}
+}
+
+// TestModeOfSpec: a Mode and a specification's render mode map both
+// ways; UNSPECIFIED and a value this build does not know are Never.
+func TestModeOfSpec(t *testing.T) {
+	for _, m := range []Mode{Never, Auto, Always} {
+		if got := ModeOf(m.Spec()); got != m {
+			t.Errorf("ModeOf(%v.Spec()) = %v", m, got)
+		}
+	}
+	for _, sm := range []crawlv1.RenderMode{crawlv1.RenderMode_RENDER_MODE_UNSPECIFIED, 17} {
+		if got := ModeOf(sm); got != Never {
+			t.Errorf("ModeOf(%v) = %v, want never", sm, got)
+		}
 	}
 }
