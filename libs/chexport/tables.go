@@ -65,19 +65,23 @@ type DocumentRow struct {
 	// the object; in CSV and Parquet a column per field name, fields.NAME
 	// (fields.go), after the others.
 	Fields JSONObject `json:"fields" parquet:"-"`
+	// Rendered is how the page's load in the fetchers' headless browser
+	// ended (settled, timeout) when the document is the DOM it built, ""
+	// when it is the page as fetched.
+	Rendered string `json:"rendered" parquet:"rendered,dict"`
 }
 
 var documentsTable = tableDef[DocumentRow]{
 	name: Documents,
 	selects: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
-		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata", "properties", "fields"},
+		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata", "properties", "rendered", "fields"},
 	// fields: the columns fields.NAME, added per export (documentsDef)
 	columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status", "title", "text", "content_fp",
-		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata", "properties"},
+		"outlinks", "content_type", "language", "json_ld", "opengraph", "language_detected", "microdata", "properties", "rendered"},
 	scan: func(rows driver.Rows, r *DocumentRow) error {
 		var ld, og, md, props, fields string
 		err := rows.Scan(&r.CrawlID, &r.URL, &r.URLFP, &r.Host, &r.FetchedAt, &r.Status, &r.Title, &r.Text, &r.ContentFP,
-			&r.Outlinks, &r.ContentType, &r.Language, &ld, &og, &r.LanguageDetected, &md, &props, &fields)
+			&r.Outlinks, &r.ContentType, &r.Language, &ld, &og, &r.LanguageDetected, &md, &props, &r.Rendered, &fields)
 		r.FetchedAt = r.FetchedAt.UTC()
 		r.JSONLD, r.OpenGraph, r.Microdata = JSONArray(ld), JSONObject(og), JSONArray(md)
 		r.Properties, r.Fields = JSONObject(props), JSONObject(fields)
@@ -86,7 +90,7 @@ var documentsTable = tableDef[DocumentRow]{
 	record: func(r *DocumentRow, rec []string) []string {
 		return append(rec, r.CrawlID, r.URL, u64(r.URLFP), r.Host, ts(r.FetchedAt), u64(uint64(r.Status)), r.Title, r.Text,
 			u64(r.ContentFP), u64(uint64(r.Outlinks)), r.ContentType, r.Language, string(r.JSONLD), string(r.OpenGraph),
-			r.LanguageDetected, string(r.Microdata), string(r.Properties))
+			r.LanguageDetected, string(r.Microdata), string(r.Properties), r.Rendered)
 	},
 }
 

@@ -236,6 +236,19 @@ SELECT crawl_id, content_fp, url, first_seen FROM content_seen`,
 			`ALTER TABLE document_meta ADD COLUMN parse_error String DEFAULT ''`,
 		},
 	},
+	{
+		Version: 211,
+		Name:    "documents.rendered: pages a headless browser built",
+		Statements: []string{
+			// How the page's load in the fetcher's browser ended when its
+			// text and links are the DOM the browser built (settled, or
+			// timeout: the DOM as it stood at the limit); '' when the
+			// document is the page as fetched. In documents, not
+			// document_meta, so that an analyst's
+			// countIf(rendered != '') and the export need no join.
+			`ALTER TABLE documents ADD COLUMN rendered String DEFAULT ''`,
+		},
+	},
 }
 
 // NearCandidate is a document of the index that shares a band with a

@@ -88,6 +88,10 @@ type DocumentRow struct {
 	// Properties is what a PDF or office file says of itself (author,
 	// created, modified, pages) as one JSON object, "" for HTML.
 	Properties string
+	// Rendered is how the page's load in a headless browser ended
+	// (settled, timeout) when the document is the DOM it built, "" when
+	// it is the page as fetched.
+	Rendered string
 }
 
 // Table describes how rows of type T are inserted.
@@ -138,11 +142,11 @@ var (
 		Name: "documents",
 		Columns: []string{"crawl_id", "url", "url_fp", "host", "fetched_at", "status",
 			"title", "text", "content_fp", "outlinks", "content_type", "language", "json_ld", "opengraph",
-			"language_detected", "microdata", "fields", "properties"},
+			"language_detected", "microdata", "fields", "properties", "rendered"},
 		Values: func(r DocumentRow) []any {
 			return []any{r.CrawlID, r.URL, r.URLFP, r.Host, r.FetchedAt, r.Status,
 				r.Title, r.Text, r.ContentFP, r.Outlinks, r.ContentType, r.Language, r.JSONLD, r.OpenGraph,
-				r.LanguageDetected, r.Microdata, r.Fields, r.Properties}
+				r.LanguageDetected, r.Microdata, r.Fields, r.Properties, r.Rendered}
 		},
 		Compare: func(a, b DocumentRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))

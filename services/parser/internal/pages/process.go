@@ -423,6 +423,7 @@ func (p *Processor) document(page *crawlv1.FetchedPage, pageURL, host string, ex
 
 			LanguageDetected: detected,
 			Microdata:        md,
+			Rendered:         page.GetRenderOutcome(),
 		},
 		meta: chstore.DocumentMetaRow{
 			CrawlID:          page.GetCrawlId(),
