@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/api"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 	"github.com/trawl-crawler/trawl/services/seeder/internal/sitemaps"
 )
 
@@ -114,7 +115,8 @@ type Serve struct {
 	// schedulers' --max-pages, the schedulers' --max-depth (flags delay,
 	// max-crawl-delay, max-pages, max-depth; CRAWLER_DELAY,
 	// CRAWLER_MAX_CRAWL_DELAY, CRAWLER_MAX_PAGES and CRAWLER_MAX_DEPTH as
-	// the services read them), for the settings the console says apply.
+	// the services read them), and the fetchers' --render (CRAWLER_RENDER),
+	// for the settings the console says apply.
 	Fleet crawlsettings.Fleet
 }
 
@@ -128,6 +130,15 @@ func (c *Serve) RegisterFlags(fs *flag.FlagSet) {
 		n, err := strconv.ParseUint(v, 10, 32)
 		c.Fleet.MaxDepth = uint32(n)
 		return err
+	})
+	fs.Func("render", "the fetchers' --render: never (default), auto or always (the console shows the render mode that applies to a crawl whose spec sets none)", func(v string) error {
+		for _, m := range []crawlv1.RenderMode{crawlv1.RenderMode_RENDER_MODE_NEVER, crawlv1.RenderMode_RENDER_MODE_AUTO, crawlv1.RenderMode_RENDER_MODE_ALWAYS} {
+			if jobs.RenderModeName(m) == v {
+				c.Fleet.Render = m
+				return nil
+			}
+		}
+		return fmt.Errorf("%q: want never, auto or always", v)
 	})
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)

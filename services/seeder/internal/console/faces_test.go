@@ -233,6 +233,10 @@ func sampleValue(f string, checkbox bool) string {
 		return `{"rules": [{"name": "product", "fields": [{"name": "name", "css": "h1"}]}]}`
 	case f == "documents.content_types":
 		return "pdf, office"
+	case f == "render.mode":
+		return "auto"
+	case f == "render.sites":
+		return "app.example,shop.example always"
 	}
 	return "7"
 }

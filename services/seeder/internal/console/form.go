@@ -24,7 +24,10 @@ import (
 // takes it, or "host1,host2 PATTERN=+N" for a rule of some hosts only
 // (formatRule writes them back); extract is the JSON of the request's
 // extract object, {"rules": [...]}, as the API and --extract FILE take it;
-// documents.content_types is comma-separated (pdf, office, media types).
+// documents.content_types is comma-separated (pdf, office, media types);
+// render.mode is a choice of never, auto or always (none: the fetchers'),
+// render.sites one "host1,host2 MODE" a line, as formatRenderSite writes
+// them back.
 
 // formErrors are a form's errors by field name; "" holds the ones that
 // name no field of the form.
@@ -49,6 +52,7 @@ var formFields = map[string]bool{
 	"sitemaps": true, "sitemap_urls": true, "previous_crawl_id": true,
 	"priority.rules": true, "priority.breadth_first": true,
 	"extract": true, "documents.content_types": true,
+	"render.mode": true, "render.sites": true, "render.other_hosts": true,
 }
 
 // fieldOf maps an API error's field to the form field showing it.
@@ -182,6 +186,7 @@ func requestFromForm(v url.Values) (jobs.Request, formErrors) {
 	if types := commaList(v.Get("documents.content_types")); len(types) > 0 {
 		req.Documents = &jobs.Documents{ContentTypes: types}
 	}
+	req.Render = renderFromForm(v.Get("render.mode"), v.Get("render.sites"), on("render.other_hosts"), errs)
 	req.Limits = &jobs.Limits{MaxDepth: uint32(num("limits.max_depth", 32)), MaxPages: num("limits.max_pages", 64),
 		MaxPagesPerHost: num("limits.max_pages_per_host", 64), MaxDuration: strings.TrimSpace(v.Get("limits.max_duration"))}
 	if id := (jobs.Identity{UserAgent: strings.TrimSpace(v.Get("identity.user_agent")), Headers: lines(v.Get("identity.headers"))}); id.UserAgent != "" || len(id.Headers) > 0 {
@@ -224,6 +229,32 @@ func priorityFromForm(text string, breadthFirst bool, errs formErrors) *jobs.Pri
 		return nil
 	}
 	return p
+}
+
+// renderFromForm reads the form's render setting: its mode, and its sites
+// one "host1,host2 MODE" a line (the hosts comma-separated, the mode
+// after the last space). A line without both is a form error naming its
+// line; jobs.Build checks the rest. nil when the form sets nothing.
+func renderFromForm(mode, sites string, otherHosts bool, errs formErrors) *jobs.Render {
+	r := &jobs.Render{Mode: strings.TrimSpace(mode), OtherHosts: otherHosts}
+	for n, l := range lines(sites) {
+		cut := strings.LastIndexByte(l, ' ')
+		if cut < 0 || strings.TrimSpace(l[:cut]) == "" {
+			errs.add("render.sites", "line "+strconv.Itoa(n+1)+`: want "host1,host2 MODE" (MODE: never, auto or always)`)
+			continue
+		}
+		hosts := strings.FieldsFunc(l[:cut], func(r rune) bool { return r == ',' || r == ' ' })
+		r.Sites = append(r.Sites, jobs.RenderSite{Hosts: hosts, Mode: l[cut+1:]})
+	}
+	if r.Mode == "" && len(r.Sites) == 0 && !r.OtherHosts {
+		return nil
+	}
+	return r
+}
+
+// formatRenderSite writes a render site as the form reads it: "host1,host2 MODE".
+func formatRenderSite(s *crawlv1.RenderSite) string {
+	return strings.Join(s.GetHosts(), ",") + " " + jobs.RenderModeName(s.GetMode())
 }
 
 // formatRule writes a priority rule as the form reads it: "PATTERN=+N",

@@ -106,6 +106,8 @@ type formData struct {
 	Engines []string
 	Combine []string
 	Modes   []string // scope modes (jobs.Scope.Mode)
+	// RenderModes are the render modes (jobs.Render.Mode).
+	RenderModes []string
 }
 
 type fieldMsg struct{ Field, Message string }
@@ -122,7 +124,7 @@ func (f formData) Has(field, v string) bool {
 
 func newFormData(v url.Values, errs formErrors) formData {
 	d := formData{V: v, Errors: errs, Engines: keywords.PresetNames(), Combine: []string{"each", "combinations", "product"},
-		Modes: []string{jobs.ScopeDomain, jobs.ScopeHost, jobs.ScopeWeb}}
+		Modes: []string{jobs.ScopeDomain, jobs.ScopeHost, jobs.ScopeWeb}, RenderModes: jobs.RenderModes}
 	fields := make([]string, 0, len(errs))
 	for f := range errs {
 		fields = append(fields, f)
@@ -276,7 +278,11 @@ type crawlData struct {
 	// names); DocTypes its documents by type beyond HTML, ParseErrors
 	// the documents the parser could not read, by kind.
 	DocumentTypes []string
-	DocTypes      []docTypeRow
+	// Render is the crawl's render mode as the fetchers resolve it
+	// (crawlsettings), RenderSites its per-site modes ("hosts MODE").
+	Render      string
+	RenderSites []string
+	DocTypes    []docTypeRow
 	ParseErrors   []parseErrorRow
 }
 
@@ -308,6 +314,10 @@ func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
 	}
 	d.BreadthFirst = spec.GetPriority().GetBreadthFirst()
 	d.DocumentTypes = docTypeNames(spec.GetDocuments())
+	d.Render = jobs.RenderModeName(settings.Render)
+	for _, site := range spec.GetRender().GetSites() {
+		d.RenderSites = append(d.RenderSites, formatRenderSite(site))
+	}
 	from := spec.GetCreatedAt().AsTime()
 	to := now
 	if spec.GetState() == crawlv1.CrawlState_CRAWL_STATE_CANCELLED {

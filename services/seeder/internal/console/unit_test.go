@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/services/seeder/internal/jobs"
 )
 
 func TestFieldOf(t *testing.T) {
@@ -202,5 +203,36 @@ func TestRuleRows(t *testing.T) {
 	}
 	if rules, noRule := ruleRows(nil, nil); rules != nil || noRule != 0 {
 		t.Errorf("no rules: %v, %d", rules, noRule)
+	}
+}
+
+// TestRenderFromForm: the form's render fields make the request's render
+// setting (sites one "hosts MODE" a line, written back the same way by
+// formatRenderSite); a line without hosts and mode is an error naming its
+// line; an empty form sets nothing; the API's errors find their field.
+func TestRenderFromForm(t *testing.T) {
+	errs := formErrors{}
+	r := renderFromForm("auto", "app.example,shop.example:8080 always\n\n  docs.example never  \nlonely\n", true, errs)
+	want := &jobs.Render{Mode: "auto", OtherHosts: true, Sites: []jobs.RenderSite{
+		{Hosts: []string{"app.example", "shop.example:8080"}, Mode: "always"},
+		{Hosts: []string{"docs.example"}, Mode: "never"},
+	}}
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("renderFromForm = %+v, want %+v", r, want)
+	}
+	if got := errs["render.sites"]; len(got) != 1 || !strings.Contains(got[0], "line 3") {
+		t.Errorf("errors %v, want one naming line 3 (lonely)", errs)
+	}
+	if r := renderFromForm(" ", "", false, formErrors{}); r != nil {
+		t.Errorf("an empty form made %+v", r)
+	}
+	site := &crawlv1.RenderSite{Hosts: []string{"app.example", "shop.example:8080"}, Mode: crawlv1.RenderMode_RENDER_MODE_ALWAYS}
+	if got := formatRenderSite(site); got != "app.example,shop.example:8080 always" {
+		t.Errorf("formatRenderSite = %q", got)
+	}
+	for _, f := range []string{"render.sites[2].hosts[0]", "render.mode", "render.sites[0].mode"} {
+		if got := fieldOf(f); got != "render.sites" && got != "render.mode" {
+			t.Errorf("fieldOf(%q) = %q, want a render field", f, got)
+		}
 	}
 }

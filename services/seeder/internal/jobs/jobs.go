@@ -70,6 +70,93 @@ type Request struct {
 	// Documents lists what the crawl keeps beyond HTML and text
 	// (CrawlSpec.documents, libs/doctypes).
 	Documents *Documents `json:"documents,omitempty"`
+	// Render says when the fetchers load the crawl's pages in a headless
+	// browser (CrawlSpec.render): never, auto or always, for the crawl
+	// and per site.
+	Render *Render `json:"render,omitempty"`
+}
+
+// Render mirrors crawlv1.Render. Mode is never, auto or always (empty:
+// the fetchers' --render); a page takes the mode of the first of Sites
+// naming its host; OtherHosts lets a rendered page's requests to other
+// hosts through.
+type Render struct {
+	Mode       string       `json:"mode,omitempty"`
+	Sites      []RenderSite `json:"sites,omitempty"`
+	OtherHosts bool         `json:"other_hosts,omitempty"`
+}
+
+// RenderSite mirrors crawlv1.RenderSite: the mode of the pages of Hosts
+// (politeness keys, or names without the port).
+type RenderSite struct {
+	Hosts []string `json:"hosts"`
+	Mode  string   `json:"mode"`
+}
+
+// Render modes as a request names them (Render.Mode, RenderSite.Mode).
+const (
+	RenderNever  = "never"
+	RenderAuto   = "auto"
+	RenderAlways = "always"
+)
+
+// RenderModes are the render modes a request may name.
+var RenderModes = []string{RenderNever, RenderAuto, RenderAlways}
+
+// renderModeOf reads a request's render mode; "" is UNSPECIFIED.
+func renderModeOf(field, name string, errs *FieldErrors) crawlv1.RenderMode {
+	switch strings.TrimSpace(name) {
+	case "":
+		return crawlv1.RenderMode_RENDER_MODE_UNSPECIFIED
+	case RenderNever:
+		return crawlv1.RenderMode_RENDER_MODE_NEVER
+	case RenderAuto:
+		return crawlv1.RenderMode_RENDER_MODE_AUTO
+	case RenderAlways:
+		return crawlv1.RenderMode_RENDER_MODE_ALWAYS
+	}
+	errs.add(field, "%q, want %s, %s or %s", name, RenderNever, RenderAuto, RenderAlways)
+	return crawlv1.RenderMode_RENDER_MODE_UNSPECIFIED
+}
+
+// RenderModeName is the request's name of a spec's render mode; "" for
+// UNSPECIFIED (the next level's).
+func RenderModeName(m crawlv1.RenderMode) string {
+	switch m {
+	case crawlv1.RenderMode_RENDER_MODE_NEVER:
+		return RenderNever
+	case crawlv1.RenderMode_RENDER_MODE_AUTO:
+		return RenderAuto
+	case crawlv1.RenderMode_RENDER_MODE_ALWAYS:
+		return RenderAlways
+	}
+	return ""
+}
+
+// buildRender checks a request's render setting: known modes, every site
+// with hosts (each a host, not a URL) and a mode; nil when it sets
+// nothing.
+func buildRender(in Render, errs *FieldErrors) *crawlv1.Render {
+	out := &crawlv1.Render{Mode: renderModeOf("render.mode", in.Mode, errs), OtherHosts: in.OtherHosts}
+	if len(in.Sites) > MaxListItems {
+		errs.add("render.sites", "%d entries, want at most %d", len(in.Sites), MaxListItems)
+		return out
+	}
+	for i, site := range in.Sites {
+		field := fmt.Sprintf("render.sites[%d]", i)
+		if len(site.Hosts) == 0 {
+			errs.add(field+".hosts", "no hosts")
+		}
+		checkLists([]scopeList{{field: field + ".hosts", items: site.Hosts}}, errs)
+		if strings.TrimSpace(site.Mode) == "" {
+			errs.add(field+".mode", "want %s, %s or %s", RenderNever, RenderAuto, RenderAlways)
+		}
+		out.Sites = append(out.Sites, &crawlv1.RenderSite{Hosts: lowerAll(site.Hosts), Mode: renderModeOf(field+".mode", site.Mode, errs)})
+	}
+	if out.Mode == crawlv1.RenderMode_RENDER_MODE_UNSPECIFIED && len(out.Sites) == 0 && !out.OtherHosts {
+		return nil
+	}
+	return out
 }
 
 // Extraction mirrors crawlv1.Extraction: a page takes the fields of the
@@ -471,6 +558,9 @@ func build(req Request, newID func() string, now time.Time, needSeeds bool) (Job
 		} else if len(types) > 0 {
 			spec.Documents = &crawlv1.Documents{ContentTypes: types}
 		}
+	}
+	if r := req.Render; r != nil {
+		spec.Render = buildRender(*r, &errs)
 	}
 	if l := req.Limits; l != nil {
 		spec.Limits = &crawlv1.Limits{MaxDepth: l.MaxDepth, MaxPages: l.MaxPages, MaxPagesPerHost: l.MaxPagesPerHost,

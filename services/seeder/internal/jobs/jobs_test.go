@@ -493,3 +493,59 @@ func TestBuildExtractAndDocuments(t *testing.T) {
 		t.Errorf("err = %v, want it to name the selector and the type", err)
 	}
 }
+
+// TestBuildRender: a request's render setting becomes the spec's (modes by
+// name, sites' hosts lower-cased, other_hosts); an empty one sets
+// nothing; unknown modes, sites without hosts or mode and hosts that are
+// URLs are field errors naming their entry.
+func TestBuildRender(t *testing.T) {
+	req := jobs.Request{CrawlID: "c", Render: &jobs.Render{Mode: "auto", OtherHosts: true, Sites: []jobs.RenderSite{
+		{Hosts: []string{"App.Example", "shop.example:8080"}, Mode: "always"},
+		{Hosts: []string{"docs.example"}, Mode: "never"},
+	}}}
+	job, err := jobs.BuildSpec(req, nil, now)
+	if err != nil {
+		t.Fatalf("BuildSpec: %v", err)
+	}
+	r := job.Spec.GetRender()
+	if r.GetMode() != crawlv1.RenderMode_RENDER_MODE_AUTO || !r.GetOtherHosts() || len(r.GetSites()) != 2 ||
+		!slices.Equal(r.GetSites()[0].GetHosts(), []string{"app.example", "shop.example:8080"}) ||
+		r.GetSites()[0].GetMode() != crawlv1.RenderMode_RENDER_MODE_ALWAYS || r.GetSites()[1].GetMode() != crawlv1.RenderMode_RENDER_MODE_NEVER {
+		t.Errorf("render %v", r)
+	}
+	for _, m := range []string{"never", "auto", "always"} {
+		job, err := jobs.BuildSpec(jobs.Request{CrawlID: "c", Render: &jobs.Render{Mode: m}}, nil, now)
+		if err != nil || jobs.RenderModeName(job.Spec.GetRender().GetMode()) != m {
+			t.Errorf("mode %q: %v, %v", m, job.Spec.GetRender(), err)
+		}
+	}
+	if job, err := jobs.BuildSpec(jobs.Request{CrawlID: "c", Render: &jobs.Render{}}, nil, now); err != nil || job.Spec.GetRender() != nil {
+		t.Errorf("empty render: %v, %v", job.Spec.GetRender(), err)
+	}
+
+	bad := &jobs.Render{Mode: "sometimes", Sites: []jobs.RenderSite{
+		{Hosts: []string{"ok.example"}, Mode: "auto"},
+		{Mode: "always"},
+		{Hosts: []string{"http://a.example/x"}, Mode: "auto"},
+		{Hosts: []string{"b.example"}},
+		{Hosts: []string{"c.example"}, Mode: "often"},
+	}}
+	_, err = jobs.BuildSpec(jobs.Request{CrawlID: "c", Render: bad}, nil, now)
+	var fe jobs.FieldErrors
+	if !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want field errors", err)
+	}
+	var fields []string
+	for _, e := range fe {
+		fields = append(fields, e.Field)
+	}
+	want := []string{"render.mode", "render.sites[1].hosts", "render.sites[2].hosts[0]", "render.sites[3].mode", "render.sites[4].mode"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("fields %v, want %v (%v)", fields, want, err)
+	}
+	for _, w := range []string{`"sometimes"`, "no hosts", `"often"`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+}
