@@ -17,7 +17,7 @@ import (
 // its example), consistency checks (every depends_on, volume and network
 // exists). It then checks the promises of the README: health-gated start,
 // one job per service in prometheus.yml, seeder serve with the token from
-// an env file.
+// an env file, a fetcher that can render (checkComposeRender).
 func TestComposeLoads(t *testing.T) {
 	src := filepath.Join(repoRoot(t), "deployments", "compose")
 	// A copy of the directory with secrets.env made from its example, as
@@ -117,6 +117,10 @@ func TestComposeLoads(t *testing.T) {
 	}
 	if tok := seeder.Environment["CRAWLER_API_TOKEN"]; tok == nil || *tok == "" {
 		t.Error("seeder serve gets no CRAWLER_API_TOKEN from the env file")
+	}
+
+	for _, bad := range checkComposeRender(p) {
+		t.Error(bad)
 	}
 
 	prom, err := os.ReadFile(filepath.Join(src, "prometheus.yml"))

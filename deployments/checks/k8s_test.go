@@ -491,15 +491,11 @@ var k8sVariants = func() (vs []struct {
 	}
 	for _, dir := range []string{"overlays/small", "overlays/large"} {
 		for _, a := range auth {
-			for _, warc := range []bool{false, true} {
-				cs := slices.Clone(a)
-				if warc {
-					cs = append(cs, "warc")
-				}
+			for _, extra := range [][]string{nil, {"warc"}, {"render"}, {"warc", "render"}, {"render", "warc"}} {
 				vs = append(vs, struct {
 					dir        string
 					components []string
-				}{dir, cs})
+				}{dir, append(slices.Clone(a), extra...)})
 			}
 		}
 	}
@@ -509,18 +505,19 @@ var k8sVariants = func() (vs []struct {
 // TestK8sOverlaysRender renders the base, each overlay and each overlay
 // with each documented set of components, and checks the services
 // (checkServices), that KEDA and the services reach Kafka with the same
-// credentials (checkKafkaAuth) and that no two fetchers share a WARC
-// directory (checkWARC).
+// credentials (checkKafkaAuth), that no two fetchers share a WARC
+// directory (checkWARC) and that rendering fetchers have Chromium, its
+// volumes and its memory (checkRender).
 func TestK8sOverlaysRender(t *testing.T) {
 	tree := readK8sTree(t)
 	t.Run("base", func(t *testing.T) {
 		r := tree.render(t, "base", nil, nil)
-		report(t, r.checkServices(), r.checkKafkaAuth(), r.checkWARC())
+		report(t, r.checkServices(), r.checkKafkaAuth(), r.checkWARC(), r.checkRender())
 	})
 	for _, v := range k8sVariants {
 		t.Run(strings.Join(append([]string{v.dir}, v.components...), "+"), func(t *testing.T) {
 			r := tree.render(t, v.dir, v.components, nil)
-			report(t, r.checkServices(), r.checkKafkaAuth(), r.checkWARC())
+			report(t, r.checkServices(), r.checkKafkaAuth(), r.checkWARC(), r.checkRender())
 			if slices.Contains(v.components, "kafka-auth") {
 				for _, so := range r.scaled {
 					for _, tr := range so.Spec.Triggers {
@@ -534,6 +531,17 @@ func TestK8sOverlaysRender(t *testing.T) {
 				f := r.workloads["fetcher"]
 				if f == nil || f.kind != "StatefulSet" || !r.env(&f.pod.Containers[0], "CRAWLER_WARC_DIR").set {
 					t.Error("components/warc: want the fetcher a StatefulSet with CRAWLER_WARC_DIR")
+				}
+			}
+			if slices.Contains(v.components, "render") {
+				f := r.workloads["fetcher"]
+				if f == nil || r.env(&f.pod.Containers[0], "CRAWLER_RENDER").value != "auto" {
+					t.Error("components/render: want the fetcher with CRAWLER_RENDER=auto")
+				}
+				for _, so := range r.scaled {
+					if so.Metadata.Name == "fetcher" && so.Spec.Triggers[0].Metadata["topic"] != "crawler.urls.fetch" {
+						t.Errorf("components/render: KEDA scales the fetchers on %q, want the lag of crawler.urls.fetch", so.Spec.Triggers[0].Metadata["topic"])
+					}
 				}
 			}
 		})
@@ -554,7 +562,7 @@ func report(t *testing.T, problems ...[]string) {
 // nothing.
 func TestK8sChecksFail(t *testing.T) {
 	tree := readK8sTree(t)
-	all := []string{"kafka-auth", "kafka-auth-ca", "kafka-auth-client-cert", "warc"}
+	all := []string{"kafka-auth", "kafka-auth-ca", "kafka-auth-client-cert", "warc", "render"}
 	for _, tc := range []struct {
 		name       string
 		dir        string
@@ -654,6 +662,48 @@ func TestK8sChecksFail(t *testing.T) {
 			old:  "path: /spec/scaleTargetRef/kind\n        value: StatefulSet", new: "path: /spec/scaleTargetRef/kind\n        value: Deployment",
 			want: "which is not in the build",
 		},
+		{
+			name: "rendering without the Chromium image",
+			dir:  "overlays/small", components: []string{"render"},
+			file: "components/render/kustomization.yaml",
+			old:  "value: trawl/fetcher-render:latest", new: "value: trawl/fetcher:latest",
+			want: "which has no Chromium",
+		},
+		{
+			name: "rendering with the base's /dev/shm",
+			dir:  "overlays/large", components: all,
+			file: "components/render/kustomization.yaml",
+			old:  "          mountPath: /dev/shm\n", new: "          mountPath: /dev/shm-not\n",
+			want: "without a volume at /dev/shm",
+		},
+		{
+			name: "/dev/shm on disk",
+			dir:  "overlays/small", components: []string{"render"},
+			file: "components/render/kustomization.yaml",
+			old:  "            medium: Memory\n", new: "",
+			want: "want an emptyDir with medium Memory",
+		},
+		{
+			name: "Chromium's profile on the read-only root file system",
+			dir:  "overlays/small", components: []string{"render", "warc"},
+			file: "components/render/kustomization.yaml",
+			old:  "          mountPath: /tmp\n", new: "          mountPath: /var/tmp\n",
+			want: "on no writable emptyDir",
+		},
+		{
+			name: "more tabs, the same memory",
+			dir:  "overlays/small", components: []string{"render"},
+			file: "components/render/kustomization.yaml",
+			old:  "name: CRAWLER_RENDER_TABS\n          value: \"2\"", new: "name: CRAWLER_RENDER_TABS\n          value: \"4\"",
+			want: "memory limit 896Mi for 4 tabs",
+		},
+		{
+			name: "a render mode that is none",
+			dir:  "overlays/small", components: []string{"render"},
+			file: "components/render/kustomization.yaml",
+			old:  "value: auto", new: "value: sometimes",
+			want: "CRAWLER_RENDER \"sometimes\" is none of",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := path.Join(k8sRoot, tc.file)
@@ -664,7 +714,7 @@ func TestK8sChecksFail(t *testing.T) {
 				files[file] = bytes.Replace(files[file], []byte(tc.old), []byte(tc.new), 1)
 			})
 			var problems []string
-			for _, ps := range [][]string{r.checkServices(), r.checkKafkaAuth(), r.checkWARC()} {
+			for _, ps := range [][]string{r.checkServices(), r.checkKafkaAuth(), r.checkWARC(), r.checkRender()} {
 				problems = append(problems, ps...)
 			}
 			i := slices.IndexFunc(problems, func(p string) bool { return strings.Contains(p, tc.want) })
