@@ -35,6 +35,11 @@ type (
 	Priority = jobs.Priority
 	// PriorityRule is one rule of a Priority.
 	PriorityRule = jobs.PriorityRule
+	// Render is a request's render setting: when the fetchers render
+	// its pages in a headless browser, for the crawl and per site.
+	Render = jobs.Render
+	// RenderSite is the render mode of some sites of a Render.
+	RenderSite = jobs.RenderSite
 	// Extraction is a request's extraction rules (libs/fieldrules).
 	Extraction = jobs.Extraction
 	// ExtractRule is one rule of an Extraction.

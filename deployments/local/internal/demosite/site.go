@@ -3,9 +3,11 @@ package demosite
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -25,6 +27,14 @@ type Config struct {
 	BigBytes       int           // size of /big.html (default 4 MiB)
 	LinkSlow       bool          // link /slow.html from the pages
 	SlowDelay      time.Duration // how long /slow.html sleeps before answering (default 5s)
+	// ScriptHosts makes the last ScriptHosts hosts script-built: their
+	// HTML pages are a shell (an empty app root, a script, a noscript
+	// asking for JavaScript) whose script fetches the page's text and
+	// links from /_data/<path>.json and writes them into the DOM, as
+	// sites built with React or Vue do. A crawler that does not render
+	// finds only their index; one that renders finds what it finds on the
+	// other hosts (ReachableAllowed is the same).
+	ScriptHosts int
 }
 
 // Defaults of Config.
@@ -65,6 +75,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("demo site: hosts 127.0.0.%d..%d out of range", c.FirstHostOctet, c.FirstHostOctet+c.Hosts-1)
 	case c.BigBytes < 0 || c.SlowDelay < 0 || c.FirstHostPages < 0:
 		return errors.New("demo site: negative size or delay")
+	case c.ScriptHosts < 0 || c.ScriptHosts > c.Hosts:
+		return fmt.Errorf("demo site: %d script-built hosts of %d", c.ScriptHosts, c.Hosts)
 	}
 	return nil
 }
@@ -253,10 +265,23 @@ func (s *Site) handler(h int) http.Handler {
 	})
 }
 
+// ScriptBuilt reports whether host h builds its pages with a script
+// (Config.ScriptHosts).
+func (s *Site) ScriptBuilt(h int) bool { return h >= s.cfg.Hosts-s.cfg.ScriptHosts }
+
+// The paths of a script-built host's script and of a page's data.
+const (
+	PathAppScript = "/_app.js"
+	DataPrefix    = "/_data"
+)
+
 func (s *Site) serve(h int, w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == PathRobots {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "User-agent: *\nDisallow: %s\n", DisallowedPrefix)
+		return
+	}
+	if s.ScriptBuilt(h) && s.serveScripted(h, w, r) {
 		return
 	}
 	nd, ok := s.g.nodes[h][r.URL.Path]
@@ -287,8 +312,104 @@ func (s *Site) serve(h int, w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "<!doctype html><html><head><title>slow</title></head><body><p>finally</p></body></html>")
 	default:
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if s.ScriptBuilt(h) {
+			_, _ = w.Write(shell(nd))
+			return
+		}
 		_, _ = w.Write(s.render(nd))
 	}
+}
+
+// appScript builds a script-built host's page: it fetches the page's
+// data and writes its title, text and links into the app root.
+const appScript = `(async () => {
+  const app = document.getElementById("app");
+  const path = location.pathname === "/" ? "/index" : location.pathname;
+  const d = await (await fetch("` + DataPrefix + `" + path + ".json")).json();
+  document.title = d.title;
+  const h = document.createElement("h1"); h.textContent = d.title; app.append(h);
+  for (const t of d.paragraphs) { const p = document.createElement("p"); p.textContent = t; app.append(p); }
+  const ul = document.createElement("ul");
+  for (const l of d.links) {
+    const li = document.createElement("li"), a = document.createElement("a");
+    a.href = l.href; a.textContent = l.text; li.append(a); ul.append(li);
+  }
+  app.append(ul);
+})();
+`
+
+// serveScripted answers a script-built host's script and data; false
+// for any other path.
+func (s *Site) serveScripted(h int, w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case r.URL.Path == PathAppScript:
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		_, _ = io.WriteString(w, appScript)
+		return true
+	case strings.HasPrefix(r.URL.Path, DataPrefix+"/") && strings.HasSuffix(r.URL.Path, ".json"):
+		path := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, DataPrefix), ".json")
+		if path == "/index" {
+			path = PathIndex
+		}
+		nd, ok := s.g.nodes[h][path]
+		if !ok || nd.kind != kindHTML {
+			http.NotFound(w, r)
+			return true
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.pageData(nd))
+		return true
+	}
+	return false
+}
+
+// pageData is what a script-built page's script writes: the text and
+// links render writes into an ordinary page.
+type pageData struct {
+	Title      string     `json:"title"`
+	Paragraphs []string   `json:"paragraphs"`
+	Links      []linkData `json:"links"`
+}
+
+type linkData struct {
+	Href string `json:"href"`
+	Text string `json:"text"`
+}
+
+func (s *Site) pageData(nd *node) pageData {
+	d := pageData{Title: nd.title}
+	seed := len(nd.path) + nd.host*7
+	for p := range 3 {
+		var b strings.Builder
+		for i := range 24 {
+			b.WriteString(words[(seed*31+p*17+i*13+i*i)%len(words)])
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "(%s on host %d)", nd.path, nd.host)
+		d.Paragraphs = append(d.Paragraphs, b.String())
+	}
+	for i, l := range nd.links {
+		href := l.href
+		if l.abs {
+			href = s.URL(l.host, l.path)
+		}
+		d.Links = append(d.Links, linkData{Href: href, Text: fmt.Sprintf("link %d to %s", i, l.path)})
+	}
+	return d
+}
+
+// shell is a script-built page as served: no text, no links, an app root
+// and the script that fills it.
+func shell(nd *node) []byte {
+	var b bytes.Buffer
+	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
+	fmt.Fprintf(&b, "<title>%s</title>", html.EscapeString(nd.title))
+	if nd.path == PathBase {
+		b.WriteString(`<base href="/based/">`)
+	}
+	b.WriteString("<script defer src=\"" + PathAppScript + "\"></script></head>\n<body>\n<div id=\"app\"></div>\n")
+	b.WriteString("<noscript>This page needs JavaScript.</noscript>\n</body></html>\n")
+	return b.Bytes()
 }
 
 func (s *Site) serveBig(w http.ResponseWriter) {

@@ -1,6 +1,8 @@
 package demosite
 
 import (
+	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -233,5 +235,64 @@ func TestSkewedSite(t *testing.T) {
 	}
 	if !slices.Contains(s.ReachableAllowed(), first+"sec3/page59.html") {
 		t.Errorf("host 0's last page is not reachable")
+	}
+}
+
+// TestScriptHosts: a script-built host serves its HTML pages as shells
+// (an app root and a script, no link), and its data gives the links and
+// text an ordinary host's page has; the other hosts are unchanged.
+func TestScriptHosts(t *testing.T) {
+	s, err := Start(t.Context(), Config{Hosts: 2, PagesPerHost: 5, FirstHostOctet: 236, ScriptHosts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.ScriptBuilt(0) || !s.ScriptBuilt(1) {
+		t.Fatalf("ScriptBuilt(0, 1) = %v, %v, want the last host only", s.ScriptBuilt(0), s.ScriptBuilt(1))
+	}
+	get := func(u string) string {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("get %s: %d %v", u, resp.StatusCode, err)
+		}
+		return string(b)
+	}
+	page := get(s.URL(1, PathIndex))
+	if hrefRE.MatchString(page) || !strings.Contains(page, `<div id="app"></div>`) || !strings.Contains(page, PathAppScript) {
+		t.Errorf("the script-built index is not a shell:\n%s", page)
+	}
+	if js := get(s.URL(1, PathAppScript)); !strings.Contains(js, DataPrefix) {
+		t.Errorf("the app script does not read the data:\n%s", js)
+	}
+	var d pageData
+	if err := json.Unmarshal([]byte(get(s.URL(1, DataPrefix+"/index.json"))), &d); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range hrefRE.FindAllStringSubmatch(string(s.render(s.g.nodes[1][PathIndex])), -1) {
+		want = append(want, html.UnescapeString(m[1]))
+	}
+	var got []string
+	for _, l := range d.Links {
+		got = append(got, l.Href)
+	}
+	if len(want) == 0 || !slices.Equal(got, want) || len(d.Paragraphs) != 3 || d.Title != "Host 1 index" {
+		t.Errorf("data of the index: title %q, %d paragraphs, links %v, want %v", d.Title, len(d.Paragraphs), got, want)
+	}
+	if !hrefRE.MatchString(get(s.URL(0, PathIndex))) {
+		t.Error("the ordinary host's index has no link")
+	}
+	if _, err := Start(t.Context(), Config{Hosts: 2, ScriptHosts: 3, FirstHostOctet: 238}); err == nil {
+		t.Error("3 script-built hosts of 2 accepted")
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
 
 // DefaultPartitions is the partition count of a local crawl's URL topics.
@@ -56,19 +57,24 @@ type Config struct {
 	// Full (flag full) makes a new crawl of seeds whose crawl finished
 	// fetch every page again, instead of re-crawling that crawl
 	// incrementally (its pages asked for conditionally: crawls.go).
-	Full         bool
-	Demo         bool          // flag demo
-	DemoHosts    int           // flag demo-hosts
-	DemoPages    int           // flag demo-pages (total over all hosts)
-	Delay        time.Duration // flag delay
-	AllowPrivate bool          // flag allow-private
-	Partitions   int           // flag partitions
-	Fetchers     int           // flag fetchers
-	DataDir      string        // flag data-dir
-	Timeout      time.Duration // flag timeout (0: none)
-	Bench        bool          // flag bench
-	StoreLinks   bool          // flag store-links: the parser keeps the link graph
-	Warc         bool          // flag warc: the fetchers archive every fetch as WARC in DataDir/warc
+	Full      bool
+	Demo      bool // flag demo
+	DemoHosts int  // flag demo-hosts
+	DemoPages int  // flag demo-pages (total over all hosts)
+	// DemoScriptHosts (flag demo-script-hosts) of the demo's hosts build
+	// their pages with a script (demosite.Config.ScriptHosts); the demo
+	// crawl renders them (render auto in its spec, unless the spec or
+	// -render says otherwise).
+	DemoScriptHosts int
+	Delay           time.Duration // flag delay
+	AllowPrivate    bool          // flag allow-private
+	Partitions      int           // flag partitions
+	Fetchers        int           // flag fetchers
+	DataDir         string        // flag data-dir
+	Timeout         time.Duration // flag timeout (0: none)
+	Bench           bool          // flag bench
+	StoreLinks      bool          // flag store-links: the parser keeps the link graph
+	Warc            bool          // flag warc: the fetchers archive every fetch as WARC in DataDir/warc
 	// Web (flag web) serves the generated web of internal/websim
 	// (WebHosts hosts of WebArticles articles, flags web-hosts,
 	// web-articles) in a process of its own, pinned to SiteCPUs (flag
@@ -153,6 +159,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Demo, "demo", false, "serve the built-in demo site on 127.0.0.x and crawl it (implies -allow-private)")
 	fs.IntVar(&c.DemoHosts, "demo-hosts", 5, "demo site hosts")
 	fs.IntVar(&c.DemoPages, "demo-pages", 300, "demo site pages over all hosts")
+	fs.IntVar(&c.DemoScriptHosts, "demo-script-hosts", 1, "demo site hosts that build their pages with a script, as React or Vue sites do; the demo crawl renders their pages in headless Chromium when it is installed (render auto)")
 	fs.DurationVar(&c.Delay, "delay", time.Second, "minimum delay between two requests to one host (below 1ms: 1ms, the fetchers' smallest)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "allow fetching private, loopback and link-local addresses")
 	fs.IntVar(&c.Partitions, "partitions", DefaultPartitions, "partitions of every URL topic: at least the number of fetchers, parsers or schedulers that share the work")
@@ -213,6 +220,8 @@ func (c Config) Validate() error {
 		return errors.New("web-shop: web-articles (products per shop) must be at least 5, one a category")
 	case c.Demo && (c.DemoHosts < 1 || c.DemoPages < c.DemoHosts):
 		return errors.New("demo-hosts must be at least 1 and demo-pages at least demo-hosts")
+	case c.Demo && (c.DemoScriptHosts < 0 || c.DemoScriptHosts > c.DemoHosts):
+		return errors.New("demo-script-hosts must be from 0 to demo-hosts")
 	case c.Delay < 0:
 		return errors.New("delay must not be negative")
 	case c.Partitions < 1:
@@ -252,6 +261,11 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	req, chosen, err := cfg.crawlRequest(now)
 	if err != nil {
 		return err
+	}
+	if cfg.Demo && cfg.DemoScriptHosts > 0 && req.Render == nil && cfg.Render == "" {
+		// The demo shows rendering: its script-built hosts' shells are
+		// rendered (a fetcher without Chromium keeps them as fetched).
+		req.Render = &crawlspec.Render{Mode: "auto"}
 	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
@@ -354,7 +368,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		kafkaembed.ApplyGCPercent()
 	}
 	if cfg.Demo {
-		site, err := demosite.Start(ctx, demosite.Config{Hosts: cfg.DemoHosts, PagesPerHost: cfg.DemoPages / cfg.DemoHosts})
+		site, err := demosite.Start(ctx, demosite.Config{Hosts: cfg.DemoHosts, PagesPerHost: cfg.DemoPages / cfg.DemoHosts, ScriptHosts: cfg.DemoScriptHosts})
 		if err != nil {
 			return err
 		}
@@ -363,6 +377,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		allowPrivate = true // the demo lives on loopback addresses
 		fmt.Fprintf(out, "demo site: %d hosts %v, %d pages a crawler must fetch\n",
 			cfg.DemoHosts, site.Hosts(), len(site.ReachableAllowed()))
+		if n := cfg.DemoScriptHosts; n > 0 {
+			fmt.Fprintf(out, "demo site: the last %d of them build their pages with a script (an empty app root filled from JSON); without rendering only their home pages are found\n", n)
+		}
 	}
 
 	var echo io.Writer

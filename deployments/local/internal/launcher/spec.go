@@ -479,7 +479,8 @@ func specLine(req crawlspec.Request) string {
 		Politeness *crawlspec.Politeness `json:"politeness,omitempty"`
 		Revisit    *crawlspec.Revisit    `json:"revisit,omitempty"`
 		Identity   *crawlspec.Identity   `json:"identity,omitempty"`
-	}{req.Scope, req.Limits, req.Politeness, req.Revisit, req.Identity})
+		Render     *crawlspec.Render     `json:"render,omitempty"`
+	}{req.Scope, req.Limits, req.Politeness, req.Revisit, req.Identity, req.Render})
 	if err != nil {
 		return err.Error()
 	}
