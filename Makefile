@@ -179,3 +179,14 @@ fmt:
 
 tidy:
 	@set -e; for m in $(MODULES); do echo "== tidy $$m"; (cd $$m && $(GO) mod tidy); done
+
+# make bench-render             issue 36's figure: CPU per rendered page and peak memory, our crawl
+#                               (--render always on a web of script-built sites; --render auto on a
+#                               half script-built one) against Crawlee's PlaywrightCrawler
+#                               (deployments/local/bench/crawlee) on the same web with the same
+#                               Chromium, every process of each side's tree counted (cgroups; root)
+# make bench-render SIZES="10x34 20x50" RUNS=2 ROWS="always auto"
+#                               see deployments/local/bench/README.md
+.PHONY: bench-render
+bench-render:
+	bash deployments/local/bench/render-side-by-side.sh
