@@ -35,6 +35,9 @@ import (
 // crawl of hundreds of hosts takes seconds per host.
 type webConfig struct {
 	Hosts, Articles, MinLinks, MaxLinks int
+	// ScriptShare is the share of the hosts whose pages scripts build in
+	// the browser (websim --script-share).
+	ScriptShare float64
 }
 
 // smallWeb is the scenarios' web: 200 hosts of 6 articles, each host about
@@ -324,7 +327,7 @@ func (c *crawl) startWeb(ctx context.Context) {
 	c.web, err = startIn(webHost, "websim", logFile, nil, c.lab.bins["websim"],
 		"--private", "--trap-every", "-1", "--big-every", "-1", "--slow-every", "-1", "--first-addr", webFirst, "--hosts", fmt.Sprint(w.Hosts), "--articles", fmt.Sprint(w.Articles),
 		"--min-links", fmt.Sprint(w.MinLinks), "--max-links", fmt.Sprint(w.MaxLinks),
-		"--stats-addr", webHost.addr+":8080")
+		"--stats-addr", webHost.addr+":8080", "--script-share", fmt.Sprint(w.ScriptShare))
 	if err != nil {
 		c.t.Fatal(err)
 	}
