@@ -218,6 +218,9 @@ type Bench struct {
 	// Shop is what a crawl of a shop web (--web-shop) stored exactly of
 	// its known values.
 	Shop *ShopReport `json:"shop,omitempty"`
+	// Render is what a crawl of a web with script-built sites
+	// (--web-script-share) stored of them and of the others.
+	Render *RenderReport `json:"render,omitempty"`
 	// Warc is the fetchers' WARC archive (flag warc), read after they
 	// stopped and closed their files.
 	Warc *WarcUsage `json:"warc,omitempty"`
@@ -381,6 +384,9 @@ func (b Bench) Print(out io.Writer) {
 		}
 		if b.Shop != nil {
 			b.Shop.Print(out)
+		}
+		if b.Render != nil {
+			b.Render.Print(out)
 		}
 		fmt.Fprintf(out, "  %-22s %9d   (%.3f per request, %.1f requests per connection)\n", "connections opened", s.Connections,
 			float64(s.Connections)/float64(max(s.Requests, 1)), float64(s.Requests)/float64(max(s.Connections, 1)))

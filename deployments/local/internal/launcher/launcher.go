@@ -541,6 +541,14 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			}
 			bench.Shop = &shop
 		}
+		if cfg.Bench && len(site.ready.ScriptBuilt) > 0 {
+			r, err := ReadRender(sctx, p.Store.Conn(), cfg.CrawlID, site.ready.ScriptBuilt)
+			if err != nil {
+				return errors.Join(runErr, stopErr, err)
+			}
+			r.FetcherCPU = fetcherCPU(bench)
+			bench.Render = &r
+		}
 	}
 	if broker != nil {
 		stopBrokerWatch()

@@ -98,7 +98,10 @@ func (w *Web) serveScriptBuilt(h int, rw http.ResponseWriter, r *http.Request, p
 		fmt.Fprint(rw, "User-agent: *\nAllow: /app.js\nAllow: /data/\nDisallow: /private/\n")
 		return KindRobots, true
 	case p == "/app.js":
+		// As a site's bundles are: cacheable, so that a browser asks for
+		// the script once, not once a page.
 		rw.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		rw.Header().Set("Cache-Control", "public, max-age=3600")
 		fmt.Fprint(rw, appJS)
 		return KindScript, true
 	case strings.HasPrefix(p, "/data/"):
