@@ -395,6 +395,7 @@ func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.
 		return
 	}
 	s.m.renders.WithLabelValues(string(page.Outcome)).Inc()
+	s.archiveRender(ctx, t, res, page)
 	if page.HTML == "" || (page.Outcome != browser.OutcomeSettled && page.Outcome != browser.OutcomeTimeout) {
 		return
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 	deletedBytes   prometheus.Counter
 	rewrittenFiles prometheus.Counter
 	indexReread    prometheus.Counter
+	renderErrors   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -69,12 +70,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "crawler_fetcher_warc_index_rereads_total",
 			Help: "Closed files read again to be indexed: recovered after a crash, cut after a failed write, or past the memory bound of the index lines kept while written (64 MiB).",
 		}),
+		renderErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crawler_fetcher_warc_render_write_errors_total",
+			Help: "Renderings whose records (what the browser fetched, the DOM) could not be written; their page is archived as fetched.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.records, m.duplicates, m.errors, m.filesClosed, m.fileBytes, m.recovered,
-		m.evicted, m.skippedDeleted, m.deletedFiles, m.deletedBytes, m.rewrittenFiles, m.indexReread} {
+		m.evicted, m.skippedDeleted, m.deletedFiles, m.deletedBytes, m.rewrittenFiles, m.indexReread, m.renderErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register warc metrics: %w", err)
 		}

@@ -49,7 +49,6 @@ type built struct {
 	// digest is the payload digest to remember for later revisits ("" to
 	// remember none), target the main record.
 	digest string
-	kind   string // type of the main record, for the metrics
 	// status and mime of the main record's CDXJ line (liveIndex).
 	status, mime string
 }
@@ -63,14 +62,14 @@ func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) built
 	date := warcDate(res.Start)
 	if ex.FTP {
 		rec := w.resource(uri, date, res)
-		b.recs, b.main, b.kind = []*record{rec}, 0, "resource"
+		b.recs, b.main = []*record{rec}, 0
 		b.mime = mediaType(rec.contentType)
 	} else {
 		b.recs = append(b.recs, &record{typ: "request", uri: uri, date: date, id: w.enc.newID(), contentType: httpRequestType,
 			parts: [][]byte{requestBlock(ex)}, payloadDigest: emptyDigest})
 		hdr := responseHeader(ex)
 		rec, digest := w.response(uri, date, hdr, res)
-		b.recs, b.main, b.kind, b.digest = append(b.recs, rec), 1, rec.typ, digest
+		b.recs, b.main, b.digest = append(b.recs, rec), 1, digest
 		b.status = statusOf(hdr)
 		b.mime = mediaType(ex.Header.Get("Content-Type"))
 		if rec.typ == "revisit" {
@@ -82,6 +81,14 @@ func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) built
 	b.recs = append(b.recs, &record{typ: "metadata", uri: uri, date: date, id: w.enc.newID(), contentType: warcFieldsType,
 		fields: []field{{"WARC-Refers-To", main.id}}, parts: [][]byte{w.metadataBlock(req, res)}})
 	return b
+}
+
+// onPage gives every record of b the WARC-Page-ID id: the page's
+// rendering was archived with it (ArchiveRender).
+func (b *built) onPage(id string) {
+	for _, r := range b.recs {
+		r.fields = append(r.fields, field{pageIDField, id})
+	}
 }
 
 // warcFieldsType is the content type of warcinfo and metadata blocks.
@@ -107,9 +114,7 @@ func (w *Writer) response(uri, date string, hdr []byte, res *httpfetch.Response)
 		revisit = []field{{"WARC-Profile", profileServerNotModified}, {"WARC-Refers-To-Target-URI", uri}}
 	case res.Status >= 200 && res.Status < 300 && ex.BodyRead && len(ex.Body) > 0 && !res.Truncated:
 		digest = rec.payloadDigest
-		if t, ok := w.digests.get(digest); ok {
-			revisit = []field{{"WARC-Profile", profileIdenticalPayload}, {"WARC-Refers-To", t.id},
-				{"WARC-Refers-To-Target-URI", t.uri}, {"WARC-Refers-To-Date", t.date}}
+		if revisit = w.identicalPayload(digest); revisit != nil {
 			digest = ""
 		}
 	}
@@ -127,6 +132,22 @@ func (w *Writer) response(uri, date string, hdr []byte, res *httpfetch.Response)
 	rec.fields = append(append(rec.fields, revisit...), field{"WARC-Truncated", "length"})
 	rec.parts = [][]byte{hdr}
 	return rec, ""
+}
+
+// identicalPayload returns the fields of a revisit of a payload already
+// archived whose digest is digest (nil when none is remembered).
+func (w *Writer) identicalPayload(digest string) []field {
+	t, ok := w.digests.get(digest)
+	if !ok {
+		return nil
+	}
+	return identicalTo(t)
+}
+
+// identicalTo returns the fields of a revisit of the payload of t.
+func identicalTo(t revisitTarget) []field {
+	return []field{{"WARC-Profile", profileIdenticalPayload}, {"WARC-Refers-To", t.id},
+		{"WARC-Refers-To-Target-URI", t.uri}, {"WARC-Refers-To-Date", t.date}}
 }
 
 // Revisit profiles (WARC 1.1).

@@ -90,9 +90,11 @@ type cut struct {
 // cutAfterLastFetch reads the WARC file at path, verifying every record,
 // and cuts it after the last complete fetch, or removes it when it holds
 // none. A fetch's records are written in one call, response (or
-// resource) then metadata: the cut is after a metadata record, so that a
+// resource) then metadata, and a page's rendering ends in its metadata
+// record (ArchiveRender): the cut is after a metadata record, so that a
 // kept response always has its metadata; what follows (a member cut short
-// by a crash or a failed write) belongs to fetches never acknowledged.
+// by a crash or a failed write, a rendering's records without their
+// metadata) belongs to fetches never acknowledged.
 func cutAfterLastFetch(path string) (c cut, err error) {
 	var attempts []string
 	_, c.bad, err = scan(path, true, func(m member) error {

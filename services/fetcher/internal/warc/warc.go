@@ -1,10 +1,14 @@
 // Package warc archives what the fetcher fetched as WARC/1.1 files (ISO
 // 28500): per fetch a request and a response record (revisit for a 304 or
 // a payload already archived, resource for FTP) and a metadata record; a
-// warcinfo record per file. The records are written by this package
-// (encode.go: headers, SHA-1 digests, one gzip member each, a fetch's
-// members in one write) and read with github.com/nlnwa/gowarc (recovery,
-// the indexes of files read back, the tests).
+// warcinfo record per file. A page rendered in a browser (the fetcher's
+// --render) has, before its own, the records of what the browser fetched
+// (ArchiveRender, render.go: request and response records of its
+// subresources, its DOM, a metadata record), all with its WARC-Page-ID.
+// The records are written by this package (encode.go: headers, SHA-1
+// digests, one gzip member each, a fetch's members in one write) and read
+// with github.com/nlnwa/gowarc (recovery, the indexes of files read back,
+// the tests).
 //
 // A file holds one crawl's records: files are gzip per record, named
 // <prefix>-<crawl>-<timestamp>-<serial>-<instance>.warc.gz (libs/warcdir
@@ -162,6 +166,10 @@ type Writer struct {
 
 	digests  *memory[revisitTarget]
 	attempts *memory[struct{}]
+	// pages is the WARC-Page-ID of each attempt whose rendering was
+	// archived (ArchiveRender), for the page's own records (Archive,
+	// right after).
+	pages *memory[string]
 
 	// Under gowarcMu: the open file of each crawl (at most
 	// Options.MaxOpenFiles), uses to order them by their last use, the
@@ -235,6 +243,7 @@ func Open(o Options, files FileLister, log *zap.Logger, reg prometheus.Registere
 		lock:     lock,
 		digests:  newMemory[revisitTarget](o.MaxDigests),
 		attempts: newMemory[struct{}](DefaultMaxDigests),
+		pages:    newMemory[string](renderPages),
 		opened:   make(map[string]time.Time),
 		crawls:   make(map[string]*crawlFile),
 		deleted:  make(map[string]bool),
@@ -439,6 +448,9 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 	}
 	b := w.build(req, res)
 	key := attemptKey(req)
+	if id, ok := w.pages.get(key); ok {
+		b.onPage(id) // rendered: ArchiveRender wrote what the browser fetched
+	}
 	if _, dup := w.attempts.get(key); dup {
 		w.m.duplicates.Inc() // a re-delivered attempt archived again: harmless
 	}
@@ -450,7 +462,7 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 		return "", 0, err
 	}
 	file, offset = cf.name, offs[b.main]
-	w.indexFetch(cf, req.GetUrl(), &b, offs)
+	w.indexFetch(cf, &b, offs)
 	if cf.size >= w.opts.MaxFileSize {
 		w.closeFile(cf) // full: the crawl's next fetch opens a new file
 	}
@@ -636,32 +648,50 @@ func (w *Writer) indexAndList(ctx context.Context, f *closedFile) error {
 	return nil
 }
 
+// capture is a record of a write that the index points at (response,
+// revisit or resource): its place in the write, and the status and media
+// type of its CDXJ line.
+type capture struct {
+	i            int
+	status, mime string
+}
+
 // indexFetch adds the records of the fetch b, just written to cf's file
 // at offs (and the end of the last), to its index: the main record's
 // CDXJ line and the counts. The caller holds gowarcMu.
-func (w *Writer) indexFetch(cf *crawlFile, uri string, b *built, offs []int64) {
+func (w *Writer) indexFetch(cf *crawlFile, b *built, offs []int64) {
+	w.index(cf, b.recs, offs, capture{i: b.main, status: b.status, mime: b.mime})
+}
+
+// index adds recs, just written to cf's file at offs (and the end of the
+// last), to its index: the CDXJ line of each of caps and the counts, as
+// indexFile counts them when it reads the file back. The caller holds
+// gowarcMu.
+func (w *Writer) index(cf *crawlFile, recs []*record, offs []int64, caps ...capture) {
 	li := cf.ix
 	if li == nil || li.dropped {
 		return
 	}
-	li.ix.records += len(b.recs)
-	switch b.kind {
-	case "revisit":
-		li.ix.revisits++
-	default:
-		li.ix.responses++
+	li.ix.records += len(recs)
+	for _, c := range caps {
+		rec := recs[c.i]
+		switch rec.typ {
+		case "revisit":
+			li.ix.revisits++
+		default:
+			li.ix.responses++
+		}
+		date, _ := time.Parse(time.RFC3339Nano, rec.date)
+		line := cdxLine(li.file, rec.uri, date, rec.payloadDigest, c.status, c.mime, offs[c.i], offs[c.i+1]-offs[c.i])
+		n := int64(len(line) + 16) // and the string header
+		if w.indexBytes.Add(n) > w.opts.MaxIndexBytes {
+			w.indexBytes.Add(-n)
+			w.dropIndex(li)
+			return
+		}
+		li.bytes += n
+		li.ix.lines = append(li.ix.lines, line)
 	}
-	rec := b.recs[b.main]
-	date, _ := time.Parse(time.RFC3339Nano, rec.date)
-	line := cdxLine(li.file, uri, date, rec.payloadDigest, b.status, b.mime, offs[b.main], offs[b.main+1]-offs[b.main])
-	n := int64(len(line) + 16) // and the string header
-	if w.indexBytes.Add(n) > w.opts.MaxIndexBytes {
-		w.indexBytes.Add(-n)
-		w.dropIndex(li)
-		return
-	}
-	li.bytes += n
-	li.ix.lines = append(li.ix.lines, line)
 }
 
 // dropIndex gives up li's lines (nil: none): its file is read again to
