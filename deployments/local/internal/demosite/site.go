@@ -344,6 +344,7 @@ func (s *Site) serveScripted(h int, w http.ResponseWriter, r *http.Request) bool
 	switch {
 	case r.URL.Path == PathAppScript:
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "public, max-age=3600") // as a site's bundles: asked for once
 		_, _ = io.WriteString(w, appScript)
 		return true
 	case strings.HasPrefix(r.URL.Path, DataPrefix+"/") && strings.HasSuffix(r.URL.Path, ".json"):
