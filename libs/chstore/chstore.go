@@ -57,8 +57,10 @@ type Config struct {
 	// cluster in the servers' remote_servers configuration: migrations
 	// create every table as a Replicated…MergeTree named <table>_local on
 	// each shard, ON CLUSTER, and a Distributed table of the plain name
-	// over them (cluster.go); inserts through it are synchronous. Empty
-	// (the default): one server, plain tables.
+	// over them (cluster.go); inserts through it are synchronous. Their
+	// ALTERs connect to every server of the cluster (system.clusters'
+	// host_name and port) with these credentials. Empty (the default):
+	// one server, plain tables.
 	Cluster string
 }
 
@@ -202,6 +204,10 @@ type Store struct {
 	// boot opens a connection to the server's default database, to
 	// create the crawler's database again (recreate).
 	boot func() (driver.Conn, error)
+	// dial opens a connection to one server of the cluster, its default
+	// database, with the store's credentials and TLS settings (cluster
+	// migrations' ALTERs: cluster_alter.go).
+	dial func(addr string) (driver.Conn, error)
 }
 
 func options(c Config, sec connSecurity, db string) *clickhouse.Options {
@@ -275,7 +281,12 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 		return nil, fmt.Errorf("ping clickhouse %s: %w", strings.Join(c.Addr, ","), err)
 	}
 	return &Store{conn: conn, db: c.Database, cluster: c.Cluster, log: log, avail: &availability{log: log, addr: c.Addr},
-		boot: func() (driver.Conn, error) { return clickhouse.Open(options(c, sec, "default")) }}, nil
+		boot: func() (driver.Conn, error) { return clickhouse.Open(options(c, sec, "default")) },
+		dial: func(addr string) (driver.Conn, error) {
+			o := options(c, sec, "default")
+			o.Addr = []string{addr}
+			return clickhouse.Open(o)
+		}}, nil
 }
 
 // createDatabase creates db if the server does not have it; in cluster

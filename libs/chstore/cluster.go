@@ -19,9 +19,22 @@ import (
 //     Distributed(<cluster>, <db>, x_local, <sharding key of x>);
 //   - a materialized view reads and writes the local tables (each shard
 //     rolls up its own rows; the rollup is read through its Distributed);
-//   - ALTER TABLE x ADD COLUMN alters x_local ON CLUSTER and makes x
-//     again over it (18.16 cannot ALTER a Distributed table ON CLUSTER);
+//   - ALTER TABLE x ADD|MODIFY COLUMN runs without ON CLUSTER, server by
+//     server (cluster_alter.go): on x_local of one replica of each shard,
+//     whose replication carries it to the shard's other replicas (waited
+//     for), then on x of every server;
 //   - INSERT … SELECT runs as written, through the Distributed tables.
+//
+// Why CREATE goes ON CLUSTER and ALTER does not: a server's distributed
+// DDL worker runs a CREATE (or DROP) itself, on its own tables, and
+// answers; an ALTER of a replicated table it runs on one replica of the
+// shard while the others wait for that one, and 18.16 can leave that wait
+// hanging for ever on a replica that is not the table's leader (fixed in
+// 20.12, ClickHouse#17089): the statement fails after
+// distributed_ddl_task_timeout and the replica's DDL queue stays stuck
+// behind it. Every hang seen in the cluster tests was an ALTER; none was a
+// CREATE. The CREATEs stay ON CLUSTER, which also creates the tables of a
+// server that is down when it comes back.
 //
 // Readers, writers and the analyst queries keep the plain names. Names are
 // qualified with the database, since a statement ON CLUSTER runs on the
@@ -74,7 +87,7 @@ var shardingKeys = map[string]string{
 var (
 	createTableRE = regexp.MustCompile(`(?s)^CREATE TABLE IF NOT EXISTS (\w+) \((.*)\) ENGINE = (\w*MergeTree)(?:\(([^)]*)\))?(.*)$`)
 	createViewRE  = regexp.MustCompile(`(?s)^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS(.*\sFROM )(\w+)(\s.*)$`)
-	alterAddRE    = regexp.MustCompile(`(?s)^ALTER TABLE (\w+) (ADD COLUMN .*)$`)
+	alterColumnRE = regexp.MustCompile(`(?s)^ALTER TABLE (\w+) ((?:ADD|MODIFY) COLUMN (\w+) .*)$`)
 	insertRE      = regexp.MustCompile(`(?s)^INSERT INTO `)
 )
 
@@ -83,11 +96,37 @@ type clusterDDL struct {
 	cluster, db string
 }
 
-// statements returns the statements that apply stmt on the cluster, or an
+// clusterStep is one step of a migration statement's cluster form: either
+// a statement run on the server the store is connected to (sql: DDL ON
+// CLUSTER, or an INSERT … SELECT through the Distributed tables), or an
+// ALTER run server by server (alter).
+type clusterStep struct {
+	sql   string
+	alter *clusterAlter
+}
+
+// clusterAlter is an ALTER TABLE of a table's column in cluster mode: of
+// its replicated local table on one replica of each shard, then of its
+// Distributed table on every server (alterOnNodes). No statement here is
+// ON CLUSTER.
+type clusterAlter struct {
+	db, local string // the local table's database and name, for system.columns
+	column    string // the column added or modified
+	// alterLocal is the ALTER of the local table, run on one replica of
+	// each shard; alterDistributed the ALTER of the Distributed table,
+	// run on every server.
+	alterLocal, alterDistributed string
+	// createDistributed creates the Distributed table on a server that
+	// lacks it (a migration of an earlier release, which dropped and
+	// created it again, stopped halfway), with the local table's columns.
+	createDistributed string
+}
+
+// statements returns the steps that apply stmt on the cluster, or an
 // error for a statement it does not know how to distribute (a migration
 // added without thinking of clusters: TestClusterStatementsCoverMigrations
 // catches it).
-func (c clusterDDL) statements(stmt string) ([]string, error) {
+func (c clusterDDL) statements(stmt string) ([]clusterStep, error) {
 	on := " ON CLUSTER " + c.cluster
 	q := func(name string) string { return c.db + "." + name }
 	if m := createTableRE.FindStringSubmatch(stmt); m != nil {
@@ -101,43 +140,45 @@ func (c clusterDDL) statements(stmt string) ([]string, error) {
 		if strings.TrimSpace(args) != "" {
 			rargs += ", " + args
 		}
-		return []string{
-			"CREATE TABLE IF NOT EXISTS " + q(local) + on + " (" + cols + ") ENGINE = Replicated" + engine + "(" + rargs + ")" + rest,
-			c.distributed(name, key),
+		return []clusterStep{
+			{sql: "CREATE TABLE IF NOT EXISTS " + q(local) + on + " (" + cols + ") ENGINE = Replicated" + engine + "(" + rargs + ")" + rest},
+			{sql: c.distributed(name, key, on)},
 		}, nil
 	}
 	if m := createViewRE.FindStringSubmatch(stmt); m != nil {
-		return []string{"CREATE MATERIALIZED VIEW IF NOT EXISTS " + q(m[1]) + on + " TO " + q(m[2]+LocalSuffix) +
-			" AS" + m[3] + q(m[4]+LocalSuffix) + m[5]}, nil
+		return []clusterStep{{sql: "CREATE MATERIALIZED VIEW IF NOT EXISTS " + q(m[1]) + on + " TO " + q(m[2]+LocalSuffix) +
+			" AS" + m[3] + q(m[4]+LocalSuffix) + m[5]}}, nil
 	}
-	if m := alterAddRE.FindStringSubmatch(stmt); m != nil {
-		name := m[1]
+	if m := alterColumnRE.FindStringSubmatch(stmt); m != nil {
+		name, command, column := m[1], m[2], m[3]
 		key, ok := shardingKeys[name]
 		if !ok {
 			return nil, fmt.Errorf("cluster ddl: table %s has no sharding key (chstore.shardingKeys)", name)
 		}
-		// The local tables first. The Distributed table is then made
-		// again over them rather than altered: 18.16 refuses an ALTER ON
-		// CLUSTER of a table that is not replicated when the cluster's
-		// shards replicate internally. It holds no data (inserts are
-		// synchronous); queries of it fail for the moment it is missing,
-		// and are retried.
-		return []string{
-			"ALTER TABLE " + q(name+LocalSuffix) + on + " " + m[2],
-			"DROP TABLE IF EXISTS " + q(name) + on,
-			c.distributed(name, key),
-		}, nil
+		// Without ON CLUSTER (see the top of this file): the local
+		// tables' ALTER on one replica of each shard, replicated to the
+		// others, and the Distributed tables' on each server (not
+		// replicated: every server has its own).
+		return []clusterStep{{alter: &clusterAlter{
+			db:                c.db,
+			local:             name + LocalSuffix,
+			column:            column,
+			alterLocal:        "ALTER TABLE " + q(name+LocalSuffix) + " " + command,
+			alterDistributed:  "ALTER TABLE " + q(name) + " " + command,
+			createDistributed: c.distributed(name, key, ""),
+		}}}, nil
 	}
 	if insertRE.MatchString(stmt) {
-		return []string{stmt}, nil
+		return []clusterStep{{sql: stmt}}, nil
 	}
 	return nil, fmt.Errorf("cluster ddl: no cluster form for statement %.60q", stmt)
 }
 
 // distributed is the DDL of the Distributed table name over its local
-// tables, spread by key.
-func (c clusterDDL) distributed(name, key string) string {
-	return "CREATE TABLE IF NOT EXISTS " + c.db + "." + name + " ON CLUSTER " + c.cluster + " AS " + c.db + "." + name + LocalSuffix +
+// tables, spread by key; on is " ON CLUSTER <cluster>", or "" for the
+// server it runs on alone.
+func (c clusterDDL) distributed(name, key, on string) string {
+	return "CREATE TABLE IF NOT EXISTS " + c.db + "." + name + on + " AS " + c.db + "." + name + LocalSuffix +
 		fmt.Sprintf(" ENGINE = Distributed(%s, %s, %s, %s)", c.cluster, c.db, name+LocalSuffix, key)
 }
 

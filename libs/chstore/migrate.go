@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"go.uber.org/zap"
 )
 
@@ -194,28 +195,54 @@ func (s *Store) migrate(ctx context.Context, ms []Migration) error {
 	for _, v := range applied {
 		done[v] = true
 	}
+	// The cluster's servers, connected at the first ALTER of a cluster
+	// migration (a service with nothing to apply connects to none, so it
+	// starts while a replica is down).
+	var nodes clusterNodes
+	defer func() { nodes.close() }()
 	for _, m := range ms {
 		if done[m.Version] {
 			continue
 		}
 		for i, stmt := range m.Statements {
-			stmts := []string{stmt}
-			if s.cluster != "" {
-				var err error
-				if stmts, err = (clusterDDL{cluster: s.cluster, db: s.db}).statements(stmt); err != nil {
-					return fmt.Errorf("apply migration %d (%s) statement %d: %w", m.Version, m.Name, i+1, err)
-				}
-			}
-			for _, st := range stmts {
-				if err := s.execIdempotent(ctx, st); err != nil {
-					return fmt.Errorf("apply migration %d (%s) statement %d: %w", m.Version, m.Name, i+1, err)
-				}
+			if err := s.apply(ctx, stmt, &nodes); err != nil {
+				return fmt.Errorf("apply migration %d (%s) statement %d: %w", m.Version, m.Name, i+1, err)
 			}
 		}
 		if err := s.recordMigration(ctx, m); err != nil {
 			return fmt.Errorf("record migration %d: %w", m.Version, err)
 		}
 		s.log.Info("applied schema migration", zap.Uint32("version", m.Version), zap.String("name", m.Name))
+	}
+	return nil
+}
+
+// apply runs one migration statement: as written on a single server, in
+// its cluster form in cluster mode (cluster.go), connecting *nodes first
+// when the form has an ALTER run server by server.
+func (s *Store) apply(ctx context.Context, stmt string, nodes *clusterNodes) error {
+	if s.cluster == "" {
+		return s.execIdempotent(ctx, stmt)
+	}
+	steps, err := clusterDDL{cluster: s.cluster, db: s.db}.statements(stmt)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		if st.alter == nil {
+			if err := s.execIdempotent(ctx, st.sql); err != nil {
+				return err
+			}
+			continue
+		}
+		if *nodes == nil {
+			if *nodes, err = s.openClusterNodes(ctx); err != nil {
+				return err
+			}
+		}
+		if err := alterOnNodes(ctx, *nodes, st.alter); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -265,7 +292,12 @@ func (s *Store) AppliedMigrations(ctx context.Context) ([]uint32, error) {
 // TABLE … ADD COLUMN, treating the column's presence as success (18.16 has
 // no ADD COLUMN IF NOT EXISTS).
 func (s *Store) execIdempotent(ctx context.Context, stmt string) error {
-	if err := s.conn.Exec(ctx, stmt); err != nil && !isAlreadyExists(err) && !isColumnExists(err) {
+	return execIdempotent(ctx, s.conn, stmt)
+}
+
+// execIdempotent is Store.execIdempotent on conn.
+func execIdempotent(ctx context.Context, conn driver.Conn, stmt string) error {
+	if err := conn.Exec(ctx, stmt); err != nil && !isAlreadyExists(err) && !isColumnExists(err) {
 		return err
 	}
 	return nil
