@@ -287,11 +287,13 @@ type stack struct {
 }
 
 // startStack starts a broker, ClickHouse (CRAWLER_CLICKHOUSE_ADDR when set,
-// else a private server), a generated web and a forward proxy, then the
-// five services in the compose file's start order, each waited for on its
-// /readyz, and `seeder serve`.
+// else a private server), a generated web (a quarter of its sites built by
+// scripts) and a forward proxy, then the five services in the compose
+// file's start order, each waited for on its /readyz, the fetcher
+// rendering with Chromium (--render auto), and `seeder serve`.
 func startStack(t testing.TB) *stack {
 	t.Helper()
+	chromium := needChromium(t)
 	work := t.TempDir()
 	s := &stack{
 		bins:   buildStack(t, filepath.Join(work, "bin")),
@@ -328,9 +330,11 @@ func startStack(t testing.TB) *stack {
 	}
 
 	lw := &lineWriter{ch: make(chan string, 1)}
+	// A quarter of the sites build their pages with a script, which the
+	// fetcher renders in Chromium (the dashboard's Rendering row).
 	web := startProc(t, s.logDir, "websim", s.bins["websim"], []string{
 		"--hosts", "12", "--articles", "12", "--first-addr", "127.77.0.1",
-		"--slow-delay", "2s", "--stats-addr", "127.0.0.1:0"}, nil, lw)
+		"--slow-delay", "2s", "--stats-addr", "127.0.0.1:0", "--script-share", "0.25"}, nil, lw)
 	select {
 	case line := <-lw.ch:
 		var r webReady
@@ -368,7 +372,8 @@ func startStack(t testing.TB) *stack {
 	}{
 		{"scheduler", nil, nil},
 		{"fetcher", nil, []string{"CRAWLER_ALLOW_PRIVATE=true", "CRAWLER_DELAY=200ms", "CRAWLER_USE_PROXIES=true",
-			"CRAWLER_RETRY_BACKOFF=1s", "CRAWLER_INSTANCE_ID=fetcher-0", "CRAWLER_MEMORY_LIMIT=75497472"}},
+			"CRAWLER_RETRY_BACKOFF=1s", "CRAWLER_INSTANCE_ID=fetcher-0", "CRAWLER_MEMORY_LIMIT=75497472",
+			"CRAWLER_RENDER=auto", "CRAWLER_CHROMIUM=" + chromium}},
 		{"parser", nil, nil},
 		{"proxypool", nil, []string{"CRAWLER_PROXIES_FILE=" + proxiesFile, "CRAWLER_CHECK_URL=" + s.seeds[0],
 			"CRAWLER_CHECK_INTERVAL=5s", "CRAWLER_API_ADDR=127.0.0.1:0"}},
