@@ -354,8 +354,13 @@ func (b *Browser) start(ctx context.Context) (*process, error) {
 		chromedp.Flag("no-pings", true),
 		// The back/forward cache keeps a page's renderer alive after the
 		// tab moves on (to about:blank, between loads): one process per
-		// page loaded, never freed.
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,OptimizationHints,MediaRouter,Prerender2,BackForwardCache"),
+		// page loaded, never freed. Local Network Access (Chromium 141+)
+		// takes a page the fetcher fulfils for a public one and blocks its
+		// requests to a private address (10/8, 192.168/16: a crawl with
+		// --allow-private of an intranet, the multi-host lab): the
+		// crawl's scope and robots.txt decide what a page may ask, not
+		// the browser's idea of address spaces.
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,OptimizationHints,MediaRouter,Prerender2,BackForwardCache,LocalNetworkAccessChecks"),
 		chromedp.Flag("disable-gpu", true),
 		chromedp.WindowSize(1280, 1024),
 	)
