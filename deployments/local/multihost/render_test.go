@@ -38,20 +38,13 @@ var renderWeb = webConfig{Hosts: 8, Articles: 6, MinLinks: 4, MaxLinks: 8, Scrip
 // script-built document, none hung or failed. It logs the peak memory of
 // the fetcher's Chromium processes.
 //
-// Known failure, found by this test: Chromium 156 blocks every request a
-// page fulfilled from the fetched body makes to a private address (Local
+// Found by this test: Chromium 156 blocked every request a page
+// fulfilled from the fetched body makes to a private address (Local
 // Network Access: the fulfilled document has no remote address, so it
 // counts as public), and the lab's web is on 10.78.0.0/16: the renders
-// settle with the empty shell, the web never sees /app.js. Reproduced
-// outside the fetcher with chromedp's Fetch.fulfillRequest, and gone with
-// --disable-features=LocalNetworkAccessChecks. Until the fetcher's browser
-// passes that (services/fetcher/internal/browser), the test runs only with
-// TRAWL_MULTIHOST_RENDER=1. The public web is not affected (public page,
-// public requests); a crawl of private addresses (--allow-private) is.
+// settled with the empty shell. The fetcher's browser now passes
+// --disable-features=LocalNetworkAccessChecks.
 func TestRenderScriptBuiltSites(t *testing.T) {
-	if os.Getenv("TRAWL_MULTIHOST_RENDER") == "" {
-		t.Skip("Chromium's Local Network Access blocks a rendered page's requests to the lab's private addresses until the fetcher passes --disable-features=LocalNetworkAccessChecks; TRAWL_MULTIHOST_RENDER=1 runs it")
-	}
 	l := needLab(t)
 	guide, err := commentedEnv(filepath.Join(l.repo, "deployments", "bare", "env", "fetcher.env"))
 	if err != nil {
