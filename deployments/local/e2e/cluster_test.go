@@ -164,8 +164,9 @@ func replicaLag(ctx context.Context, t *testing.T, srv *chlocal.Server, db strin
 // It prints pages/s and the time of an insert, single vs cluster.
 // Skipped, saying so, only when ZooKeeper is not installed.
 func TestClusterCrawl(t *testing.T) {
-	// Two cluster migrations may run here (chtest.MigratedCluster starts a
-	// fresh cluster after an 18.16 DDL hang, 180 s), and a loaded CI
+	// The cluster's migrations send no ALTER through distributed DDL any
+	// more (libs/chstore alterOnNodes), but chtest.MigratedCluster still
+	// starts a fresh cluster after a DDL hang, up to three, and a loaded CI
 	// machine runs the cluster's DDL several times slower.
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
@@ -202,10 +203,10 @@ func TestClusterCrawl(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		// The cluster is migrated before the services start, in the
 		// subtest's database (chtest.ClusterConfig names it after the
-		// test), so that the services find every migration applied: an
-		// ALTER ON CLUSTER that ClickHouse 18.16 leaves hanging on a
-		// replica (ClickHouse#17089) then costs a fresh cluster, not the
-		// test (MigratedCluster).
+		// test), so that the services find every migration applied: a
+		// distributed DDL that ClickHouse 18.16 leaves hanging on a
+		// replica (ClickHouse#17089; ALTERs no longer go that way) then
+		// costs a fresh cluster, not the test (MigratedCluster).
 		cl, _, _ := chtest.MigratedCluster(ctx, t, 2, 2, 1)
 		// Under supervisors, as the launcher and Kubernetes run them: a
 		// query in flight on the replica when it dies fails and is made
