@@ -234,17 +234,7 @@ func responseHeader(ex *httpfetch.Exchange) []byte {
 // later by the parser; they are in its documents, not here.
 func (w *Writer) metadataBlock(req *crawlv1.FetchRequest, res *httpfetch.Response) []byte {
 	var b bytes.Buffer
-	field := func(k, v string) {
-		if v != "" {
-			b.WriteString(k)
-			b.WriteString(": ")
-			if strings.ContainsAny(v, "\r\n") {
-				v = lineBreaks.Replace(v)
-			}
-			b.WriteString(v)
-			b.WriteString("\r\n")
-		}
-	}
+	field := func(k, v string) { writeField(&b, k, v) }
 	field("crawl-id", req.GetCrawlId())
 	field("via", req.GetParentUrl())
 	field("hopsFromSeed", strconv.Itoa(int(req.GetDepth())))
@@ -263,4 +253,19 @@ func outcomeOf(res *httpfetch.Response) string {
 		return "ok"
 	}
 	return string(res.Kind)
+}
+
+// writeField appends the application/warc-fields line "k: v" to b, line
+// breaks in v folded; nothing when v is empty.
+func writeField(b *bytes.Buffer, k, v string) {
+	if v == "" {
+		return
+	}
+	b.WriteString(k)
+	b.WriteString(": ")
+	if strings.ContainsAny(v, "\r\n") {
+		v = lineBreaks.Replace(v)
+	}
+	b.WriteString(v)
+	b.WriteString("\r\n")
 }

@@ -296,17 +296,7 @@ func httpFields(h http.Header, drop ...string) http.Header {
 // fetched.
 func (w *Writer) renderBlock(req *crawlv1.FetchRequest, page *browser.Page, exs []subresource) []byte {
 	var b bytes.Buffer
-	field := func(k, v string) {
-		if v != "" {
-			b.WriteString(k)
-			b.WriteString(": ")
-			if strings.ContainsAny(v, "\r\n") {
-				v = lineBreaks.Replace(v)
-			}
-			b.WriteString(v)
-			b.WriteString("\r\n")
-		}
-	}
+	field := func(k, v string) { writeField(&b, k, v) }
 	field("crawl-id", req.GetCrawlId())
 	field("attempt", strconv.Itoa(int(req.GetAttempt())))
 	field("fetcher", w.opts.Instance)
