@@ -216,10 +216,10 @@ ours_run() {
 		--web-script-share "$share" --web-port "$PORT" --site-cpus "$WEB_CPUS" --delay 0 --max-depth "$DEPTH" \
 		--render "$render" --bench --data-dir "$data" --bench-json "$RUN.bench.json" \
 		--cancel-others) >"$RUN.out" 2>&1 || die "crawl failed: $(tail -5 "$RUN.out")"
-	json "$RUN.bench.json" 'json.dumps(d["Web"])' >"$RUN.web.json"
+	json "$RUN.bench.json" 'json.dumps(d["web"])' >"$RUN.web.json"
 	# The websim's CPU before the sampler moved it out of the cgroup.
 	local webcpu rendered
-	webcpu=$(json "$RUN.bench.json" 'd["Processes"]["websim"]["CPU"]')
+	webcpu=$(json "$RUN.bench.json" 'd["processes"]["websim"]["CPU"]')
 	rendered=$(cd "$ROOT" && "$OUT/bin/crawl" query --data-dir "$data" \
 		"SELECT countIf(rendered != '') FROM documents FINAL" 2>>"$RUN.out" | tail -1 | tr -dc 0-9)
 	record "$label" "ours-$render" "${rendered:-0}" "$webcpu"
