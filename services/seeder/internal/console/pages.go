@@ -283,7 +283,7 @@ type crawlData struct {
 	Render      string
 	RenderSites []string
 	DocTypes    []docTypeRow
-	ParseErrors   []parseErrorRow
+	ParseErrors []parseErrorRow
 }
 
 func (s *Server) crawl(w http.ResponseWriter, r *http.Request, sess []byte) {
