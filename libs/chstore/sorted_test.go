@@ -118,7 +118,17 @@ func TestBlocksArriveSorted(t *testing.T) {
 	if slices.IsSortedFunc(rows, chstore.Documents.Compare) {
 		t.Fatal("the control rows are sorted already")
 	}
-	if b, sorted := insertCounted(t, s, plain, rows); b == 0 || sorted != 0 {
-		t.Errorf("documents without Compare: %d of %d blocks arrived sorted, want none", sorted, b)
+	// system.events counts the whole server's inserts, and the suite's
+	// other packages insert into the same server meanwhile (sorted blocks
+	// of theirs): the control holds when a window of its insert saw a
+	// block arrive unsorted, its own; three windows that saw none fail.
+	var tries []string
+	for range 3 {
+		b, sorted := insertCounted(t, s, plain, rows)
+		if b > sorted {
+			return
+		}
+		tries = append(tries, fmt.Sprintf("%d of %d", sorted, b))
 	}
+	t.Errorf("documents without Compare: %v blocks arrived sorted in three inserts, want one unsorted in each", tries)
 }
