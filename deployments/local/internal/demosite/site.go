@@ -364,8 +364,8 @@ func (s *Site) serveScripted(h int, w http.ResponseWriter, r *http.Request) bool
 	return false
 }
 
-// pageData is what a script-built page's script writes: the text and
-// links render writes into an ordinary page.
+// pageData is a page's title, text and links: what render writes into an
+// ordinary page, and what a script-built page's script writes.
 type pageData struct {
 	Title      string     `json:"title"`
 	Paragraphs []string   `json:"paragraphs"`
@@ -403,11 +403,7 @@ func (s *Site) pageData(nd *node) pageData {
 // and the script that fills it.
 func shell(nd *node) []byte {
 	var b bytes.Buffer
-	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
-	fmt.Fprintf(&b, "<title>%s</title>", html.EscapeString(nd.title))
-	if nd.path == PathBase {
-		b.WriteString(`<base href="/based/">`)
-	}
+	writeHead(&b, nd)
 	b.WriteString("<script defer src=\"" + PathAppScript + "\"></script></head>\n<body>\n<div id=\"app\"></div>\n")
 	b.WriteString("<noscript>This page needs JavaScript.</noscript>\n</body></html>\n")
 	return b.Bytes()
@@ -443,32 +439,29 @@ var words = strings.Fields("crawler fetch parse frontier politeness robots host 
 // render writes the HTML of a page.
 func (s *Site) render(nd *node) []byte {
 	var b bytes.Buffer
-	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
-	fmt.Fprintf(&b, "<title>%s</title>", html.EscapeString(nd.title))
-	if nd.path == PathBase {
-		b.WriteString(`<base href="/based/">`)
-	}
+	writeHead(&b, nd)
 	b.WriteString("</head>\n<body>\n")
-	fmt.Fprintf(&b, "<h1>%s</h1>\n", html.EscapeString(nd.title))
-	seed := len(nd.path) + nd.host*7
-	for p := range 3 {
-		b.WriteString("<p>")
-		for i := range 24 {
-			b.WriteString(words[(seed*31+p*17+i*13+i*i)%len(words)])
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "(%s on host %d)</p>\n", html.EscapeString(nd.path), nd.host)
+	d := s.pageData(nd)
+	fmt.Fprintf(&b, "<h1>%s</h1>\n", html.EscapeString(d.Title))
+	for _, p := range d.Paragraphs {
+		fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(p))
 	}
 	b.WriteString("<ul>\n")
-	for i, l := range nd.links {
-		href := l.href
-		if l.abs {
-			href = s.URL(l.host, l.path)
-		}
-		fmt.Fprintf(&b, "<li><a href=\"%s\">link %d to %s</a></li>\n", html.EscapeString(href), i, html.EscapeString(l.path))
+	for _, l := range d.Links {
+		fmt.Fprintf(&b, "<li><a href=\"%s\">%s</a></li>\n", html.EscapeString(l.Href), html.EscapeString(l.Text))
 	}
 	b.WriteString("</ul>\n</body></html>\n")
 	return b.Bytes()
+}
+
+// writeHead writes a page's doctype, head and title, and its <base> when
+// it has one; the head is left open.
+func writeHead(b *bytes.Buffer, nd *node) {
+	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
+	fmt.Fprintf(b, "<title>%s</title>", html.EscapeString(nd.title))
+	if nd.path == PathBase {
+		b.WriteString(`<base href="/based/">`)
+	}
 }
 
 // WaitIdle waits until no request arrived for quiet, or ctx is done.
