@@ -1,6 +1,8 @@
 package crawlsettings
 
 import (
+	"errors"
+	"strings"
 	"sync"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
@@ -18,6 +20,10 @@ type Compiled[T any] struct {
 	mu sync.Mutex
 	m  map[string]compiled[T]
 }
+
+// maxCompiled bounds the crawls whose values a Compiled keeps (crawls
+// running at once are far fewer); beyond it the table starts over.
+const maxCompiled = 4096
 
 type compiled[T any] struct {
 	revision uint64
@@ -43,6 +49,38 @@ func (c *Compiled[T]) Get(crawlID string, spec *crawlv1.CrawlSpec) T {
 	if err != nil && c.onError != nil {
 		c.onError(crawlID, err)
 	}
+	if len(c.m) >= maxCompiled {
+		clear(c.m) // each crawl's is compiled again once
+	}
 	c.m[crawlID] = compiled[T]{revision: spec.GetRevision(), spec: spec, value: v}
 	return v
+}
+
+// Cache resolves the settings of crawls on a fleet (Resolve) once per
+// specification revision, so that a service reads a crawl's settings per
+// request at the cost of a map look-up. Safe for concurrent use.
+type Cache struct {
+	fleet    Fleet
+	compiled *Compiled[Settings]
+}
+
+// NewCache returns a Cache of the settings of crawls on fleet f. refused
+// (may be nil) is called once per revision whose identity is partly
+// refused (Settings.IdentityRefused), with why.
+func NewCache(f Fleet, refused func(crawlID string, err error)) *Cache {
+	c := &Cache{fleet: f}
+	c.compiled = NewCompiled(func(spec *crawlv1.CrawlSpec) (Settings, error) {
+		s := Resolve(spec, c.fleet)
+		if len(s.IdentityRefused) > 0 {
+			return s, errors.New(strings.Join(s.IdentityRefused, "; "))
+		}
+		return s, nil
+	}, refused)
+	return c
+}
+
+// Of returns the settings of crawlID, whose current specification is spec
+// (nil: none, the fleet's settings).
+func (c *Cache) Of(crawlID string, spec *crawlv1.CrawlSpec) Settings {
+	return c.compiled.Get(crawlID, spec)
 }

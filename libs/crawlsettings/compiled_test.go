@@ -2,6 +2,9 @@ package crawlsettings
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
@@ -44,5 +47,52 @@ func TestCompiled(t *testing.T) {
 	}
 	if len(errs) != 1 || errs[0] != "a: bad rule" || compiles != 4 {
 		t.Fatalf("errors %v after %d compiles, want one for a after 4", errs, compiles)
+	}
+}
+
+// TestCompiledBounded: past maxCompiled crawls the table starts over, and
+// a crawl's value is compiled again once.
+func TestCompiledBounded(t *testing.T) {
+	compiles := 0
+	c := NewCompiled(func(spec *crawlv1.CrawlSpec) (string, error) {
+		compiles++
+		return spec.GetCrawlId(), nil
+	}, nil)
+	specs := make([]*crawlv1.CrawlSpec, maxCompiled+1)
+	for i := range specs {
+		specs[i] = &crawlv1.CrawlSpec{CrawlId: fmt.Sprint("c", i), Revision: 1}
+		c.Get(specs[i].GetCrawlId(), specs[i])
+	}
+	if len(c.m) > maxCompiled {
+		t.Fatalf("table holds %d crawls, want at most %d", len(c.m), maxCompiled)
+	}
+	if got := c.Get("c0", specs[0]); got != "c0" || compiles != maxCompiled+2 {
+		t.Fatalf("first crawl after the table started over: %q after %d compiles, want c0 after %d", got, compiles, maxCompiled+2)
+	}
+}
+
+// TestCache: a crawl's settings resolved on the fleet, once per revision;
+// a refused identity is reported once per revision, and what of it may be
+// sent is kept.
+func TestCache(t *testing.T) {
+	var refused []string
+	c := NewCache(Fleet{MaxPages: 50, Render: crawlv1.RenderMode_RENDER_MODE_AUTO}, func(crawlID string, err error) {
+		refused = append(refused, crawlID+": "+err.Error())
+	})
+	if s := c.Of("none", nil); s.Pages != 50 || s.Render != crawlv1.RenderMode_RENDER_MODE_AUTO || !reflect.DeepEqual(s.Identity, Identity{}) {
+		t.Fatalf("crawl without a spec: %+v, want the fleet's budget and render mode, no identity", s)
+	}
+	spec := &crawlv1.CrawlSpec{CrawlId: "a", Revision: 1, Identity: &crawlv1.Identity{
+		UserAgent: "bad agent",
+		Headers:   []*crawlv1.Header{{Name: "X-Crawl", Value: "a"}, {Name: "Host", Value: "evil.example"}},
+	}}
+	for range 2 {
+		s := c.Of("a", spec)
+		if s.Identity.UserAgent != "" || len(s.Identity.Headers) != 1 || s.Identity.Headers[0].Name != "X-Crawl" {
+			t.Fatalf("partly refused identity: %+v, want the fleet's user agent and X-Crawl only", s.Identity)
+		}
+	}
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], "a: user agent: ") || !strings.Contains(refused[0], "Host") {
+		t.Fatalf("refusals %q, want one for a naming the user agent and Host", refused)
 	}
 }

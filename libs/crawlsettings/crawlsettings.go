@@ -16,6 +16,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/hostdelay"
+	"github.com/trawl-crawler/trawl/libs/identity"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 )
 
@@ -102,6 +103,48 @@ type Settings struct {
 	RenderFrom       Source
 	RenderOtherHosts bool
 	render           *crawlv1.Render // the specification's, for RenderOf's sites
+	// Identity is how the crawl's requests present it (identity), as far
+	// as libs/identity's rules let it; IdentityRefused says what of it
+	// may not be sent, and why (a specification published by something
+	// other than the seeder, which refuses it).
+	Identity        Identity
+	IdentityRefused []string
+	// Documents are the media types beyond text whose bodies the crawl
+	// keeps for the parsers (documents.content_types): PDFs, office files.
+	Documents []string
+	// SERPIgnoreRobots fetches the result pages the seeder generated from
+	// the crawl's keywords although robots.txt disallows them
+	// (politeness.serp_ignore_robots; decide.SERPExempt says which).
+	SERPIgnoreRobots bool
+}
+
+// Identity is how a crawl's requests present it, robots.txt's included.
+// The zero value is the fleet's own: its --user-agent, no extra header.
+type Identity struct {
+	UserAgent string            // "": the fleet's --user-agent
+	Agent     string            // UserAgent's robots.txt product token; "": the fleet's
+	Headers   []identity.Header // extra headers, checked
+}
+
+// identityOf returns what of p may be sent (libs/identity's rules) and
+// why the rest may not.
+func identityOf(p *crawlv1.Identity) (id Identity, refused []string) {
+	if ua := strings.TrimSpace(p.GetUserAgent()); ua != "" {
+		if err := identity.CheckUserAgent(ua); err != nil {
+			refused = append(refused, "user agent: "+err.Error())
+		} else {
+			id.UserAgent, id.Agent = ua, identity.ProductToken(ua)
+		}
+	}
+	for _, h := range p.GetHeaders() {
+		checked, err := identity.CheckHeader(h.GetName(), h.GetValue())
+		if err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		id.Headers = append(id.Headers, checked)
+	}
+	return id, refused
 }
 
 // Resolve returns the effective settings of a crawl with specification
@@ -133,6 +176,9 @@ func Resolve(spec *crawlv1.CrawlSpec, f Fleet) Settings {
 	if len(r.GetSites()) > 0 {
 		s.render = r
 	}
+	s.Identity, s.IdentityRefused = identityOf(spec.GetIdentity())
+	s.Documents = spec.GetDocuments().GetContentTypes()
+	s.SERPIgnoreRobots = spec.GetPoliteness().GetSerpIgnoreRobots()
 	return s
 }
 

@@ -2,6 +2,7 @@ package crawlsettings
 
 import (
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/hostdelay"
+	"github.com/trawl-crawler/trawl/libs/identity"
 )
 
 func TestResolve(t *testing.T) {
@@ -57,12 +59,33 @@ func TestResolve(t *testing.T) {
 			want: Settings{Pages: 500, PagesFrom: FromFleet, Depth: 7, DepthFrom: FromFleet,
 				Politeness: hostdelay.Crawl{Delay: 3 * time.Second, MaxCrawlDelay: 10 * time.Second}},
 		},
+		{
+			name: "identity, documents and the result pages' exemption",
+			spec: &crawlv1.CrawlSpec{
+				Identity: &crawlv1.Identity{UserAgent: " examplebot/1.0 (+https://example.org/bot) ",
+					Headers: []*crawlv1.Header{{Name: "Accept-Language", Value: "zh-CN"}}},
+				Documents:  &crawlv1.Documents{ContentTypes: []string{"application/pdf"}},
+				Politeness: &crawlv1.Politeness{SerpIgnoreRobots: true},
+			},
+			fleet: fleet,
+			want: Settings{Pages: 500, PagesFrom: FromFleet, Depth: 7, DepthFrom: FromFleet,
+				Identity: Identity{UserAgent: "examplebot/1.0 (+https://example.org/bot)", Agent: "examplebot",
+					Headers: []identity.Header{{Name: "Accept-Language", Value: "zh-CN"}}},
+				Documents: []string{"application/pdf"}, SERPIgnoreRobots: true},
+		},
+		{
+			name:  "a refused user agent is not sent",
+			spec:  &crawlv1.CrawlSpec{Identity: &crawlv1.Identity{UserAgent: "Mozilla/5.0"}},
+			fleet: fleet,
+			want: Settings{Pages: 500, PagesFrom: FromFleet, Depth: 7, DepthFrom: FromFleet,
+				IdentityRefused: []string{"user agent: " + identity.CheckUserAgent("Mozilla/5.0").Error()}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.want.Fleet = tt.fleet.Politeness.WithDefaults()
 			tt.want.Render, tt.want.RenderFrom = crawlv1.RenderMode_RENDER_MODE_NEVER, FromFleet
-			if got := Resolve(tt.spec, tt.fleet); got != tt.want {
+			if got := Resolve(tt.spec, tt.fleet); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Resolve = %+v\nwant      %+v", got, tt.want)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/envflag"
+	"github.com/trawl-crawler/trawl/libs/identity"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
@@ -20,7 +21,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/warc"
 )
 
@@ -215,7 +215,7 @@ func (c Config) Validate() error {
 	if c.MaxDocumentBytes < 1 || c.MaxDocumentBytes > int64(c.Kafka.MaxMessageBytes)-64<<10 {
 		errs = append(errs, fmt.Errorf("max-document-bytes: %d must be positive and at most kafka-max-message-bytes less 64 KiB (%d): a fetched page is one record", c.MaxDocumentBytes, c.Kafka.MaxMessageBytes-64<<10))
 	}
-	if robots.ProductToken(c.UserAgent) == "" {
+	if identity.ProductToken(c.UserAgent) == "" {
 		errs = append(errs, fmt.Errorf("user-agent: %q does not start with a product token", c.UserAgent))
 	}
 	return errors.Join(errs...)

@@ -35,6 +35,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
@@ -304,8 +305,8 @@ type Service struct {
 	serpLogged serpLog
 	// spentLogged: the crawls (host "") whose spent page budget was logged.
 	spentLogged serpLog
-	// idents: the checked identity of the crawls that have one.
-	idents identities
+	// crawls: the settings of crawls, resolved once per revision.
+	crawls *crawlsettings.Cache
 
 	outcomeOpts outcome.Options
 	limits      decide.Limits // the bounds of decide.Place, from opts
@@ -323,8 +324,14 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	refused := func(crawl string, err error) {
+		// A user agent or a header the seeder would refuse (a
+		// specification published by something else) is not sent.
+		log.Warn("crawl identity partly refused, sent without it", telemetry.Crawl(crawl), zap.Error(err))
+	}
 	return &Service{
 		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
+		crawls:  crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused),
 		workers: dispatch.NewPool(o.Workers),
 		limits:  decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck},
 		outcomeOpts: outcome.Options{
@@ -457,12 +464,14 @@ func (h *handler) syncGauges() {
 	h.reportedQueue, h.reportedActive = q, a
 }
 
-// spec is crawl's specification (nil without Crawls, or none known).
-func (s *Service) spec(crawl string) *crawlv1.CrawlSpec {
-	if s.opts.Crawls == nil {
-		return nil
+// settings are crawl's effective settings: its specification's (none
+// without Crawls, or none known), else the fetcher's.
+func (s *Service) settings(crawl string) crawlsettings.Settings {
+	var spec *crawlv1.CrawlSpec
+	if s.opts.Crawls != nil {
+		spec = s.opts.Crawls.Get(crawl)
 	}
-	return s.opts.Crawls.Get(crawl)
+	return s.crawls.Of(crawl, spec)
 }
 
 // crawlState is the state of a crawl (running without Crawls).

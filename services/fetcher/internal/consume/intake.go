@@ -93,8 +93,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			// crawl's product token too: one fetch per origin serves
 			// every crawl that reads it (robots.Cache.NoteAgent).
 			noted = t.Crawl
-			if id := h.s.identityOf(t.Crawl); id.agent != "" {
-				h.s.robots.NoteAgent(id.agent)
+			if agent := h.s.settings(t.Crawl).Identity.Agent; agent != "" {
+				h.s.robots.NoteAgent(agent)
 			}
 		}
 		_, published := rebuilt[t]

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
@@ -51,11 +52,14 @@ func (l *serpLog) first(crawl, host string) bool {
 }
 
 // robotsAllow reports whether t may be requested under rules
-// (robots.Verdict.Allow), and whether only the crawl's exemption for its
-// result pages allows it (counted and logged by serpFetched when the
-// request is made).
-func (s *Service) robotsAllow(t *partition.Task, rules *robots.Rules) (allow, exempted bool) {
-	return rules.Check(t.Req.GetUrl()).Allow(func() bool { return s.serpExempt(t) })
+// (robots.Verdict.Allow), and whether only its crawl's exemption for its
+// result pages allows it (decide.SERPExempt; counted and logged by
+// serpFetched when the request is made).
+func robotsAllow(t *partition.Task, rules *robots.Rules, set crawlsettings.Settings) (allow, exempted bool) {
+	req := t.Req
+	return rules.Check(req.GetUrl()).Allow(func() bool {
+		return decide.SERPExempt(req.GetSerpEngine(), req.GetDepth(), req.GetRedirectHops(), set.SERPIgnoreRobots)
+	})
 }
 
 // serpFetched counts and logs a result page fetched that robots.txt
@@ -69,16 +73,4 @@ func (s *Service) serpFetched(host string, t *partition.Task) {
 	} else {
 		s.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
 	}
-}
-
-// serpExempt reports whether t is a result page of its crawl's keywords
-// and the crawl's spec asks to fetch those despite robots.txt
-// (decide.SERPExempt).
-func (s *Service) serpExempt(t *partition.Task) bool {
-	if s.opts.Crawls == nil {
-		return false
-	}
-	req := t.Req
-	return decide.SERPExempt(req.GetSerpEngine(), req.GetDepth(), req.GetRedirectHops(),
-		s.opts.Crawls.Get(req.GetCrawlId()).GetPoliteness().GetSerpIgnoreRobots())
 }

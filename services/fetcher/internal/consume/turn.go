@@ -14,7 +14,6 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
-	"github.com/trawl-crawler/trawl/libs/hostdelay"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
@@ -63,13 +62,13 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 	}
 	req := h.s.request(t)
 	origin, _ := robots.Origin(req.GetUrl()) // checked when the record was read
-	id := s.identityOf(t.Crawl)
+	set := s.settings(t.Crawl)
 	var rules *robots.Rules
 	step := h.p.Turn(host, t, decide.TurnInput{
 		State: h.s.crawlState(t.Crawl), Attempt: t.ID.Attempt, NotBefore: t.NotBeforeTime(),
 		Robots: func() decide.Robots {
 			var fresh bool
-			rules, fresh = s.robots.LookupAs(origin, id.agent)
+			rules, fresh = s.robots.LookupAs(origin, set.Identity.Agent)
 			if !fresh {
 				return decide.Robots{}
 			}
@@ -86,14 +85,14 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 		// Not even robots.txt is asked for a page the budget refuses.
 		h.recordSpent(ctx, []*partition.Task{t})
 	case decide.FetchRobots:
-		h.fetchRobots(ctx, rctx, host, t, origin, id)
+		h.fetchRobots(ctx, rctx, host, t, origin, set)
 	case decide.TakePage:
-		allowed, exempted := h.s.robotsAllow(t, rules)
+		allowed, exempted := robotsAllow(t, rules, set)
 		left := int64(-1)
 		if t.Charged {
 			left = s.opts.Budget.Remaining(t.Crawl)
 		}
-		step, yielded := h.p.Page(host, t, partition.PageTurn{CrawlDelay: rules.CrawlDelay, Crawl: h.s.politeness(t.Crawl), Left: left, Allowed: allowed})
+		step, yielded := h.p.Page(host, t, partition.PageTurn{CrawlDelay: rules.CrawlDelay, Crawl: set.Politeness, Left: left, Allowed: allowed})
 		if yielded {
 			s.m.budgetYields.Inc()
 			return
@@ -105,7 +104,7 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 			if exempted {
 				h.s.serpFetched(host, t)
 			}
-			h.fetchPage(ctx, rctx, host, t, id, rules)
+			h.fetchPage(ctx, rctx, host, t, set, rules)
 		case decide.Refused: // recorded by the charge
 		}
 	}
@@ -113,13 +112,13 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 
 // fetchRobots takes host's turn for robots.txt (decide.FetchRobots): the
 // page waits the delay after it. The request runs under rctx.
-func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partition.Task, origin string, id ident) {
+func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partition.Task, origin string, set crawlsettings.Settings) {
 	s := h.s
 	server, ok := h.claimServer(rctx, host, t)
 	if !ok {
 		return
 	}
-	rules := s.robots.FetchAs(rctx, origin, host, id.robotsAs())
+	rules := s.robots.FetchAs(rctx, origin, host, robots.As{UserAgent: set.Identity.UserAgent, Header: set.Identity.Headers})
 	end := s.opts.Now()
 	s.serverDone(server, end)
 	if rctx.Err() != nil {
@@ -129,8 +128,8 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partiti
 	s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
 	t.Robots = h.s.robotsRows(h.partition, host, rules)
 	h.s.publishSitemaps(ctx, t, rules)
-	allowed, _ := h.s.robotsAllow(t, rules) // an exemption counts when its request is made, at the next turn
-	step, capped := h.p.RobotsFetched(host, t, partition.RobotsTurn{End: end, CrawlDelay: rules.CrawlDelay, Crawl: h.s.politeness(t.Crawl), Allowed: allowed})
+	allowed, _ := robotsAllow(t, rules, set) // an exemption counts when its request is made, at the next turn
+	step, capped := h.p.RobotsFetched(host, t, partition.RobotsTurn{End: end, CrawlDelay: rules.CrawlDelay, Crawl: set.Politeness, Allowed: allowed})
 	if capped {
 		s.m.crawlDelayCaped.Inc()
 		h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
@@ -142,19 +141,19 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partiti
 
 // fetchPage requests t's page (decide.Fetch) under rctx, feeds the answer
 // back to its partition and records the outcome.
-func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition.Task, id ident, rules *robots.Rules) {
+func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition.Task, set crawlsettings.Settings, rules *robots.Rules) {
 	s := h.s
 	req := t.Req
 	r := httpfetch.Request{URL: req.GetUrl(), Host: host, Sitemap: strings.HasSuffix(req.GetParentUrl(), "/robots.txt"),
 		ETag: req.GetEtag(), LastModified: req.GetLastModified(), Capture: s.opts.Archive != nil,
-		UserAgent: id.userAgent, Header: id.headers, Keep: s.keptTypes(t.Crawl)}
+		UserAgent: set.Identity.UserAgent, Header: set.Identity.Headers, Keep: set.Documents}
 	server, ok := h.claimServer(rctx, host, t)
 	if !ok {
 		h.uncharge(t) // back in its queue: charged again at its turn
 		return
 	}
 	res := s.fetch.Fetch(rctx, r)
-	s.render(rctx, t, res, rules, id)
+	s.render(rctx, t, res, rules, set)
 	end := s.opts.Now()
 	s.serverDone(server, end)
 	if rctx.Err() != nil {
@@ -294,15 +293,6 @@ func robotsVerdict(k failure.Kind) string {
 	return "unavailable"
 }
 
-// politeness is the politeness of crawl's spec (zero: none), which with
-// a host's Crawl-delay sets the host's delay (politeness.Engine's
-// SetHostDelay): the crawl's delay raises it and its max_crawl_delay
-// replaces the cap, never below the fetcher's --delay floor. A host shared
-// by crawls takes, after each request, the delay of that request's crawl.
-func (s *Service) politeness(crawl string) hostdelay.Crawl {
-	return crawlsettings.PolitenessOf(s.spec(crawl))
-}
-
 // The page budget at a host's turn: refused, charged, yielded, given
 // back (the rules are decide's Charged and Yield).
 
@@ -356,11 +346,10 @@ func (h *handler) uncharge(t *partition.Task) {
 // the host and its server, so the host's delay runs from the end of the
 // load. A load that fails or that a page ends otherwise than settled (or
 // out of time, with the DOM as it stood) leaves the body as fetched.
-func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.Response, rules *robots.Rules, id ident) {
+func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.Response, rules *robots.Rules, set crawlsettings.Settings) {
 	if res.Status != http.StatusOK || res.Truncated || len(res.Body) == 0 {
 		return
 	}
-	set := crawlsettings.Resolve(s.spec(t.Crawl), crawlsettings.Fleet{Render: s.opts.Render.Spec()})
 	v := rendersniff.ModeOf(set.RenderOf(t.Host)).Render(res.Body, res.ContentType)
 	if v.Render && s.opts.Renderer == nil {
 		v = rendersniff.Verdict{Reason: rendersniff.ReasonNoBrowser}
@@ -370,9 +359,9 @@ func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.
 		return
 	}
 	var headers map[string]string
-	if len(id.headers) > 0 {
-		headers = make(map[string]string, len(id.headers))
-		for _, hd := range id.headers {
+	if hs := set.Identity.Headers; len(hs) > 0 {
+		headers = make(map[string]string, len(hs))
+		for _, hd := range hs {
 			headers[hd.Name] = hd.Value
 		}
 	}
@@ -386,7 +375,7 @@ func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.
 			}
 			return rules.Check(u) == robots.Allowed
 		},
-		UserAgent: id.userAgent, Headers: headers, OtherHosts: set.RenderOtherHosts,
+		UserAgent: set.Identity.UserAgent, Headers: headers, OtherHosts: set.RenderOtherHosts,
 	})
 	s.m.renderDuration.Observe(time.Since(start).Seconds())
 	if err != nil {

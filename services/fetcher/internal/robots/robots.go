@@ -234,7 +234,7 @@ func NewCache(get Getter, now func() time.Time, o Options) *Cache {
 	}
 	return &Cache{
 		opts:  o,
-		agent: ProductToken(o.UserAgent),
+		agent: identity.ProductToken(o.UserAgent),
 		get:   get,
 		now:   now,
 		lru:   list.New(),
@@ -247,21 +247,6 @@ func (c *Cache) MaxEntries() int { return c.opts.MaxEntries }
 
 // Agent returns the product token matched against User-agent lines.
 func (c *Cache) Agent() string { return c.agent }
-
-// ProductToken returns the robots.txt product token of a User-Agent: its
-// leading run of letters, '-' and '_' ("trawl/0.1 (+…)" → "trawl").
-func ProductToken(ua string) string {
-	i := 0
-	for i < len(ua) {
-		ch := ua[i]
-		if ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch == '-' || ch == '_' {
-			i++
-			continue
-		}
-		break
-	}
-	return ua[:i]
-}
 
 // Origin returns scheme://host[:port] of rawURL, the key of its robots.txt
 // (RFC 9309 applies to http, https and ftp).
@@ -322,7 +307,7 @@ func (c *Cache) Fetch(ctx context.Context, origin, host string) *Rules {
 // is Unavailable and not cached. host is the politeness key, used for the
 // proxy choice. It blocks for the request(s).
 func (c *Cache) FetchAs(ctx context.Context, origin, host string, as As) *Rules {
-	agent := ProductToken(as.UserAgent)
+	agent := identity.ProductToken(as.UserAgent)
 	others := c.noteAgent(agent)
 	target := origin + "/robots.txt"
 	r := &Rules{Origin: origin, agent: c.agent}
@@ -651,7 +636,7 @@ func (h *delayHandler) HandleUserAgent(_ int, v string) {
 	switch {
 	case v == "*" || strings.HasPrefix(v, "* "):
 		h.groupIsGlobal = true
-	case strings.EqualFold(ProductToken(v), h.agent) && h.agent != "":
+	case strings.EqualFold(identity.ProductToken(v), h.agent) && h.agent != "":
 		h.groupIsSpecific = true
 	}
 }

@@ -198,20 +198,6 @@ func TestCrawlDelay(t *testing.T) {
 	}
 }
 
-func TestProductToken(t *testing.T) {
-	tests := map[string]string{
-		"trawl/0.1 (+https://x)": "trawl",
-		"Googlebot":              "Googlebot",
-		"my_bot-2":               "my_bot-",
-		"":                       "",
-	}
-	for in, want := range tests {
-		if got := ProductToken(in); got != want {
-			t.Errorf("ProductToken(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // parsed returns the Rules of a 2xx robots.txt body for the agent "trawl".
 func parsed(body string) *Rules {
 	c := NewCache(nil, time.Now, Options{UserAgent: ua})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jimsmart/grobotstxt"
 
+	"github.com/trawl-crawler/trawl/libs/identity"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
 )
 
@@ -470,7 +471,7 @@ func FuzzAgainstGrobotstxt(f *testing.F) {
 	f.Add("User-agent: a\nCrawl-delay: 1\nuser-agent: b\nAllow: /x\nDisallow: /\n", "x/index.html", "b")
 	f.Add("User-Agent: *\nAllow: /d/index.html\nDisallow: /\n", "d/", "x")
 	f.Fuzz(func(t *testing.T, body, path, agent string) {
-		if strings.Contains(body, "%") || ProductToken(agent) != agent || agent == "" {
+		if strings.Contains(body, "%") || identity.ProductToken(agent) != agent || agent == "" {
 			return
 		}
 		for i := 0; i < len(path); i++ {
