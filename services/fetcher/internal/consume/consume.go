@@ -38,7 +38,6 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
@@ -47,6 +46,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/render"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/rendersniff"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
@@ -188,20 +188,14 @@ type Options struct {
 	// record. Nil: nothing is archived.
 	Archive Archiver
 	// Renderer, optional, loads pages in a headless browser
-	// (*browser.Browser): a page fetched with a 200 that Render says needs
-	// it (rendersniff.Mode.Render) is loaded from its fetched body within
-	// its host's turn, as its crawl (its robots.txt for every request the
-	// page makes, its user agent and headers), and the DOM the page's
-	// scripts built becomes its body (FetchedPage.rendered). The host's
-	// delay runs from the end of the load. Nil: no page is rendered.
-	Renderer Renderer
+	// (*browser.Browser): a page fetched with a 200 that its crawl's
+	// render mode (else Render) says needs it is rendered within its
+	// host's turn (render.Renderer), and the DOM the page's scripts built
+	// becomes its body (FetchedPage.rendered). An Archive that keeps
+	// renderings (render.Archiver) archives what the browser fetched.
+	// Nil: no page is rendered.
+	Renderer render.Loader
 	Render   rendersniff.Mode
-}
-
-// Renderer loads a page in a browser (*browser.Browser). Safe for
-// concurrent use; LoadAs blocks for at most its page timeout.
-type Renderer interface {
-	LoadAs(ctx context.Context, url string, as browser.As) (*browser.Page, error)
 }
 
 // Archiver archives a fetch (*warc.Writer). Archive blocks until the
@@ -306,7 +300,8 @@ type Service struct {
 	// spentLogged: the crawls (host "") whose spent page budget was logged.
 	spentLogged serpLog
 	// crawls: the settings of crawls, resolved once per revision.
-	crawls *crawlsettings.Cache
+	crawls   *crawlsettings.Cache
+	renderer *render.Renderer // pages that need a browser (Options.Renderer)
 
 	outcomeOpts outcome.Options
 	limits      decide.Limits // the bounds of decide.Place, from opts
@@ -324,6 +319,11 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	archive, _ := o.Archive.(render.Archiver)
+	rr, err := render.New(o.Renderer, archive, log, reg)
+	if err != nil {
+		return nil, err
+	}
 	refused := func(crawl string, err error) {
 		// A user agent or a header the seeder would refuse (a
 		// specification published by something else) is not sent.
@@ -331,9 +331,10 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	}
 	return &Service{
 		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
-		crawls:  crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused),
-		workers: dispatch.NewPool(o.Workers),
-		limits:  decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck},
+		renderer: rr,
+		crawls:   crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused),
+		workers:  dispatch.NewPool(o.Workers),
+		limits:   decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck},
 		outcomeOpts: outcome.Options{
 			InstanceID: o.InstanceID, MaxAttempts: o.MaxAttempts, RetryBackoff: o.RetryBackoff,
 			MaxRetryBackoff: o.MaxRetryBackoff, MaxRedirects: o.MaxRedirects, Jitter: o.Jitter,

@@ -34,9 +34,6 @@ type metrics struct {
 	reprioritized    *prometheus.CounterVec // result: politeness.RaiseResult
 	recordedErrors   prometheus.Counter
 	unchanged        prometheus.Counter
-	renders          *prometheus.CounterVec // outcome: browser.Outcomes, error
-	renderVerdicts   *prometheus.CounterVec // reason: rendersniff.Reasons and the modes'
-	renderDuration   prometheus.Histogram
 	robotsVerdicts   *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
 	hostStatesLoaded prometheus.Counter
 	robotsRestored   prometheus.Counter
@@ -167,19 +164,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "robots_refusals_total",
 			Help: "URLs not requested because of robots.txt, by verdict (disallowed, unavailable).",
 		}, []string{"verdict"}),
-		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "renders_total",
-			Help: "Pages loaded in the headless browser (--render), by how the load ended (browser outcomes, or error: the tab or the browser failed); a settled or timed-out load's DOM replaced the fetched body.",
-		}, []string{"outcome"}),
-		renderVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "render_verdicts_total",
-			Help: "Pages fetched with a 200 that the render mode looked at, by the reason it rendered them or not (rendersniff).",
-		}, []string{"reason"}),
-		renderDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "render_duration_seconds",
-			Help:    "Time a page load in the headless browser took, within its host's turn.",
-			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30},
-		}),
 		serpRobotsOverridden: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "serp_robots_overridden_total",
 			Help: "Search result pages generated from a crawl's keywords fetched although robots.txt disallows them, because the crawl's spec sets politeness.serp_ignore_robots.",
@@ -187,8 +171,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.reprioritized, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.replaysRefused, m.serpRobotsOverridden,
-		m.renders, m.renderVerdicts, m.renderDuration} {
+		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.reprioritized, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.replaysRefused, m.serpRobotsOverridden} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -28,6 +28,7 @@ import (
 // HTTP client, robots cache and group member.
 type fetcherProc struct {
 	svc    *Service
+	reg    *prometheus.Registry // the fetcher's metrics
 	group  *kafkaio.Group
 	cancel context.CancelFunc
 	done   chan error
@@ -85,13 +86,36 @@ func startFetcherProd(ctx context.Context, t testing.TB, kcfg kafkaio.Config, st
 		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	p := &fetcherProc{svc: svc, group: group, cancel: cancel, done: make(chan error, 1)}
+	p := &fetcherProc{svc: svc, reg: reg, group: group, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		err := group.Run(runCtx)
 		stopRec()
 		p.done <- err
 	}()
 	return p
+}
+
+// counter returns the value of the fetcher's counter name with label
+// set to value (0: no such series).
+func (p *fetcherProc) counter(t testing.TB, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := p.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func (p *fetcherProc) stop(t testing.TB) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -17,13 +16,11 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/libs/urlcanon"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/rendersniff"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -153,7 +150,7 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 		return
 	}
 	res := s.fetch.Fetch(rctx, r)
-	s.render(rctx, t, res, rules, set)
+	s.renderer.Render(rctx, t.Req, host, res, rules, set)
 	end := s.opts.Now()
 	s.serverDone(server, end)
 	if rctx.Err() != nil {
@@ -334,59 +331,4 @@ func (h *handler) uncharge(t *partition.Task) {
 		h.s.opts.Budget.Unreserve(t.Crawl)
 		h.p.Uncharged(t)
 	}
-}
-
-// render replaces the body of res, t's page, with the DOM a headless
-// browser builds from it (Options.Renderer) when the page came with a 200
-// and its crawl's render mode says it needs it (rendersniff). The browser
-// reads the page from the fetched body (it is not asked of the site
-// again) and asks the site only for what the page's scripts and styles
-// need, as t's crawl: its robots.txt decides every request, and its user
-// agent and headers go with them. It runs within the host's turn, holding
-// the host and its server, so the host's delay runs from the end of the
-// load. A load that fails or that a page ends otherwise than settled (or
-// out of time, with the DOM as it stood) leaves the body as fetched.
-func (s *Service) render(ctx context.Context, t *partition.Task, res *httpfetch.Response, rules *robots.Rules, set crawlsettings.Settings) {
-	if res.Status != http.StatusOK || res.Truncated || len(res.Body) == 0 {
-		return
-	}
-	v := rendersniff.ModeOf(set.RenderOf(t.Host)).Render(res.Body, res.ContentType)
-	if v.Render && s.opts.Renderer == nil {
-		v = rendersniff.Verdict{Reason: rendersniff.ReasonNoBrowser}
-	}
-	s.m.renderVerdicts.WithLabelValues(v.Reason).Inc()
-	if !v.Render {
-		return
-	}
-	var headers map[string]string
-	if hs := set.Identity.Headers; len(hs) > 0 {
-		headers = make(map[string]string, len(hs))
-		for _, hd := range hs {
-			headers[hd.Name] = hd.Value
-		}
-	}
-	start := time.Now()
-	page, err := s.opts.Renderer.LoadAs(ctx, t.Req.GetUrl(), browser.As{
-		Document: &browser.Document{Status: res.Status, Body: res.Body,
-			Header: http.Header{"Content-Type": {res.ContentType + "; charset=utf-8"}}},
-		Allow: func(u string) bool {
-			if k, err := urlcanon.PolitenessKey(u); err == nil && k != t.Host {
-				return true // another host (render.other_hosts): not crawled, so no robots.txt of its own is read
-			}
-			return rules.Check(u) == robots.Allowed
-		},
-		UserAgent: set.Identity.UserAgent, Headers: headers, OtherHosts: set.RenderOtherHosts,
-	})
-	s.m.renderDuration.Observe(time.Since(start).Seconds())
-	if err != nil {
-		s.m.renders.WithLabelValues("error").Inc()
-		s.log.Warn("kept a page as fetched, its rendering failed", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
-		return
-	}
-	s.m.renders.WithLabelValues(string(page.Outcome)).Inc()
-	s.archiveRender(ctx, t, res, page)
-	if page.HTML == "" || (page.Outcome != browser.OutcomeSettled && page.Outcome != browser.OutcomeTimeout) {
-		return
-	}
-	res.Body, res.Rendered = []byte(page.HTML), string(page.Outcome)
 }
