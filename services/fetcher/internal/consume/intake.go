@@ -221,26 +221,14 @@ func (h *handler) repeat(t *partition.Task) {
 	h.ack(t)
 }
 
-// request returns t's FetchRequest, decoding the record's value when it
-// is not decoded yet. The value decoded when the record was read
-// (newTask), so it decodes again; should it not, the request is t's
-// fields alone, and its fetch fails as an invalid URL rather than panic.
-// Its priority is t's: a request raised while queued (reprioritize) is
-// fetched, logged, retried and deferred with the raised priority and the
-// signals that raised it.
+// request returns t's FetchRequest (partition.Task.Request), decoded
+// when it is not yet; a record that no longer decodes is logged, and its
+// request is t's fields alone.
 func (s *Service) request(t *partition.Task) *crawlv1.FetchRequest {
-	if t.Req != nil {
-		return t.Req
-	}
-	req := &crawlv1.FetchRequest{}
-	if err := crawlmsg.Unmarshal(t.Value, t.Schema, req); err != nil {
+	req, err := t.Request()
+	if err != nil {
 		s.log.Error("decode a fetch request read before failed", telemetry.Offset(t.Offset), zap.Error(err))
-		req = &crawlv1.FetchRequest{CrawlId: t.Crawl, Attempt: t.ID.Attempt, Depth: t.Depth}
 	}
-	if p, signals := t.Priority(); req.GetPriority() != p {
-		req.Priority, req.PriorityReason = p, signals.String()
-	}
-	t.Req = req
 	return req
 }
 
