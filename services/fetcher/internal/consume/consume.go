@@ -40,6 +40,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
@@ -307,8 +308,8 @@ type Service struct {
 	// idents: the checked identity of the crawls that have one.
 	idents identities
 
-	outcomeOpts outcome.Options
-	limits      decide.Limits // the bounds of decide.Place, from opts
+	enc    *emit.Encoder // the records produced
+	limits decide.Limits // the bounds of decide.Place, from opts
 }
 
 // New returns a Service. rec must outlive the group that runs the
@@ -327,10 +328,10 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
 		workers: dispatch.NewPool(o.Workers),
 		limits:  decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck},
-		outcomeOpts: outcome.Options{
+		enc: emit.New(emit.Options{Topics: o.Topics, Now: o.Now, Outcome: outcome.Options{
 			InstanceID: o.InstanceID, MaxAttempts: o.MaxAttempts, RetryBackoff: o.RetryBackoff,
 			MaxRetryBackoff: o.MaxRetryBackoff, MaxRedirects: o.MaxRedirects, Jitter: o.Jitter,
-		},
+		}}),
 	}, nil
 }
 
