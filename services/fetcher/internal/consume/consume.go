@@ -4,21 +4,26 @@
 // starts a dispatch.Dispatcher over its host queues and a worker pool
 // shared by all partitions; a host's turn (turn.go) checks
 // robots.txt, fetches and feeds the answer back to the engine; the
-// attempt's outcome (outcome.Of) is encoded, handed to the recorder, which
-// produces it and writes the fetch-log row, and only then is the record
-// acked (record.go).
+// attempt's outcome (outcome.Of) is encoded (package emit), handed to the
+// recorder, which produces it and writes the fetch-log row, and only then
+// is the record acked (record.go).
 //
 // Every decision about a request is package decide's (Intake and Place
-// when a record is read, Turn and what follows at a host's turn): this
-// package gathers their inputs, carries out their answers and acks.
+// when a record is read, Turn and what follows at a host's turn) and every
+// record produced is encoded by package emit (topics, keys, headers): this
+// package gathers the decisions' inputs, carries out their answers,
+// produces, counts and acks.
 //
 // Files: consume.go (options, the Service, assignment, the handler,
 // Close), intake.go (Handle: a batch becomes tasks, each decided and
-// placed by the partition, queued or deferred; a task's record), turn.go
-// (a host's turn and the page budget's part in it), record.go,
-// hoststates.go (state handed to the next owner), attempts.go (the
-// look-up of redelivered attempts), robotstxt.go (stored robots.txt),
-// identity.go, serp.go, metrics.go.
+// placed by the partition, queued or deferred; a task's request, acks),
+// turn.go (a host's turn, the sitemaps of its robots.txt and the page
+// budget's part in it), record.go (outcomes recorded and acked, the
+// metrics and logs of their encoding; cancelled, spent and paused
+// requests), hoststates.go (state handed to the next owner), attempts.go
+// (the look-up of redelivered attempts), robotstxt.go (stored robots.txt:
+// restored at assignment, rows recorded with an outcome), identity.go,
+// serp.go, lease.go, renderwarc.go, metrics.go.
 package consume
 
 import (
@@ -40,6 +45,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
@@ -303,8 +309,8 @@ type Service struct {
 	crawls   *crawlsettings.Cache
 	renderer *render.Renderer // pages that need a browser (Options.Renderer)
 
-	outcomeOpts outcome.Options
-	limits      decide.Limits // the bounds of decide.Place, from opts
+	enc    *emit.Encoder // the records produced
+	limits decide.Limits // the bounds of decide.Place, from opts
 }
 
 // New returns a Service. rec must outlive the group that runs the
@@ -335,10 +341,10 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 		crawls:   crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused),
 		workers:  dispatch.NewPool(o.Workers),
 		limits:   decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck},
-		outcomeOpts: outcome.Options{
+		enc: emit.New(emit.Options{Topics: o.Topics, Now: o.Now, Outcome: outcome.Options{
 			InstanceID: o.InstanceID, MaxAttempts: o.MaxAttempts, RetryBackoff: o.RetryBackoff,
 			MaxRetryBackoff: o.MaxRetryBackoff, MaxRedirects: o.MaxRedirects, Jitter: o.Jitter,
-		},
+		}}),
 	}, nil
 }
 

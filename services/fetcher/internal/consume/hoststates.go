@@ -4,10 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
-
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 )
 
 // Host states handed to the next owner of a partition (Options.HostStates).
@@ -17,14 +14,7 @@ func (h *handler) publishStates() {
 	if h.s.opts.HostStates == nil {
 		return
 	}
-	now := h.s.opts.Now()
-	var msgs []kafka.Message
-	for host, st := range h.p.Engine().ChangedStates() {
-		m, err := hoststate.Message(h.s.opts.Topics.HostState, host, h.s.opts.InstanceID, st, now)
-		if err == nil {
-			msgs = append(msgs, m)
-		}
-	}
+	msgs := h.s.enc.HostStates(h.p.Engine().ChangedStates())
 	if len(msgs) == 0 {
 		return
 	}

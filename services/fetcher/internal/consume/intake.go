@@ -7,15 +7,13 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
-	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
@@ -153,13 +151,14 @@ func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral) {
 	held := 0
 	for _, d := range ds {
 		var m kafka.Message
-		var ok bool
+		var err error
 		if d.Held {
-			m, ok = h.s.pauseDeferral(d.Task, d.At)
+			m, err = h.s.enc.Hold(d.Task, h.s.request(d.Task), d.At)
 		} else {
-			m, ok = h.s.deferMessage(d.Task, d.At)
+			m, err = h.s.enc.Defer(d.Task, h.s.request(d.Task), d.At)
+			partition.Compact(d.Task)
 		}
-		if !ok {
+		if err != nil {
 			h.push(d.Task, d.Task.NotBeforeTime())
 			continue
 		}
@@ -189,22 +188,6 @@ func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral) {
 	h.s.m.deferred.Add(float64(len(deferred)))
 }
 
-// deferMessage returns the record that puts t back on the fetch topic,
-// due at notBefore. It carries t's priority and reason (request), raised
-// or not.
-func (s *Service) deferMessage(t *partition.Task, notBefore time.Time) (kafka.Message, bool) {
-	o := s.opts
-	req := proto.CloneOf(s.request(t))
-	partition.Compact(t)
-	req.NotBefore = timestamppb.New(notBefore)
-	m, err := kafkaio.NewMessage(o.Topics.Fetch, []byte(t.Host), req)
-	if err != nil {
-		return kafka.Message{}, false
-	}
-	m.Headers = append(m.Headers, kafka.Header{Key: deferredHeader, Value: []byte("1")})
-	return m, true
-}
-
 // push queues t in its host's queue unless its attempt is held or was
 // finished already (partition.Partition.Push): then its record is acked
 // as a repeat.
@@ -221,26 +204,14 @@ func (h *handler) repeat(t *partition.Task) {
 	h.ack(t)
 }
 
-// request returns t's FetchRequest, decoding the record's value when it
-// is not decoded yet. The value decoded when the record was read
-// (newTask), so it decodes again; should it not, the request is t's
-// fields alone, and its fetch fails as an invalid URL rather than panic.
-// Its priority is t's: a request raised while queued (reprioritize) is
-// fetched, logged, retried and deferred with the raised priority and the
-// signals that raised it.
+// request returns t's FetchRequest (partition.Task.Request), decoded
+// when it is not yet; a record that no longer decodes is logged, and its
+// request is t's fields alone.
 func (s *Service) request(t *partition.Task) *crawlv1.FetchRequest {
-	if t.Req != nil {
-		return t.Req
-	}
-	req := &crawlv1.FetchRequest{}
-	if err := crawlmsg.Unmarshal(t.Value, t.Schema, req); err != nil {
+	req, err := t.Request()
+	if err != nil {
 		s.log.Error("decode a fetch request read before failed", telemetry.Offset(t.Offset), zap.Error(err))
-		req = &crawlv1.FetchRequest{CrawlId: t.Crawl, Attempt: t.ID.Attempt, Depth: t.Depth}
 	}
-	if p, signals := t.Priority(); req.GetPriority() != p {
-		req.Priority, req.PriorityReason = p, signals.String()
-	}
-	t.Req = req
 	return req
 }
 
@@ -248,8 +219,8 @@ func (s *Service) request(t *partition.Task) *crawlv1.FetchRequest {
 // its host and crawl shared through h's tables.
 func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *partition.Task {
 	return partition.NewTask(req, partition.TaskOf{
-		Offset: msg.Offset, Value: msg.Value, Schema: h.interned.intern(schemaOf(msg)), Host: host, Crawl: h.interned.intern(req.GetCrawlId()),
-		Redefer: wasDeferred(msg), Budgets: h.s.opts.Budget != nil,
+		Offset: msg.Offset, Value: msg.Value, Schema: h.interned.intern(emit.SchemaOf(msg)), Host: host, Crawl: h.interned.intern(req.GetCrawlId()),
+		Redefer: emit.WasDeferred(msg), Budgets: h.s.opts.Budget != nil,
 	}, now)
 }
 
@@ -275,17 +246,6 @@ func (in *interned) intern(s string) string {
 // are far fewer).
 const maxInterned = 1024
 
-// schemaOf is the record's schema header (crawlmsg.SchemaHeader), "" when
-// it has none.
-func schemaOf(msg kafka.Message) string {
-	for _, hd := range msg.Headers {
-		if hd.Key == crawlmsg.SchemaHeader {
-			return string(hd.Value)
-		}
-	}
-	return ""
-}
-
 // ack acknowledges t's record.
 func (h *handler) ack(t *partition.Task) {
 	h.acker(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.Offset})
@@ -309,16 +269,4 @@ func (h *handler) reprioritize(msg kafka.Message, req *crawlv1.FetchRequest) {
 	}
 	res := h.p.Raise(host, req.GetCrawlId(), req.GetUrlFp(), req.GetPriority(), priority.ParseSignals(req.GetPriorityReason()))
 	h.s.m.reprioritized.WithLabelValues(res.String()).Inc()
-}
-
-// deferredHeader marks a fetch request produced again by a deferral.
-const deferredHeader = "trawl-deferred"
-
-func wasDeferred(msg kafka.Message) bool {
-	for _, hd := range msg.Headers {
-		if hd.Key == deferredHeader {
-			return true
-		}
-	}
-	return false
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -173,7 +174,8 @@ func TestReprioritize(t *testing.T) {
 // priority and the signals that raised it, its other fields unchanged; one
 // never raised keeps its own reason as read.
 func TestRaisedPriorityTravels(t *testing.T) {
-	h := &handler{s: &Service{opts: Options{Topics: kafkaio.Topics{Fetch: "fetch"}}}, log: zap.NewNop()}
+	topics := kafkaio.Topics{Fetch: "fetch"}
+	h := &handler{s: &Service{opts: Options{Topics: topics}, enc: emit.New(emit.Options{Topics: topics})}, log: zap.NewNop()}
 	taskOf := func(req *crawlv1.FetchRequest) *partition.Task {
 		m, err := kafkaio.NewMessage("fetch", []byte("a.example"), req)
 		if err != nil {
@@ -187,9 +189,9 @@ func TestRaisedPriorityTravels(t *testing.T) {
 	if res := part.Raise("a.example", "c", 7, 4, priority.InLinks|priority.Sitemap); res != politeness.Raised {
 		t.Fatalf("raise of a queued request: %v", res)
 	}
-	m, ok := h.s.deferMessage(raised, time.Now())
-	if !ok {
-		t.Fatal("no deferral record")
+	m, err := h.s.enc.Defer(raised, h.s.request(raised), time.Now())
+	if err != nil {
+		t.Fatal(err)
 	}
 	var got crawlv1.FetchRequest
 	if err := kafkaio.Decode(m, &got); err != nil {

@@ -3,24 +3,17 @@ package consume
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
-	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
-	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 )
 
@@ -33,9 +26,9 @@ import (
 // acked when the outcome is durable. Until then it counts as in flight, so
 // Close waits for it.
 func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.Response) {
-	msgs, page, row, kind, err := h.s.outcome(h.partition, t, res)
+	o, err := h.s.encode(h.partition, t, res)
 	res.Release() // the page record holds its own copy of the body
-	url := row.URL
+	url := o.Row.URL
 	partition.Compact(t) // its outcome is encoded: thousands may wait for their writes
 	if err != nil {
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(h.s.request(t).GetUrl()), zap.Error(err))
@@ -43,7 +36,7 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 	}
 	h.recording.Add(1)
 	h.p.Handed(t)
-	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: []kafka.Message{page}, Rows: []rows.FetchLogRow{row}, Robots: t.Robots, Done: func(err error) {
+	h.s.rec.Record(ctx, recorder.Outcome{Msgs: o.Msgs, Last: []kafka.Message{o.Page}, Rows: []rows.FetchLogRow{o.Row}, Robots: t.Robots, Done: func(err error) {
 		defer h.recording.Done()
 		if err != nil {
 			h.p.Settle(t, false)
@@ -52,7 +45,7 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 			}
 			return
 		}
-		h.s.count(res.Status, kind)
+		h.s.count(res.Status, o.Kind)
 		h.p.Settle(t, true)
 		h.ack(t)
 	}})
@@ -66,81 +59,37 @@ func (s *Service) count(status int, kind failure.Kind) {
 	}
 }
 
-// outcome returns the records of one attempt of t.url (outcome.Of),
-// encoded: the next attempt, redirect target, host state and proxy
-// feedback; the FetchedPage, to be produced after them
-// (recorder.Outcome.Last); the fetch-log row; and the attempt's final
-// error kind (a redirect loop or a chain too long turns a redirect into a
-// failure).
-func (s *Service) outcome(part int, t *partition.Task, res *httpfetch.Response) (msgs []kafka.Message, page kafka.Message, row rows.FetchLogRow, kind failure.Kind, err error) {
+// encode returns the records of one attempt of t's request answered by
+// res (emit.Encoder.Outcome) and counts and logs what became of its
+// redirect, its retry and its proxy.
+func (s *Service) encode(part int, t *partition.Task, res *httpfetch.Response) (emit.Outcome, error) {
 	req := s.request(t)
-	r := outcome.Of(s.outcomeOpts, outcome.Attempt{Req: req, Host: t.Host, Partition: part, RetryAfter: t.RetryAfterTime()}, res, s.opts.Now())
-	// Where the answer is archived: on the page too, so that a row rebuilt
-	// from it (read-back after a crash) points at the record as well.
-	r.Page.WarcFile, r.Page.WarcOffset = t.WarcFile, uint64(t.WarcOffset)
-	r.Row.WarcFile, r.Row.WarcOffset = t.WarcFile, uint64(t.WarcOffset)
-	if r.Redirect != outcome.RedirectNone {
-		s.m.redirects.WithLabelValues(string(r.Redirect)).Inc()
-		if r.Redirect == outcome.RedirectInvalid {
-			s.log.Debug("skipped uncrawlable redirect target", telemetry.URL(req.GetUrl()), zap.Error(r.RedirectErr))
+	o, err := s.enc.Outcome(part, t, req, res)
+	if o.Redirect != outcome.RedirectNone {
+		s.m.redirects.WithLabelValues(string(o.Redirect)).Inc()
+		if o.Redirect == outcome.RedirectInvalid {
+			s.log.Debug("skipped uncrawlable redirect target", telemetry.URL(req.GetUrl()), zap.Error(o.RedirectErr))
 		}
 	}
-	key := []byte(t.Host)
-	if len(key) == 0 {
-		key = []byte(req.GetUrl()) // invalid URL: any stable key
-	}
-	if r.Exhausted {
+	if o.Exhausted {
 		s.m.retries.WithLabelValues("exhausted").Inc()
 	}
-	if r.Retry != nil {
-		m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.Host), r.Retry)
-		if err != nil {
-			s.log.Warn("skipped retry", telemetry.URL(req.GetUrl()), zap.Error(err))
-			r.Page.WillRetry = false
-		} else {
-			s.m.retries.WithLabelValues("queued").Inc()
-			msgs = append(msgs, m)
-		}
+	if o.RetryErr != nil {
+		s.log.Warn("skipped retry", telemetry.URL(req.GetUrl()), zap.Error(o.RetryErr))
 	}
-	if r.Target != nil {
-		if m, ok := s.redirect(t, r.Target); ok {
-			msgs = append(msgs, m)
-		}
+	if o.Retried {
+		s.m.retries.WithLabelValues("queued").Inc()
 	}
-	page, err = kafkaio.NewPooledMessage(s.opts.Topics.Fetched, key, r.Page)
-	if err != nil {
-		return nil, kafka.Message{}, rows.FetchLogRow{}, "", fmt.Errorf("encode fetched page: %w", err)
+	if o.TargetKeyErr != nil {
+		s.log.Debug("skipped unfollowable redirect", telemetry.URL(req.GetUrl()), zap.Error(o.TargetKeyErr))
 	}
-	page.Headers = append(page.Headers, kafka.Header{Key: published.FetcherHeader, Value: []byte(s.opts.InstanceID)})
-	if st := t.HostState; st != nil {
-		if m, err := hoststate.Message(s.opts.Topics.HostState, t.Host, s.opts.InstanceID, *st, s.opts.Now()); err == nil {
-			msgs = append(msgs, m)
-		}
-		t.HostState = nil
+	if o.TargetErr != nil {
+		s.log.Warn("skipped redirect target", telemetry.URL(o.Target), zap.Error(o.TargetErr))
 	}
-	if r.Proxy != nil {
-		s.m.proxyOutcomes.WithLabelValues(r.Proxy.GetOutcome()).Inc()
-		if m, err := kafkaio.NewMessage(s.opts.Topics.ProxyFeedback, []byte(r.Proxy.GetProxyId()), r.Proxy); err == nil {
-			msgs = append(msgs, m)
-		}
+	if o.Proxy != "" {
+		s.m.proxyOutcomes.WithLabelValues(o.Proxy).Inc()
 	}
-	return msgs, page, r.Row, failure.Kind(r.Page.GetErrorKind()), nil
-}
-
-// redirect encodes the DiscoveredURL of a redirect target: it goes back
-// through the scheduler's dedup to whichever partition owns its host.
-func (s *Service) redirect(t *partition.Task, d *crawlv1.DiscoveredURL) (kafka.Message, bool) {
-	key, err := kafkaio.Key(d.GetUrl())
-	if err != nil {
-		s.log.Debug("skipped unfollowable redirect", telemetry.URL(t.Req.GetUrl()), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	msg, err := kafkaio.NewMessage(s.opts.Topics.Discovered, key, d)
-	if err != nil {
-		s.log.Warn("skipped redirect target", telemetry.URL(d.GetUrl()), zap.Error(err))
-		return kafka.Message{}, false
-	}
-	return msg, true
+	return o, err
 }
 
 // recordCancelled records the requests of a cancelled crawl without
@@ -173,17 +122,17 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, k
 	done := make([]*partition.Task, 0, len(ts)) // encoded: acked with the outcome
 	for _, t := range ts {
 		res := &httpfetch.Response{Start: h.s.opts.Now(), Kind: kind, Err: errors.New(reason)}
-		m, page, row, k, err := h.s.outcome(h.partition, t, res)
+		o, err := h.s.encode(h.partition, t, res)
 		partition.Compact(t)
 		if err != nil {
 			h.log.Warn("left unrequested request unacked, redelivered later", telemetry.URL(h.s.request(t).GetUrl()), telemetry.ErrorKind(string(kind)), zap.Error(err))
 			continue
 		}
 		robotsRows = append(robotsRows, t.Robots...)
-		msgs = append(msgs, m...)
-		pages = append(pages, page)
-		logRows = append(logRows, row)
-		kinds = append(kinds, k)
+		msgs = append(msgs, o.Msgs...)
+		pages = append(pages, o.Page)
+		logRows = append(logRows, o.Row)
+		kinds = append(kinds, o.Kind)
 		done = append(done, t)
 	}
 	h.recording.Add(1)
@@ -203,19 +152,6 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, k
 	}})
 }
 
-// pauseDeferral returns the record that holds t of a paused crawl: the
-// same request due at at (decide.Limits.HoldUntil), without the deferral
-// mark, so that it is checked again at intake.
-func (s *Service) pauseDeferral(t *partition.Task, at time.Time) (kafka.Message, bool) {
-	req := proto.CloneOf(s.request(t))
-	req.NotBefore = timestamppb.New(at)
-	m, err := kafkaio.NewMessage(s.opts.Topics.Fetch, []byte(t.Host), req)
-	if err != nil {
-		return kafka.Message{}, false
-	}
-	return m, true
-}
-
 // hold defers a due request of a paused crawl durably and acks it; if
 // that fails it waits in its queue for the next check.
 //
@@ -225,15 +161,15 @@ func (s *Service) pauseDeferral(t *partition.Task, at time.Time) (kafka.Message,
 // copy a repeat of itself, acked without a request, and the URL is lost.
 func (h *handler) hold(ctx context.Context, t *partition.Task) {
 	recheck := h.s.limits.HoldUntil(h.s.opts.Now())
-	m, ok := h.s.pauseDeferral(t, recheck)
+	m, err := h.s.enc.Hold(t, h.s.request(t), recheck)
 	partition.Compact(t)
-	if !ok {
+	if err != nil {
 		h.p.Engine().Push(t.Host, t, recheck) // still claimed
 		return
 	}
 	h.p.Settle(t, false)
 	h.p.Pending(t, false) // the copy is the request now (push adds t back)
-	if err := h.s.prod.Write(ctx, m); err == nil {
+	if err = h.s.prod.Write(ctx, m); err == nil {
 		h.s.m.pausedHeld.Inc()
 		h.ack(t)
 		return

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -27,7 +28,7 @@ type RobotsStore interface {
 func (s *Service) restoreRobots(ctx context.Context, part int, log *zap.Logger) {
 	restored := 0
 	err := s.opts.RobotsTxt.LoadRobots(ctx, part, s.robots.Agent(), s.opts.Now(), s.robots.MaxEntries(), func(row rows.RobotsRow) {
-		if s.robots.Restore(robotsRecord(row)) {
+		if s.robots.Restore(emit.RobotsRecord(row)) {
 			restored++
 		}
 	})
@@ -38,48 +39,15 @@ func (s *Service) restoreRobots(ctx context.Context, part int, log *zap.Logger) 
 }
 
 // robotsRows returns the row that stores rules for the next owner of
-// host: none when robots.txt is not stored, or when it could not be
-// obtained (an Unavailable result is no valid robots.txt).
+// host (emit.Encoder.RobotsRow): none when robots.txt is not stored, or
+// when it could not be obtained.
 func (s *Service) robotsRows(part int, host string, rules *robots.Rules) []rows.RobotsRow {
 	if s.opts.RobotsTxt == nil {
 		return nil
 	}
-	rec, ok := rules.Record()
+	row, ok := s.enc.RobotsRow(part, host, rules)
 	if !ok {
 		return nil
 	}
-	agent, text := rec.Columns()
-	return []rows.RobotsRow{{
-		Partition:    uint16(part),
-		Origin:       rec.Origin,
-		Host:         host,
-		Agent:        agent,
-		Outcome:      string(rec.Outcome),
-		Status:       uint16(min(max(rec.Status, 0), 65535)),
-		Rules:        text,
-		CrawlDelayMs: uint32(rec.CrawlDelay.Milliseconds()),
-		Sitemaps:     rec.Sitemaps,
-		BodyBytes:    uint32(max(rec.BodyBytes, 0)),
-		FetchedAt:    rec.FetchedAt,
-		Expires:      rec.Expires,
-		Fetcher:      s.opts.InstanceID,
-	}}
-}
-
-// robotsRecord is the cache's form of a stored row (its agent and rules
-// columns hold the rules of every agent the robots.txt was compiled for:
-// robots.Record.Columns).
-func robotsRecord(row rows.RobotsRow) robots.Record {
-	rec := robots.Record{
-		Origin:     row.Origin,
-		Outcome:    robots.Outcome(row.Outcome),
-		Status:     int(row.Status),
-		CrawlDelay: time.Duration(row.CrawlDelayMs) * time.Millisecond,
-		Sitemaps:   row.Sitemaps,
-		BodyBytes:  int(row.BodyBytes),
-		FetchedAt:  row.FetchedAt,
-		Expires:    row.Expires,
-	}
-	rec.SetColumns(row.Agent, row.Rules)
-	return rec
+	return []rows.RobotsRow{row}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -106,7 +107,7 @@ func TestHostSurplus(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				records++
-				if wasDeferred(m) {
+				if emit.WasDeferred(m) {
 					copies++
 				}
 			})

@@ -7,15 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
-	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
-	"github.com/trawl-crawler/trawl/libs/urlcanon"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
@@ -223,41 +218,12 @@ func (s *Service) serverDone(key string, end time.Time) {
 	}
 }
 
-// maxSitemaps bounds the Sitemap lines of one robots.txt published.
-const maxSitemaps = 50
-
 // publishSitemaps reports the Sitemap lines of a freshly fetched robots.txt
-// as DiscoveredURLs (source SITEMAP) of the crawl whose request fetched it,
-// at that request's depth (so a sitemap never widens a depth-limited
-// crawl), to be deduplicated and scheduled like any URL. Best effort: a
-// failure is logged; the lines come back with the next robots.txt fetch.
+// as DiscoveredURLs of the crawl whose request fetched it
+// (emit.Encoder.Sitemaps). Best effort: a failure is logged; the lines
+// come back with the next robots.txt fetch.
 func (s *Service) publishSitemaps(ctx context.Context, t *partition.Task, rules *robots.Rules) {
-	if len(rules.Sitemaps) == 0 {
-		return
-	}
-	now := timestamppb.New(s.opts.Now())
-	var msgs []kafka.Message
-	for _, sm := range rules.Sitemaps[:min(len(rules.Sitemaps), maxSitemaps)] {
-		u, err := urlcanon.Canonicalize(sm)
-		if err != nil {
-			continue
-		}
-		key, err := kafkaio.Key(u)
-		if err != nil {
-			continue
-		}
-		m, err := kafkaio.NewMessage(s.opts.Topics.Discovered, key, &crawlv1.DiscoveredURL{
-			CrawlId:      t.Req.GetCrawlId(),
-			Url:          u,
-			Depth:        t.Req.GetDepth(),
-			ParentUrl:    rules.Origin + "/robots.txt",
-			DiscoveredAt: now,
-			Source:       crawlv1.Source_SOURCE_SITEMAP,
-		})
-		if err == nil {
-			msgs = append(msgs, m)
-		}
-	}
+	msgs := s.enc.Sitemaps(t.Req, rules)
 	if len(msgs) == 0 {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore/rows"
+	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/priority"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
@@ -111,6 +112,30 @@ func (t *Task) Priority() (int32, priority.Signals) { return t.priority, t.signa
 // a crawl stopped by its budget, a cancel or a rebalance has its best
 // pages; with no priority signal, its shallowest (breadth-first).
 func Rank(t *Task) uint32 { return priority.Rank(t.priority, t.Depth) }
+
+// Request returns t's FetchRequest, decoding the record's value when it
+// is not decoded yet, and keeps it as t.Req. The value decoded when the
+// record was read, so it decodes again; should it not, the request is t's
+// fields alone (its fetch fails as an invalid URL rather than panic) and
+// the error says why, for the caller to log. Its priority is t's: a
+// request raised while queued (Partition.Raise) is fetched, logged,
+// retried and deferred with the raised priority and the signals that
+// raised it.
+func (t *Task) Request() (*crawlv1.FetchRequest, error) {
+	if t.Req != nil {
+		return t.Req, nil
+	}
+	req := &crawlv1.FetchRequest{}
+	err := crawlmsg.Unmarshal(t.Value, t.Schema, req)
+	if err != nil {
+		req = &crawlv1.FetchRequest{CrawlId: t.Crawl, Attempt: t.ID.Attempt, Depth: t.Depth}
+	}
+	if p, signals := t.Priority(); req.GetPriority() != p {
+		req.Priority, req.PriorityReason = p, signals.String()
+	}
+	t.Req = req
+	return req, err
+}
 
 // Compact drops t's decoded request before t goes back to its queue; call
 // it before handing t to the engine (another turn may take it at once).
