@@ -16,9 +16,9 @@
 // Close), intake.go (Handle: a batch becomes tasks, each decided and
 // placed by the partition, queued or deferred; a task's record), turn.go
 // (a host's turn and the page budget's part in it), record.go,
-// hoststates.go (state handed to the next owner), attempts.go (the
-// look-up of redelivered attempts), robotstxt.go (stored robots.txt),
-// identity.go, serp.go, metrics.go.
+// hoststates.go (state handed to the next owner), robotstxt.go (stored
+// robots.txt), identity.go, serp.go, metrics.go. Redelivered attempts are
+// looked up by package redelivery.
 package consume
 
 import (
@@ -44,8 +44,8 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/redelivery"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/rendersniff"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
@@ -151,7 +151,7 @@ type Options struct {
 	// fetch-log row at or after its scheduled_at was fetched and its
 	// outcome published, so its record is acked without a request. Nil:
 	// only Attempts guards against repeats.
-	Recorded Recorded
+	Recorded redelivery.Recorded
 	// Published, optional, reads back the FetchedPages produced lately to
 	// a partition (*published.Reader), once per assignment, when the
 	// first suspect records have no fetch-log row: a FetchedPage of their
@@ -160,7 +160,7 @@ type Options struct {
 	// inserted (rows follow their page by up to the ClickHouse flush
 	// interval). The row is then written from the page and the record
 	// acked without a request. Nil: such attempts are fetched again.
-	Published Published
+	Published redelivery.Published
 	// Attempts is the process-wide memory of held and finished attempts
 	// (default: partition.NewAttempts(partition.DefaultAttemptsLimit)); shared by every
 	// partition, so it survives a partition going and coming back.
@@ -231,12 +231,6 @@ type Budget interface {
 	// Remaining returns the pages the crawl has left as far as known,
 	// negative without a budget.
 	Remaining(crawlID string) int64
-}
-
-// Published reads back the FetchedPages produced lately to a partition of
-// the fetched topic (*published.Reader). Safe for concurrent use; blocks.
-type Published interface {
-	Recent(ctx context.Context, partition int) ([]published.Page, error)
 }
 
 // HostStateLoader reads the persisted host states of a partition
@@ -372,7 +366,9 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 		s.restoreRobots(ctx, part, h.log)
 	}
 	h.lease.log, h.lease.lapses = h.log, s.m.leaseLapses
-	h.redelivered = redelivery{s: s, partition: part, log: h.log}
+	h.redelivered = redelivery.New(redelivery.Options{
+		Partition: part, Recorded: s.opts.Recorded, Published: s.opts.Published, Errors: s.m.recordedErrors, Log: h.log,
+	})
 	h.lease.watch(runCtx, kafkaio.LeaseOf(ctx))
 	h.disp = dispatch.Start(runCtx, h.p.Engine(), s.workers, s.opts.Now, h.turn)
 	return h, nil
@@ -392,7 +388,7 @@ type handler struct {
 	lease     leaseGuard     // the requests' context under the group lease (lease.go)
 	recording sync.WaitGroup // outcomes handed to the recorder, not yet durable
 
-	redelivered redelivery // what a previous owner handled (attempts.go); Handle's goroutine only
+	redelivered *redelivery.Lookup // what a previous owner handled; Handle's goroutine only
 
 	gaugeMu        sync.Mutex
 	reportedQueue  int
