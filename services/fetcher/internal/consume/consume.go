@@ -365,11 +365,11 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 	if s.opts.RobotsTxt != nil {
 		s.restoreRobots(ctx, part, h.log)
 	}
-	h.lease.log, h.lease.lapses = h.log, s.m.leaseLapses
+	h.lease = kafkaio.NewLeaseGuard(h.log, s.m.leaseLapses)
 	h.redelivered = redelivery.New(redelivery.Options{
 		Partition: part, Recorded: s.opts.Recorded, Published: s.opts.Published, Errors: s.m.recordedErrors, Log: h.log,
 	})
-	h.lease.watch(runCtx, kafkaio.LeaseOf(ctx))
+	h.lease.Watch(runCtx, kafkaio.LeaseOf(ctx))
 	h.disp = dispatch.Start(runCtx, h.p.Engine(), s.workers, s.opts.Now, h.turn)
 	return h, nil
 }
@@ -385,8 +385,8 @@ type handler struct {
 	disp      *dispatch.Dispatcher[*partition.Task] // its turns are fetches (turn)
 	log       *zap.Logger
 	cancel    context.CancelFunc
-	lease     leaseGuard     // the requests' context under the group lease (lease.go)
-	recording sync.WaitGroup // outcomes handed to the recorder, not yet durable
+	lease     *kafkaio.LeaseGuard // the requests' context under the group lease
+	recording sync.WaitGroup      // outcomes handed to the recorder, not yet durable
 
 	redelivered *redelivery.Lookup // what a previous owner handled; Handle's goroutine only
 
@@ -417,7 +417,7 @@ func (h *handler) Close(ctx context.Context) error {
 		h.disp.Wait()
 	}
 	h.cancel()
-	h.lease.done.Wait()
+	h.lease.Wait()
 	h.publishStates()
 	// Not requested, or cut short: the next owner fetches them (those
 	// with the recorder settle on their own: partition.Partition.Handed).
