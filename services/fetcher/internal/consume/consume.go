@@ -15,10 +15,11 @@
 // Files: consume.go (options, the Service, assignment, the handler,
 // Close), intake.go (Handle: a batch becomes tasks, each decided and
 // placed by the partition, queued or deferred; a task's record), turn.go
-// (a host's turn and the page budget's part in it), record.go,
-// hoststates.go (state handed to the next owner), robotstxt.go (stored
-// robots.txt), identity.go, serp.go, metrics.go. Redelivered attempts are
-// looked up by package redelivery.
+// (a host's turn and the page budget's part in it; its requests run
+// under the group lease, kafkaio.LeaseGuard), record.go, renderwarc.go
+// (the archive of a rendering), hoststates.go (state handed to the next
+// owner), robotstxt.go (stored robots.txt), identity.go, serp.go,
+// metrics.go. Redelivered attempts are looked up by package redelivery.
 package consume
 
 import (
