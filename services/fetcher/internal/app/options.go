@@ -15,6 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/redelivery"
 )
 
 // fetchOptions turns the configuration into the HTTP fetcher's options;
@@ -86,7 +87,7 @@ func consumeOptions(cfg config.Config, specs *crawlcontrol.Specs, store *chstore
 	if cfg.PersistRobots {
 		robotsTxt = store
 	}
-	var readback consume.Published
+	var readback redelivery.Published
 	if cfg.ReadbackWindow > 0 {
 		readback = published.NewReader(cfg.Kafka, topics.Fetched, cfg.ReadbackWindow, 0)
 	}

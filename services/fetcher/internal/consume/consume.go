@@ -18,12 +18,14 @@
 // Close), intake.go (Handle: a batch becomes tasks, each decided and
 // placed by the partition, queued or deferred; a task's request, acks),
 // turn.go (a host's turn, the sitemaps of its robots.txt and the page
-// budget's part in it), record.go (outcomes recorded and acked, the
+// budget's part in it; its requests run under the group lease,
+// kafkaio.LeaseGuard), record.go (outcomes recorded and acked, the
 // metrics and logs of their encoding; cancelled, spent and paused
-// requests), hoststates.go (state handed to the next owner), attempts.go
-// (the look-up of redelivered attempts), robotstxt.go (stored robots.txt:
-// restored at assignment, rows recorded with an outcome), identity.go,
-// serp.go, lease.go, renderwarc.go, metrics.go.
+// requests), hoststates.go (state handed to the next owner), robotstxt.go
+// (stored robots.txt: restored at assignment, rows recorded with an
+// outcome), serp.go, metrics.go. Records are encoded by package emit,
+// redelivered attempts looked up by package redelivery, pages rendered by
+// package render, and a crawl's settings resolved by libs/crawlsettings.
 package consume
 
 import (
@@ -50,8 +52,8 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/redelivery"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/render"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/rendersniff"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
@@ -158,7 +160,7 @@ type Options struct {
 	// fetch-log row at or after its scheduled_at was fetched and its
 	// outcome published, so its record is acked without a request. Nil:
 	// only Attempts guards against repeats.
-	Recorded Recorded
+	Recorded redelivery.Recorded
 	// Published, optional, reads back the FetchedPages produced lately to
 	// a partition (*published.Reader), once per assignment, when the
 	// first suspect records have no fetch-log row: a FetchedPage of their
@@ -167,7 +169,7 @@ type Options struct {
 	// inserted (rows follow their page by up to the ClickHouse flush
 	// interval). The row is then written from the page and the record
 	// acked without a request. Nil: such attempts are fetched again.
-	Published Published
+	Published redelivery.Published
 	// Attempts is the process-wide memory of held and finished attempts
 	// (default: partition.NewAttempts(partition.DefaultAttemptsLimit)); shared by every
 	// partition, so it survives a partition going and coming back.
@@ -232,12 +234,6 @@ type Budget interface {
 	// Remaining returns the pages the crawl has left as far as known,
 	// negative without a budget.
 	Remaining(crawlID string) int64
-}
-
-// Published reads back the FetchedPages produced lately to a partition of
-// the fetched topic (*published.Reader). Safe for concurrent use; blocks.
-type Published interface {
-	Recent(ctx context.Context, partition int) ([]published.Page, error)
 }
 
 // HostStateLoader reads the persisted host states of a partition
@@ -385,9 +381,11 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 	if s.opts.RobotsTxt != nil {
 		s.restoreRobots(ctx, part, h.log)
 	}
-	h.lease.log, h.lease.lapses = h.log, s.m.leaseLapses
-	h.redelivered = redelivery{s: s, partition: part, log: h.log}
-	h.lease.watch(runCtx, kafkaio.LeaseOf(ctx))
+	h.lease = kafkaio.NewLeaseGuard(h.log, s.m.leaseLapses)
+	h.redelivered = redelivery.New(redelivery.Options{
+		Partition: part, Recorded: s.opts.Recorded, Published: s.opts.Published, Errors: s.m.recordedErrors, Log: h.log,
+	})
+	h.lease.Watch(runCtx, kafkaio.LeaseOf(ctx))
 	h.disp = dispatch.Start(runCtx, h.p.Engine(), s.workers, s.opts.Now, h.turn)
 	return h, nil
 }
@@ -403,10 +401,10 @@ type handler struct {
 	disp      *dispatch.Dispatcher[*partition.Task] // its turns are fetches (turn)
 	log       *zap.Logger
 	cancel    context.CancelFunc
-	lease     leaseGuard     // the requests' context under the group lease (lease.go)
-	recording sync.WaitGroup // outcomes handed to the recorder, not yet durable
+	lease     *kafkaio.LeaseGuard // the requests' context under the group lease
+	recording sync.WaitGroup      // outcomes handed to the recorder, not yet durable
 
-	redelivered redelivery // what a previous owner handled (attempts.go); Handle's goroutine only
+	redelivered *redelivery.Lookup // what a previous owner handled; Handle's goroutine only
 
 	gaugeMu        sync.Mutex
 	reportedQueue  int
@@ -435,7 +433,7 @@ func (h *handler) Close(ctx context.Context) error {
 		h.disp.Wait()
 	}
 	h.cancel()
-	h.lease.done.Wait()
+	h.lease.Wait()
 	h.publishStates()
 	// Not requested, or cut short: the next owner fetches them (those
 	// with the recorder settle on their own: partition.Partition.Handed).

@@ -34,7 +34,7 @@ import (
 func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
 	now := h.s.opts.Now()
 	if len(batch) > 0 {
-		h.redelivered.firstRead(batch[0].HighWaterMark)
+		h.redelivered.FirstRead(batch[0].HighWaterMark)
 	}
 	if h.acker == nil {
 		// The group's ack is the same for every batch of an assignment;
@@ -70,7 +70,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			continue
 		}
 		tasks = append(tasks, t)
-		if h.redelivered.suspect(msg.Offset) {
+		if h.redelivered.Suspect(msg.Offset) {
 			suspect = append(suspect, t)
 		}
 	}
@@ -78,10 +78,10 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	var rebuilt map[*partition.Task]rows.FetchLogRow
 	if len(suspect) > 0 {
 		var err error
-		if recorded, err = h.redelivered.recorded(ctx, suspect); err != nil {
+		if recorded, err = h.redelivered.Recorded(ctx, suspect); err != nil {
 			return err
 		}
-		rebuilt = h.redelivered.published(ctx, suspect, recorded)
+		rebuilt = h.redelivered.Published(ctx, suspect, recorded)
 	}
 	reads := make([]partition.Read, 0, len(tasks))
 	noted := "" // the crawl whose robots.txt agent was noted last

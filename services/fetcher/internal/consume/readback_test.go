@@ -23,6 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/redelivery"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
@@ -84,7 +85,7 @@ func TestPublishedNotRefetched(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			run := func(group string, flog recorder.FetchLog, readback Published, done func() bool) *Service {
+			run := func(group string, flog recorder.FetchLog, readback redelivery.Published, done func() bool) *Service {
 				t.Helper()
 				reg := prometheus.NewRegistry()
 				f := httpfetch.New(httpfetch.Options{AllowPrivate: true, FetchTimeout: 2 * time.Second})
@@ -133,7 +134,7 @@ func TestPublishedNotRefetched(t *testing.T) {
 			wctx, stopWriter := context.WithCancel(ctx)
 			var wg errgroup.Group
 			wg.Go(func() error { return flog.Run(wctx) })
-			var rb Published
+			var rb redelivery.Published
 			if tt.readback {
 				rb = published.NewReader(kcfg, topics.Fetched, 10*time.Second, 0)
 			}

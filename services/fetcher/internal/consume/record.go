@@ -152,6 +152,34 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, k
 	}})
 }
 
+// recordPublished writes the fetch-log rows of attempts a previous owner
+// published without recording them (rebuilt from their FetchedPages) and
+// acks their records once the rows are inserted: no request is made.
+func (h *handler) recordPublished(ctx context.Context, ts []*partition.Task, rebuilt map[*partition.Task]rows.FetchLogRow) {
+	out := make([]rows.FetchLogRow, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, rebuilt[t])
+	}
+	h.recording.Add(1)
+	h.s.rec.Record(ctx, recorder.Outcome{Rows: out, Done: func(err error) {
+		defer h.recording.Done()
+		if err != nil {
+			for _, t := range ts {
+				h.p.Settle(t, false)
+			}
+			if ctx.Err() == nil {
+				h.log.Warn("left published attempts unacked, redelivered later", zap.Int("count", len(ts)), zap.Error(err))
+			}
+			return
+		}
+		for _, t := range ts {
+			h.s.m.repeatsSkipped.WithLabelValues(skipPublished).Inc()
+			h.p.Settle(t, true)
+			h.ack(t)
+		}
+	}})
+}
+
 // hold defers a due request of a paused crawl durably and acks it; if
 // that fails it waits in its queue for the next check.
 //

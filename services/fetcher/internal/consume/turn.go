@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
+	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
@@ -43,13 +44,13 @@ func (h *handler) turn(ctx context.Context, host string, t *partition.Task, disp
 // process runs one turn of host: the steps its partition returns
 // (partition.Partition.Turn and those after it), with the requests, the
 // page budget's charge and the outcomes between them. Its requests run
-// under the partition's lease (lease.go): none while it has lapsed, and
-// those in flight when it lapses are put back in the queue.
+// under the partition's lease (kafkaio.LeaseGuard): none while it has
+// lapsed, and those in flight when it lapses are put back in the queue.
 func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 	s := h.s
-	rctx, ok := h.lease.requestContext()
+	rctx, ok := h.lease.RequestContext()
 	if !ok {
-		h.p.Wait(host, t, s.opts.Now().Add(leaseCheck))
+		h.p.Wait(host, t, s.opts.Now().Add(kafkaio.LeaseCheck))
 		return
 	}
 	req := h.s.request(t)

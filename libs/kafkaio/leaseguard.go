@@ -1,4 +1,4 @@
-package consume
+package kafkaio
 
 import (
 	"context"
@@ -7,11 +7,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-
-	"github.com/trawl-crawler/trawl/libs/kafkaio"
 )
 
-// The group lease (kafkaio.Lease). A fetcher cut off from the brokers
+// LeaseCheck is how often a LeaseGuard compares its lease with the clock,
+// and how soon a handler should retry work refused for a lapsed lease.
+const LeaseCheck = 200 * time.Millisecond
+
+// LeaseGuard holds the context of a partition's requests under the group
+// lease (Lease): cancelled when the lease lapses, made anew when it is
+// renewed.
+//
+// The fetcher is what it is for. A fetcher cut off from the brokers
 // learns that its partitions went to another fetcher only when its
 // heartbeat fails; until then it would go on requesting pages of hosts
 // whose new owner requests them too, and requests held up in a cut link
@@ -19,21 +25,14 @@ import (
 // a partition makes requests only while its lease holds: when the
 // coordinator has not answered for nearly a session timeout, before it
 // can have given the partition away, the requests in flight are cancelled
-// (their connections reset: httpfetch discards what they had not sent)
-// and put back at the head of their queues, and no turn makes a request
-// until the coordinator answers again. If the generation ended meanwhile,
-// the partition closes as usual and its records go unacked to the next
-// owner.
-
-// leaseCheck is how often a partition compares its lease with the clock,
-// and how soon a turn refused for a lapsed lease comes back.
-const leaseCheck = 200 * time.Millisecond
-
-// leaseGuard holds the context of a partition's requests: cancelled when
-// the lease lapses, made anew when it is renewed.
-type leaseGuard struct {
+// (their connections reset: the fetcher's httpfetch discards what they
+// had not sent) and put back at the head of their queues, and no turn
+// makes a request until the coordinator answers again. If the generation
+// ended meanwhile, the partition closes as usual and its records go
+// unacked to the next owner.
+type LeaseGuard struct {
 	log    *zap.Logger
-	lapses prometheus.Counter // crawler_fetcher_lease_lapses_total
+	lapses prometheus.Counter // the handler's count of lapses (the fetcher's crawler_fetcher_group_lease_lapses_total)
 
 	mu     sync.Mutex
 	ctx    context.Context //nolint:containedctx // the requests' context, replaced as the lease lapses and holds
@@ -42,10 +41,18 @@ type leaseGuard struct {
 	done   sync.WaitGroup // the watch goroutine
 }
 
-// watch starts the partition's lease guard under runCtx (the
+// NewLeaseGuard returns the LeaseGuard of a partition: log tells when its
+// lease lapses and holds again, lapses counts the lapses. Its requests
+// have no context before Watch.
+func NewLeaseGuard(log *zap.Logger, lapses prometheus.Counter) *LeaseGuard {
+	return &LeaseGuard{log: log, lapses: lapses}
+}
+
+// Watch starts the partition's lease guard under runCtx (the
 // partition's in-flight context); without a lease (a handler not run by
-// a kafkaio.Group) requests run under runCtx alone.
-func (g *leaseGuard) watch(runCtx context.Context, lease kafkaio.Lease) {
+// a Group) requests run under runCtx alone. The guard stops watching when
+// runCtx is done (Wait).
+func (g *LeaseGuard) Watch(runCtx context.Context, lease Lease) {
 	g.ctx, g.cancel = context.WithCancel(runCtx)
 	if lease == nil {
 		return
@@ -53,7 +60,7 @@ func (g *leaseGuard) watch(runCtx context.Context, lease kafkaio.Lease) {
 	g.done.Add(1)
 	go func() {
 		defer g.done.Done()
-		t := time.NewTicker(leaseCheck)
+		t := time.NewTicker(LeaseCheck)
 		defer t.Stop()
 		for {
 			select {
@@ -66,8 +73,12 @@ func (g *leaseGuard) watch(runCtx context.Context, lease kafkaio.Lease) {
 	}()
 }
 
+// Wait returns once the goroutine Watch started has ended (its runCtx is
+// done).
+func (g *LeaseGuard) Wait() { g.done.Wait() }
+
 // check lapses or renews the lease as expiry says.
-func (g *leaseGuard) check(runCtx context.Context, expiry time.Time) {
+func (g *LeaseGuard) check(runCtx context.Context, expiry time.Time) {
 	lapsed := !expiry.IsZero() && time.Now().After(expiry)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -85,9 +96,9 @@ func (g *leaseGuard) check(runCtx context.Context, expiry time.Time) {
 	}
 }
 
-// requestContext returns the context of a request of the partition, and
+// RequestContext returns the context of a request of the partition, and
 // false while the lease has lapsed (no request may start).
-func (g *leaseGuard) requestContext() (context.Context, bool) {
+func (g *LeaseGuard) RequestContext() (context.Context, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.ctx, !g.lapsed

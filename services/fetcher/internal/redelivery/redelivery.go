@@ -1,10 +1,18 @@
-package consume
+// Package redelivery tells which of the records a partition of the fetch
+// topic delivers after an assignment a previous owner of the partition
+// already handled, so that the fetcher acks them without a request: an
+// attempt with a fetch-log row (Recorded), or one whose FetchedPage the
+// previous owner published and whose row it did not write (Published).
+// Only records below the partition's end offset at the first batch read
+// can have been handled before (Lookup.FirstRead, Lookup.Suspect).
+package redelivery
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/backoff"
@@ -14,7 +22,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
 )
 
 // Recorded finds fetch attempts that already have a fetch-log row
@@ -23,14 +30,35 @@ type Recorded interface {
 	RecordedAttempts(ctx context.Context, crawlID string, hosts []string, fps []uint64) (map[rows.AttemptKey]time.Time, error)
 }
 
-// redelivery tells which of the records delivered after an assignment a
+// Published reads back the FetchedPages produced lately to a partition of
+// the fetched topic (*published.Reader). Safe for concurrent use; blocks.
+type Published interface {
+	Recent(ctx context.Context, partition int) ([]published.Page, error)
+}
+
+// Options configures a Lookup.
+type Options struct {
+	// Partition is the partition whose records are looked up (of the
+	// fetch topic, and the one of the fetched topic Published reads).
+	Partition int
+	// Recorded, optional, finds the suspect attempts with a fetch-log
+	// row. Nil: no record is suspect, nothing is looked up.
+	Recorded Recorded
+	// Published, optional, reads back the partition's FetchedPages. Nil:
+	// attempts without a fetch-log row are fetched again.
+	Published Published
+	// Errors counts the failed queries of Recorded (retried).
+	Errors prometheus.Counter
+	Log    *zap.Logger
+}
+
+// Lookup tells which of the records delivered after an assignment a
 // previous owner of the partition handled: an attempt with a fetch-log
 // row (Options.Recorded), or one whose FetchedPage it published and whose
-// row it did not write (Options.Published). Handle's goroutine only.
-type redelivery struct {
-	s         *Service
-	partition int
-	log       *zap.Logger
+// row it did not write (Options.Published). One per assignment; not safe
+// for concurrent use (the partition handler's Handle goroutine only).
+type Lookup struct {
+	o Options
 	// below: records at lower offsets may have been handled by a previous
 	// owner (the partition's end offset when the handler first read it);
 	// known once it is set.
@@ -42,27 +70,32 @@ type redelivery struct {
 	pagesRead bool
 }
 
-// firstRead notes the partition's end offset at a batch: the first one
+// New returns the Lookup of an assignment of o.Partition.
+func New(o Options) *Lookup {
+	return &Lookup{o: o}
+}
+
+// FirstRead notes the partition's end offset at a batch: the first one
 // bounds what a previous owner can have handled.
-func (r *redelivery) firstRead(highWaterMark int64) {
+func (r *Lookup) FirstRead(highWaterMark int64) {
 	if !r.known {
 		r.below, r.known = highWaterMark, true
 	}
 }
 
-// suspect reports whether the record at offset may have been handled by
+// Suspect reports whether the record at offset may have been handled by
 // a previous owner, and can be looked up (Options.Recorded).
-func (r *redelivery) suspect(offset int64) bool {
-	return r.s.opts.Recorded != nil && offset < r.below
+func (r *Lookup) Suspect(offset int64) bool {
+	return r.o.Recorded != nil && offset < r.below
 }
 
-// recorded returns which of the suspect tasks (redelivered records: a
+// Recorded returns which of the suspect tasks (redelivered records: a
 // previous owner may have fetched them) already have a fetch-log row of
 // their attempt at or after their scheduled_at: their outcome was published
 // and recorded, so they are acked without a request. A failing query is
 // retried with back-off until ctx is done (the partition stalls, as it
 // does when ClickHouse is down for writes).
-func (r *redelivery) recorded(ctx context.Context, suspect []*partition.Task) (map[*partition.Task]bool, error) {
+func (r *Lookup) Recorded(ctx context.Context, suspect []*partition.Task) (map[*partition.Task]bool, error) {
 	type crawlQuery struct {
 		hosts map[string]bool
 		fps   []uint64
@@ -85,12 +118,12 @@ func (r *redelivery) recorded(ctx context.Context, suspect []*partition.Task) (m
 		}
 		retry := backoff.New(100*time.Millisecond, 5*time.Second)
 		for {
-			rec, err := r.s.opts.Recorded.RecordedAttempts(ctx, crawl, hosts, q.fps)
+			rec, err := r.o.Recorded.RecordedAttempts(ctx, crawl, hosts, q.fps)
 			if err == nil {
 				found[crawl] = rec
 				break
 			}
-			r.s.m.recordedErrors.Inc()
+			r.o.Errors.Inc()
 			if retry.Wait(ctx) != nil {
 				return nil, fmt.Errorf("look up redelivered attempts: %w", err)
 			}
@@ -106,15 +139,15 @@ func (r *redelivery) recorded(ctx context.Context, suspect []*partition.Task) (m
 	return done, nil
 }
 
-// published returns, for the suspect tasks without a fetch-log row
-// (recorded), the row of those whose attempt has a FetchedPage in the
+// Published returns, for the suspect tasks without a fetch-log row
+// (Recorded), the row of those whose attempt has a FetchedPage in the
 // partition at or after their scheduled_at (Options.Published): their
 // fetcher published the outcome and died before inserting the row. The
 // pages are read once per assignment; a read that keeps failing costs
 // repeated requests, never a lost one, so it is given up after a few
 // tries.
-func (r *redelivery) published(ctx context.Context, suspect []*partition.Task, recorded map[*partition.Task]bool) map[*partition.Task]rows.FetchLogRow {
-	if r.s.opts.Published == nil {
+func (r *Lookup) Published(ctx context.Context, suspect []*partition.Task, recorded map[*partition.Task]bool) map[*partition.Task]rows.FetchLogRow {
+	if r.o.Published == nil {
 		return nil
 	}
 	var out map[*partition.Task]rows.FetchLogRow
@@ -145,18 +178,18 @@ func (r *redelivery) published(ctx context.Context, suspect []*partition.Task, r
 
 // readPages reads the partition's recent FetchedPages, the latest of
 // each attempt.
-func (r *redelivery) readPages(ctx context.Context) map[partition.AttemptID]published.Page {
+func (r *Lookup) readPages(ctx context.Context) map[partition.AttemptID]published.Page {
 	var (
 		pages []published.Page
 		err   error
 	)
 	retry := backoff.New(200*time.Millisecond, time.Second)
 	for try := 0; ; try++ {
-		if pages, err = r.s.opts.Published.Recent(ctx, r.partition); err == nil {
+		if pages, err = r.o.Published.Recent(ctx, r.o.Partition); err == nil {
 			break
 		}
 		if try == 2 {
-			r.log.Warn("read back no published pages, redelivered attempts without a fetch-log row are fetched again", zap.Error(err))
+			r.o.Log.Warn("read back no published pages, redelivered attempts without a fetch-log row are fetched again", zap.Error(err))
 			return nil
 		}
 		if retry.Wait(ctx) != nil {
@@ -170,34 +203,6 @@ func (r *redelivery) readPages(ctx context.Context) map[partition.AttemptID]publ
 			out[id] = p
 		}
 	}
-	r.log.Debug("read back published pages", zap.Int("pages", len(pages)))
+	r.o.Log.Debug("read back published pages", zap.Int("pages", len(pages)))
 	return out
-}
-
-// recordPublished writes the fetch-log rows of attempts a previous owner
-// published without recording them (rebuilt from their FetchedPages) and
-// acks their records once the rows are inserted: no request is made.
-func (h *handler) recordPublished(ctx context.Context, ts []*partition.Task, rebuilt map[*partition.Task]rows.FetchLogRow) {
-	out := make([]rows.FetchLogRow, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, rebuilt[t])
-	}
-	h.recording.Add(1)
-	h.s.rec.Record(ctx, recorder.Outcome{Rows: out, Done: func(err error) {
-		defer h.recording.Done()
-		if err != nil {
-			for _, t := range ts {
-				h.p.Settle(t, false)
-			}
-			if ctx.Err() == nil {
-				h.log.Warn("left published attempts unacked, redelivered later", zap.Int("count", len(ts)), zap.Error(err))
-			}
-			return
-		}
-		for _, t := range ts {
-			h.s.m.repeatsSkipped.WithLabelValues(skipPublished).Inc()
-			h.p.Settle(t, true)
-			h.ack(t)
-		}
-	}})
 }
