@@ -300,9 +300,9 @@ type Service struct {
 	workers *dispatch.Pool // shared by every partition
 	// serpLogged: the (crawl, host) pairs whose robots.txt exception for
 	// result pages was logged (serp.go).
-	serpLogged serpLog
+	serpLogged telemetry.Once
 	// spentLogged: the crawls (host "") whose spent page budget was logged.
-	spentLogged serpLog
+	spentLogged telemetry.Once
 	// crawls: the settings of crawls, resolved once per revision.
 	crawls   *crawlsettings.Cache
 	renderer *render.Renderer // pages that need a browser (Options.Renderer)
@@ -398,7 +398,7 @@ type handler struct {
 	topic     string
 	partition int
 	acker     func(kafka.Message)                   // the group's ack (Handle's argument, the same for every batch)
-	interned  interned                              // crawl ids and schema names of queued tasks (intern)
+	strs      partition.Strings                     // crawl ids and schema names of queued tasks
 	p         *partition.Partition                  // the partition's host queues, claims and budget state
 	disp      *dispatch.Dispatcher[*partition.Task] // its turns are fetches (turn)
 	log       *zap.Logger

@@ -220,32 +220,10 @@ func (s *Service) request(t *partition.Task) *crawlv1.FetchRequest {
 // its host and crawl shared through h's tables.
 func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *partition.Task {
 	return partition.NewTask(req, partition.TaskOf{
-		Offset: msg.Offset, Value: msg.Value, Schema: h.interned.intern(emit.SchemaOf(msg)), Host: host, Crawl: h.interned.intern(req.GetCrawlId()),
+		Offset: msg.Offset, Value: msg.Value, Schema: h.strs.Intern(emit.SchemaOf(msg)), Host: host, Crawl: h.strs.Intern(req.GetCrawlId()),
 		Redefer: emit.WasDeferred(msg), Budgets: h.s.opts.Budget != nil,
 	}, now)
 }
-
-// interned is a handler's shared copies of the strings its tasks repeat
-// (crawl ids, schema names): a queue of thousands holds one string per
-// crawl. Handle's goroutine only.
-type interned map[string]string
-
-// intern returns the shared copy of s; the table is cleared when it
-// exceeds maxInterned.
-func (in *interned) intern(s string) string {
-	if v, ok := (*in)[s]; ok {
-		return v
-	}
-	if *in == nil || len(*in) >= maxInterned {
-		*in = make(map[string]string)
-	}
-	(*in)[s] = s
-	return s
-}
-
-// maxInterned bounds the strings a handler shares (crawls running at once
-// are far fewer).
-const maxInterned = 1024
 
 // ack acknowledges t's record.
 func (h *handler) ack(t *partition.Task) {

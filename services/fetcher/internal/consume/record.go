@@ -105,7 +105,7 @@ func (h *handler) recordCancelled(ctx context.Context, ts []*partition.Task) {
 // URL's terminal state), like recordCancelled.
 func (h *handler) recordSpent(ctx context.Context, ts []*partition.Task) {
 	for _, t := range ts {
-		if crawl := t.Crawl; h.s.spentLogged.first(crawl, "") {
+		if crawl := t.Crawl; h.s.spentLogged.First(crawl, "") {
 			h.log.Info("page budget spent, recording first attempts without a request", telemetry.Crawl(crawl))
 		}
 	}

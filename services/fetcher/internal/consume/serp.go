@@ -1,8 +1,6 @@
 package consume
 
 import (
-	"sync"
-
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/crawlsettings"
@@ -23,33 +21,8 @@ import (
 // parser extracts, every other URL of the engine's host and of every other
 // host, and robots.txt that cannot be read are never exempt. Every
 // exempted request is counted (serp_robots_overridden_total) and the first
-// of each crawl and host is logged.
-
-// maxSERPLogged bounds the (crawl, host) pairs remembered as logged; past
-// it every further exemption is still counted, and logged at debug.
-const maxSERPLogged = 4096
-
-// serpLog remembers the (crawl, host) pairs whose exemption was logged.
-// Safe for concurrent use.
-type serpLog struct {
-	mu     sync.Mutex
-	logged map[[2]string]struct{}
-}
-
-// first reports whether (crawl, host) is logged for the first time.
-func (l *serpLog) first(crawl, host string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := [2]string{crawl, host}
-	if _, ok := l.logged[k]; ok || len(l.logged) >= maxSERPLogged {
-		return false
-	}
-	if l.logged == nil {
-		l.logged = make(map[[2]string]struct{})
-	}
-	l.logged[k] = struct{}{}
-	return true
-}
+// of each crawl and host is logged (past telemetry.MaxOnce pairs, at
+// debug).
 
 // robotsAllow reports whether t may be requested under rules
 // (robots.Verdict.Allow), and whether only its crawl's exemption for its
@@ -68,7 +41,7 @@ func (s *Service) serpFetched(host string, t *partition.Task) {
 	s.m.SerpRobotsOverridden.Inc()
 	fields := []zap.Field{telemetry.Crawl(t.Crawl), telemetry.Host(host),
 		zap.String("serp_engine", t.Req.GetSerpEngine()), telemetry.URL(t.Req.GetUrl())}
-	if s.serpLogged.first(t.Crawl, host) {
+	if s.serpLogged.First(t.Crawl, host) {
 		s.log.Info("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)
 	} else {
 		s.log.Debug("fetching search result page that robots.txt disallows, as the crawl asks (serp_ignore_robots)", fields...)

@@ -148,3 +148,26 @@ func unixTime(ns int64) time.Time {
 	}
 	return time.Unix(0, ns)
 }
+
+// Strings is a partition's shared copies of the strings its tasks repeat
+// (crawl ids, schema names): a queue of thousands holds one string per
+// crawl (TaskOf's Crawl and Schema). The zero value is ready; one
+// goroutine only (the adapter's intake).
+type Strings map[string]string
+
+// Intern returns the shared copy of s; the table starts over when it
+// holds MaxStrings.
+func (in *Strings) Intern(s string) string {
+	if v, ok := (*in)[s]; ok {
+		return v
+	}
+	if *in == nil || len(*in) >= MaxStrings {
+		*in = make(map[string]string)
+	}
+	(*in)[s] = s
+	return s
+}
+
+// MaxStrings bounds the strings a Strings shares (crawls running at once
+// are far fewer).
+const MaxStrings = 1024

@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
@@ -47,5 +49,22 @@ func TestRequest(t *testing.T) {
 	}
 	if got.GetUrl() != "" || got.GetCrawlId() != "c" || got.GetAttempt() != 1 || got.GetDepth() != 2 || got.GetPriority() != 1 {
 		t.Errorf("fallback request %v, want the task's crawl, attempt, depth and priority without a URL", got)
+	}
+}
+
+// TestStrings: equal strings come back as one copy, and the table starts
+// over past MaxStrings.
+func TestStrings(t *testing.T) {
+	var in Strings
+	a := in.Intern(string([]byte("crawl-1")))
+	b := in.Intern(string([]byte("crawl-1")))
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatal("two interns of an equal string are two copies")
+	}
+	for i := range MaxStrings {
+		in.Intern(strconv.Itoa(i))
+	}
+	if len(in) > MaxStrings {
+		t.Fatalf("table holds %d strings, want at most %d", len(in), MaxStrings)
 	}
 }

@@ -56,7 +56,7 @@ func startSite(t *testing.T) *site {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]string{"text": "Text the script wrote."})
 	})
-	l, err := net.Listen("tcp", "127.0.0.112:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.112:0")
 	if err != nil {
 		t.Fatal(err)
 	}
