@@ -1,9 +1,11 @@
 // Package crawlsettings is the one place a crawl's effective settings are
 // resolved: what its specification sets, else the fleet's flags. The
-// fetchers (page budget, politeness), the schedulers (page budget, depth,
-// per-host pages) and the seeder's console (what it says applies) all
-// call Resolve, so that what a console page shows is what the services do
-// and a new setting is defaulted in one place.
+// fetchers (page budget, politeness, identity, kept document types, render
+// mode, the result pages' robots.txt exemption), the schedulers (page
+// budget, depth, per-host pages) and the seeder's console (what it says
+// applies) all call Resolve, or read it through a Cache once per
+// specification revision, so that what a console page shows is what the
+// services do and a new setting is defaulted in one place.
 //
 // It is pure: no I/O; its inputs are a specification and the fleet's
 // flags, its output a value.
