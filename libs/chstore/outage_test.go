@@ -12,6 +12,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chlocal"
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/testkit/metricstest"
 )
 
 // TestWriterSurvivesOutage: while the server is down Write blocks and the
@@ -76,7 +77,7 @@ func TestWriterSurvivesOutage(t *testing.T) {
 		opened <- err
 	}()
 	waitTrue(t, ctx, "the store to say it waits for the server", func() bool { w, _, _ := s.Unavailable(); return w })
-	if n := labelledValue(t, reg, "dependency_waiting", "dependency", "clickhouse"); n != 1 {
+	if n := metricstest.Value(t, reg, "dependency_waiting", "dependency", "clickhouse"); n != 1 {
 		t.Errorf("dependency_waiting{dependency=clickhouse} = %v during the outage, want 1", n)
 	}
 	// Write, the read and the open must not return while the server is

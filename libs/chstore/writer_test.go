@@ -14,6 +14,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
+	"github.com/trawl-crawler/trawl/testkit/metricstest"
 )
 
 // base is a fixed second-aligned time so that rows round-trip exactly.
@@ -137,34 +138,7 @@ func TestBatchWriterConcurrent(t *testing.T) {
 // metricValue returns the counter or gauge value of name{table=table}.
 func metricValue(t *testing.T, reg *prometheus.Registry, name, table string) float64 {
 	t.Helper()
-	return labelledValue(t, reg, name, "table", table)
-}
-
-// labelledValue returns the value of the counter or gauge
-// name{label=value}.
-func labelledValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					if c := m.GetCounter(); c != nil {
-						return c.GetValue()
-					}
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("metric %s{%s=%q} not found", name, label, value)
-	return 0
+	return metricstest.Value(t, reg, name, "table", table)
 }
 
 // TestBatchWriterLargeBatchIsOnePart: a batch several times BlockBytes goes

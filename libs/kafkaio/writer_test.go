@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/metricstest"
 )
 
 // readAll reads every partition of topic from the start until n records
@@ -173,7 +174,7 @@ func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 	if err := w.Check(t.Context()); err == nil || !w.Waiting() || !strings.Contains(err.Error(), c.Brokers[0]) {
 		t.Errorf("Check = %v, Waiting = %v after writes the broker refused; want an error naming broker %s and true", err, w.Waiting(), c.Brokers[0])
 	}
-	if v := labelledValue(t, reg, "dependency_waiting", "dependency", "kafka"); v != 1 {
+	if v := metricstest.Value(t, reg, "dependency_waiting", "dependency", "kafka"); v != 1 {
 		t.Errorf("dependency_waiting{dependency=kafka} = %v, want 1", v)
 	}
 	if err := w.Write(t.Context(), kafka.Message{Topic: c.Topics().Fetch, Key: []byte("k"), Value: []byte("v")}); err != nil {
@@ -182,7 +183,7 @@ func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 	if err := w.Check(t.Context()); err != nil || w.Waiting() {
 		t.Errorf("Check = %v, Waiting = %v after a write the broker took; want nil and false", err, w.Waiting())
 	}
-	if v := labelledValue(t, reg, "dependency_waiting", "dependency", "kafka"); v != 0 {
+	if v := metricstest.Value(t, reg, "dependency_waiting", "dependency", "kafka"); v != 0 {
 		t.Errorf("dependency_waiting{dependency=kafka} = %v after the wait, want 0", v)
 	}
 }
@@ -190,34 +191,7 @@ func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 // testutilValue returns the value of the counter or gauge name{topic}.
 func testutilValue(t *testing.T, reg *prometheus.Registry, name, topic string) float64 {
 	t.Helper()
-	return labelledValue(t, reg, name, "topic", topic)
-}
-
-// labelledValue returns the value of the counter or gauge
-// name{label=value}.
-func labelledValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					if m.Counter != nil {
-						return m.GetCounter().GetValue()
-					}
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("metric %s{%s=%q} not found", name, label, value)
-	return 0
+	return metricstest.Value(t, reg, name, "topic", topic)
 }
 
 func TestDropPayloads(t *testing.T) {

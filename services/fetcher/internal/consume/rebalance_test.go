@@ -95,29 +95,6 @@ func startFetcherProd(ctx context.Context, t testing.TB, kcfg kafkaio.Config, st
 	return p
 }
 
-// counter returns the value of the fetcher's counter name with label
-// set to value (0: no such series).
-func (p *fetcherProc) counter(t testing.TB, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := p.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 func (p *fetcherProc) stop(t testing.TB) {
 	t.Helper()
 	p.cancel()

@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/rendersniff"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/metricstest"
 )
 
 // scriptSite serves a script-built page (/shell: an empty app root and a
@@ -128,10 +129,10 @@ func TestRenderAuto(t *testing.T) {
 	if shellStart := spanStart(spans, "/shell"); articleStart.After(shellStart) && articleStart.Sub(loadEnd) < delay-20*time.Millisecond {
 		t.Errorf("the host's next request came %v after the load's last, want its delay %v", articleStart.Sub(loadEnd), delay)
 	}
-	if n := p.counter(t, "renders_total", "outcome", string(browser.OutcomeSettled)); n != 1 {
+	if n := metricstest.Value(t, p.reg, "renders_total", "outcome", string(browser.OutcomeSettled)); n != 1 {
 		t.Errorf("renders_total{outcome=settled} = %v, want 1", n)
 	}
-	if n := p.counter(t, "render_verdicts_total", "reason", rendersniff.ReasonHasText); n != 1 {
+	if n := metricstest.Value(t, p.reg, "render_verdicts_total", "reason", rendersniff.ReasonHasText); n != 1 {
 		t.Errorf("render_verdicts_total{reason=has_text} = %v, want 1 (the article)", n)
 	}
 }
@@ -209,7 +210,7 @@ func TestRenderSpec(t *testing.T) {
 	if st := b.Stats(); st.Starts != 1 || st.Loads != 2 {
 		t.Errorf("browser: %d starts and %d loads, want 1 start (at the first page that needs it) and 2 loads", st.Starts, st.Loads)
 	}
-	if n := p.counter(t, "render_verdicts_total", "reason", rendersniff.ReasonNever); n != 2 {
+	if n := metricstest.Value(t, p.reg, "render_verdicts_total", "reason", rendersniff.ReasonNever); n != 2 {
 		t.Errorf("render_verdicts_total{reason=never} = %v, want 2", n)
 	}
 }
