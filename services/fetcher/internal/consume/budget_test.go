@@ -186,7 +186,7 @@ func TestPageBudgetPrefersShallow(t *testing.T) {
 		return spent+uint64(a.pageHits()+b.pageHits()) >= 6
 	})
 	t.Logf("A (depth 4): %d pages, B (depth 1): %d pages, %d refused, %v turns yielded",
-		a.pageHits(), b.pageHits(), spent, testutil.ToFloat64(p.svc.m.BudgetYields))
+		a.pageHits(), b.pageHits(), spent, testutil.ToFloat64(p.svc.m.budgetYields))
 	if a.pageHits() != 0 || b.pageHits() != limit || spent != 3 {
 		t.Errorf("A fetched %d pages and B %d, %d refused; want B's %d shallow pages and none of A's", a.pageHits(), b.pageHits(), spent, limit)
 	}

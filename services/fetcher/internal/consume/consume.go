@@ -23,10 +23,9 @@
 // metrics and logs of their encoding; cancelled, spent and paused
 // requests), hoststates.go (state handed to the next owner), robotstxt.go
 // (stored robots.txt: restored at assignment, rows recorded with an
-// outcome), serp.go. Records are encoded by package emit, redelivered
-// attempts looked up by package redelivery, pages rendered by package
-// render, a crawl's settings resolved by libs/crawlsettings, and the
-// metrics counted are package metrics'.
+// outcome), serp.go, metrics.go. Records are encoded by package emit,
+// redelivered attempts looked up by package redelivery, pages rendered by
+// package render, and a crawl's settings resolved by libs/crawlsettings.
 package consume
 
 import (
@@ -50,7 +49,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/dispatch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/metrics"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
@@ -296,7 +294,7 @@ type Service struct {
 	prod    Producer // deferrals, held requests, sitemaps, host states at close
 	rec     Recorder // fetch outcomes
 	log     *zap.Logger
-	m       *metrics.Metrics
+	m       *metrics
 	workers *dispatch.Pool // shared by every partition
 	// serpLogged: the (crawl, host) pairs whose robots.txt exception for
 	// result pages was logged (serp.go).
@@ -319,7 +317,7 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	if o.Servers != nil && o.Resolve == nil {
 		return nil, errors.New("consume: Options.Servers needs Options.Resolve")
 	}
-	m, err := metrics.New(reg)
+	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
@@ -378,14 +376,14 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 		for host, st := range states {
 			h.p.Engine().Restore(host, st)
 		}
-		s.m.HostStatesLoaded.Add(float64(len(states)))
+		s.m.hostStatesLoaded.Add(float64(len(states)))
 	}
 	if s.opts.RobotsTxt != nil {
 		s.restoreRobots(ctx, part, h.log)
 	}
-	h.lease = kafkaio.NewLeaseGuard(h.log, s.m.LeaseLapses)
+	h.lease = kafkaio.NewLeaseGuard(h.log, s.m.leaseLapses)
 	h.redelivered = redelivery.New(redelivery.Options{
-		Partition: part, Recorded: s.opts.Recorded, Published: s.opts.Published, Errors: s.m.RecordedErrors, Log: h.log,
+		Partition: part, Recorded: s.opts.Recorded, Published: s.opts.Published, Errors: s.m.recordedErrors, Log: h.log,
 	})
 	h.lease.Watch(runCtx, kafkaio.LeaseOf(ctx))
 	h.disp = dispatch.Start(runCtx, h.p.Engine(), s.workers, s.opts.Now, h.turn)
@@ -441,10 +439,10 @@ func (h *handler) Close(ctx context.Context) error {
 	// with the recorder settle on their own: partition.Partition.Handed).
 	h.p.Abandon()
 	queued := h.p.Engine().Len()
-	h.s.m.Abandoned.Add(float64(queued))
+	h.s.m.abandoned.Add(float64(queued))
 	h.gaugeMu.Lock()
-	h.s.m.QueueDepth.Sub(float64(h.reportedQueue))
-	h.s.m.HostsActive.Sub(float64(h.reportedActive))
+	h.s.m.queueDepth.Sub(float64(h.reportedQueue))
+	h.s.m.hostsActive.Sub(float64(h.reportedActive))
 	h.reportedQueue, h.reportedActive = 0, 0
 	h.gaugeMu.Unlock()
 	return nil
@@ -466,8 +464,8 @@ func (h *handler) syncGauges() {
 	}
 	e := h.p.Engine()
 	q, a := e.Len(), e.Hosts()
-	h.s.m.QueueDepth.Add(float64(q - h.reportedQueue))
-	h.s.m.HostsActive.Add(float64(a - h.reportedActive))
+	h.s.m.queueDepth.Add(float64(q - h.reportedQueue))
+	h.s.m.hostsActive.Add(float64(a - h.reportedActive))
 	h.reportedQueue, h.reportedActive = q, a
 }
 

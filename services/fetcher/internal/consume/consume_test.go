@@ -347,13 +347,13 @@ func TestConsumeIntegration(t *testing.T) {
 	}
 
 	// metrics
-	if got := testutil.ToFloat64(svc.m.Poison); got != 1 {
+	if got := testutil.ToFloat64(svc.m.poison); got != 1 {
 		t.Errorf("undecodable requests = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(svc.m.Robots.WithLabelValues(string(robots.Parsed))); got != 2 {
+	if got := testutil.ToFloat64(svc.m.robots.WithLabelValues(string(robots.Parsed))); got != 2 {
 		t.Errorf("robots parsed = %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(svc.m.QueueDepth); got != 0 {
+	if got := testutil.ToFloat64(svc.m.queueDepth); got != 0 {
 		t.Errorf("queue depth after close = %v, want 0", got)
 	}
 }

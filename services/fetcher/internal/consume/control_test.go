@@ -19,7 +19,6 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/metrics"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
@@ -223,7 +222,7 @@ func TestPausedRequestsSurviveSlowAcks(t *testing.T) {
 			t.Errorf("/p%d requested %d times, want 1", i, n)
 		}
 	}
-	if got := testutil.ToFloat64(p.svc.m.RepeatsSkipped.WithLabelValues(metrics.SkipHeld)); got != 0 {
+	if got := testutil.ToFloat64(p.svc.m.repeatsSkipped.WithLabelValues(skipHeld)); got != 0 {
 		t.Errorf("%v held copies acked as repeats", got)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/metrics"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
@@ -48,7 +47,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	for _, msg := range batch {
 		req := &crawlv1.FetchRequest{}
 		if err := kafkaio.Decode(msg, req); err != nil {
-			h.s.m.Poison.Inc()
+			h.s.m.poison.Inc()
 			h.log.Warn("skipped undecodable fetch request", telemetry.Offset(msg.Offset), zap.Error(err))
 			ack(msg)
 			continue
@@ -103,7 +102,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	ready := h.p.Intake(reads, now)
 	for _, t := range ready.Skipped {
 		// A previous owner fetched it and recorded the outcome.
-		h.s.m.RepeatsSkipped.WithLabelValues(metrics.SkipRecorded).Inc()
+		h.s.m.repeatsSkipped.WithLabelValues(skipRecorded).Inc()
 		h.ack(t)
 	}
 	for _, t := range ready.Repeats {
@@ -167,7 +166,7 @@ func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral) {
 			held++
 		}
 		if d.Evicted {
-			h.s.m.Evicted.Inc()
+			h.s.m.evicted.Inc()
 		}
 		msgs = append(msgs, m)
 		deferred = append(deferred, d.Task)
@@ -185,8 +184,8 @@ func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral) {
 	for _, t := range deferred {
 		h.ack(t)
 	}
-	h.s.m.PausedHeld.Add(float64(held))
-	h.s.m.Deferred.Add(float64(len(deferred)))
+	h.s.m.pausedHeld.Add(float64(held))
+	h.s.m.deferred.Add(float64(len(deferred)))
 }
 
 // push queues t in its host's queue unless its attempt is held or was
@@ -201,7 +200,7 @@ func (h *handler) push(t *partition.Task, notBefore time.Time) {
 // repeat acks the record of a request whose attempt is held or was
 // finished already.
 func (h *handler) repeat(t *partition.Task) {
-	h.s.m.RepeatsSkipped.WithLabelValues(metrics.SkipHeld).Inc()
+	h.s.m.repeatsSkipped.WithLabelValues(skipHeld).Inc()
 	h.ack(t)
 }
 
@@ -247,5 +246,5 @@ func (h *handler) reprioritize(msg kafka.Message, req *crawlv1.FetchRequest) {
 		host = string(k)
 	}
 	res := h.p.Raise(host, req.GetCrawlId(), req.GetUrlFp(), req.GetPriority(), priority.ParseSignals(req.GetPriorityReason()))
-	h.s.m.Reprioritized.WithLabelValues(res.String()).Inc()
+	h.s.m.reprioritized.WithLabelValues(res.String()).Inc()
 }

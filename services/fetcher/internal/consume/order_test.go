@@ -109,7 +109,7 @@ func TestBoundedQueueBreadthFirst(t *testing.T) {
 			}
 			waitFor(ctx, t, "every page", func() bool { return srv.pageHits() >= shallow+deep })
 			releaseOnce.Do(func() { close(release) })
-			if n := testutil.ToFloat64(p.svc.m.Deferred); n == 0 {
+			if n := testutil.ToFloat64(p.svc.m.deferred); n == 0 {
 				t.Error("no request deferred: the queue's bound was not exercised")
 			}
 			spans, hits := srv.snapshot()

@@ -163,7 +163,7 @@ func TestReprioritize(t *testing.T) {
 		}
 	}
 	for result, n := range map[string]float64{"raised": 1, "not_higher": 1, "not_queued": 1} {
-		if c := testutil.ToFloat64(p.svc.m.Reprioritized.WithLabelValues(result)); c != n {
+		if c := testutil.ToFloat64(p.svc.m.reprioritized.WithLabelValues(result)); c != n {
 			t.Errorf("reprioritized_total{result=%q} = %v, want %v", result, c, n)
 		}
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/metrics"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
@@ -154,7 +153,7 @@ func TestPublishedNotRefetched(t *testing.T) {
 			if !tt.readback {
 				return
 			}
-			if got := testutil.ToFloat64(second.m.RepeatsSkipped.WithLabelValues(metrics.SkipPublished)); got != pages {
+			if got := testutil.ToFloat64(second.m.repeatsSkipped.WithLabelValues(skipPublished)); got != pages {
 				t.Errorf("repeats recognized from the published pages = %v, want %d", got, pages)
 			}
 			var rows uint64

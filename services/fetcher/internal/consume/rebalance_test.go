@@ -210,7 +210,7 @@ func TestRebalanceKeepsPoliteness(t *testing.T) {
 			duplicates += max(n-1, 0)
 		}
 	}
-	loaded := testutil.ToFloat64(b.svc.m.HostStatesLoaded) + testutil.ToFloat64(a.svc.m.HostStatesLoaded)
+	loaded := testutil.ToFloat64(b.svc.m.hostStatesLoaded) + testutil.ToFloat64(a.svc.m.hostStatesLoaded)
 	if loaded == 0 {
 		t.Errorf("no host state loaded at any assignment")
 	}

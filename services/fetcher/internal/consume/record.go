@@ -12,7 +12,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/metrics"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
@@ -54,9 +53,9 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 
 // count updates the metrics of a recorded outcome.
 func (s *Service) count(status int, kind failure.Kind) {
-	s.m.Fetches.WithLabelValues(metrics.StatusClass(status), string(kind)).Inc()
+	s.m.fetches.WithLabelValues(statusClass(status), string(kind)).Inc()
 	if status == 304 {
-		s.m.Unchanged.Inc()
+		s.m.unchanged.Inc()
 	}
 }
 
@@ -67,19 +66,19 @@ func (s *Service) encode(part int, t *partition.Task, res *httpfetch.Response) (
 	req := s.request(t)
 	o, err := s.enc.Outcome(part, t, req, res)
 	if o.Redirect != outcome.RedirectNone {
-		s.m.Redirects.WithLabelValues(string(o.Redirect)).Inc()
+		s.m.redirects.WithLabelValues(string(o.Redirect)).Inc()
 		if o.Redirect == outcome.RedirectInvalid {
 			s.log.Debug("skipped uncrawlable redirect target", telemetry.URL(req.GetUrl()), zap.Error(o.RedirectErr))
 		}
 	}
 	if o.Exhausted {
-		s.m.Retries.WithLabelValues("exhausted").Inc()
+		s.m.retries.WithLabelValues("exhausted").Inc()
 	}
 	if o.RetryErr != nil {
 		s.log.Warn("skipped retry", telemetry.URL(req.GetUrl()), zap.Error(o.RetryErr))
 	}
 	if o.Retried {
-		s.m.Retries.WithLabelValues("queued").Inc()
+		s.m.retries.WithLabelValues("queued").Inc()
 	}
 	if o.TargetKeyErr != nil {
 		s.log.Debug("skipped unfollowable redirect", telemetry.URL(req.GetUrl()), zap.Error(o.TargetKeyErr))
@@ -88,7 +87,7 @@ func (s *Service) encode(part int, t *partition.Task, res *httpfetch.Response) (
 		s.log.Warn("skipped redirect target", telemetry.URL(o.Target), zap.Error(o.TargetErr))
 	}
 	if o.Proxy != "" {
-		s.m.ProxyOutcomes.WithLabelValues(o.Proxy).Inc()
+		s.m.proxyOutcomes.WithLabelValues(o.Proxy).Inc()
 	}
 	return o, err
 }
@@ -174,7 +173,7 @@ func (h *handler) recordPublished(ctx context.Context, ts []*partition.Task, reb
 			return
 		}
 		for _, t := range ts {
-			h.s.m.RepeatsSkipped.WithLabelValues(metrics.SkipPublished).Inc()
+			h.s.m.repeatsSkipped.WithLabelValues(skipPublished).Inc()
 			h.p.Settle(t, true)
 			h.ack(t)
 		}
@@ -199,7 +198,7 @@ func (h *handler) hold(ctx context.Context, t *partition.Task) {
 	h.p.Settle(t, false)
 	h.p.Pending(t, false) // the copy is the request now (push adds t back)
 	if err = h.s.prod.Write(ctx, m); err == nil {
-		h.s.m.PausedHeld.Inc()
+		h.s.m.pausedHeld.Inc()
 		h.ack(t)
 		return
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/metrics"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -116,7 +115,7 @@ func TestRepeatsNotRefetched(t *testing.T) {
 			t.Errorf("/p%d requested %d times, want %d", i, n, want)
 		}
 	}
-	if got := testutil.ToFloat64(first.m.RepeatsSkipped.WithLabelValues(metrics.SkipHeld)); got != 5 {
+	if got := testutil.ToFloat64(first.m.repeatsSkipped.WithLabelValues(skipHeld)); got != 5 {
 		t.Errorf("repeats skipped by the first fetcher = %v, want 5", got)
 	}
 
@@ -125,7 +124,7 @@ func TestRepeatsNotRefetched(t *testing.T) {
 	if n := s.pageHits() - before; n != 0 {
 		t.Errorf("the new owner made %d requests for work already done", n)
 	}
-	if got := testutil.ToFloat64(second.m.RepeatsSkipped.WithLabelValues(metrics.SkipRecorded)); got != float64(len(msgs)) {
+	if got := testutil.ToFloat64(second.m.repeatsSkipped.WithLabelValues(skipRecorded)); got != float64(len(msgs)) {
 		t.Errorf("repeats recognized from the fetch log = %v, want %d", got, len(msgs))
 	}
 }

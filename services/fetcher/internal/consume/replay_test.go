@@ -86,7 +86,7 @@ func TestReplayRefusedKeepsPoliteness(t *testing.T) {
 			}
 		}
 	}
-	refused := testutil.ToFloat64(p.svc.m.ReplaysRefused)
+	refused := testutil.ToFloat64(p.svc.m.replaysRefused)
 	t.Logf("%d page requests received, %d fetch_log rows, %v replays refused", requests, logged, refused)
 	if uint64(requests) != logged {
 		t.Errorf("the site received %d page requests, the fetch log has %d attempts: a request the politeness engine did not send", requests, logged)

@@ -362,16 +362,16 @@ func TestRetriesRedirects(t *testing.T) {
 			}
 		}
 	}
-	if got := testutil.ToFloat64(svc.m.Retries.WithLabelValues("exhausted")); got != 1 {
+	if got := testutil.ToFloat64(svc.m.retries.WithLabelValues("exhausted")); got != 1 {
 		t.Errorf("retries exhausted = %v, want 1 (always500)", got)
 	}
-	if got := testutil.ToFloat64(svc.m.Deferred); got < 1 {
+	if got := testutil.ToFloat64(svc.m.deferred); got < 1 {
 		t.Errorf("deferred = %v, want the giant host's surplus and the far request deferred", got)
 	}
 	for outcome, want := range map[string]float64{"published": 1, "loop": 1, "too_many": 1} {
-		if got := testutil.ToFloat64(svc.m.Redirects.WithLabelValues(outcome)); got != want {
+		if got := testutil.ToFloat64(svc.m.redirects.WithLabelValues(outcome)); got != want {
 			t.Errorf("redirects %s = %v, want %v", outcome, got, want)
 		}
 	}
-	t.Logf("deferred %v records", testutil.ToFloat64(svc.m.Deferred))
+	t.Logf("deferred %v records", testutil.ToFloat64(svc.m.deferred))
 }

@@ -35,7 +35,7 @@ func (s *Service) restoreRobots(ctx context.Context, part int, log *zap.Logger) 
 	if err != nil {
 		log.Warn("started without stored robots.txt, fetching it again", zap.Int("restored", restored), zap.Error(err))
 	}
-	s.m.RobotsRestored.Add(float64(restored))
+	s.m.robotsRestored.Add(float64(restored))
 }
 
 // robotsRows returns the row that stores rules for the next owner of

@@ -168,7 +168,7 @@ func TestRobotsSurviveRestart(t *testing.T) {
 			p2 := startRobotsProc(t, kcfg, store, loadFrom, func() time.Time { return time.Now().Add(later) }, zap.New(core))
 			p2.fetchAll(ctx, t, topic, partition, now)
 
-			if got := testutil.ToFloat64(p2.svc.m.RobotsRestored); got != float64(tt.wantRestored) {
+			if got := testutil.ToFloat64(p2.svc.m.robotsRestored); got != float64(tt.wantRestored) {
 				t.Errorf("crawler_fetcher_robots_restored_total = %v, want %d", got, tt.wantRestored)
 			}
 			for i, s := range sites {

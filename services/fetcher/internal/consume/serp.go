@@ -38,7 +38,7 @@ func robotsAllow(t *partition.Task, rules *robots.Rules, set crawlsettings.Setti
 // serpFetched counts and logs a result page fetched that robots.txt
 // disallows, as its crawl asks (serp_ignore_robots).
 func (s *Service) serpFetched(host string, t *partition.Task) {
-	s.m.SerpRobotsOverridden.Inc()
+	s.m.serpRobotsOverridden.Inc()
 	fields := []zap.Field{telemetry.Crawl(t.Crawl), telemetry.Host(host),
 		zap.String("serp_engine", t.Req.GetSerpEngine()), telemetry.URL(t.Req.GetUrl())}
 	if s.serpLogged.First(t.Crawl, host) {

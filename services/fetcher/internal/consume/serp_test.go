@@ -124,7 +124,7 @@ func TestSERPIgnoreRobots(t *testing.T) {
 	if _, hits := engine.snapshot(); hits["/search"] != 1 || hits["/about"] != 1 {
 		t.Errorf("engine saw %v, want /search once (the exempt result page) and /about once", hits)
 	}
-	if got := testutil.ToFloat64(svc.m.SerpRobotsOverridden); got != 1 {
+	if got := testutil.ToFloat64(svc.m.serpRobotsOverridden); got != 1 {
 		t.Errorf("serp_robots_overridden_total = %v, want 1", got)
 	}
 	logged := logs.FilterMessageSnippet("robots.txt disallows").All()

@@ -134,7 +134,7 @@ func TestServerGrouping(t *testing.T) {
 		if gap < serverGap {
 			t.Errorf("smallest gap between two requests to the server %s, want at least %s", gap, serverGap)
 		}
-		if n := testutil.ToFloat64(p.svc.m.ServerWaits); n == 0 {
+		if n := testutil.ToFloat64(p.svc.m.serverWaits); n == 0 {
 			t.Error("no request waited for its server")
 		}
 	})

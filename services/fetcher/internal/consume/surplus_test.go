@@ -133,7 +133,7 @@ func TestHostSurplus(t *testing.T) {
 					t.Errorf("/p%d requested %d times, want once", i, n)
 				}
 			}
-			deferred := testutil.ToFloat64(p.svc.m.Deferred)
+			deferred := testutil.ToFloat64(p.svc.m.deferred)
 			mu.Lock()
 			defer mu.Unlock()
 			if !tt.busyFirst {

@@ -15,7 +15,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/metrics"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
@@ -29,7 +28,7 @@ import (
 func (h *handler) turn(ctx context.Context, host string, t *partition.Task, dispatched time.Time) {
 	if !t.Waited {
 		t.Waited = true
-		h.s.m.PolitenessWait.Observe(dispatched.Sub(time.Unix(0, t.Enqueued)).Seconds())
+		h.s.m.politenessWait.Observe(dispatched.Sub(time.Unix(0, t.Enqueued)).Seconds())
 	}
 	h.process(ctx, host, t)
 	if queued, _, _ := h.p.Engine().HostQueue(host); queued == 0 {
@@ -88,7 +87,7 @@ func (h *handler) process(ctx context.Context, host string, t *partition.Task) {
 		}
 		step, yielded := h.p.Page(host, t, partition.PageTurn{CrawlDelay: rules.CrawlDelay, Crawl: set.Politeness, Left: left, Allowed: allowed})
 		if yielded {
-			s.m.BudgetYields.Inc()
+			s.m.budgetYields.Inc()
 			return
 		}
 		switch h.p.Charged(host, t, step, h.charge(ctx, t, step)) {
@@ -119,13 +118,13 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partiti
 		h.p.CutShort(host, t, end)
 		return
 	}
-	s.m.Robots.WithLabelValues(string(rules.Outcome)).Inc()
+	s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
 	t.Robots = h.s.robotsRows(h.partition, host, rules)
 	h.s.publishSitemaps(ctx, t, rules)
 	allowed, _ := robotsAllow(t, rules, set) // an exemption counts when its request is made, at the next turn
 	step, capped := h.p.RobotsFetched(host, t, partition.RobotsTurn{End: end, CrawlDelay: rules.CrawlDelay, Crawl: set.Politeness, Allowed: allowed})
 	if capped {
-		s.m.CrawlDelayCaped.Inc()
+		s.m.crawlDelayCaped.Inc()
 		h.log.Info("capped crawl delay", telemetry.Host(host), zap.Duration("crawl_delay", rules.CrawlDelay))
 	}
 	if step.Charges() && h.p.RobotsCharged(t, step, h.charge(ctx, t, step)) == decide.Deny {
@@ -157,11 +156,11 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 	}
 	h.p.Fetched(host, t, partition.Answer{End: end, Took: res.Duration, Status: res.Status, Kind: res.Kind, RetryAfter: res.RetryAfter})
 	if res.ReplayRefused {
-		s.m.ReplaysRefused.Inc()
+		s.m.replaysRefused.Inc()
 	}
-	class := metrics.StatusClass(res.Status)
-	s.m.FetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
-	s.m.Bytes.Add(float64(res.BodyBytes))
+	class := statusClass(res.Status)
+	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
+	s.m.bytes.Add(float64(res.BodyBytes))
 	if s.opts.HostStates != nil {
 		t.HostState = h.p.Changed(host)
 	}
@@ -206,7 +205,7 @@ func (h *handler) claimServer(ctx context.Context, host string, t *partition.Tas
 	key = politeness.ServerKey(addr)
 	claimed, retryAt := s.opts.Servers.Acquire(key)
 	if !claimed {
-		s.m.ServerWaits.Inc()
+		s.m.serverWaits.Inc()
 		h.p.Wait(host, t, retryAt)
 		return "", false
 	}
@@ -233,7 +232,7 @@ func (s *Service) publishSitemaps(ctx context.Context, t *partition.Task, rules 
 		s.log.Warn("lost robots.txt sitemaps", telemetry.URL(rules.Origin), zap.Error(err))
 		return
 	}
-	s.m.Sitemaps.Add(float64(len(msgs)))
+	s.m.sitemaps.Add(float64(len(msgs)))
 }
 
 // refuse records a URL that robots.txt denies or that cannot be fetched
@@ -247,7 +246,7 @@ func (h *handler) refuse(ctx context.Context, t *partition.Task, rules *robots.R
 			res.Err = fmt.Errorf("robots.txt unavailable (status %d)", rules.Status)
 		}
 	}
-	h.s.m.RobotsVerdicts.WithLabelValues(robotsVerdict(res.Kind)).Inc()
+	h.s.m.robotsVerdicts.WithLabelValues(robotsVerdict(res.Kind)).Inc()
 	h.finish(ctx, t, res)
 }
 

@@ -1,8 +1,4 @@
-// Package metrics holds the metrics of the fetcher's fetch path: registered
-// by the Kafka adapter (consume.New) and counted by it as it carries out
-// the partitions' turns. Labels are bounded: status class, error kind,
-// robots outcome, never a host, a URL or a proxy.
-package metrics
+package consume
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,203 +9,201 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
-// Metrics of the fetch path.
-type Metrics struct {
-	Fetches         *prometheus.CounterVec   // status_class, error_kind
-	FetchDuration   *prometheus.HistogramVec // status_class
-	Bytes           prometheus.Counter
-	Robots          *prometheus.CounterVec // outcome
-	PolitenessWait  prometheus.Histogram
-	HostsActive     prometheus.Gauge
-	QueueDepth      prometheus.Gauge
-	CrawlDelayCaped prometheus.Counter
-	Poison          prometheus.Counter
-	Abandoned       prometheus.Counter
+// metrics of the fetch path. Labels are bounded: status class, error kind,
+// robots outcome.
+type metrics struct {
+	fetches         *prometheus.CounterVec   // status_class, error_kind
+	fetchDuration   *prometheus.HistogramVec // status_class
+	bytes           prometheus.Counter
+	robots          *prometheus.CounterVec // outcome
+	politenessWait  prometheus.Histogram
+	hostsActive     prometheus.Gauge
+	queueDepth      prometheus.Gauge
+	crawlDelayCaped prometheus.Counter
+	poison          prometheus.Counter
+	abandoned       prometheus.Counter
 
-	Retries          *prometheus.CounterVec // outcome: queued, exhausted
-	Deferred         prometheus.Counter
-	Evicted          prometheus.Counter
-	LeaseLapses      prometheus.Counter
-	BudgetYields     prometheus.Counter
-	PausedHeld       prometheus.Counter
-	Redirects        *prometheus.CounterVec // outcome: redirect* constants
-	RepeatsSkipped   *prometheus.CounterVec // by: skip* constants
-	Reprioritized    *prometheus.CounterVec // result: politeness.RaiseResult
-	RecordedErrors   prometheus.Counter
-	Unchanged        prometheus.Counter
-	RobotsVerdicts   *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
-	HostStatesLoaded prometheus.Counter
-	RobotsRestored   prometheus.Counter
-	Sitemaps         prometheus.Counter
-	ProxyOutcomes    *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
-	ServerWaits      prometheus.Counter
-	ReplaysRefused   prometheus.Counter
+	retries          *prometheus.CounterVec // outcome: queued, exhausted
+	deferred         prometheus.Counter
+	evicted          prometheus.Counter
+	leaseLapses      prometheus.Counter
+	budgetYields     prometheus.Counter
+	pausedHeld       prometheus.Counter
+	redirects        *prometheus.CounterVec // outcome: redirect* constants
+	repeatsSkipped   *prometheus.CounterVec // by: skip* constants
+	reprioritized    *prometheus.CounterVec // result: politeness.RaiseResult
+	recordedErrors   prometheus.Counter
+	unchanged        prometheus.Counter
+	robotsVerdicts   *prometheus.CounterVec // verdict: allowed (counted in fetches), disallowed, unavailable
+	hostStatesLoaded prometheus.Counter
+	robotsRestored   prometheus.Counter
+	sitemaps         prometheus.Counter
+	proxyOutcomes    *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
+	serverWaits      prometheus.Counter
+	replaysRefused   prometheus.Counter
 	// serpRobotsOverridden: result pages fetched although robots.txt
 	// disallows them (serp.go).
-	SerpRobotsOverridden prometheus.Counter
+	serpRobotsOverridden prometheus.Counter
 }
 
 var statusClasses = []string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
 
-// New registers the fetch path's metrics with reg.
-func New(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
-		Fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fetches_total",
 			Help: "Fetch attempts by HTTP status class and error kind (robots refusals included).",
 		}, []string{"status_class", "error_kind"}),
-		FetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		fetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "fetch_duration_seconds",
 			Help:    "Duration of page requests by status class.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"status_class"}),
-		Bytes: prometheus.NewCounter(prometheus.CounterOpts{
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bytes_fetched_total",
 			Help: "Body bytes received (after content decoding).",
 		}),
-		Robots: prometheus.NewCounterVec(prometheus.CounterOpts{
+		robots: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "robots_total",
 			Help: "robots.txt fetches by outcome (parsed, allow_all, unavailable).",
 		}, []string{"outcome"}),
-		PolitenessWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+		politenessWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "politeness_wait_seconds",
 			Help:    "Time from a request's arrival in its host queue to its dispatch.",
 			Buckets: []float64{.01, .1, .5, 1, 2, 5, 10, 30, 60, 120, 300},
 		}),
-		HostsActive: prometheus.NewGauge(prometheus.GaugeOpts{
+		hostsActive: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hosts_active",
 			Help: "Hosts with queued requests or a request in flight.",
 		}),
-		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "queue_depth",
 			Help: "Requests waiting in host queues.",
 		}),
-		CrawlDelayCaped: prometheus.NewCounter(prometheus.CounterOpts{
+		crawlDelayCaped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "crawl_delay_capped_total",
 			Help: "robots.txt Crawl-delay values above --max-crawl-delay (capped).",
 		}),
-		Poison: prometheus.NewCounter(prometheus.CounterOpts{
+		poison: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "undecodable_requests_total",
 			Help: "Fetch request records that could not be decoded (logged, acked, skipped).",
 		}),
-		Abandoned: prometheus.NewCounter(prometheus.CounterOpts{
+		abandoned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "abandoned_total",
 			Help: "Requests abandoned unacked at partition close (redelivered to the next owner).",
 		}),
-		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "retries_total",
 			Help: "Transient failures by outcome: queued (next attempt produced) or exhausted (attempts used up).",
 		}, []string{"outcome"}),
-		PausedHeld: prometheus.NewCounter(prometheus.CounterOpts{
+		pausedHeld: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "paused_held_total",
 			Help: "Requests of paused crawls deferred durably instead of fetched.",
 		}),
-		Deferred: prometheus.NewCounter(prometheus.CounterOpts{
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "deferred_total",
 			Help: "Requests produced again to the fetch topic because their host queue was full or their not-before was far.",
 		}),
-		BudgetYields: prometheus.NewCounter(prometheus.CounterOpts{
+		budgetYields: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "budget_yields_total",
 			Help: "Turns that made no request because the crawl's last pages of budget were kept for shallower requests of the partition.",
 		}),
-		LeaseLapses: prometheus.NewCounter(prometheus.CounterOpts{
+		leaseLapses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "group_lease_lapses_total",
 			Help: "Times a partition stopped its requests because the consumer group's coordinator had not answered for nearly a session timeout (another fetcher may own its hosts).",
 		}),
-		Evicted: prometheus.NewCounter(prometheus.CounterOpts{
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "evicted_total",
 			Help: "Requests taken out of a full host queue for a shallower one of the host and deferred (also counted in deferred_total): the queue keeps the shallowest.",
 		}),
-		RepeatsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+		repeatsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "repeats_skipped_total",
 			Help: "Fetch requests acked without a request because their attempt was done already, by how it was known: recorded (a previous owner's fetch-log row), published (a previous owner's FetchedPage without its fetch-log row, which is written then), held (held or finished by this fetcher).",
 		}, []string{"by"}),
-		Reprioritized: prometheus.NewCounterVec(prometheus.CounterOpts{
+		reprioritized: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reprioritized_total",
 			Help: "Reprioritize records (a known URL's priority raised by the scheduler), by result: raised (its queued request moved up), not_queued (no such request queued in this partition: in flight, fetched, deferred or elsewhere), not_higher (queued with that priority or a higher one already).",
 		}, []string{"result"}),
-		RecordedErrors: prometheus.NewCounter(prometheus.CounterOpts{
+		recordedErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "recorded_query_errors_total",
 			Help: "Failed fetch-log look-ups of redelivered requests (retried with back-off; the partition waits).",
 		}),
-		Redirects: prometheus.NewCounterVec(prometheus.CounterOpts{
+		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redirects_total",
 			Help: "Redirect answers, by outcome: published (target sent to the scheduler), loop (to itself), too_many (chain at --max-redirects), invalid (target not crawlable).",
 		}, []string{"outcome"}),
-		Unchanged: prometheus.NewCounter(prometheus.CounterOpts{
+		unchanged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "unchanged_total",
 			Help: "Conditional GETs answered 304 Not Modified.",
 		}),
-		ProxyOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		proxyOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "proxy_outcomes_total",
 			Help: "Fetches through a proxy by outcome (success, timeout, blocked, error), reported to the pool.",
 		}, []string{"outcome"}),
-		Sitemaps: prometheus.NewCounter(prometheus.CounterOpts{
+		sitemaps: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "robots_sitemaps_total",
 			Help: "Sitemap URLs from robots.txt published as discovered URLs (source SITEMAP).",
 		}),
-		HostStatesLoaded: prometheus.NewCounter(prometheus.CounterOpts{
+		hostStatesLoaded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "host_states_loaded_total",
 			Help: "Host politeness states loaded from the host-state topic at partition assignment.",
 		}),
-		RobotsRestored: prometheus.NewCounter(prometheus.CounterOpts{
+		robotsRestored: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "robots_restored_total",
 			Help: "Stored robots.txt entries (unexpired) put into the robots cache at partition assignment instead of being fetched again.",
 		}),
-		ServerWaits: prometheus.NewCounter(prometheus.CounterOpts{
+		serverWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "server_waits_total",
 			Help: "Requests put back in their host queue because another host on the same server (--server-delay) was being fetched or within its gap.",
 		}),
-		ReplaysRefused: prometheus.NewCounter(prometheus.CounterOpts{
+		replaysRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "replays_refused_total",
 			Help: "Requests whose connection the site closed after the request was sent, which net/http would have sent again at once on another connection: failed instead (connect), retried on the host's turn.",
 		}),
-		RobotsVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		robotsVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "robots_refusals_total",
 			Help: "URLs not requested because of robots.txt, by verdict (disallowed, unavailable).",
 		}, []string{"verdict"}),
-		SerpRobotsOverridden: prometheus.NewCounter(prometheus.CounterOpts{
+		serpRobotsOverridden: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "serp_robots_overridden_total",
 			Help: "Search result pages generated from a crawl's keywords fetched although robots.txt disallows them, because the crawl's spec sets politeness.serp_ignore_robots.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.Fetches, m.FetchDuration, m.Bytes, m.Robots, m.PolitenessWait,
-		m.HostsActive, m.QueueDepth, m.CrawlDelayCaped, m.Poison, m.Abandoned,
-		m.Retries, m.Deferred, m.Evicted, m.LeaseLapses, m.BudgetYields, m.PausedHeld, m.Redirects, m.RepeatsSkipped, m.Reprioritized, m.RecordedErrors, m.Unchanged, m.RobotsVerdicts, m.HostStatesLoaded, m.RobotsRestored, m.ProxyOutcomes, m.Sitemaps, m.ServerWaits, m.ReplaysRefused, m.SerpRobotsOverridden} {
+	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
+		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
+		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.reprioritized, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.replaysRefused, m.serpRobotsOverridden} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	for _, o := range []string{"queued", "exhausted"} {
-		m.Retries.WithLabelValues(o)
+		m.retries.WithLabelValues(o)
 	}
-	for _, b := range []string{SkipRecorded, SkipPublished, SkipHeld} {
-		m.RepeatsSkipped.WithLabelValues(b)
+	for _, b := range []string{skipRecorded, skipPublished, skipHeld} {
+		m.repeatsSkipped.WithLabelValues(b)
 	}
 	for _, r := range []politeness.RaiseResult{politeness.Raised, politeness.NotQueued, politeness.NotHigher} {
-		m.Reprioritized.WithLabelValues(r.String())
+		m.reprioritized.WithLabelValues(r.String())
 	}
 	for _, o := range []outcome.Redirect{outcome.RedirectPublished, outcome.RedirectLoop, outcome.RedirectTooMany, outcome.RedirectInvalid} {
-		m.Redirects.WithLabelValues(string(o))
+		m.redirects.WithLabelValues(string(o))
 	}
 	for _, v := range []string{"disallowed", "unavailable"} {
-		m.RobotsVerdicts.WithLabelValues(v)
+		m.robotsVerdicts.WithLabelValues(v)
 	}
 	for _, o := range robots.Outcomes {
-		m.Robots.WithLabelValues(string(o))
+		m.robots.WithLabelValues(string(o))
 	}
 	for _, k := range failure.Kinds {
-		m.Fetches.WithLabelValues("none", string(k))
+		m.fetches.WithLabelValues("none", string(k))
 	}
 	for _, c := range statusClasses {
-		m.FetchDuration.WithLabelValues(c)
+		m.fetchDuration.WithLabelValues(c)
 	}
 	return m, nil
 }
 
-// StatusClass is the status_class label of an HTTP status ("none" when
-// there was no answer).
-func StatusClass(code int) string {
+func statusClass(code int) string {
 	if code < 100 || code > 599 {
 		return "none"
 	}
@@ -218,7 +212,7 @@ func StatusClass(code int) string {
 
 // How a repeated fetch request was recognized (label of repeats_skipped_total).
 const (
-	SkipRecorded  = "recorded"  // a previous owner's fetch-log row (redelivery)
-	SkipPublished = "published" // a previous owner's FetchedPage, its row written from it
-	SkipHeld      = "held"      // an attempt this process holds or finished (partition.Attempts)
+	skipRecorded  = "recorded"
+	skipPublished = "published"
+	skipHeld      = "held"
 )
