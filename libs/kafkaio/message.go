@@ -55,7 +55,7 @@ func Recycle(msgs []kafka.Message) {
 // record without the header is accepted, see crawlmsg.Unmarshal). A header
 // naming another type wraps crawlmsg.ErrSchemaMismatch.
 func Decode(msg kafka.Message, m proto.Message) error {
-	if err := crawlmsg.Unmarshal(msg.Value, schemaOf(msg), m); err != nil {
+	if err := crawlmsg.Unmarshal(msg.Value, Schema(msg), m); err != nil {
 		return fmt.Errorf("decode record %s/%d@%d: %w", msg.Topic, msg.Partition, msg.Offset, err)
 	}
 	return nil
@@ -65,20 +65,28 @@ func Decode(msg kafka.Message, m proto.Message) error {
 // the record's value (crawlmsg.UnmarshalAliasing): a page's body is not
 // copied out of its record. The value must not change while m is in use.
 func DecodeAliasing(msg kafka.Message, m proto.Message, field protowire.Number) error {
-	if err := crawlmsg.UnmarshalAliasing(msg.Value, schemaOf(msg), m, field); err != nil {
+	if err := crawlmsg.UnmarshalAliasing(msg.Value, Schema(msg), m, field); err != nil {
 		return fmt.Errorf("decode record %s/%d@%d: %w", msg.Topic, msg.Partition, msg.Offset, err)
 	}
 	return nil
 }
 
-// schemaOf is the record's schema header, "" when it has none.
-func schemaOf(msg kafka.Message) string {
+// Schema is the record's schema header (crawlmsg.SchemaHeader), "" when
+// it has none.
+func Schema(msg kafka.Message) string {
+	v, _ := Header(msg, crawlmsg.SchemaHeader)
+	return v
+}
+
+// Header returns the value of the record's first header named key, and
+// whether it has one.
+func Header(msg kafka.Message, key string) (string, bool) {
 	for _, h := range msg.Headers {
-		if h.Key == crawlmsg.SchemaHeader {
-			return string(h.Value)
+		if h.Key == key {
+			return string(h.Value), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // DropPayloads clears the batch's keys, values and headers in place,

@@ -219,7 +219,7 @@ func (s *Service) request(t *partition.Task) *crawlv1.FetchRequest {
 // its host and crawl shared through h's tables.
 func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *partition.Task {
 	return partition.NewTask(req, partition.TaskOf{
-		Offset: msg.Offset, Value: msg.Value, Schema: h.strs.Intern(emit.SchemaOf(msg)), Host: host, Crawl: h.strs.Intern(req.GetCrawlId()),
+		Offset: msg.Offset, Value: msg.Value, Schema: h.strs.Intern(kafkaio.Schema(msg)), Host: host, Crawl: h.strs.Intern(req.GetCrawlId()),
 		Redefer: emit.WasDeferred(msg), Budgets: h.s.opts.Budget != nil,
 	}, now)
 }

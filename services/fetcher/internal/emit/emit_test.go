@@ -282,12 +282,12 @@ func TestDeferAndHold(t *testing.T) {
 			if req.GetNotBefore() != nil {
 				t.Error("the task's request was changed")
 			}
-			if SchemaOf(m) != crawlmsg.SchemaOf(req) {
-				t.Errorf("schema %q, want %q", SchemaOf(m), crawlmsg.SchemaOf(req))
+			if kafkaio.Schema(m) != crawlmsg.SchemaOf(req) {
+				t.Errorf("schema %q, want %q", kafkaio.Schema(m), crawlmsg.SchemaOf(req))
 			}
 		})
 	}
-	if WasDeferred(kafka.Message{}) || SchemaOf(kafka.Message{}) != "" {
+	if WasDeferred(kafka.Message{}) || kafkaio.Schema(kafka.Message{}) != "" {
 		t.Error("a record without headers reads as deferred or with a schema")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trawl-crawler/trawl/libs/crawlmsg"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
@@ -53,21 +52,6 @@ func (e *Encoder) again(t *partition.Task, req *crawlv1.FetchRequest, notBefore 
 // WasDeferred reports whether msg, a record of the fetch topic, was
 // produced by a deferral (Defer).
 func WasDeferred(msg kafka.Message) bool {
-	for _, hd := range msg.Headers {
-		if hd.Key == deferredHeader {
-			return true
-		}
-	}
-	return false
-}
-
-// SchemaOf is the record's schema header (crawlmsg.SchemaHeader), "" when
-// it has none.
-func SchemaOf(msg kafka.Message) string {
-	for _, hd := range msg.Headers {
-		if hd.Key == crawlmsg.SchemaHeader {
-			return string(hd.Value)
-		}
-	}
-	return ""
+	_, ok := kafkaio.Header(msg, deferredHeader)
+	return ok
 }
