@@ -17,19 +17,19 @@ const LeaseCheck = 200 * time.Millisecond
 // lease (Lease): cancelled when the lease lapses, made anew when it is
 // renewed.
 //
-// The fetcher is what it is for. A fetcher cut off from the brokers
-// learns that its partitions went to another fetcher only when its
-// heartbeat fails; until then it would go on requesting pages of hosts
-// whose new owner requests them too, and requests held up in a cut link
-// would reach the sites when it comes back, next to the new owner's. So
-// a partition makes requests only while its lease holds: when the
-// coordinator has not answered for nearly a session timeout, before it
-// can have given the partition away, the requests in flight are cancelled
-// (their connections reset: the fetcher's httpfetch discards what they
-// had not sent) and put back at the head of their queues, and no turn
-// makes a request until the coordinator answers again. If the generation
-// ended meanwhile, the partition closes as usual and its records go
-// unacked to the next owner.
+// The fetcher runs its requests to the sites under it. A fetcher cut off
+// from the brokers learns that its partitions went to another fetcher
+// only when its heartbeat fails; until then it would go on requesting
+// pages of hosts whose new owner requests them too, and requests held up
+// in a cut link would reach the sites when it comes back, next to the new
+// owner's. So a partition makes requests only while its lease holds: when
+// the coordinator has not answered for nearly a session timeout, before
+// it can have given the partition away, the requests in flight are
+// cancelled (their connections reset: the fetcher's httpfetch discards
+// what they had not sent) and put back at the head of their queues, and
+// no turn makes a request until the coordinator answers again. If the
+// generation ended meanwhile, the partition closes as usual and its
+// records go unacked to the next owner.
 type LeaseGuard struct {
 	log    *zap.Logger
 	lapses prometheus.Counter // the handler's count of lapses (the fetcher's crawler_fetcher_group_lease_lapses_total)
