@@ -60,7 +60,6 @@ func (c *Compiled[T]) Get(crawlID string, spec *crawlv1.CrawlSpec) T {
 // specification revision, so that a service reads a crawl's settings per
 // request at the cost of a map look-up. Safe for concurrent use.
 type Cache struct {
-	fleet    Fleet
 	compiled *Compiled[Settings]
 }
 
@@ -68,15 +67,13 @@ type Cache struct {
 // (may be nil) is called once per revision whose identity is partly
 // refused (Settings.IdentityRefused), with why.
 func NewCache(f Fleet, refused func(crawlID string, err error)) *Cache {
-	c := &Cache{fleet: f}
-	c.compiled = NewCompiled(func(spec *crawlv1.CrawlSpec) (Settings, error) {
-		s := Resolve(spec, c.fleet)
+	return &Cache{compiled: NewCompiled(func(spec *crawlv1.CrawlSpec) (Settings, error) {
+		s := Resolve(spec, f)
 		if len(s.IdentityRefused) > 0 {
 			return s, errors.New(strings.Join(s.IdentityRefused, "; "))
 		}
 		return s, nil
-	}, refused)
-	return c
+	}, refused)}
 }
 
 // Of returns the settings of crawlID, whose current specification is spec
