@@ -182,7 +182,7 @@ func TestConsumeOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := consumeOptions(off, crawlcontrol.NewSpecs(), nil, nil)
-	if o.MaxRedirects != -1 || o.HostStates != nil || o.RobotsTxt != nil || o.Published != nil || o.Servers != nil {
+	if o.Outcome.MaxRedirects != -1 || o.HostStates != nil || o.RobotsTxt != nil || o.Published != nil || o.Servers != nil {
 		t.Errorf("options with everything off = %+v", o)
 	}
 	on, err := config.Load([]string{"-server-delay", "1s"}, noEnv, "test-1")
@@ -190,7 +190,7 @@ func TestConsumeOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o = consumeOptions(on, crawlcontrol.NewSpecs(), nil, nil)
-	if o.MaxRedirects != on.MaxRedirects || o.HostStates == nil || o.Published == nil || o.Servers == nil || o.InstanceID != "test-1" {
+	if o.Outcome.MaxRedirects != on.MaxRedirects || o.HostStates == nil || o.Published == nil || o.Servers == nil || o.Outcome.InstanceID != "test-1" {
 		t.Errorf("options with the defaults and a server delay = %+v", o)
 	}
 }

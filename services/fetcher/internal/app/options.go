@@ -9,8 +9,10 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/consume"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/hoststate"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
@@ -99,22 +101,18 @@ func consumeOptions(cfg config.Config, specs *crawlcontrol.Specs, store *chstore
 		Topics:     topics,
 		Workers:    cfg.Workers,
 		Politeness: politeness.Options{Delay: cfg.Delay, MaxCrawlDelay: cfg.MaxCrawlDelay, ResponseFactor: cfg.DelayResponseFactor},
-		InstanceID: cfg.InstanceID,
-
-		MaxAttempts:     cfg.MaxAttempts,
-		RetryBackoff:    cfg.RetryBackoff,
-		MaxRetryBackoff: cfg.MaxRetryBackoff,
-		MaxRedirects:    maxRedirects,
-		MaxHostQueue:    cfg.MaxHostQueue,
-		HoldHorizon:     cfg.HoldHorizon,
-		HostStates:      hostStates,
-		Crawls:          specs,
-		Recorded:        store,
-		Published:       readback,
-		PauseRecheck:    cfg.PauseRecheck,
-		Servers:         servers,
-		Resolve:         fetcher.Resolve,
-		RobotsTxt:       robotsTxt,
-		Attempts:        partition.NewAttempts(partition.AttemptsFor(cfg.Kafka.Partitions, cfg.MaxInflightPerPartition)),
+		Outcome: outcome.Options{
+			InstanceID: cfg.InstanceID, MaxAttempts: cfg.MaxAttempts, RetryBackoff: cfg.RetryBackoff,
+			MaxRetryBackoff: cfg.MaxRetryBackoff, MaxRedirects: maxRedirects,
+		},
+		Limits:     decide.Limits{MaxHostQueue: cfg.MaxHostQueue, HoldHorizon: cfg.HoldHorizon, PauseRecheck: cfg.PauseRecheck},
+		HostStates: hostStates,
+		Crawls:     specs,
+		Recorded:   store,
+		Published:  readback,
+		Servers:    servers,
+		Resolve:    fetcher.Resolve,
+		RobotsTxt:  robotsTxt,
+		Attempts:   partition.NewAttempts(partition.AttemptsFor(cfg.Kafka.Partitions, cfg.MaxInflightPerPartition)),
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
@@ -117,10 +119,10 @@ func runPoliteness(b *testing.B, healthy, throttled int, giant bool) {
 
 	b.ResetTimer()
 	f := startFetcher(ctx, b, kcfg, store, "bench", 1000, Options{
-		Workers:      32,
-		Politeness:   politeness.Options{Delay: delay, MaxCrawlDelay: 2 * time.Second},
-		RetryBackoff: 500 * time.Millisecond, MaxRetryBackoff: 2 * time.Second,
-		MaxHostWait: 3 * time.Second,
+		Workers:    32,
+		Politeness: politeness.Options{Delay: delay, MaxCrawlDelay: 2 * time.Second},
+		Outcome:    outcome.Options{RetryBackoff: 500 * time.Millisecond, MaxRetryBackoff: 2 * time.Second},
+		Limits:     decide.Limits{MaxHostWait: 3 * time.Second},
 	})
 	waitFor(ctx, b, "healthy hosts done", func() bool {
 		for _, h := range hosts[:healthy] {

@@ -32,7 +32,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"time"
@@ -80,53 +79,26 @@ type Fetcher interface {
 	Release(host string)
 }
 
-// Defaults of Options, besides those of outcome.Options (retries,
-// redirects) and of decide.Limits (queues, horizons), which the
-// configuration's flags share without importing this package.
-const (
-	DefaultMaxHostWait = time.Minute
-	DefaultDeferPause  = time.Second
-)
+// DefaultDeferPause is Options.DeferPause's default.
+const DefaultDeferPause = time.Second
 
 // Options configures the consumer.
 type Options struct {
 	Topics     kafkaio.Topics
 	Workers    int // concurrent requests across all partitions (default 32)
 	Politeness politeness.Options
-	InstanceID string           // written to fetch_log.fetcher
 	Now        func() time.Time // default time.Now
-
-	// MaxAttempts bounds the attempts of one URL: a transient failure
-	// (failure.IsRetryable) of attempt n < MaxAttempts-1 queues attempt
-	// n+1 durably on the fetch topic (default 3; 1 disables retries).
-	MaxAttempts int
-	// RetryBackoff is the back-off before the second attempt; it doubles
-	// per attempt up to MaxRetryBackoff, with jitter (between half and
-	// all of it). A server's Retry-After, when longer, wins.
-	RetryBackoff    time.Duration
-	MaxRetryBackoff time.Duration
-	// MaxRedirects is the length of the redirect chains followed: the
-	// target of a redirect answer to a URL reached through MaxRedirects
-	// redirects already is not published (failure.TooManyRedirects).
-	// Default 5; negative: no redirect target is published.
-	MaxRedirects int
-	// MaxHostQueue bounds the requests buffered per host; the surplus is
-	// deferred durably to the fetch topic (default 100).
-	MaxHostQueue int
-	// MaxHostWait: a request of a backed-off host (next-allowed time more
-	// than a delay away) that would wait longer than this behind the
-	// host's queue and back-off is deferred, so slowed-down hosts do not
-	// fill the partition's in-flight window (default 1m).
-	MaxHostWait time.Duration
-	// HoldHorizon: a request whose not_before is further away is deferred
-	// durably rather than held in memory (default 2m).
-	HoldHorizon time.Duration
+	// Outcome: the retries and redirects of what a fetch leaves behind,
+	// and the instance written to fetch_log.fetcher (its zero fields at
+	// their defaults: outcome.Options.WithDefaults).
+	Outcome outcome.Options
+	// Limits bound a partition's host queues and what it holds in memory
+	// (decide.Limits.WithDefaults).
+	Limits decide.Limits
 	// DeferPause is how long Handle waits after a batch it deferred
 	// entirely, so that a partition of far-future work does not spin
 	// through the topic (default 1s).
 	DeferPause time.Duration
-	// Jitter returns a uniform value in [0, n); default math/rand/v2.
-	Jitter func(n int64) int64
 	// HostStates loads the persisted politeness state of a partition's
 	// hosts at assignment; with it set, a host's state is also published
 	// to Topics.HostState after a request that changed it in a way the
@@ -138,12 +110,9 @@ type Options struct {
 	// every crawl runs with the defaults. Before every fetch the request's
 	// crawl state is checked: a cancelled crawl's request is recorded as
 	// failure.Cancelled without a request, a paused one is deferred
-	// durably by PauseRecheck; a crawl's politeness raises (never lowers)
+	// durably by Limits.PauseRecheck; a crawl's politeness raises (never lowers)
 	// the delays of Politeness.
 	Crawls Crawls
-	// PauseRecheck is how far the requests of a paused crawl are deferred
-	// (default 5s): a paused crawl holds no memory and no worker.
-	PauseRecheck time.Duration
 	// Servers, when set, groups hosts by the server they resolve to
 	// (politeness.ServerKey of their first address, from Resolve): one
 	// request at a time reaches a server, across every host and every
@@ -249,36 +218,11 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = outcome.DefaultMaxAttempts
-	}
-	if o.RetryBackoff <= 0 {
-		o.RetryBackoff = outcome.DefaultRetryBackoff
-	}
-	if o.MaxRetryBackoff < o.RetryBackoff {
-		o.MaxRetryBackoff = max(outcome.DefaultMaxRetryBackoff, o.RetryBackoff)
-	}
-	if o.MaxRedirects == 0 {
-		o.MaxRedirects = outcome.DefaultMaxRedirects
-	}
-	if o.MaxHostQueue <= 0 {
-		o.MaxHostQueue = decide.DefaultMaxHostQueue
-	}
-	o.Politeness.FullAt = o.MaxHostQueue
-	if o.MaxHostWait <= 0 {
-		o.MaxHostWait = DefaultMaxHostWait
-	}
-	if o.HoldHorizon <= 0 {
-		o.HoldHorizon = decide.DefaultHoldHorizon
-	}
+	o.Outcome = o.Outcome.WithDefaults()
+	o.Limits = o.Limits.WithDefaults()
+	o.Politeness.FullAt = o.Limits.MaxHostQueue
 	if o.DeferPause <= 0 {
 		o.DeferPause = DefaultDeferPause
-	}
-	if o.PauseRecheck <= 0 {
-		o.PauseRecheck = decide.DefaultPauseRecheck
-	}
-	if o.Jitter == nil {
-		o.Jitter = rand.Int64N
 	}
 	if o.Attempts == nil {
 		o.Attempts = partition.NewAttempts(partition.DefaultAttemptsLimit)
@@ -305,8 +249,7 @@ type Service struct {
 	crawls   *crawlsettings.Cache
 	renderer *render.Renderer // pages that need a browser (Options.Renderer)
 
-	enc    *emit.Encoder // the records produced
-	limits decide.Limits // the bounds of decide.Place, from opts
+	enc *emit.Encoder // the records produced
 }
 
 // New returns a Service. rec must outlive the group that runs the
@@ -336,11 +279,7 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 		renderer: rr,
 		crawls:   crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused),
 		workers:  dispatch.NewPool(o.Workers),
-		limits:   decide.Limits{MaxHostQueue: o.MaxHostQueue, MaxHostWait: o.MaxHostWait, HoldHorizon: o.HoldHorizon, PauseRecheck: o.PauseRecheck},
-		enc: emit.New(emit.Options{Topics: o.Topics, Now: o.Now, Outcome: outcome.Options{
-			InstanceID: o.InstanceID, MaxAttempts: o.MaxAttempts, RetryBackoff: o.RetryBackoff,
-			MaxRetryBackoff: o.MaxRetryBackoff, MaxRedirects: o.MaxRedirects, Jitter: o.Jitter,
-		}}),
+		enc:      emit.New(emit.Options{Topics: o.Topics, Now: o.Now, Outcome: o.Outcome}),
 	}, nil
 }
 
@@ -361,7 +300,7 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 		topic:     topic,
 		partition: part,
 		p: partition.New(partition.Options{
-			Politeness: s.opts.Politeness, Limits: s.limits, Attempts: s.opts.Attempts, Now: s.opts.Now,
+			Politeness: s.opts.Politeness, Limits: s.opts.Limits, Attempts: s.opts.Attempts, Now: s.opts.Now,
 		}),
 		log:    s.log.With(telemetry.Topic(topic), telemetry.Partition(part)),
 		cancel: cancel,

@@ -25,6 +25,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -209,9 +210,10 @@ func TestConsumeIntegration(t *testing.T) {
 	defer f.Close()
 	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
 	svc, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
-		Topics: topics, Workers: 4, InstanceID: "test-fetcher",
-		Politeness:  politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
-		MaxAttempts: 1, // one attempt per URL here; retries are TestRetriesRedirects'
+		Topics: topics, Workers: 4,
+		Politeness: politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
+		// one attempt per URL here; retries are TestRetriesRedirects'
+		Outcome: outcome.Options{InstanceID: "test-fetcher", MaxAttempts: 1},
 	}, f, rc, w, 50*time.Millisecond, 100, log)
 
 	// collect the published pages and discovered URLs
@@ -435,7 +437,7 @@ func TestCloseHandsBackInFlight(t *testing.T) {
 	rec, stopRec := startRecorder(t, t.Context(), w, flog, nil, reg)
 	defer stopRec()
 
-	svc, err := New(Options{Topics: kcfg.Topics(), Workers: 2, InstanceID: "t",
+	svc, err := New(Options{Topics: kcfg.Topics(), Workers: 2, Outcome: outcome.Options{InstanceID: "t"},
 		Politeness: politeness.Options{Delay: 20 * time.Millisecond}}, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)
 	if err != nil {
 		t.Fatal(err)

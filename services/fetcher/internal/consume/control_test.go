@@ -18,6 +18,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -77,7 +78,7 @@ func TestCrawlControl(t *testing.T) {
 	}
 
 	p := startFetcher(ctx, t, kcfg, store, "control", 100, Options{
-		Politeness: politeness.Options{Delay: floor}, Crawls: specs, PauseRecheck: 300 * time.Millisecond,
+		Politeness: politeness.Options{Delay: floor}, Crawls: specs, Limits: decide.Limits{PauseRecheck: 300 * time.Millisecond},
 	})
 	defer p.stop(t)
 
@@ -157,7 +158,7 @@ func (p slowAckProducer) Write(ctx context.Context, msgs ...kafka.Message) error
 }
 
 // TestPausedRequestsSurviveSlowAcks pauses a crawl whose requests the
-// fetcher holds, deferring each again every PauseRecheck, while the
+// fetcher holds, deferring each again every Limits.PauseRecheck, while the
 // broker's acknowledgements reach the fetcher late, so that each deferred
 // copy is read back before the write that produced it returns. The copy is
 // the request now (the held record is acked once the copy is durable):
@@ -200,7 +201,7 @@ func TestPausedRequestsSurviveSlowAcks(t *testing.T) {
 	}
 
 	p := startFetcherProd(ctx, t, kcfg, store, "slow-acks", 100, Options{
-		Politeness: politeness.Options{Delay: 50 * time.Millisecond}, Crawls: specs, PauseRecheck: recheck,
+		Politeness: politeness.Options{Delay: 50 * time.Millisecond}, Crawls: specs, Limits: decide.Limits{PauseRecheck: recheck},
 	}, httpfetch.Options{}, func(p Producer) Producer { return slowAckProducer{Producer: p, after: lateAck} })
 	defer p.stop(t)
 

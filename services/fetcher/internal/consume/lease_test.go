@@ -18,6 +18,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -102,7 +103,7 @@ func TestLeaseStopsRequests(t *testing.T) {
 	defer f.Close()
 	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
 	_, stop := runFetcher(t, ctx, kcfg, store, Options{
-		Topics: topics, Workers: 4, InstanceID: "lease",
+		Topics: topics, Workers: 4, Outcome: outcome.Options{InstanceID: "lease"},
 		Politeness: politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
 	}, f, rc, w, 50*time.Millisecond, 100, log)
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -98,7 +99,7 @@ func TestBoundedQueueBreadthFirst(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := startFetcherWith(ctx, t, kcfg, store, "bfs", 100, Options{
-				Workers: 2, Politeness: politeness.Options{Delay: delay}, MaxHostQueue: 3,
+				Workers: 2, Politeness: politeness.Options{Delay: delay}, Limits: decide.Limits{MaxHostQueue: 3},
 			}, httpfetch.Options{FetchTimeout: 30 * time.Second})
 			defer p.stop(t)
 			if !tt.deepFirst {

@@ -84,7 +84,7 @@ func TestProxyFeedback(t *testing.T) {
 	f := httpfetch.New(httpfetch.Options{AllowPrivate: true, Proxies: pool, FetchTimeout: 500 * time.Millisecond})
 	defer f.Close()
 	_, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
-		Topics: topics, Workers: 4, InstanceID: "px-test", MaxAttempts: 1,
+		Topics: topics, Workers: 4, Outcome: outcome.Options{InstanceID: "px-test", MaxAttempts: 1},
 		Politeness: politeness.Options{Delay: 50 * time.Millisecond},
 	}, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, 20*time.Millisecond, kafkaio.DefaultMaxInFlight, log)
 

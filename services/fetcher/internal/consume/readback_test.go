@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/published"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/recorder"
@@ -94,7 +95,7 @@ func TestPublishedNotRefetched(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				svc, err := New(Options{Topics: topics, Workers: 4, InstanceID: group, Recorded: store, Published: readback,
+				svc, err := New(Options{Topics: topics, Workers: 4, Outcome: outcome.Options{InstanceID: group}, Recorded: store, Published: readback,
 					Politeness: politeness.Options{Delay: 10 * time.Millisecond}},
 					f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)
 				if err != nil {

@@ -70,7 +70,7 @@ func startFetcherProd(ctx context.Context, t testing.TB, kcfg kafkaio.Config, st
 	t.Cleanup(func() { _ = w.Close() })
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
 	rec, stopRec := startRecorder(t, ctx, w, flog, nil, reg)
-	o.Topics, o.InstanceID = kcfg.Topics(), name
+	o.Topics, o.Outcome.InstanceID = kcfg.Topics(), name
 	var prod Producer = w
 	if wrap != nil {
 		prod = wrap(w)

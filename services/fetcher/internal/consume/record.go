@@ -188,7 +188,7 @@ func (h *handler) recordPublished(ctx context.Context, ts []*partition.Task, reb
 // Write returns (a late acknowledgement); a claim still held then makes the
 // copy a repeat of itself, acked without a request, and the URL is lost.
 func (h *handler) hold(ctx context.Context, t *partition.Task) {
-	recheck := h.s.limits.HoldUntil(h.s.opts.Now())
+	recheck := h.s.opts.Limits.HoldUntil(h.s.opts.Now())
 	m, err := h.s.enc.Hold(t, h.s.request(t), recheck)
 	partition.Compact(t)
 	if err != nil {

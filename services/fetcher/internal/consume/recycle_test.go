@@ -22,6 +22,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -109,7 +110,7 @@ func TestRecycledBuffersKeepPagesApart(t *testing.T) {
 	defer f.Close()
 	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
 	_, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
-		Topics: topics, Workers: hosts, InstanceID: "recycle-test",
+		Topics: topics, Workers: hosts, Outcome: outcome.Options{InstanceID: "recycle-test"},
 		Politeness: politeness.Options{Delay: time.Millisecond},
 	}, f, rc, w, 50*time.Millisecond, 100, log)
 

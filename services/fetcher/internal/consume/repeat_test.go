@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/fingerprint"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -80,7 +81,7 @@ func TestRepeatsNotRefetched(t *testing.T) {
 		defer f.Close()
 		flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: 20 * time.Millisecond}, log, reg)
 		rec, stopRec := startRecorder(t, ctx, w, flog, nil, reg)
-		svc, err := New(Options{Topics: topics, Workers: 4, InstanceID: group, Recorded: store,
+		svc, err := New(Options{Topics: topics, Workers: 4, Outcome: outcome.Options{InstanceID: group}, Recorded: store,
 			Politeness: politeness.Options{Delay: 10 * time.Millisecond}},
 			f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, rec, log, reg)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/hanguptest"
@@ -59,7 +60,7 @@ func TestReplayRefusedKeepsPoliteness(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startFetcherWith(ctx, t, kcfg, store, "replay", 100, Options{
-		Workers: 2, MaxAttempts: 5, Politeness: politeness.Options{Delay: delay},
+		Workers: 2, Outcome: outcome.Options{MaxAttempts: 5}, Politeness: politeness.Options{Delay: delay},
 	}, httpfetch.Options{})
 	var logged uint64
 	waitFor(ctx, t, "a 200 row for every page", func() bool {

@@ -21,8 +21,10 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -154,12 +156,12 @@ func TestRetriesRedirects(t *testing.T) {
 	// default ErrorTTL (10m): the retry itself must ask robots.txt again
 	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
 	svc, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
-		Topics: topics, Workers: 4, InstanceID: "retry-test",
-		Politeness:   politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
-		MaxAttempts:  maxAttempts,
-		RetryBackoff: 150 * time.Millisecond, MaxRetryBackoff: time.Second,
-		MaxHostQueue: hostQueue, HoldHorizon: time.Second, DeferPause: 100 * time.Millisecond,
-		MaxRedirects: maxRedirects,
+		Topics: topics, Workers: 4,
+		Politeness: politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
+		Outcome: outcome.Options{InstanceID: "retry-test", MaxAttempts: maxAttempts,
+			RetryBackoff: 150 * time.Millisecond, MaxRetryBackoff: time.Second, MaxRedirects: maxRedirects},
+		Limits:     decide.Limits{MaxHostQueue: hostQueue, HoldHorizon: time.Second},
+		DeferPause: 100 * time.Millisecond,
 	}, f, rc, w, 20*time.Millisecond, 100, log)
 
 	var (

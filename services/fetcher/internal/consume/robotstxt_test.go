@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -43,7 +44,7 @@ func startRobotsProc(t *testing.T, kcfg kafkaio.Config, store *chstore.Store, lo
 	rec, stopRec := startRecorder(t, t.Context(), w, flog, rlog, reg)
 	rc := robots.NewCache(f, now, robots.Options{UserAgent: f.UserAgent()})
 	svc, err := New(Options{
-		Topics: kcfg.Topics(), Workers: 8, InstanceID: "robots-test", Now: now,
+		Topics: kcfg.Topics(), Workers: 8, Outcome: outcome.Options{InstanceID: "robots-test"}, Now: now,
 		Politeness: politeness.Options{Delay: 20 * time.Millisecond},
 		RobotsTxt:  loadFrom,
 	}, f, rc, w, rec, log, reg)

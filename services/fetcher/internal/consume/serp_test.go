@@ -20,6 +20,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -92,7 +93,7 @@ func TestSERPIgnoreRobots(t *testing.T) {
 	f := httpfetch.New(httpfetch.Options{AllowPrivate: true, FetchTimeout: 2 * time.Second})
 	defer f.Close()
 	svc, stop := runFetcher(t, ctx, kcfg, store, Options{
-		Topics: kcfg.Topics(), Workers: 2, InstanceID: "serp-test", Crawls: specs,
+		Topics: kcfg.Topics(), Workers: 2, Outcome: outcome.Options{InstanceID: "serp-test"}, Crawls: specs,
 		Politeness: politeness.Options{Delay: 20 * time.Millisecond},
 	}, f, robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()}), w, 20*time.Millisecond, 100, log)
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/decide"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/emit"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
@@ -113,7 +114,7 @@ func TestHostSurplus(t *testing.T) {
 			})
 
 			p := startFetcherWith(ctx, t, kcfg, store, "surplus", 100, Options{
-				Workers: 2, Politeness: politeness.Options{Delay: delay}, MaxHostQueue: limit,
+				Workers: 2, Politeness: politeness.Options{Delay: delay}, Limits: decide.Limits{MaxHostQueue: limit},
 				DeferPause: 50 * time.Millisecond,
 			}, httpfetch.Options{FetchTimeout: 30 * time.Second})
 			defer p.stop(t)

@@ -19,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/warc"
@@ -86,7 +87,7 @@ func TestArchiveFetchLog(t *testing.T) {
 	defer f.Close()
 	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
 	_, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
-		Topics: topics, Workers: 4, InstanceID: "fw", MaxAttempts: 1,
+		Topics: topics, Workers: 4, Outcome: outcome.Options{InstanceID: "fw", MaxAttempts: 1},
 		Politeness: politeness.Options{Delay: 10 * time.Millisecond, MaxCrawlDelay: time.Second},
 		Archive:    archive,
 	}, f, rc, w, 20*time.Millisecond, 100, log)

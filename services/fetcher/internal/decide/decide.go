@@ -49,27 +49,49 @@ import (
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 )
 
-// Defaults of Limits, which the fetcher's consumer applies to the fields
-// left zero and its configuration's flags start from (MaxHostWait's is
-// consume's: no flag sets it).
+// Defaults of Limits (WithDefaults), which the configuration's flags
+// start from (no flag sets MaxHostWait).
 const (
 	DefaultMaxHostQueue = 100
+	DefaultMaxHostWait  = time.Minute
 	DefaultHoldHorizon  = 2 * time.Minute
 	DefaultPauseRecheck = 5 * time.Second
 )
 
-// Limits are the partition's bounds (consume.Options).
+// Limits are the partition's bounds (consume.Options.Limits); a field
+// left zero takes its default (WithDefaults).
 type Limits struct {
-	// MaxHostQueue bounds a host's queue (see Place).
+	// MaxHostQueue bounds the requests buffered per host; the surplus is
+	// deferred durably to the fetch topic (see Place; default 100).
 	MaxHostQueue int
-	// MaxHostWait: a request that would wait longer than this behind a
-	// backed-off host's queue is deferred.
+	// MaxHostWait: a request of a backed-off host (next-allowed time more
+	// than a delay away) that would wait longer than this behind the
+	// host's queue and back-off is deferred, so slowed-down hosts do not
+	// fill the partition's in-flight window (default 1m).
 	MaxHostWait time.Duration
-	// HoldHorizon: a request due further away is deferred rather than
-	// held in memory.
+	// HoldHorizon: a request whose not_before is further away is deferred
+	// durably rather than held in memory (default 2m).
 	HoldHorizon time.Duration
-	// PauseRecheck is how far the requests of a paused crawl are deferred.
+	// PauseRecheck is how far the requests of a paused crawl are deferred
+	// (default 5s): a paused crawl holds no memory and no worker.
 	PauseRecheck time.Duration
+}
+
+// WithDefaults returns l with its zero fields at their defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxHostQueue <= 0 {
+		l.MaxHostQueue = DefaultMaxHostQueue
+	}
+	if l.MaxHostWait <= 0 {
+		l.MaxHostWait = DefaultMaxHostWait
+	}
+	if l.HoldHorizon <= 0 {
+		l.HoldHorizon = DefaultHoldHorizon
+	}
+	if l.PauseRecheck <= 0 {
+		l.PauseRecheck = DefaultPauseRecheck
+	}
+	return l
 }
 
 // Verdict is what becomes of a request read from the fetch topic.

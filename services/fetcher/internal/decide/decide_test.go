@@ -213,3 +213,23 @@ func TestFetchedBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsWithDefaults: a zero or negative bound takes its default, a
+// set one is kept.
+func TestLimitsWithDefaults(t *testing.T) {
+	tests := []struct {
+		name     string
+		in, want Limits
+	}{
+		{"zero", Limits{}, Limits{MaxHostQueue: DefaultMaxHostQueue, MaxHostWait: DefaultMaxHostWait, HoldHorizon: DefaultHoldHorizon, PauseRecheck: DefaultPauseRecheck}},
+		{"negative", Limits{MaxHostQueue: -1, MaxHostWait: -time.Second}, Limits{MaxHostQueue: DefaultMaxHostQueue, MaxHostWait: DefaultMaxHostWait, HoldHorizon: DefaultHoldHorizon, PauseRecheck: DefaultPauseRecheck}},
+		{"set", Limits{MaxHostQueue: 3, MaxHostWait: time.Second, HoldHorizon: 2 * time.Second, PauseRecheck: 3 * time.Second}, Limits{MaxHostQueue: 3, MaxHostWait: time.Second, HoldHorizon: 2 * time.Second, PauseRecheck: 3 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.in.WithDefaults(); got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ package outcome
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"time"
 	"unicode/utf8"
 
@@ -28,8 +29,8 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 )
 
-// Defaults of Options, which the fetcher's consumer applies to the fields
-// left zero and its configuration's flags start from.
+// Defaults of Options (WithDefaults), which the configuration's flags
+// start from.
 const (
 	DefaultMaxAttempts     = 3
 	DefaultRetryBackoff    = 5 * time.Second
@@ -37,23 +38,47 @@ const (
 	DefaultMaxRedirects    = 5
 )
 
-// Options are the fetcher's retry and redirect settings (defaulted by its
-// consumer: every field is used as given).
+// Options are the fetcher's retry and redirect settings
+// (consume.Options.Outcome). Of is given them with their defaults
+// (WithDefaults): it uses every field as given.
 type Options struct {
 	InstanceID string // written to the fetch-log row and its page's header
-	// MaxAttempts bounds the attempts of one URL: a transient failure of
-	// attempt n < MaxAttempts-1 gets attempt n+1.
+	// MaxAttempts bounds the attempts of one URL: a transient failure
+	// (failure.IsRetryable) of attempt n < MaxAttempts-1 queues attempt
+	// n+1 durably on the fetch topic (default 3; 1 disables retries).
 	MaxAttempts int
 	// RetryBackoff is the back-off before the second attempt, doubled per
-	// attempt up to MaxRetryBackoff, jittered into [half, all] of it.
+	// attempt up to MaxRetryBackoff, jittered into [half, all] of it. A
+	// server's Retry-After, when longer, wins.
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
 	// MaxRedirects: the target of a redirect answer to a URL reached
 	// through MaxRedirects redirects already is not followed
-	// (failure.TooManyRedirects); negative: no target is followed.
+	// (failure.TooManyRedirects). Default 5; negative: no target is
+	// followed.
 	MaxRedirects int
-	// Jitter returns a uniform value in [0, n).
+	// Jitter returns a uniform value in [0, n) (default math/rand/v2).
 	Jitter func(n int64) int64
+}
+
+// WithDefaults returns o with its zero fields at their defaults.
+func (o Options) WithDefaults() Options {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = DefaultRetryBackoff
+	}
+	if o.MaxRetryBackoff < o.RetryBackoff {
+		o.MaxRetryBackoff = max(DefaultMaxRetryBackoff, o.RetryBackoff)
+	}
+	if o.MaxRedirects == 0 {
+		o.MaxRedirects = DefaultMaxRedirects
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Int64N
+	}
+	return o
 }
 
 // Attempt is one request as the fetcher made it.

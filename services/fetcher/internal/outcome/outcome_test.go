@@ -295,3 +295,34 @@ func TestValidatorsKept(t *testing.T) {
 		})
 	}
 }
+
+// TestOptionsWithDefaults: zero fields take their defaults; a back-off cap
+// below the first back-off is raised; a negative MaxRedirects (no target
+// followed) and a set instance are kept.
+func TestOptionsWithDefaults(t *testing.T) {
+	tests := []struct {
+		name                string
+		in                  Options
+		attempts, redirects int
+		backoff, maxBackoff time.Duration
+	}{
+		{"zero", Options{}, DefaultMaxAttempts, DefaultMaxRedirects, DefaultRetryBackoff, DefaultMaxRetryBackoff},
+		{"set", Options{MaxAttempts: 1, MaxRedirects: -1, RetryBackoff: time.Second, MaxRetryBackoff: 2 * time.Second}, 1, -1, time.Second, 2 * time.Second},
+		{"cap below the first back-off", Options{RetryBackoff: time.Hour, MaxRetryBackoff: time.Second}, DefaultMaxAttempts, DefaultMaxRedirects, time.Hour, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.InstanceID = "f1"
+			got := tt.in.WithDefaults()
+			if got.MaxAttempts != tt.attempts || got.MaxRedirects != tt.redirects || got.RetryBackoff != tt.backoff || got.MaxRetryBackoff != tt.maxBackoff {
+				t.Errorf("got %+v", got)
+			}
+			if got.Jitter == nil || got.InstanceID != "f1" {
+				t.Errorf("jitter set %v, instance %q", got.Jitter != nil, got.InstanceID)
+			}
+			if j := got.Jitter(10); j < 0 || j >= 10 {
+				t.Errorf("jitter(10) = %d", j)
+			}
+		})
+	}
+}
