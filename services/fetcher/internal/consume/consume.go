@@ -250,6 +250,9 @@ type Service struct {
 	renderer *render.Renderer // pages that need a browser (Options.Renderer)
 
 	enc *emit.Encoder // the records produced
+
+	partsMu sync.Mutex
+	parts   map[*handler]struct{} // the live partitions, read by the gauges
 }
 
 // New returns a Service. rec must outlive the group that runs the
@@ -260,7 +263,8 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	if o.Servers != nil && o.Resolve == nil {
 		return nil, errors.New("consume: Options.Servers needs Options.Resolve")
 	}
-	m, err := newMetrics(reg)
+	s := &Service{parts: make(map[*handler]struct{})}
+	m, err := newMetrics(reg, s.sum((*politeness.Engine[*partition.Task]).Len), s.sum((*politeness.Engine[*partition.Task]).Hosts))
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
@@ -274,13 +278,26 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 		// specification published by something else) is not sent.
 		log.Warn("crawl identity partly refused, sent without it", telemetry.Crawl(crawl), zap.Error(err))
 	}
-	return &Service{
-		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log, m: m,
-		renderer: rr,
-		crawls:   crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused),
-		workers:  dispatch.NewPool(o.Workers),
-		enc:      emit.New(emit.Options{Topics: o.Topics, Now: o.Now, Outcome: o.Outcome}),
-	}, nil
+	s.opts, s.fetch, s.robots, s.prod, s.rec, s.log, s.m = o, f, rc, prod, rec, log, m
+	s.renderer = rr
+	s.crawls = crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused)
+	s.workers = dispatch.NewPool(o.Workers)
+	s.enc = emit.New(emit.Options{Topics: o.Topics, Now: o.Now, Outcome: o.Outcome})
+	return s, nil
+}
+
+// sum returns the sum of of over the engines of the live partitions (the
+// gauges' reading).
+func (s *Service) sum(of func(*politeness.Engine[*partition.Task]) int) func() float64 {
+	return func() float64 {
+		s.partsMu.Lock()
+		defer s.partsMu.Unlock()
+		n := 0
+		for h := range s.parts {
+			n += of(h.p.Engine())
+		}
+		return float64(n)
+	}
 }
 
 // Pause stops new requests, in every partition, until Resume; the
@@ -326,6 +343,9 @@ func (s *Service) Assign(ctx context.Context, topic string, part int) (kafkaio.H
 	})
 	h.lease.Watch(runCtx, kafkaio.LeaseOf(ctx))
 	h.disp = dispatch.Start(runCtx, h.p.Engine(), s.workers, s.opts.Now, h.turn)
+	s.partsMu.Lock()
+	s.parts[h] = struct{}{}
+	s.partsMu.Unlock()
 	return h, nil
 }
 
@@ -344,10 +364,6 @@ type handler struct {
 	recording sync.WaitGroup      // outcomes handed to the recorder, not yet durable
 
 	redelivered *redelivery.Lookup // what a previous owner handled; Handle's goroutine only
-
-	gaugeMu        sync.Mutex
-	reportedQueue  int
-	reportedActive int
 }
 
 // Close stops dispatching, waits for in-flight requests and their outcomes
@@ -377,35 +393,11 @@ func (h *handler) Close(ctx context.Context) error {
 	// Not requested, or cut short: the next owner fetches them (those
 	// with the recorder settle on their own: partition.Partition.Handed).
 	h.p.Abandon()
-	queued := h.p.Engine().Len()
-	h.s.m.abandoned.Add(float64(queued))
-	h.gaugeMu.Lock()
-	h.s.m.queueDepth.Sub(float64(h.reportedQueue))
-	h.s.m.hostsActive.Sub(float64(h.reportedActive))
-	h.reportedQueue, h.reportedActive = 0, 0
-	h.gaugeMu.Unlock()
+	h.s.m.abandoned.Add(float64(h.p.Engine().Len()))
+	h.s.partsMu.Lock()
+	delete(h.s.parts, h)
+	h.s.partsMu.Unlock()
 	return nil
-}
-
-func (h *handler) notify() {
-	h.disp.Notify()
-	h.syncGauges()
-}
-
-// syncGauges moves the shared gauges by this partition's change.
-func (h *handler) syncGauges() {
-	h.gaugeMu.Lock()
-	defer h.gaugeMu.Unlock()
-	select {
-	case <-h.disp.Stopping():
-		return // Close reset the partition's share
-	default:
-	}
-	e := h.p.Engine()
-	q, a := e.Len(), e.Hosts()
-	h.s.m.queueDepth.Add(float64(q - h.reportedQueue))
-	h.s.m.hostsActive.Add(float64(a - h.reportedActive))
-	h.reportedQueue, h.reportedActive = q, a
 }
 
 // settings are crawl's effective settings: its specification's (none

@@ -122,7 +122,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		h.recordPublished(ctx, ready.Rebuilt, rebuilt)
 	}
 	h.deferAll(ctx, ready.Deferred)
-	h.notify()
+	h.disp.Notify()
 	if ready.Redeferred == len(batch) && len(batch) > 0 {
 		// Everything read was our own deferred work, deferred again: the
 		// partition holds nothing else; do not spin through the topic.

@@ -17,8 +17,8 @@ type metrics struct {
 	bytes           prometheus.Counter
 	robots          *prometheus.CounterVec // outcome
 	politenessWait  prometheus.Histogram
-	hostsActive     prometheus.Gauge
-	queueDepth      prometheus.Gauge
+	hostsActive     prometheus.GaugeFunc // read from the live partitions at scrape time
+	queueDepth      prometheus.GaugeFunc
 	crawlDelayCaped prometheus.Counter
 	poison          prometheus.Counter
 	abandoned       prometheus.Counter
@@ -48,7 +48,10 @@ type metrics struct {
 
 var statusClasses = []string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the fetch path's metrics with reg; queued and
+// hosts report the requests queued and the hosts busy in every live
+// partition (read at scrape time).
+func newMetrics(reg prometheus.Registerer, queued, hosts func() float64) (*metrics, error) {
 	m := &metrics{
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fetches_total",
@@ -72,14 +75,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time from a request's arrival in its host queue to its dispatch.",
 			Buckets: []float64{.01, .1, .5, 1, 2, 5, 10, 30, 60, 120, 300},
 		}),
-		hostsActive: prometheus.NewGauge(prometheus.GaugeOpts{
+		hostsActive: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hosts_active",
 			Help: "Hosts with queued requests or a request in flight.",
-		}),
-		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+		}, hosts),
+		queueDepth: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "queue_depth",
 			Help: "Requests waiting in host queues.",
-		}),
+		}, queued),
 		crawlDelayCaped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "crawl_delay_capped_total",
 			Help: "robots.txt Crawl-delay values above --max-crawl-delay (capped).",

@@ -14,7 +14,8 @@ import (
 // sees a series before its first event), and a second registration fails.
 func TestMetricsRegistered(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	m, err := newMetrics(reg)
+	queued := func() float64 { return 7 }
+	m, err := newMetrics(reg, queued, func() float64 { return 2 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,10 @@ func TestMetricsRegistered(t *testing.T) {
 	if got := testutil.ToFloat64(m.fetches.WithLabelValues("5xx", string(failure.None))); got != 1 {
 		t.Errorf("fetches_total{5xx} = %v, want 1", got)
 	}
-	if _, err := newMetrics(reg); err == nil {
+	if q, h := testutil.ToFloat64(m.queueDepth), testutil.ToFloat64(m.hostsActive); q != 7 || h != 2 {
+		t.Errorf("queue_depth %v, hosts_active %v: want what the partitions report (7, 2)", q, h)
+	}
+	if _, err := newMetrics(reg, queued, queued); err == nil {
 		t.Error("a second registration with the same registry succeeded")
 	}
 }

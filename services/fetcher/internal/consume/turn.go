@@ -16,7 +16,6 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/partition"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
@@ -38,7 +37,6 @@ func (h *handler) turn(ctx context.Context, host string, t *partition.Task, disp
 		// --idle-conn-timeout.
 		h.s.fetch.Release(host)
 	}
-	h.syncGauges() // the dispatcher looks for the next host on return
 }
 
 // process runs one turn of host: the steps its partition returns
@@ -113,7 +111,7 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partiti
 	}
 	rules := s.robots.FetchAs(rctx, origin, host, robots.As{UserAgent: set.Identity.UserAgent, Header: set.Identity.Headers})
 	end := s.opts.Now()
-	s.serverDone(server, end)
+	s.opts.Servers.Done(server, end)
 	if rctx.Err() != nil {
 		h.p.CutShort(host, t, end)
 		return
@@ -148,7 +146,7 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 	res := s.fetch.Fetch(rctx, r)
 	s.renderer.Render(rctx, t.Req, host, res, rules, set)
 	end := s.opts.Now()
-	s.serverDone(server, end)
+	s.opts.Servers.Done(server, end)
 	if rctx.Err() != nil {
 		h.uncharge(t)
 		h.p.CutShort(host, t, end)
@@ -187,36 +185,18 @@ func (s *Service) archive(ctx context.Context, t *partition.Task, res *httpfetch
 	return true
 }
 
-// claimServer claims the server of host (Options.Servers) for the request
-// t is about to make and returns its key ("" when servers are not grouped
-// or host does not resolve: nothing to release). When another host's
-// request holds the server, t goes back to the head of host's queue until
-// the server may be free, the host's turn ends, and ok is false.
+// claimServer claims the server of host (Options.Servers, Gate.Claim)
+// for the request t is about to make and returns its key for Gate.Done.
+// When another host's request holds the server, t goes back to the head
+// of host's queue until the server may be free, the host's turn ends, and
+// ok is false.
 func (h *handler) claimServer(ctx context.Context, host string, t *partition.Task) (key string, ok bool) {
-	s := h.s
-	if s.opts.Servers == nil {
-		return "", true
-	}
-	addr, err := s.opts.Resolve(ctx, host)
-	if err != nil {
-		// the fetch fails on the same error and records it
-		return "", true
-	}
-	key = politeness.ServerKey(addr)
-	claimed, retryAt := s.opts.Servers.Acquire(key)
-	if !claimed {
-		s.m.serverWaits.Inc()
+	key, retryAt, ok := h.s.opts.Servers.Claim(ctx, h.s.opts.Resolve, host)
+	if !ok {
+		h.s.m.serverWaits.Inc()
 		h.p.Wait(host, t, retryAt)
-		return "", false
 	}
-	return key, true
-}
-
-// serverDone ends the request claimed by claimServer.
-func (s *Service) serverDone(key string, end time.Time) {
-	if key != "" {
-		s.opts.Servers.Done(key, end)
-	}
+	return key, ok
 }
 
 // publishSitemaps reports the Sitemap lines of a freshly fetched robots.txt

@@ -1,6 +1,7 @@
 package politeness
 
 import (
+	"context"
 	"net/netip"
 	"sync"
 	"time"
@@ -52,6 +53,27 @@ func ServerKey(a netip.Addr) string {
 	return p.String()
 }
 
+// Claim claims, for a request to host starting now, the server host
+// resolves to (through resolve, httpfetch.Fetcher.Resolve: its first
+// address, ServerKey) and returns the server's key for Done. A nil Gate
+// (hosts independent), or a host that does not resolve (its request fails
+// on the same error), claims nothing: key "" and ok. When the server is
+// busy, ok is false and retryAt is the earliest time a claim may succeed.
+func (g *Gate) Claim(ctx context.Context, resolve func(context.Context, string) (netip.Addr, error), host string) (key string, retryAt time.Time, ok bool) {
+	if g == nil {
+		return "", time.Time{}, true
+	}
+	addr, err := resolve(ctx, host)
+	if err != nil {
+		return "", time.Time{}, true
+	}
+	key = ServerKey(addr)
+	if ok, retryAt = g.Acquire(key); !ok {
+		return "", retryAt, false
+	}
+	return key, retryAt, true
+}
+
 // Acquire claims key's server for a request starting now. When the server
 // has a request in flight or its gap has not passed, ok is false and
 // retryAt is the earliest time a claim may succeed.
@@ -79,8 +101,11 @@ func (g *Gate) Acquire(key string) (ok bool, retryAt time.Time) {
 }
 
 // Done ends the request to key's server at end: the next may start at end
-// plus the gap.
+// plus the gap. A nil Gate and key "" (Claim claimed nothing) do nothing.
 func (g *Gate) Done(key string, end time.Time) {
+	if g == nil || key == "" {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s, ok := g.servers[key]; ok {

@@ -1,6 +1,8 @@
 package politeness
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -109,4 +111,52 @@ func TestRequeue(t *testing.T) {
 	if e.Len() != 1 {
 		t.Errorf("Len = %d, want 1 (a2)", e.Len())
 	}
+}
+
+// TestGateClaim: hosts that resolve to one address share its server; an
+// IPv6 /64 is one server; a host that does not resolve, and a nil gate,
+// claim nothing and go ahead.
+func TestGateClaim(t *testing.T) {
+	clock := at(0)
+	g := NewGate(func() time.Time { return clock }, 100*time.Millisecond)
+	addrs := map[string]string{"a.test": "10.0.0.1", "b.test": "10.0.0.1", "c.test": "10.0.0.2",
+		"v6a.test": "2001:db8::1", "v6b.test": "2001:db8::2"}
+	resolve := func(_ context.Context, host string) (netip.Addr, error) {
+		a, ok := addrs[host]
+		if !ok {
+			return netip.Addr{}, errors.New("no such host")
+		}
+		return netip.ParseAddr(a)
+	}
+	ctx := t.Context()
+	key, _, ok := g.Claim(ctx, resolve, "a.test")
+	if !ok || key != "10.0.0.1" {
+		t.Fatalf("first claim: key %q ok %v", key, ok)
+	}
+	if k, retry, ok := g.Claim(ctx, resolve, "b.test"); ok || k != "" || !retry.Equal(at(100)) {
+		t.Errorf("claim of a.test's server through b.test: key %q ok %v retry %v, want refused until 100ms", k, ok, retry.Sub(t0))
+	}
+	if _, _, ok := g.Claim(ctx, resolve, "c.test"); !ok {
+		t.Error("claim of another server refused")
+	}
+	if k, _, ok := g.Claim(ctx, resolve, "v6a.test"); !ok || k != "2001:db8::/64" {
+		t.Errorf("v6a.test: key %q ok %v, want its /64", k, ok)
+	}
+	if _, _, ok := g.Claim(ctx, resolve, "v6b.test"); ok {
+		t.Error("a second address of the same /64 claimed while the first is busy")
+	}
+	if k, _, ok := g.Claim(ctx, resolve, "unresolvable.test"); !ok || k != "" {
+		t.Errorf("unresolvable host: key %q ok %v, want nothing claimed and ok", k, ok)
+	}
+	g.Done(key, at(10))
+	g.Done("", at(10)) // nothing claimed: nothing to end
+	clock = at(110)
+	if _, _, ok := g.Claim(ctx, resolve, "b.test"); !ok {
+		t.Error("claim after the gap refused")
+	}
+	var none *Gate
+	if k, _, ok := none.Claim(ctx, resolve, "a.test"); !ok || k != "" {
+		t.Errorf("nil gate: key %q ok %v", k, ok)
+	}
+	none.Done("10.0.0.1", clock) // hosts independent: nothing to end
 }
