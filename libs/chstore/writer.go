@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/backoff"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 )
 
 // ErrWriterStopped is returned by Write when the writer's Run has returned
@@ -148,10 +149,10 @@ func newWriterMetrics(reg prometheus.Registerer, table string) writerMetrics {
 		Help: "Rows accepted by a writer and not yet inserted.",
 	}, []string{"table"})
 	if reg != nil {
-		written = register(reg, written)
-		errs = register(reg, errs)
-		flush = register(reg, flush)
-		buffered = register(reg, buffered)
+		written = telemetry.Register(reg, written)
+		errs = telemetry.Register(reg, errs)
+		flush = telemetry.Register(reg, flush)
+		buffered = telemetry.Register(reg, buffered)
 	}
 	return writerMetrics{
 		written:  written.WithLabelValues(table),
@@ -159,22 +160,6 @@ func newWriterMetrics(reg prometheus.Registerer, table string) writerMetrics {
 		flush:    flush.WithLabelValues(table),
 		buffered: buffered.WithLabelValues(table),
 	}
-}
-
-// register registers c, or returns the identical collector another writer
-// already registered on reg. A conflicting registration (same name,
-// different shape) is a programming error; the unregistered c is returned
-// so the writer still works.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }
 
 // Write adds rows and blocks until the batch containing them has been

@@ -172,10 +172,10 @@ type groupMetrics struct {
 
 func newGroupMetrics(reg prometheus.Registerer, topic string) *groupMetrics {
 	counter := func(name, help string) prometheus.Counter {
-		return registerCounterVec(reg, prometheus.CounterOpts{Name: name, Help: help}, "topic").WithLabelValues(topic)
+		return telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"topic"})).WithLabelValues(topic)
 	}
 	gauge := func(name, help string) prometheus.Gauge {
-		return registerGaugeVec(reg, prometheus.GaugeOpts{Name: name, Help: help}, "topic").WithLabelValues(topic)
+		return telemetry.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"topic"})).WithLabelValues(topic)
 	}
 	return &groupMetrics{
 		consumed:     counter("kafka_consumed_total", "Records handed to handlers, by topic."),

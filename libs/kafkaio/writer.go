@@ -95,14 +95,14 @@ type writerMetrics struct {
 
 func newWriterMetrics(reg prometheus.Registerer) *writerMetrics {
 	return &writerMetrics{
-		produced: registerCounterVec(reg, prometheus.CounterOpts{
+		produced: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kafka_produced_total",
 			Help: "Records acknowledged by all in-sync replicas, by topic.",
-		}, "topic"),
-		errors: registerCounterVec(reg, prometheus.CounterOpts{
+		}, []string{"topic"})),
+		errors: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kafka_produce_errors_total",
 			Help: "Records whose produce attempt failed (retried or returned), by topic.",
-		}, "topic"),
+		}, []string{"topic"})),
 	}
 }
 
@@ -325,44 +325,4 @@ func isRetryable(err error) bool {
 	default:
 		return false
 	}
-}
-
-// registerCounterVec registers a counter vector on reg, or returns the one
-// already registered under the same name (several writers or groups in one
-// process share their metrics). A nil reg keeps the metrics unexported.
-func registerCounterVec(reg prometheus.Registerer, opts prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
-	v := prometheus.NewCounterVec(opts, labels)
-	if reg == nil {
-		return v
-	}
-	if err := reg.Register(v); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing
-			}
-		}
-		// An incompatible collector under our name: keep counting on an
-		// unregistered vector rather than failing the caller.
-		return v
-	}
-	return v
-}
-
-// registerGaugeVec is registerCounterVec for gauges.
-func registerGaugeVec(reg prometheus.Registerer, opts prometheus.GaugeOpts, labels ...string) *prometheus.GaugeVec {
-	v := prometheus.NewGaugeVec(opts, labels)
-	if reg == nil {
-		return v
-	}
-	if err := reg.Register(v); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.GaugeVec); ok {
-				return existing
-			}
-		}
-		return v
-	}
-	return v
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -413,3 +414,25 @@ func TestAdminListenErrors(t *testing.T) {
 
 // Compile-time check that the test buffer satisfies zapcore.WriteSyncer.
 var _ zapcore.WriteSyncer = (*buffer)(nil)
+
+// TestRegister: the first registration is kept, a second identical one
+// returns the first collector, a nil registry leaves it unexported and a
+// conflicting shape gets its own unregistered collector.
+func TestRegister(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	opts := prometheus.CounterOpts{Name: "things_total", Help: "Things."}
+	first := Register(reg, prometheus.NewCounter(opts))
+	first.Inc()
+	second := Register(reg, prometheus.NewCounter(opts))
+	if second != first {
+		t.Error("a second identical registration did not return the first collector")
+	}
+	if own := Register(nil, prometheus.NewCounter(opts)); own == first {
+		t.Error("a nil registry returned a registered collector")
+	}
+	vec := Register(reg, prometheus.NewCounterVec(opts, []string{"kind"}))
+	vec.WithLabelValues("a").Inc()
+	if n, err := testutil.GatherAndCount(reg, "things_total"); err != nil || n != 1 {
+		t.Errorf("things_total series = %d (%v), want the first counter's only", n, err)
+	}
+}
