@@ -10,7 +10,8 @@ import (
 )
 
 // Value returns the value of the counter or gauge name{label=value}
-// gathered from g, 0 when there is no such series.
+// gathered from g (label "": the metric without labels), 0 when there is
+// no such series.
 func Value(t testing.TB, g prometheus.Gatherer, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := g.Gather()
@@ -22,14 +23,17 @@ func Value(t testing.TB, g prometheus.Gatherer, name, label, value string) float
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			matched := label == "" && len(m.GetLabel()) == 0
 			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					if c := m.GetCounter(); c != nil {
-						return c.GetValue()
-					}
-					return m.GetGauge().GetValue()
-				}
+				matched = matched || l.GetName() == label && l.GetValue() == value
 			}
+			if !matched {
+				continue
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
 	}
 	return 0

@@ -110,8 +110,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	if err != nil {
 		return nil, err
 	}
+	fo.Metrics = reg
 	f.fetcher = httpfetch.New(fo)
-	robotsCache := robots.NewCache(f.fetcher, time.Now, robots.Options{UserAgent: cfg.UserAgent})
+	robotsCache := robots.NewCache(f.fetcher, time.Now, robots.Options{UserAgent: cfg.UserAgent, Metrics: reg})
 
 	f.producer = kafkaio.NewWriter(cfg.Kafka, log, reg)
 	fetchLog := chstore.NewBatchWriter(f.store, chstore.FetchLog, cfg.ClickHouse.Batch(), log, reg)

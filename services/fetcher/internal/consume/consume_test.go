@@ -30,6 +30,7 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/metricstest"
 )
 
 func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
@@ -208,7 +209,8 @@ func TestConsumeIntegration(t *testing.T) {
 		MaxBodyBytes: 10 << 10,
 	})
 	defer f.Close()
-	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent()})
+	robotsReg := prometheus.NewRegistry()
+	rc := robots.NewCache(f, time.Now, robots.Options{UserAgent: f.UserAgent(), Metrics: robotsReg})
 	svc, stopFetcher := runFetcher(t, ctx, kcfg, store, Options{
 		Topics: topics, Workers: 4,
 		Politeness: politeness.Options{Delay: delay, MaxCrawlDelay: time.Second},
@@ -352,7 +354,7 @@ func TestConsumeIntegration(t *testing.T) {
 	if got := testutil.ToFloat64(svc.m.poison); got != 1 {
 		t.Errorf("undecodable requests = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(svc.m.robots.WithLabelValues(string(robots.Parsed))); got != 2 {
+	if got := metricstest.Value(t, robotsReg, "robots_total", "outcome", string(robots.Parsed)); got != 2 {
 		t.Errorf("robots parsed = %v, want 2", got)
 	}
 	if got := testutil.ToFloat64(svc.m.queueDepth); got != 0 {

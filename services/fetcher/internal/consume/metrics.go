@@ -6,16 +6,12 @@ import (
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/outcome"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/politeness"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/robots"
 )
 
-// metrics of the fetch path. Labels are bounded: status class, error kind,
+// metrics of the fetch path (the requests' own are httpfetch's). Labels are bounded: status class, error kind,
 // robots outcome.
 type metrics struct {
-	fetches         *prometheus.CounterVec   // status_class, error_kind
-	fetchDuration   *prometheus.HistogramVec // status_class
-	bytes           prometheus.Counter
-	robots          *prometheus.CounterVec // outcome
+	fetches         *prometheus.CounterVec // status_class, error_kind
 	politenessWait  prometheus.Histogram
 	hostsActive     prometheus.GaugeFunc // read from the live partitions at scrape time
 	queueDepth      prometheus.GaugeFunc
@@ -40,13 +36,10 @@ type metrics struct {
 	sitemaps         prometheus.Counter
 	proxyOutcomes    *prometheus.CounterVec // outcome (never the proxy: ids are unbounded)
 	serverWaits      prometheus.Counter
-	replaysRefused   prometheus.Counter
 	// serpRobotsOverridden: result pages fetched although robots.txt
 	// disallows them (serp.go).
 	serpRobotsOverridden prometheus.Counter
 }
-
-var statusClasses = []string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
 
 // newMetrics registers the fetch path's metrics with reg; queued and
 // hosts report the requests queued and the hosts busy in every live
@@ -57,19 +50,6 @@ func newMetrics(reg prometheus.Registerer, queued, hosts func() float64) (*metri
 			Name: "fetches_total",
 			Help: "Fetch attempts by HTTP status class and error kind (robots refusals included).",
 		}, []string{"status_class", "error_kind"}),
-		fetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "fetch_duration_seconds",
-			Help:    "Duration of page requests by status class.",
-			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"status_class"}),
-		bytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "bytes_fetched_total",
-			Help: "Body bytes received (after content decoding).",
-		}),
-		robots: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "robots_total",
-			Help: "robots.txt fetches by outcome (parsed, allow_all, unavailable).",
-		}, []string{"outcome"}),
 		politenessWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "politeness_wait_seconds",
 			Help:    "Time from a request's arrival in its host queue to its dispatch.",
@@ -159,10 +139,6 @@ func newMetrics(reg prometheus.Registerer, queued, hosts func() float64) (*metri
 			Name: "server_waits_total",
 			Help: "Requests put back in their host queue because another host on the same server (--server-delay) was being fetched or within its gap.",
 		}),
-		replaysRefused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "replays_refused_total",
-			Help: "Requests whose connection the site closed after the request was sent, which net/http would have sent again at once on another connection: failed instead (connect), retried on the host's turn.",
-		}),
 		robotsVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "robots_refusals_total",
 			Help: "URLs not requested because of robots.txt, by verdict (disallowed, unavailable).",
@@ -172,9 +148,9 @@ func newMetrics(reg prometheus.Registerer, queued, hosts func() float64) (*metri
 			Help: "Search result pages generated from a crawl's keywords fetched although robots.txt disallows them, because the crawl's spec sets politeness.serp_ignore_robots.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.fetches, m.fetchDuration, m.bytes, m.robots, m.politenessWait,
+	for _, c := range []prometheus.Collector{m.fetches, m.politenessWait,
 		m.hostsActive, m.queueDepth, m.crawlDelayCaped, m.poison, m.abandoned,
-		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.reprioritized, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.replaysRefused, m.serpRobotsOverridden} {
+		m.retries, m.deferred, m.evicted, m.leaseLapses, m.budgetYields, m.pausedHeld, m.redirects, m.repeatsSkipped, m.reprioritized, m.recordedErrors, m.unchanged, m.robotsVerdicts, m.hostStatesLoaded, m.robotsRestored, m.proxyOutcomes, m.sitemaps, m.serverWaits, m.serpRobotsOverridden} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -194,23 +170,10 @@ func newMetrics(reg prometheus.Registerer, queued, hosts func() float64) (*metri
 	for _, v := range []string{"disallowed", "unavailable"} {
 		m.robotsVerdicts.WithLabelValues(v)
 	}
-	for _, o := range robots.Outcomes {
-		m.robots.WithLabelValues(string(o))
-	}
 	for _, k := range failure.Kinds {
 		m.fetches.WithLabelValues("none", string(k))
 	}
-	for _, c := range statusClasses {
-		m.fetchDuration.WithLabelValues(c)
-	}
 	return m, nil
-}
-
-func statusClass(code int) string {
-	if code < 100 || code > 599 {
-		return "none"
-	}
-	return statusClasses[code/100]
 }
 
 // How a repeated fetch request was recognized (label of repeats_skipped_total).

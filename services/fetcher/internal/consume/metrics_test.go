@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
+	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 )
 
 // TestMetricsRegistered: the metrics register once per registry, their
@@ -25,7 +26,7 @@ func TestMetricsRegistered(t *testing.T) {
 	if n := testutil.CollectAndCount(m.repeatsSkipped); n != 3 {
 		t.Errorf("repeats_skipped_total has %d series at start, want 3 (recorded, published, held)", n)
 	}
-	m.fetches.WithLabelValues(statusClass(503), string(failure.None)).Inc()
+	m.fetches.WithLabelValues(httpfetch.StatusClass(503), string(failure.None)).Inc()
 	if got := testutil.ToFloat64(m.fetches.WithLabelValues("5xx", string(failure.None))); got != 1 {
 		t.Errorf("fetches_total{5xx} = %v, want 1", got)
 	}
@@ -34,13 +35,5 @@ func TestMetricsRegistered(t *testing.T) {
 	}
 	if _, err := newMetrics(reg, queued, queued); err == nil {
 		t.Error("a second registration with the same registry succeeded")
-	}
-}
-
-func TestStatusClass(t *testing.T) {
-	for code, want := range map[int]string{0: "none", 99: "none", 100: "1xx", 200: "2xx", 304: "3xx", 404: "4xx", 599: "5xx", 600: "none"} {
-		if got := statusClass(code); got != want {
-			t.Errorf("statusClass(%d) = %q, want %q", code, got, want)
-		}
 	}
 }

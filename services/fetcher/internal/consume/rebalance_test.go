@@ -54,7 +54,7 @@ func startFetcherProd(ctx context.Context, t testing.TB, kcfg kafkaio.Config, st
 	t.Helper()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)).Named(name)
 	reg := prometheus.NewRegistry()
-	fo.AllowPrivate = true
+	fo.AllowPrivate, fo.Metrics = true, reg
 	if fo.FetchTimeout == 0 {
 		fo.FetchTimeout = 2 * time.Second
 	}

@@ -53,7 +53,7 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 
 // count updates the metrics of a recorded outcome.
 func (s *Service) count(status int, kind failure.Kind) {
-	s.m.fetches.WithLabelValues(statusClass(status), string(kind)).Inc()
+	s.m.fetches.WithLabelValues(httpfetch.StatusClass(status), string(kind)).Inc()
 	if status == 304 {
 		s.m.unchanged.Inc()
 	}

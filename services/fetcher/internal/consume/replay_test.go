@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -20,6 +19,7 @@ import (
 	"github.com/trawl-crawler/trawl/testkit/chtest"
 	"github.com/trawl-crawler/trawl/testkit/hanguptest"
 	"github.com/trawl-crawler/trawl/testkit/kafkatest"
+	"github.com/trawl-crawler/trawl/testkit/metricstest"
 )
 
 // TestReplayRefusedKeepsPoliteness crawls a site that hangs up on every
@@ -87,7 +87,7 @@ func TestReplayRefusedKeepsPoliteness(t *testing.T) {
 			}
 		}
 	}
-	refused := testutil.ToFloat64(p.svc.m.replaysRefused)
+	refused := metricstest.Value(t, p.reg, "replays_refused_total", "", "")
 	t.Logf("%d page requests received, %d fetch_log rows, %v replays refused", requests, logged, refused)
 	if uint64(requests) != logged {
 		t.Errorf("the site received %d page requests, the fetch log has %d attempts: a request the politeness engine did not send", requests, logged)

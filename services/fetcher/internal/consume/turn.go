@@ -116,7 +116,6 @@ func (h *handler) fetchRobots(ctx, rctx context.Context, host string, t *partiti
 		h.p.CutShort(host, t, end)
 		return
 	}
-	s.m.robots.WithLabelValues(string(rules.Outcome)).Inc()
 	t.Robots = h.s.robotsRows(h.partition, host, rules)
 	h.s.publishSitemaps(ctx, t, rules)
 	allowed, _ := robotsAllow(t, rules, set) // an exemption counts when its request is made, at the next turn
@@ -153,12 +152,6 @@ func (h *handler) fetchPage(ctx, rctx context.Context, host string, t *partition
 		return
 	}
 	h.p.Fetched(host, t, partition.Answer{End: end, Took: res.Duration, Status: res.Status, Kind: res.Kind, RetryAfter: res.RetryAfter})
-	if res.ReplayRefused {
-		s.m.replaysRefused.Inc()
-	}
-	class := statusClass(res.Status)
-	s.m.fetchDuration.WithLabelValues(class).Observe(res.Duration.Seconds())
-	s.m.bytes.Add(float64(res.BodyBytes))
 	if s.opts.HostStates != nil {
 		t.HostState = h.p.Changed(host)
 	}

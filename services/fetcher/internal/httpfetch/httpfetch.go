@@ -28,6 +28,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/trawl-crawler/trawl/libs/bufpool"
 	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/libs/identity"
@@ -118,6 +119,9 @@ type Options struct {
 	// turns keep coming keeps its connection, one the crawl left does not.
 	MaxIdleConns    int
 	IdleConnTimeout time.Duration
+	// Metrics receives the requests' metrics (fetch_duration_seconds,
+	// bytes_fetched_total, replays_refused_total); nil: unexported.
+	Metrics prometheus.Registerer
 }
 
 // Credential is a site's basic-auth login.
@@ -184,6 +188,7 @@ type Fetcher struct {
 	conns  *conns // direct connections, for Release
 	client *http.Client
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error) // checked: refuses private targets unless allowed
+	m      *metrics
 }
 
 type proxyCtxKey struct{}
@@ -247,6 +252,7 @@ func New(o Options) *Fetcher {
 		jar = newBoundedJar(o.MaxCookieHosts, o.MaxCookiesPerHost)
 	}
 	return &Fetcher{
+		m:     newMetrics(o.Metrics),
 		opts:  o,
 		dns:   dns,
 		conns: kept,
@@ -380,6 +386,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) *Response {
 		if resp.Err != nil && resp.Kind == failure.None {
 			resp.Kind = failure.KindOf(resp.Err) // None for a *StatusError
 		}
+		f.m.observe(resp)
 	}()
 	u, err := url.Parse(r.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp") {

@@ -36,8 +36,10 @@ import (
 	"time"
 
 	"github.com/jimsmart/grobotstxt"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawl-crawler/trawl/libs/identity"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
 )
@@ -198,6 +200,10 @@ type Options struct {
 	ErrorTTL     time.Duration // life of an Unavailable result (default 10m)
 	MaxEntries   int           // origins cached (default 50000)
 	MaxCacheSize int64         // bytes of compiled rules cached (default 256 MiB)
+	// Metrics receives robots_total{outcome}, the fetches by outcome
+	// (Outcomes; one cut short by its context is not counted); nil:
+	// unexported.
+	Metrics prometheus.Registerer
 }
 
 // Cache is a bounded LRU cache of Rules by origin. Safe for concurrent
@@ -216,6 +222,8 @@ type Cache struct {
 	// most recent first, at most MaxAgents: what a fetched robots.txt is
 	// compiled for besides agent.
 	others []string
+	// fetched counts the fetches by outcome (Options.Metrics).
+	fetched *prometheus.CounterVec
 }
 
 // NewCache returns an empty cache fetching through get.
@@ -232,13 +240,21 @@ func NewCache(get Getter, now func() time.Time, o Options) *Cache {
 	if o.MaxCacheSize <= 0 {
 		o.MaxCacheSize = DefaultMaxCacheSize
 	}
+	fetched := telemetry.Register(o.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "robots_total",
+		Help: "robots.txt fetches by outcome (parsed, allow_all, unavailable).",
+	}, []string{"outcome"}))
+	for _, out := range Outcomes {
+		fetched.WithLabelValues(string(out))
+	}
 	return &Cache{
-		opts:  o,
-		agent: identity.ProductToken(o.UserAgent),
-		get:   get,
-		now:   now,
-		lru:   list.New(),
-		byKey: make(map[string]*list.Element),
+		fetched: fetched,
+		opts:    o,
+		agent:   identity.ProductToken(o.UserAgent),
+		get:     get,
+		now:     now,
+		lru:     list.New(),
+		byKey:   make(map[string]*list.Element),
 	}
 }
 
@@ -334,6 +350,7 @@ func (c *Cache) FetchAs(ctx context.Context, origin, host string, as As) *Rules 
 		r.Outcome, r.Kind, r.Err = Unavailable, failure.Other, fmt.Errorf("fetch robots.txt: %w", ctx.Err())
 		return r
 	}
+	c.fetched.WithLabelValues(string(r.Outcome)).Inc()
 	ttl := c.opts.TTL
 	if r.Outcome == Unavailable {
 		ttl = c.opts.ErrorTTL

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"github.com/trawl-crawler/trawl/testkit/metricstest"
 )
 
 const ua = "trawl/0.1 (+https://github.com/trawl-crawler/trawl)"
@@ -116,10 +118,16 @@ func TestCacheFetch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := time.Now()
-			c := NewCache(f, func() time.Time { return clock }, Options{UserAgent: ua})
+			reg := prometheus.NewPedanticRegistry()
+			c := NewCache(f, func() time.Time { return clock }, Options{UserAgent: ua, Metrics: reg})
 			r := c.Fetch(t.Context(), tt.origin, "h")
 			if r.Outcome != tt.wantOutcome || r.Kind != tt.wantKind || r.Requests != tt.wantRequests {
 				t.Fatalf("outcome, kind, requests = %q %q %d (err %v), want %q %q %d", r.Outcome, r.Kind, r.Requests, r.Err, tt.wantOutcome, tt.wantKind, tt.wantRequests)
+			}
+			for _, o := range Outcomes { // one fetch, counted by its outcome
+				if got, want := metricstest.Value(t, reg, "robots_total", "outcome", string(o)), map[bool]float64{true: 1}[o == tt.wantOutcome]; got != want {
+					t.Errorf("robots_total{outcome=%q} = %v, want %v", o, got, want)
+				}
 			}
 			if r.CrawlDelay != tt.wantDelay || len(r.Sitemaps) != tt.wantSitemaps {
 				t.Errorf("crawl delay, sitemaps = %v %v, want %v %d", r.CrawlDelay, r.Sitemaps, tt.wantDelay, tt.wantSitemaps)
