@@ -123,21 +123,10 @@ type Options struct {
 	// Resolve returns the address a host (a politeness key, host[:port])
 	// is fetched from (httpfetch.Fetcher.Resolve); required with Servers.
 	Resolve func(ctx context.Context, host string) (netip.Addr, error)
-	// Recorded, optional, is asked about the records a partition delivers
-	// after an assignment that a previous owner may have handled (offsets
-	// below the partition's end at the first fetch): an attempt with a
-	// fetch-log row at or after its scheduled_at was fetched and its
-	// outcome published, so its record is acked without a request. Nil:
-	// only Attempts guards against repeats.
-	Recorded redelivery.Recorded
-	// Published, optional, reads back the FetchedPages produced lately to
-	// a partition (*published.Reader), once per assignment, when the
-	// first suspect records have no fetch-log row: a FetchedPage of their
-	// attempt at or after their scheduled_at means a previous owner
-	// fetched and published it and died before its fetch-log row was
-	// inserted (rows follow their page by up to the ClickHouse flush
-	// interval). The row is then written from the page and the record
-	// acked without a request. Nil: such attempts are fetched again.
+	// Recorded and Published, optional, tell which redelivered records a
+	// previous owner fetched already (a fetch-log row, a FetchedPage):
+	// those are acked without a request (redelivery.Options).
+	Recorded  redelivery.Recorded
 	Published redelivery.Published
 	// Attempts is the process-wide memory of held and finished attempts
 	// (default: partition.NewAttempts(partition.DefaultAttemptsLimit)); shared by every

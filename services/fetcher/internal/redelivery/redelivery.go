@@ -41,11 +41,22 @@ type Options struct {
 	// Partition is the partition whose records are looked up (of the
 	// fetch topic, and the one of the fetched topic Published reads).
 	Partition int
-	// Recorded, optional, finds the suspect attempts with a fetch-log
-	// row. Nil: no record is suspect, nothing is looked up.
+	// Recorded, optional, is asked about the records a partition delivers
+	// after an assignment that a previous owner may have handled (offsets
+	// below the partition's end at the first fetch: suspect): an attempt
+	// with a fetch-log row at or after its scheduled_at was fetched and
+	// its outcome published, so its record is acked without a request.
+	// Nil: no record is suspect, nothing is looked up (only
+	// partition.Attempts guards against repeats).
 	Recorded Recorded
-	// Published, optional, reads back the partition's FetchedPages. Nil:
-	// attempts without a fetch-log row are fetched again.
+	// Published, optional, reads back the partition's FetchedPages, once
+	// per assignment, when the first suspect records have no fetch-log
+	// row: a FetchedPage of their attempt at or after their scheduled_at
+	// means a previous owner fetched and published it and died before its
+	// fetch-log row was inserted (rows follow their page by up to the
+	// ClickHouse flush interval). The row is then written from the page
+	// and the record acked without a request. Nil: such attempts are
+	// fetched again.
 	Published Published
 	// Errors counts the failed queries of Recorded (retried).
 	Errors prometheus.Counter
