@@ -163,7 +163,7 @@ func (w *Writer) resource(uri, date string, res *httpfetch.Response) *record {
 		ct = "application/octet-stream"
 	}
 	rec := &record{typ: "resource", uri: uri, date: date, id: w.enc.newID(), contentType: ct,
-		parts: [][]byte{res.Exchange.Body}, payloadDigest: w.enc.digest(res.Exchange.Body)}
+		parts: [][]byte{res.Exchange.Body}, payloadDigest: w.enc.digest(res.Exchange.Body), blockIsPayload: true}
 	if res.Truncated {
 		rec.fields = append(rec.fields, field{"WARC-Truncated", "length"})
 	}
@@ -263,7 +263,7 @@ func writeField(b *bytes.Buffer, k, v string) {
 	}
 	b.WriteString(k)
 	b.WriteString(": ")
-	if strings.ContainsAny(v, "\r\n") {
+	if hasLineBreak(v) {
 		v = lineBreaks.Replace(v)
 	}
 	b.WriteString(v)
