@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -321,5 +322,41 @@ func TestMembersRead(t *testing.T) {
 	}
 	if n != len(recs) {
 		t.Errorf("read %d records, wrote %d", n, len(recs))
+	}
+}
+
+// TestCDXLine: cdxLine writes the line json.Marshal wrote of a cdxEntry,
+// for URLs with queries, quotes, control characters, non-ASCII and
+// invalid UTF-8, empty fields omitted.
+func TestCDXLine(t *testing.T) {
+	date := time.Date(2026, 11, 25, 10, 0, 0, 123, time.UTC)
+	for _, uri := range []string{"http://www.Example.com/A?b=1&c=<2>", `http://q.test/"x"\y`, "http://q.test/a\tb\x01\x7f",
+		"http://é.test/ü?x=\u2028", "http://q.test/\xff\xfe", "", "ftp://f.test:2121/p"} {
+		for _, f := range [][3]string{{"text/html", "200", "sha1:AAAA"}, {"", "", ""}} {
+			got := cdxLine("f.warc.gz", uri, date, f[2], f[1], f[0], 1234, 567)
+			js, err := json.Marshal(cdxEntry{URL: uri, Mime: f[0], Status: f[1], Digest: f[2], Length: 567, Offset: 1234, Filename: "f.warc.gz"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := surt(uri) + " 20261125100000 " + string(js); got != want {
+				t.Errorf("cdxLine\n got %s\nwant %s", got, want)
+			}
+		}
+	}
+}
+
+// TestAppendHeader: appendHeader writes what http.Header.Write writes:
+// keys sorted, invalid names dropped, values' line breaks made spaces and
+// trimmed, several values of a key each on a line.
+func TestAppendHeader(t *testing.T) {
+	for _, h := range []http.Header{{}, {"Content-Type": {"text/html"}, "A": {"1", " 2 "}, "set-cookie": {"x=1\r\nInjected: y", ""}},
+		{"Bad Name": {"v"}, "Bad:Name": {"v"}, "": {"v"}, "X-Ok": {"\tv\n"}, "É": {"v"}, "Z": {"ü"}}} {
+		var want bytes.Buffer
+		if err := h.Write(&want); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendHeader([]byte("x"), h); string(got) != "x"+want.String() {
+			t.Errorf("appendHeader(%q)\n got %q\nwant %q", h, got[1:], want.String())
+		}
 	}
 }

@@ -447,7 +447,7 @@ func (w *Writer) Archive(_ context.Context, req *crawlv1.FetchRequest, res *http
 		return "", 0, nil
 	}
 	b := w.build(req, res)
-	key := attemptKey(req)
+	key := b.key
 	if id, ok := w.pages.get(key); ok {
 		b.onPage(id) // rendered: ArchiveRender wrote what the browser fetched
 	}
