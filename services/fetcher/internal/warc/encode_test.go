@@ -260,12 +260,18 @@ func TestStoredBlocks(t *testing.T) {
 }
 
 // TestMembersRead: the members of records stored (a server-compressed
-// payload past a block's 65535 bytes) and compressed, framed by the
-// encoder, read with gowarc's strict reader, every digest valid, and
-// with compress/gzip member by member; a resource record, whose block
-// digest is its payload digest, too.
+// payload past a block's 65535 bytes) and compressed (DEFLATE level 1
+// and Huffman-only: a page to less than 70 % and 45 % of its size),
+// framed by the encoder, read with gowarc's strict reader, every digest
+// valid, and with compress/gzip member by member; a resource record,
+// whose block digest is its payload digest, too.
 func TestMembersRead(t *testing.T) {
-	e := newEncoder()
+	for level, most := range map[int]float64{gzipLevel: 0.45, huffmanLevel: 0.7} {
+		t.Run(fmt.Sprint("level=", level), func(t *testing.T) { testMembersRead(t, newEncoderLevel(level), most) })
+	}
+}
+
+func testMembersRead(t *testing.T, e *encoder, most float64) {
 	big := make([]byte, 150000)
 	for i := range big {
 		big[i] = byte(i * 7919 >> 3)
@@ -297,6 +303,9 @@ func TestMembersRead(t *testing.T) {
 		got, err := io.ReadAll(zr)
 		if err != nil || !bytes.HasSuffix(got, append(bytes.Join(recs[i].parts, nil), "\r\n\r\n"...)) {
 			t.Errorf("member %d: %d bytes read (%v)", i, len(got), err)
+		}
+		if i > 0 && float64(end-start) > most*float64(len(got)) {
+			t.Errorf("member %d: %d bytes of %d, want at most %.0f %%", i, end-start, len(got), 100*most)
 		}
 		start = end
 	}
