@@ -88,7 +88,8 @@ func cpuTime() time.Duration {
 // on disk per fetch and per record and the CPU time of the whole process
 // per fetch (all goroutines: gowarc's writer and Run too). Revisits are
 // off (every payload would be one); files rotate at 64 MiB. The last
-// sub-benchmark is the identity-coded pages with Options.HuffmanOnly.
+// sub-benchmark, huffman-only, is the identity-coded pages with
+// Options.HuffmanOnly.
 func BenchmarkArchive(b *testing.B) {
 	const pages = 64
 	bodies := make([][]byte, pages)
@@ -99,7 +100,7 @@ func BenchmarkArchive(b *testing.B) {
 		coded := c.coded
 		name := fmt.Sprintf("gzip-coded=%v", coded)
 		if c.huffman {
-			name += "/huffman-only"
+			name = "huffman-only"
 		}
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
