@@ -87,17 +87,25 @@ func cpuTime() time.Duration {
 // (Run's work, on its goroutine) before the timer stops. Reports the bytes
 // on disk per fetch and per record and the CPU time of the whole process
 // per fetch (all goroutines: gowarc's writer and Run too). Revisits are
-// off (every payload would be one); files rotate at 64 MiB.
+// off (every payload would be one); files rotate at 64 MiB. The last
+// sub-benchmark, huffman-only, is the identity-coded pages with
+// Options.HuffmanOnly.
 func BenchmarkArchive(b *testing.B) {
 	const pages = 64
 	bodies := make([][]byte, pages)
 	for i := range bodies {
 		bodies[i] = benchPage(i)
 	}
-	for _, coded := range []bool{false, true} {
-		b.Run(fmt.Sprintf("gzip-coded=%v", coded), func(b *testing.B) {
+	for _, c := range []struct{ coded, huffman bool }{{false, false}, {true, false}, {false, true}} {
+		coded := c.coded
+		name := fmt.Sprintf("gzip-coded=%v", coded)
+		if c.huffman {
+			name = "huffman-only"
+		}
+		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
-			w, err := Open(Options{Dir: dir, Instance: "bench", MaxDigests: -1, MaxFileSize: 64 << 20}, nil, zap.NewNop(), nil)
+			w, err := Open(Options{Dir: dir, Instance: "bench", MaxDigests: -1, MaxFileSize: 64 << 20, HuffmanOnly: c.huffman},
+				nil, zap.NewNop(), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

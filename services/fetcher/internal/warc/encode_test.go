@@ -2,8 +2,10 @@ package warc
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -231,6 +233,139 @@ func TestCompressedCoding(t *testing.T) {
 	} {
 		if got := compressedCoding(ce); got != want {
 			t.Errorf("compressedCoding(%q) = %v, want %v", ce, got, want)
+		}
+	}
+}
+
+// TestStoredBlocks: stored DEFLATE blocks written by the encoder inflate
+// to the bytes given, across the parts and across the 65535-byte limit of
+// a block.
+func TestStoredBlocks(t *testing.T) {
+	e := newEncoder()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 200000/16)
+	for _, n := range []int{0, 1, 65534, 65535, 65536, 2 * 65535, 200000} {
+		for _, cut := range [][2]int{{0, 0}, {n / 3, 2 * n / 3}, {n, n}} {
+			e.out.Reset()
+			b := data[:n]
+			e.store(n, b[:cut[0]], [][]byte{b[cut[0]:cut[1]], nil}, b[cut[1]:])
+			got, err := io.ReadAll(flate.NewReader(bytes.NewReader(e.out.Bytes())))
+			if err != nil || !bytes.Equal(got, b) {
+				t.Errorf("%d bytes cut at %v: inflate to %d bytes (%v)", n, cut, len(got), err)
+			}
+			if blocks := max(1, (n+maxStored-1)/maxStored); e.out.Len() != n+5*blocks {
+				t.Errorf("%d bytes: %d stored, want %d blocks of 5 bytes of header", n, e.out.Len(), blocks)
+			}
+		}
+	}
+}
+
+// TestMembersRead: the members of records stored (a server-compressed
+// payload past a block's 65535 bytes) and compressed (DEFLATE level 1
+// and Huffman-only: a page to less than 70 % and 45 % of its size),
+// framed by the encoder, read with gowarc's strict reader, every digest
+// valid, and with compress/gzip member by member; a resource record,
+// whose block digest is its payload digest, too.
+func TestMembersRead(t *testing.T) {
+	for level, most := range map[int]float64{gzipLevel: 0.45, huffmanLevel: 0.7} {
+		t.Run(fmt.Sprint("level=", level), func(t *testing.T) { testMembersRead(t, newEncoderLevel(level), most) })
+	}
+}
+
+func testMembersRead(t *testing.T, e *encoder, most float64) {
+	big := make([]byte, 150000)
+	for i := range big {
+		big[i] = byte(i * 7919 >> 3)
+	}
+	hdr := []byte("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n")
+	recs := []*record{
+		{typ: "response", uri: "http://m.test/coded", contentType: httpResponseType, parts: [][]byte{hdr, big},
+			payloadDigest: e.digest(big), coded: true},
+		{typ: "response", uri: "http://m.test/page", contentType: httpResponseType,
+			parts: [][]byte{[]byte("HTTP/1.1 200 OK\r\n\r\n"), benchPage(5)}, payloadDigest: e.digest(benchPage(5))},
+		{typ: "resource", uri: "ftp://m.test/f", contentType: "text/plain", parts: [][]byte{benchPage(6)},
+			payloadDigest: e.digest(benchPage(6)), blockIsPayload: true},
+	}
+	var ends []int
+	for _, r := range recs {
+		r.date, r.id = warcDate(time.Now()), e.newID()
+		if _, err := e.member(r, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, e.out.Len())
+	}
+	start := 0
+	for i, end := range ends {
+		zr, err := gzip.NewReader(bytes.NewReader(e.out.Bytes()[start:end]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr.Multistream(false)
+		got, err := io.ReadAll(zr)
+		if err != nil || !bytes.HasSuffix(got, append(bytes.Join(recs[i].parts, nil), "\r\n\r\n"...)) {
+			t.Errorf("member %d: %d bytes read (%v)", i, len(got), err)
+		}
+		if i > 0 && float64(end-start) > most*float64(len(got)) {
+			t.Errorf("member %d: %d bytes of %d, want at most %.0f %%", i, end-start, len(got), 100*most)
+		}
+		start = end
+	}
+	path := filepath.Join(t.TempDir(), "m.warc.gz")
+	if err := os.WriteFile(path, e.out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := gowarc.NewWarcFileReader(path, 0, gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rd.Close() }()
+	n := 0
+	for rec, err := range rd.Records() {
+		if err != nil {
+			t.Fatalf("record %d: %v", n, err)
+		}
+		if _, err := rec.WarcRecord.ValidateDigest(); err != nil {
+			t.Errorf("record %d: %v", n, err)
+		}
+		_ = rec.Close()
+		n++
+	}
+	if n != len(recs) {
+		t.Errorf("read %d records, wrote %d", n, len(recs))
+	}
+}
+
+// TestCDXLine: cdxLine writes the line json.Marshal wrote of a cdxEntry,
+// for URLs with queries, quotes, control characters, non-ASCII and
+// invalid UTF-8, empty fields omitted.
+func TestCDXLine(t *testing.T) {
+	date := time.Date(2026, 11, 25, 10, 0, 0, 123, time.UTC)
+	for _, uri := range []string{"http://www.Example.com/A?b=1&c=<2>", `http://q.test/"x"\y`, "http://q.test/a\tb\x01\x7f",
+		"http://é.test/ü?x=\u2028", "http://q.test/\xff\xfe", "", "ftp://f.test:2121/p"} {
+		for _, f := range [][3]string{{"text/html", "200", "sha1:AAAA"}, {"", "", ""}} {
+			got := cdxLine("f.warc.gz", uri, date, f[2], f[1], f[0], 1234, 567)
+			js, err := json.Marshal(cdxEntry{URL: uri, Mime: f[0], Status: f[1], Digest: f[2], Length: 567, Offset: 1234, Filename: "f.warc.gz"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := surt(uri) + " 20261125100000 " + string(js); got != want {
+				t.Errorf("cdxLine\n got %s\nwant %s", got, want)
+			}
+		}
+	}
+}
+
+// TestAppendHeader: appendHeader writes what http.Header.Write writes:
+// keys sorted, invalid names dropped, values' line breaks made spaces and
+// trimmed, several values of a key each on a line.
+func TestAppendHeader(t *testing.T) {
+	for _, h := range []http.Header{{}, {"Content-Type": {"text/html"}, "A": {"1", " 2 "}, "set-cookie": {"x=1\r\nInjected: y", ""}},
+		{"Bad Name": {"v"}, "Bad:Name": {"v"}, "": {"v"}, "X-Ok": {"\tv\n"}, "É": {"v"}, "Z": {"ü"}}} {
+		var want bytes.Buffer
+		if err := h.Write(&want); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendHeader([]byte("x"), h); string(got) != "x"+want.String() {
+			t.Errorf("appendHeader(%q)\n got %q\nwant %q", h, got[1:], want.String())
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -176,9 +177,56 @@ func (ix *fileIndex) add(file string, m member) {
 // cdxLine is the CDXJ line of a capture of uri at date, its record the
 // length bytes at offset of file.
 func cdxLine(file, uri string, date time.Time, digest, status, mime string, offset, length int64) string {
-	js, _ := json.Marshal(cdxEntry{URL: uri, Mime: mime, Status: status, Digest: digest, Length: length, Offset: offset, Filename: file})
-	return surt(uri) + " " + date.UTC().Format("20060102150405") + " " + string(js)
+	key := surt(uri)
+	b := make([]byte, 0, len(key)+2*len(uri)+len(file)+len(digest)+len(mime)+120)
+	b = append(append(b, key...), ' ')
+	b = append(date.UTC().AppendFormat(b, "20060102150405"), ` {"url":`...)
+	b = appendJSONString(b, uri)
+	if mime != "" {
+		b = appendJSONString(append(b, `,"mime":`...), mime)
+	}
+	if status != "" {
+		b = appendJSONString(append(b, `,"status":`...), status)
+	}
+	if digest != "" {
+		b = appendJSONString(append(b, `,"digest":`...), digest)
+	}
+	b = strconv.AppendInt(append(b, `,"length":`...), length, 10)
+	b = strconv.AppendInt(append(b, `,"offset":`...), offset, 10)
+	b = appendJSONString(append(b, `,"filename":`...), file)
+	return string(append(b, '}'))
 }
+
+// appendJSONString appends s to b as encoding/json writes it (HTML
+// characters escaped): printable ASCII by itself ('"', '\\', '<', '>'
+// and '&' escaped: URLs have queries), a string with a control character
+// or a byte past ASCII through json.Marshal (invalid UTF-8 made U+FFFD,
+// U+2028 escaped). cdxLine writes the line json.Marshal wrote of a
+// cdxEntry (TestCDXLine) without its reflection.
+func appendJSONString(b []byte, s string) []byte {
+	mark := len(b)
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20 || c >= 0x80:
+			js, _ := json.Marshal(s)
+			return append(b[:mark], js...)
+		case c == '"' || c == '\\':
+			b = append(append(b, s[start:i]...), '\\', c)
+		case c == '<' || c == '>' || c == '&':
+			b = append(append(b, s[start:i]...), '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			continue
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
 
 // liveIndex is the index of an open file, made as its records are
 // written (the CDXJ line of each capture is known then), so that the file
@@ -195,7 +243,7 @@ type liveIndex struct {
 }
 
 // cdxEntry is the JSON block of a CDXJ line (the fields pywb and OutbackCDX
-// read).
+// read), as cdxLine writes it.
 type cdxEntry struct {
 	URL      string `json:"url"`
 	Mime     string `json:"mime,omitempty"`

@@ -2,15 +2,17 @@ package warc
 
 import (
 	"bytes"
-	"fmt"
 	"net"
 	"net/http"
+	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Content types of the records' blocks.
@@ -32,7 +34,11 @@ func attemptKey(req *crawlv1.FetchRequest) string {
 	if t := req.GetScheduledAt(); t != nil {
 		sched = t.AsTime().UnixMilli()
 	}
-	return fmt.Sprintf("%s %d %d %d", req.GetCrawlId(), req.GetUrlFp(), req.GetAttempt(), sched)
+	b := make([]byte, 0, len(req.GetCrawlId())+48)
+	b = append(append(b, req.GetCrawlId()...), ' ')
+	b = append(strconv.AppendUint(b, req.GetUrlFp(), 10), ' ')
+	b = append(strconv.AppendInt(b, int64(req.GetAttempt()), 10), ' ')
+	return string(strconv.AppendInt(b, sched, 10))
 }
 
 // revisitTarget is an archived payload that later identical payloads
@@ -51,6 +57,8 @@ type built struct {
 	digest string
 	// status and mime of the main record's CDXJ line (liveIndex).
 	status, mime string
+	// key is the fetch's attemptKey.
+	key string
 }
 
 // build returns the records of the fetch of req answered by res. The
@@ -77,7 +85,8 @@ func (w *Writer) build(req *crawlv1.FetchRequest, res *httpfetch.Response) built
 		}
 	}
 	main := b.recs[b.main]
-	main.fields = append(main.fields, field{attemptField, attemptKey(req)})
+	b.key = attemptKey(req)
+	main.fields = append(main.fields, field{attemptField, b.key})
 	b.recs = append(b.recs, &record{typ: "metadata", uri: uri, date: date, id: w.enc.newID(), contentType: warcFieldsType,
 		fields: []field{{"WARC-Refers-To", main.id}}, parts: [][]byte{w.metadataBlock(req, res)}})
 	return b
@@ -163,7 +172,7 @@ func (w *Writer) resource(uri, date string, res *httpfetch.Response) *record {
 		ct = "application/octet-stream"
 	}
 	rec := &record{typ: "resource", uri: uri, date: date, id: w.enc.newID(), contentType: ct,
-		parts: [][]byte{res.Exchange.Body}, payloadDigest: w.enc.digest(res.Exchange.Body)}
+		parts: [][]byte{res.Exchange.Body}, payloadDigest: w.enc.digest(res.Exchange.Body), blockIsPayload: true}
 	if res.Truncated {
 		rec.fields = append(rec.fields, field{"WARC-Truncated", "length"})
 	}
@@ -206,11 +215,12 @@ func truncation(res *httpfetch.Response) string {
 
 // requestBlock is the HTTP request as sent, in HTTP/1.1 form.
 func requestBlock(ex *httpfetch.Exchange) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", ex.Method, ex.RequestURI, ex.RequestHost)
-	_ = ex.RequestHeader.Write(&b)
-	b.WriteString("\r\n")
-	return b.Bytes()
+	b := make([]byte, 0, len(ex.Method)+len(ex.RequestURI)+len(ex.RequestHost)+headerSize(ex.RequestHeader)+32)
+	b = append(append(b, ex.Method...), ' ')
+	b = append(append(b, ex.RequestURI...), " HTTP/1.1\r\nHost: "...)
+	b = append(append(b, ex.RequestHost...), "\r\n"...)
+	b = appendHeader(b, ex.RequestHeader)
+	return append(b, "\r\n"...)
 }
 
 // responseHeader is the header of the HTTP response as received: status
@@ -219,33 +229,82 @@ func requestBlock(ex *httpfetch.Exchange) []byte {
 // answer's Transfer-Encoding is kept as X-Crawler-Transfer-Encoding (as
 // StormCrawler does) and its body is the de-chunked payload.
 func responseHeader(ex *httpfetch.Exchange) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %s\r\n", ex.Proto, ex.Status)
-	_ = ex.Header.Write(&b)
+	b := make([]byte, 0, len(ex.Proto)+len(ex.Status)+headerSize(ex.Header)+48)
+	b = append(append(b, ex.Proto...), ' ')
+	b = append(append(b, ex.Status...), "\r\n"...)
+	b = appendHeader(b, ex.Header)
 	if ex.TransferCoded {
-		b.WriteString("X-Crawler-Transfer-Encoding: chunked\r\n")
+		b = append(b, "X-Crawler-Transfer-Encoding: chunked\r\n"...)
 	}
-	b.WriteString("\r\n")
-	return b.Bytes()
+	return append(b, "\r\n"...)
+}
+
+// headerSize is about the size of h written (appendHeader).
+func headerSize(h http.Header) int {
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// headerNewlineToSpace is net/http's, for appendHeader.
+var headerNewlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
+
+// appendHeader appends h to b as http.Header.Write writes it: keys
+// sorted, a key that is not a valid field name dropped, each value's
+// line breaks made spaces and the white space around it trimmed; without
+// its pooled sorter, replacer pass over every value and string writes
+// (TestAppendHeader compares them).
+func appendHeader(b []byte, h http.Header) []byte {
+	var stack [24]string
+	keys := stack[:0]
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !httpguts.ValidHeaderFieldName(k) {
+			continue
+		}
+		for _, v := range h[k] {
+			if hasLineBreak(v) {
+				v = headerNewlineToSpace.Replace(v)
+			}
+			v = textproto.TrimString(v)
+			b = append(append(b, k...), ": "...)
+			b = append(append(b, v...), "\r\n"...)
+		}
+	}
+	return b
 }
 
 // metadataBlock is the fetch's metadata record (application/warc-fields):
 // where the URL came from and how the fetch went. Outlinks are extracted
 // later by the parser; they are in its documents, not here.
 func (w *Writer) metadataBlock(req *crawlv1.FetchRequest, res *httpfetch.Response) []byte {
-	var b bytes.Buffer
-	field := func(k, v string) { writeField(&b, k, v) }
-	field("crawl-id", req.GetCrawlId())
-	field("via", req.GetParentUrl())
-	field("hopsFromSeed", strconv.Itoa(int(req.GetDepth())))
-	field("attempt", strconv.Itoa(int(req.GetAttempt())))
-	field("fetcher", w.opts.Instance)
-	field("fetchTimeMs", strconv.FormatInt(res.Duration.Milliseconds(), 10))
-	field("ttfbMs", strconv.FormatInt(res.TTFB.Milliseconds(), 10))
-	field("wireBytes", strconv.FormatInt(res.WireBytes, 10))
-	field("outcome", outcomeOf(res))
-	field("proxy", res.ProxyID)
-	return b.Bytes()
+	b := make([]byte, 0, 200+len(req.GetCrawlId())+len(req.GetParentUrl())+len(w.opts.Instance)+len(res.ProxyID))
+	b = appendWarcField(b, "crawl-id", req.GetCrawlId())
+	b = appendWarcField(b, "via", req.GetParentUrl())
+	b = appendWarcInt(b, "hopsFromSeed", int64(req.GetDepth()))
+	b = appendWarcInt(b, "attempt", int64(req.GetAttempt()))
+	b = appendWarcField(b, "fetcher", w.opts.Instance)
+	b = appendWarcInt(b, "fetchTimeMs", res.Duration.Milliseconds())
+	b = appendWarcInt(b, "ttfbMs", res.TTFB.Milliseconds())
+	b = appendWarcInt(b, "wireBytes", res.WireBytes)
+	b = appendWarcField(b, "outcome", outcomeOf(res))
+	return appendWarcField(b, "proxy", res.ProxyID)
+}
+
+// appendWarcField appends the application/warc-fields line "k: v" to b,
+// line breaks in v folded; nothing when v is empty (writeField).
+func appendWarcField(b []byte, k, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return appendField(b, k, v)
 }
 
 func outcomeOf(res *httpfetch.Response) string {
@@ -253,6 +312,12 @@ func outcomeOf(res *httpfetch.Response) string {
 		return "ok"
 	}
 	return string(res.Kind)
+}
+
+// appendWarcInt appends the application/warc-fields line "k: n" to b.
+func appendWarcInt(b []byte, k string, n int64) []byte {
+	b = append(append(b, k...), ": "...)
+	return append(strconv.AppendInt(b, n, 10), "\r\n"...)
 }
 
 // writeField appends the application/warc-fields line "k: v" to b, line
@@ -263,7 +328,7 @@ func writeField(b *bytes.Buffer, k, v string) {
 	}
 	b.WriteString(k)
 	b.WriteString(": ")
-	if strings.ContainsAny(v, "\r\n") {
+	if hasLineBreak(v) {
 		v = lineBreaks.Replace(v)
 	}
 	b.WriteString(v)

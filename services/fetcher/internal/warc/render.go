@@ -165,7 +165,7 @@ func (w *Writer) writeRender(req *crawlv1.FetchRequest, res *httpfetch.Response,
 	if page.HTML != "" {
 		dom := []byte(page.HTML)
 		recs = append(recs, &record{typ: "resource", uri: domPrefix + req.GetUrl(), date: end, id: w.enc.newID(),
-			contentType: "text/html; charset=utf-8", parts: [][]byte{dom}, payloadDigest: w.enc.digest(dom),
+			contentType: "text/html; charset=utf-8", parts: [][]byte{dom}, payloadDigest: w.enc.digest(dom), blockIsPayload: true,
 			fields: []field{{pageIDField, pageID}, {resourceTypeField, "dom"}}})
 		caps = append(caps, capture{i: 0, mime: "text/html"})
 	}
