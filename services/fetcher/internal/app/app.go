@@ -23,7 +23,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
-	"github.com/trawl-crawler/trawl/services/fetcher/internal/backpressure"
+	"github.com/trawl-crawler/trawl/libs/backpressure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
@@ -145,16 +145,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		if f.offsets, err = kafkaio.NewOffsetReader(cfg.Kafka); err != nil {
 			return nil, fmt.Errorf("create offset reader: %w", err)
 		}
-		group, fetched := cfg.Kafka.GroupFor(ParserGroup), topics.Fetched
-		offsets := func(ctx context.Context) (produced, taken int64, err error) {
-			parts, err := f.offsets.GroupOffsets(ctx, group, fetched)
-			if err != nil {
-				return 0, 0, err
-			}
-			produced, taken = parserOffsets(parts)
-			return produced, taken, nil
-		}
-		f.backpressure, err = backpressure.New(backpressure.Options{High: cfg.MaxDownstreamLag}, offsets, consumer, log, reg)
+		offsets := backpressure.GroupOffsets(f.offsets, cfg.Kafka.GroupFor(ParserGroup), topics.Fetched)
+		f.backpressure, err = backpressure.New(backpressure.Options{Next: "the parser", Held: "new requests", High: cfg.MaxDownstreamLag},
+			offsets, consumer, log, reg)
 		if err != nil {
 			return nil, err
 		}
@@ -176,24 +169,6 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	return f, nil
 }
 
-// parserOffsets sums the records produced to the fetched-pages topic and
-// those the parser's group committed. A group that never committed
-// anything is no parser (a fleet of fetchers alone, archiving to WARC) or
-// one that has not stored its first batch yet: it holds nothing back, and
-// its lag counts once it commits.
-func parserOffsets(parts []kafkaio.PartitionOffsets) (produced, taken int64) {
-	committed := false
-	for _, p := range parts {
-		produced += p.End
-		taken += max(p.Committed, p.First)
-		committed = committed || p.Committed >= 0
-	}
-	if !committed {
-		return produced, produced
-	}
-	return produced, taken
-}
-
 // ParserGroup is the service whose consumer group's lag on the
 // fetched-pages topic holds the fetcher back (--max-downstream-lag).
 const ParserGroup = "parser"
@@ -204,7 +179,7 @@ func (f *Fetcher) HoldsBack() bool { return f.backpressure != nil }
 
 // HoldBack measures the parser's lag every second until ctx is done, and
 // pauses new requests while it is over --max-downstream-lag
-// (internal/backpressure).
+// (libs/backpressure).
 func (f *Fetcher) HoldBack(ctx context.Context) error { return f.backpressure.Run(ctx) }
 
 // Ping checks ClickHouse (the readiness check).

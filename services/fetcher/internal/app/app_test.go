@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
-	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/proxies"
 	"github.com/trawl-crawler/trawl/testkit/chtest"
@@ -192,25 +191,5 @@ func TestConsumeOptions(t *testing.T) {
 	o = consumeOptions(on, crawlcontrol.NewSpecs(), nil, nil)
 	if o.Outcome.MaxRedirects != on.MaxRedirects || o.HostStates == nil || o.Published == nil || o.Servers == nil || o.Outcome.InstanceID != "test-1" {
 		t.Errorf("options with the defaults and a server delay = %+v", o)
-	}
-}
-
-// TestParserOffsets: the parser's lag sums the partitions; a group that
-// never committed (no parser, or none stored yet) holds nothing back.
-func TestParserOffsets(t *testing.T) {
-	for _, tt := range []struct {
-		name                string
-		parts               []kafkaio.PartitionOffsets
-		wantProduced, taken int64
-	}{
-		{"committed", []kafkaio.PartitionOffsets{{End: 100, Committed: 40}, {First: 10, End: 50, Committed: -1}}, 150, 50},
-		{"never committed", []kafkaio.PartitionOffsets{{End: 100, Committed: -1}, {End: 50, Committed: -1}}, 150, 150},
-		{"empty", nil, 0, 0},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if p, k := parserOffsets(tt.parts); p != tt.wantProduced || k != tt.taken {
-				t.Errorf("parserOffsets = %d produced, %d taken; want %d, %d", p, k, tt.wantProduced, tt.taken)
-			}
-		})
 	}
 }

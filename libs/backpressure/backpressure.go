@@ -1,27 +1,33 @@
-// Package backpressure holds the fetcher back while the stage after it
-// falls behind. A crawl is done when its last document is stored, not when
-// its last page is fetched: a fetcher that runs ahead of the parser and
-// ClickHouse fills the fetched-pages topic (0.6-1.4 M records waited in a
-// crawl of 1.1 M pages), and the end of the crawl becomes a long catch-up
-// in which almost nothing is fetched.
+// Package backpressure holds a stage of the pipeline back while the stage
+// after it falls behind. A crawl is done when its last document is stored
+// and its last link known, not when its last page is fetched: a fetcher
+// that runs ahead of the parser and ClickHouse fills the fetched-pages
+// topic (0.6-1.4 M records waited in a crawl of 1.1 M pages), a parser
+// that runs ahead of the scheduler fills the discovered topic (10 M
+// records in a crawl of 1.5 M pages of six huge sites), and the end of the
+// crawl becomes a long catch-up in which almost nothing is fetched. The
+// fetcher watches the parser (--max-downstream-lag), the parser the
+// scheduler (--max-scheduler-lag): with both, what waits anywhere in the
+// pipeline is bounded.
 //
-// A Monitor reads, every Interval, the records produced to the
-// fetched-pages topic and those the parser committed (it commits a batch
-// once its documents are inserted), and from the times it saw the produced
-// count pass the committed one, how long ago the oldest page not yet
-// stored was fetched: the lag, in seconds, whatever the rate. At High it
-// pauses the start of new requests (the turns running finish). It resumes
-// them once what waits would be stored within Low/2 at the rate the parser
-// stored pages over the last rateWindow (a parser commits in bursts, and
-// the gap to Low keeps a noisy rate from pausing and resuming by turns):
-// not once the lag is under Low,
-// which a pause cannot bring about (nothing new is fetched, so the
-// youngest page waiting ages with the pause, and the pipeline would run
-// dry before each resume). Nor does it pause when what waits would be
-// stored within Low, however old the oldest page: right after a resume
-// that would pause again at once. Every fetcher measures the same lag and holds back
-// alike. A lag that cannot be measured (the broker unreachable) pauses
-// nothing: the crawl does not stop for its monitor.
+// A Monitor reads, every Interval, the records produced to the next
+// stage's topic and those the next stage committed (the parser commits a
+// batch once its documents are inserted, the scheduler once its URLs are
+// decided), and from the times it saw the produced count pass the
+// committed one, how long ago the oldest record not yet taken was
+// produced: the lag, in seconds, whatever the rate. At High it pauses its
+// Gate (the fetcher's new requests, the parser's next batches; the work
+// running finishes). It resumes once what waits would be taken within
+// Low/2 at the rate the next stage took records over the last rateWindow
+// (a stage commits in bursts, and the gap to Low keeps a noisy rate from
+// pausing and resuming by turns): not once the lag is under Low, which a
+// pause cannot bring about (nothing new is produced, so the youngest
+// record waiting ages with the pause, and the pipeline would run dry
+// before each resume). Nor does it pause when what waits would be taken
+// within Low, however old the oldest record: right after a resume that
+// would pause again at once. Every instance of a stage measures the same
+// lag and holds back alike. A lag that cannot be measured (the broker
+// unreachable) pauses nothing: the crawl does not stop for its monitor.
 package backpressure
 
 import (
@@ -42,10 +48,14 @@ type Gate interface {
 
 // Options configures a Monitor.
 type Options struct {
-	// High is the lag at which new requests pause.
+	// Next names the stage watched, in logs and metric help ("the
+	// parser"; default "the next stage"), and Held what is paused ("new
+	// requests"; default "work").
+	Next, Held string
+	// High is the lag at which the Gate pauses.
 	High time.Duration
-	// Low: an old page pauses nothing while what waits would be stored
-	// within Low, and requests resume once it would be within Low/2
+	// Low: an old record pauses nothing while what waits would be taken
+	// within Low, and the Gate resumes once it would be within Low/2
 	// (default High/2).
 	Low time.Duration
 	// Interval is the time between two measures (default 1s).
@@ -78,7 +88,7 @@ type sample struct {
 	produced int64 // or taken
 }
 
-// rateWindow is how far back the parser's rate is measured.
+// rateWindow is how far back the next stage's rate is measured.
 const rateWindow = 5 * time.Second
 
 type metrics struct {
@@ -102,30 +112,36 @@ func New(o Options, offsets Offsets, gate Gate, log *zap.Logger, reg prometheus.
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
 	}
+	if o.Next == "" {
+		o.Next = "the next stage"
+	}
+	if o.Held == "" {
+		o.Held = "work"
+	}
 	m := metrics{
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "downstream_lag_seconds",
-			Help: "How long ago the oldest fetched page the parser has not stored yet was fetched, as last measured.",
+			Help: "How long ago the oldest record " + o.Next + " has not taken yet was produced, as last measured.",
 		}),
 		records: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "downstream_lag_records",
-			Help: "Fetched pages the parser has not stored yet (its consumer group's lag on the fetched-pages topic), as last measured.",
+			Help: "Records " + o.Next + " has not taken yet (its consumer group's lag), as last measured.",
 		}),
 		active: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "backpressure_paused",
-			Help: "1 while new requests are paused because the parser is behind (--max-downstream-lag), else 0.",
+			Help: "1 while " + o.Held + " is paused because " + o.Next + " is behind, else 0.",
 		}),
 		pauses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "backpressure_pauses_total",
-			Help: "Times new requests were paused because the parser's lag reached --max-downstream-lag.",
+			Help: "Times " + o.Held + " was paused because the lag of " + o.Next + " reached its limit.",
 		}),
 		seconds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "backpressure_paused_seconds_total",
-			Help: "Seconds new requests spent paused because the parser was behind.",
+			Help: "Seconds " + o.Held + " spent paused because " + o.Next + " was behind.",
 		}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "downstream_lag_failures_total",
-			Help: "Measures of the parser's lag that failed (nothing is paused while it is unknown).",
+			Help: "Measures of the lag of " + o.Next + " that failed (nothing is paused while it is unknown).",
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.lag, m.records, m.active, m.pauses, m.seconds, m.failures} {
@@ -161,7 +177,7 @@ func (m *Monitor) Step(ctx context.Context, now time.Time) {
 		}
 		m.m.failures.Inc()
 		if !m.failed {
-			m.log.Warn("cannot measure the parser's lag; fetching goes on unthrottled", zap.Error(err))
+			m.log.Warn("cannot measure the next stage's lag; going on unthrottled", zap.String("next", m.opts.Next), zap.Error(err))
 		}
 		m.failed = true
 		m.resume(now, "lag unknown", 0)
@@ -179,16 +195,16 @@ func (m *Monitor) Step(ctx context.Context, now time.Time) {
 		m.gate.Pause()
 		m.m.active.Set(1)
 		m.m.pauses.Inc()
-		m.log.Info("parser behind: new requests paused", zap.Duration("lag", lag), zap.Int64("pages", waiting),
-			zap.Duration("resume_within", m.opts.Low/2))
+		m.log.Info("next stage behind: paused", zap.String("next", m.opts.Next), zap.String("held", m.opts.Held),
+			zap.Duration("lag", lag), zap.Int64("records", waiting), zap.Duration("resume_within", m.opts.Low/2))
 	case !m.paused.IsZero() && known && drain < m.opts.Low/2:
-		m.resume(now, "parser catching up", lag)
+		m.resume(now, "catching up", lag)
 	}
 }
 
-// drain records taken as seen at now and returns how long the parser
-// needs to store waiting pages at its rate over the last rateWindow; not
-// known while it stored nothing in that window, unless nothing waits.
+// drain records taken as seen at now and returns how long the next stage
+// needs to take the waiting records at its rate over the last rateWindow;
+// not known while it took nothing in that window, unless nothing waits.
 func (m *Monitor) drain(now time.Time, taken, waiting int64) (time.Duration, bool) {
 	m.taken = append(m.taken, sample{at: now, produced: taken})
 	for len(m.taken) > 2 && !m.taken[1].at.After(now.Add(-rateWindow)) {
@@ -236,5 +252,5 @@ func (m *Monitor) resume(now time.Time, why string, lag time.Duration) {
 	m.gate.Resume()
 	m.m.active.Set(0)
 	m.m.seconds.Add(d.Seconds())
-	m.log.Info("new requests resumed", zap.String("why", why), zap.Duration("lag", lag), zap.Duration("paused_for", d))
+	m.log.Info("resumed", zap.String("held", m.opts.Held), zap.String("why", why), zap.Duration("lag", lag), zap.Duration("paused_for", d))
 }
