@@ -403,6 +403,10 @@ func (b Bench) Print(out io.Writer) {
 			l.P50.Seconds(), l.P99.Seconds(), l.Max.Seconds(), l.RecordsP50, l.RecordsP99, l.RecordsMax, l.Polls)
 		fmt.Fprintf(out, "  %-22s %9s   %d, %d, %d, %d: the last quarter at %.0f%% of the first\n", "stored by quarter", "",
 			q[0], q[1], q[2], q[3], 100*float64(q[3])/float64(max(q[0], 1)))
+		if w := l.WaitingMax; len(w) > 0 {
+			fmt.Fprintf(out, "  %-22s %9s   links for the scheduler %d, requests for the fetchers %d, pages for the parser %d\n",
+				"waiting in topics, max", "", w["scheduler"], w["fetcher"], w["parser"])
+		}
 	}
 	reqs := b.requests()
 	names := make([]string, 0, len(b.Processes))

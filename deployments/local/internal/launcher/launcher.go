@@ -638,7 +638,7 @@ func crawl(ctx context.Context, cfg Config, p *pipeline.Pipeline, run pipeline.S
 	}
 	_, err = mon.WaitDrained(ctx, progress.DrainConfig{Check: p.Check, Display: disp})
 	disp.Done()
-	return mon.Lags.Stats(), err
+	return mon.Stats(), err
 }
 
 func copyStdin(stdin io.Reader, dataDir string) (string, error) {

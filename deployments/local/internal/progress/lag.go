@@ -42,6 +42,10 @@ type LagStats struct {
 	// StoredByQuarter are the pages stored in each quarter of the time
 	// from the first poll to the last.
 	StoredByQuarter [4]int64
+	// WaitingMax is the most records each group (Groups) had waiting on
+	// its topic at a poll (Monitor.Stats): the scheduler's are links
+	// discovered and not decided yet.
+	WaitingMax map[string]int64 `json:",omitempty"`
 }
 
 // Stats returns the lags recorded so far.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,16 @@ type Monitor struct {
 
 	// Lags follows the parser behind the fetcher, a sample per poll.
 	Lags LagTrack
+	// maxLag is the most records each group had waiting at a poll.
+	maxLag map[string]int64
+}
+
+// Stats returns the parser's lags (LagTrack.Stats) with the most records
+// each group had waiting at a poll.
+func (m *Monitor) Stats() LagStats {
+	st := m.Lags.Stats()
+	st.WaitingMax = maps.Clone(m.maxLag)
+	return st
 }
 
 // frontierEvery is how stale the displayed frontier count may be while
@@ -116,6 +127,10 @@ func (m *Monitor) Poll(ctx context.Context) (Snapshot, error) {
 			stored += max(p.Committed, p.First)
 		}
 		s.Lags[g] = lag
+		if m.maxLag == nil {
+			m.maxLag = make(map[string]int64, len(Groups))
+		}
+		m.maxLag[g] = max(m.maxLag[g], lag)
 		if g == "parser" {
 			m.Lags.Add(time.Now(), produced, stored)
 		}

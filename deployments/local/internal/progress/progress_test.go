@@ -95,6 +95,9 @@ func TestPollDrainSummary(t *testing.T) {
 	if !strings.Contains(s.Line(), "fetched 8") {
 		t.Errorf("line %q", s.Line())
 	}
+	if w := mon.Stats().WaitingMax; w["scheduler"] != 3 {
+		t.Errorf("most records waiting %v, want the scheduler's 3", w)
+	}
 
 	// While records wait in a topic the frontier is re-read at most every
 	// frontierEvery: a URL held since is shown on a later poll.
