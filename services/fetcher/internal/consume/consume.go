@@ -23,7 +23,8 @@
 // metrics and logs of their encoding; cancelled, spent and paused
 // requests), hoststates.go (state handed to the next owner), robotstxt.go
 // (stored robots.txt: restored at assignment, rows recorded with an
-// outcome), serp.go, metrics.go. Records are encoded by package emit,
+// outcome), serp.go, metrics.go (the fetch path's; httpfetch and
+// robots.Cache count their own requests). Records are encoded by package emit,
 // redelivered attempts looked up by package redelivery, pages rendered by
 // package render, and a crawl's settings resolved by libs/crawlsettings.
 package consume
