@@ -1,14 +1,17 @@
-// Package backpressure holds a stage of the pipeline back while the stage
-// after it falls behind. A crawl is done when its last document is stored
-// and its last link known, not when its last page is fetched: a fetcher
-// that runs ahead of the parser and ClickHouse fills the fetched-pages
-// topic (0.6-1.4 M records waited in a crawl of 1.1 M pages), a parser
-// that runs ahead of the scheduler fills the discovered topic (10 M
-// records in a crawl of 1.5 M pages of six huge sites), and the end of the
-// crawl becomes a long catch-up in which almost nothing is fetched. The
-// fetcher watches the parser (--max-downstream-lag), the parser the
-// scheduler (--max-scheduler-lag): with both, what waits anywhere in the
-// pipeline is bounded.
+// Package backpressure holds the fetcher back while a stage after it
+// falls behind. A crawl is done when its last document is stored and its
+// last link known, not when its last page is fetched: a fetcher that runs
+// ahead of the parser and ClickHouse fills the fetched-pages topic
+// (0.6-1.4 M records waited in a crawl of 1.1 M pages), a pipeline that
+// runs ahead of the scheduler fills the discovered topic (10 M records in
+// a crawl of 1.5 M pages of six huge sites), and the end of the crawl
+// becomes a long catch-up in which almost nothing is fetched. The fetcher
+// watches both (--max-downstream-lag, --max-scheduler-lag), with one
+// Monitor each over one Hold: new requests wait while either is behind.
+// Only the fetcher holds back, the source of all the work: a parser that
+// paused for the scheduler would let the pages it has not stored age, and
+// what waits for the scheduler is at most what the parser stores of the
+// pages fetched before the pause.
 //
 // A Monitor reads, every Interval, the records produced to the next
 // stage's topic and those the next stage committed (the parser commits a
@@ -16,8 +19,8 @@
 // decided), and from the times it saw the produced count pass the
 // committed one, how long ago the oldest record not yet taken was
 // produced: the lag, in seconds, whatever the rate. At High it pauses its
-// Gate (the fetcher's new requests, the parser's next batches; the work
-// running finishes). It resumes once what waits would be taken within
+// Gate (the fetcher's new requests, through a Hold; the requests running
+// finish). It resumes once what waits would be taken within
 // Low/2 at the rate the next stage took records over the last rateWindow
 // (a stage commits in bursts, and the gap to Low keeps a noisy rate from
 // pausing and resuming by turns): not once the lag is under Low, which a
@@ -33,14 +36,15 @@ package backpressure
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"go.uber.org/zap"
 )
 
-// Gate is what the Monitor holds back: the fetcher's worker pool.
+// Gate is what the Monitor holds back (a Hold over the fetcher's worker
+// pool). Pause and Resume come in pairs.
 type Gate interface {
 	Pause()
 	Resume()
@@ -48,10 +52,9 @@ type Gate interface {
 
 // Options configures a Monitor.
 type Options struct {
-	// Next names the stage watched, in logs and metric help ("the
-	// parser"; default "the next stage"), and Held what is paused ("new
-	// requests"; default "work").
-	Next, Held string
+	// Next names the stage watched: the next label of the metrics and
+	// the field of the logs ("parser", "scheduler"; required).
+	Next string
 	// High is the lag at which the Gate pauses.
 	High time.Duration
 	// Low: an old record pauses nothing while what waits would be taken
@@ -94,17 +97,19 @@ const rateWindow = 5 * time.Second
 type metrics struct {
 	lag      prometheus.Gauge
 	records  prometheus.Gauge
-	active   prometheus.Gauge
 	pauses   prometheus.Counter
-	seconds  prometheus.Counter
 	failures prometheus.Counter
 }
 
 // New returns a Monitor of gate by the lag of the next stage on offsets.
-// reg receives its metrics.
+// reg receives its metrics, labelled next=o.Next (the Monitors of one
+// process share the vectors).
 func New(o Options, offsets Offsets, gate Gate, log *zap.Logger, reg prometheus.Registerer) (*Monitor, error) {
 	if o.High <= 0 {
 		return nil, errors.New("backpressure: Options.High must be positive")
+	}
+	if o.Next == "" {
+		return nil, errors.New("backpressure: Options.Next must name the stage watched")
 	}
 	if o.Low <= 0 || o.Low >= o.High {
 		o.Low = o.High / 2
@@ -112,42 +117,17 @@ func New(o Options, offsets Offsets, gate Gate, log *zap.Logger, reg prometheus.
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
 	}
-	if o.Next == "" {
-		o.Next = "the next stage"
+	gauge := func(name, help string) prometheus.Gauge {
+		return telemetry.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"next"})).WithLabelValues(o.Next)
 	}
-	if o.Held == "" {
-		o.Held = "work"
+	counter := func(name, help string) prometheus.Counter {
+		return telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"next"})).WithLabelValues(o.Next)
 	}
 	m := metrics{
-		lag: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "downstream_lag_seconds",
-			Help: "How long ago the oldest record " + o.Next + " has not taken yet was produced, as last measured.",
-		}),
-		records: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "downstream_lag_records",
-			Help: "Records " + o.Next + " has not taken yet (its consumer group's lag), as last measured.",
-		}),
-		active: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "backpressure_paused",
-			Help: "1 while " + o.Held + " is paused because " + o.Next + " is behind, else 0.",
-		}),
-		pauses: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "backpressure_pauses_total",
-			Help: "Times " + o.Held + " was paused because the lag of " + o.Next + " reached its limit.",
-		}),
-		seconds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "backpressure_paused_seconds_total",
-			Help: "Seconds " + o.Held + " spent paused because " + o.Next + " was behind.",
-		}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "downstream_lag_failures_total",
-			Help: "Measures of the lag of " + o.Next + " that failed (nothing is paused while it is unknown).",
-		}),
-	}
-	for _, c := range []prometheus.Collector{m.lag, m.records, m.active, m.pauses, m.seconds, m.failures} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register backpressure metrics: %w", err)
-		}
+		lag:      gauge("downstream_lag_seconds", "How long ago the oldest record the next stage (parser, scheduler) has not taken yet was produced, as last measured."),
+		records:  gauge("downstream_lag_records", "Records the next stage (parser, scheduler) has not taken yet (its consumer group's lag), as last measured."),
+		pauses:   counter("backpressure_pauses_total", "Times new requests were paused because the next stage's lag reached its limit (--max-downstream-lag, --max-scheduler-lag)."),
+		failures: counter("downstream_lag_failures_total", "Measures of the next stage's lag that failed (nothing is paused for it while it is unknown)."),
 	}
 	return &Monitor{opts: o, offsets: offsets, gate: gate, log: log, m: m}, nil
 }
@@ -177,7 +157,7 @@ func (m *Monitor) Step(ctx context.Context, now time.Time) {
 		}
 		m.m.failures.Inc()
 		if !m.failed {
-			m.log.Warn("cannot measure the next stage's lag; going on unthrottled", zap.String("next", m.opts.Next), zap.Error(err))
+			m.log.Warn("cannot measure the next stage's lag; fetching goes on unthrottled by it", zap.String("next", m.opts.Next), zap.Error(err))
 		}
 		m.failed = true
 		m.resume(now, "lag unknown", 0)
@@ -193,9 +173,8 @@ func (m *Monitor) Step(ctx context.Context, now time.Time) {
 	case m.paused.IsZero() && lag >= m.opts.High && !(known && drain < m.opts.Low):
 		m.paused = now
 		m.gate.Pause()
-		m.m.active.Set(1)
 		m.m.pauses.Inc()
-		m.log.Info("next stage behind: paused", zap.String("next", m.opts.Next), zap.String("held", m.opts.Held),
+		m.log.Info("next stage behind: new requests paused", zap.String("next", m.opts.Next),
 			zap.Duration("lag", lag), zap.Int64("records", waiting), zap.Duration("resume_within", m.opts.Low/2))
 	case !m.paused.IsZero() && known && drain < m.opts.Low/2:
 		m.resume(now, "catching up", lag)
@@ -250,7 +229,5 @@ func (m *Monitor) resume(now time.Time, why string, lag time.Duration) {
 	d := now.Sub(m.paused)
 	m.paused = time.Time{}
 	m.gate.Resume()
-	m.m.active.Set(0)
-	m.m.seconds.Add(d.Seconds())
-	m.log.Info("resumed", zap.String("held", m.opts.Held), zap.String("why", why), zap.Duration("lag", lag), zap.Duration("paused_for", d))
+	m.log.Info("new requests resumed", zap.String("next", m.opts.Next), zap.String("why", why), zap.Duration("lag", lag), zap.Duration("paused_for", d))
 }

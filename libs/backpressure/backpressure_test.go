@@ -32,16 +32,19 @@ func TestPauseAndResume(t *testing.T) {
 	)
 	g := &gateLog{}
 	reg := prometheus.NewRegistry()
-	m, nerr := New(Options{High: 10 * time.Second}, func(context.Context) (int64, int64, error) { return produced, taken, err },
-		g, zaptest.NewLogger(t), reg)
+	t0 := time.Unix(1000, 0)
+	clock := t0
+	hold := NewHold(g, func() time.Time { return clock }, reg)
+	m, nerr := New(Options{Next: "parser", High: 10 * time.Second}, func(context.Context) (int64, int64, error) { return produced, taken, err },
+		hold, zaptest.NewLogger(t), reg)
 	if nerr != nil {
 		t.Fatal(nerr)
 	}
-	t0 := time.Unix(1000, 0)
 	step := func(sec int, p, k int64, e error) (time.Duration, bool) {
 		produced, taken, err = p, k, e
-		m.Step(t.Context(), t0.Add(time.Duration(sec)*time.Second))
-		return time.Duration(testutil.ToFloat64(m.m.lag) * float64(time.Second)), testutil.ToFloat64(m.m.active) == 1
+		clock = t0.Add(time.Duration(sec) * time.Second)
+		m.Step(t.Context(), clock)
+		return time.Duration(testutil.ToFloat64(m.m.lag) * float64(time.Second)), testutil.ToFloat64(hold.active) == 1
 	}
 	for sec := 1; sec <= 10; sec++ {
 		if lag, paused := step(sec, int64(100*sec), 0, nil); paused || lag != time.Duration(sec-1)*time.Second {
@@ -91,7 +94,7 @@ func TestPauseAndResume(t *testing.T) {
 	if n := testutil.ToFloat64(m.m.pauses); n != 2 {
 		t.Errorf("pauses_total = %v, want 2", n)
 	}
-	if s := testutil.ToFloat64(m.m.seconds); s != 2+1 {
+	if s := testutil.ToFloat64(hold.seconds); s != 2+1 {
 		t.Errorf("paused_seconds_total = %v, want 3 (11 s to 13 s, 26 s to 27 s)", s)
 	}
 	if n := testutil.ToFloat64(m.m.failures); n != 2 {
@@ -110,7 +113,7 @@ func TestPauseAndResume(t *testing.T) {
 func TestRunResumesAtStop(t *testing.T) {
 	g := &signalGate{paused: make(chan struct{}, 1)}
 	var n int64
-	m, err := New(Options{High: time.Nanosecond, Interval: time.Millisecond}, func(context.Context) (int64, int64, error) {
+	m, err := New(Options{Next: "parser", High: time.Nanosecond, Interval: time.Millisecond}, func(context.Context) (int64, int64, error) {
 		n++ // a new page at every measure, none taken
 		return n, 0, nil
 	}, g, zaptest.NewLogger(t), prometheus.NewRegistry())
@@ -145,14 +148,54 @@ func (g *signalGate) Pause() {
 }
 
 func TestOptions(t *testing.T) {
-	if _, err := New(Options{}, nil, &gateLog{}, zaptest.NewLogger(t), prometheus.NewRegistry()); err == nil {
+	if _, err := New(Options{Next: "parser"}, nil, &gateLog{}, zaptest.NewLogger(t), prometheus.NewRegistry()); err == nil {
 		t.Error("New without High: no error")
 	}
-	m, err := New(Options{High: 10 * time.Second, Low: 20 * time.Second}, nil, &gateLog{}, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if _, err := New(Options{High: time.Second}, nil, &gateLog{}, zaptest.NewLogger(t), prometheus.NewRegistry()); err == nil {
+		t.Error("New without Next: no error")
+	}
+	m, err := New(Options{Next: "parser", High: 10 * time.Second, Low: 20 * time.Second}, nil, &gateLog{}, zaptest.NewLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.opts.Low != 5*time.Second || m.opts.Interval != DefaultInterval {
 		t.Errorf("options %+v, want Low 5 (a Low not under High is half of it) and the default interval", m.opts)
+	}
+}
+
+// TestHold: two Monitors' pauses hold the gate paused once, until both
+// resumed; the time paused in all is counted; a resume without a pause
+// does nothing. Two Monitors of one registry share the labelled vectors.
+func TestHold(t *testing.T) {
+	g := &gateLog{}
+	reg := prometheus.NewPedanticRegistry()
+	t0 := time.Unix(0, 0)
+	clock := t0
+	h := NewHold(g, func() time.Time { return clock }, reg)
+	h.Resume()
+	h.Pause() // the parser's
+	clock = t0.Add(2 * time.Second)
+	h.Pause() // the scheduler's
+	clock = t0.Add(3 * time.Second)
+	h.Resume()
+	if testutil.ToFloat64(h.active) != 1 || len(g.calls) != 1 {
+		t.Fatalf("one of two holders resumed: active %v, gate calls %v; want paused, one pause", testutil.ToFloat64(h.active), g.calls)
+	}
+	clock = t0.Add(5 * time.Second)
+	h.Resume()
+	h.Resume()
+	if len(g.calls) != 2 || g.calls[1] != "resume" || testutil.ToFloat64(h.active) != 0 {
+		t.Fatalf("both resumed: gate calls %v, active %v", g.calls, testutil.ToFloat64(h.active))
+	}
+	if s := testutil.ToFloat64(h.seconds); s != 5 {
+		t.Errorf("paused seconds %v, want 5 (0 s to 5 s, once)", s)
+	}
+	for _, next := range []string{"parser", "scheduler"} {
+		if _, err := New(Options{Next: next, High: time.Second}, nil, h, zaptest.NewLogger(t), reg); err != nil {
+			t.Fatalf("monitor of the %s: %v", next, err)
+		}
+	}
+	if n, err := testutil.GatherAndCount(reg, "downstream_lag_seconds"); err != nil || n != 2 {
+		t.Errorf("downstream_lag_seconds series %d (%v), want one per stage", n, err)
 	}
 }

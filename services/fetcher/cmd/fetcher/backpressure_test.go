@@ -159,3 +159,117 @@ func settled(ctx context.Context, t *testing.T, n *atomic.Int64, quiet time.Dura
 	}
 	return last
 }
+
+// TestHoldsBackWhileSchedulerBehind: with --max-scheduler-lag 2s (the
+// parser not watched), links waiting for a scheduler group that decided
+// none of them for 4 s hold every new request back; once the group has
+// committed them, every page is fetched.
+func TestHoldsBackWhileSchedulerBehind(t *testing.T) {
+	const pages = 20
+	kcfg := kafkatest.Config(t, 2)
+	ch := chtest.Config(t)
+	var served atomic.Int64
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.92:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		served.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html><body><p>page %s</p></body></html>", r.URL.Path)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+
+	args := append(storeArgs(kcfg, ch), "-log-level", "warn", "-workers", "4", "-delay", "20ms", "-allow-private",
+		"-max-downstream-lag", "0", "-max-scheduler-lag", "2s")
+	env := func(string) (string, bool) { return "", false }
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(runCtx, args, env) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+
+	w := kafkaio.NewWriter(kcfg, zap.NewNop(), prometheus.NewRegistry())
+	defer w.Close()
+	discovered := kcfg.Topics().Discovered
+	// A scheduler that ran before: its group decided (committed) a link.
+	// Then links it has not decided.
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: kcfg.Brokers, GroupID: kcfg.GroupFor(app.SchedulerGroup), Topic: discovered,
+		SessionTimeout: kcfg.SessionTimeout, RebalanceTimeout: kcfg.RebalanceTimeout,
+		HeartbeatInterval: time.Second, MaxWait: 100 * time.Millisecond,
+	})
+	defer r.Close()
+	if err := w.Write(ctx, kafka.Message{Topic: discovered, Key: []byte("earlier"), Value: []byte("a link decided before")}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.FetchMessage(ctx); err != nil {
+		t.Fatal(err)
+	} else if err := r.CommitMessages(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	var links []kafka.Message
+	for i := range 50 {
+		links = append(links, kafka.Message{Topic: discovered, Key: []byte(strconv.Itoa(i)), Value: []byte("a link waiting")})
+	}
+	if err := w.Write(ctx, links...); err != nil {
+		t.Fatal(err)
+	}
+	select { // past 2 s of lag, and a measure after it
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-time.After(4 * time.Second):
+	}
+	var urls []string
+	for i := range pages {
+		urls = append(urls, fmt.Sprintf("%s/p/%d", base, i))
+	}
+	if err := w.Write(ctx, fetchRequests(t, kcfg, "sched", urls)...); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-time.After(3 * time.Second):
+	}
+	if n := served.Load(); n != 0 {
+		t.Fatalf("%d pages fetched while the scheduler had not decided links waiting for 4 s (--max-scheduler-lag 2s)", n)
+	}
+
+	// The scheduler catches up: its group takes and commits the links.
+	decided := make(chan error, 1)
+	go func() {
+		for {
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				decided <- err
+				return
+			}
+			if err := r.CommitMessages(ctx, m); err != nil {
+				decided <- err
+				return
+			}
+		}
+	}()
+	for served.Load() < pages {
+		select {
+		case err := <-decided:
+			t.Fatalf("scheduler group: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("fetched %d of %d pages after the scheduler caught up: %v", served.Load(), pages, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -17,13 +17,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/trawl-crawler/trawl/libs/backpressure"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/libs/service"
 	"github.com/trawl-crawler/trawl/libs/telemetry"
-	"github.com/trawl-crawler/trawl/libs/backpressure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/browser"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/budget"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/config"
@@ -59,10 +60,10 @@ type Fetcher struct {
 	archive     *warc.Writer     // nil without --warc-dir
 	browser     *browser.Browser // nil with --render never
 	controlWait time.Duration
-	// offsets and backpressure: the parser's lag, watched unless
-	// --max-downstream-lag is 0 (then nil)
-	offsets      *kafkaio.OffsetReader
-	backpressure *backpressure.Monitor
+	// offsets and monitors: the parser's and the scheduler's lags,
+	// watched unless --max-downstream-lag and --max-scheduler-lag are 0
+	offsets  *kafkaio.OffsetReader
+	monitors []*backpressure.Monitor
 
 	caughtUpOnce sync.Once
 	caughtUp     chan struct{} // closed once the control topic was read to its end
@@ -141,16 +142,8 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	if err != nil {
 		return nil, fmt.Errorf("create consumer: %w", err)
 	}
-	if cfg.MaxDownstreamLag > 0 {
-		if f.offsets, err = kafkaio.NewOffsetReader(cfg.Kafka); err != nil {
-			return nil, fmt.Errorf("create offset reader: %w", err)
-		}
-		offsets := backpressure.GroupOffsets(f.offsets, cfg.Kafka.GroupFor(ParserGroup), topics.Fetched)
-		f.backpressure, err = backpressure.New(backpressure.Options{Next: "the parser", Held: "new requests", High: cfg.MaxDownstreamLag},
-			offsets, consumer, log, reg)
-		if err != nil {
-			return nil, err
-		}
+	if err := f.watch(cfg, consumer, log, reg); err != nil {
+		return nil, err
 	}
 	f.group, err = kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:      cfg.Kafka.GroupFor(Name),
@@ -169,18 +162,62 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	return f, nil
 }
 
-// ParserGroup is the service whose consumer group's lag on the
-// fetched-pages topic holds the fetcher back (--max-downstream-lag).
-const ParserGroup = "parser"
+// The services whose consumer groups' lags hold the fetcher back: the
+// parser's on the fetched-pages topic (--max-downstream-lag), the
+// scheduler's on the discovered topic (--max-scheduler-lag).
+const (
+	ParserGroup    = "parser"
+	SchedulerGroup = "scheduler"
+)
 
-// HoldsBack reports whether the fetcher pauses while the parser is behind
-// (--max-downstream-lag); HoldBack then runs the monitor.
-func (f *Fetcher) HoldsBack() bool { return f.backpressure != nil }
+// watch builds the monitors of the stages after the fetcher, each pausing
+// new requests (gate) through one backpressure.Hold while its lag is over
+// its limit.
+func (f *Fetcher) watch(cfg config.Config, gate backpressure.Gate, log *zap.Logger, reg prometheus.Registerer) error {
+	topics := cfg.Kafka.Topics()
+	stages := []struct {
+		next, group, topic string
+		high               time.Duration
+	}{
+		{"parser", ParserGroup, topics.Fetched, cfg.MaxDownstreamLag},
+		{"scheduler", SchedulerGroup, topics.Discovered, cfg.MaxSchedulerLag},
+	}
+	hold := backpressure.NewHold(gate, time.Now, reg)
+	for _, st := range stages {
+		if st.high <= 0 {
+			continue
+		}
+		if f.offsets == nil {
+			r, err := kafkaio.NewOffsetReader(cfg.Kafka)
+			if err != nil {
+				return fmt.Errorf("create offset reader: %w", err)
+			}
+			f.offsets = r
+		}
+		offsets := backpressure.GroupOffsets(f.offsets, cfg.Kafka.GroupFor(st.group), st.topic)
+		m, err := backpressure.New(backpressure.Options{Next: st.next, High: st.high}, offsets, hold, log, reg)
+		if err != nil {
+			return err
+		}
+		f.monitors = append(f.monitors, m)
+	}
+	return nil
+}
 
-// HoldBack measures the parser's lag every second until ctx is done, and
-// pauses new requests while it is over --max-downstream-lag
-// (libs/backpressure).
-func (f *Fetcher) HoldBack(ctx context.Context) error { return f.backpressure.Run(ctx) }
+// HoldsBack reports whether the fetcher pauses while a stage after it is
+// behind (--max-downstream-lag, --max-scheduler-lag); HoldBack then runs
+// the monitors.
+func (f *Fetcher) HoldsBack() bool { return len(f.monitors) > 0 }
+
+// HoldBack measures the lags every second until ctx is done, and pauses
+// new requests while one is over its limit (libs/backpressure).
+func (f *Fetcher) HoldBack(ctx context.Context) error {
+	var g errgroup.Group
+	for _, m := range f.monitors {
+		g.Go(func() error { return m.Run(ctx) })
+	}
+	return g.Wait()
+}
 
 // Ping checks ClickHouse (the readiness check).
 func (f *Fetcher) Ping(ctx context.Context) error { return f.store.Ping(ctx) }

@@ -71,6 +71,7 @@ type Config struct {
 	Warc                    warc.Config    // --warc-*: the WARC archive (off by default)
 	Render                  browser.Config // --render, --render-*: pages rendered in headless Chromium (never by default)
 	MaxDownstreamLag        time.Duration  // --max-downstream-lag: age of the oldest fetched page the parser has yet to store at which new requests pause (default 15s; 0: never)
+	MaxSchedulerLag         time.Duration  // --max-scheduler-lag: age of the oldest discovered link the scheduler has yet to decide at which new requests pause (default 30s; 0: never)
 }
 
 // DefaultMaxDownstreamLag is the default of --max-downstream-lag: a parser
@@ -78,6 +79,12 @@ type Config struct {
 // time its batches wait; the fetched pages then wait at most about 16 s
 // (15 s, a second between two measures), whatever the rates.
 const DefaultMaxDownstreamLag = 15 * time.Second
+
+// DefaultMaxSchedulerLag is the default of --max-scheduler-lag: a
+// scheduler that keeps up decides a link within its flush interval (2 s)
+// and its batches' wait; past 30 s it is the crawl's slowest stage, and
+// what waits for it grows with every page fetched.
+const DefaultMaxSchedulerLag = 30 * time.Second
 
 // DefaultReadbackWindow is the default of --readback-window: five times
 // the default ClickHouse flush interval (chstore.DefaultFlushInterval), so
@@ -130,6 +137,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	fs.DurationVar(&c.BudgetRefresh, "budget-refresh", 5*time.Second, "how often the pages every fetcher charged to page budgets are counted in ClickHouse")
 	fs.DurationVar(&c.ReadbackWindow, "readback-window", DefaultReadbackWindow, "when a partition is assigned, the FetchedPages produced this long before its last one are read back, so that attempts its previous owner published but had not recorded in fetch_log when it died (rows are inserted up to --clickhouse-flush-interval later) are not fetched again (0 disables)")
 	fs.DurationVar(&c.MaxDownstreamLag, "max-downstream-lag", DefaultMaxDownstreamLag, "age of the oldest fetched page the parser has not stored yet (its lag on the fetched-pages topic) at which new requests pause, until the parser, at its rate of the last seconds, would store what waits within a quarter of it: the fetch rate follows what the parser and ClickHouse take (0: never pause)")
+	fs.DurationVar(&c.MaxSchedulerLag, "max-scheduler-lag", DefaultMaxSchedulerLag, "age of the oldest discovered link the scheduler has not decided yet (its lag on the discovered topic) at which new requests pause, until the scheduler, at its rate of the last seconds, would decide what waits within a quarter of it: what waits for the scheduler stays bounded (0: never pause)")
 	fs.DurationVar(&c.HoldHorizon, "hold-horizon", decide.DefaultHoldHorizon, "requests due later than this are deferred to the fetch topic instead of held in memory")
 }
 
@@ -152,6 +160,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDownstreamLag < 0 {
 		errs = append(errs, fmt.Errorf("max-downstream-lag: %s must not be negative (0: never pause)", c.MaxDownstreamLag))
+	}
+	if c.MaxSchedulerLag < 0 {
+		errs = append(errs, fmt.Errorf("max-scheduler-lag: %s must not be negative (0: never pause)", c.MaxSchedulerLag))
 	}
 	positive := map[string]time.Duration{
 		"delay": c.Delay, "connect-timeout": c.ConnectTimeout, "response-header-timeout": c.ResponseHeaderTimeout,

@@ -53,9 +53,6 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		svc.SetReady()
 		return parser.Parse(ctx)
 	})
-	if parser.HoldsBack() {
-		svc.Go(service.Consume, "backpressure monitor", parser.HoldBack)
-	}
 	// Handlers finishing their batch still read the crawl specifications:
 	// the control-topic follower stops with the writers.
 	svc.Go(service.Flush, "crawl spec follower", parser.FollowSpecs)

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/trawl-crawler/trawl/libs/backpressure"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -38,10 +37,6 @@ type Parser struct {
 	group   *kafkaio.Group
 	proc    *pages.Processor
 	writers []Writer
-	// monitor pauses the parse while the scheduler is behind
-	// (--max-scheduler-lag); nil: never.
-	monitor *backpressure.Monitor
-	offsets *kafkaio.OffsetReader
 }
 
 // Writer is a ClickHouse batch writer as the run group sees it: Run
@@ -97,17 +92,6 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		Bands: bands, NearDups: nearDups, Near: store, Links: links, Carried: carried,
 	}, p.specs, engines, log, metrics, time.Now)
 	proc := p.proc
-	if lag := cfg.Parser.MaxSchedulerLag; lag > 0 {
-		if p.offsets, err = kafkaio.NewOffsetReader(cfg.Kafka); err != nil {
-			return nil, fmt.Errorf("create offset reader: %w", err)
-		}
-		valve := &backpressure.Valve{}
-		offsets := backpressure.GroupOffsets(p.offsets, cfg.Kafka.GroupFor(SchedulerGroup), topics.Discovered)
-		if p.monitor, err = backpressure.New(backpressure.Options{Next: "the scheduler", Held: "parsing", High: lag}, offsets, valve, log, reg); err != nil {
-			return nil, err
-		}
-		proc.HoldBy(valve)
-	}
 	p.group, err = kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:  cfg.Kafka.GroupFor(Name),
 		Topic:    topics.Fetched,
@@ -164,25 +148,9 @@ func (p *Parser) FollowSpecs(ctx context.Context) error {
 // Writers returns the ClickHouse batch writers, one per table.
 func (p *Parser) Writers() []Writer { return p.writers }
 
-// SchedulerGroup is the service whose consumer group's lag on the
-// discovered topic holds the parser back (--max-scheduler-lag).
-const SchedulerGroup = "scheduler"
-
-// HoldsBack reports whether the parser pauses while the scheduler is
-// behind (--max-scheduler-lag); HoldBack then runs the monitor.
-func (p *Parser) HoldsBack() bool { return p.monitor != nil }
-
-// HoldBack measures the scheduler's lag every second until ctx is done,
-// and pauses the parse of new batches while it is over
-// --max-scheduler-lag (libs/backpressure).
-func (p *Parser) HoldBack(ctx context.Context) error { return p.monitor.Run(ctx) }
-
 // Close closes the Kafka writer and ClickHouse, logging what fails; call
 // it once every part has stopped.
 func (p *Parser) Close() {
-	if p.offsets != nil {
-		p.offsets.Close()
-	}
 	if p.proc != nil {
 		if err := p.proc.Close(); err != nil {
 			p.log.Warn("close the document reader", zap.Error(err))

@@ -34,10 +34,6 @@ type Config struct {
 	DocumentTimeout  time.Duration // flag document-timeout
 	DocumentMaxPages int           // flag document-max-pages
 	PDFCacheDir      string        // flag pdf-cache-dir
-	// MaxSchedulerLag (flag max-scheduler-lag): the age of the oldest
-	// discovered link the scheduler has not decided at which the parser
-	// pauses its next batches (libs/backpressure); 0: never.
-	MaxSchedulerLag time.Duration
 }
 
 // Defaults of Config.
@@ -51,7 +47,6 @@ const (
 	DefaultResolveCache        = 1 << 14 // about 4 MiB
 	DefaultDocumentTimeout     = 10 * time.Second
 	DefaultDocumentMaxPages    = 500
-	DefaultMaxSchedulerLag     = 30 * time.Second
 )
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -73,7 +68,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DocumentTimeout, "document-timeout", DefaultDocumentTimeout, "the longest the reading of one PDF or office file may take (a crawl's documents.content_types); past it the document keeps the text read so far and parse_error timeout")
 	fs.IntVar(&c.DocumentMaxPages, "document-max-pages", DefaultDocumentMaxPages, "PDF pages, slides or sheets read of one document; the rest are skipped and its text marked truncated")
 	fs.StringVar(&c.PDFCacheDir, "pdf-cache-dir", "", "directory keeping PDFium's compiled WebAssembly module, so that a restarted parser's first PDF costs about 0.1 s instead of 2-10 s of compilation (empty: compiled in memory by each process, on its first PDF)")
-	fs.DurationVar(&c.MaxSchedulerLag, "max-scheduler-lag", DefaultMaxSchedulerLag, "age of the oldest discovered link the scheduler has not decided yet at which the parser pauses its next batches, until the scheduler would decide what waits within a quarter of it (0: never); the fetcher's --max-downstream-lag then holds the fetches back, so what waits in the discovered topic stays bounded")
 	fs.IntVar(&c.ResolveCache, "resolve-cache", DefaultResolveCache, "link resolutions remembered across pages (about 200 bytes each), so that a link a site repeats is parsed once; 0 disables")
 }
 
@@ -100,8 +94,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("validate document-timeout %s: want at least 0 (0: the default)", c.DocumentTimeout)
 	case c.DocumentMaxPages < 0:
 		return fmt.Errorf("validate document-max-pages %d: want at least 0 (0: the default)", c.DocumentMaxPages)
-	case c.MaxSchedulerLag < 0:
-		return fmt.Errorf("validate max-scheduler-lag %s: want at least 0 (0: never)", c.MaxSchedulerLag)
 	case c.ResolveCache < 0 || c.ResolveCache > 1<<26:
 		return fmt.Errorf("validate resolve-cache %d: want 0 to %d", c.ResolveCache, 1<<26)
 	}

@@ -40,11 +40,6 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		return err
 	}
 	p := h.p
-	if p.hold != nil {
-		if err := p.hold.Wait(ctx); err != nil {
-			return err // revoked or stopping while held back
-		}
-	}
 	pages := make([]*crawlv1.FetchedPage, 0, len(batch))
 	offsets := make([]int64, 0, len(batch))
 	for _, rec := range batch {

@@ -174,19 +174,7 @@ type Processor struct {
 	log     *zap.Logger
 	metrics *Metrics
 	now     func() time.Time
-	hold    Hold // nil: never held back
 }
-
-// Hold holds the parse back while the scheduler is behind
-// (*backpressure.Valve): Wait returns once the next batch may be parsed,
-// or ctx's error. Safe for concurrent use.
-type Hold interface {
-	Wait(ctx context.Context) error
-}
-
-// HoldBy makes every partition wait on h before it parses a batch. Call
-// it before the consumer group runs.
-func (p *Processor) HoldBy(h Hold) { p.hold = h }
 
 // NewProcessor returns a processor publishing to topics.Discovered and
 // topics.Documents. specs may be nil (every crawl runs with the flags'
