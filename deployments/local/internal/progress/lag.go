@@ -64,7 +64,9 @@ func (l *LagTrack) Stats() LagStats {
 		for j < i && s[j].produced < x.stored {
 			j++
 		}
-		secs[i] = x.at.Sub(s[j].at)
+		if x.stored < x.produced {
+			secs[i] = x.at.Sub(s[j].at)
+		} // else nothing waits: no lag, however long ago the last page was fetched (a fetcher paused)
 		recs[i] = x.produced - x.stored
 	}
 	slices.Sort(secs)

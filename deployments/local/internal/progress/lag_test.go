@@ -7,7 +7,8 @@ import (
 
 // TestLagTrack: a parser two seconds behind a fetcher of 100 pages a
 // second shows a two-second lag of 200 records, and its pages stored by
-// quarter; a stall of the parser for the last 20 s shows in the maximum.
+// quarter; a stall of the parser for the last 20 s shows in the maximum;
+// a pause of the fetcher with nothing waiting is no lag.
 func TestLagTrack(t *testing.T) {
 	var l LagTrack
 	t0 := time.Unix(1000, 0)
@@ -36,6 +37,16 @@ func TestLagTrack(t *testing.T) {
 	}
 	if sum != 7_800 || st.StoredByQuarter[0] != 2_300 || st.StoredByQuarter[3] != 7_800-7_300 {
 		t.Errorf("stored by quarter %v (sum %d), want 2 300 first (stored at 24 s), 500 last (7 300 stored at 74 s) and 7 800 in all", st.StoredByQuarter, sum)
+	}
+	// A fetcher paused for 30 s with every page stored: nothing waits,
+	// no lag, however long ago the last page was fetched.
+	var paused LagTrack
+	for i := range 40 {
+		produced := min(int64(100*(i+1)), 1_000)
+		paused.Add(t0.Add(time.Duration(i)*time.Second), produced, produced)
+	}
+	if s := paused.Stats(); s.Max != 0 || s.RecordsMax != 0 {
+		t.Errorf("paused fetcher, everything stored: max lag %v, %d records; want none", s.Max, s.RecordsMax)
 	}
 	var empty LagTrack
 	if s := empty.Stats(); s.Polls != 0 || s.Max != 0 {
