@@ -43,23 +43,7 @@ func TestHoldsBackWhileParserBehind(t *testing.T) {
 	)
 	kcfg := kafkatest.Config(t, 2)
 	ch := chtest.Config(t)
-	var served atomic.Int64
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.91:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			http.NotFound(w, r)
-			return
-		}
-		served.Add(1)
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<html><body><p>page %s</p></body></html>", r.URL.Path)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
+	base, served := countingSite(t, "127.0.0.91")
 
 	args := append(storeArgs(kcfg, ch),
 		"-log-level", "warn",
@@ -109,7 +93,7 @@ func TestHoldsBackWhileParserBehind(t *testing.T) {
 	}
 
 	// The fetcher stops fetching: no request for 3 s.
-	held := settled(ctx, t, &served, 3*time.Second)
+	held := settled(ctx, t, served, 3*time.Second)
 	t.Logf("held back after %d of %d pages (pause at %s of lag, about %d pages; %d workers)", held, pages, high, want, workers)
 	if held < want-rate || held > want+2*rate+workers {
 		t.Fatalf("fetched %d pages with nothing parsed, want the pause at about %d (%s at %d/s; give or take a second's requests between two measures, and the %d running)",
@@ -117,29 +101,7 @@ func TestHoldsBackWhileParserBehind(t *testing.T) {
 	}
 
 	// The parser catches up: its group takes and commits the fetched pages.
-	parsed := make(chan error, 1)
-	go func() {
-		for {
-			m, err := r.FetchMessage(ctx)
-			if err != nil {
-				parsed <- err
-				return
-			}
-			if err := r.CommitMessages(ctx, m); err != nil {
-				parsed <- err
-				return
-			}
-		}
-	}()
-	for served.Load() < pages {
-		select {
-		case err := <-parsed:
-			t.Fatalf("parser group: %v", err)
-		case <-ctx.Done():
-			t.Fatalf("fetched %d of %d pages after the parser caught up: %v", served.Load(), pages, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	waitServed(ctx, t, served, pages, "the parser", commitAll(ctx, r))
 	t.Logf("every page fetched once the parser caught up")
 }
 
@@ -168,23 +130,7 @@ func TestHoldsBackWhileSchedulerBehind(t *testing.T) {
 	const pages = 20
 	kcfg := kafkatest.Config(t, 2)
 	ch := chtest.Config(t)
-	var served atomic.Int64
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.92:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			http.NotFound(w, r)
-			return
-		}
-		served.Add(1)
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<html><body><p>page %s</p></body></html>", r.URL.Path)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
+	base, served := countingSite(t, "127.0.0.92")
 
 	args := append(storeArgs(kcfg, ch), "-log-level", "warn", "-workers", "4", "-delay", "20ms", "-allow-private",
 		"-max-downstream-lag", "0", "-max-scheduler-lag", "2s")
@@ -249,26 +195,61 @@ func TestHoldsBackWhileSchedulerBehind(t *testing.T) {
 	}
 
 	// The scheduler catches up: its group takes and commits the links.
-	decided := make(chan error, 1)
+	waitServed(ctx, t, served, pages, "the scheduler", commitAll(ctx, r))
+}
+
+// countingSite serves pages on ip (robots.txt: none) and counts the page
+// requests; it stops with the test.
+func countingSite(t *testing.T, ip string) (base string, served *atomic.Int64) {
+	t.Helper()
+	served = new(atomic.Int64)
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		served.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html><body><p>page %s</p></body></html>", r.URL.Path)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String(), served
+}
+
+// commitAll takes and commits every record r reads, as a stage that
+// caught up, until ctx ends; the first error is sent on the channel.
+func commitAll(ctx context.Context, r *kafka.Reader) <-chan error {
+	errs := make(chan error, 1)
 	go func() {
 		for {
 			m, err := r.FetchMessage(ctx)
-			if err != nil {
-				decided <- err
-				return
+			if err == nil {
+				err = r.CommitMessages(ctx, m)
 			}
-			if err := r.CommitMessages(ctx, m); err != nil {
-				decided <- err
+			if err != nil {
+				errs <- err
 				return
 			}
 		}
 	}()
+	return errs
+}
+
+// waitServed waits until served reaches pages once stage caught up
+// (committing through errs).
+func waitServed(ctx context.Context, t *testing.T, served *atomic.Int64, pages int64, stage string, errs <-chan error) {
+	t.Helper()
 	for served.Load() < pages {
 		select {
-		case err := <-decided:
-			t.Fatalf("scheduler group: %v", err)
+		case err := <-errs:
+			t.Fatalf("%s's group: %v", stage, err)
 		case <-ctx.Done():
-			t.Fatalf("fetched %d of %d pages after the scheduler caught up: %v", served.Load(), pages, ctx.Err())
+			t.Fatalf("fetched %d of %d pages after %s caught up: %v", served.Load(), pages, stage, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
