@@ -1,7 +1,6 @@
 package warc
 
 import (
-	"bytes"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -9,10 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/failure"
 	"github.com/trawl-crawler/trawl/services/fetcher/internal/httpfetch"
-	"golang.org/x/net/http/httpguts"
 )
 
 // Content types of the records' blocks.
@@ -299,7 +299,7 @@ func (w *Writer) metadataBlock(req *crawlv1.FetchRequest, res *httpfetch.Respons
 }
 
 // appendWarcField appends the application/warc-fields line "k: v" to b,
-// line breaks in v folded; nothing when v is empty (writeField).
+// line breaks in v folded; nothing when v is empty.
 func appendWarcField(b []byte, k, v string) []byte {
 	if v == "" {
 		return b
@@ -318,19 +318,4 @@ func outcomeOf(res *httpfetch.Response) string {
 func appendWarcInt(b []byte, k string, n int64) []byte {
 	b = append(append(b, k...), ": "...)
 	return append(strconv.AppendInt(b, n, 10), "\r\n"...)
-}
-
-// writeField appends the application/warc-fields line "k: v" to b, line
-// breaks in v folded; nothing when v is empty.
-func writeField(b *bytes.Buffer, k, v string) {
-	if v == "" {
-		return
-	}
-	b.WriteString(k)
-	b.WriteString(": ")
-	if hasLineBreak(v) {
-		v = lineBreaks.Replace(v)
-	}
-	b.WriteString(v)
-	b.WriteString("\r\n")
 }

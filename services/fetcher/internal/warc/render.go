@@ -295,8 +295,8 @@ func httpFields(h http.Header, drop ...string) http.Header {
 // (application/warc-fields): the crawl, how the load went and what it
 // fetched.
 func (w *Writer) renderBlock(req *crawlv1.FetchRequest, page *browser.Page, exs []subresource) []byte {
-	var b bytes.Buffer
-	field := func(k, v string) { writeField(&b, k, v) }
+	var b []byte
+	field := func(k, v string) { b = appendWarcField(b, k, v) }
 	field("crawl-id", req.GetCrawlId())
 	field("attempt", strconv.Itoa(int(req.GetAttempt())))
 	field("fetcher", w.opts.Instance)
@@ -322,5 +322,5 @@ func (w *Writer) renderBlock(req *crawlv1.FetchRequest, page *browser.Page, exs 
 	for _, s := range exs {
 		field("subresource", fmt.Sprintf("%d %s %s", s.ex.Status, strings.ToLower(s.ex.ResourceType), s.ex.URL))
 	}
-	return b.Bytes()
+	return b
 }
