@@ -148,17 +148,11 @@ func newWriterMetrics(reg prometheus.Registerer, table string) writerMetrics {
 		Name: "clickhouse_rows_buffered",
 		Help: "Rows accepted by a writer and not yet inserted.",
 	}, []string{"table"})
-	if reg != nil {
-		written = telemetry.Register(reg, written)
-		errs = telemetry.Register(reg, errs)
-		flush = telemetry.Register(reg, flush)
-		buffered = telemetry.Register(reg, buffered)
-	}
 	return writerMetrics{
-		written:  written.WithLabelValues(table),
-		errors:   errs.WithLabelValues(table),
-		flush:    flush.WithLabelValues(table),
-		buffered: buffered.WithLabelValues(table),
+		written:  telemetry.Register(reg, written).WithLabelValues(table),
+		errors:   telemetry.Register(reg, errs).WithLabelValues(table),
+		flush:    telemetry.Register(reg, flush).WithLabelValues(table),
+		buffered: telemetry.Register(reg, buffered).WithLabelValues(table),
 	}
 }
 
