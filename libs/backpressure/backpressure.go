@@ -39,8 +39,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/trawl-crawler/trawl/libs/telemetry"
 	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 )
 
 // Gate is what the Monitor holds back (a Hold over the fetcher's worker

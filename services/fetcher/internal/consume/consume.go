@@ -253,26 +253,26 @@ func New(o Options, f Fetcher, rc *robots.Cache, prod Producer, rec Recorder, lo
 	if o.Servers != nil && o.Resolve == nil {
 		return nil, errors.New("consume: Options.Servers needs Options.Resolve")
 	}
-	s := &Service{parts: make(map[*handler]struct{})}
-	m, err := newMetrics(reg, s.sum((*politeness.Engine[*partition.Task]).Len), s.sum((*politeness.Engine[*partition.Task]).Hosts))
-	if err != nil {
-		return nil, fmt.Errorf("register metrics: %w", err)
-	}
-	archive, _ := o.Archive.(render.Archiver)
-	rr, err := render.New(o.Renderer, archive, log, reg)
-	if err != nil {
-		return nil, err
-	}
 	refused := func(crawl string, err error) {
 		// A user agent or a header the seeder would refuse (a
 		// specification published by something else) is not sent.
 		log.Warn("crawl identity partly refused, sent without it", telemetry.Crawl(crawl), zap.Error(err))
 	}
-	s.opts, s.fetch, s.robots, s.prod, s.rec, s.log, s.m = o, f, rc, prod, rec, log, m
-	s.renderer = rr
-	s.crawls = crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused)
-	s.workers = dispatch.NewPool(o.Workers)
-	s.enc = emit.New(emit.Options{Topics: o.Topics, Now: o.Now, Outcome: o.Outcome})
+	s := &Service{
+		opts: o, fetch: f, robots: rc, prod: prod, rec: rec, log: log,
+		crawls:  crawlsettings.NewCache(crawlsettings.Fleet{Render: o.Render.Spec()}, refused),
+		workers: dispatch.NewPool(o.Workers),
+		enc:     emit.New(emit.Options{Topics: o.Topics, Now: o.Now, Outcome: o.Outcome}),
+		parts:   make(map[*handler]struct{}),
+	}
+	var err error
+	if s.m, err = newMetrics(reg, s.sum((*politeness.Engine[*partition.Task]).Len), s.sum((*politeness.Engine[*partition.Task]).Hosts)); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	archive, _ := o.Archive.(render.Archiver)
+	if s.renderer, err = render.New(o.Renderer, archive, log, reg); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

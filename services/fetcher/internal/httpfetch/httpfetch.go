@@ -29,6 +29,7 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/trawl-crawler/trawl/libs/bufpool"
 	"github.com/trawl-crawler/trawl/libs/doctypes"
 	"github.com/trawl-crawler/trawl/libs/identity"
