@@ -48,20 +48,7 @@ func TestEncodeBadValues(t *testing.T) {
 	if err := os.WriteFile(path, e.out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rd, err := gowarc.NewWarcFileReader(path, 0, gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = rd.Close() }()
-	n := 0
-	for rec, err := range rd.Records() {
-		if err != nil {
-			t.Fatalf("record %d: %v", n, err)
-		}
-		if _, err := rec.WarcRecord.ValidateDigest(); err != nil {
-			t.Errorf("record %d: %v", n, err)
-		}
-		h := rec.WarcRecord.WarcHeader()
+	n := readStrict(t, path, func(n int, h *gowarc.WarcFields) {
 		if got := h.GetAll(gowarc.WarcType); len(got) != 1 || got[0] != recs[n].typ {
 			t.Errorf("record %d: WARC-Type %q, want %q", n, got, recs[n].typ)
 		}
@@ -71,9 +58,7 @@ func TestEncodeBadValues(t *testing.T) {
 		if n == 0 && (h.Get(gowarc.WarcTargetURI) != "http://bad.test/a  WARC-Type: resource" || h.Get(gowarc.WarcIPAddress) != "127.0.0.1") {
 			t.Errorf("line breaks kept: URI %q, IP %q", h.Get(gowarc.WarcTargetURI), h.Get(gowarc.WarcIPAddress))
 		}
-		_ = rec.Close()
-		n++
-	}
+	})
 	if n != len(recs) {
 		t.Fatalf("read %d records, wrote %d", n, len(recs))
 	}
@@ -313,23 +298,7 @@ func testMembersRead(t *testing.T, e *encoder, most float64) {
 	if err := os.WriteFile(path, e.out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rd, err := gowarc.NewWarcFileReader(path, 0, gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = rd.Close() }()
-	n := 0
-	for rec, err := range rd.Records() {
-		if err != nil {
-			t.Fatalf("record %d: %v", n, err)
-		}
-		if _, err := rec.WarcRecord.ValidateDigest(); err != nil {
-			t.Errorf("record %d: %v", n, err)
-		}
-		_ = rec.Close()
-		n++
-	}
-	if n != len(recs) {
+	if n := readStrict(t, path, nil); n != len(recs) {
 		t.Errorf("read %d records, wrote %d", n, len(recs))
 	}
 }
@@ -368,4 +337,32 @@ func TestAppendHeader(t *testing.T) {
 			t.Errorf("appendHeader(%q)\n got %q\nwant %q", h, got[1:], want.String())
 		}
 	}
+}
+
+// readStrict reads the WARC file at path with gowarc, spec violations and
+// syntax errors fatal, checks every record's block and payload digests,
+// hands each record's header to fn (when not nil) with its index, and
+// returns how many records it read.
+func readStrict(t *testing.T, path string, fn func(n int, h *gowarc.WarcFields)) int {
+	t.Helper()
+	rd, err := gowarc.NewWarcFileReader(path, 0, gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rd.Close() }()
+	n := 0
+	for rec, err := range rd.Records() {
+		if err != nil {
+			t.Fatalf("gowarc, record %d: %v", n, err)
+		}
+		if _, err := rec.WarcRecord.ValidateDigest(); err != nil {
+			t.Errorf("gowarc digest, record %d: %v", n, err)
+		}
+		if fn != nil {
+			fn(n, rec.WarcRecord.WarcHeader())
+		}
+		_ = rec.Close()
+		n++
+	}
+	return n
 }

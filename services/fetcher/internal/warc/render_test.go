@@ -215,23 +215,7 @@ func TestArchiveRender(t *testing.T) {
 	}
 
 	// gowarc reads it all, spec violations fatal, every digest valid.
-	rd, err := gowarc.NewWarcFileReader(warcs[0], 0, gowarc.WithSpecViolationPolicy(gowarc.ErrFail), gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for rec, err := range rd.Records() {
-		if err != nil {
-			t.Fatalf("gowarc: %v", err)
-		}
-		if _, err := rec.WarcRecord.ValidateDigest(); err != nil {
-			t.Fatalf("gowarc digest, record %d: %v", n, err)
-		}
-		_ = rec.Close()
-		n++
-	}
-	_ = rd.Close()
-	if n != len(recs) {
+	if n := readStrict(t, warcs[0], nil); n != len(recs) {
 		t.Errorf("gowarc read %d records, the spec reader %d", n, len(recs))
 	}
 	checkIndexes(t, nil, "", warcs)
