@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -21,23 +20,6 @@ import (
 // MaxMessageBytes is the broker's message.max.bytes; topics created by
 // kafkaio set their own max.message.bytes below it.
 const MaxMessageBytes = 64 << 20
-
-// GCPercent is the Go collector's target for a process hosting the broker
-// (cmd/broker, the launcher): its heap is mostly record batches on their
-// way through, slices without pointers that cost the collector next to
-// nothing to mark, and at Go's default of 100 the heap grew to twice them
-// (live 26-32 MiB, 85-96 MiB resident at the peak on the bench web). At
-// 50 it collected 131 times instead of 67 in a bench crawl, for 1% of its
-// CPU, and peaked at 69 MiB. A GOGC in the environment takes precedence.
-const GCPercent = 50
-
-// ApplyGCPercent sets the collector's target to GCPercent unless the
-// environment sets GOGC; for the main of a process hosting the broker.
-func ApplyGCPercent() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(GCPercent)
-	}
-}
 
 // Broker is a running embedded broker. Close stops it.
 type Broker struct {

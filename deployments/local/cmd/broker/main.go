@@ -44,7 +44,6 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer stopProfiles()
-	kafkaembed.ApplyGCPercent()
 	b, err := kafkaembed.Start(ctx, *dir, *addr)
 	if err != nil {
 		return err

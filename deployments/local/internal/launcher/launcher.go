@@ -27,7 +27,6 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
-	"github.com/trawl-crawler/trawl/libs/kafkaembed"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
 	"github.com/trawl-crawler/trawl/services/seeder/crawlspec"
 )
@@ -362,10 +361,6 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 			return err
 		}
 		defer func() { _ = broker.Stop(30 * time.Second) }()
-	} else {
-		// The pipeline starts the broker in this process: collect as a
-		// broker's process does (see kafkaembed.GCPercent).
-		kafkaembed.ApplyGCPercent()
 	}
 	if cfg.Demo {
 		site, err := demosite.Start(ctx, demosite.Config{Hosts: cfg.DemoHosts, PagesPerHost: cfg.DemoPages / cfg.DemoHosts, ScriptHosts: cfg.DemoScriptHosts})

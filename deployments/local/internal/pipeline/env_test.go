@@ -40,29 +40,6 @@ func TestCommonEnvMemoryLimits(t *testing.T) {
 	}
 }
 
-// TestCommonEnvGCPercents: the parser gets its collector target, a
-// service without one none; an empty map sets none.
-func TestCommonEnvGCPercents(t *testing.T) {
-	gcOf := func(env []string) string {
-		i := slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CRAWLER_GC_PERCENT=") })
-		if i < 0 {
-			return ""
-		}
-		return strings.TrimPrefix(env[i], "CRAWLER_GC_PERCENT=")
-	}
-	p := newPipeline(Config{})
-	if got := gcOf(p.CommonEnv("parser", "127.0.0.1:1")); got != "50" {
-		t.Errorf("parser: gc percent %q, want 50", got)
-	}
-	if got := gcOf(p.CommonEnv("scheduler", "127.0.0.1:1")); got != "" {
-		t.Errorf("scheduler: gc percent %q, want none", got)
-	}
-	none := newPipeline(Config{GCPercents: map[string]int{}})
-	if got := gcOf(none.CommonEnv("parser", "127.0.0.1:1")); got != "" {
-		t.Errorf("no targets: parser gc percent %q", got)
-	}
-}
-
 // envValue returns the value a process with env sees for key (the last
 // occurrence wins, as exec does) and whether it is set.
 func envValue(env []string, key string) (string, bool) {

@@ -59,9 +59,6 @@ type Config struct {
 	// (the services' --memory-limit); nil takes DefaultMemoryLimits, an
 	// empty map sets none.
 	MemoryLimits map[string]int64
-	// GCPercents are the Go collector's targets by service (the services'
-	// --gc-percent); nil takes DefaultGCPercents, an empty map sets none.
-	GCPercents map[string]int
 
 	// AutoRestart puts every long-running service under a
 	// supervise.Supervisor: one that exits without being asked to is
@@ -138,15 +135,6 @@ var DefaultMemoryLimits = map[string]int64{
 	"scheduler": 48 << 20,
 	"proxypool": 24 << 20,
 	"seeder":    32 << 20,
-}
-
-// DefaultGCPercents are the collector targets of a local crawl's
-// services where 100 (GOGC's default) is not the better trade: the
-// parser's live heap is mostly pages on their way through, and a
-// collection when it has grown by half rather than doubled took a fifth
-// off its peak memory on the bench web.
-var DefaultGCPercents = map[string]int{
-	"parser": 50,
 }
 
 // Pipeline is a running pipeline. Its methods are meant for one
@@ -320,13 +308,6 @@ func (p *Pipeline) CommonEnv(name, adminAddr string) []string {
 	}
 	if l := limits[serviceOf(name)]; l > 0 {
 		defaults = append(defaults, "CRAWLER_MEMORY_LIMIT="+strconv.FormatInt(l, 10))
-	}
-	gc := p.cfg.GCPercents
-	if gc == nil {
-		gc = DefaultGCPercents
-	}
-	if g := gc[serviceOf(name)]; g > 0 {
-		defaults = append(defaults, "CRAWLER_GC_PERCENT="+strconv.Itoa(g))
 	}
 	for _, kv := range owned {
 		k, _, _ := strings.Cut(kv, "=")
