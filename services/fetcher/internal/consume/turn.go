@@ -30,13 +30,14 @@ func (h *handler) turn(ctx context.Context, host string, t *partition.Task, disp
 		h.s.m.politenessWait.Observe(dispatched.Sub(time.Unix(0, t.Enqueued)).Seconds())
 	}
 	h.process(ctx, host, t)
-	if queued, _, _ := h.p.Engine().HostQueue(host); queued == 0 {
-		// Nothing of the host left in the partition: its connection is
-		// closed now rather than kept idle, so that the fetcher holds a
-		// connection per host in flight, not per host of the last
-		// --idle-conn-timeout.
-		h.s.fetch.Release(host)
-	}
+	// Nothing of the host left in the partition: its connection is closed
+	// now rather than kept idle, so that the fetcher holds a connection
+	// per host in flight, not per host of the last --idle-conn-timeout.
+	// The engine holds the host's turns off meanwhile: a request of the
+	// host read since this turn ended may have begun a turn on another
+	// worker, and closing its connection would cut that request after it
+	// was sent (the site answers a request the fetcher never reads).
+	h.p.Engine().WhenIdle(host, func() { h.s.fetch.Release(host) })
 }
 
 // process runs one turn of host: the steps its partition returns

@@ -135,8 +135,8 @@ func (s *conns) len() int {
 // that the fetcher keeps for reuse. Call it when the crawl holds no request
 // of host: the next request dials again, and until then the connection
 // costs neither the fetcher's memory nor the site's. It must not be called
-// while a request to host is in flight (the fetcher's politeness makes
-// one request per host at a time; the caller's turn has ended).
+// while a request to host is in flight or can begin: the fetcher calls it
+// under politeness.Engine.WhenIdle, which holds the host's turns off.
 func (f *Fetcher) Release(host string) {
 	addrs := []string{host}
 	if _, _, err := net.SplitHostPort(host); err != nil {

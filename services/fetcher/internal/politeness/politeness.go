@@ -748,6 +748,22 @@ func (q *hostHeap[T]) Pop() any {
 	return h
 }
 
+// WhenIdle runs f while host has no turn in progress and nothing queued
+// (an unknown host has neither), and reports whether it ran. The engine
+// stays locked while f runs, so no turn of host can begin meanwhile: a
+// caller that frees what a host's turns use (its kept connection) cannot
+// free it under a turn that another worker just took. f must be short
+// and must not call the engine.
+func (e *Engine[T]) WhenIdle(host string, f func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.hosts[host]; ok && (h.active || h.queued() > 0) {
+		return false
+	}
+	f()
+	return true
+}
+
 // HostQueue returns the number of items queued for host, the host's
 // current delay and its next-allowed time (for an unknown host: the
 // engine's Delay and the assignment time plus Delay).

@@ -405,6 +405,49 @@ func TestEngineForgetsIdleHosts(t *testing.T) {
 	}
 }
 
+// TestWhenIdle: f runs only for a host with no turn in progress and
+// nothing queued, and no turn of the host can be taken while it runs.
+func TestWhenIdle(t *testing.T) {
+	clock := t0
+	e := New[int](func() time.Time { return clock }, Options{Delay: time.Millisecond})
+	ran := func(host string) bool { return e.WhenIdle(host, func() {}) }
+	if !ran("unknown") {
+		t.Error("unknown host: f did not run")
+	}
+	e.Push("h", 1, time.Time{})
+	e.Push("h", 2, time.Time{})
+	if ran("h") {
+		t.Error("host with requests queued: f ran")
+	}
+	clock = clock.Add(time.Second)
+	if h, _, ok := e.Next(clock); !ok || h != "h" {
+		t.Fatalf("Next = %q %v, want h", h, ok)
+	}
+	if ran("h") {
+		t.Error("host in its turn, one request queued: f ran")
+	}
+	e.Done("h", clock)
+	clock = clock.Add(time.Second)
+	if h, _, ok := e.Next(clock); !ok || h != "h" {
+		t.Fatalf("second Next = %q %v, want h", h, ok)
+	}
+	if ran("h") {
+		t.Error("host in its turn, nothing queued: f ran")
+	}
+	e.Done("h", clock)
+	if !ran("h") {
+		t.Error("host done, nothing queued: f did not run")
+	}
+
+	// No turn can be taken while f runs: the engine is locked.
+	e.WhenIdle("h", func() {
+		if e.mu.TryLock() {
+			e.mu.Unlock()
+			t.Error("engine unlocked while f runs")
+		}
+	})
+}
+
 // BenchmarkEngine measures one push, dispatch and completion across 1000
 // hosts.
 func BenchmarkEngine(b *testing.B) {
