@@ -126,13 +126,23 @@ func (c *Config) setDefaults() {
 // the connections of the hosts in flight, pages on their way to the
 // broker): its limit of 56 MiB, set on a crawl of 200 hosts where it held
 // 20, sat below that, and the collector ran without pause (57% of its CPU,
-// twice the cost per page). At 96 MiB it is a safety net again: the
-// collector takes 7-9% of the fetcher's CPU at 15 000, 150 000 and
-// 1.5 million requests, and the fetcher peaks at 100-110 MiB.
+// twice the cost per page). At 96 MiB the collector took 7-9% of the
+// fetcher's CPU at 15 000 and 150 000 requests, but a crawl of 20 000
+// hosts keeps 2 100-2 300 of them in flight, each with its kept
+// connection (two goroutines, their stacks and buffers, about 20 KiB):
+// 57 MiB of heap and 22 MiB of stacks, and the collector ran 712 times
+// in six minutes, 43% of the fetcher's CPU. 160 MiB is above that
+// bound: the requests a fetcher may hold and one connection for each of
+// httpfetch.DefaultMaxIdleConns hosts.
+//
+// The scheduler holds the rows of the discovered URLs in flight until
+// their insert (--max-in-flight per partition): 32 MiB live at 8 × 1 000
+// on a crawl of 20 000 hosts, where its limit of 48 MiB made it collect
+// 730 times in seven minutes.
 var DefaultMemoryLimits = map[string]int64{
-	"fetcher":   96 << 20,
+	"fetcher":   160 << 20,
 	"parser":    176 << 20,
-	"scheduler": 48 << 20,
+	"scheduler": 96 << 20,
 	"proxypool": 24 << 20,
 	"seeder":    32 << 20,
 }
