@@ -46,12 +46,9 @@ func BenchmarkBatchWriterInsert(b *testing.B) {
 	defer cancel()
 	s := chtest.NewStore(b)
 	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{MaxRows: batch, MaxBuffered: batch}, nil, nil)
-	runCtx, stop := context.WithCancel(b.Context())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(runCtx) }()
+	stop := runWriter(b, w)
 	defer func() {
-		stop()
-		if err := <-errc; err != nil {
+		if err := stop(); err != nil {
 			b.Error(err)
 		}
 	}()
@@ -81,12 +78,9 @@ func BenchmarkDocumentsInsert(b *testing.B) {
 	defer cancel()
 	s := chtest.NewStore(b)
 	w := chstore.NewBatchWriter(s, chstore.Documents, chstore.BatchOptions{MaxRows: batch, MaxBuffered: batch}, nil, nil)
-	runCtx, stop := context.WithCancel(b.Context())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(runCtx) }()
+	stop := runWriter(b, w)
 	defer func() {
-		stop()
-		if err := <-errc; err != nil {
+		if err := stop(); err != nil {
 			b.Error(err)
 		}
 	}()

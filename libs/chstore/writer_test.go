@@ -43,7 +43,7 @@ func fetchRow(crawl string, i int) chstore.FetchLogRow {
 
 // runWriter starts w.Run and returns a function that stops it and returns
 // Run's error.
-func runWriter[T any](t *testing.T, w *chstore.BatchWriter[T]) func() error {
+func runWriter[T any](t testing.TB, w *chstore.BatchWriter[T]) func() error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
