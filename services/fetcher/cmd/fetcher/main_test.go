@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
@@ -25,6 +26,11 @@ func TestMain(m *testing.M) { os.Exit(chtest.MainLeakChecked(m)) }
 func TestRunStartsAndStops(t *testing.T) {
 	kcfg := kafkatest.Config(t, 2)
 	ch := chtest.Config(t)
+	// The schema first: this test is about starting and stopping, and
+	// migrating a database from nothing outlasted its 2 s on a loaded
+	// machine (the stop then came during the migration). The
+	// migrations have tests of their own.
+	migrate(t, ch)
 	args := append(storeArgs(kcfg, ch),
 		"-log-level", "warn",
 		"-workers", "4",
@@ -48,6 +54,19 @@ func TestRunStartsAndStops(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("run did not stop within 30s of cancellation")
+	}
+}
+
+// migrate applies the schema's migrations to ch's database.
+func migrate(t *testing.T, ch chstore.Config) {
+	t.Helper()
+	store, err := chstore.Open(t.Context(), ch, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = store.Close() }()
+	if err := store.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
 
