@@ -666,10 +666,13 @@ func (e *Engine[T]) host(name string) *hostState[T] {
 	return h
 }
 
+// inUse reports whether h has a turn in progress or requests queued.
+func (h *hostState[T]) inUse() bool { return h.active || h.queued() > 0 }
+
 // fix restores the waiting heap and the busy count after h changed, and
 // forgets idle hosts whose delay has passed (bounded memory).
 func (e *Engine[T]) fix(h *hostState[T]) {
-	busy := h.active || h.queued() > 0
+	busy := h.inUse()
 	if busy != h.busy {
 		h.busy = busy
 		if busy {
@@ -757,7 +760,7 @@ func (q *hostHeap[T]) Pop() any {
 func (e *Engine[T]) WhenIdle(host string, f func()) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if h, ok := e.hosts[host]; ok && (h.active || h.queued() > 0) {
+	if h, ok := e.hosts[host]; ok && h.inUse() {
 		return false
 	}
 	f()
