@@ -143,7 +143,13 @@ func Config(t testing.TB) chstore.Config {
 // when the test ends.
 func NewStore(t testing.TB) *chstore.Store {
 	t.Helper()
-	c := Config(t)
+	return OpenMigrated(t, Config(t))
+}
+
+// OpenMigrated opens a store on c's database and applies the schema's
+// migrations; it is closed when the test ends.
+func OpenMigrated(t testing.TB, c chstore.Config) *chstore.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := chstore.Open(ctx, c, zap.NewNop())

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"go.uber.org/zap"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlmsg/crawlv1"
@@ -30,7 +29,7 @@ func TestRunStartsAndStops(t *testing.T) {
 	// migrating a database from nothing outlasted its 2 s on a loaded
 	// machine (the stop then came during the migration). The
 	// migrations have tests of their own.
-	migrate(t, ch)
+	chtest.OpenMigrated(t, ch)
 	args := append(storeArgs(kcfg, ch),
 		"-log-level", "warn",
 		"-workers", "4",
@@ -54,19 +53,6 @@ func TestRunStartsAndStops(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("run did not stop within 30s of cancellation")
-	}
-}
-
-// migrate applies the schema's migrations to ch's database.
-func migrate(t *testing.T, ch chstore.Config) {
-	t.Helper()
-	store, err := chstore.Open(t.Context(), ch, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = store.Close() }()
-	if err := store.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
 	}
 }
 
