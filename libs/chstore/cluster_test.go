@@ -3,6 +3,7 @@ package chstore_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"testing"
 	"time"
@@ -163,6 +164,24 @@ func TestCluster(t *testing.T) {
 	}
 	if got := loadSeen(s); len(got) != n {
 		t.Errorf("LoadSeen: %d fingerprints, want %d", len(got), n)
+	}
+	// A lookup with PREWHERE through the Distributed table (the parser's
+	// content dedup) reaches the shards' rows.
+	want := map[uint64]string{7: "http://a.test/7", 1 << 62: "http://b.test/8"}
+	b, err := s.Conn().PrepareBatch(ctx, "INSERT INTO content_seen_v2 (crawl_id, content_fp, url, first_seen)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fp, url := range want {
+		if err := b.Append("c1", fp, url, base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		t.Fatalf("insert content_seen_v2: %v", err)
+	}
+	if got, err := s.SeenContent(ctx, "c1", []uint64{7, 1 << 62, 9}); err != nil || !maps.Equal(got, want) {
+		t.Errorf("SeenContent through the Distributed table = %v, %v; want %v", got, err, want)
 	}
 	syncReplicas(ctx, t, c, shards, replicas, cfg.Database, "url_seen_local")
 

@@ -3,7 +3,9 @@ package chstore_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +100,46 @@ func TestNearCandidatesUseTheIndex(t *testing.T) {
 	err = s.Conn().QueryRow(limited, "SELECT count() FROM simhash_bands WHERE crawl_id = 'big' AND simhash % 7 = 1").Scan(&n)
 	if err == nil {
 		t.Errorf("a full scan passed the read limit (%d rows): the limit proves nothing", n)
+	}
+}
+
+// TestSeenContentReadsURLsOfMatchesOnly: a lookup filters the granules it
+// reads on the fingerprints before it reads url, so a batch of misses
+// over a table of long URLs reads its fingerprints' granules and no URL:
+// 64 fingerprints over 100 000 rows of 600-byte URLs stay under a read
+// limit of 1 MiB, which the URLs of the same granules (64 × 256 rows ×
+// 600 bytes, 9.8 MiB at most) pass. A hit still returns its URL.
+func TestSeenContentReadsURLsOfMatchesOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	s := chtest.NewStore(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	pad := strings.Repeat("x", 580)
+	rows := make([]chstore.ContentSeenRow, 100000)
+	for i := range rows {
+		rows[i] = chstore.ContentSeenRow{CrawlID: "c-0123456789", ContentFP: rng.Uint64(),
+			URL: fmt.Sprintf("http://h.test/%s/%d", pad, i), FirstSeen: base}
+	}
+	write(ctx, t, s, chstore.ContentSeen, rows)
+	fps := make([]uint64, 64)
+	for i := range fps {
+		fps[i] = rng.Uint64()
+	}
+	hit := rows[4321]
+	fps[0] = hit.ContentFP
+	limited := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_bytes_to_read": 1 << 20}))
+	got, err := s.SeenContent(limited, hit.CrawlID, fps)
+	if err != nil {
+		t.Fatalf("lookup of %d fingerprints over %d rows: %v", len(fps), len(rows), err)
+	}
+	if want := map[uint64]string{hit.ContentFP: hit.URL}; !maps.Equal(got, want) {
+		t.Errorf("SeenContent = %v, want %v", got, want)
+	}
+	// The limit bites: reading the URLs of the same granules is refused.
+	var n uint64
+	err = s.Conn().QueryRow(limited, "SELECT count() FROM content_seen_v2 WHERE crawl_id = ? AND content_fp IN ("+
+		strings.Trim(strings.Join(strings.Fields(fmt.Sprint(fps)), ","), "[]")+") AND length(url) > 0", hit.CrawlID).Scan(&n)
+	if err == nil {
+		t.Errorf("reading the URLs of the fingerprints' granules passed the limit (%d rows): the limit proves nothing", n)
 	}
 }
