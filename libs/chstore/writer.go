@@ -88,7 +88,7 @@ type BatchWriter[T any] struct {
 	m      writerMetrics
 	insert string
 
-	kick chan struct{} // cap 1: the current batch reached MaxRows
+	kick chan struct{} // cap 1: the current batch reached MaxRows, or Flush
 
 	mu       sync.Mutex
 	cur      *batch[T]     // accumulating, never nil
@@ -194,10 +194,7 @@ func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 		w.buffered += len(rows)
 		w.m.buffered.Set(float64(w.buffered))
 		if len(b.rows) >= w.opts.MaxRows {
-			select {
-			case w.kick <- struct{}{}:
-			default:
-			}
+			w.Flush()
 		}
 		w.mu.Unlock()
 	}
@@ -206,6 +203,30 @@ func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 		return b.err
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Flush asks Run to insert the rows buffered now instead of at the next
+// interval, and returns at once (a Write still waits for its batch). For
+// a service whose reading pauses for the acks that wait on these rows
+// (kafkaio.GroupConfig.OnFull).
+func (w *BatchWriter[T]) Flush() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Flusher is a writer that can be asked to flush now (BatchWriter).
+type Flusher interface{ Flush() }
+
+// FlushEach returns a function that asks each of ws to flush now: a
+// consumer group's OnFull for a service whose acks wait on these writers.
+func FlushEach(ws ...Flusher) func() {
+	return func() {
+		for _, w := range ws {
+			w.Flush()
+		}
 	}
 }
 
@@ -237,6 +258,9 @@ func (w *BatchWriter[T]) Run(ctx context.Context) error {
 		if b == nil {
 			continue
 		}
+		// The interval counts from this insert: a batch flushed early
+		// (MaxRows, Flush) is not followed by a tick's small one.
+		ticker.Reset(w.opts.FlushInterval)
 		if err := w.insertRetrying(ctx, b); err != nil {
 			if ctx.Err() == nil {
 				w.release(b, err) // permanent: Writes get the error

@@ -183,3 +183,35 @@ func TestBatchWriterLargeBatchIsOnePart(t *testing.T) {
 		t.Errorf("parts = %d, want 1 (one insert)", got)
 	}
 }
+
+// TestBatchWriterFlush: Flush inserts the rows a writer holds without
+// waiting for its interval (an hour here), each time it is called.
+func TestBatchWriterFlush(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s := chtest.NewStore(t)
+	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{FlushInterval: time.Hour}, zaptest.NewLogger(t), nil)
+	runWriter(t, w)
+	for round := range 3 {
+		done := make(chan error, 1)
+		go func() { done <- w.Write(ctx, fetchRow("flush", round)) }()
+		select {
+		case err := <-done:
+			t.Fatalf("round %d: Write returned before a flush (%v)", round, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		w.Flush()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Write still waiting 10 s after Flush", round)
+		}
+		if got := count(t, s, "SELECT count() FROM fetch_log WHERE crawl_id = 'flush'"); got != uint64(round+1) {
+			t.Errorf("round %d: %d rows inserted, want %d", round, got, round+1)
+		}
+	}
+	w.Flush() // nothing held: no insert, no error
+}

@@ -74,6 +74,13 @@ type GroupConfig struct {
 	// writes have landed. For a handler that acts on the world (the
 	// fetcher); 0 (the default) starts partitions at once.
 	SettleAfterLapse time.Duration
+	// OnFull, when set, is called each time reading a partition pauses
+	// because MaxInFlight of its records are unacked, from that
+	// partition's goroutine (it must not block). A handler whose acks
+	// wait for batched writes flushes them there instead of at their
+	// interval: the batches are then as large as the window allows, and
+	// the window, not the interval, bounds the partition's rate.
+	OnFull func()
 }
 
 // GroupConfig defaults.
@@ -577,7 +584,7 @@ const readAhead = 8
 
 func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, pr *partitionRun) error {
 	for {
-		if err := pr.waitCapacity(ctx, g.gc.MaxInFlight); err != nil {
+		if err := pr.waitCapacity(ctx, g.gc.MaxInFlight, g.gc.OnFull); err != nil {
 			return nil
 		}
 		// The first record of a batch may wait indefinitely.
@@ -730,9 +737,13 @@ func (pr *partitionRun) unacked() int {
 	return pr.tracker.Unacked()
 }
 
-// waitCapacity blocks while limit records are unacked.
-func (pr *partitionRun) waitCapacity(ctx context.Context, limit int) error {
-	for pr.unacked() >= limit {
+// waitCapacity blocks while limit records are unacked, calling full (when
+// not nil) once before it waits.
+func (pr *partitionRun) waitCapacity(ctx context.Context, limit int, full func()) error {
+	for i := 0; pr.unacked() >= limit; i++ {
+		if i == 0 && full != nil {
+			full()
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -457,6 +457,79 @@ func TestGroupMaxInFlight(t *testing.T) {
 	}
 }
 
+// TestGroupOnFull: a handler that acks only when told its partition's
+// window is full (a service flushing its batched writes in OnFull) reads
+// the whole topic, each call coming with MaxInFlight records unacked.
+func TestGroupOnFull(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Discovered
+	gc := groupConfig(c, topic)
+	gc.MaxInFlight = 5
+	gc.MaxBatch = 5
+	const n = 40
+	produce(t, c, topic, "m", n)
+
+	var (
+		mu          sync.Mutex
+		outstanding []kafka.Message
+		handled     int
+		calls       int
+		short       []int // unacked records at a call below the window
+		ack         func(kafka.Message)
+		all         = make(chan struct{})
+	)
+	gc.OnFull = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if len(outstanding) != gc.MaxInFlight {
+			short = append(short, len(outstanding))
+		}
+		flushed, a := outstanding, ack
+		outstanding = nil
+		go func() { // the insert completes later
+			for _, m := range flushed {
+				a(m)
+			}
+		}()
+	}
+	assign := func(context.Context, string, int) (kafkaio.Handler, error) {
+		return handlerFunc(func(_ context.Context, batch []kafka.Message, a func(kafka.Message)) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ack = a
+			outstanding = append(outstanding, batch...)
+			if handled += len(batch); handled == n {
+				close(all)
+			}
+			return nil
+		}), nil
+	}
+	g, err := kafkaio.NewGroup(c, gc, assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	select {
+	case <-all:
+	case <-time.After(20 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("timed out: handled %d of %d, OnFull called %d times", handled, n, calls)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := n/gc.MaxInFlight - 1; calls < want {
+		t.Errorf("OnFull called %d times, want at least %d (every full window but the last)", calls, want)
+	}
+	if len(short) > 0 {
+		t.Errorf("OnFull called with %v records unacked, want %d each time", short, gc.MaxInFlight)
+	}
+}
+
 type handlerFunc func(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error
 
 func (f handlerFunc) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {

@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		// until inserted, bounded by the documents writer (DocumentBatch:
 		// Write blocks while 2 × DocumentBatchRows wait).
 		MaxInFlight: parserInFlightBatches * cfg.Parser.BatchSize,
+		OnFull:      chstore.FlushEach(docs, meta, contentSeen, dropped, bands, nearDups, links, carried),
 	}, proc.Assign, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)

@@ -36,6 +36,12 @@ func New(store *chstore.Store, o chstore.BatchOptions, log *zap.Logger, reg prom
 	}
 }
 
+// Flush asks every writer to insert what it holds now (the consumer
+// groups' OnFull: their acks wait on these rows).
+func (w *Writers) Flush() {
+	chstore.FlushEach(w.Seen, w.Events, w.Frontier, w.Revisits, w.Changes)()
+}
+
 // Go adds every writer to svc as a Flush component named "<table> writer".
 func (w *Writers) Go(svc *service.Service) {
 	svc.Go(service.Flush, chstore.URLSeen.Name+" writer", w.Seen.Run)
