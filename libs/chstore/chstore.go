@@ -89,6 +89,14 @@ const (
 
 // RegisterFlags binds the fields to flags with defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.RegisterFlagsFlushing(fs, DefaultFlushInterval)
+}
+
+// RegisterFlagsFlushing is RegisterFlags with flush as the default of
+// --clickhouse-flush-interval: a service whose writers are flushed when
+// a consumer window fills (kafkaio.GroupConfig.OnFull) can wait longer
+// between inserts, and ClickHouse then has fewer parts to merge.
+func (c *Config) RegisterFlagsFlushing(fs *flag.FlagSet, flush time.Duration) {
 	c.Addr = []string{DefaultAddr}
 	fs.Func("clickhouse-addr", "comma separated ClickHouse native-protocol host:port list (default "+DefaultAddr+")", func(s string) error {
 		c.Addr = splitAddrs(s)
@@ -98,7 +106,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Password, "clickhouse-password", "", "ClickHouse password (deprecated: shows in process listings; use -clickhouse-password-file)")
 	c.RegisterSecurityFlags(fs)
 	fs.DurationVar(&c.DialTimeout, "clickhouse-dial-timeout", DefaultDialTimeout, "ClickHouse connect timeout")
-	fs.DurationVar(&c.FlushInterval, "clickhouse-flush-interval", DefaultFlushInterval, "longest wait before buffered rows of a table are inserted (one part per insert)")
+	fs.DurationVar(&c.FlushInterval, "clickhouse-flush-interval", flush, "longest wait before buffered rows of a table are inserted (one part per insert)")
 	fs.IntVar(&c.BatchRows, "clickhouse-batch-rows", DefaultBatchRows, "rows of a table inserted together at most")
 	fs.StringVar(&c.Cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers) to create replicated, distributed tables on; empty: a single server")
 }

@@ -155,8 +155,6 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		// one by one) and for the late writes of its previous owner, so
 		// that the work done during the outage is not requested again.
 		SettleAfterLapse: cfg.Kafka.SessionTimeout,
-		// A request is acked once its fetch_log row is in.
-		OnFull: chstore.FlushEach(fetchLog, robotsLog),
 	}, consumer.Assign, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)

@@ -75,28 +75,41 @@ type Config struct {
 }
 
 // DefaultMaxDownstreamLag is the default of --max-downstream-lag: a parser
-// that keeps up stores a page within its flush interval (2 s) and the
+// that keeps up stores a page within its flush interval (5 s) and the
 // time its batches wait; the fetched pages then wait at most about 16 s
 // (15 s, a second between two measures), whatever the rates.
 const DefaultMaxDownstreamLag = 15 * time.Second
 
 // DefaultMaxSchedulerLag is the default of --max-scheduler-lag: a
-// scheduler that keeps up decides a link within its flush interval (2 s)
+// scheduler that keeps up decides a link within its flush interval (10 s)
 // and its batches' wait; past 30 s it is the crawl's slowest stage, and
 // what waits for it grows with every page fetched.
 const DefaultMaxSchedulerLag = 30 * time.Second
 
+// DefaultClickHouseFlush is the fetcher's --clickhouse-flush-interval
+// default. A request is acked once its fetch_log row is inserted, and its
+// partition's window (--max-inflight-per-partition) holds the requests
+// waiting for their turn as well as those waiting for the insert, so the
+// window is full whenever the topic has more: the fetcher cannot flush
+// when it fills (kafkaio.GroupConfig.OnFull), as the parser and the
+// scheduler do, and the interval is what its rows wait. Each insert of
+// fetch_log is a part of it and of its two rollups, which ClickHouse
+// 18.16 merges whole into the next while they are small (its merge
+// selector adds a fixed 5 MiB to every part's size). Five seconds: at
+// 500 requests a second, 300 of a partition's 1 000 wait for the insert.
+const DefaultClickHouseFlush = 5 * time.Second
+
 // DefaultReadbackWindow is the default of --readback-window: five times
-// the default ClickHouse flush interval (chstore.DefaultFlushInterval), so
+// the default ClickHouse flush interval (DefaultClickHouseFlush), so
 // rows of a healthy ClickHouse are never missed.
-const DefaultReadbackWindow = 10 * time.Second
+const DefaultReadbackWindow = 5 * DefaultClickHouseFlush
 
 // RegisterFlags binds every field to a flag with its default.
 // defaultInstance is the default of --instance-id.
 func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)
-	c.ClickHouse.RegisterFlags(fs)
+	c.ClickHouse.RegisterFlagsFlushing(fs, DefaultClickHouseFlush)
 	c.Warc.RegisterFlags(fs)
 	c.Render.RegisterFlags(fs)
 	fs.StringVar(&c.InstanceID, "instance-id", defaultInstance, "instance id written to fetch_log.fetcher")

@@ -96,16 +96,16 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		GroupID:  cfg.Kafka.GroupFor(Name),
 		Topic:    topics.Fetched,
 		MaxBatch: cfg.Parser.BatchSize,
-		// A partition acks a batch once its rows are inserted, up to a
-		// flush interval later, so it parses at most MaxInFlight pages
-		// per flush interval: at four batches (200) and 2 s flushes, 100
-		// pages/s per partition, 800 for the 8 of a local crawl, whatever
-		// its CPU, and a crawl of 2 000 hosts whose fetcher ran at 3 000
-		// pages/s waited 2 minutes for its parser (a tail of pages found
-		// late). At sixteen, 400 pages/s per partition. The records'
-		// payloads are not kept (kafkaio.AckRefs); their documents are,
-		// until inserted, bounded by the documents writer (DocumentBatch:
-		// Write blocks while 2 × DocumentBatchRows wait).
+		// A partition acks a batch once its rows are inserted. Without
+		// OnFull it parsed at most MaxInFlight pages per flush interval:
+		// at four batches (200) and 2 s flushes, 100 pages/s per
+		// partition, and a crawl of 2 000 hosts whose fetcher ran at
+		// 3 000 pages/s waited 2 minutes for its parser. Now its writers
+		// insert when a window fills, so the window bounds a batch, not
+		// the rate. The records' payloads are not kept (kafkaio.AckRefs);
+		// their documents are, until inserted, bounded by the documents
+		// writer (DocumentBatch: Write blocks while 2 × DocumentBatchRows
+		// wait).
 		MaxInFlight: parserInFlightBatches * cfg.Parser.BatchSize,
 		OnFull:      chstore.FlushEach(docs, meta, contentSeen, dropped, bands, nearDups, links, carried),
 	}, proc.Assign, log, reg)

@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"time"
 
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -21,11 +22,24 @@ type Config struct {
 	Parser     pages.Config
 }
 
+// DefaultClickHouseFlush is the parser's --clickhouse-flush-interval
+// default. A page is stored (and its record committed) once its rows are
+// inserted, so the interval is part of the lag from fetch to stored and
+// of the lag the fetchers hold back at (--max-downstream-lag, 15 s); its
+// writers insert at once when a partition's window fills, so it bounds
+// no rate. ClickHouse 18.16 merges the whole of a small table into each
+// of its new parts (its merge selector adds a fixed 5 MiB to every
+// part's size): in a crawl of 228 000 requests, content_seen_v2,
+// links_dropped and document_meta at 2 s made 652 parts and 6.1 M rows
+// merged; at 10 s, 231 parts and 2.2 M, the lag from fetch to stored
+// p50 10 -> 11 s, max 17 -> 22 s. Five seconds sits between.
+const DefaultClickHouseFlush = 5 * time.Second
+
 // RegisterFlags binds the fields to flags with their defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)
-	c.ClickHouse.RegisterFlags(fs)
+	c.ClickHouse.RegisterFlagsFlushing(fs, DefaultClickHouseFlush)
 	c.Parser.RegisterFlags(fs)
 }
 
