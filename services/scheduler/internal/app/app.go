@@ -59,7 +59,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		return nil, err
 	}
 	s.producer = kafkaio.NewWriter(cfg.Kafka, log, reg)
-	s.Writers = sinks.New(s.store, cfg.ClickHouse.Batch(), log, reg)
+	s.Writers = sinks.New(s.store, cfg.ClickHouse.Batch(), cfg.SeenBatch(), log, reg)
 	s.tracker = budget.NewTracker(config.SpecPages(s.specs, cfg.Fleet(), cfg.BudgetAdmitFactor))
 	if s.group, err = s.admission(reg); err != nil {
 		return nil, err

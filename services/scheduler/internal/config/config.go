@@ -34,13 +34,16 @@ type Config struct {
 	HostQuota         int
 	QuotaWindow       time.Duration
 	RevisitTick       time.Duration
+	// SeenFlush is the flush interval of the url_seen and url_events
+	// writers (the other tables take ClickHouse.FlushInterval).
+	SeenFlush time.Duration
 }
 
 // RegisterFlags binds the fields to flags with their defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Telemetry.RegisterFlags(fs)
 	c.Kafka.RegisterFlags(fs)
-	c.ClickHouse.RegisterFlagsFlushing(fs, DefaultClickHouseFlush)
+	c.ClickHouse.RegisterFlags(fs)
 	fs.UintVar(&c.MaxDepth, "max-depth", crawlsettings.DefaultMaxDepth, "deepest link depth admitted (seeds are depth 0)")
 	fs.Int64Var(&c.MaxPages, "max-pages", 0, "page budget of a crawl whose spec sets no limits.max_pages, 0 = unlimited; charged by the fetchers (give them the same --max-pages), which are sent at most --budget-admit-factor times as many URLs")
 	fs.Float64Var(&c.BudgetAdmitFactor, "budget-admit-factor", DefaultBudgetAdmitFactor, "URLs admitted per page of a crawl's page budget, at most (≥ 1; approximate with several schedulers, see README)")
@@ -50,6 +53,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.HostQuota, "host-quota", 0, "fetch requests released per host per --host-quota-window, the rest waits in the frontier table (0 = unlimited)")
 	fs.DurationVar(&c.QuotaWindow, "host-quota-window", 10*time.Second, "window of --host-quota (also how often held URLs of paused crawls are checked)")
 	fs.DurationVar(&c.RevisitTick, "revisit-tick", time.Second, "how often each partition's due revisits are produced")
+	fs.DurationVar(&c.SeenFlush, "seen-flush-interval", DefaultSeenFlush, "longest wait before buffered url_seen and url_events rows are inserted (also at once when a partition's window of --max-in-flight records fills); the other tables take --clickhouse-flush-interval")
+}
+
+// SeenBatch returns the batching of the url_seen and url_events writers.
+func (c Config) SeenBatch() chstore.BatchOptions {
+	o := c.ClickHouse.Batch()
+	o.FlushInterval = c.SeenFlush
+	return o
 }
 
 // Fleet returns the flags a crawl's specification may override
@@ -76,18 +87,21 @@ const DefaultBudgetAdmitFactor = 2
 // record in flight costs its rows until the insert, a few hundred bytes.
 const DefaultMaxInFlight = 8000
 
-// DefaultClickHouseFlush is the scheduler's --clickhouse-flush-interval
-// default. Its fetch requests are out before its rows are inserted (the
-// rows only hold its acks back), and its writers insert at once when a
-// window fills, so a long interval costs no rate, only a later commit:
-// the scheduler's lag (--max-scheduler-lag, 30 s) stays under 10 s + a
-// batch's wait. ClickHouse 18.16 merges the whole of a small table into
-// each of its new parts (its merge selector adds a fixed 5 MiB to every
-// part's size), so the merge work of url_seen and url_events grows with
-// inserts × table size: in a crawl of 228 000 requests, 2 s made 438
-// parts of them and 8.7 M rows merged for 278 000 inserted; 10 s made 125
-// parts and 2.3 M.
-const DefaultClickHouseFlush = 10 * time.Second
+// DefaultSeenFlush is --seen-flush-interval's default. The fetch requests
+// of a batch are out before its url_seen and url_events rows are inserted
+// (the rows only hold its acks back), and the writers insert at once when
+// a partition's window fills, so a long interval costs no rate, only a
+// later commit: the scheduler's lag (--max-scheduler-lag, 30 s) stays
+// under 10 s and a batch's wait. ClickHouse 18.16 merges the whole of a
+// small table into each of its new parts (its merge selector adds a fixed
+// 5 MiB to every part's size), so the merge work of url_seen and
+// url_events grows with inserts × table size: in a crawl of 228 000
+// requests, 2 s made 438 parts of them and 8.7 M rows merged for 278 000
+// inserted; 10 s made 125 parts and 2.3 M. The frontier, the revisit
+// schedule and the change history keep --clickhouse-flush-interval (2 s):
+// what they hold is read back (deferred URLs released by the pump, pages
+// revisited within seconds).
+const DefaultSeenFlush = 10 * time.Second
 
 // AdmitCeiling returns the URLs a crawl with a page budget of pages may
 // have admitted: ceil(factor × pages), 0 (unlimited) for 0.
@@ -119,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatch < 1 {
 		errs = append(errs, fmt.Errorf("max-batch: %d must be positive", c.MaxBatch))
+	}
+	if c.SeenFlush <= 0 {
+		errs = append(errs, fmt.Errorf("seen-flush-interval: %v must be positive", c.SeenFlush))
 	}
 	if c.MaxInFlight < c.MaxBatch {
 		errs = append(errs, fmt.Errorf("max-in-flight: %d below max-batch %d", c.MaxInFlight, c.MaxBatch))

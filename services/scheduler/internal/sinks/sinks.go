@@ -25,11 +25,12 @@ type Writers struct {
 	Changes  *chstore.BatchWriter[chstore.ChangeRow]   // change_history
 }
 
-// New returns the writers over store, each batching by o.
-func New(store *chstore.Store, o chstore.BatchOptions, log *zap.Logger, reg prometheus.Registerer) *Writers {
+// New returns the writers over store: url_seen and url_events batching
+// by seen, the others by o.
+func New(store *chstore.Store, o, seen chstore.BatchOptions, log *zap.Logger, reg prometheus.Registerer) *Writers {
 	return &Writers{
-		Seen:     chstore.NewBatchWriter(store, chstore.URLSeen, o, log, reg),
-		Events:   chstore.NewBatchWriter(store, chstore.URLEvents, o, log, reg),
+		Seen:     chstore.NewBatchWriter(store, chstore.URLSeen, seen, log, reg),
+		Events:   chstore.NewBatchWriter(store, chstore.URLEvents, seen, log, reg),
 		Frontier: chstore.NewBatchWriter(store, chstore.Frontier, o, log, reg),
 		Revisits: chstore.NewBatchWriter(store, chstore.Revisits, o, log, reg),
 		Changes:  chstore.NewBatchWriter(store, chstore.ChangeHistory, o, log, reg),
