@@ -26,6 +26,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "admit factor below one", args: []string{"--budget-admit-factor=0.5"}, wantErr: "budget-admit-factor"},
 		{name: "admit factor not a number", args: []string{"--budget-admit-factor=NaN"}, wantErr: "budget-admit-factor"},
 		{name: "zero revisit tick", args: []string{"--revisit-tick=0s"}, wantErr: "revisit-tick"},
+		{name: "zero seen flush", env: map[string]string{"CRAWLER_SEEN_FLUSH_INTERVAL": "0s"}, wantErr: "seen-flush-interval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
