@@ -97,7 +97,7 @@ const DefaultMaxInFlight = 8000
 // 5 MiB to every part's size), so the merge work of url_seen and
 // url_events grows with inserts × table size: in a crawl of 228 000
 // requests, 2 s made 438 parts of them and 8.7 M rows merged for 278 000
-// inserted; 10 s made 125 parts and 2.3 M. The frontier, the revisit
+// inserted; 10 s made 100 parts and 1.2 M. The frontier, the revisit
 // schedule and the change history keep --clickhouse-flush-interval (2 s):
 // what they hold is read back (deferred URLs released by the pump, pages
 // revisited within seconds).
