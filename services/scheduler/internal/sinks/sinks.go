@@ -40,7 +40,11 @@ func New(store *chstore.Store, o, seen chstore.BatchOptions, log *zap.Logger, re
 // Flush asks every writer to insert what it holds now (the consumer
 // groups' OnFull: their acks wait on these rows).
 func (w *Writers) Flush() {
-	chstore.FlushEach(w.Seen, w.Events, w.Frontier, w.Revisits, w.Changes)()
+	w.Seen.Flush()
+	w.Events.Flush()
+	w.Frontier.Flush()
+	w.Revisits.Flush()
+	w.Changes.Flush()
 }
 
 // Go adds every writer to svc as a Flush component named "<table> writer".
