@@ -77,9 +77,15 @@ func TestCrawlStatusRetryRedirect(t *testing.T) {
 	}))
 	e := startEnv(t, ctx, envConfig{site: demosite.Config{Hosts: 1, PagesPerHost: 1, FirstHostOctet: 175}, delay: e2eDelay,
 		// Back-off of 3 s, then 6: /flaky waits for its retries through
-		// at least two of ClickHouse's 2 s flushes, long enough for the
-		// loop below, slowed by a loaded machine, to see it waiting.
-		args: map[string][]string{"fetcher": {"--retry-backoff", "3s", "--max-attempts", "3"}}})
+		// several 1 s flushes of url_seen (the scheduler) and fetch_log
+		// (the fetcher), long enough for the loop below, slowed by a
+		// loaded machine, to see it waiting. At the services' defaults
+		// (10 s and 5 s) /flaky is admitted in url_seen about when its
+		// last retry is done, and the wait may never be visible.
+		args: map[string][]string{
+			"fetcher":   {"--retry-backoff", "3s", "--max-attempts", "3", "--clickhouse-flush-interval", "1s"},
+			"scheduler": {"--seen-flush-interval", "1s"},
+		}})
 	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
