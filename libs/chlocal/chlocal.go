@@ -84,6 +84,7 @@ type Server struct {
 	tmpl          *template.Template
 	legacy        bool // an 18.x server: see configTmpl
 	cluster       *nodeConfig
+	partLog       bool // Options.PartLog
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -111,6 +112,11 @@ type Options struct {
 	// password), by name, with their passwords (stored hashed in the
 	// config). Names must be identifiers ([A-Za-z_][A-Za-z0-9_]*).
 	Users map[string]string
+	// PartLog records every part the server inserts, merges and removes
+	// in system.part_log (flushed every 7.5 s, or by SYSTEM FLUSH LOGS):
+	// the rows and bytes each table's merges read, for a benchmark. Off
+	// by default: the log is one more table written all the time.
+	PartLog bool
 
 	// cluster makes the server a node of a cluster (StartCluster).
 	cluster *nodeConfig
@@ -157,6 +163,7 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 	}
 	s.userPasswords = o.Users
 	s.cluster = o.cluster
+	s.partLog = o.PartLog
 	if o.TLS != nil {
 		if o.TLS.CertFile == "" || o.TLS.KeyFile == "" {
 			return nil, errors.New("start clickhouse: TLS needs a certificate and a key file")

@@ -36,6 +36,8 @@ type configData struct {
 	// (StartCluster): ZooKeeper, remote_servers, macros, the interserver
 	// port replicas fetch parts over, the distributed DDL queue.
 	Cluster *nodeConfig
+	// PartLog turns system.part_log on (Options.PartLog).
+	PartLog bool
 }
 
 // user is a password-protected user of the server's config.
@@ -122,9 +124,20 @@ var configTmpl = template.Must(template.New("config").Parse(`<?xml version="1.0"
   <tmp_path>{{.Dir}}/tmp/</tmp_path>
   <user_files_path>{{.Dir}}/user_files/</user_files_path>
   <format_schema_path>{{.Dir}}/format_schemas/</format_schema_path>
-  <!-- No query_log, query_thread_log, part_log, trace_log, metric_log:
-       a system log table is one more table inserted into and merged all
-       the time. 18.16 creates none unless configured. -->
+  <!-- No query_log, query_thread_log, trace_log, metric_log, and no
+       part_log unless asked for: a system log table is one more table
+       inserted into and merged all the time. 18.16 creates none unless
+       configured. -->
+{{- if .PartLog}}
+  <!-- Asked for (Options.PartLog; the launcher flag clickhouse-part-log):
+       a row for every part inserted, merged or removed, from which the
+       bench reports the merges of each table. -->
+  <part_log>
+    <database>system</database>
+    <table>part_log</table>
+    <flush_interval_milliseconds>7500</flush_interval_milliseconds>
+  </part_log>
+{{- end}}
   <!-- Marks: every table of a 180 000-page crawl has < 1 MiB of them;
        allocated on demand, so this is a bound, not a reservation. -->
   <mark_cache_size>67108864</mark_cache_size>
@@ -221,7 +234,7 @@ func (s *Server) writeConfig() error {
 	}
 	var buf bytes.Buffer
 	err := s.tmpl.Execute(&buf, configData{Dir: s.dir, TCPPort: s.tcpPort, HTTPPort: s.httpPort, Legacy: s.legacy,
-		TLSPort: s.tlsPort, TLS: s.tls, Users: s.users(), Cluster: s.cluster})
+		TLSPort: s.tlsPort, TLS: s.tls, Users: s.users(), Cluster: s.cluster, PartLog: s.partLog})
 	if err != nil {
 		return fmt.Errorf("render server config: %w", err)
 	}

@@ -42,7 +42,7 @@ func TestConfigWellFormed(t *testing.T) {
 			var buf bytes.Buffer
 			data := configData{Dir: "/d", TCPPort: 1, HTTPPort: 2, Legacy: legacy,
 				TLSPort: 3, TLS: &TLS{CertFile: "/c.crt", KeyFile: "/c.key", ClientCAFile: "/ca.crt"},
-				Users: []user{{Name: "trawl", PasswordSHA256: "00"}}}
+				Users: []user{{Name: "trawl", PasswordSHA256: "00"}}, PartLog: true}
 			if err := configTmpl.Execute(&buf, data); err != nil {
 				t.Fatal(err)
 			}

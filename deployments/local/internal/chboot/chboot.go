@@ -146,6 +146,12 @@ func (s *Server) Pid() int {
 // not a reason to crawl into a private server instead: a refused
 // credential or certificate must be seen. Progress notes go to out.
 func Ensure(ctx context.Context, external chstore.Config, dataDir string, out io.Writer) (*Server, error) {
+	return EnsureWith(ctx, external, dataDir, chlocal.Options{}, out)
+}
+
+// EnsureWith is Ensure with the options a private server starts with (an
+// external server is used as it is).
+func EnsureWith(ctx context.Context, external chstore.Config, dataDir string, private chlocal.Options, out io.Writer) (*Server, error) {
 	if addr := strings.Join(external.Addr, ","); addr != "" {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := chstore.Ping(pctx, external)
@@ -174,7 +180,7 @@ func Ensure(ctx context.Context, external chstore.Config, dataDir string, out io
 	if err != nil {
 		return nil, fmt.Errorf("resolve clickhouse data dir: %w", err)
 	}
-	srv, err := chlocal.Start(ctx, dir)
+	srv, err := chlocal.StartWith(ctx, dir, private)
 	if err != nil {
 		return nil, fmt.Errorf("start private clickhouse: %w", err)
 	}

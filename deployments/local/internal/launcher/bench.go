@@ -3,6 +3,7 @@ package launcher
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,6 +214,9 @@ type Bench struct {
 	// Tables are the crawl database's tables by rows stored (active
 	// parts, before ReplacingMergeTree collapses what merges have not).
 	Tables []TableSize `json:"clickhouse_tables,omitempty"`
+	// Merges are the crawl database's tables by rows merged during the
+	// crawl, when the server keeps a part_log (--clickhouse-part-log).
+	Merges []TableMerges `json:"clickhouse_merges,omitempty"`
 	// Site processes are not the crawl's: listed, not totalled.
 	Site []string `json:"site_processes,omitempty"`
 	// Shop is what a crawl of a shop web (--web-shop) stored exactly of
@@ -298,6 +302,99 @@ func readEvents(ctx context.Context, conn driver.Conn) (map[string]uint64, error
 		out[name] = v
 	}
 	return out, rows.Err()
+}
+
+// TableMerges is what one table of the crawl database inserted and merged
+// during the crawl, from system.part_log.
+type TableMerges struct {
+	Name         string  `json:"name"`
+	Inserts      uint64  `json:"parts_inserted"`
+	InsertedRows uint64  `json:"rows_inserted"`
+	Merges       uint64  `json:"merges"`
+	MergedRows   uint64  `json:"rows_merged"`  // read by its merges: the rows of the parts they joined
+	MergedBytes  uint64  `json:"bytes_merged"` // uncompressed, read by its merges
+	MergeSeconds float64 `json:"merge_seconds"`
+}
+
+// readMerges reads, from system.part_log, the parts every table of the
+// current database inserted since since and what its merges read, by rows
+// merged, largest first. Without a part_log (the server was not configured
+// for one: chlocal.Options.PartLog, --clickhouse-part-log) it returns none.
+func readMerges(ctx context.Context, conn driver.Conn, since time.Time) ([]TableMerges, error) {
+	// The log is created at its first flush, and holds what was flushed.
+	if err := conn.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		return nil, fmt.Errorf("flush clickhouse logs: %w", err)
+	}
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = 'system' AND name = 'part_log'").Scan(&n); err != nil {
+		return nil, fmt.Errorf("look for system.part_log: %w", err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	// event_type 1 is an inserted part, 2 a merge (3 a part a replica
+	// fetched, 5 a mutated one): 18.16 names them NEW_PART and
+	// MERGE_PARTS, current releases NewPart and MergeParts. 18.16 writes
+	// a merge's bytes read in its read_rows too, so the rows a merge read
+	// are those of the parts it joined, found by name.
+	byTable := map[string]*TableMerges{}
+	rows, err := conn.Query(ctx, `SELECT table, countIf(t = 1), sumIf(rows, t = 1), countIf(t = 2), sumIf(read_bytes, t = 2), sumIf(duration_ms, t = 2)
+		FROM (SELECT table, toInt8(event_type) AS t, rows, read_bytes, duration_ms FROM system.part_log
+			WHERE database = currentDatabase() AND event_time >= toDateTime(?) AND error = 0)
+		GROUP BY table`, since.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("read system.part_log: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			t  TableMerges
+			ms uint64
+		)
+		if err := rows.Scan(&t.Name, &t.Inserts, &t.InsertedRows, &t.Merges, &t.MergedBytes, &ms); err != nil {
+			return nil, fmt.Errorf("read system.part_log: %w", err)
+		}
+		t.MergeSeconds = float64(ms) / 1000
+		byTable[t.Name] = &t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read system.part_log: %w", err)
+	}
+	merged, err := conn.Query(ctx, `SELECT table, sum(src_rows) FROM
+		(SELECT table, src AS part_name FROM system.part_log ARRAY JOIN merged_from AS src
+			WHERE database = currentDatabase() AND toInt8(event_type) = 2 AND event_time >= toDateTime(?) AND error = 0)
+		ANY LEFT JOIN
+		(SELECT table, part_name, rows AS src_rows FROM system.part_log
+			WHERE database = currentDatabase() AND toInt8(event_type) IN (1, 2, 3, 5) AND error = 0)
+		USING (table, part_name)
+		GROUP BY table`, since.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("read merges from system.part_log: %w", err)
+	}
+	defer merged.Close()
+	for merged.Next() {
+		var (
+			name string
+			n    uint64
+		)
+		if err := merged.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("read merges from system.part_log: %w", err)
+		}
+		if t := byTable[name]; t != nil {
+			t.MergedRows = n
+		}
+	}
+	if err := merged.Err(); err != nil {
+		return nil, fmt.Errorf("read merges from system.part_log: %w", err)
+	}
+	out := make([]TableMerges, 0, len(byTable))
+	for _, t := range byTable {
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(a, b TableMerges) int {
+		return cmp.Or(cmp.Compare(b.MergedRows, a.MergedRows), strings.Compare(a.Name, b.Name))
+	})
+	return out, nil
 }
 
 // TableSize is what one table of the crawl database stores.
@@ -449,7 +546,16 @@ func (b Bench) Print(out io.Writer) {
 			e["Query"], e["InsertQuery"], e["SelectQuery"], float64(e["OSCPUVirtualTimeMicroseconds"])/1e6,
 			e["InsertedRows"], float64(e["InsertedBytes"])/(1<<20), e["MergedRows"], float64(e["MergedUncompressedBytes"])/(1<<20),
 			e["SelectedRows"], float64(e["SelectedBytes"])/(1<<20))
-		fmt.Fprintf(out, "  clickhouse rows merged per row inserted: %.2f\n", float64(e["MergedRows"])/float64(max(e["InsertedRows"], 1)))
+		fmt.Fprintf(out, "  clickhouse rows merged per row inserted: %.2f; bytes merged per byte inserted: %.2f (uncompressed)\n",
+			float64(e["MergedRows"])/float64(max(e["InsertedRows"], 1)), float64(e["MergedUncompressedBytes"])/float64(max(e["InsertedBytes"], 1)))
+	}
+	if len(b.Merges) > 0 {
+		fmt.Fprintln(out, "  clickhouse merges per table during the crawl (system.part_log; rows and MiB read by the merges, uncompressed):")
+		fmt.Fprintf(out, "    %-22s %8s %10s %8s %12s %9s %9s %8s\n", "table", "inserts", "rows", "merges", "rows merged", "per row", "MiB read", "merge s")
+		for _, t := range b.Merges {
+			fmt.Fprintf(out, "    %-22s %8d %10d %8d %12d %9.2f %9.1f %8.1f\n", t.Name, t.Inserts, t.InsertedRows, t.Merges,
+				t.MergedRows, float64(t.MergedRows)/float64(max(t.InsertedRows, 1)), mib(int64(t.MergedBytes)), t.MergeSeconds)
+		}
 	}
 	if len(b.Tables) > 0 {
 		pages := 0

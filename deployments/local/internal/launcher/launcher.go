@@ -25,6 +25,7 @@ import (
 	"github.com/trawl-crawler/trawl/deployments/local/internal/progress"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
 	"github.com/trawl-crawler/trawl/deployments/local/internal/websim"
+	"github.com/trawl-crawler/trawl/libs/chlocal"
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/crawlcontrol"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
@@ -113,6 +114,10 @@ type Config struct {
 	BenchJSON      string // flag bench-json: the benchmark's figures as JSON
 	ClickHouseAddr string // flag clickhouse-addr (empty: start a private server)
 	Database       string // flag clickhouse-database
+	// ClickHousePartLog (flag clickhouse-part-log) has the private server
+	// keep system.part_log; with -bench, the merges of each table are
+	// printed from it.
+	ClickHousePartLog bool
 	// KafkaBrokers (flag kafka-brokers, comma separated) is an existing
 	// Kafka to crawl through instead of the embedded broker.
 	KafkaBrokers string
@@ -185,6 +190,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.BenchJSON, "bench-json", "", "with -bench, also write the figures to this JSON file")
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", "", "ClickHouse native host:port (default: start a private server)")
 	fs.StringVar(&c.Database, "clickhouse-database", "crawler", "ClickHouse database")
+	fs.BoolVar(&c.ClickHousePartLog, "clickhouse-part-log", false, "the private ClickHouse records every part it inserts and merges in system.part_log; with -bench, print the inserts and merges of each table (one more table written all the time: off for figures of cost)")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "", "comma-separated bootstrap brokers of an existing Kafka (default: start an embedded broker)")
 	c.Security.RegisterFlags(fs)
 	fs.BoolVar(&c.Verbose, "verbose", false, "copy the services' logs to stderr")
@@ -327,7 +333,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 	if err != nil {
 		return err
 	}
-	ch, err := chboot.Ensure(ctx, cfg.Security.ClickHouseConfig(cfg.ClickHouseAddr, cfg.Database), dataDir, out)
+	ch, err := chboot.EnsureWith(ctx, cfg.Security.ClickHouseConfig(cfg.ClickHouseAddr, cfg.Database), dataDir, chlocal.Options{PartLog: cfg.ClickHousePartLog}, out)
 	if err != nil {
 		return err
 	}
@@ -557,6 +563,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, out *os.File) error {
 		}
 		bench.ClickHouse = since(events0, events)
 		if bench.Tables, err = readTables(sctx, p.Store.Conn()); err != nil {
+			return errors.Join(runErr, stopErr, err)
+		}
+		if bench.Merges, err = readMerges(sctx, p.Store.Conn(), start); err != nil {
 			return errors.Join(runErr, stopErr, err)
 		}
 		if u, ok := selfUsage(); ok {
