@@ -385,7 +385,7 @@ func (g *crawlLoad) generate(n int, now time.Time) *tickRows {
 			t.events = append(t.events, ev)
 		}
 		for _, reason := range []string{"offsite", "duplicate_link"} {
-			dropped[chstore.LinksDroppedRow{CrawlID: loadCrawlID, Host: hostName, Reason: reason, Minute: minute}] += uint64(1 + g.rng.Intn(10))
+			dropped[chstore.LinksDroppedRow{CrawlID: loadCrawlID, Host: hostName, Reason: reason, Hour: minute.Truncate(time.Hour)}] += uint64(1 + g.rng.Intn(10))
 		}
 		if i%loadPagesPerRobots == 0 {
 			rh := host(i / loadPagesPerRobots % loadHosts)

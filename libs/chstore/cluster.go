@@ -72,6 +72,7 @@ var shardingKeys = map[string]string{
 	"near_duplicates":   "cityHash64(host)",
 	"change_history":    "cityHash64(host)",
 	"links_dropped":     "cityHash64(host)",
+	"links_dropped_v2":  "cityHash64(host)",
 	"links":             "cityHash64(target_host)",
 	// Looked up by their key's second column across hosts.
 	"content_seen":    "content_fp",

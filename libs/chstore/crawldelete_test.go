@@ -17,7 +17,7 @@ func TestCrawlTables(t *testing.T) {
 	s := chtest.NewStore(t)
 	got := chstore.CrawlTables()
 	want := []string{"change_history", "content_seen", "content_seen_v2", "document_meta", "documents", "documents_carried", "fetch_log", "fetch_per_host_minute",
-		"fetch_status_minute", "frontier", "frontier_v2", "links", "links_dropped", "near_duplicates", "revisits",
+		"fetch_status_minute", "frontier", "frontier_v2", "links", "links_dropped", "links_dropped_v2", "near_duplicates", "revisits",
 		"simhash_bands", "url_events", "url_seen", "warc_files"}
 	if !slices.Equal(got, want) {
 		t.Errorf("CrawlTables() = %v, want %v", got, want)

@@ -100,9 +100,9 @@ func TestBlocksArriveSorted(t *testing.T) {
 	}))
 	check("content_seen", b, sorted)
 	b, sorted = insertCounted(t, s, chstore.LinksDropped, scrambled(n, func(i int) chstore.LinksDroppedRow {
-		return chstore.LinksDroppedRow{CrawlID: w(i / 9), Host: w(i / 3), Reason: w(i), Minute: base.Add(time.Duration(i%4) * time.Minute), N: 1}
+		return chstore.LinksDroppedRow{CrawlID: w(i / 9), Host: w(i / 3), Reason: w(i), Hour: base.Add(time.Duration(i%4) * time.Hour), N: 1}
 	}))
-	check("links_dropped", b, sorted)
+	check("links_dropped_v2", b, sorted)
 	b, sorted = insertCounted(t, s, chstore.URLEvents, scrambled(n, func(i int) chstore.URLEventRow {
 		return chstore.URLEventRow{CrawlID: w(i / 9), URL: fmt.Sprintf("u%d", i), URLFP: fp(i / 3), State: w(i), Reason: w(i / 2), EventTime: base}
 	}))

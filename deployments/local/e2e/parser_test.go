@@ -100,7 +100,7 @@ func TestParserScope(t *testing.T) {
 		t.Errorf("document_meta: %d rows, %d with simhash; want %d documents", metas, withSimhash, len(docs))
 	}
 	var filtered uint64
-	if err := conn.QueryRow(ctx, "SELECT sum(n) FROM links_dropped WHERE crawl_id = ? AND reason = 'filtered'", e.crawlID).
+	if err := conn.QueryRow(ctx, "SELECT sum(n) FROM links_dropped_v2 WHERE crawl_id = ? AND reason = 'filtered'", e.crawlID).
 		Scan(&filtered); err != nil {
 		t.Fatalf("query links_dropped: %v", err)
 	}

@@ -262,12 +262,13 @@ type ContentSeenRow struct {
 	FirstSeen time.Time
 }
 
-// LinksDroppedRow counts links dropped by the parser (table links_dropped).
+// LinksDroppedRow counts links dropped by the parser (table
+// links_dropped_v2).
 type LinksDroppedRow struct {
 	CrawlID string
 	Host    string
 	Reason  string
-	Minute  time.Time // truncated to the minute
+	Hour    time.Time // truncated to the hour
 	N       uint64
 }
 
@@ -309,14 +310,14 @@ var (
 		},
 	}
 	LinksDropped = Table[LinksDroppedRow]{
-		Name:    "links_dropped",
-		Columns: []string{"crawl_id", "host", "reason", "minute", "n"},
+		Name:    "links_dropped_v2",
+		Columns: []string{"crawl_id", "host", "reason", "hour", "n"},
 		Values: func(r LinksDroppedRow) []any {
-			return []any{r.CrawlID, r.Host, r.Reason, r.Minute, r.N}
+			return []any{r.CrawlID, r.Host, r.Reason, r.Hour, r.N}
 		},
 		Compare: func(a, b LinksDroppedRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), strings.Compare(a.Host, b.Host), strings.Compare(a.Reason, b.Reason),
-				cmp.Compare(seconds(a.Minute), seconds(b.Minute)))
+				cmp.Compare(seconds(a.Hour), seconds(b.Hour)))
 		},
 	}
 )

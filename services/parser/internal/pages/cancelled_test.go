@@ -73,7 +73,7 @@ func TestCancelledCrawlEmitsNoOutlinks(t *testing.T) {
 	}
 	byCrawl := make(map[string]uint64)
 	waitFor(t, ctx, "links_dropped rows", func() bool {
-		rows, err := store.Conn().Query(ctx, "SELECT crawl_id, sum(n) FROM links_dropped WHERE reason = 'cancelled' GROUP BY crawl_id")
+		rows, err := store.Conn().Query(ctx, "SELECT crawl_id, sum(n) FROM links_dropped_v2 WHERE reason = 'cancelled' GROUP BY crawl_id")
 		if err != nil {
 			return false
 		}

@@ -101,7 +101,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		republished int
 	)
 	dropped := make(map[chstore.LinksDroppedRow]uint64)
-	minute := p.now().UTC().Truncate(time.Minute)
+	hour := p.now().UTC().Truncate(time.Hour)
 	batchLinks := make(map[uint64]uint32) // published by this batch: fingerprint -> depth
 	for _, r := range results {
 		p.metrics.pages.WithLabelValues(r.outcome).Inc()
@@ -128,7 +128,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		republished += len(r.inLinks)
 		for reason, n := range r.dropped {
 			p.metrics.dropped.WithLabelValues(reason).Add(float64(n))
-			dropped[chstore.LinksDroppedRow{CrawlID: r.crawlID, Host: r.host, Reason: reason, Minute: minute}] += uint64(n)
+			dropped[chstore.LinksDroppedRow{CrawlID: r.crawlID, Host: r.host, Reason: reason, Hour: hour}] += uint64(n)
 		}
 		if r.doc == nil {
 			continue

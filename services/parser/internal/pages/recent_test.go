@@ -110,7 +110,7 @@ func testLinksPublishedOnce(t *testing.T, inLinks bool) {
 	}
 	waitFor(t, ctx, "links_dropped rows", func() bool {
 		var n uint64
-		err := store.Conn().QueryRow(ctx, "SELECT sum(n) FROM links_dropped WHERE crawl_id = 'c' AND reason = ?", pages.DropPublished).Scan(&n)
+		err := store.Conn().QueryRow(ctx, "SELECT sum(n) FROM links_dropped_v2 WHERE crawl_id = 'c' AND reason = ?", pages.DropPublished).Scan(&n)
 		return err == nil && float64(n) == wantDropped
 	})
 }

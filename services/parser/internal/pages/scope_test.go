@@ -222,7 +222,7 @@ func TestScopeDuplicatesSitemapsSERP(t *testing.T) {
 	}
 	gotDropped := make(map[string]uint64)
 	waitFor(t, ctx, "links_dropped rows", func() bool {
-		rows, err := store.Conn().Query(ctx, "SELECT reason, sum(n) FROM links_dropped WHERE crawl_id = 's' AND host = '127.0.0.2' GROUP BY reason")
+		rows, err := store.Conn().Query(ctx, "SELECT reason, sum(n) FROM links_dropped_v2 WHERE crawl_id = 's' AND host = '127.0.0.2' GROUP BY reason")
 		if err != nil {
 			return false
 		}
@@ -240,6 +240,11 @@ func TestScopeDuplicatesSitemapsSERP(t *testing.T) {
 		}
 		return len(gotDropped) >= len(wantDropped)
 	})
+	// Counted per hour: every row's hour is the start of one.
+	var offHour uint64
+	if err := store.Conn().QueryRow(ctx, "SELECT count() FROM links_dropped_v2 WHERE crawl_id = 's' AND hour != toStartOfHour(hour)").Scan(&offHour); err != nil || offHour != 0 {
+		t.Errorf("links_dropped_v2 rows not on the hour: %d (%v)", offHour, err)
+	}
 	for reason, n := range wantDropped {
 		if gotDropped[reason] != n {
 			t.Errorf("links_dropped %s = %d, want %d (all: %v)", reason, gotDropped[reason], n, gotDropped)

@@ -37,7 +37,7 @@ func crawlRows(t *testing.T, s *chstore.Store, id string, now time.Time) {
 	insert(t, ctx, s, chstore.URLEvents, []chstore.URLEventRow{
 		{CrawlID: id, URLFP: 1, URL: "http://127.0.0.2/a", Host: "127.0.0.2", State: "duplicate", Reason: "duplicate", EventTime: now},
 	})
-	insert(t, ctx, s, chstore.LinksDropped, []chstore.LinksDroppedRow{{CrawlID: id, Host: "127.0.0.2", Reason: "out_of_scope", Minute: now, N: 3}})
+	insert(t, ctx, s, chstore.LinksDropped, []chstore.LinksDroppedRow{{CrawlID: id, Host: "127.0.0.2", Reason: "out_of_scope", Hour: now, N: 3}})
 }
 
 // deletedView is the answer about a deleted crawl (410): the error and the
@@ -92,7 +92,7 @@ func TestDelete(t *testing.T) {
 	if code != http.StatusAccepted || v.Status != jobs.StatusDeleted || v.State != "cancelled" || v.Revision != 2 || v.DeletedAt == nil || v.Deletion == nil {
 		t.Fatalf("DELETE del: %d %s, want 202, deleted, cancelled, revision 2", code, raw)
 	}
-	for _, table := range []string{"url_seen", "fetch_log", "fetch_per_host_minute", "fetch_status_minute", "documents", "url_events", "links_dropped"} {
+	for _, table := range []string{"url_seen", "fetch_log", "fetch_per_host_minute", "fetch_status_minute", "documents", "url_events", "links_dropped_v2"} {
 		if v.Deletion.RowsLeft[table] == 0 {
 			t.Errorf("DELETE del: rows_left %v, want rows in %s", v.Deletion.RowsLeft, table)
 		}

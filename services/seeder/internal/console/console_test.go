@@ -450,7 +450,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, uint16(part), id, host, fp(1), uin
 		exec(`INSERT INTO url_events (crawl_id, url, url_fp, host, partition, state, reason, depth, event_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, u, fingerprint.URL(id, u), host, uint16(part), "trap_suspected", "trap_suspected", uint16(3), now)
 	}
+	// Counts of a crawl that began before links_dropped_v2 (per minute)
+	// and went on after (per hour): the console sums both.
 	exec(`INSERT INTO links_dropped (crawl_id, host, reason, minute, n) VALUES (?, ?, ?, ?, ?)`, id, host, "nofollow", now.Truncate(time.Minute), uint64(3))
+	exec(`INSERT INTO links_dropped_v2 (crawl_id, host, reason, hour, n) VALUES (?, ?, ?, ?, ?)`, id, host, "nofollow", now.Truncate(time.Hour), uint64(4))
 	exec(`INSERT INTO robots_txt (partition, origin, host, agent, outcome, status, rules, crawl_delay_ms, sitemaps, body_bytes, fetched_at, expires, fetcher)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, uint16(part), "http://"+host, host, "trawl", "ok", uint16(200), "User-agent: *\nDisallow: /private/", uint32(2000),
 		[]string{"http://" + host + "/sitemap.xml"}, uint32(60), now, now.Add(24*time.Hour), "f1")
@@ -505,7 +508,7 @@ func TestPages(t *testing.T) {
 		t.Fatalf("crawl: %d %s", r.code, r.body)
 	}
 	contains("crawl", r.body, `<dd id="c-fetched">3</dd>`, `<dd id="c-admitted">3</dd>`, `<dd id="c-errors">1</dd>`, `<dd id="c-documents">2</dd>`,
-		"of the budget of 4: 75%", `<svg class="chart"`, "timeout", "out_of_scope", "deny_pattern", "nofollow",
+		"of the budget of 4: 75%", `<svg class="chart"`, "timeout", "out_of_scope", "deny_pattern", `<td>nofollow</td><td class="n">7</td>`,
 		"Home page", "Target", `href="/ui/crawls/pages-crawl/hosts/`+url.PathEscape(host)+`"`, `href="/ui/crawls/pages-crawl/pause"`)
 	r = c.get("/ui/crawls/" + id + "?q=HOME")
 	contains("search", r.body, "Home page")

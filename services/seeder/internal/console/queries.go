@@ -246,8 +246,11 @@ GROUP BY state, reason ORDER BY n DESC, state, reason LIMIT ?`, crawlID, maxReas
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read url drops: %w", err)
 	}
-	rows, err = q.conn.Query(ctx, `SELECT reason, sum(n) AS total FROM links_dropped WHERE crawl_id = ?
-GROUP BY reason ORDER BY total DESC, reason LIMIT ?`, crawlID, maxReasonRows)
+	// links_dropped holds the per-minute counts written before
+	// links_dropped_v2 (per hour): a crawl's counts are in one or both.
+	rows, err = q.conn.Query(ctx, `SELECT reason, sum(n) AS total FROM
+(SELECT reason, n FROM links_dropped WHERE crawl_id = ? UNION ALL SELECT reason, n FROM links_dropped_v2 WHERE crawl_id = ?)
+GROUP BY reason ORDER BY total DESC, reason LIMIT ?`, crawlID, crawlID, maxReasonRows)
 	if err != nil {
 		return nil, nil, fmt.Errorf("query link drops: %w", err)
 	}
