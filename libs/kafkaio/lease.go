@@ -19,9 +19,11 @@ type Lease interface {
 	// Expiry returns when the session may expire if the coordinator is
 	// not heard from again before; zero before it was ever heard from.
 	// Once the coordinator was silent for a whole session timeout, the
-	// session of the current generation is certainly expired: Expiry
-	// then stays in the past, whatever the coordinator answers, until
-	// the member joins a new generation.
+	// session of the current generation may have expired: Expiry then
+	// stays in the past until the member joins a new generation, or
+	// until the generation has outlived two heartbeats since with the
+	// coordinator answering, which it does only for a live session (a
+	// refused heartbeat ends the generation).
 	Expiry() time.Time
 }
 
@@ -43,30 +45,58 @@ type leaseKey struct{}
 // the session timeout. The margin covers the request's way to the
 // coordinator (its clock starts when the heartbeat arrives, before the
 // answer is read here) and the time a handler takes to notice.
+//
+// Its instants are nanoseconds since origin on the monotonic clock (at):
+// a step of the wall clock (NTP, a virtual machine paused and resumed,
+// which sets the wall clock forward while the monotonic one stood still,
+// like the coordinator's timers) is no silence. On the wall clock, a
+// minute's pause of the machine running both the member and the
+// coordinator read as a session expired that the coordinator had kept,
+// and the fetcher's partitions never made a request again.
 type lease struct {
-	last atomic.Int64 // Unix nanoseconds; 0 before the first answer
-	back atomic.Int64 // Unix nanoseconds of the first answer after the last lapse; 0 for none
-	// ended is the Unix nanoseconds at which the coordinator certainly
+	origin time.Time    // carries the monotonic reading every instant is measured from
+	last   atomic.Int64 // since origin; 0 before the first answer
+	back   atomic.Int64 // since origin, of the first answer after the last lapse; 0 for none
+	// ended is the instant at which the coordinator may have
 	// expired the session of the current generation (it had not been
-	// heard from for a whole session timeout), 0 while it may be alive.
-	// The generation is over whatever the coordinator answers next (an
-	// error, most likely), so the lease does not renew until the member
-	// joins a new generation (newGeneration).
-	ended atomic.Int64
+	// heard from for a whole session timeout), 0 while it is alive. The
+	// lease does not renew until the member joins a new generation
+	// (newGeneration), or until the generation outlives two heartbeats
+	// after endedSeen, when it was found, with the coordinator answering:
+	// a heartbeat the coordinator refused (the session expired) ends the
+	// generation at once, so the heartbeats since were answered as those
+	// of a live session. A silence can be the member's own (its process
+	// stopped, starved of CPU: the answers waited unread) or a
+	// coordinator that stalled as a whole, its session clock with it.
+	ended, endedSeen atomic.Int64
 	// inGen is true while the member is in a generation: silences only
 	// count then (a JoinGroup waits at the coordinator for the other
 	// members, which is no lapse). lapsed says the last generation ended
 	// in a silence (its heartbeat timed out): the next answer ends the
 	// lapse.
 	inGen, lapsed atomic.Bool
-	genStart      atomic.Int64 // Unix nanoseconds the current generation started
+	genStart      atomic.Int64 // since origin, when the current generation started
 	session       time.Duration
 	heartbeat     time.Duration
 }
 
 func newLease(session, heartbeat time.Duration) *lease {
-	return &lease{session: session, heartbeat: heartbeat}
+	return &lease{origin: time.Now(), session: session, heartbeat: heartbeat}
 }
+
+// at returns t as nanoseconds since origin on the monotonic clock (t
+// from time.Now; the tests' instants without a monotonic reading are
+// measured on the wall clock), never 0, which stands for none.
+func (l *lease) at(t time.Time) int64 {
+	if ns := int64(t.Sub(l.origin)); ns != 0 {
+		return ns
+	}
+	return 1
+}
+
+// time returns the instant ns (since origin) as a time.Time that
+// compares with time.Now on the monotonic clock.
+func (l *lease) time(ns int64) time.Time { return l.origin.Add(time.Duration(ns)) }
 
 // leaseMargin is how long before the coordinator's earliest possible
 // expiry a lease lapses.
@@ -80,17 +110,18 @@ func (l *lease) Expiry() time.Time {
 		return time.Time{}
 	}
 	if ended := l.ended.Load(); ended != 0 {
-		return time.Unix(0, ended).Add(-leaseMargin(l.session))
+		return l.time(ended).Add(-leaseMargin(l.session))
 	}
-	return time.Unix(0, last).Add(l.session - leaseMargin(l.session))
+	return l.time(last).Add(l.session - leaseMargin(l.session))
 }
 
 // newGeneration is called when the member joins a generation, at now: a
 // session that ended before belongs to an earlier one, and silences are
 // counted from now at the earliest.
 func (l *lease) newGeneration(now time.Time) {
-	l.genStart.Store(now.UnixNano())
+	l.genStart.Store(l.at(now))
 	l.ended.Store(0)
+	l.endedSeen.Store(0)
 	l.lapsed.Store(false)
 	l.inGen.Store(true)
 }
@@ -102,7 +133,7 @@ func (l *lease) newGeneration(now time.Time) {
 // ends it right after the answer.
 func (l *lease) endGeneration(now time.Time) {
 	if l.inGen.Swap(false) {
-		if last := l.last.Load(); last != 0 && now.UnixNano()-last > int64(l.heartbeat) {
+		if last := l.last.Load(); last != 0 && l.at(now)-last > int64(l.heartbeat) {
 			l.lapsed.Store(true)
 		}
 	}
@@ -110,10 +141,12 @@ func (l *lease) endGeneration(now time.Time) {
 
 // renew records an answer of the coordinator at now. In a generation, an
 // answer after a silence long enough for the lease to have lapsed marks
-// the lapse's end; between generations, the first answer after a
-// generation that ended in a silence does.
+// the lapse's end, unless the silence outlasted the session: then the
+// first answer more than two heartbeats later in the same generation
+// does (ended); between generations, the first answer after a generation
+// that ended in a silence does.
 func (l *lease) renew(now time.Time) {
-	ns := now.UnixNano()
+	ns := l.at(now)
 	prev := l.last.Swap(ns)
 	if prev == 0 {
 		return
@@ -124,15 +157,23 @@ func (l *lease) renew(now time.Time) {
 		}
 		return
 	}
+	if seen := l.endedSeen.Load(); seen != 0 {
+		if ns-seen > int64(2*l.heartbeat) {
+			l.ended.Store(0)
+			l.endedSeen.Store(0)
+			l.back.Store(ns)
+		}
+		return
+	}
 	prev = max(prev, l.genStart.Load())
 	if ns-prev > int64(l.session-leaseMargin(l.session)) {
 		l.back.Store(ns)
 	}
 	// The coordinator heard from the member at the latest when it sent
-	// its previous answer: silent for longer than the session, it has
-	// expired the session.
-	if ns-prev > int64(l.session) {
-		l.ended.CompareAndSwap(0, prev+int64(l.session))
+	// its previous answer: silent for longer than the session, it may
+	// have expired the session.
+	if ns-prev > int64(l.session) && l.ended.CompareAndSwap(0, prev+int64(l.session)) {
+		l.endedSeen.Store(ns)
 	}
 }
 
@@ -143,7 +184,7 @@ func (l *lease) lapseEnded() time.Time {
 	if back == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, back)
+	return l.time(back)
 }
 
 // dialer wraps dial: every answer read on its connections renews l.

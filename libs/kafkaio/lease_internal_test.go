@@ -7,10 +7,12 @@ import (
 
 // TestLeaseAfterExpiredSession: an answer after a silence longer than the
 // session timeout (most likely the coordinator's "unknown member") does
-// not renew the lease: the session is certainly expired and the
-// generation over. The lease renews again once the member joins a new
-// generation. An answer after a shorter silence renews it, and marks the
-// end of a lapse when the silence was long enough for one.
+// not renew the lease: the session may be expired and the generation
+// over. The lease renews again once the member joins a new generation, or
+// once the generation has outlived two heartbeats since with the
+// coordinator answering (a refused heartbeat would have ended it). An
+// answer after a shorter silence renews it, and marks the end of a lapse
+// when the silence was long enough for one.
 func TestLeaseAfterExpiredSession(t *testing.T) {
 	const session = 6 * time.Second
 	margin := leaseMargin(session)
@@ -51,8 +53,23 @@ func TestLeaseAfterExpiredSession(t *testing.T) {
 		t.Errorf("lapse ended %v, want %v", got, t2)
 	}
 
+	// Still in the generation more than two heartbeats after the answer
+	// that found the session expired, and answered: the heartbeats since
+	// were those of a live session (a refused one ends the generation),
+	// so the silence was the member's or a stalled coordinator's and the
+	// lease renews. A fetcher whose process was starved of CPU past the
+	// session timeout otherwise never made a request again.
+	t25 := t2.Add(2*time.Second + time.Millisecond)
+	l.renew(t25)
+	if got, want := l.Expiry(), t25.Add(session-margin); !got.Equal(want) {
+		t.Errorf("answered two heartbeats after the silence, in the same generation: expiry %v, want %v", got, want)
+	}
+	if got := l.lapseEnded(); !got.Equal(t25) {
+		t.Errorf("lapse ended %v, want %v (when the lease renewed)", got, t25)
+	}
+
 	// A new generation: answers renew again.
-	t3 := t2.Add(2 * time.Second)
+	t3 := t25.Add(2 * time.Second)
 	l.newGeneration(t3.Add(-time.Second))
 	l.renew(t3)
 	if got, want := l.Expiry(), t3.Add(session-margin); !got.Equal(want) {
