@@ -51,15 +51,26 @@ func TestReadMerges(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The server adds a merge to the log once the merged part is
-			// committed, which may be just after OPTIMIZE returns.
+			// committed, which may be just after OPTIMIZE returns: read
+			// again until it is there, or for 10 s.
 			var merges []TableMerges
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			wait, stop := context.WithTimeout(ctx, 10*time.Second)
+			defer stop()
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
 				if merges, err = readMerges(ctx, conn, since); err != nil {
 					t.Fatal(err)
 				}
-				if !partLog || (len(merges) > 0 && merges[0].Merges > 0) || time.Now().After(deadline) {
+				if !partLog || (len(merges) > 0 && merges[0].Merges > 0) {
 					break
 				}
+				select {
+				case <-wait.Done():
+				case <-tick.C:
+					continue
+				}
+				break
 			}
 			b := Bench{Merges: merges}
 			var out bytes.Buffer
