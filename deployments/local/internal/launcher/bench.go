@@ -3,7 +3,6 @@ package launcher
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -337,64 +336,40 @@ func readMerges(ctx context.Context, conn driver.Conn, since time.Time) ([]Table
 	// MERGE_PARTS, current releases NewPart and MergeParts. 18.16 writes
 	// a merge's bytes read in its read_rows too, so the rows a merge read
 	// are those of the parts it joined, found by name.
-	byTable := map[string]*TableMerges{}
-	rows, err := conn.Query(ctx, `SELECT table, countIf(t = 1), sumIf(rows, t = 1), countIf(t = 2), sumIf(read_bytes, t = 2), sumIf(duration_ms, t = 2)
-		FROM (SELECT table, toInt8(event_type) AS t, rows, read_bytes, duration_ms FROM system.part_log
-			WHERE database = currentDatabase() AND event_time >= toDateTime(?) AND error = 0)
-		GROUP BY table`, since.Unix())
+	rows, err := conn.Query(ctx, `SELECT table, inserts, inserted_rows, merges, merged_rows, merged_bytes, merge_ms FROM
+		(SELECT table, countIf(t = 1) AS inserts, sumIf(rows, t = 1) AS inserted_rows, countIf(t = 2) AS merges,
+			sumIf(read_bytes, t = 2) AS merged_bytes, sumIf(duration_ms, t = 2) AS merge_ms
+			FROM (SELECT table, toInt8(event_type) AS t, rows, read_bytes, duration_ms FROM system.part_log
+				WHERE database = currentDatabase() AND event_time >= toDateTime(?) AND error = 0)
+			GROUP BY table)
+		ANY LEFT JOIN
+		(SELECT table, sum(src_rows) AS merged_rows FROM
+			(SELECT table, src AS part_name FROM system.part_log ARRAY JOIN merged_from AS src
+				WHERE database = currentDatabase() AND toInt8(event_type) = 2 AND event_time >= toDateTime(?) AND error = 0)
+			ANY LEFT JOIN
+			(SELECT table, part_name, rows AS src_rows FROM system.part_log
+				WHERE database = currentDatabase() AND toInt8(event_type) IN (1, 2, 3, 5) AND error = 0)
+			USING (table, part_name)
+			GROUP BY table)
+		USING (table)
+		ORDER BY merged_rows DESC, table`, since.Unix(), since.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("read system.part_log: %w", err)
 	}
 	defer rows.Close()
+	var out []TableMerges
 	for rows.Next() {
 		var (
 			t  TableMerges
 			ms uint64
 		)
-		if err := rows.Scan(&t.Name, &t.Inserts, &t.InsertedRows, &t.Merges, &t.MergedBytes, &ms); err != nil {
+		if err := rows.Scan(&t.Name, &t.Inserts, &t.InsertedRows, &t.Merges, &t.MergedRows, &t.MergedBytes, &ms); err != nil {
 			return nil, fmt.Errorf("read system.part_log: %w", err)
 		}
 		t.MergeSeconds = float64(ms) / 1000
-		byTable[t.Name] = &t
+		out = append(out, t)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read system.part_log: %w", err)
-	}
-	merged, err := conn.Query(ctx, `SELECT table, sum(src_rows) FROM
-		(SELECT table, src AS part_name FROM system.part_log ARRAY JOIN merged_from AS src
-			WHERE database = currentDatabase() AND toInt8(event_type) = 2 AND event_time >= toDateTime(?) AND error = 0)
-		ANY LEFT JOIN
-		(SELECT table, part_name, rows AS src_rows FROM system.part_log
-			WHERE database = currentDatabase() AND toInt8(event_type) IN (1, 2, 3, 5) AND error = 0)
-		USING (table, part_name)
-		GROUP BY table`, since.Unix())
-	if err != nil {
-		return nil, fmt.Errorf("read merges from system.part_log: %w", err)
-	}
-	defer merged.Close()
-	for merged.Next() {
-		var (
-			name string
-			n    uint64
-		)
-		if err := merged.Scan(&name, &n); err != nil {
-			return nil, fmt.Errorf("read merges from system.part_log: %w", err)
-		}
-		if t := byTable[name]; t != nil {
-			t.MergedRows = n
-		}
-	}
-	if err := merged.Err(); err != nil {
-		return nil, fmt.Errorf("read merges from system.part_log: %w", err)
-	}
-	out := make([]TableMerges, 0, len(byTable))
-	for _, t := range byTable {
-		out = append(out, *t)
-	}
-	slices.SortFunc(out, func(a, b TableMerges) int {
-		return cmp.Or(cmp.Compare(b.MergedRows, a.MergedRows), strings.Compare(a.Name, b.Name))
-	})
-	return out, nil
+	return out, rows.Err()
 }
 
 // TableSize is what one table of the crawl database stores.
