@@ -81,6 +81,15 @@ type GroupConfig struct {
 	// interval: the batches are then as large as the window allows, and
 	// the window, not the interval, bounds the partition's rate.
 	OnFull func()
+	// OnClose, when set, is called once as a partition closes (revoked,
+	// or the group stopping) with records still unacked, before
+	// Handler.Close, from that partition's goroutine (it must not block).
+	// A handler whose acks wait for batched writes flushes them there:
+	// otherwise Close waits for their interval, which can outlast
+	// CloseTimeout, and the records whose rows were about to land are
+	// left unacked, read again by the next owner, which may not see their
+	// rows yet (they land after it loaded its state).
+	OnClose func()
 }
 
 // GroupConfig defaults.
@@ -562,6 +571,9 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 		log.Warn("close partition reader failed, ignored", zap.Error(err))
 	}
 
+	if g.gc.OnClose != nil && pr.unacked() > 0 {
+		g.gc.OnClose()
+	}
 	closeCtx, closeCancel := context.WithTimeout(context.WithoutCancel(runCtx), g.gc.CloseTimeout)
 	closeErr := h.Close(closeCtx)
 	closeCancel()

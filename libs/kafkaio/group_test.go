@@ -530,6 +530,99 @@ func TestGroupOnFull(t *testing.T) {
 	}
 }
 
+// TestGroupOnClose: a handler whose acks wait for a flush that comes only
+// when asked (a batched writer with a long interval) has its records acked
+// and committed when the group stops: OnClose flushes before Close, which
+// waits for the acks, instead of Close giving up at its deadline and
+// leaving them to the next owner.
+func TestGroupOnClose(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Discovered
+	gc := groupConfig(c, topic)
+	gc.CloseTimeout = 5 * time.Second
+	const n = 12
+	produce(t, c, topic, "m", n)
+
+	var (
+		mu          sync.Mutex
+		outstanding []kafka.Message
+		handled     int
+		closes      int
+		ack         func(kafka.Message)
+		all         = make(chan struct{})
+		flushed     = make(chan struct{})
+	)
+	gc.OnClose = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		closes++
+		pending, a := outstanding, ack
+		outstanding = nil
+		go func() { // the insert completes later
+			for _, m := range pending {
+				a(m)
+			}
+			close(flushed)
+		}()
+	}
+	assign := func(context.Context, string, int) (kafkaio.Handler, error) {
+		return closeWaiter{handle: func(_ context.Context, batch []kafka.Message, a func(kafka.Message)) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ack = a
+			outstanding = append(outstanding, batch...)
+			if handled += len(batch); handled == n {
+				close(all)
+			}
+			return nil
+		}, flushed: flushed}, nil
+	}
+	g, err := kafkaio.NewGroup(c, gc, assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	select {
+	case <-all:
+	case <-time.After(20 * time.Second):
+		t.Fatal("timed out before every record was handled")
+	}
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if took := time.Since(start); took >= gc.CloseTimeout {
+		t.Errorf("the group took %v to stop: Close waited out its deadline", took)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if closes != 1 {
+		t.Errorf("OnClose called %d times, want once", closes)
+	}
+	if lag := lagOf(t, c, gc.GroupID, topic); lag != 0 {
+		t.Errorf("lag after the stop = %d, want 0: the records acked at close are committed", lag)
+	}
+}
+
+// closeWaiter is a handler whose Close waits for flushed (its in-flight
+// inserts) or its deadline, as kafkaio.Later does.
+type closeWaiter struct {
+	handle  handlerFunc
+	flushed <-chan struct{}
+}
+
+func (h closeWaiter) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+	return h.handle(ctx, batch, ack)
+}
+
+func (h closeWaiter) Close(ctx context.Context) error {
+	select {
+	case <-h.flushed:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
 type handlerFunc func(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error
 
 func (f handlerFunc) Handle(ctx context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
