@@ -155,6 +155,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		// one by one) and for the late writes of its previous owner, so
 		// that the work done during the outage is not requested again.
 		SettleAfterLapse: cfg.Kafka.SessionTimeout,
+		// The rows the partition's acks wait on go in as it closes,
+		// not at the next interval (--clickhouse-flush-interval).
+		OnClose: chstore.FlushEach(fetchLog, robotsLog),
 	}, consumer.Assign, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)

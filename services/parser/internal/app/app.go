@@ -92,6 +92,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		Bands: bands, NearDups: nearDups, Near: store, Links: links, Carried: carried,
 	}, p.specs, engines, log, metrics, time.Now)
 	proc := p.proc
+	flush := chstore.FlushEach(docs, meta, contentSeen, dropped, bands, nearDups, links, carried)
 	p.group, err = kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID:  cfg.Kafka.GroupFor(Name),
 		Topic:    topics.Fetched,
@@ -107,7 +108,8 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		// writer (DocumentBatch: Write blocks while 2 × DocumentBatchRows
 		// wait).
 		MaxInFlight: parserInFlightBatches * cfg.Parser.BatchSize,
-		OnFull:      chstore.FlushEach(docs, meta, contentSeen, dropped, bands, nearDups, links, carried),
+		OnFull:      flush,
+		OnClose:     flush,
 	}, proc.Assign, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)

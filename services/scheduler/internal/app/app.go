@@ -94,7 +94,7 @@ func (s *Scheduler) admission(reg prometheus.Registerer) (*kafkaio.Group, error)
 	}
 	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID: cfg.Kafka.GroupFor(Name), Topic: topics.Discovered, MaxBatch: cfg.MaxBatch, MaxInFlight: cfg.MaxInFlight,
-		OnFull: s.Writers.Flush,
+		OnFull: s.Writers.Flush, OnClose: s.Writers.Flush,
 	}, sched.Assign, s.log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)
@@ -114,7 +114,7 @@ func (s *Scheduler) revisit(reg prometheus.Registerer) (*kafkaio.Group, error) {
 	}
 	group, err := kafkaio.NewGroup(cfg.Kafka, kafkaio.GroupConfig{
 		GroupID: cfg.Kafka.GroupFor(Name + "-revisit"), Topic: topics.Fetched, MaxBatch: cfg.MaxBatch, MaxInFlight: cfg.MaxInFlight,
-		OnFull: s.Writers.Flush,
+		OnFull: s.Writers.Flush, OnClose: s.Writers.Flush,
 	}, revisiter.Assign, s.log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("create revisit consumer group: %w", err)

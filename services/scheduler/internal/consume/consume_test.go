@@ -677,6 +677,58 @@ func TestFailedPersistLeavesBatchUnacked(t *testing.T) {
 	}
 }
 
+// TestRevokeDoesNotCutProduceShort: a batch handled as its partition is
+// revoked (its context already ended) still produces its fetch requests
+// and records their fingerprints, then acks its records. A produce cut
+// short by the revoke may have sent its requests anyway (kafka-go sends a
+// batch whose write returned the context's error), and a batch that then
+// kept no seen row and no ack was redelivered and requested the same URLs
+// again: a crawl interrupted and resumed fetched pages twice.
+func TestRevokeDoesNotCutProduceShort(t *testing.T) {
+	e := newEnv(t)
+	cfg := Config{Depth: admit.FixedDepth(5), Topics: e.kafka.Topics(), Partitions: e.kafka.Partitions}
+	s, err := New(cfg, e.producer, e.seenW, e.eventsW, sinks.Frontier{W: e.frontW, Store: e.store}, e.store,
+		budget.NewTracker(budget.Fixed(0)), time.Now, e.log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const url = "http://127.0.0.2/revoked"
+	_, p := partitionOf(t, url)
+	h, err := s.Assign(t.Context(), e.kafka.Topics().Discovered, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := kafkaio.Key(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := kafkaio.NewMessage(e.kafka.Topics().Discovered, key, disc("c", url, 1).u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg.Partition, msg.Offset = p, 7
+	revoked, revoke := context.WithCancel(t.Context())
+	revoke()
+	acked := make(chan int64, 1)
+	if err := h.Handle(revoked, []kafka.Message{msg}, func(m kafka.Message) { acked <- m.Offset }); err != nil {
+		t.Fatalf("Handle after the revoke = %v, want its batch produced", err)
+	}
+	closing, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := h.Close(closing); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case off := <-acked:
+		if off != 7 {
+			t.Errorf("acked offset %d, want 7", off)
+		}
+	default:
+		t.Error("the record was not acked once its rows were in")
+	}
+	checkFetches(t, e, map[[2]string]uint32{{"c", url}: 1})
+}
+
 // countingFrontier is the ClickHouse frontier, counting its reads.
 type countingFrontier struct {
 	sinks.Frontier

@@ -38,7 +38,7 @@ func New(store *chstore.Store, o, seen chstore.BatchOptions, log *zap.Logger, re
 }
 
 // Flush asks every writer to insert what it holds now (the consumer
-// groups' OnFull: their acks wait on these rows).
+// groups' OnFull and OnClose: their acks wait on these rows).
 func (w *Writers) Flush() {
 	w.Seen.Flush()
 	w.Events.Flush()

@@ -317,7 +317,13 @@ func (h *revisitHandler) releaseDue(ctx context.Context) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := r.producer.Write(ctx, msgs...); err != nil {
+	// Not cut short by a revoke (kafkaio.Grace): revisits sent by a write
+	// that returned the revoke's error would be leased again by the next
+	// owner.
+	pctx, cancel := kafkaio.Grace(ctx, kafkaio.ProduceGrace)
+	err := r.producer.Write(pctx, msgs...)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("produce revisits: %w", err)
 	}
 	h.mu.Lock()
