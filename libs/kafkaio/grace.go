@@ -3,6 +3,8 @@ package kafkaio
 import (
 	"context"
 	"time"
+
+	"github.com/segmentio/kafka-go"
 )
 
 // ProduceGrace is how long a produce that a handler started may go on
@@ -35,4 +37,20 @@ func Grace(ctx context.Context, d time.Duration) (context.Context, context.Cance
 		stop()
 		cancel()
 	}
+}
+
+// RecordWriter writes records, blocking until they are acknowledged
+// (*Writer).
+type RecordWriter interface {
+	Write(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// WriteGraced writes msgs with w under Grace(ctx, ProduceGrace): a revoke
+// that ends ctx while the write is on its way does not cut it short. For a
+// handler that keeps a trace of what it produced (a seen row, a released
+// frontier row, a revisit lease, an ack) only when the write succeeds.
+func WriteGraced(ctx context.Context, w RecordWriter, msgs ...kafka.Message) error {
+	gctx, cancel := Grace(ctx, ProduceGrace)
+	defer cancel()
+	return w.Write(gctx, msgs...)
 }

@@ -593,24 +593,22 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 			ackNow = append(ackNow, kafkaio.AckRef(msg))
 		}
 	}
-	// A revoke does not cut the produce short: a write cancelled half
-	// way may have sent its requests, and this batch would keep no trace
-	// of them (no seen row, no ack), so the next owner would request
-	// its URLs again. The write gets kafkaio.ProduceGrace to finish.
-	pctx, cancel := kafkaio.Grace(ctx, kafkaio.ProduceGrace)
-	defer cancel()
+	// A revoke does not cut the produce short (kafkaio.WriteGraced): a
+	// write cancelled half way may have sent its requests, and this batch
+	// would keep no trace of them (no seen row, no ack), so the next owner
+	// would request its URLs again.
 	if len(grants) > 0 {
 		// Before the targets' fetch requests (and frontier rows): a
 		// service that reads the control topic up to its end after
 		// seeing anything of a granted site knows the grant.
-		if err := s.producer.Write(pctx, grants...); err != nil {
+		if err := kafkaio.WriteGraced(ctx, s.producer, grants...); err != nil {
 			undo()
 			return fmt.Errorf("produce scope grants: %w", err)
 		}
 		h.granted(granted)
 	}
 	if len(out) > 0 {
-		if err := s.producer.Write(pctx, out...); err != nil {
+		if err := kafkaio.WriteGraced(ctx, s.producer, out...); err != nil {
 			undo()
 			return fmt.Errorf("produce fetch requests: %w", err)
 		}

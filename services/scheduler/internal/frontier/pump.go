@@ -271,13 +271,10 @@ func (p *Pump) releaseOnce(ctx context.Context) (int, error) {
 		return len(pending), nil
 	}
 	if len(msgs) > 0 {
-		// Not cut short by a revoke (kafkaio.Grace): requests sent by a
-		// write that returned the revoke's error would be released again
-		// by the next owner, their rows still pending.
-		pctx, cancel := kafkaio.Grace(ctx, kafkaio.ProduceGrace)
-		err := p.prod.Write(pctx, msgs...)
-		cancel()
-		if err != nil {
+		// Not cut short by a revoke: requests sent by a write that
+		// returned the revoke's error would be released again by the
+		// next owner, their rows still pending.
+		if err := kafkaio.WriteGraced(ctx, p.prod, msgs...); err != nil {
 			return len(pending), fmt.Errorf("produce released fetch requests: %w", err)
 		}
 	}

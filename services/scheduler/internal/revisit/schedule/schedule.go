@@ -317,13 +317,9 @@ func (h *revisitHandler) releaseDue(ctx context.Context) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	// Not cut short by a revoke (kafkaio.Grace): revisits sent by a write
-	// that returned the revoke's error would be leased again by the next
-	// owner.
-	pctx, cancel := kafkaio.Grace(ctx, kafkaio.ProduceGrace)
-	err := r.producer.Write(pctx, msgs...)
-	cancel()
-	if err != nil {
+	// Not cut short by a revoke: revisits sent by a write that returned
+	// the revoke's error would be leased again by the next owner.
+	if err := kafkaio.WriteGraced(ctx, r.producer, msgs...); err != nil {
 		return fmt.Errorf("produce revisits: %w", err)
 	}
 	h.mu.Lock()
