@@ -92,6 +92,7 @@ type BatchWriter[T any] struct {
 
 	mu       sync.Mutex
 	cur      *batch[T]     // accumulating, never nil
+	due      int           // FlushWhen: cur is inserted once it holds this many rows (0: at MaxRows)
 	buffered int           // rows accepted and not yet inserted or failed
 	space    chan struct{} // closed and replaced when buffered shrinks
 	running  bool
@@ -193,7 +194,8 @@ func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 		b.rows = append(b.rows, rows...)
 		w.buffered += len(rows)
 		w.m.buffered.Set(float64(w.buffered))
-		if len(b.rows) >= w.opts.MaxRows {
+		if len(b.rows) >= w.opts.MaxRows || (w.due > 0 && len(b.rows) >= w.due) {
+			w.due = 0
 			w.Flush()
 		}
 		w.mu.Unlock()
@@ -214,6 +216,26 @@ func (w *BatchWriter[T]) Flush() {
 	select {
 	case w.kick <- struct{}{}:
 	default:
+	}
+}
+
+// FlushWhen asks Run to insert the rows buffered once they are n or more
+// (at once if they are already), instead of at the next interval, and
+// returns at once; it holds until then, whatever intervals pass, and a
+// second call keeps the smaller n. For a service whose acks wait on these
+// rows and which knows that n of them are on their way (the fetcher's
+// partition with half its window waiting: its rows are still being
+// produced when it asks), so that the insert carries them all.
+func (w *BatchWriter[T]) FlushWhen(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.cur.rows) >= n {
+		w.due = 0
+		w.Flush()
+		return
+	}
+	if w.due == 0 || n < w.due {
+		w.due = n
 	}
 }
 

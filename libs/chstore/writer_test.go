@@ -215,3 +215,57 @@ func TestBatchWriterFlush(t *testing.T) {
 	}
 	w.Flush() // nothing held: no insert, no error
 }
+
+// TestBatchWriterFlushWhen: with an hour's interval, rows asked for with
+// FlushWhen(3) are inserted once the third is buffered (the first two
+// wait for it, whatever was buffered when it was asked), and a FlushWhen
+// the buffer already meets inserts at once.
+func TestBatchWriterFlushWhen(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s := chtest.NewStore(t)
+	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{FlushInterval: time.Hour}, zaptest.NewLogger(t), nil)
+	runWriter(t, w)
+	done := make(chan error, 3)
+	write := func(i int) { go func() { done <- w.Write(ctx, fetchRow("when", i)) }() }
+	waiting := func(what string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			t.Fatalf("%s: a Write returned (%v)", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	write(0)
+	w.FlushWhen(3)
+	write(1)
+	waiting("two rows of three")
+	write(2)
+	for range 3 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a Write still waiting 10 s after the third row")
+		}
+	}
+	if got := count(t, s, "SELECT count() FROM fetch_log WHERE crawl_id = 'when'"); got != 3 {
+		t.Errorf("%d rows inserted, want 3", got)
+	}
+
+	// The mark was used: the next rows wait for their interval, or for a
+	// FlushWhen they meet.
+	write(3)
+	waiting("a row after the mark was used")
+	w.FlushWhen(1)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Write still waiting 10 s after a FlushWhen the buffer met")
+	}
+}
