@@ -126,6 +126,10 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	f.budget = budget.NewTracker(config.PageBudget(cfg.MaxPages, f.specs), f.store.CountFetchedPages, time.Now)
 	co := consumeOptions(cfg, f.specs, f.store, f.fetcher)
 	co.Budget = f.budget
+	co.Flush = func(rows int) {
+		fetchLog.FlushWhen(rows)
+		robotsLog.Flush() // a host's first request only: whatever is buffered
+	}
 	if cfg.Warc.Dir != "" {
 		files := chstore.NewBatchWriter(f.store, chstore.WarcFiles, cfg.ClickHouse.Batch(), log, reg)
 		opts := cfg.Warc.Options(cfg.InstanceID, cfg.UserAgent, cfg.MaxBodyBytes, f.specs.All)

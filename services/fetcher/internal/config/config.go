@@ -90,13 +90,16 @@ const DefaultMaxSchedulerLag = 30 * time.Second
 // default. A request is acked once its fetch_log row is inserted, and its
 // partition's window (--max-inflight-per-partition) holds the requests
 // waiting for their turn as well as those waiting for the insert, so the
-// window is full whenever the topic has more: the fetcher cannot flush
-// when it fills (kafkaio.GroupConfig.OnFull), as the parser and the
-// scheduler do, and the interval is what its rows wait. Each insert of
-// fetch_log is a part of it and of its two rollups, which ClickHouse
-// 18.16 merges whole into the next while they are small (its merge
-// selector adds a fixed 5 MiB to every part's size). Five seconds: at
-// 500 requests a second, 300 of a partition's 1 000 wait for the insert.
+// window is full whenever the topic has more: the fetcher does not flush
+// whenever it fills (kafkaio.GroupConfig.OnFull), as the parser and the
+// scheduler do, but when half of a partition's window waits for the
+// insert (consume.Options.FlushAt), and otherwise the interval is what
+// its rows wait. Each insert of fetch_log is a part of it and of its two
+// rollups, which ClickHouse 18.16 merges whole into the next while they
+// are small (its merge selector adds a fixed 5 MiB to every part's size).
+// Five seconds: at 500 requests a second over eight partitions, about 150
+// of a partition's 1 000 wait for the insert, and a partition of a few
+// busy hosts reaches the half window and has its insert go sooner.
 const DefaultClickHouseFlush = 5 * time.Second
 
 // DefaultReadbackWindow is the default of --readback-window: five times

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -163,6 +164,19 @@ type Options struct {
 	// Nil: no page is rendered.
 	Renderer render.Loader
 	Render   rendersniff.Mode
+	// Flush, when set, asks the writers an outcome's durability waits on
+	// to write as soon as they hold rows rows, and returns at once
+	// (chstore.BatchWriter.FlushWhen of the fetch log's). It is called
+	// when FlushAt requests of one partition are with the recorder: a
+	// partition whose window (--max-inflight-per-partition) fills faster
+	// than the fetch log's interval (a few busy hosts, no delay) would
+	// otherwise stop reading until the interval, and its rate would be
+	// the window per interval whatever the CPU. A partition that fills
+	// its window with requests waiting for their hosts' turns (many
+	// hosts, each polite) never gets there, and its rows keep their
+	// interval. Zero FlushAt: never.
+	Flush   func(rows int)
+	FlushAt int
 }
 
 // Archiver archives a fetch (*warc.Writer). Archive blocks until the
@@ -352,6 +366,7 @@ type handler struct {
 	cancel    context.CancelFunc
 	lease     *kafkaio.LeaseGuard // the requests' context under the group lease
 	recording sync.WaitGroup      // outcomes handed to the recorder, not yet durable
+	writing   atomic.Int64        // the requests of those outcomes (handOver)
 
 	redelivered *redelivery.Lookup // what a previous owner handled; Handle's goroutine only
 }

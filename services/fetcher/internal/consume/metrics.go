@@ -18,6 +18,7 @@ type metrics struct {
 	crawlDelayCaped prometheus.Counter
 	poison          prometheus.Counter
 	abandoned       prometheus.Counter
+	writesFlushed   prometheus.Counter
 
 	retries          *prometheus.CounterVec // outcome: queued, exhausted
 	deferred         prometheus.Counter
@@ -66,6 +67,7 @@ func newMetrics(reg prometheus.Registerer, queued, hosts func() float64) (*metri
 		crawlDelayCaped:      counter("crawl_delay_capped_total", "robots.txt Crawl-delay values above --max-crawl-delay (capped)."),
 		poison:               counter("undecodable_requests_total", "Fetch request records that could not be decoded (logged, acked, skipped)."),
 		abandoned:            counter("abandoned_total", "Requests abandoned unacked at partition close (redelivered to the next owner)."),
+		writesFlushed:        counter("writes_flushed_total", "Times the requests of a partition waiting for their fetch-log insert reached the flush mark (half of --max-inflight-per-partition) and the insert was asked to go before --clickhouse-flush-interval."),
 		retries:              vec("retries_total", "Transient failures by outcome: queued (next attempt produced) or exhausted (attempts used up).", "outcome"),
 		pausedHeld:           counter("paused_held_total", "Requests of paused crawls deferred durably instead of fetched."),
 		deferred:             counter("deferred_total", "Requests produced again to the fetch topic because their host queue was full or their not-before was far."),

@@ -34,10 +34,10 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(h.s.request(t).GetUrl()), zap.Error(err))
 		return
 	}
-	h.recording.Add(1)
+	h.handOver(1)
 	h.p.Handed(t)
 	h.s.rec.Record(ctx, recorder.Outcome{Msgs: o.Msgs, Last: []kafka.Message{o.Page}, Rows: []rows.FetchLogRow{o.Row}, Robots: t.Robots, Done: func(err error) {
-		defer h.recording.Done()
+		defer h.settled(1)
 		if err != nil {
 			h.p.Settle(t, false)
 			if ctx.Err() == nil {
@@ -49,6 +49,27 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 		h.p.Settle(t, true)
 		h.ack(t)
 	}})
+}
+
+// handOver counts an outcome of n requests handed to the recorder. When
+// the requests of the partition waiting for their writes reach
+// Options.FlushAt, the writes are asked to go as soon as that many rows
+// are buffered (Options.Flush; some are still being produced): the
+// partition's window (its unacked records) is then mostly requests
+// already made, and waiting out the fetch log's interval would idle it.
+func (h *handler) handOver(n int) {
+	h.recording.Add(1)
+	w := h.writing.Add(int64(n))
+	if at := int64(h.s.opts.FlushAt); at > 0 && h.s.opts.Flush != nil && w >= at && w-int64(n) < at {
+		h.s.m.writesFlushed.Inc()
+		h.s.opts.Flush(int(at))
+	}
+}
+
+// settled counts an outcome of n requests made durable, or failed.
+func (h *handler) settled(n int) {
+	h.writing.Add(-int64(n))
+	h.recording.Done()
 }
 
 // count updates the metrics of a recorded outcome.
@@ -135,9 +156,9 @@ func (h *handler) recordUnrequested(ctx context.Context, ts []*partition.Task, k
 		kinds = append(kinds, o.Kind)
 		done = append(done, t)
 	}
-	h.recording.Add(1)
+	h.handOver(len(done))
 	h.s.rec.Record(ctx, recorder.Outcome{Msgs: msgs, Last: pages, Rows: logRows, Robots: robotsRows, Done: func(err error) {
-		defer h.recording.Done()
+		defer h.settled(len(done))
 		if err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("left unrequested requests unacked, redelivered later", zap.Int("count", len(done)), telemetry.ErrorKind(string(kind)), zap.Error(err))
@@ -160,9 +181,9 @@ func (h *handler) recordPublished(ctx context.Context, ts []*partition.Task, reb
 	for _, t := range ts {
 		out = append(out, rebuilt[t])
 	}
-	h.recording.Add(1)
+	h.handOver(len(ts))
 	h.s.rec.Record(ctx, recorder.Outcome{Rows: out, Done: func(err error) {
-		defer h.recording.Done()
+		defer h.settled(len(ts))
 		if err != nil {
 			for _, t := range ts {
 				h.p.Settle(t, false)
