@@ -15,7 +15,7 @@ import (
 type Config struct {
 	MaxOutlinks         int    // flag max-outlinks: links published per page (default 1000)
 	MaxTextBytes        int    // flag max-text-bytes: visible text stored per page (default 1 MiB)
-	BatchSize           int    // flag batch-size: fetched pages handled together per partition (default 100)
+	BatchSize           int    // flag batch-size: fetched pages handled together per partition (default DefaultBatchSize)
 	MaxURLLength        int    // flag max-url-length: longest outlink published (default 2048)
 	MaxRepeatedSegments int    // flag max-repeated-segments: trap guard (default 3, 0 = off)
 	FollowDuplicates    bool   // flag follow-duplicates: for crawls without a spec (default true)
@@ -38,7 +38,15 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultBatchSize = 50
+	// DefaultBatchSize: a batch's lookups (content fingerprints, near
+	// duplicates) and the publish of its links are round trips the
+	// partition waits on, once per batch. At 50 pages a partition of a
+	// few busy hosts parsed about 400 pages a second with the core two
+	// thirds idle, and held back the whole crawl (the fetcher pauses for
+	// its oldest unstored page); at 200 the round trips are a quarter as
+	// many. A batch's bodies are in memory while it is parsed (200 pages
+	// of 10–30 KB: 4 MB a partition).
+	DefaultBatchSize = 200
 	// DocumentBatchRows is the most documents inserted together.
 	DocumentBatchRows          = 500
 	DefaultMaxURLLength        = 2048
