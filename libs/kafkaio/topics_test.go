@@ -203,8 +203,8 @@ func TestLag(t *testing.T) {
 // TestOffsetReaderKeepsConnections reads lags the way the launcher's
 // monitor does, every second for three groups: the reader answers like
 // Lag, and once its first reads have opened its connections (kafka-go
-// opens a few per cluster, and now and then one more) it opens about
-// none, where Lag dials three to five for every read.
+// opens a few per cluster, and now and then one more) it opens fewer than
+// one per two reads, where Lag dials three to five for every read.
 func TestOffsetReaderKeepsConnections(t *testing.T) {
 	var accepted atomic.Int64
 	_, brokers := kafkatest.Cluster(t, countingListen(&accepted))
@@ -248,8 +248,11 @@ func TestOffsetReaderKeepsConnections(t *testing.T) {
 	}
 	dialed := accepted.Load() - before
 	t.Logf("reader: %d connections in its first %d reads, %d in the next %d; Lag: %d in %d reads", opened, warm, kept, reads, dialed, reads)
-	if kept > 2 || dialed < 3*reads {
-		t.Errorf("reader opened %d connections after its first reads (want at most 2), Lag %d in %d reads (want at least 3 per read)", kept, dialed, reads)
+	// Fewer than one per two reads: a reader that dialed for every read
+	// opens at least one each time. Not zero: on a loaded machine kafka-go
+	// now and then replaces a connection (CI saw 3 in 10 reads once).
+	if kept > reads/2 || dialed < 3*reads {
+		t.Errorf("reader opened %d connections after its first reads (want at most %d), Lag %d in %d reads (want at least 3 per read)", kept, reads/2, dialed, reads)
 	}
 }
 
