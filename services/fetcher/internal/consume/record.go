@@ -51,25 +51,39 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 	}})
 }
 
-// handOver counts an outcome of n requests handed to the recorder. When
-// the requests of the partition waiting for their writes reach
-// Options.FlushAt, the writes are asked to go as soon as that many rows
-// are buffered (Options.Flush; some are still being produced): the
-// partition's window (its unacked records) is then mostly requests
-// already made, and waiting out the fetch log's interval would idle it.
+// handOver counts an outcome of n requests handed to the recorder, and
+// settled one made durable (or failed). While the requests of the
+// partition waiting for their writes are Options.FlushAt or more, every
+// change asks the writes to go as soon as that many rows are buffered
+// (Options.Flush; some are still being produced): the partition's window
+// (its unacked records) is then mostly requests already made, and waiting
+// out the fetch log's interval would idle it. Asking on every change, not
+// only when the count reaches the mark: an insert that settles some of
+// them can leave the mark met by rows that came meanwhile, and with no
+// request left to read (the window full, or the topic's end) nothing else
+// would ask for theirs.
 func (h *handler) handOver(n int) {
 	h.recording.Add(1)
 	w := h.writing.Add(int64(n))
-	if at := int64(h.s.opts.FlushAt); at > 0 && h.s.opts.Flush != nil && w >= at && w-int64(n) < at {
-		h.s.m.writesFlushed.Inc()
-		h.s.opts.Flush(int(at))
+	if h.flushing(w) && w-int64(n) < int64(h.s.opts.FlushAt) {
+		h.s.m.writesFlushed.Inc() // the mark reached (not each ask)
 	}
 }
 
-// settled counts an outcome of n requests made durable, or failed.
 func (h *handler) settled(n int) {
-	h.writing.Add(-int64(n))
+	h.flushing(h.writing.Add(-int64(n)))
 	h.recording.Done()
+}
+
+// flushing asks for the writes (Options.Flush) when waiting requests are
+// at the mark, and reports whether it did.
+func (h *handler) flushing(waiting int64) bool {
+	at := h.s.opts.FlushAt
+	if at <= 0 || h.s.opts.Flush == nil || waiting < int64(at) {
+		return false
+	}
+	h.s.opts.Flush(at)
+	return true
 }
 
 // count updates the metrics of a recorded outcome.
