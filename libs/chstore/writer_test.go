@@ -236,20 +236,24 @@ func TestBatchWriterFlushWhen(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	write(0)
-	w.FlushWhen(3)
-	write(1)
-	waiting("two rows of three")
-	write(2)
-	for range 3 {
+	inserted := func(what string) {
+		t.Helper()
 		select {
 		case err := <-done:
 			if err != nil {
 				t.Fatal(err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatal("a Write still waiting 10 s after the third row")
+			t.Fatalf("a Write still waiting 10 s after %s", what)
 		}
+	}
+	write(0)
+	w.FlushWhen(3)
+	write(1)
+	waiting("two rows of three")
+	write(2)
+	for range 3 {
+		inserted("the third row")
 	}
 	if got := count(t, s, "SELECT count() FROM fetch_log WHERE crawl_id = 'when'"); got != 3 {
 		t.Errorf("%d rows inserted, want 3", got)
@@ -260,12 +264,5 @@ func TestBatchWriterFlushWhen(t *testing.T) {
 	write(3)
 	waiting("a row after the mark was used")
 	w.FlushWhen(1)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Write still waiting 10 s after a FlushWhen the buffer met")
-	}
+	inserted("a FlushWhen the buffer met")
 }
