@@ -128,7 +128,10 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	co.Budget = f.budget
 	co.Flush = func(rows int) {
 		fetchLog.FlushWhen(rows)
-		robotsLog.Flush() // a host's first request only: whatever is buffered
+		// A host's first request only: its row, when one is buffered or
+		// comes. Not Flush, which wakes the writer for nothing at every
+		// outcome while the mark is met.
+		robotsLog.FlushWhen(1)
 	}
 	if cfg.Warc.Dir != "" {
 		files := chstore.NewBatchWriter(f.store, chstore.WarcFiles, cfg.ClickHouse.Batch(), log, reg)
