@@ -114,12 +114,12 @@ func consumeOptions(cfg config.Config, specs *crawlcontrol.Specs, store *chstore
 		Resolve:    fetcher.Resolve,
 		RobotsTxt:  robotsTxt,
 		Attempts:   partition.NewAttempts(partition.AttemptsFor(cfg.Kafka.Partitions, cfg.MaxInflightPerPartition)),
-		FlushAt:    FlushAt(cfg.MaxInflightPerPartition),
+		FlushAt:    flushAt(cfg.MaxInflightPerPartition),
 	}
 }
 
-// FlushAt is where a partition's requests waiting for their fetch-log
+// flushAt is where a partition's requests waiting for their fetch-log
 // insert have the insert go before its interval (consume.Options.FlushAt):
 // half the partition's window, so that an insert carries at least that
 // many rows, and the other half is read and fetched while it runs.
-func FlushAt(window int) int { return max(window/2, 1) }
+func flushAt(window int) int { return max(window/2, 1) }

@@ -107,7 +107,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		// their documents are, until inserted, bounded by the documents
 		// writer (DocumentBatch: Write blocks while 2 × DocumentBatchRows
 		// wait).
-		MaxInFlight: Window(cfg.Parser.BatchSize),
+		MaxInFlight: window(cfg.Parser.BatchSize),
 		OnFull:      flush,
 		OnClose:     flush,
 	}, proc.Assign, log, reg)
@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 	return p, nil
 }
 
-// WindowPages is how many pages of a partition may be unacked (parsed and
+// windowPages is how many pages of a partition may be unacked (parsed and
 // waiting for their rows' insert, or read ahead), whatever the batch size:
 // sixteen batches of the default size. The rows of a window are what the
 // parser holds beyond the batch it parses; with ClickHouse slower than the
@@ -126,11 +126,11 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 // speed and peak memory on six busy hosts, but filled four times as often,
 // and each fill is an insert into every table (4.7 rows merged per row
 // inserted against 2.4).
-const WindowPages = 16 * pages.DefaultBatchSize
+const windowPages = 16 * pages.DefaultBatchSize
 
-// Window is a partition's window for batches of batchSize pages: at least
+// window is a partition's window for batches of batchSize pages: at least
 // two batches, so that one is parsed while the other's rows are inserted.
-func Window(batchSize int) int { return max(WindowPages, 2*batchSize) }
+func window(batchSize int) int { return max(windowPages, 2*batchSize) }
 
 // DocumentBatch returns the batching of the documents writer from the
 // shared one: a document row carries the page's text (16 KB on average on
