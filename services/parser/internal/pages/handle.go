@@ -40,6 +40,7 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		return err
 	}
 	p := h.p
+	began := time.Now()
 	pages := make([]*crawlv1.FetchedPage, 0, len(batch))
 	offsets := make([]int64, 0, len(batch))
 	for _, rec := range batch {
@@ -73,6 +74,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	// every partition of this parser doing the same.
 	clear(pages)
 	kafkaio.DropPayloads(batch)
+	parsed := time.Now()
+	p.metrics.batchSteps.WithLabelValues(StepParse).Observe(parsed.Sub(began).Seconds())
 	// The near-duplicate lookup runs beside the exact one: their rounds
 	// start together and both answers are in when marking starts.
 	var near nearLookup
@@ -85,6 +88,8 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 	if err := lookups.Wait(); err != nil {
 		return err
 	}
+	looked := time.Now()
+	p.metrics.batchSteps.WithLabelValues(StepLookup).Observe(looked.Sub(parsed).Seconds())
 	p.markNearDuplicates(results, near)
 
 	var (
@@ -155,9 +160,11 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		msgs = append(msgs, m)
 	}
 	if len(msgs) > 0 {
+		sent := time.Now()
 		if err := p.sinks.Publisher.Write(ctx, msgs...); err != nil {
 			return fmt.Errorf("publish %d outlinks and documents: %w", len(msgs), err)
 		}
+		p.metrics.batchSteps.WithLabelValues(StepPublish).Observe(time.Since(sent).Seconds())
 		p.metrics.links.Add(float64(outlink))
 		p.metrics.inLinks.Add(float64(republished))
 		// Durable now: remembered, so later pages do not publish them again.
@@ -171,10 +178,12 @@ func (h *handler) Handle(ctx context.Context, batch []kafka.Message, ack func(ka
 		rows = append(rows, k)
 	}
 	acks := batch // their payloads dropped above
+	storing := time.Now()
 	h.stores.Go(func(ctx context.Context) error {
 		if err := p.store(ctx, stored{docs, metas, firsts, rows, bands, nears, links, carried}); err != nil {
 			return err
 		}
+		p.metrics.batchSteps.WithLabelValues(StepStore).Observe(time.Since(storing).Seconds())
 		p.metrics.documents.Add(float64(len(docs)))
 		for _, rec := range acks {
 			ack(rec)

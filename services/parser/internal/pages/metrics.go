@@ -86,7 +86,18 @@ type Metrics struct {
 	// format and result; documentDuration times each.
 	documentsRead    *prometheus.CounterVec
 	documentDuration prometheus.Histogram
+	// batchSteps times the steps of a batch (Step*): where a partition
+	// that parses slower than its CPU allows waits.
+	batchSteps *prometheus.HistogramVec
 }
+
+// Steps of a batch, the label values of batch_step_duration_seconds.
+const (
+	StepParse   = "parse"   // decode, catch up with the specifications, extract every page
+	StepLookup  = "lookup"  // the exact and near duplicate lookups (ClickHouse, coalesced across partitions)
+	StepPublish = "publish" // outlinks and documents produced, acknowledged by the broker
+	StepStore   = "store"   // the batch's rows inserted (in the background, overlapping the next batches), until its records are acked
+)
 
 // NewMetrics registers the processor's metrics on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -145,9 +156,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time to read one document that is not HTML (PDF, office file), its wait for a PDF worker included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1ms … 33s
 		}),
+		batchSteps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "batch_step_duration_seconds",
+			Help:    "Time of each step of a batch of fetched pages, by step: parse (CPU), lookup (the duplicate lookups' round trip), publish (the broker's acknowledgement), store (the rows' insert, in the background, until the records are acked). A partition whose lookup and publish take as long as its parse waits as much as it works.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1ms … 33s
+		}, []string{"step"}),
 	}
 	for _, c := range []prometheus.Collector{m.pages, m.links, m.dropped, m.duration, m.documents, m.serp, m.scopeSyncs, m.trapLinks, m.inLinks,
-		m.extractPages, m.extractFields, m.documentsRead, m.documentDuration} {
+		m.extractPages, m.extractFields, m.documentsRead, m.documentDuration, m.batchSteps} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register parser metrics: %w", err)
 		}
@@ -162,6 +178,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		extract.DropSelf, extract.DropDuplicate, extract.DropOverCap, DropKey, DropDuplicatePage, DropPublished, DropCancelled,
 		scope.DropOutOfScope, scope.DropFiltered, scope.DropTrapGuard} {
 		m.dropped.WithLabelValues(r)
+	}
+	for _, st := range []string{StepParse, StepLookup, StepPublish, StepStore} {
+		m.batchSteps.WithLabelValues(st)
 	}
 	return m, nil
 }

@@ -227,6 +227,16 @@ func TestConsumeFetchedPages(t *testing.T) {
 			t.Errorf("pages_parsed_total{outcome=%q} = %v, want %v", outcome, got, n)
 		}
 	}
+	// Every batch is timed at each step; publish only when it had
+	// something to publish.
+	steps := map[string]float64{}
+	for _, st := range []string{pages.StepParse, pages.StepLookup, pages.StepPublish, pages.StepStore} {
+		steps[st] = counterValue(t, reg, "batch_step_duration_seconds", "step", st)
+	}
+	if steps[pages.StepParse] < 1 || steps[pages.StepLookup] != steps[pages.StepParse] || steps[pages.StepStore] != steps[pages.StepParse] ||
+		steps[pages.StepPublish] < 1 || steps[pages.StepPublish] > steps[pages.StepParse] {
+		t.Errorf("batch steps timed %v: want every batch parsed, looked up and stored, and at least one published", steps)
+	}
 }
 
 // discovered is a DiscoveredURL as read back from the topic.
@@ -332,6 +342,9 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ..
 				}) {
 					continue metrics
 				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
 			}
 			return m.GetCounter().GetValue()
 		}
