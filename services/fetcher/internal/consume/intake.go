@@ -155,7 +155,7 @@ func (h *handler) deferAll(ctx context.Context, ds []partition.Deferral) {
 		if d.Held {
 			m, err = h.s.enc.Hold(d.Task, h.s.request(d.Task), d.At)
 		} else {
-			m, err = h.s.enc.Defer(d.Task, h.s.request(d.Task), d.At)
+			m, err = h.s.enc.Defer(d.Task, h.s.request(d.Task), d.At, d.Estimated)
 			partition.Compact(d.Task)
 		}
 		if err != nil {
@@ -218,9 +218,10 @@ func (s *Service) request(t *partition.Task) *crawlv1.FetchRequest {
 // newTask returns the task of a record whose request decoded as req, with
 // its host and crawl shared through h's tables.
 func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host string, now time.Time) *partition.Task {
+	due, estimated := emit.Due(msg)
 	return partition.NewTask(req, partition.TaskOf{
 		Offset: msg.Offset, Value: msg.Value, Schema: h.strs.Intern(kafkaio.Schema(msg)), Host: host, Crawl: h.strs.Intern(req.GetCrawlId()),
-		Redefer: emit.WasDeferred(msg), Budgets: h.s.opts.Budget != nil,
+		Redefer: emit.WasDeferred(msg), Estimated: estimated, Due: due, Budgets: h.s.opts.Budget != nil,
 	}, now)
 }
 

@@ -189,7 +189,7 @@ func TestRaisedPriorityTravels(t *testing.T) {
 	if res := part.Raise("a.example", "c", 7, 4, priority.InLinks|priority.Sitemap); res != politeness.Raised {
 		t.Fatalf("raise of a queued request: %v", res)
 	}
-	m, err := h.s.enc.Defer(raised, h.s.request(raised), time.Now())
+	m, err := h.s.enc.Defer(raised, h.s.request(raised), time.Now(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

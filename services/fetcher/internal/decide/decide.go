@@ -195,6 +195,11 @@ type Placement struct {
 	// the not_before of its deferred copy, for Evict the earliest
 	// not_before of the evicted request's copy (Later of At and its own).
 	At time.Time
+	// Estimated: the host's queue was full, and At (for Defer, or the
+	// evicted request's for Evict) is only an estimate of when the queue
+	// ahead drains, not a time the request must wait for: read again, the
+	// request is due by Redue.
+	Estimated bool
 }
 
 // Action is a Placement's.
@@ -234,14 +239,30 @@ func (l Limits) Place(h Host, notBefore, now time.Time) Placement {
 	if l.Full(h, now) {
 		at := now.Add(h.Wait)
 		if beyond {
-			return Placement{Action: Defer, At: Later(at, notBefore)}
+			return Placement{Action: Defer, At: Later(at, notBefore), Estimated: true}
 		}
-		return Placement{Action: Evict, At: at}
+		return Placement{Action: Evict, At: at, Estimated: true}
 	}
 	if beyond {
 		return Placement{Action: Defer, At: notBefore}
 	}
 	return Placement{Action: Queue, At: notBefore}
+}
+
+// Redue is when a request read again from a deferral that estimated its
+// due time (estimate: its copy's not_before, Placement.Estimated) is due,
+// given its own not_before (own: a retry's back-off, zero for none) and
+// its host h at now: at the estimate, or sooner when the host's queue
+// would drain sooner (now plus h.Wait: its back-off and the queue ahead,
+// as it is now), never before own. The estimate was made when the queue
+// was full; made too long (a response time measured once, on a loaded
+// machine), it left a host idle with its requests waiting for it, which
+// at the end of a crawl is the crawl waiting.
+func Redue(estimate, own time.Time, h Host, now time.Time) time.Time {
+	if drained := now.Add(h.Wait); drained.Before(estimate) {
+		estimate = drained
+	}
+	return Later(estimate, own)
 }
 
 // Later returns the later of a and b.

@@ -94,19 +94,47 @@ func TestPlace(t *testing.T) {
 		notBefore time.Time
 		want      Placement
 	}{
-		{"room, due now", open, time.Time{}, Placement{Queue, time.Time{}}},
-		{"room, due soon", open, soon, Placement{Queue, soon}},
-		{"room, due beyond the horizon", open, far, Placement{Defer, far}},
-		{"full: the deeper request leaves, due after the queue", full, time.Time{}, Placement{Evict, t0.Add(4 * time.Second)}},
-		{"full, due soon: At is the queue's, t's own not_before applies when nothing is deeper", full, soon, Placement{Evict, t0.Add(4 * time.Second)}},
-		{"full, due beyond the horizon", full, far, Placement{Defer, far}},
+		{"room, due now", open, time.Time{}, Placement{Action: Queue, At: time.Time{}}},
+		{"room, due soon", open, soon, Placement{Action: Queue, At: soon}},
+		{"room, due beyond the horizon", open, far, Placement{Action: Defer, At: far}},
+		{"full: the deeper request leaves, due after the queue", full, time.Time{}, Placement{Action: Evict, At: t0.Add(4 * time.Second), Estimated: true}},
+		{"full, due soon: At is the queue's, t's own not_before applies when nothing is deeper", full, soon, Placement{Action: Evict, At: t0.Add(4 * time.Second), Estimated: true}},
+		{"full, due beyond the horizon", full, far, Placement{Action: Defer, At: far, Estimated: true}},
 		{"full beyond the horizon, the queue even later", Host{Queued: 3, Wait: 5 * time.Minute, Delay: time.Second, Next: t0, OpenHosts: 1}, far,
-			Placement{Defer, t0.Add(5 * time.Minute)}},
+			Placement{Action: Defer, At: t0.Add(5 * time.Minute), Estimated: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := limits.Place(c.h, c.notBefore, t0); got != c.want {
-				t.Fatalf("Place = %v %v, want %v %v", got.Action, got.At, c.want.Action, c.want.At)
+				t.Fatalf("Place = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestRedue: a deferred copy whose due time estimated its full queue's
+// drain is due sooner when the queue drains sooner (an idle host: now),
+// at the estimate when the queue is still as long, and never before the
+// request's own not_before (a retry's back-off).
+func TestRedue(t *testing.T) {
+	estimate := t0.Add(95 * time.Second)
+	cases := []struct {
+		name string
+		own  time.Time
+		h    Host
+		want time.Time
+	}{
+		{"idle host: now", time.Time{}, Host{}, t0},
+		{"a short queue ahead: when it drains", time.Time{}, Host{Queued: 10, Wait: 40 * time.Millisecond}, t0.Add(40 * time.Millisecond)},
+		{"backed off: after the back-off", time.Time{}, Host{Queued: 1, Wait: 20 * time.Second, Next: t0.Add(20 * time.Second)}, t0.Add(20 * time.Second)},
+		{"the queue longer than estimated: the estimate", time.Time{}, Host{Queued: 100, Wait: 3 * time.Minute}, estimate},
+		{"its own not_before later: that", t0.Add(30 * time.Second), Host{}, t0.Add(30 * time.Second)},
+		{"its own not_before earlier than the queue's drain: the drain", t0.Add(time.Second), Host{Queued: 5, Wait: 10 * time.Second}, t0.Add(10 * time.Second)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Redue(estimate, c.own, c.h, t0); !got.Equal(c.want) {
+				t.Fatalf("Redue = %v, want %v", got.Sub(t0), c.want.Sub(t0))
 			}
 		})
 	}

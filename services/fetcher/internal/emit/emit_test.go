@@ -241,6 +241,58 @@ func TestOutcome(t *testing.T) {
 	}
 }
 
+// TestDeferEstimated: a copy deferred for a full queue, due at an
+// estimate, carries the request's own not_before beside it (0 for none);
+// read again and deferred again, it carries the same own not_before, not
+// the estimate; a copy deferred for its own not_before carries none.
+func TestDeferEstimated(t *testing.T) {
+	estimate := now.Add(95 * time.Second)
+	e := newEncoder()
+
+	plain, req := newTask(t, request("http://a.example/p", 1), "a.example")
+	m, err := e.Defer(plain, req, estimate, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own, ok := Due(m); !ok || own != 0 {
+		t.Errorf("Due of a request with no not_before = %d %v, want 0 true", own, ok)
+	}
+
+	backedOff := request("http://a.example/q", 2)
+	retryAt := now.Add(30 * time.Second)
+	backedOff.NotBefore = timestamppb.New(retryAt)
+	retry, req := newTask(t, backedOff, "a.example")
+	if m, err = e.Defer(retry, req, estimate, true); err != nil {
+		t.Fatal(err)
+	}
+	own, ok := Due(m)
+	if !ok || own != retryAt.UnixNano() {
+		t.Fatalf("Due of a retry = %d %v, want %d true", own, ok, retryAt.UnixNano())
+	}
+	// Read again: the task knows its own not_before apart from the estimate.
+	again := partition.NewTask(req, partition.TaskOf{Value: m.Value, Host: "a.example", Crawl: "c1", Redefer: WasDeferred(m), Estimated: ok, Due: own}, now)
+	if !again.OwnNotBefore().Equal(retryAt) {
+		t.Errorf("own not_before read again %v, want %v", again.OwnNotBefore(), retryAt)
+	}
+	if m, err = e.Defer(again, req, estimate.Add(time.Minute), true); err != nil {
+		t.Fatal(err)
+	}
+	if own, ok := Due(m); !ok || own != retryAt.UnixNano() {
+		t.Errorf("Due deferred again = %d %v, want %d true", own, ok, retryAt.UnixNano())
+	}
+
+	if m, err = e.Defer(plain, req, estimate, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Due(m); ok {
+		t.Error("a copy due at its own not_before carries an estimate mark")
+	}
+	m.Headers = append(m.Headers, kafka.Header{Key: dueHeader, Value: []byte("soon")})
+	if _, ok := Due(m); ok {
+		t.Error("an unreadable due header was taken as an estimate mark")
+	}
+}
+
 // TestDeferAndHold: a deferred copy is the same request due later, keyed
 // by its host and marked as deferred; a held one is not marked.
 func TestDeferAndHold(t *testing.T) {
@@ -252,7 +304,7 @@ func TestDeferAndHold(t *testing.T) {
 			var m kafka.Message
 			var err error
 			if deferred {
-				m, err = e.Defer(task, req, at)
+				m, err = e.Defer(task, req, at, false)
 			} else {
 				m, err = e.Hold(task, req, at)
 			}

@@ -2,6 +2,7 @@ package emit
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -18,17 +19,50 @@ import (
 // deferredHeader marks a fetch request produced again by a deferral.
 const deferredHeader = "trawl-deferred"
 
+// dueHeader, on a deferred copy whose not_before only estimates when its
+// host's full queue drains, is the request's own not_before (Unix
+// nanoseconds in decimal, 0 for none): read again, the copy is due by
+// decide.Redue, never before it.
+const dueHeader = "trawl-due"
+
 // Defer returns the record that puts t back on the fetch topic, due at
 // notBefore, marked as deferred (WasDeferred). It is a copy of req, t's
 // request (partition.Task.Request): t's priority and reason, raised or
 // not.
-func (e *Encoder) Defer(t *partition.Task, req *crawlv1.FetchRequest, notBefore time.Time) (kafka.Message, error) {
+//
+// With estimated, notBefore only estimates when the host's full queue
+// drains (partition.Deferral.Estimated), and the record carries t's own
+// not_before beside it (Due).
+func (e *Encoder) Defer(t *partition.Task, req *crawlv1.FetchRequest, notBefore time.Time, estimated bool) (kafka.Message, error) {
 	m, err := e.again(t, req, notBefore)
 	if err != nil {
 		return kafka.Message{}, err
 	}
 	m.Headers = append(m.Headers, kafka.Header{Key: deferredHeader, Value: []byte("1")})
+	if estimated {
+		var own int64
+		if nb := t.OwnNotBefore(); !nb.IsZero() {
+			own = nb.UnixNano()
+		}
+		m.Headers = append(m.Headers, kafka.Header{Key: dueHeader, Value: strconv.AppendInt(nil, own, 10)})
+	}
 	return m, nil
+}
+
+// Due reports the own not_before (Unix nanoseconds, 0 for none) of a
+// deferred copy whose not_before is an estimate, and whether msg is one.
+// A value that does not parse counts as no estimate: the not_before is
+// then kept as the request's own, as before the header existed.
+func Due(msg kafka.Message) (int64, bool) {
+	v, ok := kafkaio.Header(msg, dueHeader)
+	if !ok {
+		return 0, false
+	}
+	own, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || own < 0 {
+		return 0, false
+	}
+	return own, true
 }
 
 // Hold returns the record that holds t of a paused crawl: the same

@@ -35,6 +35,9 @@ type Deferral struct {
 	// Evicted: a worse-ranked request that left its host's full queue
 	// for the batch's (its claim released).
 	Evicted bool
+	// Estimated: At only estimates when the host's full queue drains;
+	// the copy carries the request's own not_before too (Task.Estimated).
+	Estimated bool
 }
 
 // Ready is what the adapter carries out after Intake, in this order:
@@ -94,13 +97,13 @@ func (p *Partition) Intake(reads []Read, now time.Time) Ready {
 func (r *Ready) place(pl Placement, t *Task) {
 	switch pl.Action {
 	case decide.Defer:
-		r.Deferred = append(r.Deferred, Deferral{Task: t, At: pl.At})
+		r.Deferred = append(r.Deferred, Deferral{Task: t, At: pl.At, Estimated: pl.Estimated})
 		if t.Redefer {
 			r.Redeferred++
 		}
 		return
 	case decide.Evict:
-		r.Deferred = append(r.Deferred, Deferral{Task: pl.Evicted, At: pl.At, Evicted: true})
+		r.Deferred = append(r.Deferred, Deferral{Task: pl.Evicted, At: pl.At, Evicted: true, Estimated: true})
 	}
 	if pl.Repeat {
 		r.Repeats = append(r.Repeats, t)

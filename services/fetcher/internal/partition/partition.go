@@ -153,9 +153,13 @@ type Placement struct {
 	// due at At, and acks it; decide.Evict, it is queued and Evicted, no
 	// longer claimed nor queued, is the caller's to produce again, due at
 	// At.
-	Action  decide.Action
-	At      time.Time
-	Evicted *Task
+	Action decide.Action
+	At     time.Time
+	// Estimated: At estimates when the host's queue drains
+	// (decide.Placement.Estimated); the copy carries the request's own
+	// not_before beside it.
+	Estimated bool
+	Evicted   *Task
 	// Repeat: t's attempt is held or was finished already: its record is
 	// acked without a request.
 	Repeat bool
@@ -165,20 +169,27 @@ type Placement struct {
 // queue: queued (due at its not_before), to be deferred, or queued in the
 // place of a worse-ranked request of its host's full queue, which leaves
 // it to be deferred (the queue stays best-first).
+//
+// A request whose due time a deferral estimated (Task.Estimated) is due
+// by decide.Redue: no later than its host's queue drains now.
 func (p *Partition) Place(t *Task, now time.Time) Placement {
+	h := p.hostOf(t.Host, now)
+	if t.Estimated {
+		t.NotBefore = unixNano(decide.Redue(t.NotBeforeTime(), t.OwnNotBefore(), h, now))
+	}
 	notBefore := t.NotBeforeTime()
-	pl := p.limits.Place(p.hostOf(t.Host, now), notBefore, now)
+	pl := p.limits.Place(h, notBefore, now)
 	switch pl.Action {
 	case decide.Evict:
 		if ev, ok := p.engine.EvictAbove(t.Host, Rank(t)); ok {
 			p.Pending(ev, false)
 			p.Settle(ev, false)
-			return Placement{Action: decide.Evict, At: decide.Later(pl.At, ev.NotBeforeTime()), Evicted: ev, Repeat: !p.Push(t, notBefore)}
+			return Placement{Action: decide.Evict, At: decide.Later(pl.At, ev.NotBeforeTime()), Estimated: true, Evicted: ev, Repeat: !p.Push(t, notBefore)}
 		}
 		// Nothing ranked below t: t goes.
-		return Placement{Action: decide.Defer, At: decide.Later(pl.At, notBefore)}
+		return Placement{Action: decide.Defer, At: decide.Later(pl.At, notBefore), Estimated: true}
 	case decide.Defer:
-		return Placement{Action: decide.Defer, At: pl.At}
+		return Placement{Action: decide.Defer, At: pl.At, Estimated: pl.Estimated || t.Estimated}
 	}
 	return Placement{Action: decide.Queue, At: notBefore, Repeat: !p.Push(t, notBefore)}
 }

@@ -213,6 +213,8 @@ func TestAbandon(t *testing.T) {
 // TestIntake: a batch's records end where decide.Intake and Place say,
 // and the partition's claims follow: a skipped attempt is finished, a
 // rebuilt one claimed, a held or cancelled one neither.
+//
+// (TestPlaceEstimated has the copies deferred for a full queue read again.)
 func TestIntake(t *testing.T) {
 	c := &clock{t0}
 	limits := decide.Limits{MaxHostQueue: 2, MaxHostWait: time.Minute, HoldHorizon: time.Minute, PauseRecheck: 5 * time.Second}
@@ -254,13 +256,14 @@ func TestIntake(t *testing.T) {
 	want := []Deferral{
 		{Task: held, At: t0.Add(5 * time.Second), Held: true},
 		{Task: far, At: t0.Add(time.Hour)},
-		{Task: q2, Evicted: true}, // due when a's queue ahead is done (decide.Place)
+		{Task: q2, Evicted: true, Estimated: true}, // due when a's queue ahead is done (decide.Place)
 	}
 	if len(r.Deferred) != len(want) {
 		t.Fatalf("deferred %+v, want %+v", r.Deferred, want)
 	}
 	for i, d := range r.Deferred {
-		if d.Task != want[i].Task || (!want[i].At.IsZero() && !d.At.Equal(want[i].At)) || d.At.Before(t0) || d.Held != want[i].Held || d.Evicted != want[i].Evicted {
+		if d.Task != want[i].Task || (!want[i].At.IsZero() && !d.At.Equal(want[i].At)) || d.At.Before(t0) || d.Held != want[i].Held || d.Evicted != want[i].Evicted ||
+			d.Estimated != want[i].Estimated {
 			t.Errorf("deferral %d: %s at %v held %v evicted %v, want %s at %v held %v evicted %v", i, d.Task.Req.GetUrl(), d.At.Sub(t0),
 				d.Held, d.Evicted, want[i].Task.Req.GetUrl(), want[i].At.Sub(t0), want[i].Held, want[i].Evicted)
 		}
@@ -276,5 +279,64 @@ func TestIntake(t *testing.T) {
 	}
 	if n := p.Engine().Len(); n != 3 {
 		t.Errorf("%d queued, want 3 (q1, better, b's)", n)
+	}
+}
+
+// TestPlaceEstimated: a copy deferred for its host's full queue, due at
+// an estimate of the queue's drain, is read again when its host is idle:
+// it is due as soon as the host is (not 95 s later: the end of a crawl of
+// a few huge sites waited that long for its last requests), but never
+// before its own not_before; a copy due at its own not_before (no
+// estimate) keeps it.
+func TestPlaceEstimated(t *testing.T) {
+	limits := decide.Limits{MaxHostQueue: 3, MaxHostWait: time.Minute, HoldHorizon: 2 * time.Minute}
+	estimate := t0.Add(95 * time.Second)
+	copyOf := func(host, url string, own time.Time, estimated bool, now time.Time) *Task {
+		tk := task(host, url, 2, 0, false, now)
+		tk.NotBefore, tk.Redefer = estimate.UnixNano(), true
+		if estimated {
+			tk.Estimated, tk.Due = true, unixNano(own)
+		}
+		return tk
+	}
+	c := &clock{t0.Add(10 * time.Second)}
+	p := newPartition(c, limits)
+	idle := copyOf("a", "http://a/1", time.Time{}, true, c.now)
+	if pl := p.Place(idle, c.now); pl.Action != decide.Queue || pl.At.After(c.now.Add(time.Second)) {
+		t.Fatalf("an estimated copy of an idle host: %+v, want queued, due within the host's delay", pl)
+	}
+	if got := drain(p, c.now.Add(time.Second)); len(got) != 1 {
+		t.Fatalf("%d turns in the next second, want the estimated copy's", len(got))
+	}
+
+	retry := copyOf("b", "http://b/1", t0.Add(30*time.Second), true, c.now)
+	if pl := p.Place(retry, c.now); pl.Action != decide.Queue || !pl.At.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("an estimated copy with its own not_before: %+v, want queued at +30s", pl)
+	}
+	if got := drain(p, t0.Add(29*time.Second)); len(got) != 0 {
+		t.Fatalf("%d turns before the request's own not_before", len(got))
+	}
+	if got := drain(p, t0.Add(30*time.Second)); len(got) != 1 {
+		t.Fatalf("%d turns at the request's own not_before, want 1", len(got))
+	}
+
+	own := copyOf("c", "http://c/1", time.Time{}, false, c.now)
+	if pl := p.Place(own, c.now); pl.Action != decide.Queue || !pl.At.Equal(estimate) {
+		t.Fatalf("a copy due at its own not_before: %+v, want queued at +95s", pl)
+	}
+	if got := drain(p, estimate.Add(-time.Second)); len(got) != 0 {
+		t.Fatalf("%d turns before a copy's own not_before", len(got))
+	}
+
+	// Read again while its host's queue is still full, an estimated copy
+	// is deferred again as an estimate: the copy keeps its own not_before.
+	for i := range 3 {
+		p.Place(task("d", fmt.Sprintf("http://d/%d", i), 1, 0, false, c.now), c.now)
+	}
+	again := copyOf("d", "http://d/deep", t0.Add(20*time.Second), true, c.now)
+	again.Depth = 9
+	pl := p.Place(again, c.now)
+	if pl.Action != decide.Defer || !pl.Estimated || !again.OwnNotBefore().Equal(t0.Add(20*time.Second)) {
+		t.Fatalf("an estimated copy of a full queue: %+v (own %v), want deferred again as an estimate", pl, again.OwnNotBefore())
 	}
 }

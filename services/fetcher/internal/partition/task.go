@@ -36,8 +36,12 @@ type Task struct {
 	URLFP     uint64    // the request's url_fp
 	Scheduled int64     // scheduled_at, Unix nanoseconds
 	NotBefore int64     // not_before, Unix nanoseconds; 0 for none
-	Enqueued  int64     // when the record was read, Unix nanoseconds
-	Depth     uint32
+	// Due is the request's own not_before (0 for none) when NotBefore is
+	// only a deferral's estimate of when its host's full queue drains
+	// (Estimated): Partition.Place re-estimates it, never before Due.
+	Due      int64
+	Enqueued int64 // when the record was read, Unix nanoseconds
+	Depth    uint32
 	// priority and signals are the request's priority and the signals of
 	// its priority_reason (libs/priority), raised by a reprioritize
 	// record while queued; changed only under the engine's lock and the
@@ -45,10 +49,12 @@ type Task struct {
 	priority int32
 	signals  priority.Signals
 	Revisit  bool
-	Charged  bool  // charged to its crawl's page budget (decide.Charged)
-	Redefer  bool  // the record was produced by a deferral
-	Waited   bool  // politeness wait observed (a robots turn re-queues it)
-	Yields   uint8 // turns given up to better-ranked requests (Partition.Yield)
+	Charged  bool // charged to its crawl's page budget (decide.Charged)
+	Redefer  bool // the record was produced by a deferral
+	// Estimated: NotBefore is a deferral's estimate, Due the request's own.
+	Estimated bool
+	Waited    bool  // politeness wait observed (a robots turn re-queues it)
+	Yields    uint8 // turns given up to better-ranked requests (Partition.Yield)
 
 	// A turn's own fields, set while it runs and read by its outcome.
 	HostState  *politeness.HostState // the host's state after the request, when the next owner must be told (Engine.Changed)
@@ -66,7 +72,12 @@ type TaskOf struct {
 	Host    string // the request's politeness key
 	Crawl   string // the request's crawl id, shared
 	Redefer bool   // produced by a deferral
-	Budgets bool   // page budgets are charged (decide.Charged)
+	// Estimated: the record's not_before is a deferral's estimate of when
+	// its host's full queue drains, and Due (Unix nanoseconds, 0 for none)
+	// the request's own not_before.
+	Estimated bool
+	Due       int64
+	Budgets   bool // page budgets are charged (decide.Charged)
 }
 
 // NewTask returns the task of a record whose request decoded as req, read
@@ -76,7 +87,7 @@ func NewTask(req *crawlv1.FetchRequest, r TaskOf, now time.Time) *Task {
 		Offset: r.Offset, Value: r.Value, Schema: r.Schema, Host: r.Host, Crawl: r.Crawl,
 		ID: IDOf(req), URLFP: req.GetUrlFp(), Depth: req.GetDepth(), Revisit: req.GetRevisit(),
 		priority: req.GetPriority(), signals: priority.ParseSignals(req.GetPriorityReason()),
-		Redefer: r.Redefer, Enqueued: now.UnixNano(),
+		Redefer: r.Redefer, Estimated: r.Estimated, Due: r.Due, Enqueued: now.UnixNano(),
 	}
 	t.Charged = decide.Charged(r.Budgets, t.ID.Attempt, t.Revisit)
 	if sa := req.GetScheduledAt(); sa != nil {
@@ -95,6 +106,15 @@ func (t *Task) Key() AttemptKey {
 
 // NotBeforeTime is t's not_before (zero for none).
 func (t *Task) NotBeforeTime() time.Time { return unixTime(t.NotBefore) }
+
+// OwnNotBefore is t's own not_before (zero for none): NotBefore, or Due
+// when NotBefore is a deferral's estimate.
+func (t *Task) OwnNotBefore() time.Time {
+	if t.Estimated {
+		return unixTime(t.Due)
+	}
+	return t.NotBeforeTime()
+}
 
 // RetryAfterTime is the earliest useful retry of t's turn (zero for none).
 func (t *Task) RetryAfterTime() time.Time { return unixTime(t.RetryAfter) }
@@ -147,6 +167,15 @@ func unixTime(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// unixNano is t in Unix nanoseconds, 0 for the zero time (unixTime's
+// inverse).
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // Strings is a partition's shared copies of the strings its tasks repeat
