@@ -91,6 +91,7 @@ func (w *Writer) up() {
 type writerMetrics struct {
 	produced *prometheus.CounterVec
 	errors   *prometheus.CounterVec
+	requests *prometheus.CounterVec
 }
 
 func newWriterMetrics(reg prometheus.Registerer) *writerMetrics {
@@ -98,6 +99,10 @@ func newWriterMetrics(reg prometheus.Registerer) *writerMetrics {
 		produced: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kafka_produced_total",
 			Help: "Records acknowledged by all in-sync replicas, by topic.",
+		}, []string{"topic"})),
+		requests: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_produce_requests_total",
+			Help: "Record batches of one partition sent in a produce request and acknowledged, by topic: kafka_produced_total over this is how full they are (WithBatchSize).",
 		}, []string{"topic"})),
 		errors: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kafka_produce_errors_total",
@@ -113,18 +118,44 @@ func newWriterMetrics(reg prometheus.Registerer) *writerMetrics {
 // was 31% of the fetcher's and 42% of the scheduler's allocated bytes in
 // the crawl benchmark, for batches that mostly hold a few records (a
 // write is spread over the partitions). 64 records is still more than a
-// partition receives from one write.
+// partition receives from one write of the fetcher or the scheduler.
 const (
 	writerBatchTimeout = 5 * time.Millisecond
 	writerBatchSize    = 64
 )
 
+// LargeWriteBatch is the batch size for a writer whose writes put
+// hundreds of records on each partition (WithBatchSize): the parser's,
+// whose batch of 200 pages publishes thousands of links. kafka-go sends a
+// partition's batches one after another, each a produce round trip that
+// waits for every in-sync replica, so with batches of 64 such a write
+// was a dozen round trips in a row per partition, which the parser's
+// partition waited on (crawler_parser_batch_step_duration_seconds
+// {step="publish"}: 0.32 s a batch, more than its parse, in a 1.5 M-page
+// crawl of six huge sites). Its 512 message slots (78 KB) are allocated
+// for each batch, which those writes fill.
+const LargeWriteBatch = 512
+
+// WriterOption tunes a Writer beyond its Config.
+type WriterOption func(*kafka.Writer)
+
+// WithBatchSize caps the records of one partition's produce request at n
+// (default 64; see LargeWriteBatch).
+func WithBatchSize(n int) WriterOption {
+	return func(w *kafka.Writer) {
+		if n > 0 {
+			w.BatchSize = n
+		}
+	}
+}
+
 // NewWriter returns a writer. reg receives the writer's metrics
 // (kafka_produced_total{topic}, kafka_produce_errors_total{topic}); nil
 // leaves them unexported. Its connections are secured per c.TLS and
 // c.SASL; a TLS or SASL file that cannot be read (Config.Validate reports
-// it first) makes every Write fail with the reason.
-func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
+// it first) makes every Write fail with the reason. opts tune it
+// (WithBatchSize).
+func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer, opts ...WriterOption) *Writer {
 	fastSnappy()
 	sec, err := c.loadSecurity()
 	tr := sec.transport()
@@ -147,6 +178,14 @@ func NewWriter(c Config, log *zap.Logger, reg prometheus.Registerer) *Writer {
 		},
 		log:     log,
 		metrics: newWriterMetrics(reg),
+	}
+	w.w.Completion = func(msgs []kafka.Message, err error) {
+		if err == nil && len(msgs) > 0 {
+			w.metrics.requests.WithLabelValues(msgs[0].Topic).Inc()
+		}
+	}
+	for _, o := range opts {
+		o(w.w)
 	}
 	if reg != nil {
 		// A service's first writer reports for it (one gauge a

@@ -188,6 +188,42 @@ func TestWriterUnknownTopicRetriesUntilDeadline(t *testing.T) {
 	}
 }
 
+// TestWriterBatchSize: one write of 600 records to one partition goes in
+// batches of 64 by default, one produce request each (sent one after
+// another), and in two with WithBatchSize(LargeWriteBatch);
+// kafka_produce_requests_total counts them.
+func TestWriterBatchSize(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Discovered
+	msgs := make([]kafka.Message, 600)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Topic: topic, Key: []byte("a.example"), Value: []byte(fmt.Sprintf("link %d", i))}
+	}
+	for _, tc := range []struct {
+		name     string
+		opts     []kafkaio.WriterOption
+		min, max float64
+	}{
+		{"default", nil, 10, 600},
+		{"large", []kafkaio.WriterOption{kafkaio.WithBatchSize(kafkaio.LargeWriteBatch)}, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			w := kafkaio.NewWriter(c, zaptest.NewLogger(t), reg, tc.opts...)
+			defer w.Close()
+			if err := w.Write(t.Context(), msgs...); err != nil {
+				t.Fatal(err)
+			}
+			if n := testutilValue(t, reg, "kafka_produced_total", topic); n != 600 {
+				t.Fatalf("produced %v, want 600", n)
+			}
+			if n := testutilValue(t, reg, "kafka_produce_requests_total", topic); n < tc.min || n > tc.max {
+				t.Errorf("%v produce requests for 600 records, want %v to %v", n, tc.min, tc.max)
+			}
+		})
+	}
+}
+
 // testutilValue returns the value of the counter or gauge name{topic}.
 func testutilValue(t *testing.T, reg *prometheus.Registry, name, topic string) float64 {
 	t.Helper()

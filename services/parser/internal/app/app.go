@@ -63,7 +63,8 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		return nil, err
 	}
 	topics := cfg.Kafka.Topics()
-	p.writer = kafkaio.NewWriter(cfg.Kafka, log, reg)
+	// A batch's links fill a produce request per partition (kafkaio.LargeWriteBatch).
+	p.writer = kafkaio.NewWriter(cfg.Kafka, log, reg, kafkaio.WithBatchSize(kafkaio.LargeWriteBatch))
 	store, batch := p.store, cfg.ClickHouse.Batch()
 	docs := chstore.NewBatchWriter(store, chstore.Documents, DocumentBatch(batch), log, reg)
 	meta := chstore.NewBatchWriter(store, chstore.DocumentMeta, batch, log, reg)
