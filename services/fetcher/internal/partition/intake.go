@@ -103,7 +103,7 @@ func (r *Ready) place(pl Placement, t *Task) {
 		}
 		return
 	case decide.Evict:
-		r.Deferred = append(r.Deferred, Deferral{Task: pl.Evicted, At: pl.At, Evicted: true, Estimated: true})
+		r.Deferred = append(r.Deferred, Deferral{Task: pl.Evicted, At: pl.At, Evicted: true, Estimated: pl.Estimated})
 	}
 	if pl.Repeat {
 		r.Repeats = append(r.Repeats, t)

@@ -184,10 +184,10 @@ func (p *Partition) Place(t *Task, now time.Time) Placement {
 		if ev, ok := p.engine.EvictAbove(t.Host, Rank(t)); ok {
 			p.Pending(ev, false)
 			p.Settle(ev, false)
-			return Placement{Action: decide.Evict, At: decide.Later(pl.At, ev.NotBeforeTime()), Estimated: true, Evicted: ev, Repeat: !p.Push(t, notBefore)}
+			return Placement{Action: decide.Evict, At: decide.Later(pl.At, ev.NotBeforeTime()), Estimated: pl.Estimated, Evicted: ev, Repeat: !p.Push(t, notBefore)}
 		}
 		// Nothing ranked below t: t goes.
-		return Placement{Action: decide.Defer, At: decide.Later(pl.At, notBefore), Estimated: true}
+		return Placement{Action: decide.Defer, At: decide.Later(pl.At, notBefore), Estimated: pl.Estimated}
 	case decide.Defer:
 		return Placement{Action: decide.Defer, At: pl.At, Estimated: pl.Estimated || t.Estimated}
 	}
