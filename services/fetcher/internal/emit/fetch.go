@@ -40,11 +40,7 @@ func (e *Encoder) Defer(t *partition.Task, req *crawlv1.FetchRequest, notBefore 
 	}
 	m.Headers = append(m.Headers, kafka.Header{Key: deferredHeader, Value: []byte("1")})
 	if estimated {
-		var own int64
-		if nb := t.OwnNotBefore(); !nb.IsZero() {
-			own = nb.UnixNano()
-		}
-		m.Headers = append(m.Headers, kafka.Header{Key: dueHeader, Value: strconv.AppendInt(nil, own, 10)})
+		m.Headers = append(m.Headers, kafka.Header{Key: dueHeader, Value: strconv.AppendInt(nil, t.OwnNotBefore(), 10)})
 	}
 	return m, nil
 }

@@ -175,7 +175,7 @@ type Placement struct {
 func (p *Partition) Place(t *Task, now time.Time) Placement {
 	h := p.hostOf(t.Host, now)
 	if t.Estimated {
-		t.NotBefore = unixNano(decide.Redue(t.NotBeforeTime(), t.OwnNotBefore(), h, now))
+		t.NotBefore = unixNano(decide.Redue(t.NotBeforeTime(), unixTime(t.OwnNotBefore()), h, now))
 	}
 	notBefore := t.NotBeforeTime()
 	pl := p.limits.Place(h, notBefore, now)

@@ -107,13 +107,13 @@ func (t *Task) Key() AttemptKey {
 // NotBeforeTime is t's not_before (zero for none).
 func (t *Task) NotBeforeTime() time.Time { return unixTime(t.NotBefore) }
 
-// OwnNotBefore is t's own not_before (zero for none): NotBefore, or Due
-// when NotBefore is a deferral's estimate.
-func (t *Task) OwnNotBefore() time.Time {
+// OwnNotBefore is t's own not_before, Unix nanoseconds (0 for none):
+// NotBefore, or Due when NotBefore is a deferral's estimate.
+func (t *Task) OwnNotBefore() int64 {
 	if t.Estimated {
-		return unixTime(t.Due)
+		return t.Due
 	}
-	return t.NotBeforeTime()
+	return t.NotBefore
 }
 
 // RetryAfterTime is the earliest useful retry of t's turn (zero for none).
