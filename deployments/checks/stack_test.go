@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -157,6 +158,29 @@ func (p *proc) tail(n int) string {
 
 // waitHTTP polls url until it answers 200, the process exits or the
 // timeout passes.
+// waitAddrFile waits until p has written its admin address file ("<pid>
+// <host:port>", the services' --admin-addr-file) and returns the address.
+func waitAddrFile(t testing.TB, p *proc, path string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if f := strings.Fields(string(b)); len(f) == 2 && f[0] == strconv.Itoa(p.cmd.Process.Pid) {
+				return f[1]
+			}
+		}
+		if done, perr := p.exited(); done {
+			t.Fatalf("%s exited (%v) before it wrote %s:\n%s", p.name, perr, path, p.tail(40))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s wrote no admin address to %s within %v:\n%s", p.name, path, timeout, p.tail(40))
+		}
+		<-poll.C
+	}
+}
+
 func waitHTTP(t testing.TB, p *proc, url string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -381,9 +405,12 @@ func startStack(t testing.TB) *stack {
 			"CRAWLER_ALLOW_PRIVATE=true"}},
 	}
 	for _, svc := range services {
-		admin := freeAddr(t)
-		env := append(append([]string{"CRAWLER_ADMIN_ADDR=" + admin}, common...), svc.env...)
+		// Port 0, and the service says which port it got: a port picked
+		// free here could be taken before the service binds it.
+		addrFile := filepath.Join(work, svc.name+".admin")
+		env := append(append([]string{"CRAWLER_ADMIN_ADDR=127.0.0.1:0", "CRAWLER_ADMIN_ADDR_FILE=" + addrFile}, common...), svc.env...)
 		p := startProc(t, s.logDir, svc.name, s.bins[svc.name], svc.args, env, nil)
+		admin := waitAddrFile(t, p, addrFile, 90*time.Second)
 		waitHTTP(t, p, "http://"+admin+"/readyz", 90*time.Second)
 		s.admin[svc.name] = admin
 		s.procs[svc.name] = p

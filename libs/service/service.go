@@ -167,12 +167,14 @@ func newService(name string, c telemetry.Config, log *zap.Logger) (*Service, err
 		return nil, err
 	}
 	reg := telemetry.NewRegistry()
+	admin := telemetry.NewAdmin(c.AdminAddr, reg, log)
+	admin.SetAddrFile(c.AdminAddrFile)
 	return &Service{
 		name:         name,
 		log:          log,
 		reg:          reg,
 		metrics:      telemetry.Registerer(reg, name),
-		admin:        telemetry.NewAdmin(c.AdminAddr, reg, log),
+		admin:        admin,
 		stopProfiles: stopProfiles,
 	}, nil
 }

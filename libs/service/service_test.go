@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -232,6 +233,43 @@ func TestRunAdminAddrTaken(t *testing.T) {
 	})
 	if err := s.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "listen admin server") {
 		t.Fatalf("Run = %v, want a listen error", err)
+	}
+}
+
+// TestAdminAddrFile: with port 0 and an address file, ServeAdmin writes
+// this process's pid and the address the kernel chose, which answers; an
+// address file that cannot be written fails the start.
+func TestAdminAddrFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.admin")
+	s, err := newService("test", telemetry.Config{AdminAddr: "127.0.0.1:0", AdminAddrFile: path}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.ServeAdmin(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	pid, addr, err := telemetry.ReadAddrFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid != os.Getpid() {
+		t.Errorf("pid = %d, want %d", pid, os.Getpid())
+	}
+	if strings.HasSuffix(addr, ":0") {
+		t.Errorf("addr = %s, want the bound port", addr)
+	}
+	if got := status(t, "http://"+addr+"/healthz"); got != http.StatusOK {
+		t.Errorf("GET /healthz at the file's address = %d, want 200", got)
+	}
+
+	bad, err := newService("test", telemetry.Config{AdminAddr: "127.0.0.1:0", AdminAddrFile: filepath.Join(t.TempDir(), "missing", "x.admin")}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if err := bad.ServeAdmin(t.Context()); err == nil || !strings.Contains(err.Error(), "admin address file") {
+		t.Errorf("ServeAdmin with an unwritable address file = %v, want its error", err)
 	}
 }
 

@@ -40,6 +40,10 @@ type Config struct {
 	LogLevel  string // flag log-level: debug, info, warn, error (default info)
 	LogFormat string // flag log-format: json or console (default json)
 	AdminAddr string // flag admin-addr: listen address of the admin server (default 127.0.0.1:0)
+	// AdminAddrFile, when set (flag admin-addr-file), receives the admin
+	// server's pid and bound address once it listens (WriteAddrFile): a
+	// launcher gives port 0 and reads the port the kernel chose.
+	AdminAddrFile string
 	// ProfileDir, when set (flag profile-dir), receives a CPU profile of
 	// the whole run and an allocation profile at its end (StartProfiles).
 	ProfileDir string
@@ -59,6 +63,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", DefaultLogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", DefaultLogFormat, "log format: json or console")
 	fs.StringVar(&c.AdminAddr, "admin-addr", DefaultAdminAddr, "listen address of the admin server (/metrics, /healthz, /readyz)")
+	fs.StringVar(&c.AdminAddrFile, "admin-addr-file", "", "once the admin server listens, write \"<pid> <host:port>\" here (for a launcher that gives admin-addr port 0)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write cpu.pprof (the whole run) and allocs.pprof (at exit) here")
 	fs.Int64Var(&c.MemoryLimit, "memory-limit", 0, "soft memory limit of the Go runtime in bytes, as GOMEMLIMIT (0: none, or GOMEMLIMIT's)")
 	fs.IntVar(&c.GCPercent, "gc-percent", 0, "Go collector target percentage, as GOGC (0: GOGC's, 100 unless set)")
@@ -218,6 +223,10 @@ type Admin struct {
 	srv   *httpserve.Server
 	ready atomic.Bool
 
+	addrFile string    // SetAddrFile
+	fileOnce sync.Once // Listen writes addrFile once
+	fileErr  error
+
 	mu     sync.Mutex
 	checks []namedCheck
 }
@@ -268,9 +277,21 @@ func (a *Admin) AddCheck(name string, c Check) {
 // again after SetReady(false) (shutdown begins).
 func (a *Admin) SetReady(ready bool) { a.ready.Store(ready) }
 
-// Listen binds the listener, so that a taken port fails the start early;
-// calling it again returns the address already bound.
-func (a *Admin) Listen(ctx context.Context) (net.Addr, error) { return a.srv.Listen(ctx) }
+// SetAddrFile makes Listen write the process's pid and the bound address
+// to path (WriteAddrFile); call it before Listen.
+func (a *Admin) SetAddrFile(path string) { a.addrFile = path }
+
+// Listen binds the listener, so that a taken port fails the start early,
+// and writes the address file (SetAddrFile); calling it again returns the
+// address already bound.
+func (a *Admin) Listen(ctx context.Context) (net.Addr, error) {
+	addr, err := a.srv.Listen(ctx)
+	if err != nil || a.addrFile == "" {
+		return addr, err
+	}
+	a.fileOnce.Do(func() { a.fileErr = WriteAddrFile(a.addrFile, os.Getpid(), addr) })
+	return addr, a.fileErr
+}
 
 // Run serves until ctx is done, then shuts down gracefully (readiness false
 // first). Calls Listen if it was not called. It returns nil after a
@@ -280,6 +301,9 @@ func (a *Admin) Run(ctx context.Context) error {
 	defer a.ready.Store(false)
 	stop := context.AfterFunc(ctx, func() { a.ready.Store(false) })
 	defer stop()
+	if _, err := a.Listen(ctx); err != nil {
+		return err
+	}
 	return a.srv.Run(ctx)
 }
 

@@ -30,12 +30,12 @@ func TestCommonEnvMemoryLimits(t *testing.T) {
 		{"websim", ""}, // not a service of the pipeline
 	}
 	for _, tt := range tests {
-		if got := limitOf(p.CommonEnv(tt.name, "127.0.0.1:1")); got != tt.want {
+		if got := limitOf(p.CommonEnv(tt.name, "")); got != tt.want {
 			t.Errorf("%s: limit %q, want %q", tt.name, got, tt.want)
 		}
 	}
 	none := newPipeline(Config{MemoryLimits: map[string]int64{}})
-	if got := limitOf(none.CommonEnv("parser", "127.0.0.1:1")); got != "" {
+	if got := limitOf(none.CommonEnv("parser", "")); got != "" {
 		t.Errorf("no limits: parser limit %q", got)
 	}
 }
@@ -70,13 +70,14 @@ func TestCommonEnvPassThrough(t *testing.T) {
 		Kafka: kafkaio.Config{SASL: kafkaio.SASL{Mechanism: "PLAIN", Username: "u", PasswordFile: "/run/secrets/kafka"}},
 	}})
 	p.Kafka = kafkaio.Config{Brokers: []string{"127.0.0.1:9093"}}
-	env := p.CommonEnv("fetcher-0", "127.0.0.1:7000")
+	env := p.CommonEnv("fetcher-0", "/data/run/fetcher-0.admin")
 	tests := []struct{ key, want string }{
 		{"CRAWLER_USER_AGENT", "trawl-test/1"},
 		{"HOME_OF_TEST", "kept"},
 		{"CRAWLER_KAFKA_BROKERS", "127.0.0.1:9093"},
 		{"CRAWLER_CLICKHOUSE_ADDR", "127.0.0.1:9440"},
-		{"CRAWLER_ADMIN_ADDR", "127.0.0.1:7000"},
+		{"CRAWLER_ADMIN_ADDR", "127.0.0.1:0"},
+		{"CRAWLER_ADMIN_ADDR_FILE", "/data/run/fetcher-0.admin"},
 		{"CRAWLER_KAFKA_SASL_PASSWORD_FILE", "/run/secrets/kafka"},
 		{"CRAWLER_KAFKA_SASL_MECHANISM", "PLAIN"},
 		{"CRAWLER_CLICKHOUSE_USER", "default"},

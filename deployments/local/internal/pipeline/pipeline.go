@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +26,7 @@ import (
 	"github.com/trawl-crawler/trawl/libs/chstore"
 	"github.com/trawl-crawler/trawl/libs/kafkaembed"
 	"github.com/trawl-crawler/trawl/libs/kafkaio"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 )
 
 // Services are the service binaries, in start order of the long-running
@@ -155,9 +156,9 @@ type Pipeline struct {
 	broker   *kafkaembed.Broker
 	Kafka    kafkaio.Config
 	Store    *chstore.Store
-	procs    []*supervise.Process // long-running services, start order
-	seeder   *supervise.Process   // the last seeder run
-	admin    map[*supervise.Process]string
+	procs    []*supervise.Process          // long-running services, start order
+	seeder   *supervise.Process            // the last seeder run
+	admin    map[*supervise.Process]string // admin address file (CommonEnv)
 	stopping map[*supervise.Process]bool
 
 	// Supervisors (AutoRestart): each runs in its own goroutine until its
@@ -290,7 +291,13 @@ func (p *Pipeline) fetcherArgs(i int) []string {
 // the crawl or its progress display. The tuning the pipeline only
 // defaults (log level and format, memory limit, GC target) yields to a
 // CRAWLER_* variable the user set.
-func (p *Pipeline) CommonEnv(name, adminAddr string) []string {
+//
+// A service's admin server listens on a loopback port the kernel chooses;
+// when adminFile is not empty the service writes its pid and that address
+// there (telemetry.WriteAddrFile). A port the launcher picked free could
+// be taken by another process, or by an outgoing connection's local port,
+// before the service binds it.
+func (p *Pipeline) CommonEnv(name, adminFile string) []string {
 	env, user := userEnv()
 	owned := []string{
 		"CRAWLER_KAFKA_BROKERS=" + strings.Join(p.Kafka.Brokers, ","),
@@ -301,7 +308,8 @@ func (p *Pipeline) CommonEnv(name, adminAddr string) []string {
 		"CRAWLER_CLICKHOUSE_ADDR=" + p.cfg.ClickHouseAddr,
 		"CRAWLER_CLICKHOUSE_DATABASE=" + p.cfg.Database,
 		"CRAWLER_CLICKHOUSE_CLUSTER=" + p.cfg.ClickHouseCluster,
-		"CRAWLER_ADMIN_ADDR=" + adminAddr,
+		"CRAWLER_ADMIN_ADDR=127.0.0.1:0",
+		"CRAWLER_ADMIN_ADDR_FILE=" + adminFile,
 		"CRAWLER_PROFILE_DIR=",
 	}
 	if p.cfg.ProfileDir != "" {
@@ -372,9 +380,9 @@ func (p *Pipeline) StartService(ctx context.Context, service, name string, extra
 // process's environment: for secrets that must not show in its command
 // line (the API token of seeder serve).
 func (p *Pipeline) StartServiceEnv(ctx context.Context, service, name string, extra, env []string) (*supervise.Process, error) {
-	admin, err := freeAddr(ctx)
-	if err != nil {
-		return nil, err
+	admin := filepath.Join(p.cfg.DataDir, "run", name+".admin")
+	if err := os.MkdirAll(filepath.Dir(admin), 0o755); err != nil {
+		return nil, fmt.Errorf("create the admin address directory: %w", err)
 	}
 	args := append(extra, p.cfg.Args[service]...)
 	proc, err := supervise.Start(supervise.Spec{
@@ -433,19 +441,20 @@ func (p *Pipeline) stopSupervisors() {
 func (p *Pipeline) WaitReady(ctx context.Context, proc *supervise.Process) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	url := "http://" + p.admin[proc] + "/readyz"
 	client := &http.Client{Timeout: 2 * time.Second}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return fmt.Errorf("build readyz request: %w", err)
-		}
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
+		if addr := p.AdminAddr(proc); addr != "" {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+			if err != nil {
+				return fmt.Errorf("build readyz request: %w", err)
+			}
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
 			}
 		}
 		select {
@@ -489,9 +498,20 @@ func (p *Pipeline) Process(name string) *supervise.Process {
 	return nil
 }
 
-// AdminAddr returns the admin server address of a long-running process
-// ("" for one the pipeline did not start).
-func (p *Pipeline) AdminAddr(proc *supervise.Process) string { return p.admin[proc] }
+// AdminAddr returns the admin server address of a long-running process's
+// current run, as it wrote it once it listened; "" for one the pipeline
+// did not start, or whose current run has not listened yet.
+func (p *Pipeline) AdminAddr(proc *supervise.Process) string {
+	file, ok := p.admin[proc]
+	if !ok {
+		return ""
+	}
+	pid, addr, err := telemetry.ReadAddrFile(file)
+	if err != nil || pid != proc.Pid() {
+		return ""
+	}
+	return addr
+}
 
 // Processes returns the long-running processes in start order.
 func (p *Pipeline) Processes() []*supervise.Process {
@@ -512,10 +532,6 @@ type SeedRun struct {
 // Seed runs the seeder once and waits for it to exit. The returned process
 // holds the exit status and log.
 func (p *Pipeline) Seed(ctx context.Context, run SeedRun) (*supervise.Process, error) {
-	admin, err := freeAddr(ctx)
-	if err != nil {
-		return nil, err
-	}
 	args := []string{"--crawl-id", run.CrawlID, "--allow-private=" + strconv.FormatBool(p.cfg.AllowPrivate)}
 	for _, s := range run.Seeds {
 		args = append(args, "--seed", s)
@@ -528,7 +544,7 @@ func (p *Pipeline) Seed(ctx context.Context, run SeedRun) (*supervise.Process, e
 	}
 	args = append(args, p.cfg.Args["seeder"]...)
 	proc, err := supervise.Start(supervise.Spec{
-		Name: "seeder", Path: p.cfg.Bins["seeder"], Args: args, Env: p.CommonEnv("seeder", admin),
+		Name: "seeder", Path: p.cfg.Bins["seeder"], Args: args, Env: p.CommonEnv("seeder", ""),
 		LogFile: p.LogFile("seeder"), Echo: p.cfg.Echo,
 	})
 	if err != nil {
@@ -548,14 +564,10 @@ func (p *Pipeline) Seed(ctx context.Context, run SeedRun) (*supervise.Process, e
 // state (running, paused or cancelled), on the control topic; every service
 // obeys within seconds.
 func (p *Pipeline) SetState(ctx context.Context, crawlID, state string) error {
-	admin, err := freeAddr(ctx)
-	if err != nil {
-		return err
-	}
 	name := "seeder-state"
 	proc, err := supervise.Start(supervise.Spec{
 		Name: name, Path: p.cfg.Bins["seeder"], Args: []string{"state", "--crawl-id", crawlID, "--state", state},
-		Env: p.CommonEnv(name, admin), LogFile: p.LogFile(name), Echo: p.cfg.Echo,
+		Env: p.CommonEnv(name, ""), LogFile: p.LogFile(name), Echo: p.cfg.Echo,
 	})
 	if err != nil {
 		return err
@@ -664,14 +676,4 @@ func (p *Pipeline) LogTails(n int) string {
 		fmt.Fprintf(&b, "==== %s (%s)\n%s\n", name, p.LogFile(name), supervise.Tail(p.LogFile(name), n))
 	}
 	return b.String()
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(ctx context.Context) (string, error) {
-	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

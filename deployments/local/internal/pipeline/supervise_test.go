@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,14 +18,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trawl-crawler/trawl/deployments/local/internal/supervise"
+	"github.com/trawl-crawler/trawl/libs/telemetry"
 )
 
 // childArg, as the first argument, makes the test binary a fake service.
 const childArg = "pipeline-test-child"
 
 // TestMain runs the test binary as a fake long-running service when its
-// first argument is childArg: it serves /readyz on CRAWLER_ADMIN_ADDR (as
-// every service does) until SIGTERM, then exits 0. With a marker file
+// first argument is childArg: it serves /readyz on CRAWLER_ADMIN_ADDR and
+// writes the address to CRAWLER_ADMIN_ADDR_FILE (as every service does)
+// until SIGTERM, then exits 0. With a marker file
 // argument it does so only on its first run; later runs print "boom" and
 // exit 3 (a service that crashes at start).
 func TestMain(m *testing.M) {
@@ -46,17 +49,26 @@ func child(args []string) int {
 			return 1
 		}
 	}
-	srv := &http.Server{Addr: os.Getenv("CRAWLER_ADMIN_ADDR"), Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	})}
+	ln, err := net.Listen("tcp", os.Getenv("CRAWLER_ADMIN_ADDR")) //nolint:noctx // a child process: no test context here, and a listen does not block
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if err := telemetry.WriteAddrFile(os.Getenv("CRAWLER_ADMIN_ADDR_FILE"), os.Getpid(), ln.Addr()); err != nil {
+		fmt.Println(err)
+		return 1
+	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	go func() {
 		<-term
 		_ = srv.Close()
 	}()
-	fmt.Printf("fake service up on %s\n", srv.Addr)
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+	fmt.Printf("fake service up on %s\n", ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		fmt.Println(err)
 		return 1
 	}
@@ -124,6 +136,10 @@ func TestAutoRestart(t *testing.T) {
 	eventually(t, "healthy restarted", func() bool { return healthy.Usage().Starts == 2 && healthy.Running() })
 	if err := p.WaitReady(ctx, healthy); err != nil {
 		t.Fatalf("healthy not ready after its restart: %v", err)
+	}
+	// Its address is the new run's, as the run wrote it.
+	if pid, addr, err := telemetry.ReadAddrFile(p.admin[healthy]); err != nil || pid != healthy.Pid() || p.AdminAddr(healthy) != addr {
+		t.Errorf("admin address file: pid %d addr %s (%v); want pid %d and AdminAddr %q", pid, addr, err, healthy.Pid(), p.AdminAddr(healthy))
 	}
 	if err := p.Check(); err != nil {
 		t.Fatalf("Check after a healed kill: %v", err)

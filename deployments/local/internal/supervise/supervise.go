@@ -267,6 +267,13 @@ func (p *Process) Done() <-chan struct{} {
 	return p.done
 }
 
+// Pid returns the process id of the current (or last) run.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
 // StartedAt returns when the current (or last) run started.
 func (p *Process) StartedAt() time.Time {
 	p.mu.Lock()
