@@ -61,6 +61,7 @@ func (o BatchOptions) withDefaults() BatchOptions {
 // it waits on done and then reads err.
 type batch[T any] struct {
 	rows []T
+	keys map[int]int // rows by Table.Key, while the batch is current (countKeys)
 	done chan struct{}
 	err  error
 }
@@ -93,6 +94,7 @@ type BatchWriter[T any] struct {
 	mu       sync.Mutex
 	cur      *batch[T]     // accumulating, never nil
 	due      int           // FlushWhen: cur is inserted once it holds this many rows (0: at MaxRows)
+	dueKey   map[int]int   // FlushWhenKey: cur is inserted once it holds this many rows of a key
 	buffered int           // rows accepted and not yet inserted or failed
 	space    chan struct{} // closed and replaced when buffered shrinks
 	running  bool
@@ -194,7 +196,8 @@ func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 		b.rows = append(b.rows, rows...)
 		w.buffered += len(rows)
 		w.m.buffered.Set(float64(w.buffered))
-		if len(b.rows) >= w.opts.MaxRows || (w.due > 0 && len(b.rows) >= w.due) {
+		keyDue := w.countKeys(b, rows)
+		if len(b.rows) >= w.opts.MaxRows || (w.due > 0 && len(b.rows) >= w.due) || keyDue {
 			w.due = 0
 			w.Flush()
 		}
@@ -237,6 +240,58 @@ func (w *BatchWriter[T]) FlushWhen(n int) {
 	if w.due == 0 || n < w.due {
 		w.due = n
 	}
+}
+
+// FlushWhenKey is FlushWhen for the rows of one key (Table.Key): Run
+// inserts the rows buffered, all keys', once n or more of them are key's
+// (at once if they are already). It holds until then, whatever inserts
+// and intervals pass, and a second call for a key keeps the smaller n.
+// For a fetcher's partition with half its window waiting for its rows:
+// FlushWhen would let any n rows, mostly other partitions', trigger the
+// insert, and the partition, still at its mark, would ask again for the
+// next insert as soon as the one under way took its rows: inserts of a
+// few hundred rows, each a part ClickHouse merges again and again. A
+// writer whose table has no Key treats it as FlushWhen.
+func (w *BatchWriter[T]) FlushWhenKey(key, n int) {
+	if w.table.Key == nil {
+		w.FlushWhen(n)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur.keys[key] >= n {
+		delete(w.dueKey, key)
+		w.Flush()
+		return
+	}
+	if w.dueKey == nil {
+		w.dueKey = map[int]int{}
+	}
+	if d, ok := w.dueKey[key]; !ok || n < d {
+		w.dueKey[key] = n
+	}
+}
+
+// countKeys counts rows, just added to b, by key (Table.Key) and reports
+// whether a key reached the count FlushWhenKey asked for it (which is then
+// met). w.mu is held.
+func (w *BatchWriter[T]) countKeys(b *batch[T], rows []T) bool {
+	if w.table.Key == nil {
+		return false
+	}
+	if b.keys == nil {
+		b.keys = map[int]int{}
+	}
+	met := false
+	for _, r := range rows {
+		k := w.table.Key(r)
+		b.keys[k]++
+		if d, ok := w.dueKey[k]; ok && b.keys[k] >= d {
+			delete(w.dueKey, k)
+			met = true
+		}
+	}
+	return met
 }
 
 // Flusher is a writer that can be asked to flush now (BatchWriter).

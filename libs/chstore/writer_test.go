@@ -216,6 +216,64 @@ func TestBatchWriterFlush(t *testing.T) {
 	w.Flush() // nothing held: no insert, no error
 }
 
+// TestBatchWriterFlushWhenKey: with an hour's interval, FlushWhenKey(1, 2)
+// leaves any number of rows of other partitions (fetch_log's Key) waiting
+// and inserts them all with the second row of partition 1; the mark is
+// then used; a call the buffer already meets inserts at once, and of two
+// calls for a key the smaller count holds.
+func TestBatchWriterFlushWhenKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s := chtest.NewStore(t)
+	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{FlushInterval: time.Hour}, zaptest.NewLogger(t), nil)
+	runWriter(t, w)
+	done := make(chan error, 16)
+	write := func(is ...int) { // fetchRow(i) is of partition i%7
+		for _, i := range is {
+			go func() { done <- w.Write(ctx, fetchRow("key", i)) }()
+		}
+	}
+	waiting := func(what string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			t.Fatalf("%s: a Write returned (%v)", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	inserted := func(what string, n int) {
+		t.Helper()
+		for range n {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("a Write still waiting 10 s after %s", what)
+			}
+		}
+	}
+	w.FlushWhenKey(1, 2)
+	write(0, 7, 14, 21, 1)
+	waiting("four rows of partition 0 and one of partition 1")
+	write(8)
+	inserted("the second row of partition 1", 6)
+	if got := count(t, s, "SELECT count() FROM fetch_log WHERE crawl_id = 'key'"); got != 6 {
+		t.Errorf("%d rows inserted, want 6 (every partition's)", got)
+	}
+
+	write(15, 22)
+	waiting("two rows of partition 1 after its mark was used")
+	w.FlushWhenKey(1, 2)
+	inserted("a FlushWhenKey the buffer met", 2)
+
+	w.FlushWhenKey(0, 5)
+	w.FlushWhenKey(0, 1)
+	write(28)
+	inserted("the smaller of two counts asked for partition 0", 1)
+}
+
 // TestBatchWriterFlushWhen: with an hour's interval, rows asked for with
 // FlushWhen(3) are inserted once the third is buffered (the first two
 // wait for it, whatever was buffered when it was asked), and a FlushWhen

@@ -106,6 +106,9 @@ type Table[T any] struct {
 	// without sorting and permuting its columns again. Only an
 	// optimization: a block in another order is sorted by the server.
 	Compare func(a, b T) int
+	// Key, when set, names the group a row belongs to (the fetch topic's
+	// partition of a fetch_log row), for a writer's FlushWhenKey.
+	Key func(T) int
 }
 
 // seconds is a DateTime column's value of t, for Compare.
@@ -127,6 +130,7 @@ var (
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), strings.Compare(a.Host, b.Host), cmp.Compare(a.URLFP, b.URLFP),
 				cmp.Compare(seconds(a.FetchedAt), seconds(b.FetchedAt)), cmp.Compare(a.FetchedAtMs, b.FetchedAtMs), cmp.Compare(a.Attempt, b.Attempt))
 		},
+		Key: func(r FetchLogRow) int { return int(r.Partition) },
 	}
 	URLSeen = Table[SeenRow]{
 		Name:    "url_seen",

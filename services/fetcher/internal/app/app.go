@@ -126,8 +126,8 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 	f.budget = budget.NewTracker(config.PageBudget(cfg.MaxPages, f.specs), f.store.CountFetchedPages, time.Now)
 	co := consumeOptions(cfg, f.specs, f.store, f.fetcher)
 	co.Budget = f.budget
-	co.Flush = func(rows int) {
-		fetchLog.FlushWhen(rows)
+	co.Flush = func(partition, rows int) {
+		fetchLog.FlushWhenKey(partition, rows)
 		// A host's first request only: its row, when one is buffered or
 		// comes. Not Flush, which wakes the writer for nothing at every
 		// outcome while the mark is met.

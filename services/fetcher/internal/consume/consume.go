@@ -165,17 +165,17 @@ type Options struct {
 	Renderer render.Loader
 	Render   rendersniff.Mode
 	// Flush, when set, asks the writers an outcome's durability waits on
-	// to write as soon as they hold rows rows, and returns at once
-	// (chstore.BatchWriter.FlushWhen of the fetch log's). It is called
-	// when FlushAt requests of one partition are with the recorder: a
-	// partition whose window (--max-inflight-per-partition) fills faster
-	// than the fetch log's interval (a few busy hosts, no delay) would
-	// otherwise stop reading until the interval, and its rate would be
-	// the window per interval whatever the CPU. A partition that fills
-	// its window with requests waiting for their hosts' turns (many
-	// hosts, each polite) never gets there, and its rows keep their
+	// to write as soon as they hold rows rows of partition, and returns
+	// at once (chstore.BatchWriter.FlushWhenKey of the fetch log's). It
+	// is called when FlushAt requests of one partition are with the
+	// recorder: a partition whose window (--max-inflight-per-partition)
+	// fills faster than the fetch log's interval (a few busy hosts, no
+	// delay) would otherwise stop reading until the interval, and its
+	// rate would be the window per interval whatever the CPU. A partition
+	// that fills its window with requests waiting for their hosts' turns
+	// (many hosts, each polite) never gets there, and its rows keep their
 	// interval. Zero FlushAt: never.
-	Flush   func(rows int)
+	Flush   func(partition, rows int)
 	FlushAt int
 }
 

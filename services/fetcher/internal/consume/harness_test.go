@@ -52,7 +52,7 @@ func runFetcher(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *c
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: flush}, log, reg)
 	rec, stopRec := startRecorder(t, ctx, prod, flog, nil, reg)
 	if o.FlushAt > 0 && o.Flush == nil {
-		o.Flush = flog.FlushWhen
+		o.Flush = flog.FlushWhenKey
 	}
 	svc, err := New(o, f, rc, prod, rec, log, reg)
 	if err != nil {
