@@ -131,6 +131,10 @@ func (w *textWriter) text(s string) {
 		// A run: words joined by single spaces, up to other whitespace.
 		j := i + n
 		for j < len(s) {
+			if c := s[j]; c < utf8.RuneSelf && !asciiSpace[c] {
+				j++ // the common byte, without the call
+				continue
+			}
 			space, n := spaceAt(s, j)
 			if space {
 				if s[j] != ' ' || j+1 >= len(s) {
