@@ -51,10 +51,16 @@ const (
 	DocumentBatchRows          = 500
 	DefaultMaxURLLength        = 2048
 	DefaultMaxRepeatedSegments = 3
-	DefaultRecentLinks         = 1 << 20 // 8 MiB
-	DefaultResolveCache        = 1 << 14 // about 4 MiB
-	DefaultDocumentTimeout     = 10 * time.Second
-	DefaultDocumentMaxPages    = 500
+	// DefaultRecentLinks: slots of the recent-links table, 8 bytes each
+	// (32 MiB at most; it grows from 256 KiB as links come). At 1 << 20
+	// a crawl of 1.5 M distinct URLs overflowed it: 12 links a page
+	// were published, 11 of them URLs the scheduler already had, each a
+	// record through the broker and a decode and a lookup there. 1 << 22
+	// holds 1.5 M at under two fifths full.
+	DefaultRecentLinks      = 1 << 22
+	DefaultResolveCache     = 1 << 14 // about 4 MiB
+	DefaultDocumentTimeout  = 10 * time.Second
+	DefaultDocumentMaxPages = 500
 )
 
 // RegisterFlags binds the fields to flags with defaults.
@@ -66,7 +72,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", DefaultMaxRepeatedSegments, "trap guard: drop outlinks whose path repeats one segment more often than this (0 = off)")
 	fs.BoolVar(&c.FollowDuplicates, "follow-duplicates", true, "follow the links of pages whose text duplicates an earlier page, for crawls without a spec")
 	fs.StringVar(&c.SERPConfig, "serp-config", "", "JSON file of search engines ([{name, url_pattern, results}]) added to the built-in presets")
-	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published, at most (8 bytes each; the table starts at 256 KiB and grows to this) so that a link repeated on many pages is published once; 0 disables")
+	fs.IntVar(&c.RecentLinks, "recent-links", DefaultRecentLinks, "outlinks remembered as published, at most (8 bytes each; the table starts at 256 KiB and grows to this, doubling when a quarter is taken) so that a link repeated on many pages is published once; 0 disables")
 	fs.BoolVar(&c.InLinks, "in-links", true, "count, approximately, the pages that link each link the recent-links table remembers, and publish the link again with in_links at 2, 4, 8, … (the scheduler raises a URL's priority by its in-links; about log2 n records for a link n pages link); needs --recent-links")
 	fs.BoolVar(&c.PublishDocuments, "publish-documents", false, "also produce every document (text included) to the documents topic, for downstream consumers; ClickHouse's documents table has them either way")
 	fs.IntVar(&c.NearDistance, "near-duplicate-distance", 0, fmt.Sprintf("a document whose text's simhash is at most this many bits (%d is usual) from an earlier document's of the crawl is its near duplicate, for crawls whose spec does not set near_duplicate_distance (0 = off, at most %d; it costs about a third more ClickHouse CPU per page)", simhash.NearDistance, simhash.MaxNearDistance))
