@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"os"
@@ -387,6 +388,11 @@ func (p *Pipeline) StartServiceEnv(ctx context.Context, service, name string, ex
 	admin := filepath.Join(p.cfg.DataDir, "run", name+".admin")
 	if err := os.MkdirAll(filepath.Dir(admin), 0o755); err != nil {
 		return nil, fmt.Errorf("create the admin address directory: %w", err)
+	}
+	// A file left by an earlier launcher on this data directory names a
+	// process that is gone (whose pid a new one may have taken).
+	if err := os.Remove(admin); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("remove the old admin address file: %w", err)
 	}
 	args := append(extra, p.cfg.Args[service]...)
 	proc, err := supervise.Start(supervise.Spec{
