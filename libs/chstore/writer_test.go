@@ -216,6 +216,51 @@ func TestBatchWriterFlush(t *testing.T) {
 	w.Flush() // nothing held: no insert, no error
 }
 
+// asyncWrites writes rows of crawl with w each in its own goroutine, and
+// checks whether those Writes returned (their rows inserted) or still wait.
+type asyncWrites struct {
+	t     *testing.T
+	w     *chstore.BatchWriter[chstore.FetchLogRow]
+	crawl string
+	done  chan error
+}
+
+func newAsyncWrites(t *testing.T, w *chstore.BatchWriter[chstore.FetchLogRow], crawl string) *asyncWrites {
+	return &asyncWrites{t: t, w: w, crawl: crawl, done: make(chan error, 16)}
+}
+
+// write writes fetchRow(crawl, i) for each i (of partition i%7).
+func (a *asyncWrites) write(ctx context.Context, is ...int) {
+	for _, i := range is {
+		go func() { a.done <- a.w.Write(ctx, fetchRow(a.crawl, i)) }()
+	}
+}
+
+// waiting fails the test if a Write returns within 200 ms.
+func (a *asyncWrites) waiting(what string) {
+	a.t.Helper()
+	select {
+	case err := <-a.done:
+		a.t.Fatalf("%s: a Write returned (%v)", what, err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// inserted waits for n Writes to return without error.
+func (a *asyncWrites) inserted(what string, n int) {
+	a.t.Helper()
+	for range n {
+		select {
+		case err := <-a.done:
+			if err != nil {
+				a.t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			a.t.Fatalf("a Write still waiting 10 s after %s", what)
+		}
+	}
+}
+
 // TestBatchWriterFlushWhenKey: with an hour's interval, FlushWhenKey(1, 2)
 // leaves any number of rows of other partitions (fetch_log's Key) waiting
 // and inserts them all with the second row of partition 1; the mark is
@@ -227,51 +272,25 @@ func TestBatchWriterFlushWhenKey(t *testing.T) {
 	s := chtest.NewStore(t)
 	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{FlushInterval: time.Hour}, zaptest.NewLogger(t), nil)
 	runWriter(t, w)
-	done := make(chan error, 16)
-	write := func(is ...int) { // fetchRow(i) is of partition i%7
-		for _, i := range is {
-			go func() { done <- w.Write(ctx, fetchRow("key", i)) }()
-		}
-	}
-	waiting := func(what string) {
-		t.Helper()
-		select {
-		case err := <-done:
-			t.Fatalf("%s: a Write returned (%v)", what, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	inserted := func(what string, n int) {
-		t.Helper()
-		for range n {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("a Write still waiting 10 s after %s", what)
-			}
-		}
-	}
+	a := newAsyncWrites(t, w, "key")
 	w.FlushWhenKey(1, 2)
-	write(0, 7, 14, 21, 1)
-	waiting("four rows of partition 0 and one of partition 1")
-	write(8)
-	inserted("the second row of partition 1", 6)
+	a.write(ctx, 0, 7, 14, 21, 1)
+	a.waiting("four rows of partition 0 and one of partition 1")
+	a.write(ctx, 8)
+	a.inserted("the second row of partition 1", 6)
 	if got := count(t, s, "SELECT count() FROM fetch_log WHERE crawl_id = 'key'"); got != 6 {
 		t.Errorf("%d rows inserted, want 6 (every partition's)", got)
 	}
 
-	write(15, 22)
-	waiting("two rows of partition 1 after its mark was used")
+	a.write(ctx, 15, 22)
+	a.waiting("two rows of partition 1 after its mark was used")
 	w.FlushWhenKey(1, 2)
-	inserted("a FlushWhenKey the buffer met", 2)
+	a.inserted("a FlushWhenKey the buffer met", 2)
 
 	w.FlushWhenKey(0, 5)
 	w.FlushWhenKey(0, 1)
-	write(28)
-	inserted("the smaller of two counts asked for partition 0", 1)
+	a.write(ctx, 28)
+	a.inserted("the smaller of two counts asked for partition 0", 1)
 }
 
 // TestBatchWriterFlushWhen: with an hour's interval, rows asked for with
@@ -284,43 +303,21 @@ func TestBatchWriterFlushWhen(t *testing.T) {
 	s := chtest.NewStore(t)
 	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{FlushInterval: time.Hour}, zaptest.NewLogger(t), nil)
 	runWriter(t, w)
-	done := make(chan error, 3)
-	write := func(i int) { go func() { done <- w.Write(ctx, fetchRow("when", i)) }() }
-	waiting := func(what string) {
-		t.Helper()
-		select {
-		case err := <-done:
-			t.Fatalf("%s: a Write returned (%v)", what, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	inserted := func(what string) {
-		t.Helper()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("a Write still waiting 10 s after %s", what)
-		}
-	}
-	write(0)
+	a := newAsyncWrites(t, w, "when")
+	a.write(ctx, 0)
 	w.FlushWhen(3)
-	write(1)
-	waiting("two rows of three")
-	write(2)
-	for range 3 {
-		inserted("the third row")
-	}
+	a.write(ctx, 1)
+	a.waiting("two rows of three")
+	a.write(ctx, 2)
+	a.inserted("the third row", 3)
 	if got := count(t, s, "SELECT count() FROM fetch_log WHERE crawl_id = 'when'"); got != 3 {
 		t.Errorf("%d rows inserted, want 3", got)
 	}
 
 	// The mark was used: the next rows wait for their interval, or for a
 	// FlushWhen they meet.
-	write(3)
-	waiting("a row after the mark was used")
+	a.write(ctx, 3)
+	a.waiting("a row after the mark was used")
 	w.FlushWhen(1)
-	inserted("a FlushWhen the buffer met")
+	a.inserted("a FlushWhen the buffer met", 1)
 }
