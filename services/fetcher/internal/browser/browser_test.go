@@ -432,13 +432,16 @@ setInterval(() => fetch("/poll").catch(() => {}), 50);
 }
 
 // TestScriptLoops: a script that never yields ends at the time limit;
-// the tab is closed and replaced, and the next load works.
+// the tab is closed and replaced, and the next load works. The loop
+// starts in the load event's handler: started by a timer, it raced the
+// page's settling, and once (a loaded machine, the timer late by more
+// than SettleIdle) the page settled first.
 func TestScriptLoops(t *testing.T) {
 	ctx := testContext(t)
 	s := newSite(t, "127.0.0.1")
 	s.mux.HandleFunc("/loop", func(w http.ResponseWriter, _ *http.Request) {
 		html(w, `<!DOCTYPE html><title>loop</title><body><p>before the loop</p><script>
-setTimeout(() => { for (;;) {} }, 0);
+window.addEventListener("load", () => { for (;;) {} });
 </script></body>`)
 	})
 	b := newBrowser(t, Options{PageTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second})
