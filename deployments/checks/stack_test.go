@@ -156,8 +156,6 @@ func (p *proc) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// waitHTTP polls url until it answers 200, the process exits or the
-// timeout passes.
 // waitAddrFile waits until p has written its admin address file ("<pid>
 // <host:port>", the services' --admin-addr-file) and returns the address.
 func waitAddrFile(t testing.TB, p *proc, path string, timeout time.Duration) string {
@@ -181,6 +179,8 @@ func waitAddrFile(t testing.TB, p *proc, path string, timeout time.Duration) str
 	}
 }
 
+// waitHTTP polls url until it answers 200, the process exits or the
+// timeout passes.
 func waitHTTP(t testing.TB, p *proc, url string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
