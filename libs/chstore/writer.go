@@ -25,7 +25,14 @@ type BatchOptions struct {
 	MaxRows       int           // flush when this many rows are buffered (default DefaultBatchRows)
 	FlushInterval time.Duration // flush at least this often (default DefaultFlushInterval)
 	MaxBuffered   int           // Write blocks while this many rows wait (default 10 * MaxRows): bounded memory
-	RetryBackoff  time.Duration // first retry delay, doubled up to 5s (default 100ms)
+	// MaxBytes and MaxBufferedBytes bound a batch and what waits in
+	// bytes (Table.Size) as MaxRows and MaxBuffered do in rows, for a
+	// table whose rows differ a thousandfold in size; 0 (the default),
+	// or a table without Size, bounds rows only. MaxBufferedBytes is at
+	// least MaxBytes.
+	MaxBytes         int
+	MaxBufferedBytes int
+	RetryBackoff     time.Duration // first retry delay, doubled up to 5s (default 100ms)
 	// ShutdownTimeout bounds the final flush Run makes once its ctx is
 	// done (default 5s).
 	ShutdownTimeout time.Duration
@@ -48,6 +55,9 @@ func (o BatchOptions) withDefaults() BatchOptions {
 	if o.MaxBuffered < o.MaxRows {
 		o.MaxBuffered = o.MaxRows
 	}
+	if o.MaxBytes > 0 && o.MaxBufferedBytes < o.MaxBytes {
+		o.MaxBufferedBytes = o.MaxBytes
+	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 5 * time.Second
 	}
@@ -60,10 +70,11 @@ func (o BatchOptions) withDefaults() BatchOptions {
 // batch is a set of rows inserted together; every Write whose rows are in
 // it waits on done and then reads err.
 type batch[T any] struct {
-	rows []T
-	keys map[int]int // rows by Table.Key, while the batch is current (countKeys)
-	done chan struct{}
-	err  error
+	rows  []T
+	bytes int         // the rows' Table.Size, when the writer bounds bytes
+	keys  map[int]int // rows by Table.Key, while the batch is current (countKeys)
+	done  chan struct{}
+	err   error
 }
 
 func newBatch[T any]() *batch[T] { return &batch[T]{done: make(chan struct{})} }
@@ -96,6 +107,7 @@ type BatchWriter[T any] struct {
 	due      int           // FlushWhen: cur is inserted once it holds this many rows (0: at MaxRows)
 	dueKey   map[int]int   // FlushWhenKey: cur is inserted once it holds this many rows of a key
 	buffered int           // rows accepted and not yet inserted or failed
+	bufBytes int           // their Table.Size, when the writer bounds bytes
 	space    chan struct{} // closed and replaced when buffered shrinks
 	running  bool
 	stopped  chan struct{} // closed when Run stops accepting rows
@@ -107,12 +119,14 @@ type writerMetrics struct {
 	errors   prometheus.Counter
 	flush    prometheus.Observer
 	buffered prometheus.Gauge
+	bytes    prometheus.Gauge
 }
 
 // NewBatchWriter returns a writer for table t. reg receives
 // clickhouse_rows_written_total{table}, clickhouse_insert_errors_total{table},
-// clickhouse_flush_seconds{table}, and clickhouse_rows_buffered{table} (rows
-// accepted by Write and not yet inserted). Several writers may share reg.
+// clickhouse_flush_seconds{table}, clickhouse_rows_buffered{table} (rows
+// accepted by Write and not yet inserted) and, for a writer bounded in bytes,
+// clickhouse_bytes_buffered{table} (their Table.Size). Several writers may share reg.
 // A nil log or reg disables logging or metrics.
 func NewBatchWriter[T any](s *Store, t Table[T], o BatchOptions, log *zap.Logger, reg prometheus.Registerer) *BatchWriter[T] {
 	if log == nil {
@@ -151,11 +165,16 @@ func newWriterMetrics(reg prometheus.Registerer, table string) writerMetrics {
 		Name: "clickhouse_rows_buffered",
 		Help: "Rows accepted by a writer and not yet inserted.",
 	}, []string{"table"})
+	bytes := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "clickhouse_bytes_buffered",
+		Help: "Bytes of the rows accepted by a writer bounded in bytes and not yet inserted (0 for other writers).",
+	}, []string{"table"})
 	return writerMetrics{
 		written:  telemetry.Register(reg, written).WithLabelValues(table),
 		errors:   telemetry.Register(reg, errs).WithLabelValues(table),
 		flush:    telemetry.Register(reg, flush).WithLabelValues(table),
 		buffered: telemetry.Register(reg, buffered).WithLabelValues(table),
+		bytes:    telemetry.Register(reg, bytes).WithLabelValues(table),
 	}
 }
 
@@ -165,12 +184,13 @@ func newWriterMetrics(reg prometheus.Registerer, table string) writerMetrics {
 //
 // When ctx is done first, Write returns ctx.Err() but the rows stay queued
 // and may still be inserted: the caller must treat them as not confirmed.
-// Write blocks while MaxBuffered rows wait (a single call larger than
-// MaxBuffered is accepted when nothing else waits).
+// Write blocks while MaxBuffered rows (or MaxBufferedBytes) wait (a single
+// call larger than that is accepted when nothing else waits).
 func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 	if len(rows) == 0 {
 		return nil
 	}
+	size := w.size(rows)
 	var b *batch[T]
 	for b == nil {
 		w.mu.Lock()
@@ -180,7 +200,8 @@ func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 			return ErrWriterStopped
 		default:
 		}
-		if w.buffered > 0 && w.buffered+len(rows) > w.opts.MaxBuffered {
+		if w.buffered > 0 && (w.buffered+len(rows) > w.opts.MaxBuffered ||
+			(w.opts.MaxBufferedBytes > 0 && w.bufBytes+size > w.opts.MaxBufferedBytes)) {
 			space := w.space
 			w.mu.Unlock()
 			select {
@@ -194,10 +215,14 @@ func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 		}
 		b = w.cur
 		b.rows = append(b.rows, rows...)
+		b.bytes += size
 		w.buffered += len(rows)
+		w.bufBytes += size
 		w.m.buffered.Set(float64(w.buffered))
+		w.m.bytes.Set(float64(w.bufBytes))
 		keyDue := w.countKeys(b, rows)
-		if len(b.rows) >= w.opts.MaxRows || (w.due > 0 && len(b.rows) >= w.due) || keyDue {
+		if len(b.rows) >= w.opts.MaxRows || (w.opts.MaxBytes > 0 && b.bytes >= w.opts.MaxBytes) ||
+			(w.due > 0 && len(b.rows) >= w.due) || keyDue {
 			w.due = 0
 			w.Flush()
 		}
@@ -209,6 +234,19 @@ func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// size is the bytes of rows by Table.Size when the writer bounds bytes,
+// else 0.
+func (w *BatchWriter[T]) size(rows []T) int {
+	if (w.opts.MaxBytes <= 0 && w.opts.MaxBufferedBytes <= 0) || w.table.Size == nil {
+		return 0
+	}
+	n := 0
+	for _, r := range rows {
+		n += w.table.Size(r)
+	}
+	return n
 }
 
 // Flush asks Run to insert the rows buffered now instead of at the next
@@ -367,7 +405,9 @@ func (w *BatchWriter[T]) take() *batch[T] {
 func (w *BatchWriter[T]) release(b *batch[T], err error) {
 	w.mu.Lock()
 	w.buffered -= len(b.rows)
+	w.bufBytes -= b.bytes
 	w.m.buffered.Set(float64(w.buffered))
+	w.m.bytes.Set(float64(w.bufBytes))
 	close(w.space)
 	w.space = make(chan struct{})
 	w.mu.Unlock()

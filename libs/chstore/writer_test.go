@@ -321,3 +321,81 @@ func TestBatchWriterFlushWhen(t *testing.T) {
 	w.FlushWhen(1)
 	a.inserted("a FlushWhen the buffer met", 1)
 }
+
+// TestBatchWriterMaxBytes: a writer bounded in bytes (Documents.Size)
+// inserts once its batch holds MaxBytes, whatever its rows, and a Write
+// that would take what waits past MaxBufferedBytes waits for room: it is
+// not in the insert the rows before it make.
+func TestBatchWriterMaxBytes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s := chtest.NewStore(t)
+	doc := func(crawl string, i int) chstore.DocumentRow {
+		d := docRow(crawl, i)
+		d.Text = strings.Repeat("word ", 2000) // 10 000 bytes
+		return d
+	}
+	size := chstore.Documents.Size(doc("bytes", 0)) // of each row of crawl "bytes"
+	if size < 10000 || size > 11000 {
+		t.Fatalf("Documents.Size of a row with 10 000 bytes of text = %d, want 10 000 and its other fields", size)
+	}
+	write := func(w *chstore.BatchWriter[chstore.DocumentRow], done chan error, crawl string, is ...int) {
+		for _, i := range is {
+			go func() { done <- w.Write(ctx, doc(crawl, i)) }()
+		}
+	}
+	waiting := func(done chan error, what string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			t.Fatalf("%s: a Write returned (%v)", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	inserted := func(done chan error, what string, n int) {
+		t.Helper()
+		for range n {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("a Write still waiting 10 s after %s", what)
+			}
+		}
+	}
+
+	// A batch of three rows' bytes: the third inserts all three.
+	reg := prometheus.NewRegistry()
+	w := chstore.NewBatchWriter(s, chstore.Documents, chstore.BatchOptions{FlushInterval: time.Hour, MaxBytes: 3 * size}, zaptest.NewLogger(t), reg)
+	runWriter(t, w)
+	done := make(chan error, 8)
+	write(w, done, "bytes", 0, 1)
+	waiting(done, "two rows of a three-row MaxBytes")
+	if got := metricstest.Value(t, reg, "clickhouse_bytes_buffered", "table", "documents"); got != float64(2*size) {
+		t.Errorf("clickhouse_bytes_buffered = %v with two rows waiting, want %d", got, 2*size)
+	}
+	write(w, done, "bytes", 2)
+	inserted(done, "the third row's bytes", 3)
+	if got := count(t, s, "SELECT count() FROM documents WHERE crawl_id = 'bytes'"); got != 3 {
+		t.Errorf("%d rows inserted, want 3", got)
+	}
+
+	// Room for two rows' bytes: the third Write waits outside the batch.
+	w2 := chstore.NewBatchWriter(s, chstore.Documents, chstore.BatchOptions{FlushInterval: time.Hour, MaxBufferedBytes: 2*size + size/2}, zaptest.NewLogger(t), nil)
+	runWriter(t, w2)
+	done2 := make(chan error, 8)
+	write(w2, done2, "room", 0, 1)
+	waiting(done2, "two rows")
+	write(w2, done2, "room", 2)
+	waiting(done2, "a third row past MaxBufferedBytes")
+	w2.Flush()
+	inserted(done2, "a Flush of the first two", 2)
+	if got := count(t, s, "SELECT count() FROM documents WHERE crawl_id = 'room'"); got != 2 {
+		t.Errorf("%d rows inserted by the first Flush, want 2 (the third waits for room)", got)
+	}
+	waiting(done2, "the third row, in the batch after the first")
+	w2.Flush()
+	inserted(done2, "a second Flush", 1)
+}

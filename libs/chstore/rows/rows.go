@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // FetchLogRow is one fetch attempt (table fetch_log).
@@ -109,6 +110,11 @@ type Table[T any] struct {
 	// Key, when set, names the group a row belongs to (the fetch topic's
 	// partition of a fetch_log row), for a writer's FlushWhenKey.
 	Key func(T) int
+	// Size, when set, is about how many bytes a row holds (its strings),
+	// for a writer whose batches are bounded in bytes (MaxBytes,
+	// MaxBufferedBytes): a table whose rows range from a few hundred
+	// bytes to a megabyte (documents' text).
+	Size func(T) int
 }
 
 // seconds is a DateTime column's value of t, for Compare.
@@ -155,8 +161,17 @@ var (
 		Compare: func(a, b DocumentRow) int {
 			return cmp.Or(strings.Compare(a.CrawlID, b.CrawlID), cmp.Compare(a.URLFP, b.URLFP))
 		},
+		Size: func(r DocumentRow) int {
+			return documentRowBytes + len(r.CrawlID) + len(r.URL) + len(r.Host) + len(r.Title) + len(r.Text) +
+				len(r.ContentType) + len(r.Language) + len(r.JSONLD) + len(r.OpenGraph) + len(r.LanguageDetected) +
+				len(r.Microdata) + len(r.Fields) + len(r.Properties) + len(r.Rendered)
+		},
 	}
 )
+
+// documentRowBytes is a DocumentRow's own size (its fixed fields and
+// string headers), what Documents.Size adds to its strings' bytes.
+const documentRowBytes = int(unsafe.Sizeof(DocumentRow{}))
 
 // boolByte is a UInt8 column's value of b.
 func boolByte(b bool) uint8 {
