@@ -106,7 +106,7 @@ func New(ctx context.Context, cfg config.Config, engines *serp.Engines, log *zap
 		// insert when a window fills, so the window bounds a batch, not
 		// the rate. The records' payloads are not kept (kafkaio.AckRefs);
 		// their documents are, until inserted, bounded by the documents
-		// writer (DocumentBatch: Write blocks while 2 × DocumentBatchRows
+		// writer (DocumentBatch: Write blocks while 2 × DocumentBatchBytes
 		// wait).
 		MaxInFlight: window(cfg.Parser.BatchSize),
 		OnFull:      flush,
@@ -134,14 +134,17 @@ const windowPages = 16 * pages.DefaultBatchSize
 func window(batchSize int) int { return max(windowPages, 2*batchSize) }
 
 // DocumentBatch returns the batching of the documents writer from the
-// shared one: a document row carries the page's text (16 KB on average on
-// the bench web), so an insert takes at most pages.DocumentBatchRows of
-// them and twice that may wait, so that the parser's memory stays bounded
-// when ClickHouse is slower than the parse (its stores then block, its
-// batches stay unacked and the group stops reading).
+// shared one: a document row carries the page's text (up to
+// --max-text-bytes, 7-16 KB on the bench web), so an insert takes at most
+// pages.DocumentBatchRows of them and pages.DocumentBatchBytes of their
+// bytes, and twice that may wait, so that the parser's memory stays
+// bounded in bytes when ClickHouse is slower than the parse (its stores
+// then block, its batches stay unacked and the group stops reading).
 func DocumentBatch(o chstore.BatchOptions) chstore.BatchOptions {
 	o.MaxRows = min(max(o.MaxRows, 1), pages.DocumentBatchRows)
 	o.MaxBuffered = 2 * o.MaxRows
+	o.MaxBytes = pages.DocumentBatchBytes
+	o.MaxBufferedBytes = 2 * pages.DocumentBatchBytes
 	return o
 }
 

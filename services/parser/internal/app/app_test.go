@@ -81,7 +81,8 @@ func TestNewFails(t *testing.T) {
 }
 
 // TestDocumentBatch: documents are inserted at most
-// pages.DocumentBatchRows together, and twice a batch may wait.
+// pages.DocumentBatchRows and pages.DocumentBatchBytes together, and twice
+// a batch may wait.
 func TestDocumentBatch(t *testing.T) {
 	tests := []struct {
 		name              string
@@ -94,8 +95,10 @@ func TestDocumentBatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := DocumentBatch(chstore.BatchOptions{MaxRows: tt.maxRows, MaxBuffered: 1 << 20, FlushInterval: time.Second})
-			if o.MaxRows != tt.wantRows || o.MaxBuffered != 2*tt.wantRows || o.FlushInterval != time.Second {
-				t.Errorf("DocumentBatch(%d) = %+v, want %d rows, %d buffered, the flush interval kept", tt.maxRows, o, tt.wantRows, 2*tt.wantRows)
+			if o.MaxRows != tt.wantRows || o.MaxBuffered != 2*tt.wantRows || o.FlushInterval != time.Second ||
+				o.MaxBytes != pages.DocumentBatchBytes || o.MaxBufferedBytes != 2*pages.DocumentBatchBytes {
+				t.Errorf("DocumentBatch(%d) = %+v, want %d rows, %d buffered, %d and %d bytes, the flush interval kept",
+					tt.maxRows, o, tt.wantRows, 2*tt.wantRows, pages.DocumentBatchBytes, 2*pages.DocumentBatchBytes)
 			}
 		})
 	}

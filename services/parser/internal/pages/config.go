@@ -47,8 +47,16 @@ const (
 	// many. A batch's bodies are in memory while it is parsed (200 pages
 	// of 10–30 KB: 4 MB a partition).
 	DefaultBatchSize = 200
-	// DocumentBatchRows is the most documents inserted together.
-	DocumentBatchRows          = 500
+	// DocumentBatchRows and DocumentBatchBytes are the most documents,
+	// and the most bytes of them (their text and fields,
+	// chstore.Documents.Size), inserted together; twice as much may wait
+	// (the parser's memory for documents: 32 MiB, whatever their size).
+	// Each insert is a part ClickHouse merges: at 500 documents (4 MiB
+	// of the bench web's pages) the text was rewritten 2.6 times by
+	// merges at 1.5 M pages, the most of ClickHouse's work. 16 MiB is
+	// about 1 900 of those pages.
+	DocumentBatchRows          = 4000
+	DocumentBatchBytes         = 16 << 20
 	DefaultMaxURLLength        = 2048
 	DefaultMaxRepeatedSegments = 3
 	// DefaultRecentLinks: slots of the recent-links table, 8 bytes each
