@@ -236,10 +236,10 @@ func (w *BatchWriter[T]) Write(ctx context.Context, rows ...T) error {
 	}
 }
 
-// size is the bytes of rows by Table.Size when the writer bounds bytes,
-// else 0.
+// size is the bytes of rows by Table.Size when the writer bounds bytes
+// (MaxBufferedBytes, at least MaxBytes when that is set), else 0.
 func (w *BatchWriter[T]) size(rows []T) int {
-	if (w.opts.MaxBytes <= 0 && w.opts.MaxBufferedBytes <= 0) || w.table.Size == nil {
+	if w.opts.MaxBufferedBytes <= 0 || w.table.Size == nil {
 		return 0
 	}
 	n := 0

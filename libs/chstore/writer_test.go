@@ -218,26 +218,27 @@ func TestBatchWriterFlush(t *testing.T) {
 
 // asyncWrites writes rows of crawl with w each in its own goroutine, and
 // checks whether those Writes returned (their rows inserted) or still wait.
-type asyncWrites struct {
+type asyncWrites[T any] struct {
 	t     *testing.T
-	w     *chstore.BatchWriter[chstore.FetchLogRow]
+	w     *chstore.BatchWriter[T]
+	row   func(crawl string, i int) T
 	crawl string
 	done  chan error
 }
 
-func newAsyncWrites(t *testing.T, w *chstore.BatchWriter[chstore.FetchLogRow], crawl string) *asyncWrites {
-	return &asyncWrites{t: t, w: w, crawl: crawl, done: make(chan error, 16)}
+func newAsyncWrites[T any](t *testing.T, w *chstore.BatchWriter[T], row func(crawl string, i int) T, crawl string) *asyncWrites[T] {
+	return &asyncWrites[T]{t: t, w: w, row: row, crawl: crawl, done: make(chan error, 16)}
 }
 
-// write writes fetchRow(crawl, i) for each i (of partition i%7).
-func (a *asyncWrites) write(ctx context.Context, is ...int) {
+// write writes row(crawl, i) for each i (fetchRow: of partition i%7).
+func (a *asyncWrites[T]) write(ctx context.Context, is ...int) {
 	for _, i := range is {
-		go func() { a.done <- a.w.Write(ctx, fetchRow(a.crawl, i)) }()
+		go func() { a.done <- a.w.Write(ctx, a.row(a.crawl, i)) }()
 	}
 }
 
 // waiting fails the test if a Write returns within 200 ms.
-func (a *asyncWrites) waiting(what string) {
+func (a *asyncWrites[T]) waiting(what string) {
 	a.t.Helper()
 	select {
 	case err := <-a.done:
@@ -247,7 +248,7 @@ func (a *asyncWrites) waiting(what string) {
 }
 
 // inserted waits for n Writes to return without error.
-func (a *asyncWrites) inserted(what string, n int) {
+func (a *asyncWrites[T]) inserted(what string, n int) {
 	a.t.Helper()
 	for range n {
 		select {
@@ -272,7 +273,7 @@ func TestBatchWriterFlushWhenKey(t *testing.T) {
 	s := chtest.NewStore(t)
 	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{FlushInterval: time.Hour}, zaptest.NewLogger(t), nil)
 	runWriter(t, w)
-	a := newAsyncWrites(t, w, "key")
+	a := newAsyncWrites(t, w, fetchRow, "key")
 	w.FlushWhenKey(1, 2)
 	a.write(ctx, 0, 7, 14, 21, 1)
 	a.waiting("four rows of partition 0 and one of partition 1")
@@ -303,7 +304,7 @@ func TestBatchWriterFlushWhen(t *testing.T) {
 	s := chtest.NewStore(t)
 	w := chstore.NewBatchWriter(s, chstore.FetchLog, chstore.BatchOptions{FlushInterval: time.Hour}, zaptest.NewLogger(t), nil)
 	runWriter(t, w)
-	a := newAsyncWrites(t, w, "when")
+	a := newAsyncWrites(t, w, fetchRow, "when")
 	a.write(ctx, 0)
 	w.FlushWhen(3)
 	a.write(ctx, 1)
@@ -339,45 +340,19 @@ func TestBatchWriterMaxBytes(t *testing.T) {
 	if size < 10000 || size > 11000 {
 		t.Fatalf("Documents.Size of a row with 10 000 bytes of text = %d, want 10 000 and its other fields", size)
 	}
-	write := func(w *chstore.BatchWriter[chstore.DocumentRow], done chan error, crawl string, is ...int) {
-		for _, i := range is {
-			go func() { done <- w.Write(ctx, doc(crawl, i)) }()
-		}
-	}
-	waiting := func(done chan error, what string) {
-		t.Helper()
-		select {
-		case err := <-done:
-			t.Fatalf("%s: a Write returned (%v)", what, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	inserted := func(done chan error, what string, n int) {
-		t.Helper()
-		for range n {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("a Write still waiting 10 s after %s", what)
-			}
-		}
-	}
 
 	// A batch of three rows' bytes: the third inserts all three.
 	reg := prometheus.NewRegistry()
 	w := chstore.NewBatchWriter(s, chstore.Documents, chstore.BatchOptions{FlushInterval: time.Hour, MaxBytes: 3 * size}, zaptest.NewLogger(t), reg)
 	runWriter(t, w)
-	done := make(chan error, 8)
-	write(w, done, "bytes", 0, 1)
-	waiting(done, "two rows of a three-row MaxBytes")
+	a := newAsyncWrites(t, w, doc, "bytes")
+	a.write(ctx, 0, 1)
+	a.waiting("two rows of a three-row MaxBytes")
 	if got := metricstest.Value(t, reg, "clickhouse_bytes_buffered", "table", "documents"); got != float64(2*size) {
 		t.Errorf("clickhouse_bytes_buffered = %v with two rows waiting, want %d", got, 2*size)
 	}
-	write(w, done, "bytes", 2)
-	inserted(done, "the third row's bytes", 3)
+	a.write(ctx, 2)
+	a.inserted("the third row's bytes", 3)
 	if got := count(t, s, "SELECT count() FROM documents WHERE crawl_id = 'bytes'"); got != 3 {
 		t.Errorf("%d rows inserted, want 3", got)
 	}
@@ -385,17 +360,17 @@ func TestBatchWriterMaxBytes(t *testing.T) {
 	// Room for two rows' bytes: the third Write waits outside the batch.
 	w2 := chstore.NewBatchWriter(s, chstore.Documents, chstore.BatchOptions{FlushInterval: time.Hour, MaxBufferedBytes: 2*size + size/2}, zaptest.NewLogger(t), nil)
 	runWriter(t, w2)
-	done2 := make(chan error, 8)
-	write(w2, done2, "room", 0, 1)
-	waiting(done2, "two rows")
-	write(w2, done2, "room", 2)
-	waiting(done2, "a third row past MaxBufferedBytes")
+	b := newAsyncWrites(t, w2, doc, "room")
+	b.write(ctx, 0, 1)
+	b.waiting("two rows")
+	b.write(ctx, 2)
+	b.waiting("a third row past MaxBufferedBytes")
 	w2.Flush()
-	inserted(done2, "a Flush of the first two", 2)
+	b.inserted("a Flush of the first two", 2)
 	if got := count(t, s, "SELECT count() FROM documents WHERE crawl_id = 'room'"); got != 2 {
 		t.Errorf("%d rows inserted by the first Flush, want 2 (the third waits for room)", got)
 	}
-	waiting(done2, "the third row, in the batch after the first")
+	b.waiting("the third row, in the batch after the first")
 	w2.Flush()
-	inserted(done2, "a second Flush", 1)
+	b.inserted("a second Flush", 1)
 }
