@@ -153,3 +153,63 @@ func TestClusterConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestPartsLimitsAboveTheCap: 18.16 merges no part past the cap
+// (max_bytes_to_merge_at_max_space_in_pool), so a table keeps a part per
+// cap's worth of compressed data: documents has one per ~22 MiB of text,
+// 161 parts after 1.1 M documents, and all crawls' documents share one
+// partition. Under the server's parts limits a data dir of a few million
+// documents would have its inserts delayed, then refused ("Too many
+// parts"), however long the merges ran. A table whose merges are stopped
+// takes partsOverOldLimit parts (over the 600 at which inserts were
+// refused) with no insert delayed or refused.
+func TestPartsLimitsAboveTheCap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	srv, err := Start(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	if !srv.legacy {
+		t.Skip("current releases merge past 32 MiB: no cap, no legacy parts limits")
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{
+		"CREATE TABLE default.parts (x UInt64) ENGINE = MergeTree ORDER BY x",
+		"SYSTEM STOP MERGES default.parts",
+	} {
+		if err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	event := func(name string) uint64 {
+		t.Helper()
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT toUInt64(sum(value)) FROM system.events WHERE event = ?", name).Scan(&n); err != nil {
+			t.Fatalf("event %s: %v", name, err)
+		}
+		return n
+	}
+	delayed, rejected := event("DelayedInserts"), event("RejectedInserts")
+	const partsOverOldLimit = 660
+	for i := range partsOverOldLimit {
+		if err := conn.Exec(ctx, "INSERT INTO default.parts SELECT "+strconv.Itoa(i)); err != nil {
+			t.Fatalf("insert %d (each a part, none merged): %v", i+1, err)
+		}
+	}
+	var parts uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.parts WHERE database = 'default' AND table = 'parts' AND active").Scan(&parts); err != nil {
+		t.Fatal(err)
+	}
+	if parts != partsOverOldLimit {
+		t.Errorf("active parts = %d, want %d (one per insert, merges stopped)", parts, partsOverOldLimit)
+	}
+	if d, r := event("DelayedInserts")-delayed, event("RejectedInserts")-rejected; d != 0 || r != 0 {
+		t.Errorf("inserts delayed %d, refused %d; want none below the parts limits", d, r)
+	}
+}
