@@ -2,11 +2,8 @@ package chstore_test
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,49 +13,8 @@ import (
 
 	"github.com/trawl-crawler/trawl/libs/chlocal"
 	"github.com/trawl-crawler/trawl/libs/chstore"
+	"github.com/trawl-crawler/trawl/testkit/disktest"
 )
-
-// smallVolume mounts a tmpfs of size bytes on a new directory and
-// unmounts it at the end of the test. It needs root (CI runs as root); a
-// test without it says so and is skipped.
-func smallVolume(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root")
-	}
-	dir := filepath.Join(t.TempDir(), "vol")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.CommandContext(t.Context(), "mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.CommandContext(context.WithoutCancel(t.Context()), "umount", "-l", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fill writes zeros to path until the volume is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill the volume: %v", err)
-			}
-			return
-		}
-	}
-}
 
 // TestWriterWaitsOutDiskFull: with ClickHouse's data volume full, inserts
 // fail; the writer retries without end, its Write calls neither return
@@ -67,7 +23,7 @@ func fill(t *testing.T, path string) {
 func TestWriterWaitsOutDiskFull(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	vol := smallVolume(t, "512m")
+	vol := disktest.SmallVolume(t, "512m")
 	srv, err := chlocal.StartWith(ctx, filepath.Join(vol, "ch"), chlocal.Options{StopTimeout: time.Second})
 	if err != nil {
 		t.Fatalf("start server on the small volume: %v", err)
@@ -91,7 +47,7 @@ func TestWriterWaitsOutDiskFull(t *testing.T) {
 	}
 
 	filler := filepath.Join(vol, "filler")
-	fill(t, filler)
+	disktest.Fill(t, filler)
 	const during = 20
 	done := make(chan error, during)
 	for i := range during {
