@@ -351,8 +351,14 @@ func isRetryable(err error) bool {
 		return false
 	case errors.As(err, &kerr):
 		// Broker error codes: kafka-go classifies leader elections,
-		// timeouts, not-enough-replicas, coordinator moves as temporary.
-		return kerr.Temporary()
+		// timeouts, not-enough-replicas, coordinator moves, a broker's
+		// storage error as temporary. UNKNOWN_SERVER_ERROR is a broker's
+		// answer to a write it could not make for a reason of its own:
+		// the embedded broker's (kfake) when its disk is full. Nothing
+		// was acknowledged; the write is waited out like a broker that
+		// is down, rather than failing the service, whose restart on the
+		// same broker would fail the same way.
+		return kerr.Temporary() || kerr == kafka.Unknown
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):

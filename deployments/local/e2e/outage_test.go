@@ -191,6 +191,13 @@ func minGapPerWebHost(web *websim.Web) (time.Duration, string) {
 // restart policy).
 func startOutageEnv(t *testing.T, ctx context.Context, octet int) *webEnv {
 	t.Helper()
+	return startOutageEnvOn(t, ctx, octet, "")
+}
+
+// startOutageEnvOn is startOutageEnv with the broker's and ClickHouse's
+// data on volume (webEnvConfig.volume; "": the test's data dir).
+func startOutageEnvOn(t *testing.T, ctx context.Context, octet int, volume string) *webEnv {
+	t.Helper()
 	e := startWebEnv(t, ctx, webEnvConfig{
 		web: websim.Config{
 			Hosts: faultHosts, Articles: 250, FirstAddr: netip.MustParseAddr(fmt.Sprintf("127.1.%d.1", octet)), Seed: uint64(octet),
@@ -201,6 +208,7 @@ func startOutageEnv(t *testing.T, ctx context.Context, octet int) *webEnv {
 		ownClickHouse: true,
 		ownBroker:     true,
 		autoRestart:   true,
+		volume:        volume,
 	})
 	e.seedScoped(ctx, webScope{AllowHosts: e.hostNames(), MaxDepth: faultDepth})
 	return e

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,6 +55,9 @@ type webEnvConfig struct {
 	// autoRestart puts the services under the launcher's supervisors
 	// (supervise.DefaultPolicy); every exit they handle is recorded.
 	autoRestart bool
+	// volume, when set, holds the data of the test's own broker and
+	// ClickHouse (ownBroker, ownClickHouse): a small volume a test fills.
+	volume string
 }
 
 // startWebEnv starts the generated web and the pipeline (separate
@@ -79,7 +83,7 @@ func startWebEnv(t *testing.T, ctx context.Context, wc webEnvConfig) *webEnv {
 		}
 		e.brokerAddr = ln.Addr().String()
 		ln.Close()
-		e.brokerDir = filepath.Join(e.dataDir, "kafka")
+		e.brokerDir = filepath.Join(cmp.Or(wc.volume, e.dataDir), "kafka")
 		if e.broker, err = kafkaembed.Start(ctx, e.brokerDir, e.brokerAddr); err != nil {
 			t.Fatalf("start broker: %v", err)
 		}
@@ -92,7 +96,7 @@ func startWebEnv(t *testing.T, ctx context.Context, wc webEnvConfig) *webEnv {
 	}
 	var chAddr, chDB string
 	if wc.ownClickHouse {
-		srv, err := chlocal.Start(ctx, filepath.Join(e.dataDir, "clickhouse"))
+		srv, err := chlocal.Start(ctx, filepath.Join(cmp.Or(wc.volume, e.dataDir), "clickhouse"))
 		if err != nil {
 			t.Fatalf("start clickhouse: %v", err)
 		}
