@@ -49,17 +49,14 @@ func TestWriterWaitsOutBrokerDiskFull(t *testing.T) {
 	// Larger than what a file's last page may still hold.
 	during := record("during" + strings.Repeat(".", 256<<10))
 	go func() { done <- w.Write(ctx, during) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for !w.Waiting() {
+	eventually(t, 20*time.Second, "the writer to say it waits while the broker's disk is full", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("a write returned while the broker's disk was full: %v", err)
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the writer never said it waited while the broker's disk was full")
-		}
-	}
+		return w.Waiting()
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("a write returned while the broker's disk was full: %v", err)

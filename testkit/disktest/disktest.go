@@ -43,14 +43,14 @@ func Fill(t testing.TB, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The volume ends full: closing can only report that again.
+	defer func() { _ = f.Close() }()
 	buf := make([]byte, 1<<20)
 	for {
 		if _, err := f.Write(buf); err != nil {
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("fill the volume: %v", err)
 			}
-			// The volume is full: closing can only report that again.
-			_ = f.Close()
 			return
 		}
 	}
