@@ -216,6 +216,10 @@ type Store struct {
 	// database, with the store's credentials and TLS settings (cluster
 	// migrations' ALTERs: cluster_alter.go).
 	dial func(addr string) (driver.Conn, error)
+	// lockOwner names this store in the schema migration lock
+	// (migrate_lock.go): a migration retried after an outage takes back
+	// the lock it left.
+	lockOwner string
 }
 
 func options(c Config, sec connSecurity, db string) *clickhouse.Options {
@@ -290,7 +294,8 @@ func Open(ctx context.Context, c Config, log *zap.Logger) (*Store, error) {
 		return nil, fmt.Errorf("ping clickhouse %s: %w", strings.Join(c.Addr, ","), err)
 	}
 	return &Store{conn: conn, db: c.Database, cluster: c.Cluster, log: log, avail: &availability{log: log, addr: c.Addr},
-		boot: func() (driver.Conn, error) { return clickhouse.Open(options(c, sec, "default")) },
+		lockOwner: lockOwner(),
+		boot:      func() (driver.Conn, error) { return clickhouse.Open(options(c, sec, "default")) },
 		dial: func(addr string) (driver.Conn, error) {
 			o := options(c, sec, "default")
 			o.Addr = []string{addr}

@@ -1,6 +1,9 @@
 package chstore
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // MigrateBefore applies the migrations below version only: a test of a
 // migration's carry-over fills the schema it starts from.
@@ -18,4 +21,15 @@ func (s *Store) MigrateBefore(ctx context.Context, version uint32) error {
 // migrator itself, with statements of its own.
 func (s *Store) ApplyMigrations(ctx context.Context, ms []Migration) error {
 	return s.migrate(ctx, ms)
+}
+
+// MigrationLockTable is the schema migration lock's table.
+const MigrationLockTable = migrationLockTable
+
+// SetMigrationLockStale sets how long a silent lock is waited for, for
+// the rest of the test.
+func SetMigrationLockStale(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := migrationLockStale
+	migrationLockStale = d
+	t.Cleanup(func() { migrationLockStale = old })
 }

@@ -162,7 +162,8 @@ GROUP BY crawl_id, minute, status, error_kind`,
 
 // Migrate applies every schema migration not yet recorded in the
 // schema_migrations table, in version order. Safe to run concurrently from
-// several services (every statement is idempotent).
+// several services: one applies them at a time (migrate_lock.go), and
+// every statement is idempotent.
 //
 // A server that cannot be reached is waited for, as reads and inserts do:
 // the migrations are idempotent, so they are run again from the start.
@@ -187,25 +188,38 @@ func (s *Store) migrate(ctx context.Context, ms []Migration) error {
 	if err := s.createMigrationsTable(ctx); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	applied, err := s.AppliedMigrations(ctx)
-	if err != nil {
+	pending, err := s.pendingMigrations(ctx, ms)
+	if err != nil || len(pending) == 0 {
 		return err
 	}
-	done := make(map[uint32]bool, len(applied))
-	for _, v := range applied {
-		done[v] = true
-	}
-	// The cluster's servers, connected at the first ALTER of a cluster
-	// migration (a service with nothing to apply connects to none, so it
-	// starts while a replica is down).
+	// The cluster's servers, connected when there is something to apply
+	// (a service with nothing to apply connects to none, so it starts
+	// while a replica is down): the lock is on the first of them.
 	var nodes clusterNodes
 	defer func() { nodes.close() }()
-	for _, m := range ms {
-		if done[m.Version] {
-			continue
+	lockConn := s.conn
+	if s.cluster != "" {
+		if nodes, err = s.openClusterNodes(ctx); err != nil {
+			return err
 		}
+		lockConn = nodes[0].conn
+	}
+	// Another service may apply them while this one waits for the lock.
+	needed := func(ctx context.Context) (bool, error) {
+		pending, err = s.pendingMigrations(ctx, ms)
+		return len(pending) > 0, err
+	}
+	lock, err := acquireMigrationLock(ctx, lockConn, s.db, s.lockOwner, s.log, needed)
+	if err != nil || lock == nil {
+		return err
+	}
+	defer lock.release(s.log)
+	if more, err := needed(ctx); err != nil || !more {
+		return err
+	}
+	for _, m := range pending {
 		for i, stmt := range m.Statements {
-			if err := s.apply(ctx, stmt, &nodes); err != nil {
+			if err := s.apply(ctx, stmt, nodes); err != nil {
 				return fmt.Errorf("apply migration %d (%s) statement %d: %w", m.Version, m.Name, i+1, err)
 			}
 		}
@@ -217,10 +231,22 @@ func (s *Store) migrate(ctx context.Context, ms []Migration) error {
 	return nil
 }
 
+// pendingMigrations returns those of ms not recorded in schema_migrations.
+func (s *Store) pendingMigrations(ctx context.Context, ms []Migration) ([]Migration, error) {
+	applied, err := s.AppliedMigrations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(slices.Clone(ms), func(m Migration) bool {
+		_, found := slices.BinarySearch(applied, m.Version)
+		return found
+	}), nil
+}
+
 // apply runs one migration statement: as written on a single server, in
-// its cluster form in cluster mode (cluster.go), connecting *nodes first
-// when the form has an ALTER run server by server.
-func (s *Store) apply(ctx context.Context, stmt string, nodes *clusterNodes) error {
+// its cluster form in cluster mode (cluster.go), whose ALTERs run server
+// by server on nodes.
+func (s *Store) apply(ctx context.Context, stmt string, nodes clusterNodes) error {
 	if s.cluster == "" {
 		return s.execIdempotent(ctx, stmt)
 	}
@@ -235,12 +261,7 @@ func (s *Store) apply(ctx context.Context, stmt string, nodes *clusterNodes) err
 			}
 			continue
 		}
-		if *nodes == nil {
-			if *nodes, err = s.openClusterNodes(ctx); err != nil {
-				return err
-			}
-		}
-		if err := alterOnNodes(ctx, *nodes, st.alter); err != nil {
+		if err := alterOnNodes(ctx, nodes, st.alter); err != nil {
 			return err
 		}
 	}

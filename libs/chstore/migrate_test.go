@@ -48,27 +48,9 @@ func TestMigrate(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			cfg := chtest.Config(t)
-			var stores []*chstore.Store
-			for range tt.workers {
-				s, err := chstore.Open(ctx, cfg, zap.NewNop())
-				if err != nil {
-					t.Fatalf("open: %v", err)
-				}
-				defer s.Close()
-				stores = append(stores, s)
-			}
+			stores := openStores(ctx, t, cfg, tt.workers)
 			for range tt.runs {
-				var wg sync.WaitGroup
-				errs := make([]error, len(stores))
-				for i, s := range stores {
-					wg.Go(func() { errs[i] = s.Migrate(ctx) })
-				}
-				wg.Wait()
-				for i, err := range errs {
-					if err != nil {
-						t.Fatalf("migrate (worker %d): %v", i, err)
-					}
-				}
+				migrateAtOnce(ctx, t, stores)
 			}
 			got, err := stores[0].AppliedMigrations(ctx)
 			if err != nil {
@@ -138,4 +120,149 @@ func TestContentSeenCarriedOver(t *testing.T) {
 	if !strings.Contains(ddl, "index_granularity = 256") {
 		t.Errorf("content_seen_v2: %s, want granules of 256 rows", ddl)
 	}
+}
+
+// TestMigrateManyAtOnce: six services migrating a fresh database at the
+// same moment, several times over. ClickHouse 18.16 checks an ALTER
+// against the table's columns before it locks the table, so without the
+// migration lock two services adding the same column failed with
+// std::bad_alloc or "Different expressions with the same alias", or the
+// server died of a segmentation fault (within ten rounds, in two runs of
+// four).
+func TestMigrateManyAtOnce(t *testing.T) {
+	for round := range 20 {
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		cfg := chtest.Config(t) // a fresh database each round, dropped at the end
+		stores := openStores(ctx, t, cfg, 16)
+		migrateAtOnce(ctx, t, stores)
+		got, err := stores[0].AppliedMigrations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := allVersions(); !slices.Equal(got, want) {
+			t.Errorf("round %d: applied versions = %v, want %v", round, got, want)
+		}
+		if n := lockTables(ctx, t, stores[0], cfg.Database); n != 0 {
+			t.Errorf("round %d: %d migration lock tables left after every service migrated, want 0", round, n)
+		}
+	}
+}
+
+// openStores opens n stores on cfg, closed when the test ends.
+func openStores(ctx context.Context, t *testing.T, cfg chstore.Config, n int) []*chstore.Store {
+	t.Helper()
+	var stores []*chstore.Store
+	for range n {
+		s, err := chstore.Open(ctx, cfg, zap.NewNop())
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close() }) // nothing buffered: only DDL and reads
+		stores = append(stores, s)
+	}
+	return stores
+}
+
+// migrateAtOnce migrates with every store at the same moment, as services
+// started together do, and fails the test on any store's error.
+func migrateAtOnce(ctx context.Context, t *testing.T, stores []*chstore.Store) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(stores))
+	for i, s := range stores {
+		wg.Go(func() { errs[i] = s.Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("migrate (store %d of %d at once): %v", i, len(stores), err)
+		}
+	}
+}
+
+// TestMigrateWaitsForTheLock: while another service holds the migration
+// lock (and beats), a service applies nothing; it migrates once the lock
+// is released.
+func TestMigrateWaitsForTheLock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	s, lock := lockHeld(ctx, t, "the other service")
+	done := make(chan error, 1)
+	go func() { done <- s.Migrate(ctx) }()
+	holderBeats := time.NewTicker(500 * time.Millisecond)
+	defer holderBeats.Stop()
+	for range 6 { // 3 s, the holder beating
+		<-holderBeats.C
+		if err := s.Conn().Exec(ctx, "INSERT INTO "+lock+" SELECT 'the other service', now()"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("migrate returned (%v) while another service held the lock", err)
+		default:
+		}
+	}
+	if got, err := s.AppliedMigrations(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("applied while the lock was held: %v (%v), want none", got, err)
+	}
+	if err := s.Conn().Exec(ctx, "DROP TABLE "+lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("migrate after the lock was released: %v", err)
+	}
+	if got, err := s.AppliedMigrations(ctx); err != nil || !slices.Equal(got, allVersions()) {
+		t.Errorf("applied = %v (%v), want every version", got, err)
+	}
+}
+
+// TestMigrateBreaksAStaleLock: a lock whose holder died (no heartbeat for
+// the stale time) is broken, and the migrations are applied.
+func TestMigrateBreaksAStaleLock(t *testing.T) {
+	chstore.SetMigrationLockStale(t, 2*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	s, _ := lockHeld(ctx, t, "a dead service")
+	start := time.Now()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Errorf("migrated after %v: the lock was broken before it went stale (2 s)", waited)
+	}
+	if got, err := s.AppliedMigrations(ctx); err != nil || !slices.Equal(got, allVersions()) {
+		t.Errorf("applied = %v (%v), want every version", got, err)
+	}
+	if n := lockTables(ctx, t, s, s.Database()); n != 0 {
+		t.Errorf("%d migration lock tables left, want 0", n)
+	}
+}
+
+// lockHeld opens a store on a fresh database whose migration lock holder
+// has taken the lock and beaten once, and returns the store and the lock
+// table's qualified name.
+func lockHeld(ctx context.Context, t *testing.T, holder string) (*chstore.Store, string) {
+	t.Helper()
+	cfg := chtest.Config(t)
+	s := openStores(ctx, t, cfg, 1)[0]
+	lock := cfg.Database + "." + chstore.MigrationLockTable
+	if err := s.Conn().Exec(ctx, "CREATE TABLE "+lock+" (owner String, beat DateTime) ENGINE = Memory"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Conn().Exec(ctx, "INSERT INTO "+lock+" SELECT ?, now()", holder); err != nil {
+		t.Fatal(err)
+	}
+	return s, lock
+}
+
+// lockTables counts the migration lock tables in db.
+func lockTables(ctx context.Context, t *testing.T, s *chstore.Store, db string) uint64 {
+	t.Helper()
+	var n uint64
+	if err := s.Conn().QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?",
+		db, chstore.MigrationLockTable).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

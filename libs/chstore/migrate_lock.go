@@ -1,0 +1,203 @@
+package chstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"go.uber.org/zap"
+
+	"github.com/trawl-crawler/trawl/libs/backoff"
+)
+
+// One service migrates at a time. ClickHouse 18.16 checks an ALTER TABLE
+// against the table's columns before it locks the table, so two services
+// adding the same column at the same moment (every service migrates when
+// it starts) can read the columns while the other ALTER rewrites them:
+// the second ALTER then fails with a nonsense error ("Different
+// expressions with the same alias priority_tmp", std::bad_alloc) or the
+// server dies of a segmentation fault (TestMigrateManyAtOnce reproduced
+// both). The idempotent statements cover a migration applied twice, one
+// after the other; this lock keeps them one after the other.
+//
+// The lock is a table: CREATE TABLE (without IF NOT EXISTS) succeeds for
+// one caller and answers "already exists" to every other, on 18.16 and
+// current releases alike. Its holder inserts a heartbeat row every
+// migrationLockBeat and drops the table when it is done. A holder that
+// died (killed mid-migration, its server connection lost) leaves the
+// table behind: once neither a heartbeat nor the table itself is younger
+// than migrationLockStale, a waiter drops it and tries again. Server
+// time on both sides, so the services' clocks do not matter.
+//
+// In cluster mode the lock lives on the cluster's first server (lowest
+// shard and replica), the one every service's ALTERs of the first shard
+// meet on (cluster_alter.go).
+const (
+	migrationLockTable = "schema_migrations_lock"
+	migrationLockBeat  = 2 * time.Second
+)
+
+// migrationLockStale is how long a lock without a heartbeat is waited
+// for: fifteen beats. A variable for the tests of a dead holder.
+var migrationLockStale = 30 * time.Second
+
+// migrationLock is a held lock; release drops it.
+type migrationLock struct {
+	conn   driver.Conn
+	db     string
+	owner  string
+	cancel context.CancelFunc
+	beats  chan struct{} // closed when the heartbeat has stopped
+}
+
+// lockOwner names the caller in the lock's rows and in the logs of the
+// services that wait for it: host, process, and a random suffix that
+// tells two stores of one process apart.
+func lockOwner() string {
+	host, _ := os.Hostname() // a name for people; "" is fine
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on Linux
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// acquireMigrationLock takes the lock on conn's server, in database db,
+// for owner (a Store's lockOwner), waiting while another live service
+// holds it. A lock owner left behind (its release failed in an outage,
+// and Migrate tries again) is broken at once. While it waits it asks
+// needed whether there is still anything to apply, and returns a nil lock
+// when the holder applied it all.
+func acquireMigrationLock(ctx context.Context, conn driver.Conn, db, owner string, log *zap.Logger,
+	needed func(context.Context) (bool, error)) (*migrationLock, error) {
+	table := db + "." + migrationLockTable
+	b := backoff.Jittered(50*time.Millisecond, time.Second)
+	waiting := false
+	for {
+		err := conn.Exec(ctx, "CREATE TABLE "+table+" (owner String, beat DateTime) ENGINE = Memory")
+		if err == nil {
+			l := &migrationLock{conn: conn, db: db, owner: owner, beats: make(chan struct{})}
+			if err := l.beat(ctx); err != nil {
+				l.release(log)
+				return nil, fmt.Errorf("schema migration lock: first heartbeat: %w", err)
+			}
+			var bctx context.Context
+			bctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+			go l.heartbeat(bctx, log)
+			if waiting {
+				log.Info("schema migration lock taken", zap.String("owner", owner))
+			}
+			return l, nil
+		}
+		if !isAlreadyExists(err) {
+			return nil, fmt.Errorf("schema migration lock: %w", err)
+		}
+		holder, age, err := lockAge(ctx, conn, db)
+		if err != nil {
+			return nil, fmt.Errorf("schema migration lock: read its holder: %w", err)
+		}
+		if age > migrationLockStale || holder == owner {
+			log.Warn("breaking a stale schema migration lock",
+				zap.String("holder", holder), zap.Duration("silent_for", age))
+			if err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
+				return nil, fmt.Errorf("schema migration lock: drop the stale lock: %w", err)
+			}
+			continue
+		}
+		if !waiting {
+			waiting = true
+			log.Info("waiting for another service's schema migrations", zap.String("holder", holder))
+		}
+		if err := b.Wait(ctx); err != nil {
+			return nil, err
+		}
+		if more, err := needed(ctx); err != nil || !more {
+			return nil, err
+		}
+	}
+}
+
+// lockAge returns the lock's holder and how long it has been silent: since
+// its last heartbeat, or since the table was created when it has none yet
+// (its holder is between CREATE and its first beat, or the server
+// restarted and the Memory table lost its rows). A lock dropped meanwhile
+// answers age 0: the next CREATE will tell.
+func lockAge(ctx context.Context, conn driver.Conn, db string) (holder string, age time.Duration, err error) {
+	var (
+		seconds int64
+		n       uint64
+	)
+	err = conn.QueryRow(ctx, `SELECT count(),
+	toInt64(now()) - toInt64(greatest(
+		(SELECT any(metadata_modification_time) FROM system.tables WHERE database = ? AND name = ?),
+		(SELECT max(beat) FROM `+db+"."+migrationLockTable+`))),
+	(SELECT argMax(owner, beat) FROM `+db+"."+migrationLockTable+`)
+FROM system.tables WHERE database = ? AND name = ?`,
+		db, migrationLockTable, db, migrationLockTable).Scan(&n, &seconds, &holder)
+	if isMissing(err) || isDropped(err) {
+		return "", 0, nil
+	}
+	if err != nil || n == 0 {
+		return "", 0, err
+	}
+	return holder, time.Duration(seconds) * time.Second, nil
+}
+
+// codeTableIsDropped (TABLE_IS_DROPPED) answers a query that reads a
+// table while another drops it.
+const codeTableIsDropped = 218
+
+// isDropped reports an error of a table dropped while the query read it.
+func isDropped(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == codeTableIsDropped
+}
+
+// beat inserts one heartbeat row, stamped with the server's clock.
+func (l *migrationLock) beat(ctx context.Context) error {
+	return l.conn.Exec(ctx, "INSERT INTO "+l.db+"."+migrationLockTable+" SELECT ?, now()", l.owner)
+}
+
+// heartbeat beats every migrationLockBeat until ctx is cancelled. A
+// failed beat is logged and the next one tried: the lock only goes stale
+// after migrationLockStale without any.
+func (l *migrationLock) heartbeat(ctx context.Context, log *zap.Logger) {
+	defer close(l.beats)
+	t := time.NewTicker(migrationLockBeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := l.beat(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("schema migration lock: heartbeat failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// release stops the heartbeat and drops the lock, if it is still this
+// holder's (a holder silent past migrationLockStale may have lost it to a
+// waiter). A drop that fails (the server went away) leaves the lock to go
+// stale, which the next service to migrate breaks.
+func (l *migrationLock) release(log *zap.Logger) {
+	if l.cancel != nil {
+		l.cancel()
+		<-l.beats
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	holder, _, err := lockAge(ctx, l.conn, l.db)
+	if err == nil && holder == l.owner {
+		err = l.conn.Exec(ctx, "DROP TABLE IF EXISTS "+l.db+"."+migrationLockTable)
+	}
+	if err != nil {
+		log.Warn("schema migration lock: not released; it goes stale and the next service breaks it",
+			zap.Duration("after", migrationLockStale), zap.Error(err))
+	}
+}
