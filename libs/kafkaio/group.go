@@ -38,17 +38,36 @@ type Handler interface {
 	Close(ctx context.Context) error
 }
 
+// Releaser is a Handler whose records can leave the window before they
+// are acked: a record whose work is done and whose outcome only waits to
+// be made durable (a batched insert) is released, and no longer counts
+// against GroupConfig.MaxInFlight, only against MaxSettling; it still
+// holds the commit until it is acked. A fetcher whose acks wait for the
+// fetch log's insert keeps reading new requests meanwhile, so its inserts
+// can be large without its window idling. The group gives a Releaser its
+// release function once, right after AssignFunc, when MaxSettling is set;
+// release is safe for concurrent use, reads only the record's partition
+// and offset, and ignores a record released or acked before.
+type Releaser interface {
+	SetRelease(release func(kafka.Message))
+}
+
 // AssignFunc creates the handler of a newly assigned partition (for
 // example after loading the partition's state). An error fails the run.
 type AssignFunc func(ctx context.Context, topic string, partition int) (Handler, error)
 
 // GroupConfig configures one consumer group runner.
 type GroupConfig struct {
-	GroupID        string
-	Topic          string
-	MaxBatch       int           // records per Handle call (default 100)
-	BatchWait      time.Duration // how long to wait to fill a batch (default 20ms)
-	MaxInFlight    int           // unacked records per partition before reading pauses (default 1000)
+	GroupID     string
+	Topic       string
+	MaxBatch    int           // records per Handle call (default 100)
+	BatchWait   time.Duration // how long to wait to fill a batch (default 20ms)
+	MaxInFlight int           // unacked records per partition before reading pauses (default 1000), released ones (Releaser) apart
+	// MaxSettling is how many released records (Releaser) a partition may
+	// hold unacked as well before reading pauses. 0 (the default): the
+	// handler is not given a release function, and every unacked record
+	// counts against MaxInFlight.
+	MaxSettling    int
 	CommitInterval time.Duration // how often acked offsets are committed (default 500ms)
 	// CloseTimeout bounds Handler.Close: its ctx expires after this long
 	// (default half of Config.RebalanceTimeout, so the final commit lands
@@ -138,6 +157,9 @@ func (gc GroupConfig) validate() error {
 	}
 	if gc.MaxInFlight < 1 {
 		errs = append(errs, fmt.Errorf("max in flight: %d must be positive", gc.MaxInFlight))
+	}
+	if gc.MaxSettling < 0 {
+		errs = append(errs, fmt.Errorf("max settling: %d must not be negative", gc.MaxSettling))
 	}
 	if gc.CommitInterval <= 0 {
 		errs = append(errs, fmt.Errorf("commit interval: %v must be positive", gc.CommitInterval))
@@ -541,6 +563,9 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 		}
 		return
 	}
+	if r, ok := h.(Releaser); ok && g.gc.MaxSettling > 0 {
+		r.SetRelease(pr.release)
+	}
 	log.Debug("partition started", telemetry.Offset(pr.start))
 
 	reader := kafka.NewReader(kafka.ReaderConfig{
@@ -596,7 +621,7 @@ const readAhead = 8
 
 func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, pr *partitionRun) error {
 	for {
-		if err := pr.waitCapacity(ctx, g.gc.MaxInFlight, g.gc.OnFull); err != nil {
+		if err := pr.waitCapacity(ctx, g.gc.MaxInFlight, g.gc.MaxSettling, g.gc.OnFull); err != nil {
 			return nil
 		}
 		// The first record of a batch may wait indefinitely.
@@ -624,10 +649,10 @@ func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, p
 			batch = append(batch, msg)
 		}
 		// Fill the batch for at most BatchWait, never beyond MaxInFlight
-		// unacked records.
+		// held records or MaxSettling released ones.
 		if g.gc.BatchWait > 0 {
 			bctx, bcancel := context.WithTimeout(ctx, g.gc.BatchWait)
-			for len(batch) < g.gc.MaxBatch && pr.unacked() < g.gc.MaxInFlight {
+			for len(batch) < g.gc.MaxBatch && !pr.full(g.gc.MaxInFlight, g.gc.MaxSettling) {
 				msg, err := reader.FetchMessage(bctx)
 				if err != nil {
 					if ctx.Err() != nil {
@@ -735,6 +760,24 @@ func (pr *partitionRun) ack(msg kafka.Message) {
 	}
 }
 
+// release is the Releaser's release function. Safe for concurrent use;
+// records of another partition, unknown, acked or released ones are
+// ignored.
+func (pr *partitionRun) release(msg kafka.Message) {
+	if msg.Partition != pr.partition {
+		return
+	}
+	pr.mu.Lock()
+	ok := pr.tracker.Release(msg.Offset)
+	pr.mu.Unlock()
+	if ok {
+		select {
+		case pr.space <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // fresh reports whether no record was read yet.
 func (pr *partitionRun) fresh() bool {
 	pr.mu.Lock()
@@ -749,12 +792,20 @@ func (pr *partitionRun) unacked() int {
 	return pr.tracker.Unacked()
 }
 
-// waitCapacity blocks while limit records are unacked, calling full (when
-// not nil) once before it waits.
-func (pr *partitionRun) waitCapacity(ctx context.Context, limit int, full func()) error {
-	for i := 0; pr.unacked() >= limit; i++ {
-		if i == 0 && full != nil {
-			full()
+// full reports whether limit records are held, or settling released ones
+// (when settling is positive).
+func (pr *partitionRun) full(limit, settling int) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.tracker.Held() >= limit || settling > 0 && pr.tracker.Released() >= settling
+}
+
+// waitCapacity blocks while limit records are held or settling are
+// released (full), calling onFull (when not nil) once before it waits.
+func (pr *partitionRun) waitCapacity(ctx context.Context, limit, settling int, onFull func()) error {
+	for i := 0; pr.full(limit, settling); i++ {
+		if i == 0 && onFull != nil {
+			onFull()
 		}
 		select {
 		case <-ctx.Done():

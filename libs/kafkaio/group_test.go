@@ -457,6 +457,84 @@ func TestGroupMaxInFlight(t *testing.T) {
 	}
 }
 
+// releasingHandler releases every record it is handed and acks none
+// until told to (a fetcher whose outcomes wait for a batched insert).
+type releasingHandler struct {
+	mu      sync.Mutex
+	release func(kafka.Message)
+	ack     func(kafka.Message)
+	got     []kafka.Message
+}
+
+func (h *releasingHandler) SetRelease(release func(kafka.Message)) { h.release = release }
+
+func (h *releasingHandler) Handle(_ context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+	h.mu.Lock()
+	h.ack = ack
+	h.got = append(h.got, batch...)
+	h.mu.Unlock()
+	for _, m := range batch {
+		h.release(m)
+	}
+	return nil
+}
+
+func (*releasingHandler) Close(context.Context) error { return nil }
+
+func (h *releasingHandler) handled() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.got)
+}
+
+// TestGroupReleaser: records a Releaser releases leave the window
+// (MaxInFlight) but count against MaxSettling, so reading goes on past the
+// window and pauses below MaxInFlight + MaxSettling; a released record
+// holds the commit until it is acked; acked, every record is read and
+// committed.
+func TestGroupReleaser(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Discovered
+	gc := groupConfig(c, topic)
+	gc.MaxInFlight = 5
+	gc.MaxSettling = 10
+	gc.MaxBatch = 4
+	const n = 60
+	produce(t, c, topic, "m", n)
+	h := &releasingHandler{}
+	g, err := kafkaio.NewGroup(c, gc, func(context.Context, string, int) (kafkaio.Handler, error) { return h, nil },
+		zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	limit := gc.MaxInFlight + gc.MaxSettling
+	eventually(t, 10*time.Second, "reading past the window", func() bool { return h.handled() >= gc.MaxSettling })
+	consistently(t, 500*time.Millisecond, "reading paused below MaxInFlight + MaxSettling", func() bool { return h.handled() < limit })
+	if off, ok := committed(t, c, gc.GroupID, topic)[0]; ok && off > 0 {
+		t.Fatalf("committed offset %d with every record released and none acked, want none", off)
+	}
+	acked := 0
+	eventually(t, 20*time.Second, "every record read and acked", func() bool {
+		h.mu.Lock()
+		pending := h.got[acked:]
+		ack := h.ack
+		h.mu.Unlock()
+		if len(pending) > limit {
+			t.Fatalf("%d records unacked, want below %d", len(pending), limit)
+		}
+		for _, m := range pending {
+			ack(m)
+		}
+		acked += len(pending)
+		return acked == n
+	})
+	eventually(t, 10*time.Second, "commit of all", func() bool { return committed(t, c, gc.GroupID, topic)[0] == n })
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
 // TestGroupOnFull: a handler that acks only when told its partition's
 // window is full (a service flushing its batched writes in OnFull) reads
 // the whole topic, each call coming with MaxInFlight records unacked.

@@ -13,9 +13,10 @@ import "sort"
 type offsetTracker struct {
 	// window holds the records from the lowest unacked one (window[head])
 	// to the newest, in offset order.
-	window  []trackedOffset
-	head    int
-	unacked int
+	window   []trackedOffset
+	head     int
+	unacked  int
+	released int // unacked records the handler released (Release)
 	// next is the offset after the newest record released from the
 	// window's front (all acked), or -1 before any record was released.
 	next int64
@@ -24,8 +25,9 @@ type offsetTracker struct {
 }
 
 type trackedOffset struct {
-	offset int64
-	acked  bool
+	offset   int64
+	acked    bool
+	released bool
 }
 
 func newOffsetTracker() *offsetTracker {
@@ -54,6 +56,9 @@ func (t *offsetTracker) Ack(offset int64) bool {
 	}
 	live[i].acked = true
 	t.unacked--
+	if live[i].released {
+		t.released--
+	}
 	// Release the acked prefix.
 	for t.head < len(t.window) && t.window[t.head].acked {
 		t.next = t.window[t.head].offset + 1
@@ -63,7 +68,22 @@ func (t *offsetTracker) Ack(offset int64) bool {
 	return true
 }
 
-// compact drops the released prefix once it dominates the slice, so the
+// Release marks offset as released: its handler's work on it is done and
+// only waits to be made durable, so it no longer counts as held (Held),
+// but it still holds the commit until it is acked. It reports false for
+// an offset that was never added, or is acked or released already.
+func (t *offsetTracker) Release(offset int64) bool {
+	live := t.window[t.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
+	if i == len(live) || live[i].offset != offset || live[i].acked || live[i].released {
+		return false
+	}
+	live[i].released = true
+	t.released++
+	return true
+}
+
+// compact drops the acked prefix once it dominates the slice, so the
 // backing array does not grow without bound.
 func (t *offsetTracker) compact() {
 	if t.head == len(t.window) {
@@ -94,3 +114,10 @@ func (t *offsetTracker) Committable() (offset int64, ok bool) {
 
 // Unacked returns the number of records added and not yet acked.
 func (t *offsetTracker) Unacked() int { return t.unacked }
+
+// Held returns the unacked records not released: those the handler is
+// still working on.
+func (t *offsetTracker) Held() int { return t.unacked - t.released }
+
+// Released returns the records released and not yet acked.
+func (t *offsetTracker) Released() int { return t.released }

@@ -7,7 +7,7 @@ import (
 
 func TestOffsetTracker(t *testing.T) {
 	type step struct {
-		op     string // "add", "ack"
+		op     string // "add", "ack", "release"
 		offset int64
 		ok     bool
 	}
@@ -17,6 +17,7 @@ func TestOffsetTracker(t *testing.T) {
 		want      int64
 		wantOK    bool
 		unacked   int
+		released  int
 		committed bool
 	}{
 		{name: "empty", wantOK: false},
@@ -52,15 +53,34 @@ func TestOffsetTracker(t *testing.T) {
 			steps: []step{{"add", 0, true}, {"ack", 0, true}, {"add", 1, true}},
 			want:  1, wantOK: true, unacked: 1,
 		},
+		{
+			name:  "a released record holds the commit until acked",
+			steps: []step{{"add", 0, true}, {"add", 1, true}, {"add", 2, true}, {"release", 0, true}, {"ack", 1, true}},
+			want:  0, wantOK: true, unacked: 2, released: 1,
+		},
+		{
+			name:  "acking a released record ends its release",
+			steps: []step{{"add", 0, true}, {"add", 1, true}, {"release", 0, true}, {"release", 1, true}, {"ack", 0, true}},
+			want:  1, wantOK: true, unacked: 1, released: 1,
+		},
+		{
+			name: "unknown, acked and repeated releases rejected",
+			steps: []step{{"add", 0, true}, {"add", 1, true}, {"release", 5, false}, {"ack", 0, true},
+				{"release", 0, false}, {"release", 1, true}, {"release", 1, false}},
+			want: 1, wantOK: true, unacked: 1, released: 1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := newOffsetTracker()
 			for _, s := range tt.steps {
 				var ok bool
-				if s.op == "add" {
+				switch s.op {
+				case "add":
 					ok = tr.Add(s.offset)
-				} else {
+				case "release":
+					ok = tr.Release(s.offset)
+				default:
 					ok = tr.Ack(s.offset)
 				}
 				if ok != s.ok {
@@ -73,6 +93,12 @@ func TestOffsetTracker(t *testing.T) {
 			}
 			if n := tr.Unacked(); n != tt.unacked {
 				t.Errorf("Unacked() = %d, want %d", n, tt.unacked)
+			}
+			if n := tr.Released(); n != tt.released {
+				t.Errorf("Released() = %d, want %d", n, tt.released)
+			}
+			if n := tr.Held(); n != tt.unacked-tt.released {
+				t.Errorf("Held() = %d, want %d", n, tt.unacked-tt.released)
 			}
 		})
 	}
