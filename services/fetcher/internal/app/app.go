@@ -156,6 +156,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus
 		GroupID:      cfg.Kafka.GroupFor(Name),
 		Topic:        topics.Fetch,
 		MaxInFlight:  cfg.MaxInflightPerPartition,
+		MaxSettling:  settlingFor(cfg.MaxInflightPerPartition),
 		CloseTimeout: cfg.DrainTimeout,
 		// After an outage of the brokers or of this host's link, a
 		// partition waits for the group to settle (its members rejoin

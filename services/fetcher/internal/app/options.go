@@ -97,6 +97,7 @@ func consumeOptions(cfg config.Config, specs *crawlcontrol.Specs, store *chstore
 	if cfg.ServerDelay > 0 {
 		servers = politeness.NewGate(time.Now, cfg.ServerDelay)
 	}
+	unacked := cfg.MaxInflightPerPartition + settlingFor(cfg.MaxInflightPerPartition) // a partition's, at most
 	return consume.Options{
 		Topics:     topics,
 		Workers:    cfg.Workers,
@@ -113,13 +114,27 @@ func consumeOptions(cfg config.Config, specs *crawlcontrol.Specs, store *chstore
 		Servers:    servers,
 		Resolve:    fetcher.Resolve,
 		RobotsTxt:  robotsTxt,
-		Attempts:   partition.NewAttempts(partition.AttemptsFor(cfg.Kafka.Partitions, cfg.MaxInflightPerPartition)),
+		Attempts:   partition.NewAttempts(partition.AttemptsFor(cfg.Kafka.Partitions, unacked)),
 		FlushAt:    flushAt(cfg.MaxInflightPerPartition),
 	}
 }
 
+// settlingFor is how many requests of a partition may wait for their
+// fetch-log insert outside its window (kafkaio.GroupConfig.MaxSettling;
+// consume's handler releases a request once its outcome is with the
+// recorder): twice the window. Reading then never waits for an insert
+// that is due (flushAt), and a partition holds at most three windows of
+// records unacked: a request waiting for its row holds a compacted task
+// and the row, not its body (released once produced).
+func settlingFor(window int) int { return 2 * window }
+
 // flushAt is where a partition's requests waiting for their fetch-log
 // insert have the insert go before its interval (consume.Options.FlushAt):
-// half the partition's window, so that an insert carries at least that
-// many rows, and the other half is read and fetched while it runs.
-func flushAt(window int) int { return max(window/2, 1) }
+// a window of them, so that an insert carries at least that many rows,
+// and the next window is read and fetched while it runs. They wait
+// outside the window (settlingFor): when the window itself held them the
+// mark was half of it, and a partition of a few busy hosts inserted
+// every second or two, each insert a part of fetch_log and of its two
+// rollups, merged again and again while small (7.6 rows merged per row
+// of fetch_log at 1.5 M pages on six hosts).
+func flushAt(window int) int { return max(window, 1) }

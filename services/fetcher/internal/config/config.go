@@ -32,7 +32,7 @@ type Config struct {
 
 	InstanceID              string         // --instance-id (default hostname-pid)
 	Workers                 int            // --workers: concurrent requests (default 32)
-	MaxInflightPerPartition int            // --max-inflight-per-partition: unacked records per partition (default 1000)
+	MaxInflightPerPartition int            // --max-inflight-per-partition: unacked records per partition, those waiting for their insert apart (default 1000)
 	Delay                   time.Duration  // --delay: minimum end-to-start gap per host (default 1s)
 	MaxCrawlDelay           time.Duration  // --max-crawl-delay: cap of robots.txt Crawl-delay (default 30s)
 	DelayResponseFactor     float64        // --delay-response-factor: host gap ≥ factor × last response time (0 = off)
@@ -87,19 +87,20 @@ const DefaultMaxDownstreamLag = 15 * time.Second
 const DefaultMaxSchedulerLag = 30 * time.Second
 
 // DefaultClickHouseFlush is the fetcher's --clickhouse-flush-interval
-// default. A request is acked once its fetch_log row is inserted, and its
+// default. A request is acked once its fetch_log row is inserted. Its
 // partition's window (--max-inflight-per-partition) holds the requests
-// waiting for their turn as well as those waiting for the insert, so the
-// window is full whenever the topic has more: the fetcher does not flush
-// whenever it fills (kafkaio.GroupConfig.OnFull), as the parser and the
-// scheduler do, but when half of a partition's window waits for the
-// insert (consume.Options.FlushAt), and otherwise the interval is what
-// its rows wait. Each insert of fetch_log is a part of it and of its two
-// rollups, which ClickHouse 18.16 merges whole into the next while they
-// are small (its merge selector adds a fixed 5 MiB to every part's size).
-// Five seconds: at 500 requests a second over eight partitions, about 150
-// of a partition's 1 000 wait for the insert, and a partition of a few
-// busy hosts reaches the half window and has its insert go sooner.
+// waiting for their turn; those waiting for the insert wait beside it,
+// up to two windows more (app.settlingFor), so the fetcher does not
+// flush whenever the window fills (kafkaio.GroupConfig.OnFull), as the
+// parser and the scheduler do, but when a window's worth of a
+// partition's requests waits for the insert (consume.Options.FlushAt),
+// and otherwise the interval is what its rows wait. Each insert of
+// fetch_log is a part of it and of its two rollups, which ClickHouse
+// 18.16 merges whole into the next while they are small (its merge
+// selector adds a fixed 5 MiB to every part's size).
+// Five seconds: at 1 000 requests a second over eight partitions, about
+// 600 of a partition's requests wait for the insert, and a partition of
+// a few busy hosts reaches the mark and has its insert go sooner.
 const DefaultClickHouseFlush = 5 * time.Second
 
 // DefaultReadbackWindow is the default of --readback-window: five times
@@ -117,7 +118,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultInstance string) {
 	c.Render.RegisterFlags(fs)
 	fs.StringVar(&c.InstanceID, "instance-id", defaultInstance, "instance id written to fetch_log.fetcher")
 	fs.IntVar(&c.Workers, "workers", 32, "concurrent requests across all partitions")
-	fs.IntVar(&c.MaxInflightPerPartition, "max-inflight-per-partition", 1000, "unacked fetch requests per partition before reading pauses")
+	fs.IntVar(&c.MaxInflightPerPartition, "max-inflight-per-partition", 1000, "unacked fetch requests per partition before reading pauses; those waiting only for their fetch-log insert wait beside it, up to twice as many more")
 	fs.DurationVar(&c.Delay, "delay", politeness.DefaultDelay, "minimum delay from the end of a request to a host to the start of the next")
 	fs.DurationVar(&c.MaxCrawlDelay, "max-crawl-delay", politeness.DefaultMaxCrawlDelay, "cap of a robots.txt Crawl-delay")
 	fs.Float64Var(&c.DelayResponseFactor, "delay-response-factor", 0, "when > 0, wait at least this multiple of a host's last response time between its requests (capped by max-crawl-delay)")

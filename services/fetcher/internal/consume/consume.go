@@ -359,6 +359,7 @@ type handler struct {
 	topic     string
 	partition int
 	acker     func(kafka.Message)                   // the group's ack (Handle's argument, the same for every batch)
+	releaser  func(kafka.Message)                   // the group's release (SetRelease), or nil
 	strs      partition.Strings                     // crawl ids and schema names of queued tasks
 	p         *partition.Partition                  // the partition's host queues, claims and budget state
 	disp      *dispatch.Dispatcher[*partition.Task] // its turns are fetches (turn)
@@ -370,6 +371,13 @@ type handler struct {
 
 	redelivered *redelivery.Lookup // what a previous owner handled; Handle's goroutine only
 }
+
+// SetRelease is kafkaio.Releaser's: the group calls it once, before the
+// first batch, when it keeps a settling allowance beside the window
+// (kafkaio.GroupConfig.MaxSettling). A request whose outcome is handed to
+// the recorder is then released: it waits for its fetch-log insert
+// outside the window, and the window's room goes to requests to fetch.
+func (h *handler) SetRelease(release func(kafka.Message)) { h.releaser = release }
 
 // Close stops dispatching, waits for in-flight requests and their outcomes
 // until ctx is done, then abandons the rest (unacked: redelivered to the

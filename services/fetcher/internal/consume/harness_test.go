@@ -48,6 +48,15 @@ func runFetcher(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *c
 	f Fetcher, rc *robots.Cache, prod Producer, flush time.Duration, maxInFlight int, log *zap.Logger,
 ) (svc *Service, stop func() error) {
 	t.Helper()
+	return runFetcherGroup(t, ctx, kcfg, store, o, f, rc, prod, flush, kafkaio.GroupConfig{MaxInFlight: maxInFlight}, log)
+}
+
+// runFetcherGroup is runFetcher with the group's window settings of gc
+// (MaxInFlight, MaxSettling).
+func runFetcherGroup(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *chstore.Store, o Options,
+	f Fetcher, rc *robots.Cache, prod Producer, flush time.Duration, gc kafkaio.GroupConfig, log *zap.Logger,
+) (svc *Service, stop func() error) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	flog := chstore.NewBatchWriter(store, chstore.FetchLog, chstore.BatchOptions{FlushInterval: flush}, log, reg)
 	rec, stopRec := startRecorder(t, ctx, prod, flog, nil, reg)
@@ -58,9 +67,8 @@ func runFetcher(t *testing.T, ctx context.Context, kcfg kafkaio.Config, store *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	group, err := kafkaio.NewGroup(kcfg, kafkaio.GroupConfig{
-		GroupID: kcfg.GroupFor("fetcher"), Topic: o.Topics.Fetch, MaxInFlight: maxInFlight,
-	}, svc.Assign, log, reg)
+	gc.GroupID, gc.Topic = kcfg.GroupFor("fetcher"), o.Topics.Fetch
+	group, err := kafkaio.NewGroup(kcfg, gc, svc.Assign, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

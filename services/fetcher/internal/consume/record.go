@@ -34,8 +34,13 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 		h.log.Warn("left fetch result unacked, redelivered later", telemetry.URL(h.s.request(t).GetUrl()), zap.Error(err))
 		return
 	}
+	t.Value = nil // it waits outside the window (release): its offset and attempt are all that is read
 	h.handOver(1)
 	h.p.Handed(t)
+	h.release(t)
+	// Done keeps what it reads, not o and res: o holds the page's record
+	// and res its answer, and thousands of outcomes wait for their rows.
+	status, kind := res.Status, o.Kind
 	h.s.rec.Record(ctx, recorder.Outcome{Msgs: o.Msgs, Last: []kafka.Message{o.Page}, Rows: []rows.FetchLogRow{o.Row}, Robots: t.Robots, Done: func(err error) {
 		defer h.settled(1)
 		if err != nil {
@@ -45,7 +50,7 @@ func (h *handler) finish(ctx context.Context, t *partition.Task, res *httpfetch.
 			}
 			return
 		}
-		h.s.count(res.Status, o.Kind)
+		h.s.count(status, kind)
 		h.p.Settle(t, true)
 		h.ack(t)
 	}})
@@ -71,6 +76,14 @@ func (h *handler) handOver(n int) {
 	w := h.writing.Add(int64(n))
 	if h.flushing(w) && w-int64(n) < int64(h.s.opts.FlushAt) {
 		h.s.m.writesFlushed.Inc() // the mark reached (not each ask)
+	}
+}
+
+// release takes t's record out of the partition's window (SetRelease):
+// its outcome is with the recorder, and it only waits to be acked.
+func (h *handler) release(t *partition.Task) {
+	if h.releaser != nil {
+		h.releaser(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.Offset})
 	}
 }
 
