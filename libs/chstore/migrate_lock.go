@@ -131,13 +131,11 @@ func lockAge(ctx context.Context, conn driver.Conn, db string) (holder string, a
 		seconds int64
 		n       uint64
 	)
+	lock := db + "." + migrationLockTable
 	err = conn.QueryRow(ctx, `SELECT count(),
-	toInt64(now()) - toInt64(greatest(
-		(SELECT any(metadata_modification_time) FROM system.tables WHERE database = ? AND name = ?),
-		(SELECT max(beat) FROM `+db+"."+migrationLockTable+`))),
-	(SELECT argMax(owner, beat) FROM `+db+"."+migrationLockTable+`)
-FROM system.tables WHERE database = ? AND name = ?`,
-		db, migrationLockTable, db, migrationLockTable).Scan(&n, &seconds, &holder)
+	toInt64(now()) - toInt64(greatest(any(metadata_modification_time), (SELECT max(beat) FROM `+lock+`))),
+	(SELECT argMax(owner, beat) FROM `+lock+`)
+FROM system.tables WHERE database = ? AND name = ?`, db, migrationLockTable).Scan(&n, &seconds, &holder)
 	if isMissing(err) || isDropped(err) {
 		return "", 0, nil
 	}

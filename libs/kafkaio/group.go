@@ -753,10 +753,15 @@ func (pr *partitionRun) ack(msg kafka.Message) {
 	}
 	pr.mu.Unlock()
 	if ok {
-		select {
-		case pr.space <- struct{}{}:
-		default:
-		}
+		pr.roomMade()
+	}
+}
+
+// roomMade wakes waitCapacity: an ack or a release may have made room.
+func (pr *partitionRun) roomMade() {
+	select {
+	case pr.space <- struct{}{}:
+	default:
 	}
 }
 
@@ -771,10 +776,7 @@ func (pr *partitionRun) release(msg kafka.Message) {
 	ok := pr.tracker.Release(msg.Offset)
 	pr.mu.Unlock()
 	if ok {
-		select {
-		case pr.space <- struct{}{}:
-		default:
-		}
+		pr.roomMade()
 	}
 }
 

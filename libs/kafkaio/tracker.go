@@ -49,14 +49,13 @@ func (t *offsetTracker) Add(offset int64) bool {
 // Ack marks offset done. It reports false for an offset that was never
 // added or was already acked.
 func (t *offsetTracker) Ack(offset int64) bool {
-	live := t.window[t.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
-	if i == len(live) || live[i].offset != offset || live[i].acked {
+	r := t.unackedRecord(offset)
+	if r == nil {
 		return false
 	}
-	live[i].acked = true
+	r.acked = true
 	t.unacked--
-	if live[i].released {
+	if r.released {
 		t.released--
 	}
 	// Release the acked prefix.
@@ -73,14 +72,24 @@ func (t *offsetTracker) Ack(offset int64) bool {
 // but it still holds the commit until it is acked. It reports false for
 // an offset that was never added, or is acked or released already.
 func (t *offsetTracker) Release(offset int64) bool {
-	live := t.window[t.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
-	if i == len(live) || live[i].offset != offset || live[i].acked || live[i].released {
+	r := t.unackedRecord(offset)
+	if r == nil || r.released {
 		return false
 	}
-	live[i].released = true
+	r.released = true
 	t.released++
 	return true
+}
+
+// unackedRecord returns offset's record in the window, or nil when it was
+// never added or is acked.
+func (t *offsetTracker) unackedRecord(offset int64) *trackedOffset {
+	live := t.window[t.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
+	if i == len(live) || live[i].offset != offset || live[i].acked {
+		return nil
+	}
+	return &live[i]
 }
 
 // compact drops the acked prefix once it dominates the slice, so the

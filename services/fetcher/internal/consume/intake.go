@@ -227,7 +227,13 @@ func (h *handler) newTask(msg kafka.Message, req *crawlv1.FetchRequest, host str
 
 // ack acknowledges t's record.
 func (h *handler) ack(t *partition.Task) {
-	h.acker(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.Offset})
+	h.acker(h.record(t))
+}
+
+// record is t's record as the group's ack and release read it: its
+// topic, partition and offset.
+func (h *handler) record(t *partition.Task) kafka.Message {
+	return kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.Offset}
 }
 
 // raise is a reprioritize record of a batch.

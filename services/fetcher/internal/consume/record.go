@@ -83,7 +83,7 @@ func (h *handler) handOver(n int) {
 // its outcome is with the recorder, and it only waits to be acked.
 func (h *handler) release(t *partition.Task) {
 	if h.releaser != nil {
-		h.releaser(kafka.Message{Topic: h.topic, Partition: h.partition, Offset: t.Offset})
+		h.releaser(h.record(t))
 	}
 }
 
