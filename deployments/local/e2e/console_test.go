@@ -262,12 +262,15 @@ func TestConsoleBrowser(t *testing.T) {
 
 	// A URL's story, from the documents table.
 	b.run(bctx, "the crawl again", chromedp.Navigate(b.base+"/ui/crawls/"+e.crawlID), chromedp.WaitVisible(chromedp.CSS("#docs")))
-	b.click(bctx, `#docs td.url a`)
+	// One of the site's pages (/secN/pageM.html), each linked from a page:
+	// the newest document can be a host's /landing, which only a redirect
+	// leads to, and whose story has no linking page.
+	b.click(bctx, `#docs td.url a[href*="%2Fsec"]`)
 	b.run(bctx, "open a URL", chromedp.WaitVisible(chromedp.CSS("#doc-title")))
 	if got := b.text(bctx, "#admitted"); !strings.Contains(got, "Admitted at depth") {
 		t.Errorf("story: %q", got)
 	}
-	// The newest document is no seed: a page links to it.
+	// A page links to it.
 	if got := b.text(bctx, "#discovered"); !strings.Contains(got, "Pages linking to it") {
 		t.Errorf("story, discovered: %q", got)
 	}
