@@ -620,6 +620,11 @@ func (g *Group) consumePartition(runCtx, genCtx context.Context, fail func(error
 const readAhead = 8
 
 func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, pr *partitionRun) error {
+	// A batch is read into scratch and handed over as a copy of just its
+	// records: most of a busy fetcher's batches are a record or two, read
+	// as acks make room, and a slice of 64 records for each of them was a
+	// fifth of the fetcher's allocated bytes.
+	scratch := make([]kafka.Message, 0, min(g.gc.MaxBatch, 64))
 	for {
 		if err := pr.waitCapacity(ctx, g.gc.MaxInFlight, g.gc.MaxSettling, g.gc.OnFull); err != nil {
 			return nil
@@ -643,7 +648,7 @@ func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, p
 			}
 			return fmt.Errorf("read partition %d: %w", pr.partition, err)
 		}
-		batch := make([]kafka.Message, 0, min(g.gc.MaxBatch, 64))
+		batch := scratch[:0]
 		pr.read(msg)
 		if pr.add(msg.Offset) {
 			batch = append(batch, msg)
@@ -675,6 +680,9 @@ func (g *Group) readLoop(ctx context.Context, reader *kafka.Reader, h Handler, p
 		if len(batch) == 0 {
 			continue
 		}
+		scratch = batch             // the larger array if it grew
+		batch = slices.Clone(batch) // the handler's, for good
+		clear(scratch)              // no payload kept alive here
 		g.metrics.consumed.Add(float64(len(batch)))
 		if err := h.Handle(ctx, batch, pr.ack); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {

@@ -380,6 +380,87 @@ func TestGroupOutOfOrderAcks(t *testing.T) {
 	}
 }
 
+// keptBatches is a handler factory that keeps every batch it is handed,
+// the slice itself, with the offsets and values it held then.
+type keptBatches struct {
+	mu      sync.Mutex
+	batches [][]kafka.Message
+	want    [][]string // "offset=value" of each batch when handed over
+	records int
+}
+
+func (k *keptBatches) assign(context.Context, string, int) (kafkaio.Handler, error) { return k, nil }
+
+func (k *keptBatches) Handle(_ context.Context, batch []kafka.Message, ack func(kafka.Message)) error {
+	var w []string
+	for _, m := range batch {
+		w = append(w, fmt.Sprintf("%d=%s", m.Offset, m.Value))
+	}
+	k.mu.Lock()
+	k.batches = append(k.batches, batch)
+	k.want = append(k.want, w)
+	k.records += len(batch)
+	k.mu.Unlock()
+	for _, m := range batch {
+		ack(m)
+	}
+	return nil
+}
+
+func (k *keptBatches) Close(context.Context) error { return nil }
+
+func (k *keptBatches) handled() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.records
+}
+
+// TestGroupBatchIsTheHandlers keeps every batch a handler was handed,
+// the slice itself: the batches read after it (into the reader's scratch
+// slice) must not write over it.
+func TestGroupBatchIsTheHandlers(t *testing.T) {
+	c := kafkatest.Config(t, 1)
+	topic := c.Topics().Fetched
+	gc := groupConfig(c, topic)
+	gc.MaxBatch = 8
+	const n = 200
+	values := produce(t, c, topic, "k", n)
+
+	k := &keptBatches{}
+	g, err := kafkaio.NewGroup(c, gc, k.assign, zaptest.NewLogger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runGroup(t, g)
+	eventually(t, 20*time.Second, "all records handled", func() bool { return k.handled() == n })
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.batches) < 2 {
+		t.Fatalf("%d batches for %d records of at most %d, want several", len(k.batches), n, gc.MaxBatch)
+	}
+	var handed []string
+	for _, w := range k.want {
+		handed = append(handed, w...)
+	}
+	for i, v := range values { // one partition: offset i is the i-th record
+		if want := fmt.Sprintf("%d=%s", i, v); i >= len(handed) || handed[i] != want {
+			t.Fatalf("record %d handed over as %q, want %q", i, handed[min(i, len(handed)-1)], want)
+		}
+	}
+	for i, b := range k.batches {
+		var got []string
+		for _, m := range b {
+			got = append(got, fmt.Sprintf("%d=%s", m.Offset, m.Value))
+		}
+		if !slices.Equal(got, k.want[i]) {
+			t.Fatalf("batch %d holds %v after later reads, was handed %v", i, got, k.want[i])
+		}
+	}
+}
+
 // TestGroupMaxInFlight checks that a handler never holds more than
 // MaxInFlight unacked records of its partition, and that reading resumes
 // as acks arrive.
