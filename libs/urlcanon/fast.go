@@ -27,10 +27,20 @@ import (
 //     the '#' ends the path as the end of the input does.
 //   - Path bytes: ALPHA DIGIT - . _ ~ ! $ & ' ( ) * + , ; = : @ and '/' as
 //     separator. None is in the WHATWG path percent-encode set (C0, space,
-//     " # < > ? ` { } and non-ASCII), none is rewritten by normalize (no '%'
-//     at all, and each is allowed raw in an RFC 3986 path).
+//     " # < > ? ` { } and non-ASCII), none is rewritten by normalize (each
+//     is allowed raw in an RFC 3986 path).
 //   - Query bytes: the same without "'" (the parser encodes it in the query
 //     of special schemes) and with '?'.
+//   - Escapes: '%' and two hex digits, in the path and the query, except
+//     an escaped '.' ("%2e", "%2E") in the path, which the parser reads in
+//     a dot segment. The parser copies an escape as it is ('%' and hex
+//     digits are in no percent-encode set), so the result is built as for
+//     plain bytes, then normalize's NormalizePercent applies: escapes of
+//     unreserved bytes decoded, the others' hex digits upper-cased. Decoding
+//     yields only unreserved bytes, none a '.' of the path, so it creates no
+//     dot segment, no delimiter and nothing encodeInvalid would encode; the
+//     base's part of the result is normalized already. A '%' without two
+//     hex digits is declined (normalize would write "%25").
 //   - A path-relative reference has no ':' before its first '/' or '?' (it
 //     could be a scheme: "http:x", "mailto:x").
 //   - The scheme of an absolute reference is "http" or "https" in any ASCII
@@ -77,11 +87,12 @@ import (
 // origin ("" or "/s1/…/sn"); appending a segment appends '/' and it;
 // removing the last cuts at the last '/' after the origin.
 //
-// normalize leaves each result unchanged: its path is a prefix of B's path
-// cut at a '/' (or none of it) followed by plain segments, then the
-// reference's plain query if it has one, so its escapes are those of B,
-// complete (an escape holds no '/'), and the reference adds no byte it
-// encodes; its host is B's or plain (no trailing dot).
+// normalize leaves each result unchanged but for the reference's escapes
+// (above): its path is a prefix of B's path cut at a '/' (or none of it)
+// followed by plain segments, then the reference's plain query if it has
+// one, so B's escapes stay complete (an escape holds no '/'), and the
+// reference adds no byte it encodes; its host is B's or plain (no
+// trailing dot).
 
 // pathByte and queryByte mark the bytes the fast path accepts in a path and
 // in a query (see above). '/' and '?' are delimiters handled by the scan.
@@ -101,8 +112,9 @@ var pathByte, queryByte = func() (path, query [256]bool) {
 
 // scanPathQuery reports whether s, a path (absolute, or relative when
 // relative is set) optionally followed by "?query", is made of plain bytes
-// and, when relative, has no ':' in its first segment; and whether a
-// segment of its path is "." or "..".
+// and escapes (validEscape; in the path not an escaped '.') and, when
+// relative, has no ':' in its first segment; and whether a segment of its
+// path is "." or "..".
 func scanPathQuery(s string, relative bool) (plain, dots bool) {
 	seg := 0 // start of the current segment
 	first := relative
@@ -116,6 +128,13 @@ func scanPathQuery(s string, relative bool) (plain, dots bool) {
 			seg, first = i+1, false
 			continue
 		}
+		if c == '%' {
+			if !validEscape(s, i) || s[i+1] == '2' && (s[i+2] == 'e' || s[i+2] == 'E') {
+				return false, false
+			}
+			i += 2
+			continue
+		}
 		if !pathByte[c] || (first && c == ':') {
 			return false, false
 		}
@@ -125,11 +144,24 @@ func scanPathQuery(s string, relative bool) (plain, dots bool) {
 
 func plainQuery(q string) bool {
 	for i := 0; i < len(q); i++ {
+		if q[i] == '%' {
+			if !validEscape(q, i) {
+				return false
+			}
+			i += 2
+			continue
+		}
 		if !queryByte[q[i]] {
 			return false
 		}
 	}
 	return true
+}
+
+// validEscape reports whether s[i], a '%', starts an escape: two hex
+// digits follow it.
+func validEscape(s string, i int) bool {
+	return i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2])
 }
 
 func dotSegment(seg string) bool { return seg == "." || seg == ".." }
@@ -274,8 +306,8 @@ func canonicalFast(raw string) bool {
 // plainCanonical returns the authority (host[:port]) of raw when raw is
 // plainly canonical: "http" or "https", "://", a plain host and port
 // (plainHostPort), and a path starting with '/' and optional query of
-// plain bytes without dot segments (scanPathQuery), at most MaxLength
-// bytes. The WHATWG parser serializes such a raw as it is, so the host
+// plain bytes and normalized escapes without dot segments (scanPathQuery,
+// NormalizePercent), at most MaxLength bytes. The WHATWG parser serializes such a raw as it is, so the host
 // and port it parses are those written in raw (see PolitenessKey).
 func plainCanonical(raw string) (auth string, ok bool) {
 	if len(raw) > MaxLength {
@@ -291,6 +323,9 @@ func plainCanonical(raw string) (auth string, ok bool) {
 	}
 	if plain, dots := scanPathQuery(rest[end:], false); !plain || dots {
 		return "", false
+	}
+	if strings.IndexByte(rest[end:], '%') >= 0 && NormalizePercent(raw) != raw {
+		return "", false // an escape to decode or to upper-case
 	}
 	return rest[:end], true
 }
@@ -351,6 +386,12 @@ func (r *Resolver) resolveFast(ref string) (string, bool) {
 		default:
 			s = r.parts.dir + ref
 		}
+	}
+	if strings.IndexByte(ref, '%') >= 0 {
+		// Escapes: the parser copies them as they are, and normalize
+		// decodes those of unreserved bytes and upper-cases the others'
+		// hex digits; the base's own are normalized already.
+		s = NormalizePercent(s)
 	}
 	if len(s) > MaxLength {
 		return "", false // the slow path says how long
