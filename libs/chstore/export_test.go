@@ -33,3 +33,34 @@ func SetMigrationLockStale(t interface{ Cleanup(func()) }, d time.Duration) {
 	migrationLockStale = d
 	t.Cleanup(func() { migrationLockStale = old })
 }
+
+// LockState is what a waiter reads of the migration lock.
+type LockState = lockState
+
+// Holder is the owner of the lock's last heartbeat.
+func (st LockState) Holder() string { return st.holder }
+
+// ReadLock reads db's migration lock on s's server as a waiter does.
+func (s *Store) ReadLock(ctx context.Context) (LockState, error) {
+	return readLock(ctx, s.conn, s.db)
+}
+
+// BreakLock breaks the migration lock a waiter read as st, and reports
+// whether it did.
+func (s *Store) BreakLock(ctx context.Context, st LockState) (bool, error) {
+	return breakLock(ctx, s.conn, s.db, st)
+}
+
+// BrokenLockPrefix begins the names of broken migration locks.
+const BrokenLockPrefix = brokenLockPrefix
+
+// SetBrokenLockKeep sets how long broken locks are kept, for the rest of
+// the test.
+func SetBrokenLockKeep(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := brokenLockKeep
+	brokenLockKeep = d
+	t.Cleanup(func() { brokenLockKeep = old })
+}
+
+// StaleLock reports whether a waiter breaks the lock it read as st.
+func (s *Store) StaleLock(st LockState) bool { return st.exists && st.age > migrationLockStale }

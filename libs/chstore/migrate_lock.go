@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"time"
 
@@ -32,8 +33,16 @@ import (
 // migrationLockBeat and drops the table when it is done. A holder that
 // died (killed mid-migration, its server connection lost) leaves the
 // table behind: once neither a heartbeat nor the table itself is younger
-// than migrationLockStale, a waiter drops it and tries again. Server
+// than migrationLockStale, a waiter breaks it and tries again. Server
 // time on both sides, so the services' clocks do not matter.
+//
+// Breaking is a RENAME, not a DROP: waiters that saw the same stale lock
+// rename it to the same name, taken from what they saw (its holder and
+// its last sign of life), so one succeeds and the others find that name
+// taken, even when the winner has created the next lock meanwhile. A
+// DROP could not tell that lock from the stale one: the second waiter
+// dropped the winner's live lock, and both migrated at once. Broken
+// locks are dropped by a later holder once they are brokenLockKeep old.
 //
 // In cluster mode the lock lives on the cluster's first server (lowest
 // shard and replica), the one every service's ALTERs of the first shard
@@ -41,7 +50,13 @@ import (
 const (
 	migrationLockTable = "schema_migrations_lock"
 	migrationLockBeat  = 2 * time.Second
+	brokenLockPrefix   = migrationLockTable + "_broken_"
 )
+
+// brokenLockKeep is how long a broken lock's table is kept, so that a
+// waiter that saw the lock stale an instant before another broke it
+// still finds its name taken.
+var brokenLockKeep = time.Hour
 
 // migrationLockStale is how long a lock without a heartbeat is waited
 // for: fifteen beats. A variable for the tests of a dead holder.
@@ -96,21 +111,24 @@ func acquireMigrationLock(ctx context.Context, conn driver.Conn, db, owner strin
 		if !isAlreadyExists(err) {
 			return nil, fmt.Errorf("schema migration lock: %w", err)
 		}
-		holder, age, err := lockAge(ctx, conn, db)
+		st, err := readLock(ctx, conn, db)
 		if err != nil {
 			return nil, fmt.Errorf("schema migration lock: read its holder: %w", err)
 		}
-		if age > migrationLockStale || holder == owner {
-			log.Warn("breaking a stale schema migration lock",
-				zap.String("holder", holder), zap.Duration("silent_for", age))
-			if err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
-				return nil, fmt.Errorf("schema migration lock: drop the stale lock: %w", err)
+		if st.exists && (st.age > migrationLockStale || st.holder == owner) {
+			broke, err := breakLock(ctx, conn, db, st)
+			if err != nil {
+				return nil, fmt.Errorf("schema migration lock: break the stale lock: %w", err)
+			}
+			if broke {
+				log.Warn("broke a stale schema migration lock",
+					zap.String("holder", st.holder), zap.Duration("silent_for", st.age))
 			}
 			continue
 		}
 		if !waiting {
 			waiting = true
-			log.Info("waiting for another service's schema migrations", zap.String("holder", holder))
+			log.Info("waiting for another service's schema migrations", zap.String("holder", st.holder))
 		}
 		if err := b.Wait(ctx); err != nil {
 			return nil, err
@@ -121,28 +139,85 @@ func acquireMigrationLock(ctx context.Context, conn driver.Conn, db, owner strin
 	}
 }
 
-// lockAge returns the lock's holder and how long it has been silent: since
-// its last heartbeat, or since the table was created when it has none yet
-// (its holder is between CREATE and its first beat, or the server
-// restarted and the Memory table lost its rows). A lock dropped meanwhile
-// answers age 0: the next CREATE will tell.
-func lockAge(ctx context.Context, conn driver.Conn, db string) (holder string, age time.Duration, err error) {
+// lockState is what a waiter reads of the lock.
+type lockState struct {
+	exists bool
+	holder string        // the owner of its last heartbeat
+	last   int64         // server time (Unix seconds) of its last sign of life
+	age    time.Duration // how long ago that was
+}
+
+// readLock reads the lock: its last sign of life is its last heartbeat,
+// or the table's creation when it has none yet (its holder is between
+// CREATE and its first beat, or the server restarted and the Memory
+// table lost its rows). A lock dropped or broken while it is read does
+// not exist: the next CREATE will tell.
+func readLock(ctx context.Context, conn driver.Conn, db string) (lockState, error) {
 	var (
-		seconds int64
-		n       uint64
+		st  lockState
+		n   uint64
+		now int64
 	)
 	lock := db + "." + migrationLockTable
-	err = conn.QueryRow(ctx, `SELECT count(),
-	toInt64(now()) - toInt64(greatest(any(metadata_modification_time), (SELECT max(beat) FROM `+lock+`))),
+	err := conn.QueryRow(ctx, `SELECT count(), toInt64(now()),
+	toInt64(greatest(any(metadata_modification_time), (SELECT max(beat) FROM `+lock+`))),
 	(SELECT argMax(owner, beat) FROM `+lock+`)
-FROM system.tables WHERE database = ? AND name = ?`, db, migrationLockTable).Scan(&n, &seconds, &holder)
+FROM system.tables WHERE database = ? AND name = ?`, db, migrationLockTable).Scan(&n, &now, &st.last, &st.holder)
 	if isMissing(err) || isDropped(err) {
-		return "", 0, nil
+		return lockState{}, nil
 	}
 	if err != nil || n == 0 {
-		return "", 0, err
+		return lockState{}, err
 	}
-	return holder, time.Duration(seconds) * time.Second, nil
+	st.exists = true
+	st.age = time.Duration(now-st.last) * time.Second
+	return st, nil
+}
+
+// breakLock renames the lock st describes out of the way, and reports
+// whether it did: not when another waiter broke that lock first (its
+// name is taken) or it is gone.
+func breakLock(ctx context.Context, conn driver.Conn, db string, st lockState) (bool, error) {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%d", st.holder, st.last)
+	broken := db + "." + brokenLockPrefix + hex.EncodeToString(h.Sum(nil))
+	err := conn.Exec(ctx, "RENAME TABLE "+db+"."+migrationLockTable+" TO "+broken)
+	switch {
+	case err == nil:
+		return true, nil
+	case isAlreadyExists(err) || isMissing(err) || isDropped(err):
+		return false, nil
+	}
+	return false, err
+}
+
+// dropBrokenLocks drops the broken locks' tables older than
+// brokenLockKeep (as the server dates their metadata).
+func dropBrokenLocks(ctx context.Context, conn driver.Conn, db string) error {
+	rows, err := conn.Query(ctx, `SELECT name FROM system.tables WHERE database = ? AND startsWith(name, ?)
+	AND metadata_modification_time < now() - ?`, db, brokenLockPrefix, uint32(brokenLockKeep/time.Second))
+	if err != nil {
+		return err
+	}
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		names = append(names, name)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+db+"."+name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // codeTableIsDropped (TABLE_IS_DROPPED) answers a query that reads a
@@ -190,12 +265,16 @@ func (l *migrationLock) release(log *zap.Logger) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	holder, _, err := lockAge(ctx, l.conn, l.db)
-	if err == nil && holder == l.owner {
+	st, err := readLock(ctx, l.conn, l.db)
+	if err == nil && st.exists && st.holder == l.owner {
 		err = l.conn.Exec(ctx, "DROP TABLE IF EXISTS "+l.db+"."+migrationLockTable)
 	}
 	if err != nil {
 		log.Warn("schema migration lock: not released; it goes stale and the next service breaks it",
 			zap.Duration("after", migrationLockStale), zap.Error(err))
+		return
+	}
+	if err := dropBrokenLocks(ctx, l.conn, l.db); err != nil {
+		log.Warn("schema migration lock: old broken locks not dropped", zap.Error(err))
 	}
 }

@@ -239,6 +239,71 @@ func TestMigrateBreaksAStaleLock(t *testing.T) {
 	}
 }
 
+// TestBreakingAStaleLockOnce: two waiters read the same stale lock; the
+// first breaks it and takes the next lock; the second's break must leave
+// that lock alone (a DROP in its place dropped it, and both migrated at
+// once). The broken lock's table goes with a later release once it is
+// old.
+func TestBreakingAStaleLockOnce(t *testing.T) {
+	chstore.SetMigrationLockStale(t, time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	s, lock := lockHeld(ctx, t, "a dead service")
+	var first, second chstore.LockState
+	waitTrue(t, ctx, "the lock stale", func() bool {
+		var err error
+		if first, err = s.ReadLock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return first.Holder() == "a dead service" && s.StaleLock(first)
+	})
+	second = first // the second waiter read it at the same moment
+	if broke, err := s.BreakLock(ctx, first); err != nil || !broke {
+		t.Fatalf("first break = %v, %v; want it broken", broke, err)
+	}
+	if err := s.Conn().Exec(ctx, "CREATE TABLE "+lock+" (owner String, beat DateTime) ENGINE = Memory"); err != nil {
+		t.Fatalf("the first waiter takes the lock: %v", err)
+	}
+	if err := s.Conn().Exec(ctx, "INSERT INTO "+lock+" SELECT 'the first waiter', now()"); err != nil {
+		t.Fatal(err)
+	}
+	if broke, err := s.BreakLock(ctx, second); err != nil || broke {
+		t.Fatalf("second break of the same stale lock = %v, %v; want nothing broken", broke, err)
+	}
+	if st, err := s.ReadLock(ctx); err != nil || st.Holder() != "the first waiter" {
+		t.Fatalf("after the second break the lock is %q (%v), want the first waiter's", st.Holder(), err)
+	}
+	if n := brokenLocks(ctx, t, s); n != 1 {
+		t.Errorf("%d broken locks, want 1", n)
+	}
+
+	// The first waiter's release, once the broken lock is old, drops it.
+	chstore.SetBrokenLockKeep(t, time.Second)
+	if err := s.Conn().Exec(ctx, "DROP TABLE "+lock); err != nil { // the first waiter is done
+		t.Fatal(err)
+	}
+	waitTrue(t, ctx, "the broken lock old", func() bool { return brokenLocks(ctx, t, s, "AND metadata_modification_time < now() - 1") == 1 })
+	if err := s.ApplyMigrations(ctx, []chstore.Migration{{Version: 1 << 30, Name: "a later migration",
+		Statements: []string{"CREATE TABLE IF NOT EXISTS later (a UInt8) ENGINE = Memory"}}}); err != nil {
+		t.Fatalf("a later migration: %v", err)
+	}
+	if n := brokenLocks(ctx, t, s); n != 0 {
+		t.Errorf("%d broken locks after a later release, want 0", n)
+	}
+}
+
+// brokenLocks counts the broken migration locks of s's database that
+// match the extra condition.
+func brokenLocks(ctx context.Context, t *testing.T, s *chstore.Store, extra ...string) uint64 {
+	t.Helper()
+	var n uint64
+	if err := s.Conn().QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND startsWith(name, ?) "+strings.Join(extra, " "),
+		s.Database(), chstore.BrokenLockPrefix).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // lockHeld opens a store on a fresh database whose migration lock holder
 // has taken the lock and beaten once, and returns the store and the lock
 // table's qualified name.
