@@ -1,6 +1,7 @@
 package websim
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"path"
@@ -215,8 +216,12 @@ func (st *stats) record(h int, id, kind string, trapDeep, mostLinked bool, hit H
 		}
 	case r.answered:
 		s.Duplicates++
-		if len(s.DuplicateExamples) < 10 && !slices.Contains(s.DuplicateExamples, id) {
-			s.DuplicateExamples = append(s.DuplicateExamples, id)
+		if len(s.DuplicateExamples) < 10 && !slices.ContainsFunc(s.DuplicateExamples, func(e string) bool { return strings.HasPrefix(e, id+" ") }) {
+			// When: a replay within a millisecond is the HTTP client's,
+			// seconds or minutes apart the crawler's.
+			prev := r.hits[len(r.hits)-1]
+			s.DuplicateExamples = append(s.DuplicateExamples, fmt.Sprintf("%s (at %s and %s)", id,
+				prev.Arrived.Sub(s.First).Round(time.Millisecond), at.Sub(s.First).Round(time.Millisecond)))
 		}
 	default:
 		s.Retries++
