@@ -307,8 +307,9 @@ func canonicalFast(raw string) bool {
 // plainly canonical: "http" or "https", "://", a plain host and port
 // (plainHostPort), and a path starting with '/' and optional query of
 // plain bytes and normalized escapes without dot segments (scanPathQuery,
-// NormalizePercent), at most MaxLength bytes. The WHATWG parser serializes such a raw as it is, so the host
-// and port it parses are those written in raw (see PolitenessKey).
+// NormalizePercent), at most MaxLength bytes. The WHATWG parser
+// serializes such a raw as it is, so the host and port it parses are
+// those written in raw (see PolitenessKey).
 func plainCanonical(raw string) (auth string, ok bool) {
 	if len(raw) > MaxLength {
 		return "", false
