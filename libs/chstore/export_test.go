@@ -63,4 +63,4 @@ func SetBrokenLockKeep(t interface{ Cleanup(func()) }, d time.Duration) {
 }
 
 // StaleLock reports whether a waiter breaks the lock it read as st.
-func (s *Store) StaleLock(st LockState) bool { return st.exists && st.age > migrationLockStale }
+func (s *Store) StaleLock(st LockState) bool { return st.stale() }

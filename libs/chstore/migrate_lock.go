@@ -115,7 +115,7 @@ func acquireMigrationLock(ctx context.Context, conn driver.Conn, db, owner strin
 		if err != nil {
 			return nil, fmt.Errorf("schema migration lock: read its holder: %w", err)
 		}
-		if st.exists && (st.age > migrationLockStale || st.holder == owner) {
+		if st.stale() || st.exists && st.holder == owner {
 			broke, err := breakLock(ctx, conn, db, st)
 			if err != nil {
 				return nil, fmt.Errorf("schema migration lock: break the stale lock: %w", err)
@@ -146,6 +146,10 @@ type lockState struct {
 	last   int64         // server time (Unix seconds) of its last sign of life
 	age    time.Duration // how long ago that was
 }
+
+// stale reports whether the lock exists and its holder has been silent
+// past migrationLockStale: a waiter breaks it.
+func (st lockState) stale() bool { return st.exists && st.age > migrationLockStale }
 
 // readLock reads the lock: its last sign of life is its last heartbeat,
 // or the table's creation when it has none yet (its holder is between

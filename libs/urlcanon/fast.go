@@ -325,7 +325,7 @@ func plainCanonical(raw string) (auth string, ok bool) {
 	if plain, dots := scanPathQuery(rest[end:], false); !plain || dots {
 		return "", false
 	}
-	if strings.IndexByte(rest[end:], '%') >= 0 && NormalizePercent(raw) != raw {
+	if NormalizePercent(raw) != raw { // raw itself, unallocated, without '%'
 		return "", false // an escape to decode or to upper-case
 	}
 	return rest[:end], true
